@@ -1,0 +1,73 @@
+//! The loader's error type.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::CudaVersion;
+
+/// One place the loader tried to open a library from, and why it failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    /// The path or file name handed to the dynamic loader.
+    pub candidate: String,
+    /// The dynamic loader's reason for refusing it.
+    pub reason: String,
+}
+
+/// Why a library or one of its entry points could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// No candidate path could be opened; `tried` lists each one in the order tried.
+    #[error("{library} could not be loaded; tried {}", AttemptList(tried))]
+    LibraryNotFound {
+        /// The library's display name (`"the CUDA driver (libcuda)"`).
+        library: &'static str,
+        /// Every candidate tried, in order, with the loader's reason.
+        tried: Vec<Attempt>,
+    },
+    /// The library was loaded but lacks this entry point (an older driver or toolkit).
+    #[error(
+        "{library} at {} has no entry point `{symbol}`{}",
+        path.display(),
+        SinceNote(*since)
+    )]
+    SymbolMissing {
+        /// The library's display name.
+        library: &'static str,
+        /// The path the library was loaded from.
+        path: PathBuf,
+        /// The exported symbol that was looked up (`cuKernelGetParamInfo`).
+        symbol: &'static str,
+        /// The CUDA version that introduced the symbol, when the headers say so.
+        since: Option<CudaVersion>,
+    },
+}
+
+struct AttemptList<'a>(&'a [Attempt]);
+
+impl fmt::Display for AttemptList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("no candidates");
+        }
+        for (i, attempt) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{} ({})", attempt.candidate, attempt.reason)?;
+        }
+        Ok(())
+    }
+}
+
+struct SinceNote(Option<CudaVersion>);
+
+impl fmt::Display for SinceNote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(version) => write!(f, " (introduced in CUDA {version}; update the driver)"),
+            None => Ok(()),
+        }
+    }
+}

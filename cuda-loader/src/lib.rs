@@ -1,0 +1,34 @@
+//! Run-time loading of NVIDIA's shared libraries for the `-sys` crates.
+//!
+//! Each `-sys` crate describes its library with a [`LibrarySpec`] (a display name, the
+//! environment variable that overrides the path, and the versioned file names to try) and its
+//! entry points with a generated table of [`EntryPoint`]s. [`Library::open`] opens the first
+//! candidate that loads; [`Library::get`] resolves an entry point the first time it is called
+//! and caches the address, so a symbol that an older library lacks fails only when it is used,
+//! with [`LoadError::SymbolMissing`].
+//!
+//! ```
+//! use cuda_loader::{EntryPoint, Library, LibrarySpec, LoadError};
+//!
+//! static ENTRY_POINTS: [EntryPoint; 1] = [EntryPoint::new(c"cuNotARealSymbol", None)];
+//! static SPEC: LibrarySpec = LibrarySpec {
+//!     name: "example library",
+//!     env_var: "CUDA_LOADER_DOC_EXAMPLE_PATH",
+//!     file_names: &["libdoes-not-exist.so.1"],
+//!     search_dirs: &[],
+//! };
+//! match Library::open(&SPEC, &ENTRY_POINTS) {
+//!     Err(LoadError::LibraryNotFound { tried, .. }) => assert_eq!(tried.len(), 1),
+//!     other => panic!("unexpected: {other:?}"),
+//! }
+//! ```
+
+mod error;
+mod library;
+mod spec;
+mod version;
+
+pub use error::{Attempt, LoadError};
+pub use library::{EntryPoint, Library};
+pub use spec::LibrarySpec;
+pub use version::CudaVersion;

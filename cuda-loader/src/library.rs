@@ -1,0 +1,269 @@
+//! An opened library and its lazily resolved entry points.
+
+use std::ffi::CStr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::{Attempt, CudaVersion, LibrarySpec, LoadError};
+
+/// One exported function of a library: its symbol and the CUDA version that introduced it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryPoint {
+    symbol: &'static CStr,
+    since: Option<CudaVersion>,
+}
+
+impl EntryPoint {
+    /// An entry point named `symbol`, introduced in CUDA `since` (`12040`) when known.
+    pub const fn new(symbol: &'static CStr, since: Option<u32>) -> Self {
+        let since = match since {
+            Some(version) => Some(CudaVersion(version)),
+            None => None,
+        };
+        Self { symbol, since }
+    }
+
+    /// The exported symbol, as the dynamic loader sees it (`cuMemAlloc_v2`).
+    pub fn symbol(&self) -> &'static CStr {
+        self.symbol
+    }
+
+    /// The symbol as text.
+    pub fn name(&self) -> &'static str {
+        self.symbol.to_str().unwrap_or("<non-UTF-8 symbol>")
+    }
+
+    /// The CUDA version that introduced this symbol, when the headers say so.
+    pub fn since(&self) -> Option<CudaVersion> {
+        self.since
+    }
+}
+
+/// A loaded library with `N` entry points, each resolved on first use and then cached.
+///
+/// The `-sys` crates keep one `Library` per process in a static, so the addresses handed out by
+/// [`get`](Self::get) stay valid for the life of the process. Resolution is thread-safe: two
+/// threads racing to resolve the same entry point store the same address.
+#[derive(Debug)]
+pub struct Library<const N: usize> {
+    name: &'static str,
+    path: PathBuf,
+    entry_points: &'static [EntryPoint; N],
+    slots: [AtomicUsize; N],
+    library: libloading::Library,
+}
+
+/// Slot value of an entry point not looked up yet (or looked up and missing).
+const UNRESOLVED: usize = 0;
+
+impl<const N: usize> Library<N> {
+    /// Opens the library described by `spec`, trying each of its candidates in order.
+    pub fn open(
+        spec: &LibrarySpec,
+        entry_points: &'static [EntryPoint; N],
+    ) -> Result<Self, LoadError> {
+        Self::open_first(spec.name, spec.candidates(), entry_points)
+    }
+
+    /// Opens the first of `candidates` that the dynamic loader accepts.
+    ///
+    /// The error lists every candidate tried and the loader's reason for each.
+    pub fn open_first(
+        name: &'static str,
+        candidates: impl IntoIterator<Item = PathBuf>,
+        entry_points: &'static [EntryPoint; N],
+    ) -> Result<Self, LoadError> {
+        let mut tried = Vec::new();
+        for candidate in candidates {
+            // SAFETY: loading a library runs its initialisers. The candidates are NVIDIA's
+            // libraries (or a path the user named explicitly), whose initialisers are sound to
+            // run in any thread of a process.
+            match unsafe { libloading::Library::new(candidate.clone()) } {
+                Ok(library) => {
+                    return Ok(Self {
+                        name,
+                        path: candidate,
+                        entry_points,
+                        slots: [const { AtomicUsize::new(UNRESOLVED) }; N],
+                        library,
+                    });
+                }
+                Err(error) => tried.push(Attempt {
+                    candidate: candidate.display().to_string(),
+                    reason: error.to_string(),
+                }),
+            }
+        }
+        Err(LoadError::LibraryNotFound {
+            library: name,
+            tried,
+        })
+    }
+
+    /// The library's display name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The path or file name the library was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The entry points this library was opened with.
+    pub fn entry_points(&self) -> &'static [EntryPoint; N] {
+        self.entry_points
+    }
+
+    /// Whether the entry point at `index` exists in the loaded library (resolving it if needed).
+    pub fn has(&self, index: usize) -> bool {
+        self.address(index).is_ok()
+    }
+
+    /// The entry point at `index` as a function pointer of type `F`.
+    ///
+    /// The first call looks the symbol up; later calls cost one relaxed atomic load.
+    ///
+    /// # Safety
+    ///
+    /// `F` must be the exact C signature of `entry_points[index]`, and the pointer must not be
+    /// called after this `Library` is dropped.
+    ///
+    /// # Panics
+    ///
+    /// Panics if `index >= N` (the generated callers only pass constant, in-range indices).
+    #[inline(always)]
+    pub unsafe fn get<F: Copy>(&self, index: usize) -> Result<F, LoadError> {
+        const { assert!(size_of::<F>() == size_of::<usize>()) };
+        // Relaxed is enough: the value is either UNRESOLVED or an address inside a library that
+        // was fully mapped before this `Library` was published to other threads.
+        let address = self.slots[index].load(Ordering::Relaxed);
+        let address = if address == UNRESOLVED {
+            self.address(index)?
+        } else {
+            address
+        };
+        // SAFETY: `address` is the non-null address of the symbol, and the caller promises that
+        // `F` is a function pointer type with its C signature (same size, asserted above).
+        Ok(unsafe { std::mem::transmute_copy::<usize, F>(&address) })
+    }
+
+    /// Looks the entry point at `index` up, caching a found address.
+    #[cold]
+    #[inline(never)]
+    fn address(&self, index: usize) -> Result<usize, LoadError> {
+        let cached = self.slots[index].load(Ordering::Relaxed);
+        if cached != UNRESOLVED {
+            return Ok(cached);
+        }
+        let entry = &self.entry_points[index];
+        // SAFETY: the symbol is only read as an address here; `get`'s caller states its type.
+        let found = unsafe { self.library.get::<*mut std::ffi::c_void>(entry.symbol()) };
+        match found.map(|symbol| *symbol as usize) {
+            Ok(address) if address != UNRESOLVED => {
+                self.slots[index].store(address, Ordering::Relaxed);
+                Ok(address)
+            }
+            _ => Err(LoadError::SymbolMissing {
+                library: self.name,
+                path: self.path.clone(),
+                symbol: entry.name(),
+                since: entry.since(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{EntryPoint, Library};
+    use crate::LoadError;
+    use std::path::PathBuf;
+
+    static LIBC_ENTRY_POINTS: [EntryPoint; 2] = [
+        EntryPoint::new(c"getpid", None),
+        EntryPoint::new(c"cuNoSuchEntryPoint_v9", Some(12040)),
+    ];
+
+    fn libc() -> Library<2> {
+        Library::open_first("libc", [PathBuf::from("libc.so.6")], &LIBC_ENTRY_POINTS)
+            .expect("libc.so.6 loads on every Linux test machine")
+    }
+
+    #[test]
+    fn missing_library_lists_every_path_tried() {
+        let candidates = [
+            PathBuf::from("/nonexistent/libcuda.so.1"),
+            PathBuf::from("libcuda-loader-test-missing.so.1"),
+        ];
+        let error = Library::open_first("the test library", candidates, &LIBC_ENTRY_POINTS)
+            .expect_err("neither candidate exists");
+        let LoadError::LibraryNotFound { library, tried } = &error else {
+            panic!("wrong error: {error:?}");
+        };
+        assert_eq!(*library, "the test library");
+        let paths: Vec<&str> = tried.iter().map(|a| a.candidate.as_str()).collect();
+        assert_eq!(
+            paths,
+            ["/nonexistent/libcuda.so.1", "libcuda-loader-test-missing.so.1"]
+        );
+        assert!(tried.iter().all(|a| !a.reason.is_empty()));
+        let message = error.to_string();
+        assert!(message.contains("/nonexistent/libcuda.so.1"), "{message}");
+        assert!(message.contains("libcuda-loader-test-missing.so.1"), "{message}");
+    }
+
+    #[test]
+    fn no_candidates_is_an_error_not_a_panic() {
+        let error = Library::open_first("nothing", [], &LIBC_ENTRY_POINTS).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "nothing could not be loaded; tried no candidates"
+        );
+    }
+
+    #[test]
+    fn present_symbol_resolves_and_is_callable() {
+        let library = libc();
+        // SAFETY: `getpid` has this signature in every libc.
+        let getpid = unsafe { library.get::<unsafe extern "C" fn() -> i32>(0) }.unwrap();
+        // SAFETY: getpid has no preconditions.
+        let pid = unsafe { getpid() };
+        assert_eq!(pid as u32, std::process::id());
+        // The second lookup comes from the cache and gives the same address.
+        // SAFETY: as above.
+        let again = unsafe { library.get::<unsafe extern "C" fn() -> i32>(0) }.unwrap();
+        assert_eq!(getpid as usize, again as usize);
+        assert!(library.has(0));
+    }
+
+    #[test]
+    fn missing_symbol_is_a_typed_error_naming_it() {
+        let library = libc();
+        assert!(!library.has(1));
+        // SAFETY: never called; the lookup fails.
+        let error = unsafe { library.get::<unsafe extern "C" fn() -> i32>(1) }.unwrap_err();
+        match &error {
+            LoadError::SymbolMissing {
+                symbol,
+                since,
+                path,
+                ..
+            } => {
+                assert_eq!(*symbol, "cuNoSuchEntryPoint_v9");
+                assert_eq!(since.map(|v| v.0), Some(12040));
+                assert_eq!(path, &PathBuf::from("libc.so.6"));
+            }
+            other => panic!("wrong error: {other:?}"),
+        }
+        let message = error.to_string();
+        assert!(message.contains("cuNoSuchEntryPoint_v9"), "{message}");
+        assert!(message.contains("CUDA 12.4"), "{message}");
+    }
+
+    #[test]
+    fn library_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Library<2>>();
+    }
+}

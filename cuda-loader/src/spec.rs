@@ -1,0 +1,120 @@
+//! Where to look for a library.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// How to find one library: its name, its override variable and its candidate file names.
+#[derive(Debug)]
+pub struct LibrarySpec {
+    /// Display name used in errors (`"the CUDA driver (libcuda)"`).
+    pub name: &'static str,
+    /// Environment variable holding an explicit path. When it is set (and not empty), that
+    /// path is the only candidate: an explicit choice is never silently replaced by another
+    /// library.
+    pub env_var: &'static str,
+    /// Versioned file names, tried first through the system's search path, in order.
+    pub file_names: &'static [&'static str],
+    /// Environment variables naming toolkit roots (`CUDA_HOME`); for each one set, and then
+    /// for `/usr/local/cuda`, `<root>/lib64/<file name>` is tried after the plain file names.
+    pub search_dirs: &'static [&'static str],
+}
+
+/// The toolkit root tried after the environment's roots.
+const DEFAULT_TOOLKIT_ROOT: &str = "/usr/local/cuda";
+
+impl LibrarySpec {
+    /// The candidates to try, in order, reading the environment of this process.
+    pub fn candidates(&self) -> Vec<PathBuf> {
+        self.candidates_with(|var| std::env::var_os(var))
+    }
+
+    /// The candidates to try, in order, reading variables through `env`.
+    ///
+    /// An explicit path from [`env_var`](Self::env_var) is the only candidate when it is set;
+    /// otherwise the plain file names come first (the dynamic loader's own search), then the
+    /// same names under each toolkit root's `lib64`. Duplicates are dropped.
+    pub fn candidates_with(&self, env: impl Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
+        if let Some(explicit) = env(self.env_var).filter(|value| !value.is_empty()) {
+            return vec![PathBuf::from(explicit)];
+        }
+        let mut candidates: Vec<PathBuf> = self.file_names.iter().map(PathBuf::from).collect();
+        if !self.search_dirs.is_empty() {
+            let roots = self
+                .search_dirs
+                .iter()
+                .filter_map(|var| env(var).filter(|value| !value.is_empty()))
+                .map(PathBuf::from)
+                .chain(std::iter::once(PathBuf::from(DEFAULT_TOOLKIT_ROOT)));
+            for root in roots {
+                for name in self.file_names {
+                    let path = root.join("lib64").join(name);
+                    if !candidates.contains(&path) {
+                        candidates.push(path);
+                    }
+                }
+            }
+        }
+        candidates
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LibrarySpec;
+    use std::ffi::OsString;
+    use std::path::PathBuf;
+
+    const SPEC: LibrarySpec = LibrarySpec {
+        name: "test library",
+        env_var: "TEST_LIB_PATH",
+        file_names: &["libtest.so.13", "libtest.so.12"],
+        search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+    };
+
+    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<OsString> {
+        move |var| {
+            pairs
+                .iter()
+                .find(|(name, _)| *name == var)
+                .map(|(_, value)| OsString::from(value))
+        }
+    }
+
+    #[test]
+    fn explicit_path_is_the_only_candidate() {
+        let candidates = SPEC.candidates_with(env_of(&[("TEST_LIB_PATH", "/opt/x/libtest.so")]));
+        assert_eq!(candidates, vec![PathBuf::from("/opt/x/libtest.so")]);
+    }
+
+    #[test]
+    fn empty_explicit_path_is_ignored() {
+        let candidates = SPEC.candidates_with(env_of(&[("TEST_LIB_PATH", "")]));
+        assert_eq!(candidates[0], PathBuf::from("libtest.so.13"));
+    }
+
+    #[test]
+    fn sonames_first_then_toolkit_roots_in_order() {
+        let candidates =
+            SPEC.candidates_with(env_of(&[("CUDA_HOME", "/opt/cuda"), ("CUDA_PATH", "/opt/cuda")]));
+        let expected: Vec<PathBuf> = [
+            "libtest.so.13",
+            "libtest.so.12",
+            "/opt/cuda/lib64/libtest.so.13",
+            "/opt/cuda/lib64/libtest.so.12",
+            "/usr/local/cuda/lib64/libtest.so.13",
+            "/usr/local/cuda/lib64/libtest.so.12",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        assert_eq!(candidates, expected);
+    }
+
+    #[test]
+    fn never_an_unversioned_name() {
+        for candidate in SPEC.candidates_with(env_of(&[])) {
+            let name = candidate.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(!name.ends_with(".so"), "unversioned candidate {name}");
+        }
+    }
+}
