@@ -1,1 +1,46 @@
-fn main(){}
+//! `cargo xtask`: the project's tasks that are not plain cargo commands.
+//!
+//! - `cargo xtask bindgen [--from-wheels | --cuda-home DIR] [--check]`: regenerate the raw
+//!   bindings of `cuda-sys`, `nvrtc-sys` and `nvml-sys`, or check the committed ones for drift.
+//! - `cargo xtask gpu-bundle [--out DIR]`: build the GPU tests, examples and benchmarks in
+//!   release mode and write a folder that runs them on a GPU machine without Rust.
+
+mod bindgen;
+mod bundle;
+mod headers;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage:
+  cargo xtask bindgen [--from-wheels] [--check]   generate from the pinned PyPI header wheels (default)
+  cargo xtask bindgen --cuda-home DIR [--check]   generate the file of DIR's CUDA major version
+  cargo xtask gpu-bundle [--out DIR]              build the GPU bundle (default target/gpu-bundle)";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("bindgen") => bindgen::run(&args[1..]),
+        Some("gpu-bundle") => bundle::run(&args[1..]),
+        Some("-h" | "--help" | "help") => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        _ => Err(format!("unknown or missing task\n{USAGE}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root (the parent of `xtask/`).
+fn workspace_root() -> std::path::PathBuf {
+    let manifest_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir
+        .parent()
+        .map_or_else(|| manifest_dir.to_path_buf(), std::path::Path::to_path_buf)
+}

@@ -1,0 +1,186 @@
+//! CPU tests of the bindings and the loader's use of them.
+
+use super::*;
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+fn entry_point_names() -> HashSet<&'static str> {
+    ENTRY_POINTS.iter().map(EntryPoint::name).collect()
+}
+
+#[test]
+fn header_major_matches_the_feature() {
+    let expected = if cfg!(feature = "cuda-12") { 12 } else { 13 };
+    assert_eq!(HEADER_CUDA_VERSION / 1000, expected);
+    assert_eq!(CUDA_VERSION, HEADER_CUDA_VERSION);
+}
+
+#[test]
+fn every_function_macro_resolves_to_its_versioned_symbol() {
+    let names = entry_point_names();
+    assert!(
+        VERSIONED_NAMES.len() > 40,
+        "too few macros: {}",
+        VERSIONED_NAMES.len()
+    );
+    for (api, symbol) in VERSIONED_NAMES {
+        assert!(
+            names.contains(symbol),
+            "{api} maps to {symbol}, which is not an entry point"
+        );
+        assert!(
+            !names.contains(api),
+            "the legacy export {api} must not be an entry point"
+        );
+    }
+}
+
+#[test]
+fn well_known_entry_points_use_the_header_version() {
+    let names = entry_point_names();
+    let expected_ctx_create = if cfg!(feature = "cuda-12") {
+        "cuCtxCreate_v2"
+    } else {
+        "cuCtxCreate_v4"
+    };
+    for symbol in [
+        "cuInit",
+        "cuMemAlloc_v2",
+        "cuMemFree_v2",
+        "cuMemcpyHtoD_v2",
+        "cuCtxDestroy_v2",
+        "cuDevicePrimaryCtxRelease_v2",
+        "cuLaunchKernelEx",
+        "cuKernelGetParamInfo",
+        expected_ctx_create,
+    ] {
+        assert!(names.contains(symbol), "{symbol} missing");
+    }
+    for legacy in [
+        "cuMemAlloc",
+        "cuMemFree",
+        "cuCtxCreate",
+        "cuMemcpyHtoD",
+        "cuCtxDestroy",
+    ] {
+        assert!(!names.contains(legacy), "{legacy} is a legacy export");
+    }
+}
+
+#[test]
+fn entry_points_are_unique_and_know_their_cuda_version() {
+    assert_eq!(entry_point_names().len(), ENTRY_POINT_COUNT);
+    let since = |name: &str| {
+        ENTRY_POINTS
+            .iter()
+            .find(|entry| entry.name() == name)
+            .and_then(EntryPoint::since)
+            .map(|version| version.0)
+    };
+    assert_eq!(since("cuInit"), Some(2000));
+    assert_eq!(since("cuMemAlloc_v2"), Some(3020));
+    assert_eq!(since("cuKernelGetParamInfo"), Some(12040));
+    assert_eq!(since("cuGreenCtxCreate"), Some(12040));
+    let known = ENTRY_POINTS
+        .iter()
+        .filter(|entry| entry.since().is_some())
+        .count();
+    assert!(
+        known * 100 / ENTRY_POINT_COUNT >= 95,
+        "only {known} of {ENTRY_POINT_COUNT} dated"
+    );
+}
+
+#[test]
+fn struct_layouts_match_the_header() {
+    assert_eq!(size_of::<CUdevResource>(), 144);
+    assert_eq!(size_of::<CUuuid>(), 16);
+    assert_eq!(size_of::<CUdeviceptr>(), 8);
+    assert_eq!(size_of::<CUlaunchAttribute>(), 72);
+    assert_eq!(size_of::<CUlaunchConfig>(), 56);
+    assert_eq!(size_of::<CUresult>(), 4);
+}
+
+#[test]
+fn results_are_open_newtypes() {
+    assert_eq!(CUresult::CUDA_SUCCESS, cudaError_enum(0));
+    assert_eq!(CUresult::CUDA_ERROR_NOT_FOUND.0, 500);
+    // A code no header lists is representable, not undefined behaviour.
+    let future = cudaError_enum(12_345);
+    assert_ne!(future, CUresult::CUDA_ERROR_UNKNOWN);
+}
+
+#[test]
+fn hand_written_constants_match_the_header() {
+    assert_eq!(CU_STREAM_LEGACY as usize, 1);
+    assert_eq!(CU_STREAM_PER_THREAD as usize, 2);
+    assert!(CU_LAUNCH_PARAM_END.is_null());
+    assert_eq!(CU_LAUNCH_PARAM_BUFFER_POINTER as usize, 1);
+    assert_eq!(CU_LAUNCH_PARAM_BUFFER_SIZE as usize, 2);
+    assert_eq!((CU_DEVICE_CPU, CU_DEVICE_INVALID), (-1, -2));
+    assert_eq!(
+        CU_STREAM_ATTRIBUTE_PRIORITY,
+        CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PRIORITY
+    );
+}
+
+#[test]
+fn libcuda_is_only_the_versioned_soname_or_the_explicit_path() {
+    let none = |_: &str| None::<OsString>;
+    assert_eq!(
+        LIBCUDA.candidates_with(none),
+        vec![PathBuf::from("libcuda.so.1")]
+    );
+    let explicit = |var: &str| (var == LIBCUDA_PATH_ENV).then(|| OsString::from("/x/libcuda.so"));
+    assert_eq!(
+        LIBCUDA.candidates_with(explicit),
+        vec![PathBuf::from("/x/libcuda.so")]
+    );
+}
+
+#[test]
+fn loading_from_a_missing_path_lists_it() {
+    let error = Library::open_first(
+        LIBCUDA.name,
+        [PathBuf::from("/nonexistent/libcuda.so.1")],
+        &ENTRY_POINTS,
+    )
+    .map(Driver::new)
+    .unwrap_err();
+    match error {
+        LoadError::LibraryNotFound { library, tried } => {
+            assert_eq!(library, "the CUDA driver (libcuda)");
+            assert_eq!(tried.len(), 1);
+            assert_eq!(tried[0].candidate, "/nonexistent/libcuda.so.1");
+        }
+        other => panic!("unexpected error {other:?}"),
+    }
+}
+
+#[test]
+fn a_library_without_the_symbol_gives_the_typed_error() {
+    // libc loads but has none of the driver's symbols: each call fails with its name.
+    let driver = Library::open_first("libc", [PathBuf::from("libc.so.6")], &ENTRY_POINTS)
+        .map(Driver::new)
+        .expect("libc.so.6 loads");
+    // SAFETY: the call never reaches C: the symbol is missing.
+    let error = unsafe {
+        driver.cuKernelGetParamInfo(
+            std::ptr::null_mut(),
+            0,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        )
+    }
+    .unwrap_err();
+    match &error {
+        LoadError::SymbolMissing { symbol, since, .. } => {
+            assert_eq!(*symbol, "cuKernelGetParamInfo");
+            assert_eq!(since.map(|v| v.to_string()), Some("12.4".to_owned()));
+        }
+        other => panic!("unexpected error {other:?}"),
+    }
+    assert!(error.to_string().contains("introduced in CUDA 12.4"));
+    assert!(!driver.library().has(0));
+}
