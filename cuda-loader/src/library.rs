@@ -53,6 +53,14 @@ pub struct Library<const N: usize> {
     library: libloading::Library,
 }
 
+/// The dynamic loader's message: libloading's summary and, when it has one, the `dlerror` text.
+fn reason(error: &libloading::Error) -> String {
+    match std::error::Error::source(error) {
+        Some(source) => source.to_string(),
+        None => error.to_string(),
+    }
+}
+
 /// Slot value of an entry point not looked up yet (or looked up and missing).
 const UNRESOLVED: usize = 0;
 
@@ -90,7 +98,7 @@ impl<const N: usize> Library<N> {
                 }
                 Err(error) => tried.push(Attempt {
                     candidate: candidate.display().to_string(),
-                    reason: error.to_string(),
+                    reason: reason(&error),
                 }),
             }
         }
@@ -205,12 +213,18 @@ mod tests {
         let paths: Vec<&str> = tried.iter().map(|a| a.candidate.as_str()).collect();
         assert_eq!(
             paths,
-            ["/nonexistent/libcuda.so.1", "libcuda-loader-test-missing.so.1"]
+            [
+                "/nonexistent/libcuda.so.1",
+                "libcuda-loader-test-missing.so.1"
+            ]
         );
         assert!(tried.iter().all(|a| !a.reason.is_empty()));
         let message = error.to_string();
         assert!(message.contains("/nonexistent/libcuda.so.1"), "{message}");
-        assert!(message.contains("libcuda-loader-test-missing.so.1"), "{message}");
+        assert!(
+            message.contains("libcuda-loader-test-missing.so.1"),
+            "{message}"
+        );
     }
 
     #[test]

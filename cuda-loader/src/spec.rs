@@ -94,8 +94,10 @@ mod tests {
 
     #[test]
     fn sonames_first_then_toolkit_roots_in_order() {
-        let candidates =
-            SPEC.candidates_with(env_of(&[("CUDA_HOME", "/opt/cuda"), ("CUDA_PATH", "/opt/cuda")]));
+        let candidates = SPEC.candidates_with(env_of(&[
+            ("CUDA_HOME", "/opt/cuda"),
+            ("CUDA_PATH", "/opt/cuda"),
+        ]));
         let expected: Vec<PathBuf> = [
             "libtest.so.13",
             "libtest.so.12",
@@ -113,7 +115,11 @@ mod tests {
     #[test]
     fn never_an_unversioned_name() {
         for candidate in SPEC.candidates_with(env_of(&[])) {
-            let name = candidate.file_name().unwrap().to_string_lossy().into_owned();
+            let name = candidate
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
             assert!(!name.ends_with(".so"), "unversioned candidate {name}");
         }
     }

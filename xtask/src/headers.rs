@@ -108,8 +108,7 @@ const WHEELS_13: &[Wheel] = &[
 pub fn from_wheels(workspace: &Path) -> Result<Vec<HeaderSet>, String> {
     let cache = workspace.join("target").join("cuda-headers");
     let wheel_dir = cache.join("wheels");
-    fs::create_dir_all(&wheel_dir)
-        .map_err(|e| format!("creating {}: {e}", wheel_dir.display()))?;
+    fs::create_dir_all(&wheel_dir).map_err(|e| format!("creating {}: {e}", wheel_dir.display()))?;
     [(12, WHEELS_12), (13, WHEELS_13)]
         .into_iter()
         .map(|(major, wheels)| {
@@ -121,7 +120,10 @@ pub fn from_wheels(workspace: &Path) -> Result<Vec<HeaderSet>, String> {
                 let path = fetch_wheel(wheel, &wheel_dir)?;
                 extract_headers(&path, wheel.headers, &include_dir)?;
                 for header in wheel.headers {
-                    sources.push((*header, format!("PyPI wheel {}=={}", wheel.name, wheel.version)));
+                    sources.push((
+                        *header,
+                        format!("PyPI wheel {}=={}", wheel.name, wheel.version),
+                    ));
                 }
             }
             let set = header_set(include_dir, sources)?;
@@ -159,7 +161,8 @@ fn header_set(
         }
     }
     let cuda_h = include_dir.join(CUDA_H);
-    let text = fs::read_to_string(&cuda_h).map_err(|e| format!("reading {}: {e}", cuda_h.display()))?;
+    let text =
+        fs::read_to_string(&cuda_h).map_err(|e| format!("reading {}: {e}", cuda_h.display()))?;
     let cuda_version = cuda_version(&text)
         .ok_or_else(|| format!("{} defines no CUDA_VERSION", cuda_h.display()))?;
     Ok(HeaderSet {
@@ -189,17 +192,36 @@ fn fetch_wheel(wheel: &Wheel, dir: &Path) -> Result<PathBuf, String> {
     }
     eprintln!("xtask: downloading {}=={}", wheel.name, wheel.version);
     let status = Command::new("python3")
-        .args(["-m", "pip", "download", "--quiet", "--disable-pip-version-check"])
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
         .args(["--no-deps", "--only-binary=:all:"])
-        .args(["--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64"])
-        .args(["--platform", "manylinux_2_12_x86_64", "--platform", "manylinux2010_x86_64"])
+        .args([
+            "--platform",
+            "manylinux_2_17_x86_64",
+            "--platform",
+            "manylinux2014_x86_64",
+        ])
+        .args([
+            "--platform",
+            "manylinux_2_12_x86_64",
+            "--platform",
+            "manylinux2010_x86_64",
+        ])
         .arg("--dest")
         .arg(dir)
         .arg(format!("{}=={}", wheel.name, wheel.version))
         .status()
         .map_err(|e| format!("running `python3 -m pip` (needed to fetch header wheels): {e}"))?;
     if !status.success() {
-        return Err(format!("pip could not download {}=={}", wheel.name, wheel.version));
+        return Err(format!(
+            "pip could not download {}=={}",
+            wheel.name, wheel.version
+        ));
     }
     let actual = sha256_of(&path)?;
     if actual != wheel.sha256 {
