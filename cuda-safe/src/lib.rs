@@ -7,3 +7,7 @@
 pub use cuda_sys as sys;
 pub use nvml_sys;
 pub use nvrtc_sys;
+
+mod error;
+
+pub use error::{Error, Result};

@@ -1,0 +1,948 @@
+//! `cargo xtask gpu-bundle [--out DIR]`: build the GPU integration tests, the examples and the
+//! benchmarks for both CUDA ABIs in the `bundle` profile (release code, symbols stripped), and
+//! write a folder that runs them on a GPU machine that has no Rust toolchain:
+//!
+//! ```text
+//! gpu-bundle/
+//!   run.sh                                  runs everything, writes run.log and summary.txt
+//!   MANIFEST.txt                            git commit, dirty count, every file and its size
+//!   bench/driver_floor.c                    the C driver-API floor (from ../shared/bench/)
+//!   cuda-12/{tests,examples,benches}/NAME   executables built with the default features
+//!   cuda-13/{tests,examples,benches}/NAME   built with --no-default-features --features cuda-13
+//! ```
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+/// The package whose test binaries are the GPU integration tests.
+const TESTS_PACKAGE: &str = "cuda-gpu-tests";
+
+/// The cargo profile the bundle is built in (root `Cargo.toml`: release, stripped).
+const PROFILE: &str = "bundle";
+
+/// The most the bundle may weigh: the device tool carries at most 64 MiB of ignored files.
+const SIZE_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// The C program that measures the driver-API floor, relative to the workspace root.
+const DRIVER_FLOOR_SRC: &str = "../shared/bench/driver_floor.c";
+
+/// The usage line of this task, quoted in argument errors.
+const USAGE: &str = "usage: cargo xtask gpu-bundle [--out DIR]";
+
+/// One ABI the bundle is built for: its folder, the feature naming it, and cargo's arguments.
+#[derive(Debug)]
+struct Abi {
+    /// The bundle's folder for it, also the feature's name.
+    name: &'static str,
+    /// The feature arguments given to cargo.
+    cargo_args: &'static [&'static str],
+}
+
+/// The ABIs built, in the order `run.sh` runs them.
+const ABIS: [Abi; 2] = [
+    Abi {
+        name: "cuda-12",
+        cargo_args: &[],
+    },
+    Abi {
+        name: "cuda-13",
+        cargo_args: &["--no-default-features", "--features", "cuda-13"],
+    },
+];
+
+/// The kinds of executables bundled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Test binaries (`cargo test --no-run`).
+    Test,
+    /// Examples (`cargo build --examples`).
+    Example,
+    /// Benchmarks (`cargo build --benches`).
+    Bench,
+}
+
+impl Kind {
+    /// The bundle's folder for this kind.
+    fn dir(self) -> &'static str {
+        match self {
+            Kind::Test => "tests",
+            Kind::Example => "examples",
+            Kind::Bench => "benches",
+        }
+    }
+
+    /// The cargo subcommand and target selection that builds this kind.
+    fn cargo_args(self) -> &'static [&'static str] {
+        match self {
+            Kind::Test => &["test", "--no-run"],
+            Kind::Example => &["build", "--examples"],
+            Kind::Bench => &["build", "--benches"],
+        }
+    }
+}
+
+/// An executable cargo built, as read from one `compiler-artifact` message.
+#[derive(Debug, PartialEq, Eq)]
+struct Artifact {
+    /// The target's name (the file name without cargo's hash).
+    name: String,
+    /// The built file.
+    executable: PathBuf,
+}
+
+/// What the bundle needs to know of one workspace package.
+#[derive(Debug, PartialEq, Eq)]
+struct Package {
+    /// The package's name.
+    name: String,
+    /// The names of its features.
+    features: Vec<String>,
+    /// Whether it has example targets.
+    has_examples: bool,
+    /// Whether it has bench targets.
+    has_benches: bool,
+}
+
+/// Builds the bundle: `args` are the arguments after `gpu-bundle`.
+pub fn run(args: &[String]) -> Result<(), String> {
+    let root = crate::workspace_root();
+    let out = match parse_args(args)? {
+        Some(dir) => {
+            std::path::absolute(&dir).map_err(|e| format!("resolving {}: {e}", dir.display()))?
+        }
+        None => root.join("target").join("gpu-bundle"),
+    };
+    if !cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+        eprintln!(
+            "gpu-bundle: warning: not on x86-64 Linux; the GPU machine cannot run these binaries"
+        );
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+
+    let metadata = run_cargo(
+        &root,
+        &cargo,
+        &["metadata", "--no-deps", "--format-version", "1"],
+    )?;
+    let packages = parse_metadata(&metadata.join("\n"))?;
+    let plan = plan_builds(&packages)?;
+
+    prepare_out(&out)?;
+    write_executable(&out.join("run.sh"), RUN_SH.as_bytes())?;
+    let mut copied = BTreeMap::new();
+    for abi in &ABIS {
+        for &(kind, package) in &plan {
+            build_and_copy(&root, &cargo, abi, kind, package, &out, &mut copied)?;
+        }
+    }
+    copy_driver_floor(&root, &out)?;
+    write_manifest(&root, &out)?;
+
+    let total: u64 = list_files(&out)?.iter().map(|(_, size)| size).sum();
+    println!(
+        "gpu-bundle: {} executables, {} in {}",
+        copied.len(),
+        mib(total),
+        out.display()
+    );
+    if total > SIZE_LIMIT {
+        return Err(format!(
+            "the bundle is {}, over the {} the device tool carries; drop items or shrink them",
+            mib(total),
+            mib(SIZE_LIMIT)
+        ));
+    }
+    println!(
+        "gpu-bundle: run it with `bash {}/run.sh [FILTER]`",
+        out.display()
+    );
+    Ok(())
+}
+
+/// Parses the task's arguments: `Some(dir)` for `--out DIR` (or `--out=DIR`), else `None`.
+fn parse_args(args: &[String]) -> Result<Option<PathBuf>, String> {
+    let mut out = None;
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let dir = if arg == "--out" {
+            args.next()
+                .ok_or_else(|| format!("--out needs a folder\n{USAGE}"))?
+                .as_str()
+        } else if let Some(dir) = arg.strip_prefix("--out=") {
+            dir
+        } else {
+            return Err(format!("unknown argument `{arg}`\n{USAGE}"));
+        };
+        if dir.is_empty() {
+            return Err(format!("--out needs a folder\n{USAGE}"));
+        }
+        out = Some(PathBuf::from(dir));
+    }
+    Ok(out)
+}
+
+/// Reads the workspace's packages from `cargo metadata --no-deps --format-version 1` output.
+fn parse_metadata(json: &str) -> Result<Vec<Package>, String> {
+    let value: Value =
+        serde_json::from_str(json).map_err(|e| format!("reading cargo metadata: {e}"))?;
+    let packages = value["packages"]
+        .as_array()
+        .ok_or("reading cargo metadata: no `packages` list")?;
+    packages
+        .iter()
+        .map(|package| {
+            let name = package["name"]
+                .as_str()
+                .ok_or("reading cargo metadata: a package without a name")?;
+            let has_kind = |wanted: &str| {
+                package["targets"].as_array().is_some_and(|targets| {
+                    targets.iter().any(|target| target_has_kind(target, wanted))
+                })
+            };
+            let features = package["features"]
+                .as_object()
+                .map(|features| features.keys().cloned().collect())
+                .unwrap_or_default();
+            Ok(Package {
+                name: name.to_owned(),
+                features,
+                has_examples: has_kind("example"),
+                has_benches: has_kind("bench"),
+            })
+        })
+        .collect()
+}
+
+/// Whether a cargo target object lists `wanted` among its kinds.
+fn target_has_kind(target: &Value, wanted: &str) -> bool {
+    target["kind"]
+        .as_array()
+        .is_some_and(|kinds| kinds.iter().any(|kind| kind.as_str() == Some(wanted)))
+}
+
+/// Chooses what to build: the tests package's tests, every package's examples and benches.
+/// Every package chosen must have a feature for each ABI.
+fn plan_builds(packages: &[Package]) -> Result<Vec<(Kind, &Package)>, String> {
+    let tests = packages
+        .iter()
+        .find(|package| package.name == TESTS_PACKAGE)
+        .ok_or_else(|| {
+            format!("package `{TESTS_PACKAGE}` is not in the workspace (`members` in Cargo.toml)")
+        })?;
+    let mut plan = vec![(Kind::Test, tests)];
+    plan.extend(
+        packages
+            .iter()
+            .filter(|package| package.has_examples)
+            .map(|package| (Kind::Example, package)),
+    );
+    plan.extend(
+        packages
+            .iter()
+            .filter(|package| package.has_benches)
+            .map(|package| (Kind::Bench, package)),
+    );
+    for (kind, package) in &plan {
+        if let Some(abi) = ABIS
+            .iter()
+            .find(|abi| !package.features.iter().any(|feature| feature == abi.name))
+        {
+            return Err(format!(
+                "package `{}` has {} but no `{}` feature; the bundle builds each for every ABI",
+                package.name,
+                kind.dir(),
+                abi.name
+            ));
+        }
+    }
+    Ok(plan)
+}
+
+/// Runs cargo in the workspace root with `args`; cargo's stderr goes to the user, its stdout
+/// comes back as lines.
+fn run_cargo(root: &Path, cargo: &str, args: &[&str]) -> Result<Vec<String>, String> {
+    let shown = format!("cargo {}", args.join(" "));
+    eprintln!("gpu-bundle: {shown}");
+    let mut child = Command::new(cargo)
+        .args(args)
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("starting `{shown}`: {e}"))?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| format!("reading the output of `{shown}`: no pipe"))?;
+    let lines: Result<Vec<String>, _> = BufReader::new(stdout).lines().collect();
+    let status = child
+        .wait()
+        .map_err(|e| format!("waiting for `{shown}`: {e}"))?;
+    let lines = lines.map_err(|e| format!("reading the output of `{shown}`: {e}"))?;
+    if !status.success() {
+        return Err(format!("`{shown}` failed ({status})"));
+    }
+    Ok(lines)
+}
+
+/// Reads one line of cargo's JSON output: the executable it announces, if it is one of `kind`.
+fn parse_artifact(line: &str, kind: Kind) -> Option<Artifact> {
+    let message: Value = serde_json::from_str(line).ok()?;
+    if message["reason"].as_str() != Some("compiler-artifact") {
+        return None;
+    }
+    let executable = message["executable"].as_str()?;
+    let target = &message["target"];
+    let wanted = match kind {
+        Kind::Test => message["profile"]["test"].as_bool() == Some(true),
+        Kind::Example => target_has_kind(target, "example"),
+        Kind::Bench => target_has_kind(target, "bench"),
+    };
+    if !wanted {
+        return None;
+    }
+    Some(Artifact {
+        name: target["name"].as_str()?.to_owned(),
+        executable: PathBuf::from(executable),
+    })
+}
+
+/// Builds `kind` of `package` for `abi` and copies each executable into the bundle;
+/// `copied` maps each bundle path written so far to its source, to catch clashing names.
+fn build_and_copy(
+    root: &Path,
+    cargo: &str,
+    abi: &Abi,
+    kind: Kind,
+    package: &Package,
+    out: &Path,
+    copied: &mut BTreeMap<PathBuf, PathBuf>,
+) -> Result<(), String> {
+    let mut args: Vec<&str> = kind.cargo_args().to_vec();
+    args.extend(["--profile", PROFILE, "-p", &package.name]);
+    args.extend(abi.cargo_args);
+    args.push("--message-format=json-render-diagnostics");
+    let lines = run_cargo(root, cargo, &args)?;
+
+    let dir = out.join(abi.name).join(kind.dir());
+    fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    for artifact in lines.iter().filter_map(|line| parse_artifact(line, kind)) {
+        let dest = dir.join(&artifact.name);
+        if let Some(earlier) = copied.get(&dest) {
+            if *earlier == artifact.executable {
+                continue;
+            }
+            return Err(format!(
+                "two executables would be {}: {} and {}",
+                dest.display(),
+                earlier.display(),
+                artifact.executable.display()
+            ));
+        }
+        let size = fs::copy(&artifact.executable, &dest).map_err(|e| {
+            format!(
+                "copying {} to {}: {e}",
+                artifact.executable.display(),
+                dest.display()
+            )
+        })?;
+        make_executable(&dest)?;
+        println!(
+            "gpu-bundle: {}/{}/{} ({})",
+            abi.name,
+            kind.dir(),
+            artifact.name,
+            mib(size)
+        );
+        copied.insert(dest, artifact.executable);
+    }
+    Ok(())
+}
+
+/// Empties the bundle folder, refusing to delete a folder that is not an earlier bundle.
+fn prepare_out(out: &Path) -> Result<(), String> {
+    if out.exists() {
+        let is_bundle = out.join("run.sh").is_file() || out.join("MANIFEST.txt").is_file();
+        let is_empty = fs::read_dir(out)
+            .map_err(|e| format!("reading {}: {e}", out.display()))?
+            .next()
+            .is_none();
+        if !is_bundle && !is_empty {
+            return Err(format!(
+                "refusing to delete {}: it is not an earlier bundle (no run.sh nor MANIFEST.txt)",
+                out.display()
+            ));
+        }
+        fs::remove_dir_all(out).map_err(|e| format!("removing {}: {e}", out.display()))?;
+    }
+    fs::create_dir_all(out).map_err(|e| format!("creating {}: {e}", out.display()))
+}
+
+/// Writes `bytes` to `path` and makes it executable.
+fn write_executable(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    fs::write(path, bytes).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    make_executable(path)
+}
+
+/// Sets mode 0755 on `path` (a no-op where there are no Unix permissions).
+fn make_executable(path: &Path) -> Result<(), String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(path, fs::Permissions::from_mode(0o755))
+            .map_err(|e| format!("making {} executable: {e}", path.display()))?;
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
+/// Copies the C driver-API floor into `bench/` of the bundle (writable, whatever the source's
+/// mode), or warns when it is missing.
+fn copy_driver_floor(root: &Path, out: &Path) -> Result<(), String> {
+    let src = root.join(DRIVER_FLOOR_SRC);
+    if !src.is_file() {
+        eprintln!(
+            "gpu-bundle: warning: {} not found; the bundle has no driver floor",
+            src.display()
+        );
+        return Ok(());
+    }
+    let dir = out.join("bench");
+    fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let dest = dir.join("driver_floor.c");
+    let text = fs::read(&src).map_err(|e| format!("reading {}: {e}", src.display()))?;
+    fs::write(&dest, text).map_err(|e| format!("writing {}: {e}", dest.display()))
+}
+
+/// Writes `MANIFEST.txt`: the git commit, the dirty count, and every other file with its size.
+fn write_manifest(root: &Path, out: &Path) -> Result<(), String> {
+    let commit = git(root, &["rev-parse", "--short", "HEAD"]).map(|s| s.trim().to_owned());
+    let dirty = git(root, &["status", "--porcelain"])
+        .map(|s| s.lines().filter(|line| !line.trim().is_empty()).count());
+    let text = manifest_text(commit.as_deref(), dirty, &list_files(out)?);
+    let path = out.join("MANIFEST.txt");
+    fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+/// Runs git in `root`: its stdout, or `None` when git is missing or fails.
+fn git(root: &Path, args: &[&str]) -> Option<String> {
+    let output = Command::new("git")
+        .args(args)
+        .current_dir(root)
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// The manifest's text: commit, dirty count (`unknown` without git), then `path size` lines.
+fn manifest_text(commit: Option<&str>, dirty: Option<usize>, files: &[(String, u64)]) -> String {
+    let mut text = String::from("# written by `cargo xtask gpu-bundle`: path and size in bytes\n");
+    text.push_str(&format!("commit: {}\n", commit.unwrap_or("unknown")));
+    text.push_str(&format!(
+        "dirty: {}\n",
+        dirty.map_or_else(|| "unknown".to_owned(), |n| n.to_string())
+    ));
+    for (path, size) in files {
+        text.push_str(&format!("{path} {size}\n"));
+    }
+    text
+}
+
+/// Every file under `dir`, as a `/`-separated path relative to it and its size, sorted.
+fn list_files(dir: &Path) -> Result<Vec<(String, u64)>, String> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        let entries =
+            fs::read_dir(&current).map_err(|e| format!("reading {}: {e}", current.display()))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("reading {}: {e}", current.display()))?;
+            let path = entry.path();
+            let meta = entry
+                .metadata()
+                .map_err(|e| format!("reading {}: {e}", path.display()))?;
+            if meta.is_dir() {
+                pending.push(path);
+            } else {
+                let relative = path.strip_prefix(dir).unwrap_or(&path);
+                let name = relative
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join("/");
+                files.push((name, meta.len()));
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// `bytes` as mebibytes with one decimal.
+fn mib(bytes: u64) -> String {
+    // Sizes here are far below 2^52 bytes, so the conversion is exact enough.
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+/// The script that runs the bundle on the GPU machine.
+const RUN_SH: &str = r##"#!/usr/bin/env bash
+# Written by `cargo xtask gpu-bundle`; rebuild the bundle rather than editing this copy.
+#
+# Runs the bundled GPU tests, examples and benchmarks of each CUDA ABI on a GPU machine (no Rust
+# needed), with CUDA_SAFE_REQUIRE_GPU=1 so that a test without a GPU fails instead of skipping.
+#
+# usage: bash run.sh [FILTER]
+#   FILTER               run only the items whose "abi/kind/name" contains FILTER
+# environment:
+#   OUT                  folder for run.log and summary.txt (default: logs/ beside this script)
+#   TEST_THREADS         --test-threads for the test binaries (default 1)
+#   SANITIZE=1           run the test binaries under compute-sanitizer memcheck
+#   RUN_BENCHES=1        run the benchmarks too (they are skipped otherwise)
+#   RUN_FLOOR=1          run bench/driver_floor (the C driver-API floor) too
+#   EXAMPLE_ARGS_<name>  extra arguments for example <name>, split on blanks
+#   ITEM_TIMEOUT         seconds one item may run before it is stopped and failed (default 300;
+#                        0: no limit)
+set -u
+
+# Inner mode, what SANITIZE=1 runs each test binary with: `run.sh --sanitize COMMAND [ARG...]`
+# runs COMMAND under compute-sanitizer memcheck ($SANITIZER) and fails when the sanitizer finds
+# an error or COMMAND fails. COMMAND's own exit code is recorded beside it because, for a
+# program that never calls CUDA, the sanitizer exits 0 whatever the program did.
+if [ "${1:-}" = --sanitize ]; then
+    shift
+    rcfile=$(mktemp) || exit 2
+    "$SANITIZER" --tool memcheck --error-exitcode 99 --require-cuda-init no \
+        bash -c '"${@:2}"; rc=$?; echo "$rc" >"$1"; exit "$rc"' record-exit "$rcfile" "$@"
+    rc=$?
+    app_rc=$(cat "$rcfile" 2>/dev/null)
+    rm -f "$rcfile"
+    if [ "$rc" -eq 0 ]; then rc=${app_rc:-1}; fi
+    exit "$rc"
+fi
+
+filter=${1:-}
+bundle_dir=$(cd "$(dirname "$0")" && pwd) || exit 2
+logdir=${OUT:-$bundle_dir/logs}
+mkdir -p "$logdir" && logdir=$(cd "$logdir" && pwd) || exit 2
+cd "$bundle_dir" || exit 2
+log=$logdir/run.log
+summary=$logdir/summary.txt
+: >"$log" || exit 2
+export CUDA_SAFE_REQUIRE_GPU=1
+item_timeout=${ITEM_TIMEOUT:-300}
+
+# say TEXT...: print a line to stdout and to the log.
+say() { printf '%s\n' "$*" | tee -a "$log"; }
+
+# find_tool NAME: print the path of NAME, from PATH or /usr/local/cuda/bin.
+find_tool() {
+    command -v "$1" 2>/dev/null && return 0
+    [ -x "/usr/local/cuda/bin/$1" ] || return 1
+    printf '%s\n' "/usr/local/cuda/bin/$1"
+}
+
+say "gpu-bundle run: $(date '+%Y-%m-%d %H:%M:%S %Z') on $(hostname)"
+[ -f MANIFEST.txt ] && say "bundle: $(grep -E '^(commit|dirty):' MANIFEST.txt | paste -sd ' ' -)"
+if command -v nvidia-smi >/dev/null 2>&1; then
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 |
+        sed 's/^/gpu: /' | tee -a "$log"
+else
+    say "gpu: nvidia-smi not found"
+fi
+if nvcc=$(find_tool nvcc); then
+    say "nvcc: $("$nvcc" --version | tail -1)"
+else
+    say "nvcc: not found"
+fi
+
+sanitizer=()
+if [ "${SANITIZE:-0}" = 1 ]; then
+    if SANITIZER=$(find_tool compute-sanitizer); then
+        export SANITIZER
+        sanitizer=(bash "$bundle_dir/run.sh" --sanitize)
+        say "sanitizer: $SANITIZER --tool memcheck on the test binaries"
+    else
+        say "SANITIZE=1 but compute-sanitizer is in neither PATH nor /usr/local/cuda/bin"
+        exit 2
+    fi
+fi
+
+floor=""
+if [ -f bench/driver_floor.c ]; then
+    if command -v gcc >/dev/null 2>&1 && [ -d /usr/local/cuda ]; then
+        floor_bin=${TMPDIR:-/tmp}/driver_floor
+        # build_floor [GCC ARG...]: compile the floor; gcc's messages go to stdout and the log.
+        build_floor() {
+            gcc -O2 -o "$floor_bin" bench/driver_floor.c -I/usr/local/cuda/include \
+                -L/usr/local/cuda/lib64 "$@" -lcuda -lnvrtc -lpthread -lm 2>&1 | tee -a "$log"
+            return "${PIPESTATUS[0]}"
+        }
+        if build_floor || build_floor -L/usr/lib/x86_64-linux-gnu ||
+            build_floor -L/usr/local/cuda/lib64/stubs; then
+            floor=$floor_bin
+            say "driver floor: built $floor (RUN_FLOOR=1 runs it)"
+        else
+            say "driver floor: build FAILED (gcc's messages are above)"
+        fi
+    else
+        say "driver floor: not built (needs gcc and /usr/local/cuda)"
+    fi
+fi
+
+passed=0
+failed=0
+skipped=0
+results=()
+
+# record STATUS SECONDS LABEL: count one item and add its row to the summary.
+record() {
+    if [ "$1" = PASS ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+    results+=("$(printf '%-4s %9s  %s' "$1" "$2" "$3")")
+}
+
+# run_item LABEL COMMAND [ARG...]: run one item, its output to stdout and the log, and record it.
+run_item() {
+    local label=$1 start end rc secs status
+    shift
+    say ""
+    say "=== $label ==="
+    say "\$ $*"
+    start=$(date +%s%N)
+    if [ "$item_timeout" != 0 ] && command -v timeout >/dev/null 2>&1; then
+        timeout --kill-after=10 "$item_timeout" "$@" </dev/null 2>&1 | tee -a "$log"
+    else
+        "$@" </dev/null 2>&1 | tee -a "$log"
+    fi
+    rc=${PIPESTATUS[0]}
+    end=$(date +%s%N)
+    secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')
+    if [ "$rc" -eq 0 ]; then status=PASS; else status=FAIL; fi
+    if [ "$rc" -eq 124 ]; then say "(stopped after ${item_timeout}s: ITEM_TIMEOUT)"; fi
+    say "=== $label: $status (exit $rc, ${secs}s) ==="
+    record "$status" "$secs" "$label"
+}
+
+for abi in cuda-12 cuda-13; do
+    for kind in tests examples benches; do
+        for bin in "$abi/$kind"/*; do
+            [ -f "$bin" ] || continue
+            case $bin in *"$filter"*) ;; *) continue ;; esac
+            name=${bin##*/}
+            case $kind in
+            tests)
+                run_item "$bin" ${sanitizer[@]+"${sanitizer[@]}"} "./$bin" \
+                    "--test-threads=${TEST_THREADS:-1}"
+                ;;
+            examples)
+                var=EXAMPLE_ARGS_${name//[^A-Za-z0-9_]/_}
+                # The extra arguments are split on blanks on purpose.
+                # shellcheck disable=SC2086
+                run_item "$bin" "./$bin" ${!var:-}
+                ;;
+            benches)
+                if [ "${RUN_BENCHES:-0}" = 1 ]; then
+                    run_item "$bin" "./$bin"
+                else
+                    skipped=$((skipped + 1))
+                fi
+                ;;
+            esac
+        done
+    done
+done
+
+if [ "${RUN_FLOOR:-0}" = 1 ]; then
+    case bench/driver_floor in
+    *"$filter"*)
+        if [ -n "$floor" ]; then
+            run_item bench/driver_floor "$floor"
+        else
+            say "RUN_FLOOR=1 but bench/driver_floor was not built"
+            record FAIL 0.00 bench/driver_floor
+        fi
+        ;;
+    esac
+fi
+
+{
+    printf '%-4s %9s  %s\n' result seconds item
+    if [ "${#results[@]}" -gt 0 ]; then printf '%s\n' "${results[@]}"; fi
+    if [ "$skipped" -gt 0 ]; then echo "($skipped benchmarks not run: RUN_BENCHES=1 runs them)"; fi
+    echo "$passed passed, $failed failed"
+} >"$summary"
+say ""
+say "=== summary ==="
+tee -a "$log" <"$summary"
+if [ $((passed + failed)) -eq 0 ]; then
+    say "nothing ran${filter:+ (filter: $filter)}"
+    exit 1
+fi
+[ "$failed" -eq 0 ]
+"##;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A test target's artifact, as `cargo test --no-run --message-format=json` prints it.
+    const TEST_LINE: &str = r#"{"reason":"compiler-artifact","package_id":"path+file:///ws/tests#cuda-gpu-tests@0.1.0","manifest_path":"/ws/tests/Cargo.toml","target":{"kind":["test"],"crate_types":["bin"],"name":"raw_layer","src_path":"/ws/tests/tests/raw_layer.rs","edition":"2024","doc":false,"doctest":false,"test":true},"profile":{"opt_level":"3","debuginfo":0,"debug_assertions":false,"overflow_checks":false,"test":true},"features":["cuda-13"],"filenames":["/ws/target/bundle/deps/raw_layer-0123abcd"],"executable":"/ws/target/bundle/deps/raw_layer-0123abcd","fresh":false}"#;
+
+    /// A library built as a dependency: no executable.
+    const LIB_LINE: &str = r#"{"reason":"compiler-artifact","package_id":"path+file:///ws/cuda-loader#0.1.0","manifest_path":"/ws/cuda-loader/Cargo.toml","target":{"kind":["lib"],"crate_types":["lib"],"name":"cuda_loader","src_path":"/ws/cuda-loader/src/lib.rs","edition":"2024","doc":true,"doctest":true,"test":true},"profile":{"opt_level":"3","debuginfo":0,"debug_assertions":false,"overflow_checks":false,"test":false},"features":[],"filenames":["/ws/target/bundle/deps/libcuda_loader-1.rlib"],"executable":null,"fresh":true}"#;
+
+    /// An example.
+    const EXAMPLE_LINE: &str = r#"{"reason":"compiler-artifact","package_id":"path+file:///ws/cuda-sys#0.1.0","manifest_path":"/ws/cuda-sys/Cargo.toml","target":{"kind":["example"],"crate_types":["bin"],"name":"driver_info","src_path":"/ws/cuda-sys/examples/driver_info.rs","edition":"2024","doc":false,"doctest":false,"test":false},"profile":{"opt_level":"3","debuginfo":0,"debug_assertions":false,"overflow_checks":false,"test":false},"features":["cuda-12","default"],"filenames":["/ws/target/bundle/examples/driver_info"],"executable":"/ws/target/bundle/examples/driver_info","fresh":false}"#;
+
+    /// A `harness = false` benchmark.
+    const BENCH_LINE: &str = r#"{"reason":"compiler-artifact","package_id":"path+file:///ws/cuda-safe#0.1.0","manifest_path":"/ws/cuda-safe/Cargo.toml","target":{"kind":["bench"],"crate_types":["bin"],"name":"launch","src_path":"/ws/cuda-safe/benches/launch.rs","edition":"2024","doc":false,"doctest":false,"test":false},"profile":{"opt_level":"3","debuginfo":0,"debug_assertions":false,"overflow_checks":false,"test":false},"features":[],"filenames":["/ws/target/bundle/deps/launch-77"],"executable":"/ws/target/bundle/deps/launch-77","fresh":false}"#;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn test_artifact_is_named_after_its_target() {
+        let artifact = parse_artifact(TEST_LINE, Kind::Test).expect("a test binary");
+        assert_eq!(artifact.name, "raw_layer");
+        assert_eq!(
+            artifact.executable,
+            PathBuf::from("/ws/target/bundle/deps/raw_layer-0123abcd")
+        );
+        assert_eq!(parse_artifact(TEST_LINE, Kind::Example), None);
+        assert_eq!(parse_artifact(TEST_LINE, Kind::Bench), None);
+    }
+
+    #[test]
+    fn example_and_bench_artifacts_are_told_apart() {
+        let example = parse_artifact(EXAMPLE_LINE, Kind::Example).expect("an example");
+        assert_eq!(example.name, "driver_info");
+        assert_eq!(parse_artifact(EXAMPLE_LINE, Kind::Test), None);
+        assert_eq!(parse_artifact(EXAMPLE_LINE, Kind::Bench), None);
+        let bench = parse_artifact(BENCH_LINE, Kind::Bench).expect("a bench");
+        assert_eq!(bench.name, "launch");
+        assert_eq!(
+            bench.executable,
+            PathBuf::from("/ws/target/bundle/deps/launch-77")
+        );
+        assert_eq!(parse_artifact(BENCH_LINE, Kind::Example), None);
+    }
+
+    #[test]
+    fn other_messages_are_ignored() {
+        for kind in [Kind::Test, Kind::Example, Kind::Bench] {
+            assert_eq!(parse_artifact(LIB_LINE, kind), None);
+            assert_eq!(
+                parse_artifact(r#"{"reason":"build-finished","success":true}"#, kind),
+                None
+            );
+            assert_eq!(parse_artifact("not json", kind), None);
+            assert_eq!(parse_artifact("", kind), None);
+        }
+    }
+
+    #[test]
+    fn arguments() {
+        assert_eq!(parse_args(&[]), Ok(None));
+        assert_eq!(
+            parse_args(&strings(&["--out", "some/dir"])),
+            Ok(Some(PathBuf::from("some/dir")))
+        );
+        assert_eq!(
+            parse_args(&strings(&["--out=/abs"])),
+            Ok(Some(PathBuf::from("/abs")))
+        );
+        assert!(parse_args(&strings(&["--out"])).is_err_and(|e| e.contains("--out needs")));
+        assert!(parse_args(&strings(&["--out="])).is_err());
+        assert!(parse_args(&strings(&["--check"])).is_err_and(|e| e.contains("`--check`")));
+        assert!(parse_args(&strings(&["--out", "a", "extra"])).is_err());
+    }
+
+    /// A package with both ABI features.
+    fn package(name: &str, has_examples: bool, has_benches: bool) -> Package {
+        Package {
+            name: name.to_owned(),
+            features: strings(&["cuda-12", "cuda-13", "default"]),
+            has_examples,
+            has_benches,
+        }
+    }
+
+    #[test]
+    fn metadata_is_read() {
+        let json = r#"{"packages":[
+            {"name":"cuda-sys","features":{"cuda-12":[],"cuda-13":[],"default":["cuda-12"]},
+             "targets":[{"kind":["lib"],"name":"cuda_sys"},{"kind":["example"],"name":"driver_info"}]},
+            {"name":"cuda-safe","features":{"cuda-12":[],"cuda-13":[],"default":["cuda-12"]},
+             "targets":[{"kind":["lib"],"name":"cuda_safe"},{"kind":["bench"],"name":"launch"}]},
+            {"name":"xtask","features":{},"targets":[{"kind":["bin"],"name":"xtask"}]}
+        ],"workspace_members":[]}"#;
+        let packages = parse_metadata(json).expect("valid metadata");
+        assert_eq!(
+            packages,
+            vec![
+                package("cuda-sys", true, false),
+                package("cuda-safe", false, true),
+                Package {
+                    name: "xtask".to_owned(),
+                    features: vec![],
+                    has_examples: false,
+                    has_benches: false,
+                },
+            ]
+        );
+        assert!(parse_metadata("{}").is_err());
+        assert!(parse_metadata("not json").is_err());
+    }
+
+    #[test]
+    fn plan_covers_tests_examples_and_benches() {
+        let packages = vec![
+            package("cuda-sys", true, false),
+            package(TESTS_PACKAGE, false, false),
+            package("cuda-safe", true, true),
+        ];
+        let plan: Vec<(Kind, &str)> = plan_builds(&packages)
+            .expect("a plan")
+            .into_iter()
+            .map(|(kind, package)| (kind, package.name.as_str()))
+            .collect();
+        assert_eq!(
+            plan,
+            vec![
+                (Kind::Test, TESTS_PACKAGE),
+                (Kind::Example, "cuda-sys"),
+                (Kind::Example, "cuda-safe"),
+                (Kind::Bench, "cuda-safe"),
+            ]
+        );
+    }
+
+    #[test]
+    fn plan_needs_the_tests_package_and_the_abi_features() {
+        let no_tests = vec![package("cuda-sys", true, false)];
+        assert!(plan_builds(&no_tests).is_err_and(|e| e.contains(TESTS_PACKAGE)));
+
+        let mut no_feature = package("nvml-sys", true, false);
+        no_feature.features = strings(&["cuda-12"]);
+        let packages = vec![package(TESTS_PACKAGE, false, false), no_feature];
+        assert!(
+            plan_builds(&packages)
+                .is_err_and(|e| e.contains("`nvml-sys`") && e.contains("`cuda-13`"))
+        );
+    }
+
+    #[test]
+    fn manifest_lists_commit_dirty_count_and_files() {
+        let files = vec![
+            ("cuda-12/tests/raw_layer".to_owned(), 1234),
+            ("run.sh".to_owned(), 56),
+        ];
+        let text = manifest_text(Some("a41f09a"), Some(3), &files);
+        let lines: Vec<&str> = text.lines().skip(1).collect();
+        assert_eq!(
+            lines,
+            [
+                "commit: a41f09a",
+                "dirty: 3",
+                "cuda-12/tests/raw_layer 1234",
+                "run.sh 56"
+            ]
+        );
+        let text = manifest_text(None, None, &[]);
+        assert!(text.contains("commit: unknown\ndirty: unknown\n"));
+    }
+
+    /// A fresh empty folder under the system's temporary folder.
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("xtask-bundle-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("create scratch dir");
+        dir
+    }
+
+    #[test]
+    fn out_folder_is_emptied_only_when_it_is_a_bundle() {
+        let dir = scratch("prepare");
+        let foreign = dir.join("foreign");
+        fs::create_dir_all(&foreign).expect("mkdir");
+        fs::write(foreign.join("precious.txt"), "keep").expect("write");
+        assert!(prepare_out(&foreign).is_err_and(|e| e.contains("refusing")));
+        assert!(foreign.join("precious.txt").is_file());
+
+        let bundle = dir.join("bundle");
+        fs::create_dir_all(bundle.join("cuda-12/tests")).expect("mkdir");
+        write_executable(&bundle.join("run.sh"), RUN_SH.as_bytes()).expect("write");
+        fs::write(bundle.join("cuda-12/tests/old"), "old").expect("write");
+        prepare_out(&bundle).expect("an earlier bundle is emptied");
+        assert_eq!(list_files(&bundle), Ok(vec![]));
+
+        let fresh = dir.join("fresh");
+        prepare_out(&fresh).expect("a missing folder is created");
+        assert!(fresh.is_dir());
+        fs::remove_dir_all(&dir).expect("cleanup");
+    }
+
+    #[test]
+    fn files_are_listed_relative_and_sorted() {
+        let dir = scratch("list");
+        fs::create_dir_all(dir.join("cuda-13/examples")).expect("mkdir");
+        fs::write(dir.join("cuda-13/examples/driver_info"), "12345").expect("write");
+        fs::write(dir.join("run.sh"), "ab").expect("write");
+        assert_eq!(
+            list_files(&dir),
+            Ok(vec![
+                ("cuda-13/examples/driver_info".to_owned(), 5),
+                ("run.sh".to_owned(), 2)
+            ])
+        );
+        fs::remove_dir_all(&dir).expect("cleanup");
+    }
+
+    #[test]
+    fn run_sh_has_the_agreed_shape() {
+        assert!(RUN_SH.starts_with("#!/usr/bin/env bash\n"));
+        assert!(RUN_SH.contains("\nset -u\n"));
+        assert!(!RUN_SH.contains("set -e"));
+        assert!(RUN_SH.contains("export CUDA_SAFE_REQUIRE_GPU=1"));
+        assert!(RUN_SH.contains("--tool memcheck --error-exitcode 99"));
+        assert!(RUN_SH.contains(r#"echo "$passed passed, $failed failed""#));
+        for abi in &ABIS {
+            assert!(RUN_SH.contains(abi.name), "run.sh must run {}", abi.name);
+        }
+        for kind in [Kind::Test, Kind::Example, Kind::Bench] {
+            assert!(
+                RUN_SH.contains(kind.dir()),
+                "run.sh must run {}",
+                kind.dir()
+            );
+        }
+    }
+
+    /// `bash -n` accepts the script, where bash exists.
+    #[test]
+    fn run_sh_parses() {
+        let dir = scratch("syntax");
+        let path = dir.join("run.sh");
+        write_executable(&path, RUN_SH.as_bytes()).expect("write");
+        match Command::new("bash").arg("-n").arg(&path).output() {
+            Ok(output) => assert!(
+                output.status.success(),
+                "bash -n run.sh: {}",
+                String::from_utf8_lossy(&output.stderr)
+            ),
+            Err(e) => eprintln!("bash not found ({e}); run.sh not syntax-checked"),
+        }
+        fs::remove_dir_all(&dir).expect("cleanup");
+    }
+}
