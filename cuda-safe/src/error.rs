@@ -79,6 +79,14 @@ pub enum Error {
     /// `Event::elapsed` or `Event::sync` on an event that was never recorded.
     #[error("the event has not been recorded")]
     EventNotRecorded,
+    /// A file operation of a program cache failed.
+    #[error("program cache at {}: {source}", path.display())]
+    CacheIo {
+        /// The file or directory the operation was on.
+        path: std::path::PathBuf,
+        /// The operating system's error (shared, so that `Error` stays `Clone`).
+        source: std::sync::Arc<std::io::Error>,
+    },
 }
 
 impl Error {
@@ -176,6 +184,21 @@ impl Error {
             code,
             message: message.unwrap_or("unknown NVML error"),
         }
+    }
+
+    /// NVML's return code, for [`Error::Nvml`].
+    pub fn nvml_code(&self) -> Option<nvml_sys::nvmlReturn_t> {
+        match self {
+            Self::Nvml { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// Whether NVML said this GPU or driver does not support the query
+    /// (`NVML_ERROR_NOT_SUPPORTED`). A driver that lacks the function altogether gives
+    /// [`Error::Load`] with `SymbolMissing` instead: see [`Error::is_symbol_missing`].
+    pub fn is_not_supported(&self) -> bool {
+        self.nvml_code() == Some(nvml_sys::nvmlReturn_t::NVML_ERROR_NOT_SUPPORTED)
     }
 }
 

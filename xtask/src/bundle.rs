@@ -141,6 +141,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         }
     }
     copy_driver_floor(&root, &out)?;
+    copy_bench_sources(&root, &out)?;
     write_manifest(&root, &out)?;
 
     let total: u64 = list_files(&out)?.iter().map(|(_, size)| size).sum();
@@ -419,6 +420,30 @@ fn copy_driver_floor(root: &Path, out: &Path) -> Result<(), String> {
     let dest = dir.join("driver_floor.c");
     let text = fs::read(&src).map_err(|e| format!("reading {}: {e}", src.display()))?;
     fs::write(&dest, text).map_err(|e| format!("writing {}: {e}", dest.display()))
+}
+
+/// Copies the repository's own `bench/` files (C floors, benchmark scripts) into `bench/` of
+/// the bundle, keeping the executable bit of scripts.
+fn copy_bench_sources(root: &Path, out: &Path) -> Result<(), String> {
+    let src_dir = root.join("bench");
+    let Ok(entries) = fs::read_dir(&src_dir) else {
+        return Ok(());
+    };
+    let dir = out.join("bench");
+    fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("reading {}: {e}", src_dir.display()))?;
+        let src = entry.path();
+        if !src.is_file() {
+            continue;
+        }
+        let dest = dir.join(entry.file_name());
+        fs::copy(&src, &dest).map_err(|e| format!("copying {}: {e}", src.display()))?;
+        if src.extension().is_some_and(|ext| ext == "sh") {
+            make_executable(&dest)?;
+        }
+    }
+    Ok(())
 }
 
 /// Writes `MANIFEST.txt`: the git commit, the dirty count, and every other file with its size.

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Runs every C floor (bench/*_floor.c) and every bundled Rust benchmark (cuda-*/benches/*)
+# in alternating rounds in one job, then prints one comparison table (and bench.json).
+#
+# usage (on the GPU machine, from anywhere): bash <bundle>/bench/run_benchmarks.sh [ROUNDS] [FILTER]
+#   ROUNDS  rounds of every program (default 5); medians and per-round ratios are reported
+#   FILTER  only Rust benchmarks whose "abi/name" contains FILTER (floors always run)
+# environment: OUT (folder for bench.log, bench.json, bench-table.txt; default logs/ in the
+# bundle), ABIS (default "cuda-12 cuda-13").
+set -u
+here=$(cd "$(dirname "$0")" && pwd) || exit 2
+bundle=$(dirname "$here")
+out=${OUT:-$bundle/logs}
+mkdir -p "$out" || exit 2
+log=$out/bench.log
+: >"$log"
+rounds=${1:-5}
+filter=${2:-}
+tmp=$(mktemp -d)
+cuda=/usr/local/cuda
+
+floors=()
+for src in "$here"/*_floor.c; do
+    [ -f "$src" ] || continue
+    name=$(basename "$src" .c)
+    libs="-lcuda -lnvrtc -lpthread -lm"
+    grep -q '<nvml.h>' "$src" && libs="$libs -l:libnvidia-ml.so.1"
+    # shellcheck disable=SC2086
+    if gcc -O2 -o "$tmp/$name" "$src" -I$cuda/include -L$cuda/lib64 -L$cuda/lib64/stubs $libs \
+        >>"$log" 2>&1; then
+        floors+=("$tmp/$name")
+    else
+        echo "could not build $name (see $log)"
+    fi
+done
+
+benches=()
+for abi in ${ABIS:-cuda-12 cuda-13}; do
+    for bin in "$bundle/$abi"/benches/*; do
+        [ -x "$bin" ] || continue
+        item="$abi/$(basename "$bin")"
+        [ -n "$filter" ] && [[ "$item" != *"$filter"* ]] && continue
+        benches+=("$bin")
+    done
+done
+
+echo "floors: ${floors[*]##*/}; benchmarks: ${#benches[@]}; rounds: $rounds"
+for round in $(seq 1 "$rounds"); do
+    for floor in "${floors[@]}"; do
+        echo "=== floor:$(basename "$floor") round $round ===" >>"$log"
+        timeout 300 "$floor" >>"$log" 2>&1 || echo "!!! exit $?" >>"$log"
+    done
+    for bin in "${benches[@]}"; do
+        abi=$(basename "$(dirname "$(dirname "$bin")")")
+        echo "=== ours:$abi/$(basename "$bin") round $round ===" >>"$log"
+        timeout 300 "$bin" >>"$log" 2>&1 || echo "!!! exit $?" >>"$log"
+    done
+done
+python3 "$here/compare.py" "$log" --json "$out/bench.json" | tee "$out/bench-table.txt"
+rm -rf "$tmp"

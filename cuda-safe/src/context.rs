@@ -1,0 +1,211 @@
+//! CUDA contexts: the primary context of a device (retained once per process, released with
+//! its last handle) and, later, green contexts, through one `Context` type.
+//!
+//! ```no_run
+//! use cuda_safe::Device;
+//!
+//! let device = Device::new(0)?;
+//! let context = device.set_current()?; // retains the primary context and binds it
+//! assert!(!context.is_green());
+//! assert_eq!(context.device().ordinal(), 0);
+//! # Ok::<(), cuda_safe::Error>(())
+//! ```
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use crate::error::check;
+use crate::sys::{CUcontext, Driver};
+use crate::{Device, Result};
+
+/// A CUDA context; cloning is cheap and shares it.
+///
+/// The primary context of a device is retained on first use and released when the last
+/// `Context` (or anything holding one: a stream, a buffer, a memory resource) is dropped.
+#[derive(Clone)]
+pub struct Context {
+    inner: Arc<ContextInner>,
+}
+
+struct ContextInner {
+    raw: CUcontext,
+    device: Device,
+    kind: ContextKind,
+}
+
+/// What kind of context this is and what releasing it takes.
+enum ContextKind {
+    /// A device's primary context, retained with `cuDevicePrimaryCtxRetain`.
+    Primary,
+}
+
+// SAFETY: a CUcontext is a handle the driver lets any thread use; the primary context's
+// retain/release pair is thread-safe.
+unsafe impl Send for ContextInner {}
+// SAFETY: as above; the handle is never mutated after creation.
+unsafe impl Sync for ContextInner {}
+
+/// Live primary contexts, by device ordinal, so that every handle shares one retain.
+static PRIMARY: Mutex<Vec<(usize, Weak<ContextInner>)>> = Mutex::new(Vec::new());
+
+impl Context {
+    /// The primary context of `device`, retaining it if no handle to it is alive.
+    #[doc(alias = "cuDevicePrimaryCtxRetain")]
+    pub(crate) fn primary(device: &Device) -> Result<Self> {
+        let mut registry = PRIMARY.lock().unwrap_or_else(PoisonError::into_inner);
+        registry.retain(|(_, weak)| weak.strong_count() > 0);
+        if let Some(inner) = registry
+            .iter()
+            .find(|(ordinal, _)| *ordinal == device.ordinal())
+            .and_then(|(_, weak)| weak.upgrade())
+        {
+            return Ok(Self { inner });
+        }
+        let driver = device.driver();
+        let mut raw: CUcontext = std::ptr::null_mut();
+        // SAFETY: `raw` is a valid out-pointer and the device handle came from cuDeviceGet.
+        check("cuDevicePrimaryCtxRetain", unsafe {
+            driver.cuDevicePrimaryCtxRetain(&mut raw, device.raw())
+        })?;
+        let inner = Arc::new(ContextInner {
+            raw,
+            device: device.clone(),
+            kind: ContextKind::Primary,
+        });
+        registry.push((device.ordinal(), Arc::downgrade(&inner)));
+        Ok(Self { inner })
+    }
+
+    /// The raw `CUcontext`, for interop; valid while this `Context` lives.
+    pub fn as_raw(&self) -> CUcontext {
+        self.inner.raw
+    }
+
+    /// The device this context belongs to.
+    pub fn device(&self) -> &Device {
+        &self.inner.device
+    }
+
+    /// Whether this is a green context (a partition of the device's SMs).
+    pub fn is_green(&self) -> bool {
+        match self.inner.kind {
+            ContextKind::Primary => false,
+        }
+    }
+
+    /// The driver entry points.
+    pub(crate) fn driver(&self) -> &'static Driver {
+        self.inner.device.driver()
+    }
+
+    /// Makes this context current on the calling thread, calling `cuCtxSetCurrent` only when
+    /// the thread's current context is another one.
+    #[doc(alias = "cuCtxSetCurrent")]
+    pub fn bind(&self) -> Result<()> {
+        let driver = self.driver();
+        let mut current: CUcontext = std::ptr::null_mut();
+        // SAFETY: `current` is a valid out-pointer.
+        check("cuCtxGetCurrent", unsafe {
+            driver.cuCtxGetCurrent(&mut current)
+        })?;
+        if current != self.inner.raw {
+            // SAFETY: the context is retained for as long as `self` lives.
+            check("cuCtxSetCurrent", unsafe {
+                driver.cuCtxSetCurrent(self.inner.raw)
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Waits for all work in this context to finish.
+    #[doc(alias = "cuCtxSynchronize")]
+    pub fn sync(&self) -> Result<()> {
+        self.bind()?;
+        // SAFETY: the context is current on this thread.
+        check("cuCtxSynchronize", unsafe {
+            self.driver().cuCtxSynchronize()
+        })
+    }
+
+    /// The stream priority range of this context: `(least, greatest)`; numerically lower is
+    /// higher priority (`(0, -5)` on most GPUs).
+    #[doc(alias = "cuCtxGetStreamPriorityRange")]
+    pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
+        self.bind()?;
+        let (mut least, mut greatest) = (0, 0);
+        // SAFETY: valid out-pointers; the context is current.
+        check("cuCtxGetStreamPriorityRange", unsafe {
+            self.driver()
+                .cuCtxGetStreamPriorityRange(&mut least, &mut greatest)
+        })?;
+        Ok((least, greatest))
+    }
+
+    /// Whether two handles name the same context.
+    pub fn same_as(&self, other: &Context) -> bool {
+        self.inner.raw == other.inner.raw
+    }
+
+    /// Releases this handle, returning the driver's error if this was the last handle and the
+    /// release failed (dropping does the same and only logs).
+    pub fn close(self) -> Result<()> {
+        match Arc::try_unwrap(self.inner) {
+            Ok(inner) => inner.release(),
+            Err(_) => Ok(()),
+        }
+    }
+}
+
+impl ContextInner {
+    /// Gives the context back to the driver, once.
+    fn release(self) -> Result<()> {
+        let result = self.release_raw();
+        // The release above was the one `Drop` would make; the fields own no other resource.
+        std::mem::forget(self);
+        result
+    }
+
+    fn release_raw(&self) -> Result<()> {
+        match self.kind {
+            ContextKind::Primary => {
+                // SAFETY: pairs the retain made when this inner value was created.
+                check("cuDevicePrimaryCtxRelease_v2", unsafe {
+                    self.device
+                        .driver()
+                        .cuDevicePrimaryCtxRelease_v2(self.device.raw())
+                })
+            }
+        }
+    }
+}
+
+impl Drop for ContextInner {
+    fn drop(&mut self) {
+        if let Err(error) = self.release_raw() {
+            crate::log_drop_error("context", &error);
+        }
+    }
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("raw", &self.inner.raw)
+            .field("device", &self.inner.device.ordinal())
+            .field("green", &self.is_green())
+            .finish()
+    }
+}
+
+impl PartialEq for Context {
+    fn eq(&self, other: &Self) -> bool {
+        self.same_as(other)
+    }
+}
+
+impl Eq for Context {}
+
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Context>();
+};

@@ -1,0 +1,432 @@
+//! CUDA devices: enumeration, identity, properties and the entry to contexts, streams, events
+//! and memory.
+//!
+//! ```no_run
+//! use cuda_safe::Device;
+//!
+//! for device in Device::all()? {
+//!     let (major, minor) = device.compute_capability()?;
+//!     println!("{}: {} sm_{major}{minor}, {} SMs", device.ordinal(), device.name()?,
+//!         device.properties()?.multiprocessor_count);
+//! }
+//! let device = Device::new(0)?;
+//! device.set_current()?;
+//! let stream = device.create_stream(Default::default())?;
+//! stream.sync()?;
+//! # Ok::<(), cuda_safe::Error>(())
+//! ```
+
+use std::ffi::c_char;
+use std::fmt;
+
+use crate::error::check;
+use crate::sys::{CUdevice, CUdevice_attribute, CUuuid, Driver};
+use crate::{
+    Context, DeviceMemoryResource, Error, Event, EventOptions, Result, Stream, StreamOptions,
+};
+
+/// A CUDA device, by ordinal. Cheap to copy; it owns nothing (its primary context is retained
+/// by [`Context`] handles).
+#[derive(Clone, Copy)]
+pub struct Device {
+    driver: &'static Driver,
+    ordinal: i32,
+    raw: CUdevice,
+}
+
+/// A device's 16-byte UUID, displayed as NVIDIA tools do (`GPU-xxxxxxxx-xxxx-...`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Uuid(pub [u8; 16]);
+
+impl fmt::Display for Uuid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("GPU-")?;
+        for (i, byte) in self.0.iter().enumerate() {
+            if matches!(i, 4 | 6 | 8 | 10) {
+                f.write_str("-")?;
+            }
+            write!(f, "{byte:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Free and total memory of a device, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemInfo {
+    /// Bytes not allocated by anyone.
+    pub free: usize,
+    /// The device's memory size.
+    pub total: usize,
+}
+
+/// The attributes most programs need, read in one call of [`Device::properties`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DeviceProperties {
+    /// Streaming multiprocessors.
+    pub multiprocessor_count: u32,
+    /// Compute capability major version.
+    pub compute_capability_major: u32,
+    /// Compute capability minor version.
+    pub compute_capability_minor: u32,
+    /// Threads in a warp.
+    pub warp_size: u32,
+    /// Most threads in one block.
+    pub max_threads_per_block: u32,
+    /// Most threads resident on one SM.
+    pub max_threads_per_multiprocessor: u32,
+    /// Most blocks resident on one SM.
+    pub max_blocks_per_multiprocessor: u32,
+    /// Largest block, per dimension.
+    pub max_block_dim: [u32; 3],
+    /// Largest grid, per dimension.
+    pub max_grid_dim: [u32; 3],
+    /// Static shared memory a block may use without opting in, in bytes.
+    pub max_shared_memory_per_block: u32,
+    /// Shared memory a block may use after opting in, in bytes.
+    pub max_shared_memory_per_block_optin: u32,
+    /// Shared memory per SM, in bytes.
+    pub max_shared_memory_per_multiprocessor: u32,
+    /// 32-bit registers available to one block.
+    pub max_registers_per_block: u32,
+    /// 32-bit registers per SM.
+    pub max_registers_per_multiprocessor: u32,
+    /// Constant memory, in bytes.
+    pub total_constant_memory: u32,
+    /// L2 cache, in bytes.
+    pub l2_cache_size: u32,
+    /// Memory bus width, in bits.
+    pub global_memory_bus_width: u32,
+    /// Asynchronous copy engines.
+    pub async_engine_count: u32,
+    /// Whether kernels may run concurrently.
+    pub concurrent_kernels: bool,
+    /// Whether the device shares memory with the host (an integrated GPU).
+    pub integrated: bool,
+    /// Whether ECC is on.
+    pub ecc_enabled: bool,
+    /// Whether host and device share one address space.
+    pub unified_addressing: bool,
+    /// Whether managed memory is supported.
+    pub managed_memory: bool,
+    /// Whether host and device may access managed memory at once.
+    pub concurrent_managed_access: bool,
+    /// Whether stream-ordered memory pools are supported.
+    pub memory_pools_supported: bool,
+    /// Whether cooperative launches are supported.
+    pub cooperative_launch: bool,
+    /// Whether thread-block clusters are supported (sm_90 on).
+    pub cluster_launch: bool,
+    /// Whether stream priorities are supported.
+    pub stream_priorities_supported: bool,
+    /// PCI domain, bus and device numbers.
+    pub pci_domain_bus_device: [u32; 3],
+}
+
+impl Device {
+    /// How many CUDA devices this process can see.
+    #[doc(alias = "cuDeviceGetCount")]
+    pub fn count() -> Result<usize> {
+        let driver = crate::driver::driver()?;
+        let mut count = 0;
+        // SAFETY: `count` is a valid place for an int.
+        check("cuDeviceGetCount", unsafe {
+            driver.cuDeviceGetCount(&mut count)
+        })?;
+        Ok(count.max(0) as usize)
+    }
+
+    /// Every device, by ordinal.
+    pub fn all() -> Result<Vec<Device>> {
+        (0..Self::count()?).map(Self::new).collect()
+    }
+
+    /// The device with this ordinal; an ordinal past the count is [`Error::InvalidArgument`].
+    #[doc(alias = "cuDeviceGet")]
+    pub fn new(ordinal: usize) -> Result<Self> {
+        let count = Self::count()?;
+        if ordinal >= count {
+            return Err(Error::invalid_argument(format!(
+                "device ordinal {ordinal}, but {count} device(s) are visible"
+            )));
+        }
+        let driver = crate::driver::driver()?;
+        let ordinal = ordinal as i32;
+        let mut raw = 0;
+        // SAFETY: `raw` is a valid place for a CUdevice; the ordinal is in range.
+        check("cuDeviceGet", unsafe {
+            driver.cuDeviceGet(&mut raw, ordinal)
+        })?;
+        Ok(Self {
+            driver,
+            ordinal,
+            raw,
+        })
+    }
+
+    /// The ordinal this device was opened with.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal as usize
+    }
+
+    /// The raw `CUdevice`.
+    pub fn raw(&self) -> CUdevice {
+        self.raw
+    }
+
+    pub(crate) fn driver(&self) -> &'static Driver {
+        self.driver
+    }
+
+    /// The product name (`NVIDIA H200`).
+    #[doc(alias = "cuDeviceGetName")]
+    pub fn name(&self) -> Result<String> {
+        let mut name = [0 as c_char; 256];
+        // SAFETY: the buffer holds `name.len()` bytes.
+        check("cuDeviceGetName", unsafe {
+            self.driver
+                .cuDeviceGetName(name.as_mut_ptr(), name.len() as i32, self.raw)
+        })?;
+        Ok(c_chars_to_string(&name))
+    }
+
+    /// The device's UUID.
+    #[doc(alias = "cuDeviceGetUuid_v2")]
+    pub fn uuid(&self) -> Result<Uuid> {
+        let mut uuid = CUuuid::default();
+        // SAFETY: `uuid` is a valid out-pointer.
+        check("cuDeviceGetUuid_v2", unsafe {
+            self.driver.cuDeviceGetUuid_v2(&mut uuid, self.raw)
+        })?;
+        Ok(Uuid(uuid.bytes.map(|byte| byte as u8)))
+    }
+
+    /// The PCI bus id (`0000:19:00.0`).
+    #[doc(alias = "cuDeviceGetPCIBusId")]
+    pub fn pci_bus_id(&self) -> Result<String> {
+        let mut id = [0 as c_char; 64];
+        // SAFETY: the buffer holds `id.len()` bytes.
+        check("cuDeviceGetPCIBusId", unsafe {
+            self.driver
+                .cuDeviceGetPCIBusId(id.as_mut_ptr(), id.len() as i32, self.raw)
+        })?;
+        Ok(c_chars_to_string(&id))
+    }
+
+    /// The compute capability, `(major, minor)`.
+    pub fn compute_capability(&self) -> Result<(u32, u32)> {
+        Ok((
+            self.attribute_u32(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+            self.attribute_u32(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+        ))
+    }
+
+    /// The architecture as NVRTC and `cuda.core` spell it: `"90"` for sm_90.
+    pub fn arch(&self) -> Result<String> {
+        let (major, minor) = self.compute_capability()?;
+        Ok(format!("{major}{minor}"))
+    }
+
+    /// The device's memory size in bytes.
+    #[doc(alias = "cuDeviceTotalMem_v2")]
+    pub fn total_memory(&self) -> Result<usize> {
+        let mut bytes = 0;
+        // SAFETY: `bytes` is a valid place for a size_t.
+        check("cuDeviceTotalMem_v2", unsafe {
+            self.driver.cuDeviceTotalMem_v2(&mut bytes, self.raw)
+        })?;
+        Ok(bytes)
+    }
+
+    /// Free and total memory, as the driver sees it now (binds the primary context).
+    #[doc(alias = "cuMemGetInfo_v2")]
+    pub fn mem_info(&self) -> Result<MemInfo> {
+        self.set_current()?;
+        let (mut free, mut total) = (0, 0);
+        // SAFETY: valid out-pointers; this device's primary context is current.
+        check("cuMemGetInfo_v2", unsafe {
+            self.driver.cuMemGetInfo_v2(&mut free, &mut total)
+        })?;
+        Ok(MemInfo { free, total })
+    }
+
+    /// A raw attribute (`cuDeviceGetAttribute`).
+    #[doc(alias = "cuDeviceGetAttribute")]
+    pub fn attribute(&self, attribute: CUdevice_attribute) -> Result<i32> {
+        let mut value = 0;
+        // SAFETY: `value` is a valid place for an int; an unknown attribute is an error code.
+        check("cuDeviceGetAttribute", unsafe {
+            self.driver
+                .cuDeviceGetAttribute(&mut value, attribute, self.raw)
+        })?;
+        Ok(value)
+    }
+
+    fn attribute_u32(&self, attribute: CUdevice_attribute) -> Result<u32> {
+        Ok(self.attribute(attribute)?.max(0) as u32)
+    }
+
+    fn attribute_bool(&self, attribute: CUdevice_attribute) -> Result<bool> {
+        Ok(self.attribute(attribute)? != 0)
+    }
+
+    /// The common attributes in one struct (one `cuDeviceGetAttribute` call each).
+    pub fn properties(&self) -> Result<DeviceProperties> {
+        use CUdevice_attribute as A;
+        let u = |attribute| self.attribute_u32(attribute);
+        let b = |attribute| self.attribute_bool(attribute);
+        Ok(DeviceProperties {
+            multiprocessor_count: u(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            compute_capability_major: u(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+            compute_capability_minor: u(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+            warp_size: u(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
+            max_threads_per_block: u(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            max_threads_per_multiprocessor: u(
+                A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+            )?,
+            max_blocks_per_multiprocessor: u(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR)?,
+            max_block_dim: [
+                u(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
+                u(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
+                u(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
+            ],
+            max_grid_dim: [
+                u(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+                u(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
+                u(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
+            ],
+            max_shared_memory_per_block: u(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
+            max_shared_memory_per_block_optin: u(
+                A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )?,
+            max_shared_memory_per_multiprocessor: u(
+                A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+            )?,
+            max_registers_per_block: u(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK)?,
+            max_registers_per_multiprocessor: u(
+                A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR,
+            )?,
+            total_constant_memory: u(A::CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY)?,
+            l2_cache_size: u(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?,
+            global_memory_bus_width: u(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)?,
+            async_engine_count: u(A::CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT)?,
+            concurrent_kernels: b(A::CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS)?,
+            integrated: b(A::CU_DEVICE_ATTRIBUTE_INTEGRATED)?,
+            ecc_enabled: b(A::CU_DEVICE_ATTRIBUTE_ECC_ENABLED)?,
+            unified_addressing: b(A::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING)?,
+            managed_memory: b(A::CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY)?,
+            concurrent_managed_access: b(A::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS)?,
+            memory_pools_supported: b(A::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)?,
+            cooperative_launch: b(A::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)?,
+            cluster_launch: b(A::CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH)?,
+            stream_priorities_supported: b(A::CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED)?,
+            pci_domain_bus_device: [
+                u(A::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)?,
+                u(A::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)?,
+                u(A::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)?,
+            ],
+        })
+    }
+
+    /// Whether this device can access `peer`'s memory directly.
+    #[doc(alias = "cuDeviceCanAccessPeer")]
+    pub fn can_access_peer(&self, peer: &Device) -> Result<bool> {
+        let mut can = 0;
+        // SAFETY: `can` is a valid place for an int; both handles came from cuDeviceGet.
+        check("cuDeviceCanAccessPeer", unsafe {
+            self.driver
+                .cuDeviceCanAccessPeer(&mut can, self.raw, peer.raw)
+        })?;
+        Ok(can != 0)
+    }
+
+    /// The device's primary context, retained (shared with every other handle to it).
+    pub fn context(&self) -> Result<Context> {
+        Context::primary(self)
+    }
+
+    /// Retains the primary context and makes it current on the calling thread.
+    #[doc(alias = "cuCtxSetCurrent")]
+    pub fn set_current(&self) -> Result<Context> {
+        let context = self.context()?;
+        context.bind()?;
+        Ok(context)
+    }
+
+    /// Waits for all work on this device's primary context to finish.
+    #[doc(alias = "cuCtxSynchronize")]
+    pub fn sync(&self) -> Result<()> {
+        self.context()?.sync()
+    }
+
+    /// A new stream on the primary context.
+    pub fn create_stream(&self, options: StreamOptions) -> Result<Stream> {
+        Stream::new(&self.context()?, options)
+    }
+
+    /// A new event on the primary context.
+    pub fn create_event(&self, options: EventOptions) -> Result<Event> {
+        Event::new(&self.context()?, options)
+    }
+
+    /// The memory resource over the device's default stream-ordered pool.
+    pub fn default_memory_resource(&self) -> Result<DeviceMemoryResource> {
+        DeviceMemoryResource::default_pool(self)
+    }
+}
+
+impl fmt::Debug for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Device")
+            .field("ordinal", &self.ordinal)
+            .finish()
+    }
+}
+
+impl PartialEq for Device {
+    fn eq(&self, other: &Self) -> bool {
+        self.raw == other.raw
+    }
+}
+
+impl Eq for Device {}
+
+/// The text before the first NUL of a C buffer.
+fn c_chars_to_string(buffer: &[c_char]) -> String {
+    let bytes: Vec<u8> = buffer
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Device>();
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuid_displays_like_nvidia_smi() {
+        let uuid = Uuid([
+            0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab,
+            0xcd, 0xef,
+        ]);
+        assert_eq!(uuid.to_string(), "GPU-12345678-9abc-def0-0123-456789abcdef");
+    }
+
+    #[test]
+    fn c_buffers_stop_at_nul() {
+        let buffer: Vec<c_char> = b"NVIDIA H200\0garbage"
+            .iter()
+            .map(|&b| b as c_char)
+            .collect();
+        assert_eq!(c_chars_to_string(&buffer), "NVIDIA H200");
+        assert_eq!(c_chars_to_string(&[]), "");
+    }
+}

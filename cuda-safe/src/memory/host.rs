@@ -1,0 +1,189 @@
+//! Memory the host can touch: page-locked (pinned) host memory and managed (unified) memory.
+//!
+//! Neither is stream-ordered, so a buffer of either kind waits for its stream to drain before
+//! it is freed.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::error::check;
+use crate::sys::{CU_MEMHOSTALLOC_PORTABLE, CUdeviceptr, CUmemAttach_flags, Driver};
+use crate::{Buffer, Context, Device, MemoryResource, Result, Stream};
+
+/// Page-locked host memory (`cuMemHostAlloc`): fast, truly asynchronous transfers, readable
+/// from kernels through unified addressing. Cloning is cheap.
+#[derive(Clone, Debug)]
+pub struct PinnedMemoryResource {
+    inner: Arc<HostMemory>,
+}
+
+/// Managed memory (`cuMemAllocManaged`), migrated between host and device on demand.
+/// Cloning is cheap. Never ask for more than the device's free memory.
+#[derive(Clone, Debug)]
+pub struct ManagedMemoryResource {
+    inner: Arc<HostMemory>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HostKind {
+    Pinned,
+    Managed,
+}
+
+struct HostMemory {
+    kind: HostKind,
+    context: Context,
+    driver: &'static Driver,
+}
+
+impl PinnedMemoryResource {
+    /// A resource allocating pinned memory in `device`'s primary context (usable from every
+    /// context: the allocations are portable).
+    pub fn new(device: &Device) -> Result<Self> {
+        Ok(Self {
+            inner: HostMemory::new(HostKind::Pinned, device)?,
+        })
+    }
+
+    /// Allocates `size` bytes of pinned host memory, associated with `stream`.
+    #[doc(alias = "cuMemHostAlloc")]
+    pub fn allocate(&self, size: usize, stream: &Stream) -> Result<Buffer> {
+        Buffer::allocate_in(self.inner.clone(), size, stream)
+    }
+}
+
+impl ManagedMemoryResource {
+    /// A resource allocating managed memory attached globally, in `device`'s primary context.
+    pub fn new(device: &Device) -> Result<Self> {
+        Ok(Self {
+            inner: HostMemory::new(HostKind::Managed, device)?,
+        })
+    }
+
+    /// Allocates `size` bytes of managed memory, associated with `stream`.
+    #[doc(alias = "cuMemAllocManaged")]
+    pub fn allocate(&self, size: usize, stream: &Stream) -> Result<Buffer> {
+        Buffer::allocate_in(self.inner.clone(), size, stream)
+    }
+}
+
+/// Implements [`MemoryResource`] for a handle by forwarding to its shared inner resource.
+macro_rules! forward_memory_resource {
+    ($($handle:ty),*) => {$(
+        impl MemoryResource for $handle {
+            fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<CUdeviceptr> {
+                self.inner.allocate_raw(size, stream)
+            }
+
+            unsafe fn deallocate_raw(
+                &self,
+                ptr: CUdeviceptr,
+                size: usize,
+                stream: &Stream,
+            ) -> Result<()> {
+                // SAFETY: forwarded contract.
+                unsafe { self.inner.deallocate_raw(ptr, size, stream) }
+            }
+
+            fn is_device_accessible(&self) -> bool {
+                self.inner.is_device_accessible()
+            }
+
+            fn is_host_accessible(&self) -> bool {
+                self.inner.is_host_accessible()
+            }
+
+            fn device(&self) -> Option<Device> {
+                self.inner.device()
+            }
+        }
+    )*};
+}
+
+pub(crate) use forward_memory_resource;
+
+forward_memory_resource!(PinnedMemoryResource, ManagedMemoryResource);
+
+impl HostMemory {
+    fn new(kind: HostKind, device: &Device) -> Result<Arc<Self>> {
+        let context = device.context()?;
+        Ok(Arc::new(Self {
+            kind,
+            driver: context.driver(),
+            context,
+        }))
+    }
+}
+
+impl MemoryResource for HostMemory {
+    fn allocate_raw(&self, size: usize, _stream: &Stream) -> Result<CUdeviceptr> {
+        self.context.bind()?;
+        match self.kind {
+            HostKind::Pinned => {
+                let mut ptr = std::ptr::null_mut();
+                // SAFETY: valid out-pointer; the context is current.
+                check("cuMemHostAlloc", unsafe {
+                    self.driver
+                        .cuMemHostAlloc(&mut ptr, size, CU_MEMHOSTALLOC_PORTABLE)
+                })?;
+                Ok(ptr as CUdeviceptr)
+            }
+            HostKind::Managed => {
+                let mut ptr: CUdeviceptr = 0;
+                // SAFETY: valid out-pointer; the context is current.
+                check("cuMemAllocManaged", unsafe {
+                    self.driver.cuMemAllocManaged(
+                        &mut ptr,
+                        size,
+                        CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL.0,
+                    )
+                })?;
+                Ok(ptr)
+            }
+        }
+    }
+
+    unsafe fn deallocate_raw(&self, ptr: CUdeviceptr, _size: usize, stream: &Stream) -> Result<()> {
+        // Not stream-ordered: wait until nothing queued on the buffer's stream can touch it.
+        stream.sync()?;
+        self.context.bind()?;
+        match self.kind {
+            // SAFETY: `ptr` came from cuMemHostAlloc and its stream has drained.
+            HostKind::Pinned => check("cuMemFreeHost", unsafe {
+                self.driver.cuMemFreeHost(ptr as *mut std::ffi::c_void)
+            }),
+            // SAFETY: `ptr` came from cuMemAllocManaged and its stream has drained.
+            HostKind::Managed => check("cuMemFree_v2", unsafe { self.driver.cuMemFree_v2(ptr) }),
+        }
+    }
+
+    fn is_device_accessible(&self) -> bool {
+        true
+    }
+
+    fn is_host_accessible(&self) -> bool {
+        true
+    }
+
+    fn device(&self) -> Option<Device> {
+        match self.kind {
+            HostKind::Pinned => None,
+            HostKind::Managed => Some(*self.context.device()),
+        }
+    }
+}
+
+impl fmt::Debug for HostMemory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HostMemory")
+            .field("kind", &self.kind)
+            .field("device", &self.context.device().ordinal())
+            .finish()
+    }
+}
+
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<PinnedMemoryResource>();
+    assert_send_sync::<ManagedMemoryResource>();
+};

@@ -1,0 +1,32 @@
+//! Memory: resources that allocate, and the buffers they hand out.
+//!
+//! A [`Buffer`] owns one allocation and is tied to a [`Stream`]: every safe operation on it
+//! (copies, fills) is queued on that stream, and dropping it frees the memory in stream order
+//! there (device pools) or after that stream has drained (pinned and managed memory). So a
+//! buffer can never be freed while a safe operation still uses it. Copies between buffers on
+//! different streams make each stream wait for the other around the copy.
+//!
+//! ```no_run
+//! use cuda_safe::Device;
+//!
+//! let device = Device::new(0)?;
+//! let stream = device.create_stream(Default::default())?;
+//! let pool = device.default_memory_resource()?; // stream-ordered, reuses freed memory
+//! let mut x = pool.allocate(4 * 1024, &stream)?;
+//! x.copy_from_host(&[1.5f32; 1024])?;
+//! let back: Vec<f32> = x.to_vec()?;
+//! assert_eq!(back[1023], 1.5);
+//! # Ok::<(), cuda_safe::Error>(())
+//! ```
+
+mod buffer;
+mod device_pool;
+mod host;
+mod resource;
+mod slice;
+
+pub use buffer::Buffer;
+pub use device_pool::{DeviceMemoryResource, PoolOptions};
+pub use host::{ManagedMemoryResource, PinnedMemoryResource};
+pub use resource::MemoryResource;
+pub use slice::{DeviceSlice, DeviceSliceMut};

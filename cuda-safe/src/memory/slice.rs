@@ -1,0 +1,322 @@
+//! Typed views of a buffer's memory, and the copies between host and device.
+
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+
+use bytemuck::Pod;
+
+use crate::error::check;
+use crate::sys::CUdeviceptr;
+use crate::{Error, Event, EventOptions, Result, Stream};
+
+/// A shared, typed view of part of a [`Buffer`](crate::Buffer): `len` elements of `T`.
+///
+/// Its operations are queued on the buffer's stream. Launch arguments take it as the device
+/// pointer of its first element.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceSlice<'a, T> {
+    ptr: CUdeviceptr,
+    len: usize,
+    stream: &'a Stream,
+    _elements: PhantomData<&'a [T]>,
+}
+
+/// An exclusive, typed view of part of a [`Buffer`](crate::Buffer).
+#[derive(Debug)]
+pub struct DeviceSliceMut<'a, T> {
+    ptr: CUdeviceptr,
+    len: usize,
+    stream: &'a Stream,
+    _elements: PhantomData<&'a mut [T]>,
+}
+
+/// Checks that `bytes` holds whole `T`s and that `ptr` is aligned for `T`; returns the count.
+pub(crate) fn element_count<T>(ptr: CUdeviceptr, bytes: usize) -> Result<usize> {
+    let size = size_of::<T>();
+    if size == 0 {
+        return Err(Error::invalid_argument(
+            "zero-sized element types have no device layout",
+        ));
+    }
+    if bytes % size != 0 {
+        return Err(Error::invalid_argument(format!(
+            "a buffer of {bytes} bytes does not hold a whole number of {size}-byte elements"
+        )));
+    }
+    if ptr % align_of::<T>() as u64 != 0 {
+        return Err(Error::invalid_argument(format!(
+            "address {ptr:#x} is not aligned to {} bytes",
+            align_of::<T>()
+        )));
+    }
+    Ok(bytes / size)
+}
+
+/// The start and end of `range` within `0..len`, or an error naming both.
+fn bounds(range: impl RangeBounds<usize>, len: usize) -> Result<(usize, usize)> {
+    let start = match range.start_bound() {
+        Bound::Included(&start) => start,
+        Bound::Excluded(&start) => start.saturating_add(1),
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&end) => end.saturating_add(1),
+        Bound::Excluded(&end) => end,
+        Bound::Unbounded => len,
+    };
+    if start > end || end > len {
+        return Err(Error::invalid_argument(format!(
+            "range {start}..{end} is out of bounds of a slice of {len} elements"
+        )));
+    }
+    Ok((start, end))
+}
+
+/// Errors unless a copy moves between slices of the same length.
+fn same_length(what: &str, destination: usize, source: usize) -> Result<()> {
+    if destination == source {
+        Ok(())
+    } else {
+        Err(Error::invalid_argument(format!(
+            "{what}: the destination holds {destination} elements, the source {source}"
+        )))
+    }
+}
+
+/// Queues `bytes` bytes from `src` to `dst` (any unified addresses) on `stream`.
+fn copy_async(stream: &Stream, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> Result<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    // SAFETY: the callers pass ranges they checked against live allocations (or host slices
+    // they keep alive until the stream passes this point).
+    check("cuMemcpyAsync", unsafe {
+        stream
+            .driver()
+            .cuMemcpyAsync(dst, src, bytes, stream.as_raw())
+    })
+}
+
+/// Runs `enqueue` (which queues work on `dst`) so that it starts after the work queued on
+/// `src` so far, and so that later work on `src` (such as freeing the source) waits for it.
+pub(crate) fn across_streams(
+    dst: &Stream,
+    src: &Stream,
+    enqueue: impl FnOnce() -> Result<()>,
+) -> Result<()> {
+    if dst.same_as(src) {
+        return enqueue();
+    }
+    let source_done = Event::new(src.context(), EventOptions::default())?;
+    source_done.record(src)?;
+    dst.wait(&source_done)?;
+    enqueue()?;
+    let copy_done = Event::new(dst.context(), EventOptions::default())?;
+    copy_done.record(dst)?;
+    src.wait(&copy_done)
+}
+
+impl<'a, T: Pod> DeviceSlice<'a, T> {
+    /// A view of `len` elements at `ptr`, whose operations are queued on `stream`.
+    pub(crate) fn from_parts(ptr: CUdeviceptr, len: usize, stream: &'a Stream) -> Self {
+        Self {
+            ptr,
+            len,
+            stream,
+            _elements: PhantomData,
+        }
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the view holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The device address of the first element.
+    #[inline]
+    pub fn as_raw(&self) -> CUdeviceptr {
+        self.ptr
+    }
+
+    /// The stream the view's operations are queued on.
+    pub fn stream(&self) -> &'a Stream {
+        self.stream
+    }
+
+    /// A narrower view; a range past the end is [`Error::InvalidArgument`].
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceSlice<'a, T>> {
+        let (start, end) = bounds(range, self.len)?;
+        Ok(Self::from_parts(
+            self.ptr + (start * size_of::<T>()) as u64,
+            end - start,
+            self.stream,
+        ))
+    }
+
+    /// Copies the elements into `dst` (of the same length) and waits for the copy.
+    #[doc(alias = "cuMemcpyAsync")]
+    pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
+        same_length("device-to-host copy", dst.len(), self.len)?;
+        copy_async(
+            self.stream,
+            dst.as_mut_ptr() as CUdeviceptr,
+            self.ptr,
+            size_of_val(dst),
+        )?;
+        if !dst.is_empty() {
+            self.stream.sync()?;
+        }
+        Ok(())
+    }
+
+    /// The elements, copied into a new vector.
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        let mut host = vec![T::zeroed(); self.len];
+        self.copy_to_host(&mut host)?;
+        Ok(host)
+    }
+
+    /// Queues a copy of the elements into `dst` without waiting.
+    ///
+    /// # Safety
+    ///
+    /// `dst` must stay alive and untouched by the host until the stream has passed this point
+    /// (synchronize the stream or an event recorded after it). For a truly asynchronous copy,
+    /// `dst` must be pinned memory; pageable memory makes the driver stage the copy.
+    pub unsafe fn copy_to_host_async(&self, dst: &mut [T]) -> Result<()> {
+        same_length("device-to-host copy", dst.len(), self.len)?;
+        copy_async(
+            self.stream,
+            dst.as_mut_ptr() as CUdeviceptr,
+            self.ptr,
+            size_of_val(dst),
+        )
+    }
+}
+
+impl<'a, T: Pod> DeviceSliceMut<'a, T> {
+    /// An exclusive view of `len` elements at `ptr`, whose operations are queued on `stream`.
+    pub(crate) fn from_parts(ptr: CUdeviceptr, len: usize, stream: &'a Stream) -> Self {
+        Self {
+            ptr,
+            len,
+            stream,
+            _elements: PhantomData,
+        }
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the view holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The device address of the first element.
+    #[inline]
+    pub fn as_raw(&self) -> CUdeviceptr {
+        self.ptr
+    }
+
+    /// A shared view of the same elements.
+    pub fn as_slice(&self) -> DeviceSlice<'_, T> {
+        DeviceSlice::from_parts(self.ptr, self.len, self.stream)
+    }
+
+    /// A narrower exclusive view; a range past the end is [`Error::InvalidArgument`].
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceSliceMut<'_, T>> {
+        let (start, end) = bounds(range, self.len)?;
+        Ok(DeviceSliceMut::from_parts(
+            self.ptr + (start * size_of::<T>()) as u64,
+            end - start,
+            self.stream,
+        ))
+    }
+
+    /// Copies `src` (of the same length) into the elements and waits for the copy.
+    #[doc(alias = "cuMemcpyAsync")]
+    pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
+        same_length("host-to-device copy", self.len, src.len())?;
+        copy_async(
+            self.stream,
+            self.ptr,
+            src.as_ptr() as CUdeviceptr,
+            size_of_val(src),
+        )?;
+        if !src.is_empty() {
+            self.stream.sync()?;
+        }
+        Ok(())
+    }
+
+    /// Queues a copy of `src` into the elements without waiting.
+    ///
+    /// # Safety
+    ///
+    /// `src` must stay alive and unmodified until the stream has passed this point. For a
+    /// truly asynchronous copy, `src` must be pinned memory.
+    pub unsafe fn copy_from_host_async(&mut self, src: &[T]) -> Result<()> {
+        same_length("host-to-device copy", self.len, src.len())?;
+        copy_async(
+            self.stream,
+            self.ptr,
+            src.as_ptr() as CUdeviceptr,
+            size_of_val(src),
+        )
+    }
+
+    /// Queues a copy from another view of the same length (device, pinned or managed memory),
+    /// ordered after the work already queued on the source's stream.
+    pub fn copy_from(&mut self, src: &DeviceSlice<'_, T>) -> Result<()> {
+        same_length("device copy", self.len, src.len)?;
+        let bytes = self.len * size_of::<T>();
+        across_streams(self.stream, src.stream, || {
+            copy_async(self.stream, self.ptr, src.ptr, bytes)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn element_counts_need_whole_aligned_elements() {
+        assert_eq!(element_count::<f32>(256, 4096).unwrap(), 1024);
+        assert_eq!(element_count::<u8>(3, 7).unwrap(), 7);
+        assert!(element_count::<f32>(256, 6).is_err());
+        assert!(element_count::<f64>(4, 16).is_err());
+        assert!(element_count::<()>(0, 0).is_err());
+        assert_eq!(element_count::<u64>(0, 0).unwrap(), 0);
+    }
+
+    #[test]
+    fn bounds_are_checked() {
+        assert_eq!(bounds(.., 10).unwrap(), (0, 10));
+        assert_eq!(bounds(2..5, 10).unwrap(), (2, 5));
+        assert_eq!(bounds(2..=5, 10).unwrap(), (2, 6));
+        assert_eq!(bounds(10.., 10).unwrap(), (10, 10));
+        assert!(bounds(5..11, 10).is_err());
+        assert!(bounds(6..5, 10).is_err());
+        assert!(bounds(..=usize::MAX, 10).is_err());
+    }
+
+    #[test]
+    fn lengths_must_match() {
+        assert!(same_length("copy", 4, 4).is_ok());
+        let error = same_length("host-to-device copy", 4, 5).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("destination holds 4 elements, the source 5")
+        );
+    }
+}

@@ -1,0 +1,274 @@
+//! Streams: ordered queues of GPU work.
+//!
+//! ```no_run
+//! use cuda_safe::{Device, EventOptions, StreamOptions};
+//!
+//! let device = Device::new(0)?;
+//! let first = device.create_stream(StreamOptions::default())?; // non-blocking
+//! let (_, highest) = device.context()?.stream_priority_range()?;
+//! let urgent = device.create_stream(StreamOptions { priority: Some(highest), ..Default::default() })?;
+//! urgent.wait_stream(&first)?; // work queued on `urgent` from now on runs after `first`'s
+//! urgent.sync()?;
+//! # Ok::<(), cuda_safe::Error>(())
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::error::check;
+use crate::sys::{CUresult, CUstream, CUstream_flags, Driver};
+use crate::{Context, Device, Error, Event, EventOptions, Result};
+
+/// How to create a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamOptions {
+    /// Whether the stream runs independently of the legacy default stream (default `true`).
+    pub non_blocking: bool,
+    /// The priority, within the context's [`stream_priority_range`](Context::stream_priority_range);
+    /// `None` is the default priority. Lower numbers are higher priority.
+    pub priority: Option<i32>,
+}
+
+impl Default for StreamOptions {
+    fn default() -> Self {
+        Self {
+            non_blocking: true,
+            priority: None,
+        }
+    }
+}
+
+/// A CUDA stream; cloning is cheap and shares it. It keeps its context alive.
+#[derive(Clone)]
+pub struct Stream {
+    inner: Arc<StreamInner>,
+}
+
+struct StreamInner {
+    raw: CUstream,
+    context: Context,
+    driver: &'static Driver,
+    owned: bool,
+}
+
+// SAFETY: a CUstream may be used from any thread; the handle is immutable after creation.
+unsafe impl Send for StreamInner {}
+// SAFETY: as above.
+unsafe impl Sync for StreamInner {}
+
+impl Stream {
+    /// A new stream on `context`. A priority outside the context's range is
+    /// [`Error::InvalidArgument`].
+    #[doc(alias = "cuStreamCreateWithPriority")]
+    pub fn new(context: &Context, options: StreamOptions) -> Result<Self> {
+        let priority = match options.priority {
+            Some(priority) => {
+                let (least, greatest) = context.stream_priority_range()?;
+                if priority > least || priority < greatest {
+                    return Err(Error::invalid_argument(format!(
+                        "stream priority {priority} is outside the device's range {greatest}..={least}"
+                    )));
+                }
+                priority
+            }
+            None => 0,
+        };
+        let flags = if options.non_blocking {
+            CUstream_flags::CU_STREAM_NON_BLOCKING
+        } else {
+            CUstream_flags::CU_STREAM_DEFAULT
+        };
+        context.bind()?;
+        let driver = context.driver();
+        let mut raw: CUstream = std::ptr::null_mut();
+        // SAFETY: `raw` is a valid out-pointer; the context is current on this thread.
+        check("cuStreamCreateWithPriority", unsafe {
+            driver.cuStreamCreateWithPriority(&mut raw, flags.0, priority)
+        })?;
+        Ok(Self::from_parts(raw, context.clone(), true))
+    }
+
+    /// Wraps a stream created elsewhere (another library), without owning it: dropping the
+    /// wrapper does not destroy the stream.
+    ///
+    /// # Safety
+    ///
+    /// `raw` must be a valid stream of `context` (or `CU_STREAM_LEGACY` /
+    /// `CU_STREAM_PER_THREAD`) and stay valid while the wrapper or any clone of it lives.
+    pub unsafe fn from_raw(raw: CUstream, context: &Context) -> Self {
+        Self::from_parts(raw, context.clone(), false)
+    }
+
+    /// The legacy default stream of `context` (`CU_STREAM_LEGACY`), which synchronizes with
+    /// every blocking stream.
+    pub fn legacy_default(context: &Context) -> Self {
+        Self::from_parts(crate::sys::CU_STREAM_LEGACY, context.clone(), false)
+    }
+
+    /// The calling thread's default stream (`CU_STREAM_PER_THREAD`).
+    pub fn per_thread_default(context: &Context) -> Self {
+        Self::from_parts(crate::sys::CU_STREAM_PER_THREAD, context.clone(), false)
+    }
+
+    fn from_parts(raw: CUstream, context: Context, owned: bool) -> Self {
+        let driver = context.driver();
+        Self {
+            inner: Arc::new(StreamInner {
+                raw,
+                context,
+                driver,
+                owned,
+            }),
+        }
+    }
+
+    /// The raw `CUstream`, valid while this stream (or a clone) lives.
+    #[inline]
+    pub fn as_raw(&self) -> CUstream {
+        self.inner.raw
+    }
+
+    /// The context the stream belongs to.
+    pub fn context(&self) -> &Context {
+        &self.inner.context
+    }
+
+    /// The device the stream belongs to.
+    pub fn device(&self) -> &Device {
+        self.inner.context.device()
+    }
+
+    #[inline]
+    pub(crate) fn driver(&self) -> &'static Driver {
+        self.inner.driver
+    }
+
+    /// Whether two handles name the same stream.
+    pub fn same_as(&self, other: &Stream) -> bool {
+        self.inner.raw == other.inner.raw
+    }
+
+    /// Blocks until all work queued so far has finished.
+    #[doc(alias = "cuStreamSynchronize")]
+    #[inline]
+    pub fn sync(&self) -> Result<()> {
+        // SAFETY: the stream is valid while `self` lives.
+        check("cuStreamSynchronize", unsafe {
+            self.inner.driver.cuStreamSynchronize(self.inner.raw)
+        })
+    }
+
+    /// Whether all work queued so far has finished, without blocking.
+    #[doc(alias = "cuStreamQuery")]
+    pub fn query(&self) -> Result<bool> {
+        // SAFETY: the stream is valid while `self` lives.
+        match unsafe { self.inner.driver.cuStreamQuery(self.inner.raw) } {
+            Ok(CUresult::CUDA_SUCCESS) => Ok(true),
+            Ok(CUresult::CUDA_ERROR_NOT_READY) => Ok(false),
+            other => check("cuStreamQuery", other).map(|()| false),
+        }
+    }
+
+    /// Records `event` at this point of the stream.
+    #[doc(alias = "cuEventRecord")]
+    #[inline]
+    pub fn record(&self, event: &Event) -> Result<()> {
+        event.record(self)
+    }
+
+    /// Makes work queued on this stream from now on wait until `event` completes.
+    #[doc(alias = "cuStreamWaitEvent")]
+    pub fn wait(&self, event: &Event) -> Result<()> {
+        // SAFETY: both handles are valid while their wrappers live; flags must be 0.
+        check("cuStreamWaitEvent", unsafe {
+            self.inner
+                .driver
+                .cuStreamWaitEvent(self.inner.raw, event.as_raw(), 0)
+        })
+    }
+
+    /// Makes work queued on this stream from now on wait for everything queued on `other` so
+    /// far (through a temporary event, as `cuda.core` does).
+    pub fn wait_stream(&self, other: &Stream) -> Result<()> {
+        if self.same_as(other) {
+            return Ok(());
+        }
+        let event = Event::new(other.context(), EventOptions::default())?;
+        event.record(other)?;
+        self.wait(&event)
+    }
+
+    /// The stream's priority.
+    #[doc(alias = "cuStreamGetPriority")]
+    pub fn priority(&self) -> Result<i32> {
+        let mut priority = 0;
+        // SAFETY: valid out-pointer and stream.
+        check("cuStreamGetPriority", unsafe {
+            self.inner
+                .driver
+                .cuStreamGetPriority(self.inner.raw, &mut priority)
+        })?;
+        Ok(priority)
+    }
+
+    /// Whether the stream is non-blocking.
+    #[doc(alias = "cuStreamGetFlags")]
+    pub fn is_non_blocking(&self) -> Result<bool> {
+        let mut flags = 0;
+        // SAFETY: valid out-pointer and stream.
+        check("cuStreamGetFlags", unsafe {
+            self.inner
+                .driver
+                .cuStreamGetFlags(self.inner.raw, &mut flags)
+        })?;
+        Ok(flags & CUstream_flags::CU_STREAM_NON_BLOCKING.0 != 0)
+    }
+
+    /// Destroys the stream now if this is the last handle, returning the driver's error
+    /// (dropping does the same and only logs). Queued work still completes.
+    pub fn close(self) -> Result<()> {
+        match Arc::try_unwrap(self.inner) {
+            Ok(mut inner) => {
+                let result = inner.destroy();
+                inner.owned = false; // destroyed: the drop that follows must not destroy again
+                result
+            }
+            Err(_) => Ok(()),
+        }
+    }
+}
+
+impl StreamInner {
+    fn destroy(&self) -> Result<()> {
+        if !self.owned {
+            return Ok(());
+        }
+        // SAFETY: the stream is owned by this value and destroyed once.
+        check("cuStreamDestroy_v2", unsafe {
+            self.driver.cuStreamDestroy_v2(self.raw)
+        })
+    }
+}
+
+impl Drop for StreamInner {
+    fn drop(&mut self) {
+        if let Err(error) = self.destroy() {
+            crate::log_drop_error("stream", &error);
+        }
+    }
+}
+
+impl fmt::Debug for Stream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Stream")
+            .field("raw", &self.inner.raw)
+            .field("device", &self.device().ordinal())
+            .field("owned", &self.inner.owned)
+            .finish()
+    }
+}
+
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Stream>();
+};

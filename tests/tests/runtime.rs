@@ -1,0 +1,485 @@
+//! The runtime core on a real GPU: devices, contexts, streams, events, memory resources and
+//! buffers.
+
+use std::time::{Duration, Instant};
+
+use cuda_gpu_tests::gpu_or_skip;
+use cuda_safe::{
+    Buffer, Device, DeviceMemoryResource, Error, Event, EventOptions, ManagedMemoryResource,
+    PinnedMemoryResource, PoolOptions, Stream, StreamOptions,
+};
+
+/// A small deterministic generator, so failures are reproducible.
+fn random_bytes(len: usize, mut seed: u64) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(len + 8);
+    while bytes.len() < len {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        bytes.extend_from_slice(&seed.to_le_bytes());
+    }
+    bytes.truncate(len);
+    bytes
+}
+
+fn setup() -> (Device, Stream, DeviceMemoryResource) {
+    let device = Device::new(0).expect("device 0");
+    device.set_current().expect("set_current");
+    let stream = device
+        .create_stream(StreamOptions::default())
+        .expect("stream");
+    let pool = device.default_memory_resource().expect("pool");
+    (device, stream, pool)
+}
+
+fn is_invalid_argument(result: Result<impl std::fmt::Debug, Error>) -> bool {
+    matches!(result, Err(Error::InvalidArgument(_)))
+}
+
+#[test]
+fn device_properties_are_sane() {
+    if !gpu_or_skip("device_properties_are_sane") {
+        return;
+    }
+    let count = Device::count().unwrap();
+    assert!(count >= 1);
+    assert_eq!(Device::all().unwrap().len(), count);
+    assert!(is_invalid_argument(Device::new(count)));
+    let device = Device::new(0).unwrap();
+    let name = device.name().unwrap();
+    let uuid = device.uuid().unwrap();
+    let bus = device.pci_bus_id().unwrap();
+    let (major, minor) = device.compute_capability().unwrap();
+    let properties = device.properties().unwrap();
+    let total = device.total_memory().unwrap();
+    let info = device.mem_info().unwrap();
+    println!(
+        "{name} {uuid} {bus} sm_{major}{minor} {} SMs, {:.1} GB, {:.1} GB free, driver {}",
+        properties.multiprocessor_count,
+        total as f64 / 1e9,
+        info.free as f64 / 1e9,
+        cuda_safe::driver_version().unwrap()
+    );
+    assert!(!name.is_empty());
+    assert!(uuid.to_string().starts_with("GPU-") && uuid.to_string().len() == 40);
+    assert_eq!(bus.matches(':').count(), 2, "{bus}");
+    assert_eq!(device.arch().unwrap(), format!("{major}{minor}"));
+    assert_eq!(properties.compute_capability_major, major);
+    assert_eq!(properties.warp_size, 32);
+    assert!(properties.max_threads_per_block >= 1024);
+    assert!(properties.max_block_dim[0] >= 1024);
+    assert!(properties.memory_pools_supported);
+    assert_eq!(info.total, total);
+    assert!(info.free <= info.total);
+    assert!(device.can_access_peer(&device).is_ok());
+    if name.contains("H200") {
+        assert_eq!(properties.multiprocessor_count, 132);
+        assert_eq!(device.arch().unwrap(), "90");
+        assert!(
+            total > 140_000_000_000 && total < 152_000_000_000,
+            "{total}"
+        );
+        assert!(properties.cluster_launch);
+    }
+}
+
+#[test]
+fn primary_context_is_shared_and_bound_once() {
+    if !gpu_or_skip("primary_context_is_shared_and_bound_once") {
+        return;
+    }
+    let device = Device::new(0).unwrap();
+    let first = device.context().unwrap();
+    let second = device.set_current().unwrap();
+    assert_eq!(first, second);
+    assert!(!first.is_green());
+    assert_eq!(first.device(), &device);
+    let driver = cuda_safe::sys::driver().unwrap();
+    let mut current = std::ptr::null_mut();
+    // SAFETY: valid out-pointer.
+    unsafe { driver.cuCtxGetCurrent(&mut current) }.unwrap();
+    assert_eq!(current, first.as_raw());
+    // Binding again when already current is a no-op, and from another thread it binds there.
+    first.bind().unwrap();
+    let raw = first.as_raw() as usize;
+    std::thread::spawn(move || {
+        device.set_current().unwrap();
+        let mut current = std::ptr::null_mut();
+        // SAFETY: valid out-pointer.
+        unsafe { driver.cuCtxGetCurrent(&mut current) }.unwrap();
+        assert_eq!(current as usize, raw);
+    })
+    .join()
+    .unwrap();
+    let (least, greatest) = first.stream_priority_range().unwrap();
+    assert!(greatest <= least);
+    first.sync().unwrap();
+    second.close().unwrap();
+}
+
+#[test]
+fn streams_have_options_and_reject_bad_priorities() {
+    if !gpu_or_skip("streams_have_options_and_reject_bad_priorities") {
+        return;
+    }
+    let (device, stream, _) = setup();
+    assert!(stream.is_non_blocking().unwrap());
+    let blocking = device
+        .create_stream(StreamOptions {
+            non_blocking: false,
+            priority: None,
+        })
+        .unwrap();
+    assert!(!blocking.is_non_blocking().unwrap());
+    let (least, greatest) = device.context().unwrap().stream_priority_range().unwrap();
+    let urgent = device
+        .create_stream(StreamOptions {
+            priority: Some(greatest),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(urgent.priority().unwrap(), greatest);
+    assert!(is_invalid_argument(device.create_stream(StreamOptions {
+        priority: Some(greatest - 1),
+        ..Default::default()
+    })));
+    assert!(is_invalid_argument(device.create_stream(StreamOptions {
+        priority: Some(least + 1),
+        ..Default::default()
+    })));
+    stream.sync().unwrap();
+    assert!(stream.query().unwrap());
+    urgent.wait_stream(&stream).unwrap();
+    urgent.close().unwrap();
+}
+
+#[test]
+fn a_foreign_stream_is_used_but_not_destroyed() {
+    if !gpu_or_skip("a_foreign_stream_is_used_but_not_destroyed") {
+        return;
+    }
+    let (device, _, pool) = setup();
+    let context = device.context().unwrap();
+    let driver = cuda_safe::sys::driver().unwrap();
+    let mut raw = std::ptr::null_mut();
+    // SAFETY: valid out-pointer; the primary context is current.
+    unsafe { driver.cuStreamCreate(&mut raw, 1) }.unwrap();
+    {
+        // SAFETY: `raw` is a live stream of this context, destroyed below after the wrapper.
+        let foreign = unsafe { Stream::from_raw(raw, &context) };
+        let mut buffer = pool.allocate(1024, &foreign).unwrap();
+        buffer.fill_u8(7).unwrap();
+        assert_eq!(buffer.to_vec::<u8>().unwrap(), vec![7; 1024]);
+    }
+    // SAFETY: the stream is still alive: the wrapper did not destroy it.
+    let status = unsafe { driver.cuStreamQuery(raw) }.unwrap();
+    assert_eq!(status, cuda_safe::sys::CUresult::CUDA_SUCCESS);
+    // SAFETY: destroys the stream created above, once.
+    unsafe { driver.cuStreamDestroy_v2(raw) }.unwrap();
+}
+
+#[test]
+fn an_event_orders_two_streams() {
+    if !gpu_or_skip("an_event_orders_two_streams") {
+        return;
+    }
+    let (device, first, pool) = setup();
+    let second = device.create_stream(StreamOptions::default()).unwrap();
+    let words = 64 << 20; // 256 MiB of u32: long enough that an unordered copy would race
+    let mut source = pool.allocate(words * 4, &first).unwrap();
+    let mut target = pool.allocate(words * 4, &second).unwrap();
+    target.fill_u32(0).unwrap();
+    second.sync().unwrap();
+    for value in 1..=20u32 {
+        source.fill_u32(value).unwrap();
+    }
+    let filled = device.create_event(EventOptions::default()).unwrap();
+    first.record(&filled).unwrap();
+    second.wait(&filled).unwrap();
+    // A raw copy on `second`, ordered after the fills by the event alone.
+    let driver = cuda_safe::sys::driver().unwrap();
+    // SAFETY: both ranges are live allocations of `words * 4` bytes.
+    unsafe { driver.cuMemcpyAsync(target.as_raw(), source.as_raw(), words * 4, second.as_raw()) }
+        .unwrap();
+    let result = target.to_vec::<u32>().unwrap();
+    assert!(
+        result.iter().all(|&v| v == 20),
+        "copy ran before the fills finished"
+    );
+    assert!(filled.is_done().unwrap());
+}
+
+#[test]
+fn events_time_work_and_report_misuse() {
+    if !gpu_or_skip("events_time_work_and_report_misuse") {
+        return;
+    }
+    let (device, stream, pool) = setup();
+    let timed = EventOptions {
+        timing: true,
+        ..Default::default()
+    };
+    let start = device.create_event(timed).unwrap();
+    let end = device.create_event(timed).unwrap();
+    assert!(matches!(
+        Event::elapsed(&start, &end),
+        Err(Error::EventNotRecorded)
+    ));
+    let mut buffer = pool.allocate(1 << 30, &stream).unwrap();
+    stream.record(&start).unwrap();
+    buffer.fill_u32(0xdead_beef).unwrap();
+    stream.record(&end).unwrap();
+    let elapsed = Event::elapsed(&start, &end).unwrap();
+    println!(
+        "filling 1 GiB took {elapsed:?} ({:.0} GB/s)",
+        1.073_741_824 / elapsed.as_secs_f64()
+    );
+    assert!(elapsed > Duration::ZERO && elapsed < Duration::from_secs(10));
+    let untimed = device.create_event(EventOptions::default()).unwrap();
+    stream.record(&untimed).unwrap();
+    assert!(matches!(
+        Event::elapsed(&start, &untimed),
+        Err(Error::EventNotTimed)
+    ));
+    untimed.sync().unwrap();
+    assert!(untimed.is_done().unwrap());
+    let blocking = device
+        .create_event(EventOptions {
+            blocking_sync: true,
+            ..Default::default()
+        })
+        .unwrap();
+    stream.record(&blocking).unwrap();
+    blocking.sync().unwrap();
+    assert!(is_invalid_argument(device.create_event(EventOptions {
+        ipc: true,
+        timing: true,
+        ..Default::default()
+    })));
+    let ipc = device
+        .create_event(EventOptions {
+            ipc: true,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_ne!(ipc.ipc_handle().unwrap(), [0; 64]);
+    assert!(is_invalid_argument(untimed.ipc_handle()));
+    end.close().unwrap();
+}
+
+#[test]
+fn the_pool_reuses_freed_memory() {
+    if !gpu_or_skip("the_pool_reuses_freed_memory") {
+        return;
+    }
+    let (_, stream, pool) = setup();
+    drop(pool.allocate(1 << 20, &stream).unwrap());
+    stream.sync().unwrap();
+    let reserved_before = pool.reserved_memory().unwrap();
+    let start = Instant::now();
+    for _ in 0..10_000 {
+        let buffer = pool.allocate(1 << 20, &stream).unwrap();
+        drop(buffer);
+    }
+    stream.sync().unwrap();
+    let reserved_after = pool.reserved_memory().unwrap();
+    println!(
+        "10,000 alloc+free of 1 MiB in {:?}; reserved {reserved_before} -> {reserved_after} bytes",
+        start.elapsed()
+    );
+    assert!(
+        reserved_after <= reserved_before.max(2 << 20),
+        "the pool grew"
+    );
+    assert_eq!(pool.used_memory().unwrap(), 0);
+}
+
+#[test]
+fn an_owned_pool_respects_its_limit() {
+    if !gpu_or_skip("an_owned_pool_respects_its_limit") {
+        return;
+    }
+    let (device, stream, _) = setup();
+    let pool = DeviceMemoryResource::new_pool(
+        &device,
+        PoolOptions {
+            max_size: Some(64 << 20),
+            release_threshold: None,
+        },
+    )
+    .unwrap();
+    assert!(pool.owns_pool());
+    let held = pool.allocate(48 << 20, &stream).unwrap();
+    let refused = pool.allocate(48 << 20, &stream).unwrap_err();
+    println!("over the limit: {refused}");
+    assert!(refused.cuda_code().is_some());
+    drop(held);
+    let again = pool.allocate(48 << 20, &stream).unwrap();
+    again.close().unwrap();
+    assert!(is_invalid_argument(DeviceMemoryResource::new_pool(
+        &device,
+        PoolOptions {
+            max_size: Some(0),
+            ..Default::default()
+        }
+    )));
+}
+
+#[test]
+fn round_trips_of_odd_sizes_keep_every_byte() {
+    if !gpu_or_skip("round_trips_of_odd_sizes_keep_every_byte") {
+        return;
+    }
+    let (device, stream, pool) = setup();
+    let other = device.create_stream(StreamOptions::default()).unwrap();
+    for (i, size) in [
+        1usize,
+        3,
+        255,
+        1023,
+        4097,
+        (1 << 20) + 7,
+        (64 << 20) + 13,
+        1 << 30,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let data = random_bytes(size, 0x9e37_79b9_7f4a_7c15 ^ i as u64);
+        let mut buffer = pool.allocate(size, &stream).unwrap();
+        buffer.copy_from_host(&data).unwrap();
+        // Device to device on another stream, then back.
+        let mut copy = pool.allocate(size, &other).unwrap();
+        copy.copy_from(&buffer).unwrap();
+        drop(buffer);
+        let mut back = vec![0u8; size];
+        copy.copy_to_host(&mut back).unwrap();
+        assert!(back == data, "round trip of {size} bytes changed the data");
+    }
+}
+
+#[test]
+fn pinned_and_pageable_uploads_both_work() {
+    if !gpu_or_skip("pinned_and_pageable_uploads_both_work") {
+        return;
+    }
+    let (device, stream, pool) = setup();
+    let pinned = PinnedMemoryResource::new(&device).unwrap();
+    let size = 400_000_000;
+    let mut host = pinned.allocate(size, &stream).unwrap();
+    host.as_host_mut_slice::<u8>().unwrap().fill(0x5a);
+    let pageable = vec![0x5au8; size];
+    let mut on_device = pool.allocate(size, &stream).unwrap();
+    let rate = |seconds: f64| size as f64 / seconds / 1e9;
+    let mut pageable_gbs = Vec::new();
+    let mut pinned_gbs = Vec::new();
+    for _ in 0..3 {
+        let start = Instant::now();
+        on_device.copy_from_host(&pageable).unwrap();
+        pageable_gbs.push(rate(start.elapsed().as_secs_f64()));
+        let start = Instant::now();
+        on_device.copy_from(&host).unwrap();
+        stream.sync().unwrap();
+        pinned_gbs.push(rate(start.elapsed().as_secs_f64()));
+    }
+    println!("400 MB upload: pageable {pageable_gbs:.1?} GB/s, pinned {pinned_gbs:.1?} GB/s");
+    let back = on_device.to_vec::<u8>().unwrap();
+    assert!(back.iter().all(|&b| b == 0x5a));
+    assert!(
+        host.as_host_slice::<u8>()
+            .unwrap()
+            .iter()
+            .all(|&b| b == 0x5a)
+    );
+}
+
+#[test]
+fn managed_memory_is_visible_to_host_and_device() {
+    if !gpu_or_skip("managed_memory_is_visible_to_host_and_device") {
+        return;
+    }
+    let (device, stream, pool) = setup();
+    let managed = ManagedMemoryResource::new(&device).unwrap();
+    let mut shared = managed.allocate(1 << 20, &stream).unwrap();
+    assert!(shared.is_host_accessible() && shared.is_device_accessible());
+    shared.as_host_mut_slice::<u32>().unwrap().fill(41);
+    let mut on_device = pool.allocate(1 << 20, &stream).unwrap();
+    on_device.copy_from(&shared).unwrap();
+    on_device.fill_u32(42).unwrap();
+    shared.copy_from(&on_device).unwrap();
+    assert!(
+        shared
+            .as_host_slice::<u32>()
+            .unwrap()
+            .iter()
+            .all(|&v| v == 42)
+    );
+}
+
+#[test]
+fn wrong_sizes_are_rejected_and_empty_buffers_behave() {
+    if !gpu_or_skip("wrong_sizes_are_rejected_and_empty_buffers_behave") {
+        return;
+    }
+    let (_, stream, pool) = setup();
+    let mut buffer = pool.allocate(16, &stream).unwrap();
+    assert!(is_invalid_argument(buffer.copy_from_host(&[0u8; 17])));
+    assert!(is_invalid_argument(buffer.copy_from_host(&[0u8; 15])));
+    assert!(is_invalid_argument(buffer.copy_to_host(&mut [0u32; 5])));
+    let mut odd = pool.allocate(6, &stream).unwrap();
+    assert!(is_invalid_argument(odd.as_slice::<f32>()));
+    assert!(is_invalid_argument(odd.fill_u32(1)));
+    assert!(is_invalid_argument(odd.copy_from(&buffer)));
+    assert!(is_invalid_argument(buffer.as_host_slice::<u8>()));
+    let view = buffer.as_slice::<u32>().unwrap();
+    assert_eq!(view.len(), 4);
+    assert!(is_invalid_argument(view.slice(2..5)));
+    assert_eq!(view.slice(1..3).unwrap().as_raw(), buffer.as_raw() + 4);
+    let mut part = buffer.as_mut_slice::<u32>().unwrap();
+    part.slice_mut(1..3)
+        .unwrap()
+        .copy_from_host(&[5, 6])
+        .unwrap();
+    assert_eq!(buffer.to_vec::<u32>().unwrap()[1..3], [5, 6]);
+
+    let mut empty: Buffer = pool.allocate(0, &stream).unwrap();
+    assert!(empty.is_empty());
+    empty.copy_from_host::<u8>(&[]).unwrap();
+    empty.fill_u32(3).unwrap();
+    assert!(empty.to_vec::<f64>().unwrap().is_empty());
+    let mut other_empty = pool.allocate(0, &stream).unwrap();
+    other_empty.copy_from(&empty).unwrap();
+    empty.close().unwrap();
+    buffer.close().unwrap();
+}
+
+#[test]
+fn buffers_move_between_streams_and_threads() {
+    if !gpu_or_skip("buffers_move_between_streams_and_threads") {
+        return;
+    }
+    let (device, stream, pool) = setup();
+    let mut buffer = pool.allocate(4 << 20, &stream).unwrap();
+    buffer.fill_u32(9).unwrap();
+    let other = device.create_stream(StreamOptions::default()).unwrap();
+    buffer.set_stream(&other).unwrap();
+    assert!(buffer.stream().same_as(&other));
+    let handles: Vec<_> = (0..4u32)
+        .map(|i| {
+            let pool = pool.clone();
+            std::thread::spawn(move || {
+                let stream = device.create_stream(StreamOptions::default()).unwrap();
+                let mut mine = pool.allocate(1 << 20, &stream).unwrap();
+                mine.fill_u32(i).unwrap();
+                mine.to_vec::<u32>().unwrap().iter().all(|&v| v == i)
+            })
+        })
+        .collect();
+    for handle in handles {
+        assert!(handle.join().unwrap());
+    }
+    let moved = std::thread::spawn(move || buffer.to_vec::<u32>().unwrap())
+        .join()
+        .unwrap();
+    assert!(moved.iter().all(|&v| v == 9));
+}
