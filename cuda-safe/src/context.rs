@@ -69,7 +69,7 @@ impl Context {
         })?;
         let inner = Arc::new(ContextInner {
             raw,
-            device: device.clone(),
+            device: *device,
             kind: ContextKind::Primary,
         });
         registry.push((device.ordinal(), Arc::downgrade(&inner)));

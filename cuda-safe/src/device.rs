@@ -242,7 +242,7 @@ impl Device {
     /// Free and total memory, as the driver sees it now (binds the primary context).
     #[doc(alias = "cuMemGetInfo_v2")]
     pub fn mem_info(&self) -> Result<MemInfo> {
-        self.set_current()?;
+        let _context = self.set_current()?; // held until the query is done
         let (mut free, mut total) = (0, 0);
         // SAFETY: valid out-pointers; this device's primary context is current.
         check("cuMemGetInfo_v2", unsafe {

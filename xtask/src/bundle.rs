@@ -7,6 +7,7 @@
 //!   run.sh                                  runs everything, writes run.log and summary.txt
 //!   MANIFEST.txt                            git commit, dirty count, every file and its size
 //!   bench/driver_floor.c                    the C driver-API floor (from ../shared/bench/)
+//!   bench/*.c                               the repository's own C floors (nvml_floor.c, ...)
 //!   cuda-12/{tests,examples,benches}/NAME   executables built with the default features
 //!   cuda-13/{tests,examples,benches}/NAME   built with --no-default-features --features cuda-13
 //! ```
@@ -534,7 +535,8 @@ const RUN_SH: &str = r##"#!/usr/bin/env bash
 #   TEST_THREADS         --test-threads for the test binaries (default 1)
 #   SANITIZE=1           run the test binaries under compute-sanitizer memcheck
 #   RUN_BENCHES=1        run the benchmarks too (they are skipped otherwise)
-#   RUN_FLOOR=1          run bench/driver_floor (the C driver-API floor) too
+#   RUN_FLOOR=1          run the C floors too: bench/driver_floor (driver API) and
+#                        bench/nvml_floor (NVML getters)
 #   EXAMPLE_ARGS_<name>  extra arguments for example <name>, split on blanks
 #   ITEM_TIMEOUT         seconds one item may run before it is stopped and failed (default 300;
 #                        0: no limit)
@@ -543,11 +545,14 @@ set -u
 # Inner mode, what SANITIZE=1 runs each test binary with: `run.sh --sanitize COMMAND [ARG...]`
 # runs COMMAND under compute-sanitizer memcheck ($SANITIZER) and fails when the sanitizer finds
 # an error or COMMAND fails. COMMAND's own exit code is recorded beside it because, for a
-# program that never calls CUDA, the sanitizer exits 0 whatever the program did.
+# program that never calls CUDA, the sanitizer exits 0 whatever the program did. Failed API
+# calls are not counted as sanitizer errors: the tests provoke them on purpose (an allocation
+# past a pool's limit) and assert on each one; memory-access errors are.
 if [ "${1:-}" = --sanitize ]; then
     shift
     rcfile=$(mktemp) || exit 2
     "$SANITIZER" --tool memcheck --error-exitcode 99 --require-cuda-init no \
+        --report-api-errors no \
         bash -c '"${@:2}"; rc=$?; echo "$rc" >"$1"; exit "$rc"' record-exit "$rcfile" "$@"
     rc=$?
     app_rc=$(cat "$rcfile" 2>/dev/null)
@@ -625,6 +630,29 @@ if [ -f bench/driver_floor.c ]; then
     fi
 fi
 
+nvml_floor=""
+if [ -f bench/nvml_floor.c ]; then
+    if command -v gcc >/dev/null 2>&1 && [ -d /usr/local/cuda ]; then
+        nvml_floor_bin=${TMPDIR:-/tmp}/nvml_floor
+        # build_nvml_floor GCC ARG...: compile the NVML floor; gcc's messages go to stdout and
+        # the log.
+        build_nvml_floor() {
+            gcc -O2 -o "$nvml_floor_bin" bench/nvml_floor.c -I/usr/local/cuda/include "$@" 2>&1 |
+                tee -a "$log"
+            return "${PIPESTATUS[0]}"
+        }
+        if build_nvml_floor -lnvidia-ml || build_nvml_floor -l:libnvidia-ml.so.1 ||
+            build_nvml_floor -L/usr/local/cuda/lib64/stubs -lnvidia-ml; then
+            nvml_floor=$nvml_floor_bin
+            say "nvml floor: built $nvml_floor (RUN_FLOOR=1 runs it)"
+        else
+            say "nvml floor: build FAILED (gcc's messages are above)"
+        fi
+    else
+        say "nvml floor: not built (needs gcc and /usr/local/cuda)"
+    fi
+fi
+
 passed=0
 failed=0
 skipped=0
@@ -695,6 +723,16 @@ if [ "${RUN_FLOOR:-0}" = 1 ]; then
         else
             say "RUN_FLOOR=1 but bench/driver_floor was not built"
             record FAIL 0.00 bench/driver_floor
+        fi
+        ;;
+    esac
+    case bench/nvml_floor in
+    *"$filter"*)
+        if [ -n "$nvml_floor" ]; then
+            run_item bench/nvml_floor "$nvml_floor"
+        elif [ -f bench/nvml_floor.c ]; then
+            say "RUN_FLOOR=1 but bench/nvml_floor was not built"
+            record FAIL 0.00 bench/nvml_floor
         fi
         ;;
     esac
@@ -941,6 +979,7 @@ mod tests {
         assert!(!RUN_SH.contains("set -e"));
         assert!(RUN_SH.contains("export CUDA_SAFE_REQUIRE_GPU=1"));
         assert!(RUN_SH.contains("--tool memcheck --error-exitcode 99"));
+        assert!(RUN_SH.contains("gcc -O2 -o \"$nvml_floor_bin\" bench/nvml_floor.c"));
         assert!(RUN_SH.contains(r#"echo "$passed passed, $failed failed""#));
         for abi in &ABIS {
             assert!(RUN_SH.contains(abi.name), "run.sh must run {}", abi.name);

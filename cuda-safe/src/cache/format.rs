@@ -1,0 +1,256 @@
+//! The byte layout of one on-disk cache entry.
+//!
+//! ```text
+//! offset  size  field
+//!      0     8  magic "CUSAFEPC"
+//!      8     4  format version, u32 little-endian (1)
+//!     12     8  payload length, u64 little-endian
+//!     20    32  the entry's cache key
+//!     52    32  SHA-256 of the payload
+//!     84     n  payload:
+//!                 u8   code kind (1 PTX, 2 CUBIN, 3 LTO-IR)
+//!                 u64  code length, then the code
+//!                 u64  number of lowered names, then for each:
+//!                      u64 length + UTF-8 name expression, u64 length + UTF-8 lowered name
+//! ```
+//!
+//! Decoding accepts a file only if every field checks out and nothing trails the payload.
+
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+use super::{CacheKey, CachedProgram, CodeKind};
+
+/// The first eight bytes of every entry file.
+pub(crate) const MAGIC: [u8; 8] = *b"CUSAFEPC";
+/// The layout version this code writes and reads.
+pub(crate) const FORMAT_VERSION: u32 = 1;
+/// The size of the fixed header before the payload.
+pub(crate) const HEADER_LEN: usize = 84;
+
+/// Why an entry file was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Corruption {
+    /// Shorter than the header, or than the header says.
+    Truncated,
+    /// Not an entry file.
+    BadMagic,
+    /// Written in another layout.
+    BadVersion,
+    /// Longer than the header says.
+    TrailingBytes,
+    /// Holds the entry of another key.
+    WrongKey,
+    /// The payload does not match its checksum.
+    BadChecksum,
+    /// The checksum holds but the payload does not parse.
+    BadPayload,
+}
+
+/// The file contents for `program` stored under `key`.
+pub(crate) fn encode(key: &CacheKey, program: &CachedProgram) -> Vec<u8> {
+    let mut payload = Vec::with_capacity(program.code.len() + 64);
+    payload.push(program.kind.tag());
+    put_bytes(&mut payload, &program.code);
+    payload.extend_from_slice(&(program.lowered_names.len() as u64).to_le_bytes());
+    for (expression, lowered) in program.lowered_names.iter() {
+        put_bytes(&mut payload, expression.as_bytes());
+        put_bytes(&mut payload, lowered.as_bytes());
+    }
+
+    let mut file = Vec::with_capacity(HEADER_LEN + payload.len());
+    file.extend_from_slice(&MAGIC);
+    file.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    file.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    file.extend_from_slice(key.as_bytes());
+    file.extend_from_slice(&Sha256::digest(&payload));
+    file.extend_from_slice(&payload);
+    file
+}
+
+/// The program in `file`, if it is a sound entry for `key`.
+pub(crate) fn decode(key: &CacheKey, file: &[u8]) -> Result<CachedProgram, Corruption> {
+    let mut reader = Reader(file);
+    if reader.take(MAGIC.len())? != MAGIC {
+        return Err(Corruption::BadMagic);
+    }
+    if reader.u32()? != FORMAT_VERSION {
+        return Err(Corruption::BadVersion);
+    }
+    let length = reader.u64()?;
+    if reader.take(32)? != key.as_bytes() {
+        return Err(Corruption::WrongKey);
+    }
+    let checksum = reader.take(32)?;
+    let payload = reader.0;
+    match (payload.len() as u64).cmp(&length) {
+        std::cmp::Ordering::Less => return Err(Corruption::Truncated),
+        std::cmp::Ordering::Greater => return Err(Corruption::TrailingBytes),
+        std::cmp::Ordering::Equal => {}
+    }
+    if Sha256::digest(payload).as_slice() != checksum {
+        return Err(Corruption::BadChecksum);
+    }
+    parse_payload(payload).ok_or(Corruption::BadPayload)
+}
+
+fn parse_payload(payload: &[u8]) -> Option<CachedProgram> {
+    let mut reader = Reader(payload);
+    let kind = CodeKind::from_tag(reader.take(1).ok()?.first().copied()?)?;
+    let code = reader.bytes().ok()?;
+    let count = reader.u64().ok()?;
+    let mut names = Vec::new();
+    for _ in 0..count {
+        let expression = std::str::from_utf8(reader.bytes().ok()?).ok()?;
+        let lowered = std::str::from_utf8(reader.bytes().ok()?).ok()?;
+        names.push((expression.to_owned(), lowered.to_owned()));
+    }
+    reader.0.is_empty().then(|| CachedProgram {
+        kind,
+        code: Arc::from(code),
+        lowered_names: names.into(),
+    })
+}
+
+fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+    out.extend_from_slice(bytes);
+}
+
+/// A cursor over the bytes not read yet.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, count: usize) -> Result<&'a [u8], Corruption> {
+        let (head, rest) = self
+            .0
+            .split_at_checked(count)
+            .ok_or(Corruption::Truncated)?;
+        self.0 = rest;
+        Ok(head)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], Corruption> {
+        self.take(N)?.try_into().map_err(|_| Corruption::Truncated)
+    }
+
+    fn u32(&mut self) -> Result<u32, Corruption> {
+        self.array().map(u32::from_le_bytes)
+    }
+
+    fn u64(&mut self) -> Result<u64, Corruption> {
+        self.array().map(u64::from_le_bytes)
+    }
+
+    /// A `u64` length and that many bytes.
+    fn bytes(&mut self) -> Result<&'a [u8], Corruption> {
+        let length = usize::try_from(self.u64()?).map_err(|_| Corruption::Truncated)?;
+        self.take(length)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn program() -> impl Strategy<Value = CachedProgram> {
+        (
+            proptest::sample::select(CodeKind::ALL.to_vec()),
+            proptest::collection::vec(any::<u8>(), 0..300),
+            proptest::collection::vec((".{0,12}", ".{0,12}"), 0..4),
+        )
+            .prop_map(|(kind, code, names)| CachedProgram::new(kind, code, names))
+    }
+
+    #[test]
+    fn the_header_is_as_documented() {
+        let key = CacheKey::from_bytes([0xab; 32]);
+        let file = encode(
+            &key,
+            &CachedProgram::new(CodeKind::Cubin, vec![9; 5], Vec::new()),
+        );
+        let payload = [
+            &[2u8][..],
+            &5u64.to_le_bytes(),
+            &[9; 5],
+            &0u64.to_le_bytes(),
+        ]
+        .concat();
+        assert_eq!(&file[..8], b"CUSAFEPC");
+        assert_eq!(&file[8..12], &1u32.to_le_bytes());
+        assert_eq!(&file[12..20], &(payload.len() as u64).to_le_bytes());
+        assert_eq!(&file[20..52], &[0xab; 32]);
+        assert_eq!(&file[52..84], Sha256::digest(&payload).as_slice());
+        assert_eq!(&file[HEADER_LEN..], &payload[..]);
+    }
+
+    #[test]
+    fn specific_damage_is_named() {
+        let key = CacheKey::from_bytes([1; 32]);
+        let file = encode(
+            &key,
+            &CachedProgram::new(CodeKind::Ptx, vec![1, 2, 3], Vec::new()),
+        );
+        let with = |at: usize, byte: u8| {
+            let mut damaged = file.clone();
+            damaged[at] = byte;
+            decode(&key, &damaged)
+        };
+        assert_eq!(with(0, b'X').unwrap_err(), Corruption::BadMagic);
+        assert_eq!(with(8, 2).unwrap_err(), Corruption::BadVersion);
+        assert_eq!(with(20, 0).unwrap_err(), Corruption::WrongKey);
+        assert_eq!(with(60, file[60] ^ 1).unwrap_err(), Corruption::BadChecksum);
+        assert_eq!(decode(&key, &[]).unwrap_err(), Corruption::Truncated);
+        assert_eq!(
+            decode(&key, &file[..file.len() - 1]).unwrap_err(),
+            Corruption::Truncated
+        );
+        let longer = [&file[..], &[0]].concat();
+        assert_eq!(
+            decode(&key, &longer).unwrap_err(),
+            Corruption::TrailingBytes
+        );
+    }
+
+    #[test]
+    fn a_payload_with_a_sound_checksum_is_still_parsed_strictly() {
+        let key = CacheKey::from_bytes([3; 32]);
+        for payload in [
+            &[7u8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0][..],
+            &[1, 5],
+        ] {
+            let mut file = encode(&key, &CachedProgram::new(CodeKind::Ptx, vec![], Vec::new()));
+            file.truncate(12);
+            file.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+            file.extend_from_slice(key.as_bytes());
+            file.extend_from_slice(&Sha256::digest(payload));
+            file.extend_from_slice(payload);
+            assert_eq!(decode(&key, &file).unwrap_err(), Corruption::BadPayload);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn round_trips(program in program(), key in any::<[u8; 32]>()) {
+            let key = CacheKey::from_bytes(key);
+            prop_assert_eq!(decode(&key, &encode(&key, &program)), Ok(program));
+        }
+
+        /// Any flipped bit, any truncation and any extra byte is detected.
+        #[test]
+        fn damage_is_detected(program in program(), at in any::<prop::sample::Index>(), bit in 0..8u8) {
+            let key = CacheKey::from_bytes([5; 32]);
+            let file = encode(&key, &program);
+            let at = at.index(file.len());
+            let mut flipped = file.clone();
+            flipped[at] ^= 1 << bit;
+            prop_assert!(decode(&key, &flipped).is_err());
+            prop_assert!(decode(&key, &file[..at]).is_err());
+            let mut longer = file.clone();
+            longer.insert(at, 0);
+            prop_assert!(decode(&key, &longer).is_err());
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! Program caches: compiled code keyed by the SHA-256 of everything the compile read.
+//!
+//! A [`CacheKey`] is built from the compiler and its version, the target, the source, the
+//! options, the name expressions, the in-memory headers and an optional caller digest. A
+//! [`ProgramCache`] maps keys to [`CachedProgram`]s (the code, its [`CodeKind`] and the
+//! name-expression → lowered-name map). Three implementations:
+//!
+//! - [`InMemoryProgramCache`]: a thread-safe LRU bounded by bytes;
+//! - [`FileStreamProgramCache`]: one checksummed file per entry, shared safely by processes;
+//! - [`TieredProgramCache`]: memory in front of disk.
+//!
+//! `docs/program-cache.md` describes the key's encoding, the file format and the guarantees.
+//!
+//! ```
+//! use cuda_safe::cache::{
+//!     CacheKey, CachedProgram, CodeKind, FileStreamProgramCache, InMemoryProgramCache,
+//!     ProgramCache, TieredProgramCache,
+//! };
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let cache = TieredProgramCache::new(
+//!     InMemoryProgramCache::new(64 << 20),
+//!     FileStreamProgramCache::new(dir.path()).with_max_bytes(1 << 30),
+//! );
+//! let source = "template <class T> __global__ void saxpy(T a, const T* x, T* y) {}";
+//! let key = CacheKey::builder(source)
+//!     .compiler("nvrtc", "13.0")
+//!     .target(CodeKind::Cubin, "sm_90")
+//!     .options(["-std=c++17"])
+//!     .name_expressions(["saxpy<float>"])
+//!     .build()?;
+//!
+//! if cache.get(&key)?.is_none() {
+//!     // Compile here; a failed compile is never stored.
+//!     let compiled = CachedProgram::new(
+//!         CodeKind::Cubin,
+//!         vec![0x7f, b'E', b'L', b'F'],
+//!         vec![("saxpy<float>".to_owned(), "_Z5saxpyIfEvT_PKS0_PS0_".to_owned())],
+//!     );
+//!     cache.put(&key, &compiled)?;
+//! }
+//! let hit = cache.get(&key)?.expect("just stored");
+//! assert_eq!(hit.lowered_name("saxpy<float>"), Some("_Z5saxpyIfEvT_PKS0_PS0_"));
+//! # Ok::<(), cuda_safe::Error>(())
+//! ```
+
+mod file;
+mod format;
+mod fs_ops;
+mod key;
+mod lru;
+mod memory;
+mod program;
+mod root;
+mod stats;
+mod tiered;
+
+pub use file::{EntryInfo, FileStreamProgramCache, STALE_TEMP_AGE};
+pub use key::{CacheKey, CacheKeyBuilder, KEY_SCHEMA_VERSION};
+pub use memory::InMemoryProgramCache;
+pub use program::{CachedProgram, CodeKind};
+pub use stats::CacheStats;
+pub use tiered::TieredProgramCache;
+
+use crate::Result;
+
+/// A store of compiled programs by key. Implementations are safe to share between threads.
+///
+/// A cache never holds anything it has not checked: a `get` returns a program exactly as it
+/// was `put`, or `None`.
+pub trait ProgramCache: Send + Sync {
+    /// The program stored under `key`, if any.
+    fn get(&self, key: &CacheKey) -> Result<Option<CachedProgram>>;
+
+    /// Stores `program` under `key`, replacing what was there. An entry larger than the
+    /// cache's cap is not stored, and that is not an error.
+    fn put(&self, key: &CacheKey, program: &CachedProgram) -> Result<()>;
+
+    /// Removes `key`'s entry, if there is one.
+    fn remove(&self, key: &CacheKey) -> Result<()>;
+
+    /// Removes every entry.
+    fn clear(&self) -> Result<()>;
+
+    /// What the cache holds and what it has done.
+    fn stats(&self) -> Result<CacheStats>;
+}

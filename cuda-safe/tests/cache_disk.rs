@@ -1,0 +1,298 @@
+//! The on-disk cache: layout, permissions, corruption handling, LRU eviction, temp sweeping.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Seek, SeekFrom, Write};
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use cuda_safe::cache::{
+    CacheKey, CachedProgram, CodeKind, FileStreamProgramCache, ProgramCache, STALE_TEMP_AGE,
+};
+use tempfile::TempDir;
+
+fn key(n: u8) -> CacheKey {
+    CacheKey::from_bytes([n; 32])
+}
+
+fn program(n: u8, size: usize) -> CachedProgram {
+    CachedProgram::new(
+        CodeKind::Cubin,
+        vec![n; size],
+        vec![(format!("k<{n}>"), format!("_Z1kILi{n}EEvv"))],
+    )
+}
+
+/// A cache in a fresh directory (the root itself does not exist yet).
+fn cache() -> (TempDir, FileStreamProgramCache) {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = FileStreamProgramCache::new(dir.path().join("cache"));
+    (dir, cache)
+}
+
+/// The size of one entry file for `program(_, size)`.
+fn file_size(size: usize) -> u64 {
+    let (_dir, cache) = cache();
+    cache.put(&key(0), &program(0, size)).unwrap();
+    cache.stats().unwrap().bytes
+}
+
+#[test]
+fn entries_survive_the_handle_and_live_where_documented() {
+    let (_dir, cache) = cache();
+    assert_eq!(
+        cache.get(&key(0xab)).unwrap(),
+        None,
+        "a missing root is a miss"
+    );
+    cache.put(&key(0xab), &program(1, 100)).unwrap();
+
+    let path = cache.entry_path(&key(0xab));
+    let hex = key(0xab).to_string();
+    assert_eq!(
+        path,
+        cache.root().join("entries").join(&hex[..2]).join(&hex[2..])
+    );
+    assert!(path.is_file());
+
+    let fresh = FileStreamProgramCache::new(cache.root());
+    assert_eq!(fresh.get(&key(0xab)).unwrap(), Some(program(1, 100)));
+    let listed = fresh.entries().unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].key, key(0xab));
+    assert_eq!(listed[0].bytes, fs::metadata(&path).unwrap().len());
+    let stats = fresh.stats().unwrap();
+    assert_eq!(
+        (stats.entries, stats.hits, stats.corrupt_entries),
+        (1, 1, 0)
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn directories_are_0700_and_files_0600() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_dir, cache) = cache();
+    cache.put(&key(1), &program(1, 10)).unwrap();
+    let mode = |path: &Path| fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    let entry = cache.entry_path(&key(1));
+    let shard = entry.parent().unwrap();
+    for dir in [
+        cache.root(),
+        &cache.root().join("entries"),
+        shard,
+        &cache.root().join("tmp"),
+    ] {
+        assert_eq!(mode(dir), 0o700, "{}", dir.display());
+    }
+    assert_eq!(mode(&entry), 0o600);
+}
+
+/// Damages the stored entry with `damage`, then checks: a miss, counted, the file gone, and a
+/// clean store and hit afterwards.
+fn damaged_entry_is_a_miss_and_restorable(what: &str, damage: impl FnOnce(&Path)) {
+    let (_dir, cache) = cache();
+    let stored = program(7, 64);
+    cache.put(&key(7), &stored).unwrap();
+    let path = cache.entry_path(&key(7));
+    damage(&path);
+
+    assert_eq!(cache.get(&key(7)).unwrap(), None, "{what}");
+    assert_eq!(cache.stats().unwrap().corrupt_entries, 1, "{what}");
+    assert!(
+        fs::symlink_metadata(&path).is_err(),
+        "{what}: not cleaned up"
+    );
+    assert_eq!(
+        fs::read_dir(cache.root().join("tmp")).unwrap().count(),
+        0,
+        "{what}"
+    );
+
+    cache.put(&key(7), &stored).unwrap();
+    assert_eq!(cache.get(&key(7)).unwrap(), Some(stored), "{what}");
+    assert_eq!(cache.stats().unwrap().corrupt_entries, 1, "{what}");
+}
+
+fn truncate_to(path: &Path, len: u64) {
+    OpenOptions::new()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_len(len)
+        .unwrap();
+}
+
+fn overwrite(path: &Path, at: u64, bytes: &[u8]) {
+    let mut file = OpenOptions::new().write(true).open(path).unwrap();
+    file.seek(SeekFrom::Start(at)).unwrap();
+    file.write_all(bytes).unwrap();
+}
+
+#[test]
+fn truncated_entries_are_misses() {
+    let len = file_size(64);
+    for keep in [0, 1, 40, 84, len / 2, len - 1] {
+        damaged_entry_is_a_miss_and_restorable(&format!("truncated to {keep}"), |path| {
+            truncate_to(path, keep)
+        });
+    }
+}
+
+#[test]
+fn a_flipped_byte_anywhere_is_a_miss() {
+    let (_dir, cache) = cache();
+    let stored = program(7, 64);
+    cache.put(&key(7), &stored).unwrap();
+    let path = cache.entry_path(&key(7));
+    let pristine = fs::read(&path).unwrap();
+    for at in 0..pristine.len() {
+        let mut damaged = pristine.clone();
+        damaged[at] ^= 0x20;
+        fs::write(&path, &damaged).unwrap();
+        assert_eq!(cache.get(&key(7)).unwrap(), None, "byte {at} flipped");
+        assert!(!path.exists(), "byte {at} flipped: not cleaned up");
+    }
+    assert_eq!(
+        cache.stats().unwrap().corrupt_entries,
+        pristine.len() as u64
+    );
+    fs::write(&path, &pristine).unwrap();
+    assert_eq!(cache.get(&key(7)).unwrap(), Some(stored));
+}
+
+#[test]
+fn wrong_magic_extra_bytes_and_another_keys_file_are_misses() {
+    damaged_entry_is_a_miss_and_restorable("wrong magic", |path| overwrite(path, 0, b"NOTCACHE"));
+    damaged_entry_is_a_miss_and_restorable("a byte appended", |path| {
+        OpenOptions::new()
+            .append(true)
+            .open(path)
+            .unwrap()
+            .write_all(&[0])
+            .unwrap();
+    });
+    damaged_entry_is_a_miss_and_restorable("another key's entry", |path| {
+        let (_dir, other) = cache();
+        other.put(&key(8), &program(7, 64)).unwrap();
+        fs::copy(other.entry_path(&key(8)), path).unwrap();
+    });
+}
+
+#[test]
+fn a_zero_length_file_is_a_miss() {
+    damaged_entry_is_a_miss_and_restorable("zero length", |path| {
+        File::create(path).unwrap();
+    });
+}
+
+#[test]
+fn a_directory_in_the_entrys_place_is_a_miss() {
+    damaged_entry_is_a_miss_and_restorable("a directory", |path| {
+        fs::remove_file(path).unwrap();
+        fs::create_dir(path).unwrap();
+        fs::write(path.join("inside"), b"x").unwrap();
+    });
+}
+
+#[test]
+fn obstacles_in_the_way_of_a_store_are_cleared() {
+    let (_dir, cache) = cache();
+    let path = cache.entry_path(&key(3));
+    let shard = path.parent().unwrap();
+
+    fs::create_dir_all(cache.root().join("entries")).unwrap();
+    fs::write(shard, b"a file where the shard directory goes").unwrap();
+    assert_eq!(cache.get(&key(3)).unwrap(), None);
+    cache.put(&key(3), &program(3, 5)).unwrap();
+    assert_eq!(cache.get(&key(3)).unwrap(), Some(program(3, 5)));
+
+    fs::remove_file(&path).unwrap();
+    fs::create_dir(&path).unwrap();
+    cache.put(&key(3), &program(3, 6)).unwrap();
+    assert_eq!(cache.get(&key(3)).unwrap(), Some(program(3, 6)));
+}
+
+#[test]
+fn the_least_recently_used_file_is_evicted_first() {
+    let size = file_size(100);
+    let (_dir, cache) = cache();
+    let cache = cache.with_max_bytes(3 * size);
+    for n in 1..=3 {
+        cache.put(&key(n), &program(n, 100)).unwrap();
+    }
+    assert!(cache.get(&key(1)).unwrap().is_some());
+    cache.put(&key(4), &program(4, 100)).unwrap();
+
+    let held: Vec<_> = cache.entries().unwrap().iter().map(|e| e.key).collect();
+    assert_eq!(held, [key(4), key(1), key(3)], "most recently used first");
+    let stats = cache.stats().unwrap();
+    assert_eq!(
+        (stats.entries, stats.bytes, stats.evictions),
+        (3, 3 * size, 1)
+    );
+    assert_eq!(cache.get(&key(2)).unwrap(), None);
+}
+
+#[test]
+fn a_put_keeps_what_it_wrote_and_refuses_what_cannot_fit() {
+    let size = file_size(100);
+    let (_dir, cache) = cache();
+    let cache = cache.with_max_bytes(size);
+    cache.put(&key(1), &program(1, 100)).unwrap();
+    cache.put(&key(2), &program(2, 100)).unwrap();
+    assert_eq!(cache.get(&key(1)).unwrap(), None);
+    assert_eq!(cache.get(&key(2)).unwrap(), Some(program(2, 100)));
+
+    cache.put(&key(3), &program(3, 101)).unwrap();
+    assert_eq!(cache.get(&key(3)).unwrap(), None);
+    assert!(!cache.entry_path(&key(3)).exists());
+    let stats = cache.stats().unwrap();
+    assert_eq!((stats.entries, stats.rejected, stats.evictions), (1, 1, 1));
+}
+
+#[test]
+fn stale_temp_files_are_swept_and_fresh_ones_kept() {
+    let (_dir, cache) = cache();
+    let tmp = cache.root().join("tmp");
+    fs::create_dir_all(&tmp).unwrap();
+    let old_by_name = tmp.join("1000-1-1.tmp");
+    fs::write(&old_by_name, b"left by a process that died in 1970").unwrap();
+    let old_by_time = tmp.join("leftover");
+    fs::write(&old_by_time, b"x").unwrap();
+    File::options()
+        .write(true)
+        .open(&old_by_time)
+        .unwrap()
+        .set_modified(SystemTime::now() - STALE_TEMP_AGE - Duration::from_secs(60))
+        .unwrap();
+    let fresh = tmp.join("being-written");
+    fs::write(&fresh, b"x").unwrap();
+
+    cache.put(&key(1), &program(1, 1)).unwrap();
+    assert!(!old_by_name.exists());
+    assert!(!old_by_time.exists());
+    assert!(fresh.exists());
+}
+
+#[test]
+fn remove_and_clear_delete_entries_only() {
+    let (_dir, cache) = cache();
+    for n in 1..=3 {
+        cache.put(&key(n), &program(n, 10)).unwrap();
+    }
+    let foreign = cache.root().join("entries").join("README");
+    fs::write(&foreign, b"not an entry").unwrap();
+    let blocked = cache.entry_path(&key(9));
+    fs::create_dir_all(&blocked).unwrap();
+
+    cache.remove(&key(2)).unwrap();
+    cache.remove(&key(2)).unwrap();
+    assert_eq!(cache.get(&key(2)).unwrap(), None);
+    assert_eq!(cache.stats().unwrap().entries, 2);
+
+    cache.clear().unwrap();
+    assert_eq!(cache.entries().unwrap(), []);
+    assert!(!blocked.exists());
+    assert!(foreign.exists());
+    assert_eq!(cache.stats().unwrap().bytes, 0);
+}
