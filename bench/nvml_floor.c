@@ -39,6 +39,7 @@ static double samples[SAMPLES];
   fig(name, median(samples, n_), "us"); } while (0)
 
 int main(void) {
+  printf("# nvml_floor: C on GPU 0, medians\n");
   double t0 = now_us();
   nvmlReturn_t r = nvmlInit_v2();
   if (r != NVML_SUCCESS) { fprintf(stderr, "nvmlInit_v2: %s\n", nvmlErrorString(r)); return 1; }
@@ -50,7 +51,7 @@ int main(void) {
   char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = "?", driver[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = "?";
   nvmlDeviceGetName(dev, name, sizeof name);
   nvmlSystemGetDriverVersion(driver, sizeof driver);
-  printf("# nvml_floor: C on GPU 0, medians\n# device %s, driver %s\n", name, driver);
+  printf("# device %s, driver %s\n", name, driver);
 
   nvmlUtilization_t util;
   MEASURE("nvml_utilization", nvmlDeviceGetUtilizationRates(dev, &util));

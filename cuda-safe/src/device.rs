@@ -21,6 +21,7 @@ use std::fmt;
 
 use crate::error::check;
 use crate::sys::{CUdevice, CUdevice_attribute, CUuuid, Driver};
+use crate::system;
 use crate::{
     Context, DeviceMemoryResource, Error, Event, EventOptions, Result, Stream, StreamOptions,
 };
@@ -40,14 +41,7 @@ pub struct Uuid(pub [u8; 16]);
 
 impl fmt::Display for Uuid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("GPU-")?;
-        for (i, byte) in self.0.iter().enumerate() {
-            if matches!(i, 4 | 6 | 8 | 10) {
-                f.write_str("-")?;
-            }
-            write!(f, "{byte:02x}")?;
-        }
-        Ok(())
+        f.write_str(&system::uuid_string(system::GPU_UUID_PREFIX, &self.0))
     }
 }
 
@@ -368,6 +362,26 @@ impl Device {
     /// A new event on the primary context.
     pub fn create_event(&self, options: EventOptions) -> Result<Event> {
         Event::new(&self.context()?, options)
+    }
+
+    /// The same GPU as NVML sees it (matched by UUID), for monitoring.
+    pub fn to_nvml(&self) -> Result<system::Device> {
+        system::Device::from_uuid_bytes(&self.uuid()?.0)
+    }
+
+    /// The CUDA device NVML's `device` is (matched by UUID); an error when it is not visible to
+    /// CUDA in this process (`CUDA_VISIBLE_DEVICES`).
+    pub fn from_nvml(device: &system::Device) -> Result<Device> {
+        let uuid = device.uuid_bytes()?;
+        for candidate in Self::all()? {
+            if candidate.uuid()?.0 == uuid {
+                return Ok(candidate);
+            }
+        }
+        Err(Error::invalid_argument(format!(
+            "{} is not visible to CUDA in this process",
+            system::uuid_string(system::GPU_UUID_PREFIX, &uuid)
+        )))
     }
 
     /// The memory resource over the device's default stream-ordered pool.

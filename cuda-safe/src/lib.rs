@@ -35,7 +35,9 @@ mod device;
 mod driver;
 mod error;
 mod event;
+mod launch;
 mod memory;
+mod module;
 mod stream;
 
 pub mod cache;
@@ -46,10 +48,12 @@ pub use device::{Device, DeviceProperties, MemInfo, Uuid};
 pub use driver::driver_version;
 pub use error::{Error, Result};
 pub use event::{Event, EventOptions};
+pub use launch::{DeviceRepr, Dim3, KernelArg, KernelArgs, LaunchConfig, LaunchLimits, launch};
 pub use memory::{
     Buffer, DeviceMemoryResource, DeviceSlice, DeviceSliceMut, ManagedMemoryResource,
     MemoryResource, PinnedMemoryResource, PoolOptions,
 };
+pub use module::{Kernel, KernelAttributes, ObjectCode, ParamInfo};
 pub use stream::{Stream, StreamOptions};
 
 /// Reports an error that a `Drop` cannot return (it never panics): logged at error level.

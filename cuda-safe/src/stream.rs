@@ -13,11 +13,11 @@
 //! ```
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::error::check;
 use crate::sys::{CUresult, CUstream, CUstream_flags, Driver};
-use crate::{Context, Device, Error, Event, EventOptions, Result};
+use crate::{Context, Device, Error, Event, EventOptions, LaunchLimits, Result};
 
 /// How to create a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +49,7 @@ struct StreamInner {
     context: Context,
     driver: &'static Driver,
     owned: bool,
+    limits: OnceLock<&'static LaunchLimits>,
 }
 
 // SAFETY: a CUstream may be used from any thread; the handle is immutable after creation.
@@ -118,6 +119,7 @@ impl Stream {
                 context,
                 driver,
                 owned,
+                limits: OnceLock::new(),
             }),
         }
     }
@@ -141,6 +143,16 @@ impl Stream {
     #[inline]
     pub(crate) fn driver(&self) -> &'static Driver {
         self.inner.driver
+    }
+
+    /// The launch limits of the stream's device, read on the first launch.
+    #[inline]
+    pub(crate) fn launch_limits(&self) -> Result<&'static LaunchLimits> {
+        if let Some(limits) = self.inner.limits.get() {
+            return Ok(limits);
+        }
+        let limits = LaunchLimits::of(self.device())?;
+        Ok(self.inner.limits.get_or_init(|| limits))
     }
 
     /// Whether two handles name the same stream.

@@ -1,0 +1,158 @@
+//! Event sets: wait, with a timeout, for Xid errors, ECC errors, clock and power-state changes
+//! on the GPUs registered.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use cuda_safe::system::{Device, EventSet, EventTypes};
+//!
+//! let gpu = Device::from_index(0)?;
+//! let mut events = EventSet::new()?;
+//! events.register(&gpu, EventTypes::XID_CRITICAL_ERROR & gpu.supported_event_types()?)?;
+//! if let Some(event) = events.wait(Duration::from_secs(1))? {
+//!     println!("{:?} on {:?}: Xid {:?}", event.types, event.device.uuid()?, event.xid());
+//! }
+//! # Ok::<(), cuda_safe::Error>(())
+//! ```
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::device::Device;
+use super::flags::EventTypes;
+use super::init::{self, Guard};
+use crate::Result;
+use crate::error::check_nvml;
+use crate::nvml_sys::{self, nvmlEventSet_t, nvmlReturn_t};
+
+/// A set of GPUs and event kinds to wait on (`nvmlEventSet_t`), freed when dropped.
+#[derive(Debug)]
+pub struct EventSet {
+    set: nvmlEventSet_t,
+    guard: Arc<Guard>,
+}
+
+// SAFETY: an event set is an NVML identifier usable from any thread while NVML is initialised
+// (the guard); NVML's functions are thread-safe, and calls that use the set take `&mut self`.
+unsafe impl Send for EventSet {}
+// SAFETY: no `&self` method calls NVML with the set.
+unsafe impl Sync for EventSet {}
+
+/// One event delivered by [`EventSet::wait`] (`nvmlEventData_t`).
+#[derive(Debug, Clone)]
+pub struct Event {
+    /// The device the event happened on.
+    pub device: Device,
+    /// The event's kind (one bit, or a newer driver's).
+    pub types: EventTypes,
+    /// The kind's data: the Xid for [`EventTypes::XID_CRITICAL_ERROR`], else 0.
+    pub data: u64,
+    /// The MIG GPU instance the event concerns; `None` when it concerns the whole GPU.
+    pub gpu_instance_id: Option<u32>,
+    /// The MIG compute instance the event concerns; `None` when it concerns the whole GPU.
+    pub compute_instance_id: Option<u32>,
+}
+
+impl Event {
+    /// The Xid error number, for an Xid event.
+    pub fn xid(&self) -> Option<u64> {
+        self.types
+            .contains(EventTypes::XID_CRITICAL_ERROR)
+            .then_some(self.data)
+    }
+}
+
+impl EventSet {
+    /// An empty set, initialising NVML when needed.
+    #[doc(alias = "nvmlEventSetCreate")]
+    pub fn new() -> Result<Self> {
+        let guard = init::acquire()?;
+        let mut set: nvmlEventSet_t = std::ptr::null_mut();
+        // SAFETY: NVML is initialised (the guard); `set` is a valid out-pointer.
+        let result = unsafe { guard.nvml().nvmlEventSetCreate(&mut set) };
+        check_nvml("nvmlEventSetCreate", result)?;
+        Ok(Self { set, guard })
+    }
+
+    /// The raw NVML set, for calls this crate does not wrap.
+    pub fn as_raw(&self) -> nvmlEventSet_t {
+        self.set
+    }
+
+    /// Adds `device` with the event kinds `types` (keep to
+    /// [`Device::supported_event_types`]: an unsupported kind is NVML's not-supported error).
+    #[doc(alias = "nvmlDeviceRegisterEvents")]
+    pub fn register(&mut self, device: &Device, types: EventTypes) -> Result<()> {
+        // SAFETY: the set and the device handle are live while NVML is initialised, which
+        // both `self` and `device` ensure.
+        let result = unsafe {
+            self.guard
+                .nvml()
+                .nvmlDeviceRegisterEvents(device.handle, types.bits(), self.set)
+        };
+        check_nvml("nvmlDeviceRegisterEvents", result)
+    }
+
+    /// Waits up to `timeout` (whole milliseconds, at most `u32::MAX`) for the next event;
+    /// `None` when none came (NVML also returns early on a signal). A zero timeout polls.
+    #[doc(alias = "nvmlEventSetWait_v2")]
+    pub fn wait(&mut self, timeout: Duration) -> Result<Option<Event>> {
+        let milliseconds = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX);
+        let mut data = nvml_sys::nvmlEventData_t::default();
+        // SAFETY: the set is live; `data` is a valid out-pointer.
+        let result = unsafe {
+            self.guard
+                .nvml()
+                .nvmlEventSetWait_v2(self.set, &mut data, milliseconds)
+        };
+        if result
+            .as_ref()
+            .is_ok_and(|code| *code == nvmlReturn_t::NVML_ERROR_TIMEOUT)
+        {
+            return Ok(None);
+        }
+        check_nvml("nvmlEventSetWait_v2", result)?;
+        Ok(Some(Event {
+            device: Device::from_handle(data.device, Arc::clone(&self.guard)),
+            types: EventTypes::from_bits_retain(data.eventType),
+            data: data.eventData,
+            gpu_instance_id: (data.gpuInstanceId != u32::MAX).then_some(data.gpuInstanceId),
+            compute_instance_id: (data.computeInstanceId != u32::MAX)
+                .then_some(data.computeInstanceId),
+        }))
+    }
+
+    /// Frees the set, returning NVML's error if freeing fails (dropping ignores it).
+    #[doc(alias = "nvmlEventSetFree")]
+    pub fn close(mut self) -> Result<()> {
+        let set = std::mem::replace(&mut self.set, std::ptr::null_mut());
+        // SAFETY: `set` is live and, now replaced by null, freed only here.
+        let result = unsafe { self.guard.nvml().nvmlEventSetFree(set) };
+        check_nvml("nvmlEventSetFree", result)
+    }
+}
+
+impl Drop for EventSet {
+    fn drop(&mut self) {
+        if self.set.is_null() {
+            return;
+        }
+        // SAFETY: the set is live and freed only here; NVML is still initialised (the guard
+        // is dropped after this). A failure cannot be acted on in `Drop` and is ignored.
+        let _ = unsafe { self.guard.nvml().nvmlEventSetFree(self.set) };
+    }
+}
+
+impl Device {
+    /// The event kinds this device can report to an [`EventSet`].
+    #[doc(alias = "nvmlDeviceGetSupportedEventTypes")]
+    pub fn supported_event_types(&self) -> Result<EventTypes> {
+        let mut bits = 0;
+        // SAFETY: the handle is live; `bits` is a valid out-pointer.
+        let result = unsafe {
+            self.nvml
+                .nvmlDeviceGetSupportedEventTypes(self.handle, &mut bits)
+        };
+        check_nvml("nvmlDeviceGetSupportedEventTypes", result)?;
+        Ok(EventTypes::from_bits_retain(bits))
+    }
+}

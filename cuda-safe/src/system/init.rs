@@ -1,0 +1,227 @@
+//! NVML's lifetime: initialised on first use, shut down when the last user is gone.
+//!
+//! Every [`Session`](super::Session), [`Device`](super::Device) and
+//! [`EventSet`](super::EventSet) holds an `Arc<Guard>`. The first one created calls
+//! `nvmlInit_v2`; dropping the last one calls `nvmlShutdown`. A process-wide
+//! `Mutex<Weak<Guard>>` hands the live guard to later users, so two threads starting at once
+//! share one initialisation.
+//!
+//! A guard being dropped while another thread creates the next one is harmless: NVML counts
+//! its initialisations, and each guard pairs exactly one `nvmlInit_v2` with one `nvmlShutdown`.
+
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use crate::Result;
+use crate::error::check_nvml;
+use crate::nvml_sys::{self, LoadError, Nvml};
+
+/// One `nvmlInit_v2`, undone by `nvmlShutdown` when dropped.
+pub(crate) struct Guard {
+    nvml: &'static Nvml,
+}
+
+impl Guard {
+    /// The NVML entry points this guard initialised.
+    pub(crate) fn nvml(&self) -> &'static Nvml {
+        self.nvml
+    }
+}
+
+impl std::fmt::Debug for Guard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guard")
+            .field("library", &self.nvml.library().path())
+            .finish()
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        // SAFETY: pairs the `nvmlInit_v2` that created this guard; no handle obtained under
+        // it outlives it, since every holder of a handle also holds the guard. A failure
+        // cannot be acted on here and is ignored, as `Drop` must not panic.
+        let _ = unsafe { self.nvml.nvmlShutdown() };
+    }
+}
+
+/// A value created by its first user and dropped with its last one, shared in between.
+#[derive(Debug)]
+pub(crate) struct Shared<T> {
+    slot: Mutex<Weak<T>>,
+}
+
+impl<T> Shared<T> {
+    /// An empty slot.
+    pub(crate) const fn new() -> Self {
+        Self {
+            slot: Mutex::new(Weak::new()),
+        }
+    }
+
+    /// The live value, or a new one from `create` when none is alive. A failed `create`
+    /// leaves the slot empty, so the next call tries again.
+    pub(crate) fn get_or_try_create<E>(
+        &self,
+        create: impl FnOnce() -> Result<T, E>,
+    ) -> Result<Arc<T>, E> {
+        // A panic elsewhere while the lock was held leaves a `Weak`, which is always valid.
+        let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(live) = slot.upgrade() {
+            return Ok(live);
+        }
+        let fresh = Arc::new(create()?);
+        *slot = Arc::downgrade(&fresh);
+        Ok(fresh)
+    }
+}
+
+/// The process's NVML guard.
+static GUARD: Shared<Guard> = Shared::new();
+
+/// The live NVML guard, initialising NVML when no guard is alive.
+///
+/// Fails with [`Error::Load`](crate::Error::Load) when `libnvidia-ml` cannot be loaded and
+/// with [`Error::Nvml`](crate::Error::Nvml) when `nvmlInit_v2` fails (no driver loaded, no
+/// permission). Never touches the CUDA driver.
+pub(crate) fn acquire() -> Result<Arc<Guard>> {
+    acquire_from(&GUARD, nvml_sys::nvml)
+}
+
+/// [`acquire`] with the slot and the library loader given, so tests can supply their own.
+fn acquire_from(
+    slot: &Shared<Guard>,
+    load: impl FnOnce() -> Result<&'static Nvml, LoadError>,
+) -> Result<Arc<Guard>> {
+    let nvml = load()?;
+    slot.get_or_try_create(|| {
+        // SAFETY: nvmlInit_v2 has no preconditions; the guard created below pairs it with
+        // one nvmlShutdown.
+        check_nvml("nvmlInit_v2", unsafe { nvml.nvmlInit_v2() })?;
+        Ok(Guard { nvml })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Error;
+    use std::path::PathBuf;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Counts its drops in the counter it points to.
+    struct Counted<'a> {
+        dropped: &'a AtomicUsize,
+    }
+
+    impl Drop for Counted<'_> {
+        fn drop(&mut self) {
+            self.dropped.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn users_share_one_value_and_the_last_drop_ends_it() {
+        let created = AtomicUsize::new(0);
+        let dropped = AtomicUsize::new(0);
+        let shared = Shared::new();
+        let create = || {
+            created.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, ()>(Counted { dropped: &dropped })
+        };
+        let first = shared.get_or_try_create(create).unwrap();
+        let second = shared.get_or_try_create(create).unwrap();
+        assert!(Arc::ptr_eq(&first, &second));
+        assert_eq!(created.load(Ordering::SeqCst), 1);
+        drop(first);
+        assert_eq!(dropped.load(Ordering::SeqCst), 0);
+        drop(second);
+        assert_eq!(dropped.load(Ordering::SeqCst), 1);
+
+        let third = shared.get_or_try_create(create).unwrap();
+        assert_eq!(created.load(Ordering::SeqCst), 2);
+        drop(third);
+        assert_eq!(dropped.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_failed_creation_leaves_the_slot_empty() {
+        let shared: Shared<u32> = Shared::new();
+        assert_eq!(
+            shared.get_or_try_create(|| Err("no driver")),
+            Err("no driver")
+        );
+        let value = shared.get_or_try_create(|| Ok::<_, &str>(7)).unwrap();
+        assert_eq!(*value, 7);
+    }
+
+    #[test]
+    fn threads_racing_pair_every_creation_with_one_drop() {
+        let created = AtomicUsize::new(0);
+        let dropped = AtomicUsize::new(0);
+        let shared = Shared::new();
+        std::thread::scope(|scope| {
+            for _ in 0..8 {
+                scope.spawn(|| {
+                    for _ in 0..200 {
+                        let held = shared
+                            .get_or_try_create(|| {
+                                created.fetch_add(1, Ordering::SeqCst);
+                                Ok::<_, ()>(Counted { dropped: &dropped })
+                            })
+                            .unwrap();
+                        drop(held);
+                    }
+                });
+            }
+        });
+        let created = created.load(Ordering::SeqCst);
+        assert!(created >= 1);
+        assert_eq!(created, dropped.load(Ordering::SeqCst));
+    }
+
+    #[test]
+    fn a_missing_library_is_the_typed_load_error() {
+        let slot = Shared::new();
+        let error = acquire_from(&slot, || {
+            Err(LoadError::LibraryNotFound {
+                library: "NVML (libnvidia-ml)",
+                tried: Vec::new(),
+            })
+        })
+        .unwrap_err();
+        assert!(
+            matches!(error, Error::Load(LoadError::LibraryNotFound { .. })),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn a_library_without_nvml_init_is_the_typed_symbol_error_and_no_guard() {
+        let library = nvml_sys::Library::open_first(
+            "libc",
+            [PathBuf::from("libc.so.6")],
+            &nvml_sys::ENTRY_POINTS,
+        )
+        .expect("libc.so.6 loads");
+        let fake: &'static Nvml = Box::leak(Box::new(Nvml::new(library)));
+        let slot = Shared::new();
+        let error = acquire_from(&slot, || Ok(fake)).unwrap_err();
+        assert!(error.is_symbol_missing(), "{error:?}");
+        assert!(error.to_string().contains("nvmlInit_v2"), "{error}");
+        assert!(slot.slot.lock().unwrap().upgrade().is_none());
+    }
+
+    #[test]
+    fn without_nvml_the_public_entry_is_the_typed_load_error() {
+        match nvml_sys::nvml() {
+            Err(LoadError::LibraryNotFound { .. }) => {
+                let error = acquire().unwrap_err();
+                assert!(
+                    matches!(error, Error::Load(LoadError::LibraryNotFound { .. })),
+                    "{error:?}"
+                );
+            }
+            _ => eprintln!("NVML loads on this machine; the no-NVML path is not exercised"),
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! Utilization and memory: GPU/memory busy percentages, frame-buffer and BAR1 memory.
+
+use super::device::Device;
+use crate::Result;
+use crate::error::check_nvml;
+use crate::nvml_sys;
+
+/// How busy the GPU was over NVML's last sample period (1/6 s to 1 s, by product).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Utilization {
+    /// Percent of the time one or more kernels ran.
+    pub gpu: u32,
+    /// Percent of the time device memory was read or written.
+    pub memory: u32,
+}
+
+/// Device memory, in bytes (`nvmlMemory_v2_t`): `reserved + used + free == total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct MemoryInfo {
+    /// Installed memory.
+    pub total: u64,
+    /// Memory the driver and firmware reserve.
+    pub reserved: u64,
+    /// Memory allocated (by all processes), not counting `reserved`.
+    pub used: u64,
+    /// Memory not allocated.
+    pub free: u64,
+}
+
+/// BAR1 memory (the window the CPU and peers map device memory through), in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Bar1Memory {
+    /// The window's size.
+    pub total: u64,
+    /// Bytes not mapped.
+    pub free: u64,
+    /// Bytes mapped.
+    pub used: u64,
+}
+
+impl Device {
+    /// GPU and memory utilization, in percent. One NVML call, no allocation.
+    #[doc(alias = "nvmlDeviceGetUtilizationRates")]
+    #[inline]
+    pub fn utilization(&self) -> Result<Utilization> {
+        let mut rates = nvml_sys::nvmlUtilization_t::default();
+        // SAFETY: the handle is live; `rates` is a valid out-pointer.
+        let result = unsafe {
+            self.nvml
+                .nvmlDeviceGetUtilizationRates(self.handle, &mut rates)
+        };
+        check_nvml("nvmlDeviceGetUtilizationRates", result)?;
+        Ok(Utilization {
+            gpu: rates.gpu,
+            memory: rates.memory,
+        })
+    }
+
+    /// Device memory: total, reserved, used and free. One NVML call, no allocation.
+    #[doc(alias = "nvmlDeviceGetMemoryInfo_v2")]
+    #[inline]
+    pub fn memory_info(&self) -> Result<MemoryInfo> {
+        let mut memory = nvml_sys::nvmlMemory_v2_t {
+            version: nvml_sys::nvmlMemory_v2,
+            ..Default::default()
+        };
+        // SAFETY: the handle is live; `memory` is a valid, versioned out-pointer.
+        let result = unsafe {
+            self.nvml
+                .nvmlDeviceGetMemoryInfo_v2(self.handle, &mut memory)
+        };
+        check_nvml("nvmlDeviceGetMemoryInfo_v2", result)?;
+        Ok(MemoryInfo {
+            total: memory.total,
+            reserved: memory.reserved,
+            used: memory.used,
+            free: memory.free,
+        })
+    }
+
+    /// BAR1 memory: total, free and used.
+    #[doc(alias = "nvmlDeviceGetBAR1MemoryInfo")]
+    pub fn bar1_memory(&self) -> Result<Bar1Memory> {
+        let mut bar1 = nvml_sys::nvmlBAR1Memory_t::default();
+        // SAFETY: the handle is live; `bar1` is a valid out-pointer.
+        let result = unsafe {
+            self.nvml
+                .nvmlDeviceGetBAR1MemoryInfo(self.handle, &mut bar1)
+        };
+        check_nvml("nvmlDeviceGetBAR1MemoryInfo", result)?;
+        Ok(Bar1Memory {
+            total: bar1.bar1Total,
+            free: bar1.bar1Free,
+            used: bar1.bar1Used,
+        })
+    }
+}

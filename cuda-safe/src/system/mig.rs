@@ -1,0 +1,136 @@
+//! MIG (Multi-Instance GPU): the mode, the MIG devices of a GPU, and each one's parent.
+
+use std::sync::Arc;
+
+use super::device::Device;
+use super::enums::FeatureState;
+use super::modes::CurrentAndPending;
+use crate::Result;
+use crate::error::check_nvml;
+use crate::nvml_sys::{nvmlDevice_t, nvmlReturn_t};
+
+impl Device {
+    /// Whether MIG mode is on, now and after the next GPU reset. GPUs without MIG give an
+    /// error for which [`Error::is_not_supported`](crate::Error::is_not_supported) is true.
+    #[doc(alias = "nvmlDeviceGetMigMode")]
+    pub fn mig_mode(&self) -> Result<CurrentAndPending<FeatureState>> {
+        let (mut current, mut pending) = (0, 0);
+        // SAFETY: the handle is live; both are valid out-pointers.
+        let result = unsafe {
+            self.nvml
+                .nvmlDeviceGetMigMode(self.handle, &mut current, &mut pending)
+        };
+        check_nvml("nvmlDeviceGetMigMode", result)?;
+        Ok(CurrentAndPending {
+            current: FeatureState(current),
+            pending: FeatureState(pending),
+        })
+    }
+
+    /// Whether this is a MIG device (a slice of a GPU) rather than a whole GPU.
+    #[doc(alias = "nvmlDeviceIsMigDeviceHandle")]
+    pub fn is_mig_device(&self) -> Result<bool> {
+        let mut is_mig = 0;
+        // SAFETY: the handle is live; `is_mig` is a valid out-pointer.
+        let result = unsafe {
+            self.nvml
+                .nvmlDeviceIsMigDeviceHandle(self.handle, &mut is_mig)
+        };
+        check_nvml("nvmlDeviceIsMigDeviceHandle", result)?;
+        Ok(is_mig != 0)
+    }
+
+    /// How many MIG devices this GPU can hold at most.
+    #[doc(alias = "nvmlDeviceGetMaxMigDeviceCount")]
+    pub fn max_mig_device_count(&self) -> Result<u32> {
+        let mut count = 0;
+        // SAFETY: the handle is live; `count` is a valid out-pointer.
+        let result = unsafe {
+            self.nvml
+                .nvmlDeviceGetMaxMigDeviceCount(self.handle, &mut count)
+        };
+        check_nvml("nvmlDeviceGetMaxMigDeviceCount", result)?;
+        Ok(count)
+    }
+
+    /// The MIG device at slot `index` (below [`max_mig_device_count`](Self::max_mig_device_count));
+    /// an empty slot is NVML's not-found error.
+    #[doc(alias = "nvmlDeviceGetMigDeviceHandleByIndex")]
+    pub fn mig_device(&self, index: u32) -> Result<Device> {
+        let mut handle: nvmlDevice_t = std::ptr::null_mut();
+        // SAFETY: the handle is live; `handle` is a valid out-pointer.
+        let result = unsafe {
+            self.nvml
+                .nvmlDeviceGetMigDeviceHandleByIndex(self.handle, index, &mut handle)
+        };
+        check_nvml("nvmlDeviceGetMigDeviceHandleByIndex", result)?;
+        Ok(Device::from_handle(handle, Arc::clone(&self.guard)))
+    }
+
+    /// Every MIG device of this GPU: none when MIG mode is off now.
+    pub fn mig_devices(&self) -> Result<Vec<Device>> {
+        if !self.mig_mode()?.current.is_enabled() {
+            return Ok(Vec::new());
+        }
+        let mut devices = Vec::new();
+        for index in 0..self.max_mig_device_count()? {
+            match self.mig_device(index) {
+                Ok(device) => devices.push(device),
+                Err(error) if error.nvml_code() == Some(nvmlReturn_t::NVML_ERROR_NOT_FOUND) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(devices)
+    }
+
+    /// The GPU a MIG device belongs to.
+    #[doc(alias = "nvmlDeviceGetDeviceHandleFromMigDeviceHandle")]
+    pub fn parent(&self) -> Result<Device> {
+        let mut handle: nvmlDevice_t = std::ptr::null_mut();
+        // SAFETY: the handle is live; `handle` is a valid out-pointer.
+        let result = unsafe {
+            self.nvml
+                .nvmlDeviceGetDeviceHandleFromMigDeviceHandle(self.handle, &mut handle)
+        };
+        check_nvml("nvmlDeviceGetDeviceHandleFromMigDeviceHandle", result)?;
+        Ok(Device::from_handle(handle, Arc::clone(&self.guard)))
+    }
+
+    /// The GPU instance a MIG device belongs to.
+    #[doc(alias = "nvmlDeviceGetGpuInstanceId")]
+    pub fn gpu_instance_id(&self) -> Result<u32> {
+        let mut id = 0;
+        // SAFETY: the handle is live; `id` is a valid out-pointer.
+        let result = unsafe { self.nvml.nvmlDeviceGetGpuInstanceId(self.handle, &mut id) };
+        check_nvml("nvmlDeviceGetGpuInstanceId", result)?;
+        Ok(id)
+    }
+
+    /// The compute instance a MIG device belongs to, within its GPU instance.
+    #[doc(alias = "nvmlDeviceGetComputeInstanceId")]
+    pub fn compute_instance_id(&self) -> Result<u32> {
+        let mut id = 0;
+        // SAFETY: the handle is live; `id` is a valid out-pointer.
+        let result = unsafe {
+            self.nvml
+                .nvmlDeviceGetComputeInstanceId(self.handle, &mut id)
+        };
+        check_nvml("nvmlDeviceGetComputeInstanceId", result)?;
+        Ok(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nvml_sys;
+
+    #[test]
+    fn mig_mode_values_are_feature_states() {
+        assert_eq!(
+            FeatureState(nvml_sys::NVML_DEVICE_MIG_DISABLE),
+            FeatureState::DISABLED
+        );
+        assert!(FeatureState(nvml_sys::NVML_DEVICE_MIG_ENABLE).is_enabled());
+    }
+}

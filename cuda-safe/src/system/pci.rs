@@ -1,0 +1,148 @@
+//! PCI: the device's address and ids, PCIe link generation and width, PCIe throughput.
+
+use super::device::Device;
+use super::enums::PcieCounter;
+use super::text::from_c_chars;
+use crate::Result;
+use crate::error::check_nvml;
+use crate::nvml_sys;
+
+/// Where a device sits on the PCI bus (`nvmlPciInfo_t`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct PciInfo {
+    /// The bus id, `domain:bus:device.function` (`"00000000:1B:00.0"`), which
+    /// [`Device::from_pci_bus_id`] accepts.
+    pub bus_id: String,
+    /// The PCI domain.
+    pub domain: u32,
+    /// The bus number.
+    pub bus: u32,
+    /// The device number on the bus.
+    pub device: u32,
+    /// The combined device and vendor id (`0x233510de`: vendor `0x10de`, NVIDIA).
+    pub pci_device_id: u32,
+    /// The combined subsystem id and subsystem vendor id.
+    pub pci_subsystem_id: u32,
+}
+
+impl PciInfo {
+    /// Copies NVML's struct.
+    pub(super) fn from_raw(raw: &nvml_sys::nvmlPciInfo_t) -> Self {
+        Self {
+            bus_id: from_c_chars(&raw.busId),
+            domain: raw.domain,
+            bus: raw.bus,
+            device: raw.device,
+            pci_device_id: raw.pciDeviceId,
+            pci_subsystem_id: raw.pciSubSystemId,
+        }
+    }
+}
+
+impl Device {
+    /// The device's PCI address and ids.
+    #[doc(alias = "nvmlDeviceGetPciInfo_v3")]
+    pub fn pci_info(&self) -> Result<PciInfo> {
+        let mut pci = nvml_sys::nvmlPciInfo_t::default();
+        // SAFETY: the handle is live; `pci` is a valid out-pointer.
+        let result = unsafe { self.nvml.nvmlDeviceGetPciInfo_v3(self.handle, &mut pci) };
+        check_nvml("nvmlDeviceGetPciInfo_v3", result)?;
+        Ok(PciInfo::from_raw(&pci))
+    }
+
+    /// The PCIe link generation now (it drops when the GPU idles).
+    #[doc(alias = "nvmlDeviceGetCurrPcieLinkGeneration")]
+    pub fn current_pcie_link_generation(&self) -> Result<u32> {
+        let mut generation = 0;
+        // SAFETY: the handle is live; `generation` is a valid out-pointer.
+        let result = unsafe {
+            self.nvml
+                .nvmlDeviceGetCurrPcieLinkGeneration(self.handle, &mut generation)
+        };
+        check_nvml("nvmlDeviceGetCurrPcieLinkGeneration", result)?;
+        Ok(generation)
+    }
+
+    /// The highest PCIe link generation the device and system support.
+    #[doc(alias = "nvmlDeviceGetMaxPcieLinkGeneration")]
+    pub fn max_pcie_link_generation(&self) -> Result<u32> {
+        let mut generation = 0;
+        // SAFETY: the handle is live; `generation` is a valid out-pointer.
+        let result = unsafe {
+            self.nvml
+                .nvmlDeviceGetMaxPcieLinkGeneration(self.handle, &mut generation)
+        };
+        check_nvml("nvmlDeviceGetMaxPcieLinkGeneration", result)?;
+        Ok(generation)
+    }
+
+    /// The PCIe link width now, in lanes.
+    #[doc(alias = "nvmlDeviceGetCurrPcieLinkWidth")]
+    pub fn current_pcie_link_width(&self) -> Result<u32> {
+        let mut width = 0;
+        // SAFETY: the handle is live; `width` is a valid out-pointer.
+        let result = unsafe {
+            self.nvml
+                .nvmlDeviceGetCurrPcieLinkWidth(self.handle, &mut width)
+        };
+        check_nvml("nvmlDeviceGetCurrPcieLinkWidth", result)?;
+        Ok(width)
+    }
+
+    /// The widest PCIe link the device and system support, in lanes.
+    #[doc(alias = "nvmlDeviceGetMaxPcieLinkWidth")]
+    pub fn max_pcie_link_width(&self) -> Result<u32> {
+        let mut width = 0;
+        // SAFETY: the handle is live; `width` is a valid out-pointer.
+        let result = unsafe {
+            self.nvml
+                .nvmlDeviceGetMaxPcieLinkWidth(self.handle, &mut width)
+        };
+        check_nvml("nvmlDeviceGetMaxPcieLinkWidth", result)?;
+        Ok(width)
+    }
+
+    /// PCIe throughput in one direction, in KB/s, measured by NVML over 20 ms (so the call
+    /// takes about that long).
+    #[doc(alias = "nvmlDeviceGetPcieThroughput")]
+    pub fn pcie_throughput_kb_per_s(&self, counter: PcieCounter) -> Result<u32> {
+        let mut kilobytes_per_second = 0;
+        // SAFETY: the handle is live; `kilobytes_per_second` is a valid out-pointer; any
+        // counter value is accepted (an unknown one is NVML's invalid-argument error).
+        let result = unsafe {
+            self.nvml.nvmlDeviceGetPcieThroughput(
+                self.handle,
+                nvml_sys::nvmlPcieUtilCounter_t(counter.0),
+                &mut kilobytes_per_second,
+            )
+        };
+        check_nvml("nvmlDeviceGetPcieThroughput", result)?;
+        Ok(kilobytes_per_second)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::c_char;
+
+    #[test]
+    fn pci_info_copies_the_raw_struct() {
+        let mut raw = nvml_sys::nvmlPciInfo_t {
+            domain: 0,
+            bus: 0x1b,
+            device: 0,
+            pciDeviceId: 0x2335_10de,
+            pciSubSystemId: 0x18be_10de,
+            ..Default::default()
+        };
+        for (slot, byte) in raw.busId.iter_mut().zip(b"00000000:1B:00.0\0") {
+            *slot = *byte as c_char;
+        }
+        let info = PciInfo::from_raw(&raw);
+        assert_eq!(info.bus_id, "00000000:1B:00.0");
+        assert_eq!(info.bus, 0x1b);
+        assert_eq!(info.pci_device_id & 0xffff, 0x10de);
+        assert_eq!(info.pci_subsystem_id, 0x18be_10de);
+    }
+}

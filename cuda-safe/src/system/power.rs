@@ -1,0 +1,88 @@
+//! Power: draw, limits, energy, and the performance state.
+
+use super::device::Device;
+use super::enums::PerformanceState;
+use crate::Result;
+use crate::error::check_nvml;
+use crate::nvml_sys;
+
+impl Device {
+    /// The power the board draws now, in milliwatts. One NVML call, no allocation.
+    #[doc(alias = "nvmlDeviceGetPowerUsage")]
+    #[inline]
+    pub fn power_usage_mw(&self) -> Result<u32> {
+        let mut milliwatts = 0;
+        // SAFETY: the handle is live; `milliwatts` is a valid out-pointer.
+        let result = unsafe {
+            self.nvml
+                .nvmlDeviceGetPowerUsage(self.handle, &mut milliwatts)
+        };
+        check_nvml("nvmlDeviceGetPowerUsage", result)?;
+        Ok(milliwatts)
+    }
+
+    /// The power limit set by power management, in milliwatts.
+    #[doc(alias = "nvmlDeviceGetPowerManagementLimit")]
+    pub fn power_limit_mw(&self) -> Result<u32> {
+        let mut milliwatts = 0;
+        // SAFETY: the handle is live; `milliwatts` is a valid out-pointer.
+        let result = unsafe {
+            self.nvml
+                .nvmlDeviceGetPowerManagementLimit(self.handle, &mut milliwatts)
+        };
+        check_nvml("nvmlDeviceGetPowerManagementLimit", result)?;
+        Ok(milliwatts)
+    }
+
+    /// The power limit in force (the lowest of every limit that applies), in milliwatts.
+    #[doc(alias = "nvmlDeviceGetEnforcedPowerLimit")]
+    pub fn enforced_power_limit_mw(&self) -> Result<u32> {
+        let mut milliwatts = 0;
+        // SAFETY: the handle is live; `milliwatts` is a valid out-pointer.
+        let result = unsafe {
+            self.nvml
+                .nvmlDeviceGetEnforcedPowerLimit(self.handle, &mut milliwatts)
+        };
+        check_nvml("nvmlDeviceGetEnforcedPowerLimit", result)?;
+        Ok(milliwatts)
+    }
+
+    /// The range the power limit may be set in, `(min, max)`, in milliwatts.
+    #[doc(alias = "nvmlDeviceGetPowerManagementLimitConstraints")]
+    pub fn power_limit_constraints_mw(&self) -> Result<(u32, u32)> {
+        let (mut min, mut max) = (0, 0);
+        // SAFETY: the handle is live; both are valid out-pointers.
+        let result = unsafe {
+            self.nvml
+                .nvmlDeviceGetPowerManagementLimitConstraints(self.handle, &mut min, &mut max)
+        };
+        check_nvml("nvmlDeviceGetPowerManagementLimitConstraints", result)?;
+        Ok((min, max))
+    }
+
+    /// The energy used since the driver was last loaded, in millijoules.
+    #[doc(alias = "nvmlDeviceGetTotalEnergyConsumption")]
+    pub fn total_energy_mj(&self) -> Result<u64> {
+        let mut millijoules = 0;
+        // SAFETY: the handle is live; `millijoules` is a valid out-pointer.
+        let result = unsafe {
+            self.nvml
+                .nvmlDeviceGetTotalEnergyConsumption(self.handle, &mut millijoules)
+        };
+        check_nvml("nvmlDeviceGetTotalEnergyConsumption", result)?;
+        Ok(millijoules)
+    }
+
+    /// The performance state now (P0 fastest).
+    #[doc(alias = "nvmlDeviceGetPerformanceState")]
+    pub fn performance_state(&self) -> Result<PerformanceState> {
+        let mut state = nvml_sys::nvmlPstates_t::NVML_PSTATE_UNKNOWN;
+        // SAFETY: the handle is live; `state` is a valid out-pointer.
+        let result = unsafe {
+            self.nvml
+                .nvmlDeviceGetPerformanceState(self.handle, &mut state)
+        };
+        check_nvml("nvmlDeviceGetPerformanceState", result)?;
+        Ok(PerformanceState(state.0))
+    }
+}

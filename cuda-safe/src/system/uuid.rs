@@ -1,0 +1,119 @@
+//! GPU UUIDs between NVML's text (`GPU-5e1b2c3d-…`) and the 16 bytes the CUDA driver gives
+//! (`cuDeviceGetUuid_v2`), so a CUDA device and an NVML device can be matched.
+//!
+//! ```
+//! use cuda_safe::system::{uuid_bytes, uuid_string};
+//!
+//! let bytes = [0x5e, 0x1b, 0x2c, 0x3d, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0xa, 0xb];
+//! let text = uuid_string("GPU", &bytes);
+//! assert_eq!(text, "GPU-5e1b2c3d-0001-0203-0405-060708090a0b");
+//! assert_eq!(uuid_bytes(&text), Some(bytes));
+//! ```
+
+use std::fmt::Write;
+
+/// The prefix NVML gives a whole GPU's UUID.
+pub const GPU_UUID_PREFIX: &str = "GPU";
+/// The prefix NVML gives a MIG device's UUID.
+pub const MIG_UUID_PREFIX: &str = "MIG";
+
+/// The lengths, in hex digits, of a UUID's dash-separated groups.
+const GROUPS: [usize; 5] = [8, 4, 4, 4, 12];
+
+/// `bytes` in NVML's form: `PREFIX-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, lowercase hex.
+pub fn uuid_string(prefix: &str, bytes: &[u8; 16]) -> String {
+    let mut text = String::with_capacity(prefix.len() + 37);
+    text.push_str(prefix);
+    let mut bytes = bytes.iter();
+    for group in GROUPS {
+        text.push('-');
+        for byte in bytes.by_ref().take(group / 2) {
+            // Writing to a String cannot fail.
+            let _ = write!(text, "{byte:02x}");
+        }
+    }
+    text
+}
+
+/// The 16 bytes of a UUID in NVML's form (`GPU-…` or `MIG-…`, either case of hex), or
+/// `None` when `text` is not one.
+pub fn uuid_bytes(text: &str) -> Option<[u8; 16]> {
+    let (prefix, rest) = text.trim().split_once('-')?;
+    if prefix != GPU_UUID_PREFIX && prefix != MIG_UUID_PREFIX {
+        return None;
+    }
+    let mut digits = Vec::with_capacity(32);
+    let mut groups = rest.split('-');
+    for expected in GROUPS {
+        let group = groups.next()?;
+        if group.len() != expected {
+            return None;
+        }
+        digits.extend(group.chars());
+    }
+    if groups.next().is_some() {
+        return None;
+    }
+    let mut bytes = [0u8; 16];
+    for (byte, pair) in bytes.iter_mut().zip(digits.chunks(2)) {
+        let high = pair.first()?.to_digit(16)?;
+        let low = pair.get(1)?.to_digit(16)?;
+        *byte = u8::try_from(high * 16 + low).ok()?;
+    }
+    Some(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BYTES: [u8; 16] = [
+        0xde, 0xad, 0xbe, 0xef, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x00, 0x11, 0x22,
+        0xff,
+    ];
+
+    #[test]
+    fn formats_like_nvml() {
+        let text = uuid_string(GPU_UUID_PREFIX, &BYTES);
+        assert_eq!(text, "GPU-deadbeef-0123-4567-89ab-cdef001122ff");
+        assert_eq!(text.len(), 40);
+        assert_eq!(
+            uuid_string(MIG_UUID_PREFIX, &[0; 16]),
+            "MIG-00000000-0000-0000-0000-000000000000"
+        );
+    }
+
+    #[test]
+    fn parses_what_it_formats_and_upper_case() {
+        assert_eq!(
+            uuid_bytes("GPU-deadbeef-0123-4567-89ab-cdef001122ff"),
+            Some(BYTES)
+        );
+        assert_eq!(
+            uuid_bytes("MIG-DEADBEEF-0123-4567-89AB-CDEF001122FF"),
+            Some(BYTES)
+        );
+        for bytes in [[0u8; 16], [0xff; 16], BYTES] {
+            assert_eq!(uuid_bytes(&uuid_string("GPU", &bytes)), Some(bytes));
+        }
+    }
+
+    #[test]
+    fn refuses_other_forms() {
+        for bad in [
+            "",
+            "GPU-",
+            "deadbeef-0123-4567-89ab-cdef001122ff",
+            "XYZ-deadbeef-0123-4567-89ab-cdef001122ff",
+            "GPU-deadbeef-0123-4567-89ab-cdef001122f",
+            "GPU-deadbeef-0123-4567-89ab-cdef001122ff-00",
+            "GPU-deadbeef0123-4567-89ab-cdef001122ff",
+            "GPU-deadbeeg-0123-4567-89ab-cdef001122ff",
+            "GPU-+eadbeef-0123-4567-89ab-cdef001122ff",
+            "MIG-GPU-deadbeef-0123-4567-89ab-cdef001122ff/1/0",
+            "GPU-dé-0123-4567-89ab-cdef001122ff",
+        ] {
+            assert_eq!(uuid_bytes(bad), None, "{bad:?}");
+        }
+    }
+}
