@@ -6,7 +6,8 @@
 #   ROUNDS  rounds of every program (default 5); medians and per-round ratios are reported
 #   FILTER  only Rust benchmarks whose "abi/name" contains FILTER (floors always run)
 # environment: OUT (folder for bench.log, bench.json, bench-table.txt; default logs/ in the
-# bundle), ABIS (default "cuda-12 cuda-13").
+# bundle), ABIS (default "cuda-12 cuda-13"), BENCH_CPU (the core every program is pinned to,
+# so that floor and crate run alike; default 2; empty: no pinning).
 set -u
 here=$(cd "$(dirname "$0")" && pwd) || exit 2
 bundle=$(dirname "$here")
@@ -18,6 +19,11 @@ rounds=${1:-5}
 filter=${2:-}
 tmp=$(mktemp -d)
 cuda=/usr/local/cuda
+pin=()
+cpu=${BENCH_CPU-2}
+if [ -n "$cpu" ] && command -v taskset >/dev/null; then
+    pin=(taskset -c "$cpu")
+fi
 
 floors=()
 for src in "$here"/*_floor.c; do
@@ -44,16 +50,16 @@ for abi in ${ABIS:-cuda-12 cuda-13}; do
     done
 done
 
-echo "floors: ${floors[*]##*/}; benchmarks: ${#benches[@]}; rounds: $rounds"
+echo "floors: ${floors[*]##*/}; benchmarks: ${#benches[@]}; rounds: $rounds; pinned: ${pin[*]:-no}"
 for round in $(seq 1 "$rounds"); do
     for floor in "${floors[@]}"; do
         echo "=== floor:$(basename "$floor") round $round ===" >>"$log"
-        timeout 300 "$floor" >>"$log" 2>&1 || echo "!!! exit $?" >>"$log"
+        timeout 300 "${pin[@]}" "$floor" >>"$log" 2>&1 || echo "!!! exit $?" >>"$log"
     done
     for bin in "${benches[@]}"; do
         abi=$(basename "$(dirname "$(dirname "$bin")")")
         echo "=== ours:$abi/$(basename "$bin") round $round ===" >>"$log"
-        timeout 300 "$bin" >>"$log" 2>&1 || echo "!!! exit $?" >>"$log"
+        timeout 300 "${pin[@]}" "$bin" >>"$log" 2>&1 || echo "!!! exit $?" >>"$log"
     done
 done
 python3 "$here/compare.py" "$log" --json "$out/bench.json" | tee "$out/bench-table.txt"

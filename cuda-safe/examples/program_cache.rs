@@ -1,9 +1,10 @@
 //! Shows or clears an on-disk program cache; needs no GPU.
 //!
 //! ```sh
-//! cargo run -p cuda-safe --example program_cache -- [--dir DIR] list|stats|clear
+//! cargo run -p cuda-safe --example program_cache -- [--dir DIR] [list|stats|clear]
 //! ```
 //!
+//! With no command it prints the statistics (`stats`).
 //! Without `--dir` it uses the default cache directory
 //! (`$XDG_CACHE_HOME/cuda-safe/program-cache`, or `~/.cache/cuda-safe/program-cache`).
 
@@ -12,7 +13,7 @@ use std::time::SystemTime;
 
 use cuda_safe::cache::{FileStreamProgramCache, ProgramCache};
 
-const USAGE: &str = "usage: program_cache [--dir DIR] list|stats|clear";
+const USAGE: &str = "usage: program_cache [--dir DIR] [list|stats|clear] (default: stats)";
 
 fn main() -> ExitCode {
     match run(std::env::args().skip(1)) {
@@ -44,7 +45,7 @@ fn run(mut args: impl Iterator<Item = String>) -> Result<(), String> {
     };
     let done = match command.as_deref() {
         Some("list") => list(&cache),
-        Some("stats") => stats(&cache),
+        Some("stats") | None => stats(&cache),
         Some("clear") => clear(&cache),
         _ => return Err(USAGE.to_owned()),
     };

@@ -38,6 +38,7 @@ mod event;
 mod launch;
 mod memory;
 mod module;
+mod program;
 mod stream;
 
 pub mod cache;
@@ -54,6 +55,10 @@ pub use memory::{
     MemoryResource, PinnedMemoryResource, PoolOptions,
 };
 pub use module::{Kernel, KernelAttributes, ObjectCode, ParamInfo};
+pub use program::{
+    CodeKind, CompiledProgram, CppStandard, Program, ProgramOptions, nvrtc_supported_archs,
+    nvrtc_version,
+};
 pub use stream::{Stream, StreamOptions};
 
 /// Reports an error that a `Drop` cannot return (it never panics): logged at error level.

@@ -15,7 +15,7 @@
 use std::ffi::{CStr, CString, c_void};
 use std::fmt;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::cache::{CachedProgram, CodeKind};
 use crate::error::check;
@@ -56,7 +56,8 @@ pub struct ParamInfo {
 pub struct Kernel {
     raw: CUkernel,
     name: Arc<str>,
-    params: Option<Arc<[ParamInfo]>>,
+    // Read on first use (the first checked launch), so loading a kernel costs one driver call.
+    params: OnceLock<Option<Arc<[ParamInfo]>>>,
     library: Arc<LoadedLibrary>,
 }
 
@@ -88,15 +89,17 @@ pub struct KernelAttributes {
 }
 
 impl ObjectCode {
-    /// Loads a CUBIN image.
+    /// Loads a CUBIN image (an ELF file; anything else is [`Error::InvalidArgument`]).
     #[doc(alias = "cuLibraryLoadData")]
     pub fn from_cubin(cubin: &[u8]) -> Result<Self> {
+        expect_magic(cubin, ELF_MAGIC, "a CUBIN (ELF)")?;
         Self::load_image(cubin, Some(CodeKind::Cubin), Arc::from([]))
     }
 
-    /// Loads a fatbin image.
+    /// Loads a fatbin image (anything without the fatbin magic is [`Error::InvalidArgument`]).
     #[doc(alias = "cuLibraryLoadData")]
     pub fn from_fatbin(fatbin: &[u8]) -> Result<Self> {
+        expect_magic(fatbin, FATBIN_MAGIC, "a fatbin")?;
         Self::load_image(fatbin, None, Arc::from([]))
     }
 
@@ -156,11 +159,14 @@ impl ObjectCode {
                     program.lowered_names.clone(),
                 )
             }
-            CodeKind::Cubin => Self::load_image(
-                &program.code,
-                Some(CodeKind::Cubin),
-                program.lowered_names.clone(),
-            ),
+            CodeKind::Cubin => {
+                expect_magic(&program.code, ELF_MAGIC, "a CUBIN (ELF)")?;
+                Self::load_image(
+                    &program.code,
+                    Some(CodeKind::Cubin),
+                    program.lowered_names.clone(),
+                )
+            }
         }
     }
 
@@ -248,27 +254,45 @@ impl ObjectCode {
                 .driver
                 .cuLibraryGetKernel(&mut raw, self.inner.raw, c_symbol.as_ptr())
         })?;
-        let params = param_info(self.inner.driver, raw)?;
         Ok(Kernel {
             raw,
             name: Arc::from(name),
-            params,
+            params: OnceLock::new(),
             library: self.inner.clone(),
         })
     }
 }
 
-/// The kernel's parameter list, or `None` when the driver cannot tell (before CUDA 12.4).
-fn param_info(driver: &'static Driver, kernel: CUkernel) -> Result<Option<Arc<[ParamInfo]>>> {
+/// The first bytes of an ELF file, which a CUBIN is.
+const ELF_MAGIC: &[u8] = b"\x7fELF";
+/// The first bytes of a fatbin (`0xBA55ED50`, little-endian).
+const FATBIN_MAGIC: &[u8] = &[0x50, 0xed, 0x55, 0xba];
+
+/// Refuses an image that does not start with `magic`: the driver may accept garbage lazily
+/// and fail only at the first kernel lookup.
+fn expect_magic(image: &[u8], magic: &[u8], what: &str) -> Result<()> {
+    if image.starts_with(magic) {
+        Ok(())
+    } else {
+        Err(Error::invalid_argument(format!(
+            "the image ({} bytes) is not {what}: it does not start with {magic:02x?}",
+            image.len()
+        )))
+    }
+}
+
+/// The kernel's parameter list, or `None` when the driver cannot tell (before CUDA 12.4, or
+/// on an unexpected error, which the launch itself will then report).
+#[cold]
+fn param_info(driver: &'static Driver, kernel: CUkernel) -> Option<Arc<[ParamInfo]>> {
     let mut params = Vec::new();
     loop {
         let (mut offset, mut size) = (0usize, 0usize);
         // SAFETY: valid out-pointers and kernel; an index past the end is an error code.
         match unsafe { driver.cuKernelGetParamInfo(kernel, params.len(), &mut offset, &mut size) } {
             Ok(CUresult::CUDA_SUCCESS) => params.push(ParamInfo { offset, size }),
-            Ok(CUresult::CUDA_ERROR_INVALID_VALUE) => return Ok(Some(params.into())),
-            Ok(code) => return Err(Error::cuda("cuKernelGetParamInfo", code)),
-            Err(_) => return Ok(None),
+            Ok(CUresult::CUDA_ERROR_INVALID_VALUE) => return Some(params.into()),
+            Ok(_) | Err(_) => return None,
         }
     }
 }
@@ -285,15 +309,19 @@ impl Kernel {
         &self.name
     }
 
-    /// The parameter list (`None` when the driver predates `cuKernelGetParamInfo`, CUDA 12.4).
+    /// The parameter list (`None` when the driver predates `cuKernelGetParamInfo`, CUDA 12.4),
+    /// read from the driver on the first call.
+    #[doc(alias = "cuKernelGetParamInfo")]
     #[inline]
     pub fn params(&self) -> Option<&[ParamInfo]> {
-        self.params.as_deref()
+        self.params
+            .get_or_init(|| param_info(self.library.driver, self.raw))
+            .as_deref()
     }
 
     /// The number of parameters, when known.
     pub fn param_count(&self) -> Option<usize> {
-        self.params.as_deref().map(<[ParamInfo]>::len)
+        self.params().map(<[ParamInfo]>::len)
     }
 
     /// The code this kernel belongs to.
@@ -478,7 +506,7 @@ impl fmt::Debug for Kernel {
         f.debug_struct("Kernel")
             .field("name", &self.name)
             .field("raw", &self.raw)
-            .field("params", &self.params)
+            .field("params", &self.params.get())
             .finish()
     }
 }

@@ -1,0 +1,314 @@
+//! A [`Program`]'s cache key, and compiling through a [`ProgramCache`].
+
+use super::compile::{Plan, Program};
+use super::compiled::CompiledProgram;
+use super::version::nvrtc_version;
+use crate::Result;
+use crate::cache::{CacheKey, CodeKind, ProgramCache};
+
+impl Program {
+    /// The key a cache stores this program's compile for `target` under.
+    ///
+    /// It covers the compiler (`"nvrtc"` and `nvrtc_version`'s major.minor), the target kind
+    /// and architecture, the program name, the source, the exact flags in order, the name
+    /// expressions, the in-memory headers and the options' `caller_digest`. With include paths
+    /// or pre-includes (or a raw option that reads files) and no `caller_digest`, the key
+    /// builder refuses: [`Error::InvalidArgument`](crate::Error::InvalidArgument) saying so.
+    #[doc(alias = "nvrtcVersion")]
+    pub fn cache_key(&self, target: CodeKind) -> Result<CacheKey> {
+        let plan = self.plan(target)?;
+        self.key_for(target, &plan, &compiler_version()?)
+    }
+
+    /// Compiles to `target` through `cache`: a hit returns the stored program (with an empty
+    /// log) and compiles nothing; a miss compiles and stores the result.
+    ///
+    /// A cache that fails to read or write is logged as a warning and treated as a miss, never
+    /// failing the compile. A failed compile is returned as [`Program::compile`] returns it, and
+    /// never stored.
+    ///
+    /// ```no_run
+    /// use cuda_safe::cache::InMemoryProgramCache;
+    /// use cuda_safe::{CodeKind, Program, ProgramOptions};
+    ///
+    /// let cache = InMemoryProgramCache::new(64 << 20);
+    /// let program = Program::new("extern \"C\" __global__ void k() {}", ProgramOptions::default())?;
+    /// let first = program.compile_cached(CodeKind::Cubin, &cache)?; // compiles
+    /// let again = program.compile_cached(CodeKind::Cubin, &cache)?; // a hit
+    /// assert_eq!(first.code(), again.code());
+    /// # Ok::<(), cuda_safe::Error>(())
+    /// ```
+    pub fn compile_cached(
+        &self,
+        target: CodeKind,
+        cache: &dyn ProgramCache,
+    ) -> Result<CompiledProgram> {
+        self.through_cache(target, cache, &compiler_version()?)
+    }
+
+    /// [`Program::compile_cached`] with the compiler version given.
+    fn through_cache(
+        &self,
+        target: CodeKind,
+        cache: &dyn ProgramCache,
+        version: &str,
+    ) -> Result<CompiledProgram> {
+        let plan = self.plan(target)?;
+        let key = self.key_for(target, &plan, version)?;
+        match cache.get(&key) {
+            Ok(Some(program)) => {
+                return Ok(CompiledProgram {
+                    program,
+                    log: String::new(),
+                    options: plan.flags,
+                });
+            }
+            Ok(None) => {}
+            Err(error) => {
+                log::warn!(
+                    "cuda-safe: reading program cache entry {key} failed, compiling: {error}"
+                )
+            }
+        }
+        let compiled = self.compile_with(target, plan.flags)?;
+        if let Err(error) = cache.put(&key, &compiled.program) {
+            log::warn!("cuda-safe: storing program cache entry {key} failed: {error}");
+        }
+        Ok(compiled)
+    }
+
+    /// The key for `plan`, with the compiler version given.
+    fn key_for(&self, target: CodeKind, plan: &Plan, version: &str) -> Result<CacheKey> {
+        let options = self.options();
+        let mut builder = CacheKey::builder(self.source())
+            .compiler("nvrtc", version)
+            .target(target, &plan.arch)
+            .program_name(&options.name)
+            .options(&plan.flags)
+            .name_expressions(self.name_expressions())
+            .headers(
+                options
+                    .headers
+                    .iter()
+                    .map(|(name, contents)| (name.as_str(), contents.as_str())),
+            );
+        if let Some(digest) = &options.caller_digest {
+            builder = builder.caller_digest(digest);
+        }
+        builder.build()
+    }
+}
+
+/// NVRTC's version as a cache key spells it (`"13.0"`).
+fn compiler_version() -> Result<String> {
+    let (major, minor) = nvrtc_version()?;
+    Ok(format!("{major}.{minor}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::{CacheStats, CachedProgram, InMemoryProgramCache};
+    use crate::{CppStandard, Error, ProgramOptions};
+
+    const SOURCE: &str = "template <class T> __global__ void k(T* x) { *x *= 2; }";
+
+    fn options() -> ProgramOptions {
+        ProgramOptions {
+            arch: Some("90".into()),
+            ..Default::default()
+        }
+    }
+
+    fn key(program: &Program, target: CodeKind) -> Result<CacheKey> {
+        program.key_for(target, &program.plan(target)?, "12.9")
+    }
+
+    fn key_of(options: ProgramOptions, expressions: &[&str]) -> CacheKey {
+        let mut program = Program::new(SOURCE, options).unwrap();
+        for expression in expressions {
+            program.add_name_expression(expression).unwrap();
+        }
+        key(&program, CodeKind::Cubin).unwrap()
+    }
+
+    #[test]
+    fn the_key_changes_with_every_input() {
+        let base = key_of(options(), &["k<float>"]);
+        assert_eq!(base, key_of(options(), &["k<float>"]), "deterministic");
+        let variants = [
+            key_of(options(), &[]),
+            key_of(options(), &["k<double>"]),
+            key_of(options(), &["k<float>", "k<int>"]),
+            key_of(
+                ProgramOptions {
+                    std: Some(CppStandard::Cpp20),
+                    ..options()
+                },
+                &["k<float>"],
+            ),
+            key_of(options().define_as("N", "4"), &["k<float>"]),
+            key_of(options().define_as("N", "5"), &["k<float>"]),
+            key_of(
+                ProgramOptions {
+                    fast_math: true,
+                    ..options()
+                },
+                &["k<float>"],
+            ),
+            key_of(
+                ProgramOptions {
+                    arch: Some("sm_80".into()),
+                    ..Default::default()
+                },
+                &["k<float>"],
+            ),
+            key_of(
+                ProgramOptions {
+                    name: "other.cu".into(),
+                    ..options()
+                },
+                &["k<float>"],
+            ),
+            key_of(options().header("a.h", "#define A 1"), &["k<float>"]),
+            key_of(options().header("a.h", "#define A 2"), &["k<float>"]),
+        ];
+        for (index, variant) in variants.iter().enumerate() {
+            assert_ne!(*variant, base, "variant {index}");
+            for other in &variants[index + 1..] {
+                assert_ne!(variant, other, "variant {index}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_target_and_compiler_version_are_in_the_key() {
+        let program = Program::new(SOURCE, options()).unwrap();
+        let plan = program.plan(CodeKind::Cubin).unwrap();
+        let keys = [
+            key(&program, CodeKind::Ptx).unwrap(),
+            key(&program, CodeKind::Cubin).unwrap(),
+            key(&program, CodeKind::LtoIr).unwrap(),
+            program.key_for(CodeKind::Cubin, &plan, "13.0").unwrap(),
+        ];
+        for (index, first) in keys.iter().enumerate() {
+            for second in &keys[index + 1..] {
+                assert_ne!(first, second);
+            }
+        }
+    }
+
+    #[test]
+    fn name_expression_order_does_not_change_the_key() {
+        assert_eq!(
+            key_of(options(), &["k<float>", "k<int>"]),
+            key_of(options(), &["k<int>", "k<float>"])
+        );
+    }
+
+    #[test]
+    fn include_paths_and_pre_includes_need_a_caller_digest() {
+        for needs_digest in [
+            options().include_path("/opt/include"),
+            options().pre_include("prelude.h"),
+            options().option("-I/opt/include"),
+        ] {
+            let program = Program::new(SOURCE, needs_digest.clone()).unwrap();
+            let error = key(&program, CodeKind::Cubin).unwrap_err();
+            assert!(matches!(error, Error::InvalidArgument(_)), "{error}");
+            assert!(error.to_string().contains("caller digest"), "{error}");
+
+            let digested = ProgramOptions {
+                caller_digest: Some(b"sha of /opt/include".to_vec()),
+                ..needs_digest
+            };
+            let first = key(
+                &Program::new(SOURCE, digested.clone()).unwrap(),
+                CodeKind::Cubin,
+            );
+            let other = ProgramOptions {
+                caller_digest: Some(b"another sha".to_vec()),
+                ..digested
+            };
+            let second = key(&Program::new(SOURCE, other).unwrap(), CodeKind::Cubin);
+            assert_ne!(first.unwrap(), second.unwrap());
+        }
+    }
+
+    #[test]
+    fn a_hit_is_returned_without_compiling() {
+        // The stored bytes are no real program: only a hit can return them.
+        let cache = InMemoryProgramCache::new(1 << 20);
+        let mut program = Program::new(SOURCE, options()).unwrap();
+        program.add_name_expression("k<float>").unwrap();
+        let stored = CachedProgram::new(
+            CodeKind::Cubin,
+            b"\x7fELF stored".to_vec(),
+            vec![("k<float>".to_owned(), "_Z1kIfEvPT_".to_owned())],
+        );
+        cache
+            .put(&key(&program, CodeKind::Cubin).unwrap(), &stored)
+            .unwrap();
+        let hit = program
+            .through_cache(CodeKind::Cubin, &cache, "12.9")
+            .unwrap();
+        assert_eq!(hit.program, stored);
+        assert_eq!(hit.log, "");
+        assert_eq!(hit.options, ["--gpu-architecture=sm_90"]);
+        assert_eq!(hit.lowered_name("k<float>"), Some("_Z1kIfEvPT_"));
+        assert_eq!(cache.stats().unwrap().hits, 1);
+    }
+
+    /// A cache whose every operation fails.
+    struct Broken;
+
+    impl Broken {
+        fn error() -> Error {
+            Error::CacheIo {
+                path: "/broken".into(),
+                source: std::sync::Arc::new(std::io::Error::other("disk on fire")),
+            }
+        }
+    }
+
+    impl ProgramCache for Broken {
+        fn get(&self, _: &CacheKey) -> Result<Option<CachedProgram>> {
+            Err(Self::error())
+        }
+        fn put(&self, _: &CacheKey, _: &CachedProgram) -> Result<()> {
+            Err(Self::error())
+        }
+        fn remove(&self, _: &CacheKey) -> Result<()> {
+            Err(Self::error())
+        }
+        fn clear(&self) -> Result<()> {
+            Err(Self::error())
+        }
+        fn stats(&self) -> Result<CacheStats> {
+            Err(Self::error())
+        }
+    }
+
+    #[test]
+    fn a_failing_cache_is_a_miss_not_an_error() {
+        // Past the failed `get` comes the compile: it fails here on the source (with NVRTC) or
+        // on loading NVRTC (without), never with the cache's error.
+        let program = Program::new("this is not C++", options()).unwrap();
+        let error = program
+            .through_cache(CodeKind::Cubin, &Broken, "12.9")
+            .unwrap_err();
+        assert!(
+            matches!(error, Error::Nvrtc { .. } | Error::Load(_)),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_key_the_builder_refuses_fails_before_the_cache() {
+        let program = Program::new(SOURCE, options().include_path("/opt/include")).unwrap();
+        let error = program
+            .through_cache(CodeKind::Cubin, &Broken, "12.9")
+            .unwrap_err();
+        assert!(error.to_string().contains("caller digest"), "{error}");
+    }
+}

@@ -1,0 +1,273 @@
+//! [`Program`]: CUDA C++ source, its options and name expressions, compiled with NVRTC.
+
+use std::ffi::CString;
+use std::sync::OnceLock;
+
+use super::arch;
+use super::compiled::CompiledProgram;
+use super::options::{ProgramOptions, text};
+use super::raw::{NvrtcProgram, c_string};
+use crate::cache::{CachedProgram, CodeKind};
+use crate::nvrtc_sys::{self, nvrtcResult};
+use crate::{Error, Result};
+
+/// CUDA C++ source to compile at run time with NVRTC, with its [`ProgramOptions`] and name
+/// expressions. Compiling does not change it: it can be compiled for several targets, from
+/// several threads.
+#[derive(Debug, Clone)]
+pub struct Program {
+    source: String,
+    options: ProgramOptions,
+    name_expressions: Vec<String>,
+    /// The architecture's digits, resolved on first use (device 0's when the options name none).
+    arch: OnceLock<String>,
+}
+
+/// What one compile will be: the architecture name and the flags.
+pub(super) struct Plan {
+    /// `sm_90` or `compute_90`, as in the `--gpu-architecture` flag.
+    pub(super) arch: String,
+    /// The flags, in order.
+    pub(super) flags: Vec<String>,
+}
+
+impl Program {
+    /// A program from `source` and `options`, both checked ([`ProgramOptions::validate`]; a
+    /// NUL byte in the source is [`Error::InvalidArgument`]). Nothing is compiled yet.
+    pub fn new(source: &str, options: ProgramOptions) -> Result<Self> {
+        options.validate()?;
+        super::options::no_nul("source", source)?;
+        Ok(Self {
+            source: source.to_owned(),
+            options,
+            name_expressions: Vec::new(),
+            arch: OnceLock::new(),
+        })
+    }
+
+    /// Asks every compile to lower `expression` (`"saxpy<float>"`, `"&scale<double>"`), so
+    /// [`CompiledProgram::lowered_name`] gives its mangled name. Adding one twice is a no-op; an
+    /// empty one, or one with a NUL byte, is [`Error::InvalidArgument`].
+    #[doc(alias = "nvrtcAddNameExpression")]
+    pub fn add_name_expression(&mut self, expression: &str) -> Result<()> {
+        text("name expression", expression)?;
+        if !self
+            .name_expressions
+            .iter()
+            .any(|known| known == expression)
+        {
+            self.name_expressions.push(expression.to_owned());
+        }
+        Ok(())
+    }
+
+    /// The source.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The options.
+    pub fn options(&self) -> &ProgramOptions {
+        &self.options
+    }
+
+    /// The name expressions, in the order added.
+    pub fn name_expressions(&self) -> &[String] {
+        &self.name_expressions
+    }
+
+    /// The exact flags a compile for `target` uses (see [`ProgramOptions::to_flags`]).
+    pub fn flags(&self, target: CodeKind) -> Result<Vec<String>> {
+        Ok(self.plan(target)?.flags)
+    }
+
+    /// Compiles to `target` with a fresh `nvrtcProgram`, destroyed before returning.
+    ///
+    /// On success: the code exactly as NVRTC returns it, the lowered name of every name
+    /// expression, the log (warnings) and the flags. A compile error is [`Error::Nvrtc`] from
+    /// `nvrtcCompileProgram` whose `log` holds NVRTC's full log followed by a line listing the
+    /// flags used. Output NVRTC did not produce (an extra option that contradicts the target)
+    /// is [`Error::InvalidArgument`].
+    #[doc(alias(
+        "nvrtcCreateProgram",
+        "nvrtcCompileProgram",
+        "nvrtcGetProgramLog",
+        "nvrtcGetPTX",
+        "nvrtcGetCUBIN",
+        "nvrtcGetLTOIR",
+        "nvrtcGetLoweredName",
+        "nvrtcDestroyProgram"
+    ))]
+    pub fn compile(&self, target: CodeKind) -> Result<CompiledProgram> {
+        let plan = self.plan(target)?;
+        self.compile_with(target, plan.flags)
+    }
+
+    /// Compiles to `target` with `flags` (already rendered from these options).
+    pub(super) fn compile_with(
+        &self,
+        target: CodeKind,
+        flags: Vec<String>,
+    ) -> Result<CompiledProgram> {
+        let nvrtc = nvrtc_sys::nvrtc()?;
+        let source = c_string("source", &self.source)?;
+        let name = c_string("program name", &self.options.name)?;
+        let headers = self
+            .options
+            .headers
+            .iter()
+            .map(|(name, contents)| {
+                Ok((
+                    c_string("in-memory header name", name)?,
+                    c_string("in-memory header contents", contents)?,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let expressions = self
+            .name_expressions
+            .iter()
+            .map(|expression| c_string("name expression", expression))
+            .collect::<Result<Vec<_>>>()?;
+        let c_flags = flags
+            .iter()
+            .map(|flag| c_string("compile option", flag))
+            .collect::<Result<Vec<CString>>>()?;
+
+        // Declared after the strings it was made from, so it is destroyed before them.
+        let program = NvrtcProgram::create(nvrtc, &source, &name, &headers)?;
+        for expression in &expressions {
+            program.add_name_expression(expression)?;
+        }
+        let status = program.compile(&c_flags)?;
+        if status != nvrtcResult::NVRTC_SUCCESS {
+            let log = program
+                .log()
+                .unwrap_or_else(|error| format!("(the log could not be read: {error})"));
+            return Err(Error::nvrtc(
+                "nvrtcCompileProgram",
+                status,
+                Some(failure_log(&log, &flags).into_boxed_str()),
+            ));
+        }
+        let log = program.log()?;
+        let code = program.code(target)?;
+        if code.is_empty() {
+            return Err(Error::invalid_argument(format!(
+                "NVRTC produced no {target} output with options {flags:?} (an extra option \
+                 contradicts the target?)"
+            )));
+        }
+        let lowered = self
+            .name_expressions
+            .iter()
+            .zip(&expressions)
+            .map(|(expression, c_expression)| {
+                Ok((expression.clone(), program.lowered_name(c_expression)?))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(CompiledProgram {
+            program: CachedProgram::new(target, code, lowered),
+            log,
+            options: flags,
+        })
+    }
+
+    /// The architecture name and flags for compiling to `target`.
+    pub(super) fn plan(&self, target: CodeKind) -> Result<Plan> {
+        let digits = self.arch_digits()?;
+        Ok(Plan {
+            arch: arch::for_target(target, digits),
+            flags: self.options.render(target, digits),
+        })
+    }
+
+    fn arch_digits(&self) -> Result<&str> {
+        if let Some(digits) = self.arch.get() {
+            return Ok(digits);
+        }
+        let resolved = self.options.resolve_arch()?;
+        Ok(self.arch.get_or_init(|| resolved))
+    }
+}
+
+/// NVRTC's log of a failed compile, then a line with the flags used.
+fn failure_log(log: &str, flags: &[String]) -> String {
+    let log = log.trim_end();
+    if log.is_empty() {
+        format!("options: {flags:?}")
+    } else {
+        format!("{log}\noptions: {flags:?}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> ProgramOptions {
+        ProgramOptions {
+            arch: Some("sm_90".into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_failure_log_ends_with_the_options() {
+        let flags = vec!["--gpu-architecture=sm_90".to_owned(), "-DN=4".to_owned()];
+        assert_eq!(
+            failure_log("p.cu(3): error: expected a \";\"\n\n", &flags),
+            "p.cu(3): error: expected a \";\"\noptions: [\"--gpu-architecture=sm_90\", \"-DN=4\"]"
+        );
+        assert_eq!(failure_log("", &flags).lines().count(), 1);
+    }
+
+    #[test]
+    fn new_refuses_bad_input_before_nvrtc() {
+        let error = Program::new("__global__ void k() {}\0", options()).unwrap_err();
+        assert!(error.to_string().contains("NUL"), "{error}");
+        let bad_arch = ProgramOptions {
+            arch: Some("sm90".into()),
+            ..Default::default()
+        };
+        assert!(matches!(
+            Program::new("", bad_arch),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+
+    #[test]
+    fn name_expressions_are_checked_and_deduplicated() {
+        let mut program = Program::new("", options()).unwrap();
+        program.add_name_expression("k<float>").unwrap();
+        program.add_name_expression("k<int>").unwrap();
+        program.add_name_expression("k<float>").unwrap();
+        assert_eq!(program.name_expressions(), ["k<float>", "k<int>"]);
+        for bad in ["", "k<\0>"] {
+            assert!(matches!(
+                program.add_name_expression(bad),
+                Err(Error::InvalidArgument(_))
+            ));
+        }
+        assert_eq!(program.name_expressions().len(), 2);
+    }
+
+    #[test]
+    fn the_plan_uses_the_given_arch_without_a_device() {
+        let program = Program::new("", options().define("X")).unwrap();
+        let plan = program.plan(CodeKind::Ptx).unwrap();
+        assert_eq!(plan.arch, "compute_90");
+        assert_eq!(plan.flags, ["--gpu-architecture=compute_90", "-DX"]);
+        assert_eq!(program.plan(CodeKind::Cubin).unwrap().arch, "sm_90");
+        assert_eq!(
+            program.flags(CodeKind::LtoIr).unwrap(),
+            ["--gpu-architecture=sm_90", "-dlto", "-DX"]
+        );
+    }
+
+    #[test]
+    fn programs_are_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Program>();
+        assert_send_sync::<CompiledProgram>();
+    }
+}

@@ -1,0 +1,377 @@
+//! [`ProgramOptions`]: NVRTC's compile options as typed fields, and their exact flags.
+
+use super::arch;
+use crate::cache::CodeKind;
+use crate::{Device, Error, Result};
+
+/// The C++ dialect (`--std=`). NVRTC's default, when none is given, is C++17.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CppStandard {
+    /// `--std=c++03`.
+    Cpp03,
+    /// `--std=c++11`.
+    Cpp11,
+    /// `--std=c++14`.
+    Cpp14,
+    /// `--std=c++17`.
+    Cpp17,
+    /// `--std=c++20`.
+    Cpp20,
+    /// `--std=c++23` (NVRTC 13 and later).
+    Cpp23,
+}
+
+impl CppStandard {
+    /// The flag that selects this dialect (`--std=c++17`).
+    pub fn flag(self) -> &'static str {
+        match self {
+            CppStandard::Cpp03 => "--std=c++03",
+            CppStandard::Cpp11 => "--std=c++11",
+            CppStandard::Cpp14 => "--std=c++14",
+            CppStandard::Cpp17 => "--std=c++17",
+            CppStandard::Cpp20 => "--std=c++20",
+            CppStandard::Cpp23 => "--std=c++23",
+        }
+    }
+}
+
+/// How to compile a [`Program`](super::Program): NVRTC's options as typed fields.
+///
+/// [`ProgramOptions::to_flags`] renders them to NVRTC's flags, always in this order (a field
+/// left at its default adds nothing):
+///
+/// | # | field | flag |
+/// |---|---|---|
+/// | 1 | `arch` (or the device's) | `--gpu-architecture=compute_90` for PTX, `--gpu-architecture=sm_90` for CUBIN and LTO-IR |
+/// | 2 | (target LTO-IR) | `-dlto` |
+/// | 3 | `std` | `--std=c++17` |
+/// | 4 | `relocatable_device_code` | `--relocatable-device-code=true` |
+/// | 5 | `debug` | `--device-debug` |
+/// | 6 | `lineinfo` | `--generate-line-info` |
+/// | 7 | `fast_math` | `--use_fast_math` |
+/// | 8 | `ftz` | `--ftz=true` / `--ftz=false` |
+/// | 9 | `prec_div` | `--prec-div=true` / `--prec-div=false` |
+/// | 10 | `prec_sqrt` | `--prec-sqrt=true` / `--prec-sqrt=false` |
+/// | 11 | `fma` | `--fmad=true` / `--fmad=false` |
+/// | 12 | `max_registers` | `--maxrregcount=N` |
+/// | 13 | `defines`, in order | `-DNAME`, `-DNAME=VALUE` |
+/// | 14 | `undefines`, in order | `-UNAME` |
+/// | 15 | `include_paths`, in order | `--include-path=DIR` |
+/// | 16 | `pre_includes`, in order | `--pre-include=HEADER` |
+/// | 17 | `extra_options`, in order | each verbatim |
+///
+/// All defines come before all undefines. `name`, `headers` and `caller_digest` are not flags:
+/// the name and the in-memory headers go to `nvrtcCreateProgram`, the digest into the cache key.
+///
+/// Every string is checked before it reaches NVRTC ([`ProgramOptions::validate`]): an empty
+/// one, or one with a NUL byte, is [`Error::InvalidArgument`].
+///
+/// ```
+/// use cuda_safe::{CodeKind, CppStandard, ProgramOptions};
+///
+/// let options = ProgramOptions {
+///     arch: Some("sm_90".into()),
+///     std: Some(CppStandard::Cpp17),
+///     fast_math: true,
+///     ..Default::default()
+/// }
+/// .define_as("BLOCK", "256");
+/// assert_eq!(
+///     options.to_flags(CodeKind::Ptx)?,
+///     ["--gpu-architecture=compute_90", "--std=c++17", "--use_fast_math", "-DBLOCK=256"],
+/// );
+/// assert_eq!(options.to_flags(CodeKind::LtoIr)?[..2], ["--gpu-architecture=sm_90", "-dlto"]);
+/// # Ok::<(), cuda_safe::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgramOptions {
+    /// The program's name, given to `nvrtcCreateProgram`: it appears in the log and in
+    /// `__FILE__`. Default `"program.cu"`.
+    pub name: String,
+    /// The architecture (`"sm_90"`, `"compute_90"` or `"90"`, optionally with an `a` or `f`
+    /// suffix); `None` compiles for device 0's. The target decides the prefix.
+    pub arch: Option<String>,
+    /// The C++ dialect; `None` leaves NVRTC's default (C++17).
+    pub std: Option<CppStandard>,
+    /// Macros to define: `(name, None)` gives `-DNAME`, `(name, Some(value))` gives
+    /// `-DNAME=VALUE`. The name may be function-like (`SQ(x)`).
+    pub defines: Vec<(String, Option<String>)>,
+    /// Macros to undefine (`-UNAME`).
+    pub undefines: Vec<String>,
+    /// Directories searched for headers after the in-memory ones (`--include-path=`). The
+    /// cache key cannot see their files: caching needs a `caller_digest`.
+    pub include_paths: Vec<String>,
+    /// Headers included before the source (`--pre-include=`). Caching needs a
+    /// `caller_digest`.
+    pub pre_includes: Vec<String>,
+    /// In-memory headers, `(name, contents)`: `#include "name"` finds them. Names are unique.
+    pub headers: Vec<(String, String)>,
+    /// Generate relocatable device code (`--relocatable-device-code=true`).
+    pub relocatable_device_code: bool,
+    /// Generate debug information, turning optimisation off (`--device-debug`).
+    pub debug: bool,
+    /// Generate line-number information (`--generate-line-info`).
+    pub lineinfo: bool,
+    /// Fast math: implies `ftz`, no precise division or square root, and FMA
+    /// (`--use_fast_math`).
+    pub fast_math: bool,
+    /// Flush single-precision denormals to zero (`--ftz=`); `None` leaves NVRTC's default.
+    pub ftz: Option<bool>,
+    /// IEEE round-to-nearest single-precision division (`--prec-div=`).
+    pub prec_div: Option<bool>,
+    /// IEEE round-to-nearest single-precision square root (`--prec-sqrt=`).
+    pub prec_sqrt: Option<bool>,
+    /// Contract multiplies and adds into fused multiply-adds (`--fmad=`).
+    pub fma: Option<bool>,
+    /// The most registers a thread may use (`--maxrregcount=`); must be at least 1.
+    pub max_registers: Option<u32>,
+    /// Further NVRTC options, appended verbatim and in order.
+    pub extra_options: Vec<String>,
+    /// A digest the caller computed over whatever the output depends on that the cache key
+    /// cannot see (the files under `include_paths`, the `pre_includes`); required for caching
+    /// when those are used.
+    pub caller_digest: Option<Vec<u8>>,
+}
+
+impl Default for ProgramOptions {
+    fn default() -> Self {
+        Self {
+            name: "program.cu".to_owned(),
+            arch: None,
+            std: None,
+            defines: Vec::new(),
+            undefines: Vec::new(),
+            include_paths: Vec::new(),
+            pre_includes: Vec::new(),
+            headers: Vec::new(),
+            relocatable_device_code: false,
+            debug: false,
+            lineinfo: false,
+            fast_math: false,
+            ftz: None,
+            prec_div: None,
+            prec_sqrt: None,
+            fma: None,
+            max_registers: None,
+            extra_options: Vec::new(),
+            caller_digest: None,
+        }
+    }
+}
+
+impl ProgramOptions {
+    /// Adds `-DNAME` (the macro defined as `1`).
+    pub fn define(mut self, name: impl Into<String>) -> Self {
+        self.defines.push((name.into(), None));
+        self
+    }
+
+    /// Adds `-DNAME=VALUE`.
+    pub fn define_as(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.defines.push((name.into(), Some(value.into())));
+        self
+    }
+
+    /// Adds `-UNAME`.
+    pub fn undefine(mut self, name: impl Into<String>) -> Self {
+        self.undefines.push(name.into());
+        self
+    }
+
+    /// Adds `--include-path=DIR`.
+    pub fn include_path(mut self, dir: impl Into<String>) -> Self {
+        self.include_paths.push(dir.into());
+        self
+    }
+
+    /// Adds `--pre-include=HEADER`.
+    pub fn pre_include(mut self, header: impl Into<String>) -> Self {
+        self.pre_includes.push(header.into());
+        self
+    }
+
+    /// Adds an in-memory header that `#include "name"` finds.
+    pub fn header(mut self, name: impl Into<String>, contents: impl Into<String>) -> Self {
+        self.headers.push((name.into(), contents.into()));
+        self
+    }
+
+    /// Appends a raw NVRTC option, verbatim.
+    pub fn option(mut self, option: impl Into<String>) -> Self {
+        self.extra_options.push(option.into());
+        self
+    }
+
+    /// Checks every field; the first problem found is [`Error::InvalidArgument`].
+    ///
+    /// Refused: an empty name, architecture, macro name, include path, pre-include, header name
+    /// or extra option; a NUL byte anywhere; an architecture not of the form `sm_XX`,
+    /// `compute_XX` or `XX`; a macro name with `=`, whitespace, or a leading digit or `-`; a
+    /// macro value with a line break (NVRTC would cut the definition there); two headers with
+    /// one name; `max_registers` of 0.
+    pub fn validate(&self) -> Result<()> {
+        text("program name", &self.name)?;
+        if let Some(arch) = &self.arch {
+            arch::digits(arch)?;
+        }
+        for (name, value) in &self.defines {
+            macro_name("define", name)?;
+            if let Some(value) = value {
+                no_nul("define value", value)?;
+                if value.contains(['\n', '\r']) {
+                    return Err(invalid(format!(
+                        "the value of macro {name:?} has a line break, where NVRTC would cut it"
+                    )));
+                }
+            }
+        }
+        for name in &self.undefines {
+            macro_name("undefine", name)?;
+        }
+        for dir in &self.include_paths {
+            text("include path", dir)?;
+        }
+        for header in &self.pre_includes {
+            text("pre-include", header)?;
+        }
+        for (index, (name, contents)) in self.headers.iter().enumerate() {
+            text("in-memory header name", name)?;
+            no_nul("in-memory header contents", contents)?;
+            if self
+                .headers
+                .iter()
+                .take(index)
+                .any(|(other, _)| other == name)
+            {
+                return Err(invalid(format!("two in-memory headers are named {name:?}")));
+            }
+        }
+        if self.max_registers == Some(0) {
+            return Err(invalid("max_registers must be at least 1"));
+        }
+        for option in &self.extra_options {
+            text("extra option", option)?;
+        }
+        Ok(())
+    }
+
+    /// The exact NVRTC flags for compiling to `target`, in the order of the table above.
+    ///
+    /// With `arch` unset this asks device 0 for its architecture (so it needs a GPU); with it
+    /// set, it needs nothing. Fails as [`ProgramOptions::validate`] does.
+    pub fn to_flags(&self, target: CodeKind) -> Result<Vec<String>> {
+        self.validate()?;
+        Ok(self.render(target, &self.resolve_arch()?))
+    }
+
+    /// The architecture's digits (`"90"`): `arch`'s, or device 0's when it is unset.
+    pub(super) fn resolve_arch(&self) -> Result<String> {
+        match &self.arch {
+            Some(given) => Ok(arch::digits(given)?.to_owned()),
+            None => {
+                let device = Device::new(0)?.arch()?;
+                arch::digits(&device)?;
+                Ok(device)
+            }
+        }
+    }
+
+    /// The flags for `target` and the architecture `digits`; the options must be valid.
+    pub(super) fn render(&self, target: CodeKind, digits: &str) -> Vec<String> {
+        let mut flags = Vec::with_capacity(8 + self.variable_flag_count());
+        flags.push(format!(
+            "--gpu-architecture={}",
+            arch::for_target(target, digits)
+        ));
+        if target == CodeKind::LtoIr {
+            flags.push("-dlto".to_owned());
+        }
+        if let Some(std) = self.std {
+            flags.push(std.flag().to_owned());
+        }
+        for (on, flag) in [
+            (
+                self.relocatable_device_code,
+                "--relocatable-device-code=true",
+            ),
+            (self.debug, "--device-debug"),
+            (self.lineinfo, "--generate-line-info"),
+            (self.fast_math, "--use_fast_math"),
+        ] {
+            if on {
+                flags.push(flag.to_owned());
+            }
+        }
+        for (value, name) in [
+            (self.ftz, "--ftz"),
+            (self.prec_div, "--prec-div"),
+            (self.prec_sqrt, "--prec-sqrt"),
+            (self.fma, "--fmad"),
+        ] {
+            if let Some(value) = value {
+                flags.push(format!("{name}={value}"));
+            }
+        }
+        if let Some(count) = self.max_registers {
+            flags.push(format!("--maxrregcount={count}"));
+        }
+        flags.extend(self.defines.iter().map(|(name, value)| match value {
+            Some(value) => format!("-D{name}={value}"),
+            None => format!("-D{name}"),
+        }));
+        flags.extend(self.undefines.iter().map(|name| format!("-U{name}")));
+        flags.extend(
+            self.include_paths
+                .iter()
+                .map(|dir| format!("--include-path={dir}")),
+        );
+        flags.extend(
+            self.pre_includes
+                .iter()
+                .map(|header| format!("--pre-include={header}")),
+        );
+        flags.extend(self.extra_options.iter().cloned());
+        flags
+    }
+
+    fn variable_flag_count(&self) -> usize {
+        self.defines.len()
+            + self.undefines.len()
+            + self.include_paths.len()
+            + self.pre_includes.len()
+            + self.extra_options.len()
+    }
+}
+
+fn invalid(what: impl std::fmt::Display) -> Error {
+    Error::invalid_argument(format!("program options: {what}"))
+}
+
+/// Checks that `value` has no NUL byte (C strings end at the first).
+pub(super) fn no_nul(what: &str, value: &str) -> Result<()> {
+    if value.contains('\0') {
+        return Err(invalid(format!("the {what} {value:?} contains a NUL byte")));
+    }
+    Ok(())
+}
+
+/// Checks that `value` is non-empty and has no NUL byte.
+pub(super) fn text(what: &str, value: &str) -> Result<()> {
+    if value.is_empty() {
+        return Err(invalid(format!("the {what} is empty")));
+    }
+    no_nul(what, value)
+}
+
+fn macro_name(what: &str, name: &str) -> Result<()> {
+    text(&format!("{what} macro name"), name)?;
+    let starts_badly = name.starts_with(|first: char| first.is_ascii_digit() || first == '-');
+    if starts_badly || name.contains(|c: char| c == '=' || c.is_whitespace()) {
+        return Err(invalid(format!(
+            "{name:?} is not a macro name (no `=`, no whitespace, no leading digit or `-`; \
+             give the value separately)"
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,167 @@
+//! One `nvrtcProgram`: created, compiled, read and destroyed within a single compile.
+
+use std::ffi::{CStr, CString, c_char, c_int};
+
+use crate::cache::CodeKind;
+use crate::error::check_nvrtc;
+use crate::nvrtc_sys::{Nvrtc, nvrtcProgram, nvrtcResult};
+use crate::{Error, Result};
+
+/// An `nvrtcProgram`, destroyed when dropped, so every path out of a compile frees it.
+///
+/// The strings it was created from must outlive it (declare them before the guard).
+pub(super) struct NvrtcProgram {
+    raw: nvrtcProgram,
+    nvrtc: &'static Nvrtc,
+}
+
+impl NvrtcProgram {
+    /// A program for `source`, named `name`, with in-memory `(name, contents)` headers.
+    pub(super) fn create(
+        nvrtc: &'static Nvrtc,
+        source: &CStr,
+        name: &CStr,
+        headers: &[(CString, CString)],
+    ) -> Result<Self> {
+        let count = c_int_count(headers.len(), "in-memory headers")?;
+        let names: Vec<*const c_char> = headers.iter().map(|(name, _)| name.as_ptr()).collect();
+        let contents: Vec<*const c_char> = headers
+            .iter()
+            .map(|(_, contents)| contents.as_ptr())
+            .collect();
+        let mut raw: nvrtcProgram = std::ptr::null_mut();
+        // SAFETY: `raw` is a valid out-pointer; `source` and `name` are NUL-terminated; `names`
+        // and `contents` hold `count` pointers to NUL-terminated strings, all alive for the call.
+        check_nvrtc("nvrtcCreateProgram", unsafe {
+            nvrtc.nvrtcCreateProgram(
+                &mut raw,
+                source.as_ptr(),
+                name.as_ptr(),
+                count,
+                contents.as_ptr(),
+                names.as_ptr(),
+            )
+        })?;
+        Ok(Self { raw, nvrtc })
+    }
+
+    /// Registers a name expression, to be lowered by the compile.
+    pub(super) fn add_name_expression(&self, expression: &CStr) -> Result<()> {
+        // SAFETY: the program is live and not yet compiled; the expression is NUL-terminated.
+        check_nvrtc("nvrtcAddNameExpression", unsafe {
+            self.nvrtc
+                .nvrtcAddNameExpression(self.raw, expression.as_ptr())
+        })
+    }
+
+    /// Compiles with `options`; NVRTC's result code (a compile error is not an `Err` here).
+    pub(super) fn compile(&self, options: &[CString]) -> Result<nvrtcResult> {
+        let count = c_int_count(options.len(), "compile options")?;
+        let pointers: Vec<*const c_char> = options.iter().map(|option| option.as_ptr()).collect();
+        // SAFETY: the program is live; `pointers` holds `count` NUL-terminated strings, alive
+        // for the call.
+        Ok(unsafe {
+            self.nvrtc
+                .nvrtcCompileProgram(self.raw, count, pointers.as_ptr())
+        }?)
+    }
+
+    /// The compile log, without its NUL terminator (non-UTF-8 bytes replaced).
+    pub(super) fn log(&self) -> Result<String> {
+        let mut size = 0usize;
+        // SAFETY: the program is live; `size` is a valid out-pointer.
+        check_nvrtc("nvrtcGetProgramLogSize", unsafe {
+            self.nvrtc.nvrtcGetProgramLogSize(self.raw, &mut size)
+        })?;
+        if size == 0 {
+            return Ok(String::new());
+        }
+        let mut log = vec![0u8; size];
+        // SAFETY: `log` holds the `size` bytes NVRTC asked for, terminator included.
+        check_nvrtc("nvrtcGetProgramLog", unsafe {
+            self.nvrtc
+                .nvrtcGetProgramLog(self.raw, log.as_mut_ptr().cast::<c_char>())
+        })?;
+        let end = log.iter().position(|&byte| byte == 0).unwrap_or(log.len());
+        log.truncate(end);
+        Ok(String::from_utf8(log)
+            .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned()))
+    }
+
+    /// The compiled code of kind `kind`, exactly as NVRTC returns it (PTX keeps its NUL).
+    pub(super) fn code(&self, kind: CodeKind) -> Result<Vec<u8>> {
+        let (size_api, code_api) = match kind {
+            CodeKind::Ptx => ("nvrtcGetPTXSize", "nvrtcGetPTX"),
+            CodeKind::Cubin => ("nvrtcGetCUBINSize", "nvrtcGetCUBIN"),
+            CodeKind::LtoIr => ("nvrtcGetLTOIRSize", "nvrtcGetLTOIR"),
+        };
+        let mut size = 0usize;
+        // SAFETY: the program is live and compiled; `size` is a valid out-pointer.
+        let sized = unsafe {
+            match kind {
+                CodeKind::Ptx => self.nvrtc.nvrtcGetPTXSize(self.raw, &mut size),
+                CodeKind::Cubin => self.nvrtc.nvrtcGetCUBINSize(self.raw, &mut size),
+                CodeKind::LtoIr => self.nvrtc.nvrtcGetLTOIRSize(self.raw, &mut size),
+            }
+        };
+        check_nvrtc(size_api, sized)?;
+        let mut code = vec![0u8; size];
+        if size == 0 {
+            return Ok(code);
+        }
+        let out = code.as_mut_ptr().cast::<c_char>();
+        // SAFETY: `out` points to the `size` bytes NVRTC reported for this output.
+        let copied = unsafe {
+            match kind {
+                CodeKind::Ptx => self.nvrtc.nvrtcGetPTX(self.raw, out),
+                CodeKind::Cubin => self.nvrtc.nvrtcGetCUBIN(self.raw, out),
+                CodeKind::LtoIr => self.nvrtc.nvrtcGetLTOIR(self.raw, out),
+            }
+        };
+        check_nvrtc(code_api, copied)?;
+        Ok(code)
+    }
+
+    /// The lowered (mangled) name of a name expression added before the compile.
+    pub(super) fn lowered_name(&self, expression: &CStr) -> Result<String> {
+        let mut lowered: *const c_char = std::ptr::null();
+        // SAFETY: the program is live and compiled; the expression is NUL-terminated;
+        // `lowered` is a valid out-pointer.
+        check_nvrtc("nvrtcGetLoweredName", unsafe {
+            self.nvrtc
+                .nvrtcGetLoweredName(self.raw, expression.as_ptr(), &mut lowered)
+        })?;
+        if lowered.is_null() {
+            return Err(Error::nvrtc(
+                "nvrtcGetLoweredName",
+                nvrtcResult::NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID,
+                None,
+            ));
+        }
+        // SAFETY: NVRTC set `lowered` to a NUL-terminated string owned by the program, which
+        // lives until the program is destroyed; it is copied here, before that.
+        let name = unsafe { CStr::from_ptr(lowered) };
+        Ok(name.to_string_lossy().into_owned())
+    }
+}
+
+impl Drop for NvrtcProgram {
+    fn drop(&mut self) {
+        // SAFETY: `raw` came from nvrtcCreateProgram and is destroyed only here, once.
+        let result = unsafe { self.nvrtc.nvrtcDestroyProgram(&mut self.raw) };
+        if let Err(error) = check_nvrtc("nvrtcDestroyProgram", result) {
+            crate::log_drop_error("NVRTC program", &error);
+        }
+    }
+}
+
+/// `text` as a C string; a NUL inside is [`Error::InvalidArgument`] naming `what`.
+pub(super) fn c_string(what: &str, text: &str) -> Result<CString> {
+    CString::new(text)
+        .map_err(|_| Error::invalid_argument(format!("the {what} {text:?} contains a NUL byte")))
+}
+
+fn c_int_count(count: usize, what: &str) -> Result<c_int> {
+    c_int::try_from(count)
+        .map_err(|_| Error::invalid_argument(format!("{count} {what}: more than NVRTC takes")))
+}

@@ -1,0 +1,53 @@
+//! What the loaded NVRTC is: its version and the architectures it compiles for.
+
+use std::ffi::c_int;
+use std::sync::OnceLock;
+
+use crate::error::check_nvrtc;
+use crate::{Result, nvrtc_sys};
+
+/// The loaded NVRTC's version, `(major, minor)` (`(13, 0)`); asked once, then remembered.
+///
+/// ```no_run
+/// let (major, minor) = cuda_safe::nvrtc_version()?;
+/// println!("NVRTC {major}.{minor}");
+/// # Ok::<(), cuda_safe::Error>(())
+/// ```
+#[doc(alias = "nvrtcVersion")]
+pub fn nvrtc_version() -> Result<(u32, u32)> {
+    static VERSION: OnceLock<(u32, u32)> = OnceLock::new();
+    if let Some(version) = VERSION.get() {
+        return Ok(*version);
+    }
+    let nvrtc = nvrtc_sys::nvrtc()?;
+    let (mut major, mut minor): (c_int, c_int) = (0, 0);
+    // SAFETY: both pointers are valid places for an int.
+    check_nvrtc("nvrtcVersion", unsafe {
+        nvrtc.nvrtcVersion(&mut major, &mut minor)
+    })?;
+    Ok(*VERSION.get_or_init(|| (non_negative(major), non_negative(minor))))
+}
+
+/// The architectures the loaded NVRTC compiles for, ascending (`[75, 80, 86, ..., 90, ...]`).
+#[doc(alias = "nvrtcGetSupportedArchs", alias = "nvrtcGetNumSupportedArchs")]
+pub fn nvrtc_supported_archs() -> Result<Vec<u32>> {
+    let nvrtc = nvrtc_sys::nvrtc()?;
+    let mut count: c_int = 0;
+    // SAFETY: `count` is a valid place for an int.
+    check_nvrtc("nvrtcGetNumSupportedArchs", unsafe {
+        nvrtc.nvrtcGetNumSupportedArchs(&mut count)
+    })?;
+    let mut archs: Vec<c_int> = vec![0; usize::try_from(count).unwrap_or(0)];
+    if archs.is_empty() {
+        return Ok(Vec::new());
+    }
+    // SAFETY: `archs` holds the `count` ints NVRTC said it would write.
+    check_nvrtc("nvrtcGetSupportedArchs", unsafe {
+        nvrtc.nvrtcGetSupportedArchs(archs.as_mut_ptr())
+    })?;
+    Ok(archs.into_iter().map(non_negative).collect())
+}
+
+fn non_negative(value: c_int) -> u32 {
+    u32::try_from(value).unwrap_or(0)
+}
