@@ -47,6 +47,7 @@
 mod file;
 mod format;
 mod fs_ops;
+mod kernels;
 mod key;
 mod lru;
 mod memory;
@@ -56,6 +57,7 @@ mod stats;
 mod tiered;
 
 pub use file::{EntryInfo, FileStreamProgramCache, STALE_TEMP_AGE};
+pub use kernels::KernelCache;
 pub use key::{CacheKey, CacheKeyBuilder, KEY_SCHEMA_VERSION};
 pub use memory::InMemoryProgramCache;
 pub use program::{CachedProgram, CodeKind};

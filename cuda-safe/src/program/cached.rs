@@ -15,9 +15,16 @@ impl Program {
     /// or pre-includes (or a raw option that reads files) and no `caller_digest`, the key
     /// builder refuses: [`Error::InvalidArgument`](crate::Error::InvalidArgument) saying so.
     #[doc(alias = "nvrtcVersion")]
+    ///
+    /// The key is computed once per program and target, and remembered.
     pub fn cache_key(&self, target: CodeKind) -> Result<CacheKey> {
+        let slot = &self.keys[key_slot(target)];
+        if let Some(key) = slot.get() {
+            return Ok(*key);
+        }
         let plan = self.plan(target)?;
-        self.key_for(target, &plan, &compiler_version()?)
+        let key = self.key_for(target, &plan, &compiler_version()?)?;
+        Ok(*slot.get_or_init(|| key))
     }
 
     /// Compiles to `target` through `cache`: a hit returns the stored program (with an empty
@@ -43,18 +50,30 @@ impl Program {
         target: CodeKind,
         cache: &dyn ProgramCache,
     ) -> Result<CompiledProgram> {
-        self.through_cache(target, cache, &compiler_version()?)
+        let key = self.cache_key(target)?;
+        self.fetch_or_compile(target, cache, key)
     }
 
     /// [`Program::compile_cached`] with the compiler version given.
+    #[cfg(test)]
     fn through_cache(
         &self,
         target: CodeKind,
         cache: &dyn ProgramCache,
         version: &str,
     ) -> Result<CompiledProgram> {
+        let key = self.key_for(target, &self.plan(target)?, version)?;
+        self.fetch_or_compile(target, cache, key)
+    }
+
+    /// Returns the entry `key` of `cache`, or compiles and stores it.
+    fn fetch_or_compile(
+        &self,
+        target: CodeKind,
+        cache: &dyn ProgramCache,
+        key: CacheKey,
+    ) -> Result<CompiledProgram> {
         let plan = self.plan(target)?;
-        let key = self.key_for(target, &plan, version)?;
         match cache.get(&key) {
             Ok(Some(program)) => {
                 return Ok(CompiledProgram {
@@ -96,6 +115,15 @@ impl Program {
             builder = builder.caller_digest(digest);
         }
         builder.build()
+    }
+}
+
+/// The index of `target`'s remembered key.
+fn key_slot(target: CodeKind) -> usize {
+    match target {
+        CodeKind::Ptx => 0,
+        CodeKind::Cubin => 1,
+        CodeKind::LtoIr => 2,
     }
 }
 

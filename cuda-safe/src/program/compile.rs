@@ -21,6 +21,8 @@ pub struct Program {
     name_expressions: Vec<String>,
     /// The architecture's digits, resolved on first use (device 0's when the options name none).
     arch: OnceLock<String>,
+    /// The cache key of each target, computed on first use (see [`Program::cache_key`]).
+    pub(super) keys: [OnceLock<crate::cache::CacheKey>; 3],
 }
 
 /// What one compile will be: the architecture name and the flags.
@@ -42,6 +44,7 @@ impl Program {
             options,
             name_expressions: Vec::new(),
             arch: OnceLock::new(),
+            keys: Default::default(),
         })
     }
 
@@ -57,6 +60,7 @@ impl Program {
             .any(|known| known == expression)
         {
             self.name_expressions.push(expression.to_owned());
+            self.keys = Default::default(); // the keys cover the name expressions
         }
         Ok(())
     }

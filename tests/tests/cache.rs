@@ -1,0 +1,102 @@
+//! Program caches with a real compiler and driver: compiles happen once, hits (in memory and on
+//! disk, in a "new process" simulated by a fresh cache) give launchable kernels, templated
+//! kernels included, and a corrupted entry is recompiled.
+
+use cuda_gpu_tests::gpu_or_skip;
+use cuda_safe::cache::{
+    FileStreamProgramCache, InMemoryProgramCache, KernelCache, ProgramCache, TieredProgramCache,
+};
+use cuda_safe::{CodeKind, Device, LaunchConfig, Program, ProgramOptions, launch};
+
+const SOURCE: &str = r#"
+template <typename T> __global__ void add_one(T* data, size_t n) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < n) data[i] += T(1);
+}
+"#;
+
+fn program() -> Program {
+    let mut program = Program::new(SOURCE, ProgramOptions::default()).unwrap();
+    program.add_name_expression("add_one<float>").unwrap();
+    program.add_name_expression("add_one<int>").unwrap();
+    program
+}
+
+/// Launches `add_one<float>` from `kernels` on 100 floats and checks the result.
+fn add_one_works<C: ProgramCache>(kernels: &KernelCache<C>, program: &Program) {
+    let device = Device::new(0).unwrap();
+    let stream = device.create_stream(Default::default()).unwrap();
+    let pool = device.default_memory_resource().unwrap();
+    let kernel = kernels
+        .kernel(program, CodeKind::Cubin, "add_one<float>")
+        .unwrap();
+    let mut data = pool.allocate(400, &stream).unwrap();
+    data.copy_from_host(&[1.5f32; 100]).unwrap();
+    let config = LaunchConfig::for_num_elements(100, 64).unwrap();
+    // SAFETY: add_one<float>(float*, size_t) updates 100 floats, which the buffer holds.
+    unsafe { launch(&stream, &config, &kernel, (&mut data, 100usize)).unwrap() };
+    assert_eq!(data.to_vec::<f32>().unwrap(), [2.5f32; 100]);
+}
+
+#[test]
+fn a_program_compiles_and_loads_once_per_process() {
+    if !gpu_or_skip("a_program_compiles_and_loads_once_per_process") {
+        return;
+    }
+    let program = program();
+    let kernels = KernelCache::new(InMemoryProgramCache::new(16 << 20));
+    add_one_works(&kernels, &program);
+    add_one_works(&kernels, &program);
+    kernels
+        .kernel(&program, CodeKind::Cubin, "add_one<int>")
+        .unwrap();
+    let stats = kernels.programs().stats().unwrap();
+    assert_eq!((stats.insertions, stats.hits), (1, 0), "{stats:?}");
+    assert_eq!(kernels.loaded_count(), 1);
+    // Another target is another entry.
+    kernels.object_code(&program, CodeKind::Ptx).unwrap();
+    assert_eq!(kernels.loaded_count(), 2);
+    kernels.unload_all();
+    add_one_works(&kernels, &program);
+    assert_eq!(kernels.programs().stats().unwrap().hits, 1);
+}
+
+#[test]
+fn a_disk_hit_in_a_new_cache_resolves_templated_kernels() {
+    if !gpu_or_skip("a_disk_hit_in_a_new_cache_resolves_templated_kernels") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("cuda-safe-cache-test-{}", std::process::id()));
+    let program = program();
+    {
+        let first = KernelCache::new(FileStreamProgramCache::new(&dir));
+        add_one_works(&first, &program);
+        assert_eq!(first.programs().stats().unwrap().insertions, 1);
+    }
+    // What a new process sees: an empty in-memory level in front of the same directory.
+    let second = KernelCache::new(TieredProgramCache::new(
+        InMemoryProgramCache::new(16 << 20),
+        FileStreamProgramCache::new(&dir),
+    ));
+    add_one_works(&second, &program);
+    assert_eq!(second.programs().back().stats().unwrap().hits, 1);
+    assert_eq!(second.programs().front().stats().unwrap().insertions, 1);
+
+    // A corrupted entry is a miss: the program is compiled again and the entry rewritten.
+    let disk = FileStreamProgramCache::new(&dir);
+    let key = program.cache_key(CodeKind::Cubin).unwrap();
+    let path = disk.entry_path(&key);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&path, &bytes).unwrap();
+    let third = KernelCache::new(FileStreamProgramCache::new(&dir));
+    add_one_works(&third, &program);
+    let stats = third.programs().stats().unwrap();
+    assert_eq!(
+        (stats.corrupt_entries, stats.insertions),
+        (1, 1),
+        "{stats:?}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
