@@ -6,7 +6,8 @@
 #   ROUNDS  rounds of every program (default 5); medians and per-round ratios are reported
 #   FILTER  only Rust benchmarks whose "abi/name" contains FILTER (floors always run)
 # environment: OUT (folder for bench.log, bench.json, bench-table.txt; default logs/ in the
-# bundle), ABIS (default "cuda-12 cuda-13"), BENCH_CPU (the core every program is pinned to,
+# bundle), ABIS (default "cuda-12 cuda-13"), BENCH_EXAMPLES (examples that print FIG lines and
+# run in the rounds too; default "green_isolation"), BENCH_CPU (the core every program is pinned to,
 # so that floor and crate run alike; default 2; empty: no pinning).
 set -u
 here=$(cd "$(dirname "$0")" && pwd) || exit 2
@@ -42,7 +43,8 @@ done
 
 benches=()
 for abi in ${ABIS:-cuda-12 cuda-13}; do
-    for bin in "$bundle/$abi"/benches/*; do
+    for bin in "$bundle/$abi"/benches/* ${BENCH_EXAMPLES-green_isolation}; do
+        case "$bin" in */*) ;; *) bin="$bundle/$abi/examples/$bin" ;; esac
         [ -x "$bin" ] || continue
         item="$abi/$(basename "$bin")"
         [ -n "$filter" ] && [[ "$item" != *"$filter"* ]] && continue

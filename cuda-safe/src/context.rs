@@ -15,8 +15,8 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use crate::error::check;
-use crate::sys::{CUcontext, Driver};
-use crate::{Device, Result};
+use crate::sys::{CUcontext, CUgreenCtx, Driver};
+use crate::{Device, Event, EventOptions, Result, Stream, StreamOptions};
 
 /// A CUDA context; cloning is cheap and shares it.
 ///
@@ -37,6 +37,8 @@ struct ContextInner {
 enum ContextKind {
     /// A device's primary context, retained with `cuDevicePrimaryCtxRetain`.
     Primary,
+    /// A green context owning `sm_count` SMs, destroyed with `cuGreenCtxDestroy`.
+    Green { green: CUgreenCtx, sm_count: u32 },
 }
 
 // SAFETY: a CUcontext is a handle the driver lets any thread use; the primary context's
@@ -76,6 +78,22 @@ impl Context {
         Ok(Self { inner })
     }
 
+    /// Wraps a green context converted to `raw`, owning it.
+    pub(crate) fn from_green(
+        raw: CUcontext,
+        device: &Device,
+        green: CUgreenCtx,
+        sm_count: u32,
+    ) -> Self {
+        Self {
+            inner: Arc::new(ContextInner {
+                raw,
+                device: *device,
+                kind: ContextKind::Green { green, sm_count },
+            }),
+        }
+    }
+
     /// The raw `CUcontext`, for interop; valid while this `Context` lives.
     pub fn as_raw(&self) -> CUcontext {
         self.inner.raw
@@ -88,9 +106,35 @@ impl Context {
 
     /// Whether this is a green context (a partition of the device's SMs).
     pub fn is_green(&self) -> bool {
+        matches!(self.inner.kind, ContextKind::Green { .. })
+    }
+
+    /// The SMs provisioned to a green context (`None` for a primary context, which has the
+    /// whole device).
+    pub fn green_sm_count(&self) -> Option<u32> {
         match self.inner.kind {
-            ContextKind::Primary => false,
+            ContextKind::Primary => None,
+            ContextKind::Green { sm_count, .. } => Some(sm_count),
         }
+    }
+
+    /// The raw `CUgreenCtx` of a green context.
+    pub fn as_raw_green(&self) -> Option<CUgreenCtx> {
+        match self.inner.kind {
+            ContextKind::Primary => None,
+            ContextKind::Green { green, .. } => Some(green),
+        }
+    }
+
+    /// A new stream on this context (a green context's streams run on its SMs only, and are
+    /// always non-blocking).
+    pub fn create_stream(&self, options: StreamOptions) -> Result<Stream> {
+        Stream::new(self, options)
+    }
+
+    /// A new event on this context.
+    pub fn create_event(&self, options: EventOptions) -> Result<Event> {
+        Event::new(self, options)
     }
 
     /// The driver entry points.
@@ -167,6 +211,9 @@ impl ContextInner {
 
     fn release_raw(&self) -> Result<()> {
         match self.kind {
+            ContextKind::Green { green, .. } => {
+                crate::green::destroy_green(self.device.driver(), self.raw, green)
+            }
             ContextKind::Primary => {
                 // SAFETY: pairs the retain made when this inner value was created.
                 check("cuDevicePrimaryCtxRelease_v2", unsafe {

@@ -35,6 +35,7 @@ mod device;
 mod driver;
 mod error;
 mod event;
+mod green;
 mod launch;
 mod memory;
 mod module;
@@ -49,6 +50,10 @@ pub use device::{Device, DeviceProperties, MemInfo, Uuid};
 pub use driver::driver_version;
 pub use error::{Error, Result};
 pub use event::{Event, EventOptions};
+pub use green::{
+    DeviceResources, GreenContextOptions, PartitionRules, SmResource, SmSplit, SplitPlan,
+    SplitRequest, WorkqueueConfig,
+};
 pub use launch::{DeviceRepr, Dim3, KernelArg, KernelArgs, LaunchConfig, LaunchLimits, launch};
 pub use memory::{
     Buffer, DeviceMemoryResource, DeviceSlice, DeviceSliceMut, ManagedMemoryResource,

@@ -79,13 +79,25 @@ impl Stream {
         } else {
             CUstream_flags::CU_STREAM_DEFAULT
         };
-        context.bind()?;
         let driver = context.driver();
         let mut raw: CUstream = std::ptr::null_mut();
-        // SAFETY: `raw` is a valid out-pointer; the context is current on this thread.
-        check("cuStreamCreateWithPriority", unsafe {
-            driver.cuStreamCreateWithPriority(&mut raw, flags.0, priority)
-        })?;
+        if let Some(green) = context.as_raw_green() {
+            if !options.non_blocking {
+                return Err(Error::invalid_argument(
+                    "a green context's streams are always non-blocking",
+                ));
+            }
+            // SAFETY: valid out-pointer and green context; non-blocking is the required flag.
+            check("cuGreenCtxStreamCreate", unsafe {
+                driver.cuGreenCtxStreamCreate(&mut raw, green, flags.0, priority)
+            })?;
+        } else {
+            context.bind()?;
+            // SAFETY: `raw` is a valid out-pointer; the context is current on this thread.
+            check("cuStreamCreateWithPriority", unsafe {
+                driver.cuStreamCreateWithPriority(&mut raw, flags.0, priority)
+            })?;
+        }
         Ok(Self::from_parts(raw, context.clone(), true))
     }
 

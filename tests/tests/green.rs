@@ -1,0 +1,267 @@
+//! Green contexts on a real GPU: SM queries, every split shape, errors for impossible ones,
+//! disjoint partitions (checked with the SM ids kernels run on), streams, threads, closing.
+
+use std::collections::BTreeSet;
+
+use cuda_gpu_tests::gpu_or_skip;
+use cuda_safe::{
+    CodeKind, Context, Device, Error, GreenContextOptions, Kernel, LaunchConfig, ObjectCode,
+    Program, ProgramOptions, SplitRequest, StreamOptions, launch,
+};
+
+const SOURCE: &str = r#"
+extern "C" __global__ void sm_ids(unsigned* out) {
+    unsigned id;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+    if (threadIdx.x == 0) out[blockIdx.x] = id;
+    // Stay a while, so the blocks spread over every SM the context may use.
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < 20000);
+}
+extern "C" __global__ void axpy(float a, const float* x, float* y, size_t n) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+"#;
+
+fn kernels() -> (Kernel, Kernel) {
+    let compiled = Program::new(SOURCE, ProgramOptions::default())
+        .unwrap()
+        .compile(CodeKind::Cubin)
+        .unwrap();
+    let code = ObjectCode::load(&compiled.program).unwrap();
+    (
+        code.get_kernel("sm_ids").unwrap(),
+        code.get_kernel("axpy").unwrap(),
+    )
+}
+
+/// The SM ids that 8 blocks per SM of `sm_ids` ran on in `context`.
+fn sm_ids_used(device: &Device, context: &Context, kernel: &Kernel, sms: u32) -> BTreeSet<u32> {
+    let stream = context.create_stream(StreamOptions::default()).unwrap();
+    let pool = device.default_memory_resource().unwrap();
+    let blocks = sms * 8;
+    let mut ids = pool.allocate(blocks as usize * 4, &stream).unwrap();
+    // SAFETY: sm_ids writes one unsigned per block, which the buffer holds.
+    unsafe { launch(&stream, &LaunchConfig::new(blocks, 64), kernel, (&mut ids,)).unwrap() };
+    ids.to_vec::<u32>().unwrap().into_iter().collect()
+}
+
+#[test]
+fn the_sm_resource_and_its_rules() {
+    if !gpu_or_skip("the_sm_resource_and_its_rules") {
+        return;
+    }
+    let device = Device::new(0).unwrap();
+    let all = device.resources().sm().unwrap();
+    let sms = device.properties().unwrap().multiprocessor_count;
+    let rules = all.rules().unwrap();
+    println!("{} SMs, {rules:?}", all.sm_count());
+    assert_eq!(all.sm_count(), sms);
+    let (major, _) = device.compute_capability().unwrap();
+    if major >= 9 {
+        assert_eq!((rules.min_partition_size, rules.alignment), (8, 8));
+    }
+    if device.name().unwrap().contains("H200") {
+        assert_eq!(all.sm_count(), 132);
+    }
+    let primary = device.context().unwrap();
+    assert_eq!(primary.resources().sm().unwrap().sm_count(), sms);
+}
+
+#[test]
+fn every_equal_split_that_fits_is_exact_and_disjoint_in_count() {
+    if !gpu_or_skip("every_equal_split_that_fits_is_exact_and_disjoint_in_count") {
+        return;
+    }
+    let device = Device::new(0).unwrap();
+    let all = device.resources().sm().unwrap();
+    let total = all.sm_count();
+    let rules = all.rules().unwrap();
+    let mut shapes = 0;
+    let mut size = rules.min_partition_size;
+    while size <= total {
+        for groups in 1..=total / size {
+            let split = all.split(&SplitRequest::equal(groups, size)).unwrap();
+            assert_eq!(split.groups.len() as u32, groups, "{groups} x {size}");
+            assert!(split.groups.iter().all(|group| group.sm_count() == size));
+            assert_eq!(
+                groups * size + split.remainder.sm_count(),
+                total,
+                "{groups} x {size}"
+            );
+            let plan = all.plan(&SplitRequest::equal(groups, size)).unwrap();
+            assert_eq!(plan.remainder, split.remainder.sm_count());
+            shapes += 1;
+        }
+        size += rules.alignment;
+    }
+    println!("{shapes} split shapes checked");
+}
+
+#[test]
+fn impossible_splits_say_what_the_hardware_can_give() {
+    if !gpu_or_skip("impossible_splits_say_what_the_hardware_can_give") {
+        return;
+    }
+    let device = Device::new(0).unwrap();
+    let all = device.resources().sm().unwrap();
+    let total = all.sm_count();
+    let half = total / 2;
+    let rules = all.rules().unwrap();
+    if rules.allows(half) {
+        println!("half of {total} SMs is a valid group here; nothing to refuse");
+    } else {
+        let error = all.split(&SplitRequest::equal(2, half)).unwrap_err();
+        println!("{error}");
+        let can = rules.round_down(half).unwrap();
+        let expected = format!("can give 2 x {can} with {} left", total - 2 * can);
+        assert!(error.to_string().contains(&expected), "{error}");
+        let rounded = all
+            .split(&SplitRequest::equal(2, half).rounding(true))
+            .unwrap();
+        assert_eq!(rounded.groups.len(), 2, "never fewer groups than asked");
+        assert!(rounded.groups.iter().all(|group| group.sm_count() == can));
+    }
+    let too_many = all.split(&SplitRequest::equal(total / 8 + 1, 8));
+    assert!(matches!(too_many, Err(Error::InvalidArgument(_))));
+    let too_small = all.split(&SplitRequest::equal(1, rules.min_partition_size - 1));
+    assert!(rules.min_partition_size == 1 || too_small.is_err());
+    // Unequal groups need cuDevSmResourceSplit (CUDA 13.1): a typed error before that.
+    let unequal = all.split(&SplitRequest::counts([2 * 32, 32]));
+    let version = cuda_safe::driver_version().unwrap();
+    println!("unequal split on a CUDA {version} driver: {unequal:?}");
+    if cfg!(feature = "cuda-12") || version.0 < 13010 {
+        assert!(
+            matches!(unequal, Err(Error::Unsupported { .. })),
+            "{unequal:?}"
+        );
+    } else {
+        let split = unequal.unwrap();
+        assert_eq!(
+            (split.groups[0].sm_count(), split.groups[1].sm_count()),
+            (64, 32)
+        );
+    }
+    let workqueues = device.resources().workqueue_config();
+    if cfg!(feature = "cuda-12") || version.0 < 13010 {
+        assert!(
+            matches!(workqueues, Err(Error::Unsupported { .. })),
+            "{workqueues:?}"
+        );
+    }
+}
+
+#[test]
+fn green_contexts_own_disjoint_sms_and_report_them() {
+    if !gpu_or_skip("green_contexts_own_disjoint_sms_and_report_them") {
+        return;
+    }
+    let device = Device::new(0).unwrap();
+    device.set_current().unwrap();
+    let all = device.resources().sm().unwrap();
+    let split = all
+        .split(&SplitRequest::equal(2, all.sm_count() / 2).rounding(true))
+        .unwrap();
+    let size = split.groups[0].sm_count();
+    let a = device
+        .create_green_context(&split.groups[0], GreenContextOptions::default())
+        .unwrap();
+    let b = device
+        .create_green_context(&split.groups[1], GreenContextOptions::default())
+        .unwrap();
+    assert!(a.is_green() && b.is_green());
+    assert_eq!(
+        (a.green_sm_count(), b.green_sm_count()),
+        (Some(size), Some(size))
+    );
+    assert_eq!(a.resources().sm().unwrap().sm_count(), size);
+    assert!(a.as_raw_green().is_some() && device.context().unwrap().as_raw_green().is_none());
+    let (sm_ids, _) = kernels();
+    let (ids_a, ids_b) = (
+        sm_ids_used(&device, &a, &sm_ids, size),
+        sm_ids_used(&device, &b, &sm_ids, size),
+    );
+    println!("context A ran on {} SMs, B on {}", ids_a.len(), ids_b.len());
+    assert!(
+        ids_a.is_disjoint(&ids_b),
+        "partitions overlap: {ids_a:?} / {ids_b:?}"
+    );
+    assert!(ids_a.len() as u32 <= size && ids_b.len() as u32 <= size);
+    let blocking = a.create_stream(StreamOptions {
+        non_blocking: false,
+        priority: None,
+    });
+    assert!(matches!(blocking, Err(Error::InvalidArgument(_))));
+}
+
+#[test]
+fn one_kernel_runs_in_two_green_contexts_from_two_threads() {
+    if !gpu_or_skip("one_kernel_runs_in_two_green_contexts_from_two_threads") {
+        return;
+    }
+    let device = Device::new(0).unwrap();
+    let all = device.resources().sm().unwrap();
+    let split = all
+        .split(&SplitRequest::equal(2, all.sm_count() / 2).rounding(true))
+        .unwrap();
+    let contexts: Vec<Context> = split
+        .groups
+        .iter()
+        .map(|group| {
+            device
+                .create_green_context(group, GreenContextOptions::default())
+                .unwrap()
+        })
+        .collect();
+    let (_, axpy) = kernels();
+    let n = 1 << 22;
+    std::thread::scope(|scope| {
+        for (i, context) in contexts.iter().enumerate() {
+            let axpy = &axpy;
+            scope.spawn(move || {
+                let stream = context.create_stream(StreamOptions::default()).unwrap();
+                let pool = device.default_memory_resource().unwrap();
+                let mut x = pool.allocate(n * 4, &stream).unwrap();
+                let mut y = pool.allocate(n * 4, &stream).unwrap();
+                x.copy_from_host(&vec![2.0f32; n]).unwrap();
+                y.copy_from_host(&vec![1.0f32; n]).unwrap();
+                let alpha = 3.0 + i as f32;
+                let config = LaunchConfig::for_num_elements(n, 256).unwrap();
+                // SAFETY: axpy reads n floats of x and updates n floats of y.
+                unsafe { launch(&stream, &config, axpy, (alpha, &x, &mut y, n)).unwrap() };
+                let expected = alpha * 2.0 + 1.0;
+                assert!(y.to_vec::<f32>().unwrap().iter().all(|&v| v == expected));
+            });
+        }
+    });
+}
+
+#[test]
+fn closing_a_green_context_while_it_is_current() {
+    if !gpu_or_skip("closing_a_green_context_while_it_is_current") {
+        return;
+    }
+    let device = Device::new(0).unwrap();
+    let all = device.resources().sm().unwrap();
+    let split = all
+        .split(&SplitRequest::equal(1, all.rules().unwrap().alignment * 2))
+        .unwrap();
+    let green = device
+        .create_green_context(&split.groups[0], GreenContextOptions::default())
+        .unwrap();
+    green.bind().unwrap();
+    green.close().unwrap();
+    let driver = cuda_safe::sys::driver().unwrap();
+    let mut current = std::ptr::null_mut();
+    // SAFETY: valid out-pointer.
+    unsafe { driver.cuCtxGetCurrent(&mut current) }.unwrap();
+    assert!(current.is_null(), "the destroyed context is still current");
+    let primary = device.set_current().unwrap();
+    let stream = primary.create_stream(StreamOptions::default()).unwrap();
+    let pool = device.default_memory_resource().unwrap();
+    let mut buffer = pool.allocate(64, &stream).unwrap();
+    buffer.fill_u8(1).unwrap();
+    assert_eq!(buffer.to_vec::<u8>().unwrap(), [1u8; 64]);
+}
