@@ -65,21 +65,35 @@ fn program(device: &Device) -> Result<Program> {
     Program::new(SOURCE, options)
 }
 
-/// In a fresh process: an on-disk cache hit to a launchable kernel.
+/// In a fresh process (after driver initialisation): an on-disk cache hit to a launchable
+/// kernel. Prints the total and its phases, in microseconds: NVRTC's first load (for the
+/// compiler version in the key), the key, and the rest (read, verify, load, get kernel).
 fn disk_hit(dir: &str) -> Result<()> {
     let device = Device::new(0)?;
     device.set_current()?;
     let program = program(&device)?;
     let kernels = KernelCache::new(FileStreamProgramCache::new(dir));
     let start = Instant::now();
+    cuda_safe::nvrtc_version()?;
+    let nvrtc = start.elapsed();
+    program.cache_key(CodeKind::Cubin)?;
+    let key = start.elapsed();
     let kernel = kernels.kernel(&program, CodeKind::Cubin, "saxpy")?;
-    let elapsed = start.elapsed().as_secs_f64() * 1e6;
+    let total = start.elapsed();
     if kernels.programs().stats()?.hits != 1 {
         return Err(cuda_safe::Error::invalid_argument(
             "the fresh process missed the disk cache",
         ));
     }
-    println!("{elapsed:.3} {}", kernel.name());
+    let us = |duration: std::time::Duration| duration.as_secs_f64() * 1e6;
+    println!(
+        "{:.3} {:.3} {:.3} {:.3} {}",
+        us(total),
+        us(nvrtc),
+        us(key - nvrtc),
+        us(total - key),
+        kernel.name()
+    );
     Ok(())
 }
 
@@ -266,7 +280,11 @@ fn cache_figures(program: &Program) -> Result<()> {
         hit_us.push(start.elapsed().as_secs_f64() * 1e6);
         drop(kernel);
     }
-    fig("cache_memory_hit_bytes_to_kernel", median(&mut hit_us), "us");
+    fig(
+        "cache_memory_hit_bytes_to_kernel",
+        median(&mut hit_us),
+        "us",
+    );
 
     let kernels = KernelCache::new(InMemoryProgramCache::new(64 << 20));
     kernels.kernel(program, CodeKind::Cubin, "saxpy")?;
@@ -286,7 +304,7 @@ fn cache_figures(program: &Program) -> Result<()> {
     program.compile_cached(CodeKind::Cubin, &disk)?;
     let exe = std::env::current_exe()
         .map_err(|e| cuda_safe::Error::invalid_argument(format!("current_exe: {e}")))?;
-    let mut disk_us = Vec::new();
+    let mut phases: [Vec<f64>; 4] = Default::default();
     for _ in 0..11 {
         let output = Command::new(&exe)
             .arg("--disk-hit")
@@ -294,22 +312,35 @@ fn cache_figures(program: &Program) -> Result<()> {
             .output()
             .map_err(|e| cuda_safe::Error::invalid_argument(format!("spawning {exe:?}: {e}")))?;
         let text = String::from_utf8_lossy(&output.stdout);
-        match text
+        let values: Vec<f64> = text
             .split_whitespace()
-            .next()
-            .and_then(|v| v.parse::<f64>().ok())
-        {
-            Some(us) if output.status.success() => disk_us.push(us),
-            _ => {
-                return Err(cuda_safe::Error::invalid_argument(format!(
-                    "the disk-hit child failed: {}",
-                    String::from_utf8_lossy(&output.stderr)
-                )));
-            }
+            .take(4)
+            .filter_map(|value| value.parse().ok())
+            .collect();
+        if !output.status.success() || values.len() != 4 {
+            return Err(cuda_safe::Error::invalid_argument(format!(
+                "the disk-hit child failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            )));
+        }
+        for (phase, value) in phases.iter_mut().zip(values) {
+            phase.push(value);
         }
     }
-    let disk_hit = median(&mut disk_us);
+    let [total, nvrtc, key, rest] = &mut phases;
+    let disk_hit = median(total);
     fig("cache_disk_hit_fresh_process_to_kernel", disk_hit, "us");
+    fig(
+        "cache_disk_hit_fresh_process_nvrtc_load",
+        median(nvrtc),
+        "us",
+    );
+    fig("cache_disk_hit_fresh_process_key", median(key), "us");
+    fig(
+        "cache_disk_hit_fresh_process_read_load_kernel",
+        median(rest),
+        "us",
+    );
     fig("cache_disk_hit_speedup", cold_us / disk_hit, "x");
     // Best effort: the directory is this run's own scratch space.
     let _ = std::fs::remove_dir_all(&dir);

@@ -17,7 +17,9 @@
 //!
 //! A request the hardware cannot meet exactly is an error that says what it can give (asking
 //! for 2 x 66 of 132 SMs on sm_90 gives "2 x 64 with 4 left") unless the request opts into
-//! rounding; a split never returns fewer groups than asked.
+//! rounding; a split never returns fewer groups than asked (the driver's layout can make fewer
+//! groups than plain division: an H200 has room for 15 groups of 8 SMs, not 16, and asking for
+//! 16 is an error saying so).
 
 use std::fmt;
 
@@ -311,10 +313,37 @@ impl SmResource {
         })
     }
 
-    /// Works the split out from the rules alone (no driver call): each group's size and the
-    /// remainder, or the error [`split`](Self::split) would give.
+    /// A dry run: the split worked out from the partition rules and, for equal groups, the
+    /// driver's own simulation (`cuDevSmResourceSplitByCount` with no output), which knows the
+    /// hardware's topology (an H200 makes 15 groups of 8 SMs, not 16). Creates nothing; gives
+    /// the error [`split`](Self::split) would give.
     pub fn plan(&self, request: &SplitRequest) -> Result<SplitPlan> {
-        plan_split(self.sm_count(), &self.rules()?, request, &self.arch_name())
+        let arch = self.arch_name();
+        let plan = plan_split(self.sm_count(), &self.rules()?, request, &arch)?;
+        if let Some(size) = equal_size(&plan.counts) {
+            let asked = plan.counts.len() as u32;
+            let mut possible = asked;
+            // SAFETY: a NULL result asks only for the number of groups; input is valid.
+            check("cuDevSmResourceSplitByCount", unsafe {
+                self.device.driver().cuDevSmResourceSplitByCount(
+                    std::ptr::null_mut(),
+                    &mut possible,
+                    &self.raw,
+                    std::ptr::null_mut(),
+                    0,
+                    size,
+                )
+            })?;
+            if possible < asked {
+                return Err(Error::invalid_argument(format!(
+                    "asked {asked} x {size} of {} SMs on {arch}: the hardware's layout gives \
+                     {possible} x {size} with {} left",
+                    self.sm_count(),
+                    self.sm_count() - possible * size
+                )));
+            }
+        }
+        Ok(plan)
     }
 
     fn arch_name(&self) -> String {
@@ -332,7 +361,7 @@ impl SmResource {
         let groups = plan.counts.len();
         let mut result = vec![CUdevResource::default(); groups];
         let mut remainder = CUdevResource::default();
-        if plan.counts.iter().all(|&count| count == plan.counts[0]) {
+        if let Some(size) = equal_size(&plan.counts) {
             let mut produced = groups as u32;
             // SAFETY: `result` holds `produced` resources; input and remainder are valid.
             check("cuDevSmResourceSplitByCount", unsafe {
@@ -342,13 +371,12 @@ impl SmResource {
                     &self.raw,
                     &mut remainder,
                     0,
-                    plan.counts[0],
+                    size,
                 )
             })?;
             if produced as usize != groups {
                 return Err(Error::invalid_argument(format!(
-                    "the driver made {produced} groups of {} SMs, not the {groups} asked",
-                    plan.counts[0]
+                    "the driver made {produced} groups of {size} SMs, not the {groups} asked"
                 )));
             }
         } else {
@@ -426,6 +454,12 @@ impl SmResource {
             result => check("cuDevSmResourceSplit", result),
         }
     }
+}
+
+/// The size of every group, when all are the same.
+fn equal_size(counts: &[u32]) -> Option<u32> {
+    let first = *counts.first()?;
+    counts.iter().all(|&count| count == first).then_some(first)
 }
 
 /// Checks `request` against `total` SMs and the rules; returns the sizes or an error saying

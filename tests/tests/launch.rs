@@ -355,10 +355,17 @@ fn ptx_and_files_load_too() {
         ObjectCode::from_cubin(&[]),
         Err(Error::InvalidArgument(_))
     ));
-    assert!(
-        ObjectCode::from_cubin(b"not a cubin")
-            .unwrap_err()
-            .cuda_code()
-            .is_some()
-    );
+    assert!(matches!(
+        ObjectCode::from_cubin(b"not a cubin"),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        ObjectCode::from_fatbin(cubin.code()),
+        Err(Error::InvalidArgument(_))
+    ));
+    // An ELF file that is no CUBIN gets past the magic check and is refused by the driver,
+    // either when loading or at the first kernel lookup.
+    let elf = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+    let refused = ObjectCode::from_cubin(&elf).and_then(|code| code.get_kernel("saxpy"));
+    assert!(refused.unwrap_err().cuda_code().is_some());
 }
