@@ -100,3 +100,25 @@ fn a_disk_hit_in_a_new_cache_resolves_templated_kernels() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn an_assumed_nvrtc_version_skips_nvrtc_on_hits_and_is_checked_on_misses() {
+    if !gpu_or_skip("an_assumed_nvrtc_version_skips_nvrtc_on_hits_and_is_checked_on_misses") {
+        return;
+    }
+    let (major, minor) = cuda_safe::nvrtc_version().unwrap();
+    let program = program();
+    let right =
+        KernelCache::new(InMemoryProgramCache::new(16 << 20)).assume_nvrtc_version(major, minor);
+    add_one_works(&right, &program);
+    let key = program
+        .cache_key_for_compiler(CodeKind::Cubin, &format!("{major}.{minor}"))
+        .unwrap();
+    assert_eq!(key, program.cache_key(CodeKind::Cubin).unwrap());
+    let wrong =
+        KernelCache::new(InMemoryProgramCache::new(16 << 20)).assume_nvrtc_version(major + 1, 0);
+    let error = wrong
+        .kernel(&program, CodeKind::Cubin, "add_one<float>")
+        .unwrap_err();
+    assert!(error.to_string().contains("assumes NVRTC"), "{error}");
+}

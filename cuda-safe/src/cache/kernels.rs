@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{PoisonError, RwLock};
 
-use super::{CacheKey, CodeKind, ProgramCache};
-use crate::{Kernel, ObjectCode, Program, Result};
+use super::{CacheKey, CachedProgram, CodeKind, ProgramCache};
+use crate::{Error, Kernel, ObjectCode, Program, Result};
 
 /// Launchable kernels for programs, compiling and loading each program at most once per
 /// process.
@@ -34,6 +34,7 @@ use crate::{Kernel, ObjectCode, Program, Result};
 pub struct KernelCache<C> {
     programs: C,
     loaded: RwLock<HashMap<CacheKey, ObjectCode>>,
+    assumed_compiler: Option<String>,
 }
 
 impl<C: ProgramCache> KernelCache<C> {
@@ -42,7 +43,18 @@ impl<C: ProgramCache> KernelCache<C> {
         Self {
             programs,
             loaded: RwLock::new(HashMap::new()),
+            assumed_compiler: None,
         }
+    }
+
+    /// Keys programs as compiled by NVRTC `major.minor` without loading NVRTC to ask, so a hit
+    /// in a fresh process skips NVRTC's load (about 5 ms). For deployments that pin their
+    /// NVRTC: on a miss NVRTC is loaded to compile, and if its version is another one the
+    /// request fails with [`Error::InvalidArgument`](crate::Error::InvalidArgument) rather
+    /// than storing code under a key that misnames its compiler.
+    pub fn assume_nvrtc_version(mut self, major: u32, minor: u32) -> Self {
+        self.assumed_compiler = Some(format!("{major}.{minor}"));
+        self
     }
 
     /// The program cache behind this one.
@@ -53,7 +65,10 @@ impl<C: ProgramCache> KernelCache<C> {
     /// `program` compiled for `target` and loaded: from this process's loaded code, else from
     /// the program cache, else compiled (and stored there).
     pub fn object_code(&self, program: &Program, target: CodeKind) -> Result<ObjectCode> {
-        let key = program.cache_key(target)?;
+        let key = match &self.assumed_compiler {
+            Some(version) => program.cache_key_for_compiler(target, version)?,
+            None => program.cache_key(target)?,
+        };
         if let Some(code) = self
             .loaded
             .read()
@@ -62,10 +77,36 @@ impl<C: ProgramCache> KernelCache<C> {
         {
             return Ok(code.clone());
         }
-        let compiled = program.compile_cached(target, &self.programs)?;
-        let code = ObjectCode::load(&compiled.program)?;
+        let code = ObjectCode::load(&self.fetch_or_compile(program, target, &key)?)?;
         let mut loaded = self.loaded.write().unwrap_or_else(PoisonError::into_inner);
         Ok(loaded.entry(key).or_insert(code).clone())
+    }
+
+    /// The compiled program under `key`: from the program cache, else compiled and stored.
+    fn fetch_or_compile(
+        &self,
+        program: &Program,
+        target: CodeKind,
+        key: &CacheKey,
+    ) -> Result<CachedProgram> {
+        match self.programs.get(key) {
+            Ok(Some(cached)) => return Ok(cached),
+            Ok(None) => {}
+            Err(error) => log::warn!("cuda-safe: reading program cache entry {key}: {error}"),
+        }
+        if let Some(assumed) = &self.assumed_compiler {
+            let actual = crate::program::compiler_version()?;
+            if &actual != assumed {
+                return Err(Error::invalid_argument(format!(
+                    "the kernel cache assumes NVRTC {assumed}, but NVRTC {actual} is loaded"
+                )));
+            }
+        }
+        let compiled = program.compile(target)?.program;
+        if let Err(error) = self.programs.put(key, &compiled) {
+            log::warn!("cuda-safe: storing program cache entry {key}: {error}");
+        }
+        Ok(compiled)
     }
 
     /// The kernel `name` (a symbol or a name expression) of `program` compiled for `target`.
@@ -97,6 +138,7 @@ impl<C: fmt::Debug> fmt::Debug for KernelCache<C> {
         f.debug_struct("KernelCache")
             .field("programs", &self.programs)
             .field("loaded", &loaded)
+            .field("assumed_compiler", &self.assumed_compiler)
             .finish()
     }
 }

@@ -14,17 +14,28 @@ impl Program {
     /// expressions, the in-memory headers and the options' `caller_digest`. With include paths
     /// or pre-includes (or a raw option that reads files) and no `caller_digest`, the key
     /// builder refuses: [`Error::InvalidArgument`](crate::Error::InvalidArgument) saying so.
-    #[doc(alias = "nvrtcVersion")]
     ///
-    /// The key is computed once per program and target, and remembered.
+    /// Learning NVRTC's version loads NVRTC (about 5 ms in a fresh process);
+    /// [`cache_key_for_compiler`](Self::cache_key_for_compiler) takes the version instead.
+    #[doc(alias = "nvrtcVersion")]
     pub fn cache_key(&self, target: CodeKind) -> Result<CacheKey> {
+        self.cache_key_for_compiler(target, &compiler_version()?)
+    }
+
+    /// The key for `target` as compiled by NVRTC `version` (`"13.0"`), without loading NVRTC.
+    ///
+    /// The key of the first version asked for is computed once per program and target, and
+    /// remembered; a repeated request costs a comparison.
+    pub fn cache_key_for_compiler(&self, target: CodeKind, version: &str) -> Result<CacheKey> {
         let slot = &self.keys[key_slot(target)];
-        if let Some(key) = slot.get() {
-            return Ok(*key);
+        if let Some((known, key)) = slot.get() {
+            if known == version {
+                return Ok(*key);
+            }
         }
-        let plan = self.plan(target)?;
-        let key = self.key_for(target, &plan, &compiler_version()?)?;
-        Ok(*slot.get_or_init(|| key))
+        let key = self.key_for(target, &self.plan(target)?, version)?;
+        let (known, remembered) = slot.get_or_init(|| (version.to_owned(), key));
+        Ok(if known == version { *remembered } else { key })
     }
 
     /// Compiles to `target` through `cache`: a hit returns the stored program (with an empty
@@ -128,7 +139,7 @@ fn key_slot(target: CodeKind) -> usize {
 }
 
 /// NVRTC's version as a cache key spells it (`"13.0"`).
-fn compiler_version() -> Result<String> {
+pub(crate) fn compiler_version() -> Result<String> {
     let (major, minor) = nvrtc_version()?;
     Ok(format!("{major}.{minor}"))
 }

@@ -21,8 +21,9 @@ pub struct Program {
     name_expressions: Vec<String>,
     /// The architecture's digits, resolved on first use (device 0's when the options name none).
     arch: OnceLock<String>,
-    /// The cache key of each target, computed on first use (see [`Program::cache_key`]).
-    pub(super) keys: [OnceLock<crate::cache::CacheKey>; 3],
+    /// The cache key of each target with the compiler version it was made for, computed on
+    /// first use (see [`Program::cache_key`]).
+    pub(super) keys: [OnceLock<(String, crate::cache::CacheKey)>; 3],
 }
 
 /// What one compile will be: the architecture name and the flags.

@@ -60,6 +60,7 @@ mod options;
 mod raw;
 mod version;
 
+pub(crate) use cached::compiler_version;
 pub use crate::cache::CodeKind;
 pub use compile::Program;
 pub use compiled::CompiledProgram;
