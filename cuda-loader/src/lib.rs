@@ -17,7 +17,8 @@
 //!     file_names: &["libdoes-not-exist.so.1"],
 //!     search_dirs: &[],
 //! };
-//! match Library::open(&SPEC, &ENTRY_POINTS) {
+//! // SAFETY: the only candidate does not exist, so no library's initialisers run.
+//! match unsafe { Library::open(&SPEC, &ENTRY_POINTS) } {
 //!     Err(LoadError::LibraryNotFound { tried, .. }) => assert_eq!(tried.len(), 1),
 //!     other => panic!("unexpected: {other:?}"),
 //! }

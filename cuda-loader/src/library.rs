@@ -61,31 +61,52 @@ fn reason(error: &libloading::Error) -> String {
     }
 }
 
-/// Slot value of an entry point not looked up yet (or looked up and missing).
+/// Slot value of an entry point not looked up yet.
 const UNRESOLVED: usize = 0;
+
+/// Slot value of an entry point looked up and found missing, so `dlsym` is not asked again.
+///
+/// No function lives at address 1, so the value cannot collide with a resolved address.
+const MISSING: usize = 1;
 
 impl<const N: usize> Library<N> {
     /// Opens the library described by `spec`, trying each of its candidates in order.
-    pub fn open(
+    ///
+    /// # Safety
+    ///
+    /// Opening a library runs its initialisers, and the methods built on the result call its
+    /// symbols with the signatures `entry_points` claims. Every candidate of `spec` must be a
+    /// library whose initialisers are sound to run in this process (at this point, from any
+    /// thread), and whose exported symbols named in `entry_points` have the C signatures the
+    /// callers of [`get`](Self::get) will use.
+    pub unsafe fn open(
         spec: &LibrarySpec,
         entry_points: &'static [EntryPoint; N],
     ) -> Result<Self, LoadError> {
-        Self::open_first(spec.name, spec.candidates(), entry_points)
+        // SAFETY: the caller vouches for every candidate of `spec`, as `open_first` requires.
+        unsafe { Self::open_first(spec.name, spec.candidates(), entry_points) }
     }
 
     /// Opens the first of `candidates` that the dynamic loader accepts.
     ///
     /// The error lists every candidate tried and the loader's reason for each.
-    pub fn open_first(
+    ///
+    /// # Safety
+    ///
+    /// Opening a library runs its initialisers, and the methods built on the result call its
+    /// symbols with the signatures `entry_points` claims. Every candidate must be a library whose
+    /// initialisers are sound to run in this process (at this point, from any thread), and whose
+    /// exported symbols named in `entry_points` have the C signatures the callers of
+    /// [`get`](Self::get) will use.
+    pub unsafe fn open_first(
         name: &'static str,
         candidates: impl IntoIterator<Item = PathBuf>,
         entry_points: &'static [EntryPoint; N],
     ) -> Result<Self, LoadError> {
         let mut tried = Vec::new();
         for candidate in candidates {
-            // SAFETY: loading a library runs its initialisers. The candidates are NVIDIA's
-            // libraries (or a path the user named explicitly), whose initialisers are sound to
-            // run in any thread of a process.
+            // SAFETY: loading a library runs its initialisers; the caller promises that those
+            // of every candidate are sound to run in this process.
             match unsafe { libloading::Library::new(candidate.clone()) } {
                 Ok(library) => {
                     return Ok(Self {
@@ -125,12 +146,14 @@ impl<const N: usize> Library<N> {
 
     /// Whether the entry point at `index` exists in the loaded library (resolving it if needed).
     pub fn has(&self, index: usize) -> bool {
-        self.address(index).is_ok()
+        self.resolve(index) != MISSING
     }
 
     /// The entry point at `index` as a function pointer of type `F`.
     ///
-    /// The first call looks the symbol up; later calls cost one relaxed atomic load.
+    /// The first call looks the symbol up; later calls cost one relaxed atomic load. A symbol
+    /// found missing is remembered as such, so later calls fail without asking the dynamic
+    /// loader again.
     ///
     /// # Safety
     ///
@@ -143,10 +166,10 @@ impl<const N: usize> Library<N> {
     #[inline(always)]
     pub unsafe fn get<F: Copy>(&self, index: usize) -> Result<F, LoadError> {
         const { assert!(size_of::<F>() == size_of::<usize>()) };
-        // Relaxed is enough: the value is either UNRESOLVED or an address inside a library that
-        // was fully mapped before this `Library` was published to other threads.
+        // Relaxed is enough: the value is UNRESOLVED, MISSING or an address inside a library
+        // that was fully mapped before this `Library` was published to other threads.
         let address = self.slots[index].load(Ordering::Relaxed);
-        let address = if address == UNRESOLVED {
+        let address = if address <= MISSING {
             self.address(index)?
         } else {
             address
@@ -156,37 +179,48 @@ impl<const N: usize> Library<N> {
         Ok(unsafe { std::mem::transmute_copy::<usize, F>(&address) })
     }
 
-    /// Looks the entry point at `index` up, caching a found address.
+    /// The address of the entry point at `index`, or the error naming it when it is missing.
     #[cold]
     #[inline(never)]
     fn address(&self, index: usize) -> Result<usize, LoadError> {
-        let cached = self.slots[index].load(Ordering::Relaxed);
-        if cached != UNRESOLVED {
-            return Ok(cached);
-        }
-        let entry = &self.entry_points[index];
-        // SAFETY: the symbol is only read as an address here; `get`'s caller states its type.
-        let found = unsafe { self.library.get::<*mut std::ffi::c_void>(entry.symbol()) };
-        match found.map(|symbol| *symbol as usize) {
-            Ok(address) if address != UNRESOLVED => {
-                self.slots[index].store(address, Ordering::Relaxed);
-                Ok(address)
-            }
-            _ => Err(LoadError::SymbolMissing {
+        let address = self.resolve(index);
+        if address == MISSING {
+            let entry = &self.entry_points[index];
+            return Err(LoadError::SymbolMissing {
                 library: self.name,
                 path: self.path.clone(),
                 symbol: entry.name(),
                 since: entry.since(),
-            }),
+            });
         }
+        Ok(address)
+    }
+
+    /// The slot of the entry point at `index`, looking the symbol up the first time only: the
+    /// result, an address or [`MISSING`], is stored so the dynamic loader is asked once.
+    fn resolve(&self, index: usize) -> usize {
+        let cached = self.slots[index].load(Ordering::Relaxed);
+        if cached != UNRESOLVED {
+            return cached;
+        }
+        let entry = &self.entry_points[index];
+        // SAFETY: the symbol is only read as an address here; `get`'s caller states its type.
+        let found = unsafe { self.library.get::<*mut std::ffi::c_void>(entry.symbol()) };
+        let address = match found {
+            Ok(symbol) if *symbol as usize > MISSING => *symbol as usize,
+            _ => MISSING,
+        };
+        self.slots[index].store(address, Ordering::Relaxed);
+        address
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{EntryPoint, Library};
+    use super::{EntryPoint, Library, MISSING, UNRESOLVED};
     use crate::LoadError;
     use std::path::PathBuf;
+    use std::sync::atomic::Ordering;
 
     static LIBC_ENTRY_POINTS: [EntryPoint; 2] = [
         EntryPoint::new(c"getpid", None),
@@ -194,7 +228,9 @@ mod tests {
     ];
 
     fn libc() -> Library<2> {
-        Library::open_first("libc", [PathBuf::from("libc.so.6")], &LIBC_ENTRY_POINTS)
+        // SAFETY: libc's initialisers have run already in this process; only lookups happen,
+        // and the only function ever called is `getpid`, with its real signature.
+        unsafe { Library::open_first("libc", [PathBuf::from("libc.so.6")], &LIBC_ENTRY_POINTS) }
             .expect("libc.so.6 loads on every Linux test machine")
     }
 
@@ -204,8 +240,10 @@ mod tests {
             PathBuf::from("/nonexistent/libcuda.so.1"),
             PathBuf::from("libcuda-loader-test-missing.so.1"),
         ];
-        let error = Library::open_first("the test library", candidates, &LIBC_ENTRY_POINTS)
-            .expect_err("neither candidate exists");
+        // SAFETY: neither candidate exists, so no library is loaded.
+        let error =
+            unsafe { Library::open_first("the test library", candidates, &LIBC_ENTRY_POINTS) }
+                .expect_err("neither candidate exists");
         let LoadError::LibraryNotFound { library, tried } = &error else {
             panic!("wrong error: {error:?}");
         };
@@ -229,7 +267,8 @@ mod tests {
 
     #[test]
     fn no_candidates_is_an_error_not_a_panic() {
-        let error = Library::open_first("nothing", [], &LIBC_ENTRY_POINTS).unwrap_err();
+        // SAFETY: there is no candidate, so no library is loaded.
+        let error = unsafe { Library::open_first("nothing", [], &LIBC_ENTRY_POINTS) }.unwrap_err();
         assert_eq!(
             error.to_string(),
             "nothing could not be loaded; tried no candidates"
@@ -273,6 +312,42 @@ mod tests {
         let message = error.to_string();
         assert!(message.contains("cuNoSuchEntryPoint_v9"), "{message}");
         assert!(message.contains("CUDA 12.4"), "{message}");
+    }
+
+    #[test]
+    fn a_missing_symbol_is_remembered_and_still_reported() {
+        let library = libc();
+        assert_eq!(library.slots[1].load(Ordering::Relaxed), UNRESOLVED);
+        // SAFETY: never called; the lookup fails.
+        let first = unsafe { library.get::<unsafe extern "C" fn() -> i32>(1) }.unwrap_err();
+        // The slot now records the miss, so later calls skip `dlsym`.
+        assert_eq!(library.slots[1].load(Ordering::Relaxed), MISSING);
+        for _ in 0..3 {
+            // SAFETY: as above.
+            let again = unsafe { library.get::<unsafe extern "C" fn() -> i32>(1) }.unwrap_err();
+            assert_eq!(again, first);
+            assert!(!library.has(1));
+        }
+        assert_eq!(library.slots[1].load(Ordering::Relaxed), MISSING);
+        // The present symbol's slot is untouched by the miss and resolves to a real address.
+        assert!(library.has(0));
+        assert!(library.slots[0].load(Ordering::Relaxed) > MISSING);
+    }
+
+    #[test]
+    fn has_remembers_a_miss_before_any_get() {
+        let library = libc();
+        assert!(!library.has(1));
+        assert_eq!(library.slots[1].load(Ordering::Relaxed), MISSING);
+        // SAFETY: never called; the lookup fails.
+        let error = unsafe { library.get::<unsafe extern "C" fn() -> i32>(1) }.unwrap_err();
+        assert!(matches!(
+            error,
+            LoadError::SymbolMissing {
+                symbol: "cuNoSuchEntryPoint_v9",
+                ..
+            }
+        ));
     }
 
     #[test]

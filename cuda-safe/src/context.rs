@@ -51,6 +51,16 @@ unsafe impl Sync for ContextInner {}
 static PRIMARY: Mutex<Vec<(usize, Weak<ContextInner>)>> = Mutex::new(Vec::new());
 
 impl Context {
+    /// The primary context of `device` if a handle to it is alive (nothing is retained).
+    pub(crate) fn live_primary(device: &Device) -> Option<Self> {
+        let registry = PRIMARY.lock().unwrap_or_else(PoisonError::into_inner);
+        registry
+            .iter()
+            .find(|(ordinal, _)| *ordinal == device.ordinal())
+            .and_then(|(_, weak)| weak.upgrade())
+            .map(|inner| Self { inner })
+    }
+
     /// The primary context of `device`, retaining it if no handle to it is alive.
     #[doc(alias = "cuDevicePrimaryCtxRetain")]
     pub(crate) fn primary(device: &Device) -> Result<Self> {
@@ -67,7 +77,7 @@ impl Context {
         let mut raw: CUcontext = std::ptr::null_mut();
         // SAFETY: `raw` is a valid out-pointer and the device handle came from cuDeviceGet.
         check("cuDevicePrimaryCtxRetain", unsafe {
-            driver.cuDevicePrimaryCtxRetain(&mut raw, device.raw())
+            driver.cuDevicePrimaryCtxRetain(&mut raw, device.as_raw())
         })?;
         let inner = Arc::new(ContextInner {
             raw,
@@ -161,10 +171,38 @@ impl Context {
         Ok(())
     }
 
+    /// Makes this context current on the calling thread until the guard drops, then restores
+    /// the context that was current before (only calling the driver when they differ). For the
+    /// crate's own calls that need a current context, so that they never leave the caller's
+    /// thread bound to another context than it chose.
+    pub(crate) fn scoped(&self) -> Result<ScopedCurrent> {
+        let driver = self.driver();
+        let mut previous: CUcontext = std::ptr::null_mut();
+        // SAFETY: `previous` is a valid out-pointer.
+        check("cuCtxGetCurrent", unsafe {
+            driver.cuCtxGetCurrent(&mut previous)
+        })?;
+        if previous == self.inner.raw {
+            return Ok(ScopedCurrent {
+                restore: None,
+                driver,
+            });
+        }
+        // SAFETY: the context is alive for as long as `self` lives, which outlives the guard's
+        // use by the caller.
+        check("cuCtxSetCurrent", unsafe {
+            driver.cuCtxSetCurrent(self.inner.raw)
+        })?;
+        Ok(ScopedCurrent {
+            restore: Some(previous),
+            driver,
+        })
+    }
+
     /// Waits for all work in this context to finish.
     #[doc(alias = "cuCtxSynchronize")]
     pub fn sync(&self) -> Result<()> {
-        self.bind()?;
+        let _current = self.scoped()?;
         // SAFETY: the context is current on this thread.
         check("cuCtxSynchronize", unsafe {
             self.driver().cuCtxSynchronize()
@@ -175,7 +213,7 @@ impl Context {
     /// higher priority (`(0, -5)` on most GPUs).
     #[doc(alias = "cuCtxGetStreamPriorityRange")]
     pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
-        self.bind()?;
+        let _current = self.scoped()?;
         let (mut least, mut greatest) = (0, 0);
         // SAFETY: valid out-pointers; the context is current.
         check("cuCtxGetStreamPriorityRange", unsafe {
@@ -219,7 +257,7 @@ impl ContextInner {
                 check("cuDevicePrimaryCtxRelease_v2", unsafe {
                     self.device
                         .driver()
-                        .cuDevicePrimaryCtxRelease_v2(self.device.raw())
+                        .cuDevicePrimaryCtxRelease_v2(self.device.as_raw())
                 })
             }
         }
@@ -230,6 +268,26 @@ impl Drop for ContextInner {
     fn drop(&mut self) {
         if let Err(error) = self.release_raw() {
             crate::log_drop_error("context", &error);
+        }
+    }
+}
+
+/// Restores the thread's previous current context when dropped (see [`Context::scoped`]).
+pub(crate) struct ScopedCurrent {
+    restore: Option<CUcontext>,
+    driver: &'static Driver,
+}
+
+impl Drop for ScopedCurrent {
+    fn drop(&mut self) {
+        if let Some(previous) = self.restore {
+            // SAFETY: `previous` was current on this thread when the guard was made; a context
+            // destroyed meanwhile is refused by the driver with an error code, which is logged.
+            if let Err(error) = check("cuCtxSetCurrent", unsafe {
+                self.driver.cuCtxSetCurrent(previous)
+            }) {
+                crate::log_drop_error("current-context guard", &error);
+            }
         }
     }
 }
@@ -252,7 +310,4 @@ impl PartialEq for Context {
 
 impl Eq for Context {}
 
-const _: () = {
-    const fn assert_send_sync<T: Send + Sync>() {}
-    assert_send_sync::<Context>();
-};
+crate::assert_send_sync!(Context);

@@ -165,8 +165,32 @@ impl Device {
     }
 
     /// The raw `CUdevice`.
-    pub fn raw(&self) -> CUdevice {
+    pub fn as_raw(&self) -> CUdevice {
         self.raw
+    }
+
+    /// The device of the context current on the calling thread, if any.
+    #[doc(alias = "cuCtxGetDevice")]
+    pub fn current() -> Result<Option<Device>> {
+        let driver = crate::driver::driver()?;
+        let mut context = std::ptr::null_mut();
+        // SAFETY: valid out-pointer.
+        check("cuCtxGetCurrent", unsafe {
+            driver.cuCtxGetCurrent(&mut context)
+        })?;
+        if context.is_null() {
+            return Ok(None);
+        }
+        let mut raw = 0;
+        // SAFETY: valid out-pointer; a context is current.
+        check("cuCtxGetDevice", unsafe { driver.cuCtxGetDevice(&mut raw) })?;
+        Self::all()?
+            .into_iter()
+            .find(|device| device.raw == raw)
+            .map(Some)
+            .ok_or_else(|| {
+                Error::invalid_argument("the current context's device is not a visible device")
+            })
     }
 
     pub(crate) fn driver(&self) -> &'static Driver {
@@ -233,10 +257,13 @@ impl Device {
         Ok(bytes)
     }
 
-    /// Free and total memory, as the driver sees it now (binds the primary context).
+    /// Free and total memory, as the driver sees it now. The query needs the primary context:
+    /// when no handle to it is alive it is created for the call and released after (costly:
+    /// keep a [`Context`] for repeated queries).
     #[doc(alias = "cuMemGetInfo_v2")]
     pub fn mem_info(&self) -> Result<MemInfo> {
-        let _context = self.set_current()?; // held until the query is done
+        let context = self.context()?; // held until the query is done
+        let _current = context.scoped()?;
         let (mut free, mut total) = (0, 0);
         // SAFETY: valid out-pointers; this device's primary context is current.
         check("cuMemGetInfo_v2", unsafe {
@@ -348,10 +375,14 @@ impl Device {
         Ok(context)
     }
 
-    /// Waits for all work on this device's primary context to finish.
+    /// Waits for all work on this device's primary context to finish. With no handle to the
+    /// primary context alive there is no work and nothing is created: it returns at once.
     #[doc(alias = "cuCtxSynchronize")]
     pub fn sync(&self) -> Result<()> {
-        self.context()?.sync()
+        match Context::live_primary(self) {
+            Some(context) => context.sync(),
+            None => Ok(()),
+        }
     }
 
     /// A new stream on the primary context.
@@ -416,10 +447,7 @@ fn c_chars_to_string(buffer: &[c_char]) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-const _: () = {
-    const fn assert_send_sync<T: Send + Sync>() {}
-    assert_send_sync::<Device>();
-};
+crate::assert_send_sync!(Device);
 
 #[cfg(test)]
 mod tests {

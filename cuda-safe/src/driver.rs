@@ -2,25 +2,25 @@
 
 use std::sync::OnceLock;
 
+use crate::Result;
 use crate::error::check;
 use crate::sys::Driver;
-use crate::{Error, Result};
 
 /// The driver's entry points after `cuInit(0)` succeeded, loading `libcuda` on first use.
 ///
-/// Handles keep the returned reference, so a hot-path call never goes through this function.
+/// Only success is remembered: a failed `cuInit` (a transient `CUDA_ERROR_SYSTEM_NOT_READY`
+/// while a fabric manager starts, say) is retried on the next call. Handles keep the returned
+/// reference, so a hot-path call never goes through this function.
 pub(crate) fn driver() -> Result<&'static Driver> {
-    static INITIALISED: OnceLock<Result<&'static Driver>> = OnceLock::new();
-    INITIALISED
-        .get_or_init(|| {
-            let driver = crate::sys::driver()?;
-            // SAFETY: cuInit takes flags, which must be 0; it is safe to call from any thread.
-            check("cuInit", unsafe { driver.cuInit(0) })?;
-            Ok(driver)
-        })
-        .as_ref()
-        .map(|driver| *driver)
-        .map_err(Error::clone)
+    static INITIALISED: OnceLock<&'static Driver> = OnceLock::new();
+    if let Some(driver) = INITIALISED.get() {
+        return Ok(driver);
+    }
+    let driver = crate::sys::driver()?;
+    // SAFETY: cuInit takes flags, which must be 0; it is safe to call from any thread, and
+    // again after it succeeded.
+    check("cuInit", unsafe { driver.cuInit(0) })?;
+    Ok(INITIALISED.get_or_init(|| driver))
 }
 
 /// The CUDA version the driver supports (`13000` for 13.0), from `cuDriverGetVersion`.

@@ -76,7 +76,7 @@ pub enum Error {
     /// `Event::elapsed` on an event created without timing.
     #[error("the event was created with timing disabled")]
     EventNotTimed,
-    /// `Event::elapsed` or `Event::sync` on an event that was never recorded.
+    /// `Event::elapsed` on an event that was never recorded.
     #[error("the event has not been recorded")]
     EventNotRecorded,
     /// A file operation of a program cache failed.
@@ -222,6 +222,16 @@ pub(crate) fn check(api: &'static str, result: Result<CUresult, LoadError>) -> R
         Ok(CUresult::CUDA_SUCCESS) => Ok(()),
         Ok(code) => Err(Error::cuda(api, code)),
         Err(error) => Err(Error::Load(error)),
+    }
+}
+
+/// Turns a query's outcome into "done?": `CUDA_SUCCESS` is done, `CUDA_ERROR_NOT_READY` is not
+/// yet, anything else an error.
+#[inline]
+pub(crate) fn check_ready(api: &'static str, result: Result<CUresult, LoadError>) -> Result<bool> {
+    match result {
+        Ok(CUresult::CUDA_ERROR_NOT_READY) => Ok(false),
+        other => check(api, other).map(|()| true),
     }
 }
 

@@ -18,8 +18,8 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::error::check;
-use crate::sys::{CUevent, CUevent_flags, CUipcEventHandle, CUresult, Driver};
+use crate::error::{check, check_ready};
+use crate::sys::{CUevent, CUevent_flags, CUipcEventHandle, Driver};
 use crate::{Context, Error, Result, Stream};
 
 /// How to create an event. The default is the cheapest: no timing, spin-waiting sync.
@@ -68,7 +68,7 @@ impl Event {
         if options.ipc {
             flags |= CUevent_flags::CU_EVENT_INTERPROCESS.0;
         }
-        context.bind()?;
+        let _current = context.scoped()?;
         let driver = context.driver();
         let mut raw: CUevent = std::ptr::null_mut();
         // SAFETY: `raw` is a valid out-pointer; the context is current.
@@ -130,14 +130,12 @@ impl Event {
     #[doc(alias = "cuEventQuery")]
     pub fn is_done(&self) -> Result<bool> {
         // SAFETY: the event is valid while `self` lives.
-        match unsafe { self.driver.cuEventQuery(self.raw) } {
-            Ok(CUresult::CUDA_SUCCESS) => Ok(true),
-            Ok(CUresult::CUDA_ERROR_NOT_READY) => Ok(false),
-            other => check("cuEventQuery", other).map(|()| false),
-        }
+        check_ready("cuEventQuery", unsafe {
+            self.driver.cuEventQuery(self.raw)
+        })
     }
 
-    /// The GPU time between two recorded, timed events; waits for `end` to complete.
+    /// The GPU time between two recorded, timed events; waits for both to complete.
     ///
     /// [`Error::EventNotTimed`] if either was created without timing,
     /// [`Error::EventNotRecorded`] if either was never recorded.
@@ -150,6 +148,7 @@ impl Event {
         if !start.is_recorded() || !end.is_recorded() {
             return Err(Error::EventNotRecorded);
         }
+        start.sync()?;
         end.sync()?;
         let mut milliseconds = 0f32;
         // SAFETY: valid out-pointer; both events are valid, timed and recorded.
@@ -230,7 +229,4 @@ impl fmt::Debug for Event {
     }
 }
 
-const _: () = {
-    const fn assert_send_sync<T: Send + Sync>() {}
-    assert_send_sync::<Event>();
-};
+crate::assert_send_sync!(Event);

@@ -30,17 +30,18 @@ use crate::sys::{
 };
 use crate::{Context, Device, Error, Result};
 
-/// The resources of a device (or context, or stream) that green contexts are made from.
-#[derive(Debug, Clone, Copy)]
+/// The resources of a device (or context) that green contexts are made from; a context's
+/// resources keep the context alive.
+#[derive(Debug, Clone)]
 pub struct DeviceResources {
     device: Device,
     source: ResourceSource,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum ResourceSource {
     Device,
-    Context(crate::sys::CUcontext),
+    Context(Context),
 }
 
 /// How an SM resource may be partitioned: the smallest group and the step between sizes.
@@ -90,8 +91,15 @@ pub struct SmResource {
 /// What to split an SM resource into.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SplitRequest {
-    counts: Vec<u32>,
+    shape: Shape,
     round: bool,
+}
+
+/// The groups asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Shape {
+    Equal { groups: u32, size: u32 },
+    Counts(Vec<u32>),
 }
 
 /// The outcome of a split: disjoint groups and what is left over.
@@ -129,7 +137,10 @@ impl SplitRequest {
     /// `groups` groups of `sms_each` SMs each.
     pub fn equal(groups: u32, sms_each: u32) -> Self {
         Self {
-            counts: vec![sms_each; groups as usize],
+            shape: Shape::Equal {
+                groups,
+                size: sms_each,
+            },
             round: false,
         }
     }
@@ -137,7 +148,7 @@ impl SplitRequest {
     /// One group per entry, of that many SMs (unequal counts need a CUDA 13.1 driver).
     pub fn counts(counts: impl Into<Vec<u32>>) -> Self {
         Self {
-            counts: counts.into(),
+            shape: Shape::Counts(counts.into()),
             round: false,
         }
     }
@@ -149,9 +160,24 @@ impl SplitRequest {
         self
     }
 
-    /// The SM count asked for each group.
-    pub fn requested(&self) -> &[u32] {
-        &self.counts
+    /// How many groups are asked for.
+    pub fn group_count(&self) -> usize {
+        match &self.shape {
+            Shape::Equal { groups, .. } => *groups as usize,
+            Shape::Counts(counts) => counts.len(),
+        }
+    }
+
+    /// The SM count asked for each group, once the number of groups is known to be sane
+    /// (at most one group per SM), so a huge count never allocates.
+    fn counts_within(&self, total: u32) -> Option<Vec<u32>> {
+        if self.group_count() > total as usize {
+            return None;
+        }
+        Some(match &self.shape {
+            Shape::Equal { groups, size } => vec![*size; *groups as usize],
+            Shape::Counts(counts) => counts.clone(),
+        })
     }
 }
 
@@ -196,7 +222,7 @@ impl Device {
             driver.cuGreenCtxCreate(
                 &mut green,
                 desc,
-                self.raw(),
+                self.as_raw(),
                 CUgreenCtxCreate_flags::CU_GREEN_CTX_DEFAULT_STREAM.0,
             )
         })?;
@@ -209,21 +235,21 @@ impl DeviceResources {
     pub(crate) fn of_context(context: &Context) -> Self {
         Self {
             device: *context.device(),
-            source: ResourceSource::Context(context.as_raw()),
+            source: ResourceSource::Context(context.clone()),
         }
     }
 
     fn get(&self, kind: CUdevResourceType) -> Result<CUdevResource> {
         let driver = self.device.driver();
         let mut raw = CUdevResource::default();
-        // SAFETY: valid out-pointer; device or context handle alive while `self` is used.
+        // SAFETY: valid out-pointer; the device handle, or the context `self` keeps alive.
         let result = unsafe {
-            match self.source {
+            match &self.source {
                 ResourceSource::Device => {
-                    driver.cuDeviceGetDevResource(self.device.raw(), &mut raw, kind)
+                    driver.cuDeviceGetDevResource(self.device.as_raw(), &mut raw, kind)
                 }
                 ResourceSource::Context(context) => {
-                    driver.cuCtxGetDevResource(context, &mut raw, kind)
+                    driver.cuCtxGetDevResource(context.as_raw(), &mut raw, kind)
                 }
             }
         };
@@ -339,7 +365,8 @@ impl SmResource {
                     "asked {asked} x {size} of {} SMs on {arch}: the hardware's layout gives \
                      {possible} x {size} with {} left",
                     self.sm_count(),
-                    self.sm_count() - possible * size
+                    self.sm_count()
+                        .saturating_sub(possible.saturating_mul(size))
                 )));
             }
         }
@@ -470,10 +497,16 @@ fn plan_split(
     request: &SplitRequest,
     arch: &str,
 ) -> Result<SplitPlan> {
-    let asked = &request.counts;
-    if asked.is_empty() {
+    if request.group_count() == 0 {
         return Err(Error::invalid_argument("a split needs at least one group"));
     }
+    let Some(asked) = request.counts_within(total) else {
+        return Err(Error::invalid_argument(format!(
+            "asked {} groups of {total} SMs on {arch}: a group needs at least one SM",
+            request.group_count()
+        )));
+    };
+    let asked = &asked;
     let describe = |counts: &[u32]| {
         if counts.iter().all(|&count| count == counts[0]) {
             format!("{} x {}", counts.len(), counts[0])
@@ -513,8 +546,9 @@ fn plan_split(
             describe(&counts)
         )));
     }
+    let used = u32::try_from(sum(&counts)).unwrap_or(total);
     Ok(SplitPlan {
-        remainder: total - sum(&counts) as u32,
+        remainder: total.saturating_sub(used),
         counts,
     })
 }
@@ -669,6 +703,7 @@ mod tests {
             SplitRequest::equal(1, 4),
             SplitRequest::counts(Vec::new()),
             SplitRequest::equal(1, 136),
+            SplitRequest::equal(u32::MAX, 8),
         ] {
             assert!(
                 plan_split(132, &HOPPER, &request, "sm_90").is_err(),

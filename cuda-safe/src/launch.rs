@@ -240,8 +240,6 @@ device_repr!(
 unsafe impl<T> DeviceRepr for *const T {}
 // SAFETY: as above.
 unsafe impl<T> DeviceRepr for *mut T {}
-// SAFETY: an array of plain data has the layout of the C array.
-unsafe impl<T: DeviceRepr, const N: usize> DeviceRepr for [T; N] {}
 
 #[cfg(feature = "half")]
 // SAFETY: `half::f16` is a `#[repr(transparent)]` u16 with the bits of CUDA's `__half`.
@@ -256,6 +254,13 @@ pub trait KernelArg {
     type Repr: DeviceRepr;
     /// Converts the argument to that value.
     fn to_repr(&self) -> Self::Repr;
+    /// The stream the argument's memory is ordered on (a buffer's), if any: a launch on
+    /// another stream is ordered after that stream's queued work, and that stream's later
+    /// work (the buffer's free) after the launch.
+    #[inline(always)]
+    fn stream(&self) -> Option<&Stream> {
+        None
+    }
 }
 
 impl<T: DeviceRepr> KernelArg for T {
@@ -266,35 +271,39 @@ impl<T: DeviceRepr> KernelArg for T {
     }
 }
 
-impl KernelArg for &Buffer {
+/// Implements [`KernelArg`] for memory handles: their device address, ordered on their stream.
+macro_rules! memory_args {
+    ($([$($generics:tt)*] $ty:ty),* $(,)?) => {$(
+        impl<$($generics)*> KernelArg for $ty {
+            type Repr = CUdeviceptr;
+            #[inline(always)]
+            fn to_repr(&self) -> CUdeviceptr {
+                self.as_raw()
+            }
+            #[inline(always)]
+            fn stream(&self) -> Option<&Stream> {
+                Some((**self).stream())
+            }
+        }
+    )*};
+}
+
+memory_args!(
+    [] &Buffer,
+    [] &mut Buffer,
+    [T: bytemuck::Pod] &DeviceSlice<'_, T>,
+    [T: bytemuck::Pod] &mut DeviceSliceMut<'_, T>,
+);
+
+impl<T: bytemuck::Pod> KernelArg for DeviceSlice<'_, T> {
     type Repr = CUdeviceptr;
     #[inline(always)]
     fn to_repr(&self) -> CUdeviceptr {
         self.as_raw()
     }
-}
-
-impl KernelArg for &mut Buffer {
-    type Repr = CUdeviceptr;
     #[inline(always)]
-    fn to_repr(&self) -> CUdeviceptr {
-        self.as_raw()
-    }
-}
-
-impl<T: bytemuck::Pod> KernelArg for &DeviceSlice<'_, T> {
-    type Repr = CUdeviceptr;
-    #[inline(always)]
-    fn to_repr(&self) -> CUdeviceptr {
-        self.as_raw()
-    }
-}
-
-impl<T: bytemuck::Pod> KernelArg for &mut DeviceSliceMut<'_, T> {
-    type Repr = CUdeviceptr;
-    #[inline(always)]
-    fn to_repr(&self) -> CUdeviceptr {
-        self.as_raw()
+    fn stream(&self) -> Option<&Stream> {
+        Some(DeviceSlice::stream(self))
     }
 }
 
@@ -306,6 +315,9 @@ pub trait KernelArgs {
         &self,
         f: impl FnOnce(&mut [*mut c_void], &[usize], &[&'static str]) -> R,
     ) -> R;
+
+    /// Calls `f` with the stream of each argument that has one ([`KernelArg::stream`]).
+    fn for_each_stream(&self, f: impl FnMut(&Stream));
 }
 
 macro_rules! kernel_args {
@@ -323,6 +335,13 @@ macro_rules! kernel_args {
                 let names = [$(std::any::type_name::<$name::Repr>()),*];
                 f(&mut pointers, &sizes, &names)
             }
+
+            #[inline(always)]
+            fn for_each_stream(&self, mut f: impl FnMut(&Stream)) {
+                $(if let Some(stream) = self.$index.stream() {
+                    f(stream);
+                })*
+            }
         }
     )*};
 }
@@ -335,6 +354,8 @@ impl KernelArgs for () {
     ) -> R {
         f(&mut [], &[], &[])
     }
+
+    fn for_each_stream(&self, _f: impl FnMut(&Stream)) {}
 }
 
 kernel_args!(
@@ -396,12 +417,23 @@ fn check_args(kernel: &Kernel, sizes: &[usize], names: &[&'static str]) -> Resul
 /// The configuration is checked against the stream's device and the arguments against the
 /// kernel's parameter list before anything reaches the driver; the launch itself is queued.
 ///
+/// A buffer or slice argument whose stream is not `stream` is ordered both ways: the launch
+/// waits for the work queued on the buffer's stream, and that stream's later work (the buffer's
+/// free, a host view) waits for the launch. This costs nothing when every buffer is on the
+/// launch stream.
+///
 /// # Safety
 ///
-/// The crate cannot see what the kernel does: the caller guarantees the arguments have the
-/// types the kernel expects, and that every memory access the kernel makes through them stays
-/// inside live allocations that nothing else uses concurrently (a buffer passed as `&Buffer`
-/// must only be read).
+/// The crate cannot see what the kernel does. The caller guarantees that:
+/// - the arguments have the types the kernel expects (the sizes are checked when the driver
+///   reports them, the types are not);
+/// - every memory access the kernel makes stays inside the allocations passed (or others kept
+///   alive until the kernel completes), and nothing else writes them concurrently (a buffer
+///   passed as `&Buffer` must only be read); memory reached through raw addresses is not
+///   ordered by the crate;
+/// - the kernel's code stays loaded until the launch completes: keep the [`Kernel`] (or its
+///   [`ObjectCode`](crate::ObjectCode)) alive, or synchronize the stream before dropping the
+///   last handle.
 #[doc(alias = "cuLaunchKernelEx")]
 #[inline]
 pub unsafe fn launch<A: KernelArgs>(
@@ -411,7 +443,12 @@ pub unsafe fn launch<A: KernelArgs>(
     args: A,
 ) -> Result<()> {
     config.validate(stream.launch_limits()?)?;
-    args.with_params(|pointers, sizes, names| {
+    let mut foreign = false;
+    args.for_each_stream(|other| foreign |= !other.same_as(stream));
+    if foreign {
+        order_streams(&args, |other| stream.wait_stream(other))?;
+    }
+    let launched = args.with_params(|pointers, sizes, names| {
         check_args(kernel, sizes, names)?;
         let mut attributes = [CUlaunchAttribute::default(); 2];
         let mut count = 0;
@@ -456,7 +493,58 @@ pub unsafe fn launch<A: KernelArgs>(
                 std::ptr::null_mut(),
             )
         })
-    })
+    });
+    if let Err(error) = launched {
+        return Err(explain_launch_error(error, stream, config, kernel));
+    }
+    if foreign {
+        order_streams(&args, |other| other.wait_stream(stream))?;
+    }
+    Ok(())
+}
+
+/// Calls `order` for every argument stream other than the launch stream, stopping at the
+/// first error.
+#[cold]
+fn order_streams<A: KernelArgs>(
+    args: &A,
+    mut order: impl FnMut(&Stream) -> Result<()>,
+) -> Result<()> {
+    let mut result = Ok(());
+    args.for_each_stream(|other| {
+        if result.is_ok() {
+            result = order(other);
+        }
+    });
+    result
+}
+
+/// Turns the driver's bare `CUDA_ERROR_INVALID_VALUE` for too much dynamic shared memory into
+/// an error that says which limit was hit and how to raise it.
+#[cold]
+fn explain_launch_error(
+    error: Error,
+    stream: &Stream,
+    config: &LaunchConfig,
+    kernel: &Kernel,
+) -> Error {
+    if error.cuda_code() != Some(crate::sys::CUresult::CUDA_ERROR_INVALID_VALUE)
+        || config.shared_mem == 0
+    {
+        return error;
+    }
+    match kernel.attributes(stream.device()) {
+        Ok(attributes) if config.shared_mem > attributes.max_dynamic_shared_size_bytes => {
+            Error::invalid_argument(format!(
+                "{error}: {} bytes of dynamic shared memory are over kernel `{}`'s limit of {}; \
+                 raise it with Kernel::set_max_dynamic_shared_memory",
+                config.shared_mem,
+                kernel.name(),
+                attributes.max_dynamic_shared_size_bytes
+            ))
+        }
+        _ => error,
+    }
 }
 
 #[cfg(test)]
@@ -535,19 +623,22 @@ mod tests {
 
     #[test]
     fn tuples_lay_out_each_argument_with_its_size() {
-        let args = (2.0f32, 7u64, 3i8, [1u32; 3]);
+        let args = (2.0f32, 7u64, 3i8, 1.5f64);
         args.with_params(|pointers, sizes, names| {
-            assert_eq!(sizes, [4, 8, 1, 12]);
+            assert_eq!(sizes, [4, 8, 1, 8]);
             assert_eq!(pointers.len(), 4);
             // SAFETY: the pointers point at the laid-out values of these types.
             unsafe {
                 assert_eq!(*pointers[0].cast::<f32>(), 2.0);
                 assert_eq!(*pointers[1].cast::<u64>(), 7);
                 assert_eq!(*pointers[2].cast::<i8>(), 3);
-                assert_eq!(*pointers[3].cast::<[u32; 3]>(), [1; 3]);
+                assert_eq!(*pointers[3].cast::<f64>(), 1.5);
             }
             assert_eq!(names[0], "f32");
         });
+        let mut streams = 0;
+        args.for_each_stream(|_| streams += 1);
+        assert_eq!(streams, 0, "scalars have no stream");
         ().with_params(|pointers, sizes, _| assert!(pointers.is_empty() && sizes.is_empty()));
     }
 }

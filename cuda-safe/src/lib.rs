@@ -1,30 +1,52 @@
-//! Safe CUDA for Rust, modelled on NVIDIA's `cuda.core`: devices, contexts, streams, events,
-//! memory resources and buffers (more to come: NVRTC programs, kernels and launches, program
-//! caches, green contexts), plus GPU monitoring through NVML in [`system`].
+//! Safe CUDA for Rust, modelled on NVIDIA's `cuda.core`: compile CUDA C++ at run time with
+//! NVRTC ([`Program`]), load it once for every context ([`ObjectCode`], [`Kernel`]), launch
+//! with checked arguments ([`launch`]), manage devices, contexts, streams, events and memory
+//! ([`Device`], [`Context`], [`Stream`], [`Event`], [`DeviceMemoryResource`], [`Buffer`]),
+//! cache compiled programs ([`cache`]), split a GPU's SMs between jobs (green contexts:
+//! [`SplitRequest`], [`Device::create_green_context`]) and watch GPUs through NVML
+//! ([`system`]).
 //!
 //! ```no_run
-//! use cuda_safe::{Device, PinnedMemoryResource};
+//! use cuda_safe::{launch, CodeKind, Device, LaunchConfig, ObjectCode, Program, ProgramOptions};
 //!
 //! let device = Device::new(0)?;
 //! device.set_current()?;
 //! let stream = device.create_stream(Default::default())?;
 //! let pool = device.default_memory_resource()?;
-//! let pinned = PinnedMemoryResource::new(&device)?;
 //!
-//! let mut host = pinned.allocate(1 << 20, &stream)?;
-//! host.as_host_mut_slice::<f32>()?.fill(2.0);
-//! let mut on_gpu = pool.allocate(1 << 20, &stream)?;
-//! on_gpu.copy_from(&host)?; // asynchronous: pinned source, same stream
-//! assert_eq!(on_gpu.to_vec::<f32>()?[0], 2.0);
+//! let source = r#"extern "C" __global__ void twice(float* x, size_t n) {
+//!     size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+//!     if (i < n) x[i] *= 2.0f;
+//! }"#;
+//! let compiled = Program::new(source, ProgramOptions::default())?.compile(CodeKind::Cubin)?;
+//! let kernel = ObjectCode::load(&compiled.program)?.get_kernel("twice")?;
+//!
+//! let mut x = pool.allocate(4 * 1024, &stream)?;
+//! x.copy_from_host(&[1.5f32; 1024])?;
+//! let config = LaunchConfig::for_num_elements(1024, 256)?;
+//! // SAFETY: `twice` updates 1024 floats, which the buffer holds.
+//! unsafe { launch(&stream, &config, &kernel, (&mut x, 1024usize))? };
+//! assert_eq!(x.to_vec::<f32>()?[0], 3.0);
 //! # Ok::<(), cuda_safe::Error>(())
 //! ```
 //!
 //! Every handle keeps what it depends on alive through `Arc`s (a buffer its resource and
-//! stream, a stream its context), `Drop` never panics (it logs through the `log` crate), and
-//! each type has a `close` that returns the error instead. The raw layers are re-exported for
-//! calls the safe layer does not wrap: [`sys`] (the driver API), [`nvrtc_sys`] and
-//! [`nvml_sys`]. Each loads its library at run time, so this crate builds and links on machines
-//! without CUDA.
+//! stream, a stream its context, a kernel its loaded code), `Drop` never panics (it logs
+//! through the `log` crate), and each type has a `close` that returns the error instead. The
+//! raw layers are re-exported for calls the safe layer does not wrap: [`sys`] (the driver
+//! API), [`nvrtc_sys`] and [`nvml_sys`]. Each loads its library at run time, so this crate
+//! builds and links on machines without CUDA.
+
+/// Asserts at compile time that each type is `Send` and `Sync`.
+macro_rules! assert_send_sync {
+    ($($ty:ty),+ $(,)?) => {
+        const _: () = {
+            const fn assert_send_sync<T: Send + Sync>() {}
+            $(assert_send_sync::<$ty>();)+
+        };
+    };
+}
+pub(crate) use assert_send_sync;
 
 pub use cuda_sys as sys;
 pub use nvml_sys;
@@ -43,6 +65,8 @@ mod program;
 mod stream;
 
 pub mod cache;
+pub mod checkpoint;
+pub mod dlpack;
 pub mod system;
 
 pub use context::Context;

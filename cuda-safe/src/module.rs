@@ -19,7 +19,9 @@ use std::sync::{Arc, OnceLock};
 
 use crate::cache::{CachedProgram, CodeKind};
 use crate::error::check;
-use crate::sys::{CUfunction, CUfunction_attribute, CUkernel, CUlibrary, CUresult, Driver};
+use crate::sys::{
+    CUdeviceptr, CUfunction, CUfunction_attribute, CUkernel, CUlibrary, CUresult, Driver,
+};
 use crate::{Device, Error, Result};
 
 /// Code loaded with `cuLibraryLoadData` / `cuLibraryLoadFromFile`; cloning is cheap. Kernels
@@ -106,9 +108,7 @@ impl ObjectCode {
     /// Loads PTX text, which the driver compiles for the device on first use.
     #[doc(alias = "cuLibraryLoadData")]
     pub fn from_ptx(ptx: &str) -> Result<Self> {
-        let text = CString::new(ptx.trim_end_matches('\0'))
-            .map_err(|_| Error::invalid_argument("PTX text holds a NUL byte before its end"))?;
-        Self::load_image(text.as_bytes_with_nul(), Some(CodeKind::Ptx), Arc::from([]))
+        Self::load_ptx(ptx.as_bytes(), Arc::from([]))
     }
 
     /// Loads a CUBIN, PTX or fatbin file (the driver tells them apart).
@@ -118,68 +118,56 @@ impl ObjectCode {
         let name = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
             Error::invalid_argument(format!("path {} holds a NUL byte", path.display()))
         })?;
-        let driver = crate::driver::driver()?;
-        let mut raw: CUlibrary = std::ptr::null_mut();
-        // SAFETY: valid out-pointer and NUL-terminated path; no options.
-        check("cuLibraryLoadFromFile", unsafe {
-            driver.cuLibraryLoadFromFile(
-                &mut raw,
-                name.as_ptr(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                0,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                0,
-            )
-        })?;
-        Ok(Self::from_raw_parts(raw, None, Arc::from([]), driver))
+        Self::load_with(
+            None,
+            Arc::from([]),
+            "cuLibraryLoadFromFile",
+            |driver, raw| {
+                // SAFETY: valid out-pointer and NUL-terminated path; no options.
+                unsafe {
+                    driver.cuLibraryLoadFromFile(
+                        raw,
+                        name.as_ptr(),
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                        0,
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                        0,
+                    )
+                }
+            },
+        )
     }
 
     /// Loads compiled code (from [`Program`](crate::Program) or a program cache), keeping its
     /// name-expression map so [`get_kernel`](Self::get_kernel) resolves templated kernels.
     ///
     /// LTO-IR cannot be loaded directly: it must be linked first.
+    #[doc(alias = "cuLibraryLoadData")]
     pub fn load(program: &CachedProgram) -> Result<Self> {
+        let names = program.lowered_names.clone();
         match program.kind {
             CodeKind::LtoIr => Err(Error::unsupported(
                 "loading LTO-IR",
                 "LTO-IR must be linked into a CUBIN (nvJitLink) before it can be loaded",
             )),
-            CodeKind::Ptx => {
-                if program.code.last() != Some(&0) {
-                    let text = std::str::from_utf8(&program.code)
-                        .map_err(|_| Error::invalid_argument("PTX is not UTF-8 text"))?;
-                    let loaded = Self::from_ptx(text)?;
-                    return Ok(loaded.with_names(program.lowered_names.clone()));
-                }
-                Self::load_image(
-                    &program.code,
-                    Some(CodeKind::Ptx),
-                    program.lowered_names.clone(),
-                )
-            }
+            CodeKind::Ptx => Self::load_ptx(&program.code, names),
             CodeKind::Cubin => {
                 expect_magic(&program.code, ELF_MAGIC, "a CUBIN (ELF)")?;
-                Self::load_image(
-                    &program.code,
-                    Some(CodeKind::Cubin),
-                    program.lowered_names.clone(),
-                )
+                Self::load_image(&program.code, Some(CodeKind::Cubin), names)
             }
         }
     }
 
-    fn with_names(self, lowered_names: Arc<[(String, String)]>) -> Self {
-        match Arc::try_unwrap(self.inner) {
-            Ok(mut inner) => {
-                inner.lowered_names = lowered_names;
-                Self {
-                    inner: Arc::new(inner),
-                }
-            }
-            Err(inner) => Self { inner },
+    /// Loads PTX, adding the terminating NUL the driver needs when it is missing.
+    fn load_ptx(ptx: &[u8], lowered_names: Arc<[(String, String)]>) -> Result<Self> {
+        if ptx.last() == Some(&0) {
+            return Self::load_image(ptx, Some(CodeKind::Ptx), lowered_names);
         }
+        let text = CString::new(ptx)
+            .map_err(|_| Error::invalid_argument("PTX text holds a NUL byte before its end"))?;
+        Self::load_image(text.as_bytes_with_nul(), Some(CodeKind::Ptx), lowered_names)
     }
 
     fn load_image(
@@ -190,39 +178,108 @@ impl ObjectCode {
         if image.is_empty() {
             return Err(Error::invalid_argument("an empty image cannot be loaded"));
         }
-        let driver = crate::driver::driver()?;
-        let mut raw: CUlibrary = std::ptr::null_mut();
-        // SAFETY: valid out-pointer; the image is a complete buffer the driver copies (PTX is
-        // NUL-terminated by the callers); no options.
-        check("cuLibraryLoadData", unsafe {
-            driver.cuLibraryLoadData(
-                &mut raw,
-                image.as_ptr().cast::<c_void>(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                0,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                0,
-            )
-        })?;
-        Ok(Self::from_raw_parts(raw, kind, lowered_names, driver))
+        Self::load_with(kind, lowered_names, "cuLibraryLoadData", |driver, raw| {
+            // SAFETY: valid out-pointer; the image is a complete buffer the driver copies (PTX
+            // is NUL-terminated by the callers); no options.
+            unsafe {
+                driver.cuLibraryLoadData(
+                    raw,
+                    image.as_ptr().cast::<c_void>(),
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    0,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    0,
+                )
+            }
+        })
     }
 
-    fn from_raw_parts(
-        raw: CUlibrary,
+    /// Runs one of the `cuLibraryLoad*` calls and wraps the library it made.
+    fn load_with(
         kind: Option<CodeKind>,
         lowered_names: Arc<[(String, String)]>,
-        driver: &'static Driver,
-    ) -> Self {
-        Self {
+        api: &'static str,
+        load: impl FnOnce(
+            &'static Driver,
+            *mut CUlibrary,
+        ) -> std::result::Result<CUresult, crate::sys::LoadError>,
+    ) -> Result<Self> {
+        let driver = crate::driver::driver()?;
+        let mut raw: CUlibrary = std::ptr::null_mut();
+        check(api, load(driver, &mut raw))?;
+        Ok(Self {
             inner: Arc::new(LoadedLibrary {
                 raw,
                 kind,
                 lowered_names,
                 driver,
             }),
+        })
+    }
+
+    /// Unloads the code now if this is the last handle (no kernel of it alive), returning the
+    /// driver's error (dropping does the same and only logs).
+    #[doc(alias = "cuLibraryUnload")]
+    pub fn close(self) -> Result<()> {
+        match Arc::try_unwrap(self.inner) {
+            Ok(mut library) => {
+                let result = library.unload();
+                library.raw = std::ptr::null_mut(); // unloaded: the drop skips it
+                result
+            }
+            Err(_) => Ok(()),
         }
+    }
+
+    /// A global variable of the code (`__device__` or `__constant__`) in `context`: its
+    /// device address and size in bytes.
+    #[doc(alias = "cuLibraryGetGlobal")]
+    pub fn get_global(&self, name: &str, context: &crate::Context) -> Result<(CUdeviceptr, usize)> {
+        let c_name = CString::new(name)
+            .map_err(|_| Error::invalid_argument("a variable name cannot hold a NUL byte"))?;
+        let _current = context.scoped()?;
+        let (mut address, mut bytes) = (0, 0);
+        // SAFETY: valid out-pointers, loaded library and NUL-terminated name; the context the
+        // address is for is current.
+        check("cuLibraryGetGlobal", unsafe {
+            self.inner.driver.cuLibraryGetGlobal(
+                &mut address,
+                &mut bytes,
+                self.inner.raw,
+                c_name.as_ptr(),
+            )
+        })?;
+        Ok((address, bytes))
+    }
+
+    /// Every kernel of the code, named by its symbol (CUDA 12.4 drivers on).
+    #[doc(alias = "cuLibraryEnumerateKernels")]
+    pub fn kernels(&self) -> Result<Vec<Kernel>> {
+        let driver = self.inner.driver;
+        let mut count = 0;
+        // SAFETY: valid out-pointer and library.
+        check("cuLibraryGetKernelCount", unsafe {
+            driver.cuLibraryGetKernelCount(&mut count, self.inner.raw)
+        })?;
+        let mut raws: Vec<CUkernel> = vec![std::ptr::null_mut(); count as usize];
+        // SAFETY: `raws` holds `count` handles.
+        check("cuLibraryEnumerateKernels", unsafe {
+            driver.cuLibraryEnumerateKernels(raws.as_mut_ptr(), count, self.inner.raw)
+        })?;
+        raws.into_iter()
+            .map(|raw| {
+                let mut kernel = Kernel {
+                    raw,
+                    name: Arc::from(""),
+                    params: OnceLock::new(),
+                    library: self.inner.clone(),
+                };
+                kernel.name = Arc::from(kernel.symbol()?);
+                Ok(kernel)
+            })
+            .collect()
     }
 
     /// The raw `CUlibrary`, valid while this code (or a kernel of it) lives.
@@ -337,9 +394,12 @@ impl Kernel {
         let mut value = 0;
         // SAFETY: valid out-pointer, kernel and device.
         check("cuKernelGetAttribute", unsafe {
-            self.library
-                .driver
-                .cuKernelGetAttribute(&mut value, attribute, self.raw, device.raw())
+            self.library.driver.cuKernelGetAttribute(
+                &mut value,
+                attribute,
+                self.raw,
+                device.as_raw(),
+            )
         })?;
         Ok(value)
     }
@@ -373,7 +433,7 @@ impl Kernel {
         check("cuKernelSetAttribute", unsafe {
             self.library
                 .driver
-                .cuKernelSetAttribute(attribute, value, self.raw, device.raw())
+                .cuKernelSetAttribute(attribute, value, self.raw, device.as_raw())
         })
     }
 
@@ -388,10 +448,15 @@ impl Kernel {
         )
     }
 
-    /// The kernel as a function of `device`'s primary context (made current), for the
-    /// occupancy calculator.
-    fn function_on(&self, device: &Device) -> Result<(CUfunction, crate::Context)> {
-        let context = device.set_current()?;
+    /// Runs an occupancy query `query` with the kernel as a function of `device`'s primary
+    /// context, current for the query only.
+    fn with_function<T>(
+        &self,
+        device: &Device,
+        query: impl FnOnce(CUfunction) -> Result<T>,
+    ) -> Result<T> {
+        let context = device.context()?;
+        let _current = context.scoped()?;
         let mut function: CUfunction = std::ptr::null_mut();
         // SAFETY: valid out-pointer and kernel; the context is current.
         check("cuKernelGetFunction", unsafe {
@@ -399,7 +464,7 @@ impl Kernel {
                 .driver
                 .cuKernelGetFunction(&mut function, self.raw)
         })?;
-        Ok((function, context))
+        query(function)
     }
 
     /// How many blocks of `block_size` threads (with `dynamic_shared` bytes of dynamic shared
@@ -413,20 +478,21 @@ impl Kernel {
     ) -> Result<u32> {
         let block = i32::try_from(block_size)
             .map_err(|_| Error::invalid_argument(format!("block size {block_size}")))?;
-        let (function, _context) = self.function_on(device)?;
-        let mut blocks = 0;
-        // SAFETY: valid out-pointer and function; the context is current.
-        check("cuOccupancyMaxActiveBlocksPerMultiprocessor", unsafe {
-            self.library
-                .driver
-                .cuOccupancyMaxActiveBlocksPerMultiprocessor(
-                    &mut blocks,
-                    function,
-                    block,
-                    dynamic_shared,
-                )
-        })?;
-        Ok(blocks.max(0) as u32)
+        self.with_function(device, |function| {
+            let mut blocks = 0;
+            // SAFETY: valid out-pointer and function; the context is current.
+            check("cuOccupancyMaxActiveBlocksPerMultiprocessor", unsafe {
+                self.library
+                    .driver
+                    .cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                        &mut blocks,
+                        function,
+                        block,
+                        dynamic_shared,
+                    )
+            })?;
+            Ok(blocks.max(0) as u32)
+        })
     }
 
     /// The block size that maximises occupancy on `device`, and the smallest grid that fills
@@ -437,21 +503,22 @@ impl Kernel {
         device: &Device,
         dynamic_shared: usize,
     ) -> Result<(u32, u32)> {
-        let (function, _context) = self.function_on(device)?;
-        let (mut grid, mut block) = (0, 0);
-        // SAFETY: valid out-pointers and function; no per-block-size callback; the context is
-        // current.
-        check("cuOccupancyMaxPotentialBlockSize", unsafe {
-            self.library.driver.cuOccupancyMaxPotentialBlockSize(
-                &mut grid,
-                &mut block,
-                function,
-                None,
-                dynamic_shared,
-                0,
-            )
-        })?;
-        Ok((grid.max(0) as u32, block.max(0) as u32))
+        self.with_function(device, |function| {
+            let (mut grid, mut block) = (0, 0);
+            // SAFETY: valid out-pointers and function; no per-block-size callback; the context
+            // is current.
+            check("cuOccupancyMaxPotentialBlockSize", unsafe {
+                self.library.driver.cuOccupancyMaxPotentialBlockSize(
+                    &mut grid,
+                    &mut block,
+                    function,
+                    None,
+                    dynamic_shared,
+                    0,
+                )
+            })?;
+            Ok((grid.max(0) as u32, block.max(0) as u32))
+        })
     }
 
     /// The driver's name for the kernel (its mangled symbol).
@@ -480,12 +547,22 @@ impl Kernel {
     }
 }
 
+impl LoadedLibrary {
+    /// Unloads the library (once: a null handle was unloaded already).
+    fn unload(&self) -> Result<()> {
+        if self.raw.is_null() {
+            return Ok(());
+        }
+        // SAFETY: the library is owned, and no kernel of it is alive (they hold this value).
+        check("cuLibraryUnload", unsafe {
+            self.driver.cuLibraryUnload(self.raw)
+        })
+    }
+}
+
 impl Drop for LoadedLibrary {
     fn drop(&mut self) {
-        // SAFETY: the library is owned, and no kernel of it is alive (they hold this value).
-        if let Err(error) = check("cuLibraryUnload", unsafe {
-            self.driver.cuLibraryUnload(self.raw)
-        }) {
+        if let Err(error) = self.unload() {
             crate::log_drop_error("library", &error);
         }
     }
@@ -511,8 +588,4 @@ impl fmt::Debug for Kernel {
     }
 }
 
-const _: () = {
-    const fn assert_send_sync<T: Send + Sync>() {}
-    assert_send_sync::<ObjectCode>();
-    assert_send_sync::<Kernel>();
-};
+crate::assert_send_sync!(ObjectCode, Kernel);

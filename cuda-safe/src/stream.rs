@@ -15,8 +15,8 @@
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-use crate::error::check;
-use crate::sys::{CUresult, CUstream, CUstream_flags, Driver};
+use crate::error::{check, check_ready};
+use crate::sys::{CUstream, CUstream_flags, Driver};
 use crate::{Context, Device, Error, Event, EventOptions, LaunchLimits, Result};
 
 /// How to create a stream.
@@ -50,6 +50,8 @@ struct StreamInner {
     driver: &'static Driver,
     owned: bool,
     limits: OnceLock<&'static LaunchLimits>,
+    /// An untimed event this stream records to let other streams wait for it, made on first use.
+    marker: OnceLock<Event>,
 }
 
 // SAFETY: a CUstream may be used from any thread; the handle is immutable after creation.
@@ -92,7 +94,7 @@ impl Stream {
                 driver.cuGreenCtxStreamCreate(&mut raw, green, flags.0, priority)
             })?;
         } else {
-            context.bind()?;
+            let _current = context.scoped()?;
             // SAFETY: `raw` is a valid out-pointer; the context is current on this thread.
             check("cuStreamCreateWithPriority", unsafe {
                 driver.cuStreamCreateWithPriority(&mut raw, flags.0, priority)
@@ -106,20 +108,33 @@ impl Stream {
     ///
     /// # Safety
     ///
-    /// `raw` must be a valid stream of `context` (or `CU_STREAM_LEGACY` /
-    /// `CU_STREAM_PER_THREAD`) and stay valid while the wrapper or any clone of it lives.
+    /// `raw` must be a valid stream of `context` and stay valid while the wrapper or any clone
+    /// of it (buffers keep one) lives. For the special handles (`CU_STREAM_LEGACY`,
+    /// `CU_STREAM_PER_THREAD`), see [`Stream::legacy_default`].
     pub unsafe fn from_raw(raw: CUstream, context: &Context) -> Self {
         Self::from_parts(raw, context.clone(), false)
     }
 
-    /// The legacy default stream of `context` (`CU_STREAM_LEGACY`), which synchronizes with
-    /// every blocking stream.
-    pub fn legacy_default(context: &Context) -> Self {
+    /// The legacy default stream (`CU_STREAM_LEGACY`), which synchronizes with every blocking
+    /// stream.
+    ///
+    /// # Safety
+    ///
+    /// The handle means "the legacy stream of the context current on the calling thread":
+    /// use the wrapper (and any buffer associated with it, which frees itself there) only on
+    /// threads where `context` is current.
+    pub unsafe fn legacy_default(context: &Context) -> Self {
         Self::from_parts(crate::sys::CU_STREAM_LEGACY, context.clone(), false)
     }
 
     /// The calling thread's default stream (`CU_STREAM_PER_THREAD`).
-    pub fn per_thread_default(context: &Context) -> Self {
+    ///
+    /// # Safety
+    ///
+    /// The handle means "the calling thread's stream": use the wrapper (and any buffer
+    /// associated with it, which frees itself there) only on the thread that made it, with
+    /// `context` current.
+    pub unsafe fn per_thread_default(context: &Context) -> Self {
         Self::from_parts(crate::sys::CU_STREAM_PER_THREAD, context.clone(), false)
     }
 
@@ -132,6 +147,7 @@ impl Stream {
                 driver,
                 owned,
                 limits: OnceLock::new(),
+                marker: OnceLock::new(),
             }),
         }
     }
@@ -186,11 +202,9 @@ impl Stream {
     #[doc(alias = "cuStreamQuery")]
     pub fn query(&self) -> Result<bool> {
         // SAFETY: the stream is valid while `self` lives.
-        match unsafe { self.inner.driver.cuStreamQuery(self.inner.raw) } {
-            Ok(CUresult::CUDA_SUCCESS) => Ok(true),
-            Ok(CUresult::CUDA_ERROR_NOT_READY) => Ok(false),
-            other => check("cuStreamQuery", other).map(|()| false),
-        }
+        check_ready("cuStreamQuery", unsafe {
+            self.inner.driver.cuStreamQuery(self.inner.raw)
+        })
     }
 
     /// Records `event` at this point of the stream.
@@ -212,14 +226,27 @@ impl Stream {
     }
 
     /// Makes work queued on this stream from now on wait for everything queued on `other` so
-    /// far (through a temporary event, as `cuda.core` does).
+    /// far.
     pub fn wait_stream(&self, other: &Stream) -> Result<()> {
         if self.same_as(other) {
             return Ok(());
         }
-        let event = Event::new(other.context(), EventOptions::default())?;
-        event.record(other)?;
-        self.wait(&event)
+        self.wait(other.mark()?)
+    }
+
+    /// Records the stream's own marker event here and returns it, for another stream to wait
+    /// on. The event is made once per stream and reused: recording it again later only makes
+    /// a waiter that has not waited yet wait for a later point, which is still correct.
+    pub(crate) fn mark(&self) -> Result<&Event> {
+        let marker = match self.inner.marker.get() {
+            Some(marker) => marker,
+            None => {
+                let event = Event::new(self.context(), EventOptions::default())?;
+                self.inner.marker.get_or_init(|| event)
+            }
+        };
+        marker.record(self)?;
+        Ok(marker)
     }
 
     /// The stream's priority.
@@ -292,7 +319,4 @@ impl fmt::Debug for Stream {
     }
 }
 
-const _: () = {
-    const fn assert_send_sync<T: Send + Sync>() {}
-    assert_send_sync::<Stream>();
-};
+crate::assert_send_sync!(Stream);

@@ -69,7 +69,13 @@ pub static LIBCUDA: LibrarySpec = LibrarySpec {
 pub fn driver() -> Result<&'static Driver, LoadError> {
     static DRIVER: OnceLock<Result<Driver, LoadError>> = OnceLock::new();
     DRIVER
-        .get_or_init(|| Library::open(&LIBCUDA, &ENTRY_POINTS).map(Driver::new))
+        .get_or_init(|| {
+            // SAFETY: LIBCUDA names only NVIDIA's versioned soname or the path the user chose
+            // explicitly with $CUDA_SAFE_LIBCUDA: the driver, whose initialisers are sound to run
+            // in any thread and whose exports have the signatures of the `cuda.h` the bindings
+            // and ENTRY_POINTS were generated from.
+            unsafe { Library::open(&LIBCUDA, &ENTRY_POINTS).map(|library| Driver::new(library)) }
+        })
         .as_ref()
         .map_err(Clone::clone)
 }

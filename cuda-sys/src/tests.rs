@@ -141,12 +141,15 @@ fn libcuda_is_only_the_versioned_soname_or_the_explicit_path() {
 
 #[test]
 fn loading_from_a_missing_path_lists_it() {
-    let error = Library::open_first(
-        LIBCUDA.name,
-        [PathBuf::from("/nonexistent/libcuda.so.1")],
-        &ENTRY_POINTS,
-    )
-    .map(Driver::new)
+    // SAFETY: the only candidate does not exist, so nothing is loaded or wrapped.
+    let error = unsafe {
+        Library::open_first(
+            LIBCUDA.name,
+            [PathBuf::from("/nonexistent/libcuda.so.1")],
+            &ENTRY_POINTS,
+        )
+        .map(|library| Driver::new(library))
+    }
     .unwrap_err();
     match error {
         LoadError::LibraryNotFound { library, tried } => {
@@ -161,9 +164,13 @@ fn loading_from_a_missing_path_lists_it() {
 #[test]
 fn a_library_without_the_symbol_gives_the_typed_error() {
     // libc loads but has none of the driver's symbols: each call fails with its name.
-    let driver = Library::open_first("libc", [PathBuf::from("libc.so.6")], &ENTRY_POINTS)
-        .map(Driver::new)
-        .expect("libc.so.6 loads");
+    // SAFETY: libc's initialisers have run already in this process; only lookups happen, and
+    // none of its functions is called (it has none of the driver's symbols).
+    let driver = unsafe {
+        Library::open_first("libc", [PathBuf::from("libc.so.6")], &ENTRY_POINTS)
+            .map(|library| Driver::new(library))
+    }
+    .expect("libc.so.6 loads");
     // SAFETY: the call never reaches C: the symbol is missing.
     let error = unsafe {
         driver.cuKernelGetParamInfo(

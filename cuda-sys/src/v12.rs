@@ -6744,7 +6744,13 @@ pub struct Driver {
 }
 impl Driver {
     /// Wraps a library opened with [`ENTRY_POINTS`].
-    pub fn new(library: ::cuda_loader::Library<ENTRY_POINT_COUNT>) -> Self {
+    ///
+    /// # Safety
+    ///
+    /// `library` must have been opened with [`ENTRY_POINTS`], and every symbol listed
+    /// there that the library exports must have the signature the header declares for
+    /// it: each method calls its symbol through that signature.
+    pub unsafe fn new(library: ::cuda_loader::Library<ENTRY_POINT_COUNT>) -> Self {
         Self { library }
     }
     /// The loaded library (its path, and which entry points it has).

@@ -72,9 +72,15 @@ pub static LIBNVML: LibrarySpec = LibrarySpec {
 /// The library is opened once per process; a failure is remembered and returned again.
 pub fn nvml() -> Result<&'static Nvml, LoadError> {
     static NVML: OnceLock<Result<Nvml, LoadError>> = OnceLock::new();
-    NVML.get_or_init(|| Library::open(&LIBNVML, &ENTRY_POINTS).map(Nvml::new))
-        .as_ref()
-        .map_err(Clone::clone)
+    NVML.get_or_init(|| {
+        // SAFETY: LIBNVML names only NVIDIA's versioned soname or the path the user chose
+        // explicitly with $CUDA_SAFE_LIBNVML: NVML, whose initialisers are sound to run in any
+        // thread and whose exports have the signatures of the `nvml.h` the bindings and
+        // ENTRY_POINTS were generated from.
+        unsafe { Library::open(&LIBNVML, &ENTRY_POINTS).map(|library| Nvml::new(library)) }
+    })
+    .as_ref()
+    .map_err(Clone::clone)
 }
 
 #[cfg(test)]
@@ -143,9 +149,13 @@ mod tests {
 
     #[test]
     fn a_library_without_the_symbol_gives_the_typed_error() {
-        let nvml = Library::open_first("libc", [PathBuf::from("libc.so.6")], &ENTRY_POINTS)
-            .map(Nvml::new)
-            .expect("libc.so.6 loads");
+        // SAFETY: libc's initialisers have run already in this process; only lookups happen,
+        // and none of its functions is called (it has none of NVML's symbols).
+        let nvml = unsafe {
+            Library::open_first("libc", [PathBuf::from("libc.so.6")], &ENTRY_POINTS)
+                .map(|library| Nvml::new(library))
+        }
+        .expect("libc.so.6 loads");
         // SAFETY: the call never reaches C: the symbol is missing.
         let error = unsafe { nvml.nvmlInit_v2() }.unwrap_err();
         assert!(

@@ -71,7 +71,13 @@ pub static LIBNVRTC: LibrarySpec = LibrarySpec {
 pub fn nvrtc() -> Result<&'static Nvrtc, LoadError> {
     static NVRTC: OnceLock<Result<Nvrtc, LoadError>> = OnceLock::new();
     NVRTC
-        .get_or_init(|| Library::open(&LIBNVRTC, &ENTRY_POINTS).map(Nvrtc::new))
+        .get_or_init(|| {
+            // SAFETY: LIBNVRTC names only NVIDIA's versioned sonames (on the search path or under
+            // a toolkit root) or the path the user chose explicitly with $CUDA_SAFE_LIBNVRTC:
+            // NVRTC, whose initialisers are sound to run in any thread and whose exports have
+            // the signatures of the `nvrtc.h` the bindings and ENTRY_POINTS were generated from.
+            unsafe { Library::open(&LIBNVRTC, &ENTRY_POINTS).map(|library| Nvrtc::new(library)) }
+        })
         .as_ref()
         .map_err(Clone::clone)
 }
@@ -141,9 +147,13 @@ mod tests {
 
     #[test]
     fn a_library_without_the_symbol_gives_the_typed_error() {
-        let nvrtc = Library::open_first("libc", [PathBuf::from("libc.so.6")], &ENTRY_POINTS)
-            .map(Nvrtc::new)
-            .expect("libc.so.6 loads");
+        // SAFETY: libc's initialisers have run already in this process; only lookups happen,
+        // and none of its functions is called (it has none of NVRTC's symbols).
+        let nvrtc = unsafe {
+            Library::open_first("libc", [PathBuf::from("libc.so.6")], &ENTRY_POINTS)
+                .map(|library| Nvrtc::new(library))
+        }
+        .expect("libc.so.6 loads");
         let (mut major, mut minor) = (0, 0);
         // SAFETY: the call never reaches C: the symbol is missing.
         let error = unsafe { nvrtc.nvrtcVersion(&mut major, &mut minor) }.unwrap_err();

@@ -8,7 +8,7 @@ fn primary_context_active(device: &Device) -> bool {
     let driver = cuda_safe::sys::driver().unwrap();
     let (mut flags, mut active) = (0u32, 0i32);
     // SAFETY: valid out-pointers and device handle.
-    unsafe { driver.cuDevicePrimaryCtxGetState(device.raw(), &mut flags, &mut active) }.unwrap();
+    unsafe { driver.cuDevicePrimaryCtxGetState(device.as_raw(), &mut flags, &mut active) }.unwrap();
     active != 0
 }
 
@@ -40,4 +40,17 @@ fn the_last_handle_releases_the_primary_context() {
     assert!(primary_context_active(&device));
     again.close().unwrap();
     assert!(!primary_context_active(&device));
+}
+
+#[test]
+fn device_sync_creates_no_context() {
+    if !gpu_or_skip("device_sync_creates_no_context") {
+        return;
+    }
+    let device = Device::new(0).unwrap();
+    device.sync().unwrap();
+    assert!(
+        !primary_context_active(&device),
+        "sync retained the primary context"
+    );
 }

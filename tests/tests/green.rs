@@ -276,3 +276,39 @@ fn closing_a_green_context_while_it_is_current() {
     buffer.fill_u8(1).unwrap();
     assert_eq!(buffer.to_vec::<u8>().unwrap(), [1u8; 64]);
 }
+
+#[test]
+fn resources_keep_their_context_and_internal_calls_keep_the_current_context() {
+    if !gpu_or_skip("resources_keep_their_context_and_internal_calls_keep_the_current_context") {
+        return;
+    }
+    let device = Device::new(0).unwrap();
+    let all = device.resources().sm().unwrap();
+    let split = all
+        .split(&SplitRequest::equal(1, all.rules().unwrap().alignment * 2))
+        .unwrap();
+    let green = device
+        .create_green_context(&split.groups[0], GreenContextOptions::default())
+        .unwrap();
+    let size = split.groups[0].sm_count();
+    let resources = green.resources();
+    green.bind().unwrap();
+    let raw_green = green.as_raw();
+    // Creating a stream and an event on the primary context must not leave it current.
+    let primary_stream = device.create_stream(StreamOptions::default()).unwrap();
+    let _event = device.create_event(Default::default()).unwrap();
+    let driver = cuda_safe::sys::driver().unwrap();
+    let mut current = std::ptr::null_mut();
+    // SAFETY: valid out-pointer.
+    unsafe { driver.cuCtxGetCurrent(&mut current) }.unwrap();
+    assert_eq!(
+        current, raw_green,
+        "an internal call changed the current context"
+    );
+    drop(primary_stream);
+    // The resources keep the green context alive after its last other handle is gone.
+    drop(green);
+    assert_eq!(resources.sm().unwrap().sm_count(), size);
+    drop(resources);
+    device.set_current().unwrap();
+}

@@ -369,3 +369,37 @@ fn ptx_and_files_load_too() {
     let refused = ObjectCode::from_cubin(&elf).and_then(|code| code.get_kernel("saxpy"));
     assert!(refused.unwrap_err().cuda_code().is_some());
 }
+
+#[test]
+fn a_launch_on_another_stream_is_ordered_with_the_buffers_stream() {
+    if !gpu_or_skip("a_launch_on_another_stream_is_ordered_with_the_buffers_stream") {
+        return;
+    }
+    let setup = setup();
+    let source = r#"extern "C" __global__ void slow_fill(float* out, float value, size_t n) {
+        unsigned long long t0, t;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+        do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < 2000000);
+        size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+        if (i < n) out[i] = value;
+    }"#;
+    let compiled = Program::new(source, ProgramOptions::default())
+        .unwrap()
+        .compile(CodeKind::Cubin)
+        .unwrap();
+    let code = ObjectCode::load(&compiled.program).unwrap();
+    let slow_fill = code.get_kernel("slow_fill").unwrap();
+    let other = setup
+        .device
+        .create_stream(StreamOptions::default())
+        .unwrap();
+    let n = 4096usize;
+    // The buffer lives on `setup.stream`; the kernel (2 ms) runs on `other`.
+    let mut out = setup.pool.allocate(n * 4, &setup.stream).unwrap();
+    out.fill_u32(0).unwrap();
+    let config = LaunchConfig::for_num_elements(n, 256).unwrap();
+    // SAFETY: slow_fill writes n floats of `out`, which holds n.
+    unsafe { launch(&other, &config, &slow_fill, (&mut out, 7.0f32, n)).unwrap() };
+    // Read on the buffer's own stream: ordered after the kernel by the launch.
+    assert!(out.to_vec::<f32>().unwrap().iter().all(|&v| v == 7.0));
+}

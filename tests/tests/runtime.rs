@@ -483,3 +483,27 @@ fn buffers_move_between_streams_and_threads() {
         .unwrap();
     assert!(moved.iter().all(|&v| v == 9));
 }
+
+#[test]
+fn elapsed_waits_for_both_events_on_different_streams() {
+    if !gpu_or_skip("elapsed_waits_for_both_events_on_different_streams") {
+        return;
+    }
+    let (device, first, pool) = setup();
+    let second = device.create_stream(StreamOptions::default()).unwrap();
+    let timed = EventOptions {
+        timing: true,
+        ..Default::default()
+    };
+    let (start, end) = (
+        device.create_event(timed).unwrap(),
+        device.create_event(timed).unwrap(),
+    );
+    let mut big = pool.allocate(1 << 30, &first).unwrap();
+    big.fill_u32(1).unwrap();
+    first.record(&start).unwrap();
+    second.record(&end).unwrap();
+    // `start` may still be pending on `first`; elapsed waits for it instead of NOT_READY.
+    let elapsed = Event::elapsed(&start, &end);
+    assert!(elapsed.is_ok(), "{elapsed:?}");
+}

@@ -10,6 +10,8 @@
 //!   bench/*.c                               the repository's own C floors (nvml_floor.c, ...)
 //!   cuda-12/{tests,examples,benches}/NAME   executables built with the default features
 //!   cuda-13/{tests,examples,benches}/NAME   built with --no-default-features --features cuda-13
+//!   cuda-{12,13}/lib/libcuda_safe_interop.so  the DLPack interop proof's C ABI library
+//!   interop/                                its Python driver and run_interop.sh (not run by run.sh)
 //! ```
 
 use std::collections::BTreeMap;
@@ -28,6 +30,13 @@ const PROFILE: &str = "bundle";
 
 /// The most the bundle may weigh: the device tool carries at most 64 MiB of ignored files.
 const SIZE_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// The `cdylib` of the DLPack interop proof, built for each ABI into `<abi>/lib/`.
+const INTEROP_PACKAGE: &str = "cuda-safe-interop";
+
+/// The interop proof's scripts (`*.py`, `*.sh`), relative to the workspace root; copied to
+/// `interop/` of the bundle.
+const INTEROP_SCRIPTS: &str = "interop/python";
 
 /// The C program that measures the driver-API floor, relative to the workspace root.
 const DRIVER_FLOOR_SRC: &str = "../shared/bench/driver_floor.c";
@@ -140,7 +149,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
         for &(kind, package) in &plan {
             build_and_copy(&root, &cargo, abi, kind, package, &out, &mut copied)?;
         }
+        build_interop(&root, &cargo, abi, &out)?;
     }
+    copy_interop_scripts(&root, &out)?;
     copy_driver_floor(&root, &out)?;
     copy_bench_sources(&root, &out)?;
     write_manifest(&root, &out)?;
@@ -363,6 +374,82 @@ fn build_and_copy(
             mib(size)
         );
         copied.insert(dest, artifact.executable);
+    }
+    Ok(())
+}
+
+/// Builds the interop proof's `cdylib` for `abi` and copies it into `<abi>/lib/`.
+fn build_interop(root: &Path, cargo: &str, abi: &Abi, out: &Path) -> Result<(), String> {
+    let mut args = vec![
+        "build",
+        "--lib",
+        "--profile",
+        PROFILE,
+        "-p",
+        INTEROP_PACKAGE,
+    ];
+    args.extend(abi.cargo_args);
+    args.push("--message-format=json-render-diagnostics");
+    let lines = run_cargo(root, cargo, &args)?;
+    let library = lines
+        .iter()
+        .find_map(|line| parse_cdylib(line))
+        .ok_or_else(|| format!("cargo announced no shared library of `{INTEROP_PACKAGE}`"))?;
+    let name = library
+        .file_name()
+        .ok_or_else(|| format!("{} has no file name", library.display()))?;
+    let dir = out.join(abi.name).join("lib");
+    fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let dest = dir.join(name);
+    let size = fs::copy(&library, &dest)
+        .map_err(|e| format!("copying {} to {}: {e}", library.display(), dest.display()))?;
+    println!(
+        "gpu-bundle: {}/lib/{} ({})",
+        abi.name,
+        name.to_string_lossy(),
+        mib(size)
+    );
+    Ok(())
+}
+
+/// Reads one line of cargo's JSON output: the shared library a `cdylib` target produced.
+fn parse_cdylib(line: &str) -> Option<PathBuf> {
+    let message: Value = serde_json::from_str(line).ok()?;
+    if message["reason"].as_str() != Some("compiler-artifact")
+        || !target_has_kind(&message["target"], "cdylib")
+    {
+        return None;
+    }
+    message["filenames"]
+        .as_array()?
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|file| file.ends_with(".so") || file.ends_with(".dylib") || file.ends_with(".dll"))
+        .map(PathBuf::from)
+}
+
+/// Copies the interop proof's Python and shell scripts into `interop/` of the bundle, keeping
+/// shell scripts executable.
+fn copy_interop_scripts(root: &Path, out: &Path) -> Result<(), String> {
+    let src_dir = root.join(INTEROP_SCRIPTS);
+    let entries =
+        fs::read_dir(&src_dir).map_err(|e| format!("reading {}: {e}", src_dir.display()))?;
+    let dir = out.join("interop");
+    fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("reading {}: {e}", src_dir.display()))?;
+        let src = entry.path();
+        let script = src
+            .extension()
+            .is_some_and(|ext| ext == "py" || ext == "sh");
+        if !src.is_file() || !script {
+            continue;
+        }
+        let dest = dir.join(entry.file_name());
+        fs::copy(&src, &dest).map_err(|e| format!("copying {}: {e}", src.display()))?;
+        if src.extension().is_some_and(|ext| ext == "sh") {
+            make_executable(&dest)?;
+        }
     }
     Ok(())
 }
@@ -769,6 +856,49 @@ mod tests {
 
     /// A `harness = false` benchmark.
     const BENCH_LINE: &str = r#"{"reason":"compiler-artifact","package_id":"path+file:///ws/cuda-safe#0.1.0","manifest_path":"/ws/cuda-safe/Cargo.toml","target":{"kind":["bench"],"crate_types":["bin"],"name":"launch","src_path":"/ws/cuda-safe/benches/launch.rs","edition":"2024","doc":false,"doctest":false,"test":false},"profile":{"opt_level":"3","debuginfo":0,"debug_assertions":false,"overflow_checks":false,"test":false},"features":[],"filenames":["/ws/target/bundle/deps/launch-77"],"executable":"/ws/target/bundle/deps/launch-77","fresh":false}"#;
+
+    /// The interop proof's library, as `cargo build --message-format=json` announces it.
+    const CDYLIB_LINE: &str = r#"{"reason":"compiler-artifact","package_id":"path+file:///ws/interop#cuda-safe-interop@0.1.0","manifest_path":"/ws/interop/Cargo.toml","target":{"kind":["cdylib"],"crate_types":["cdylib"],"name":"cuda_safe_interop","src_path":"/ws/interop/src/lib.rs","edition":"2024","doc":true,"doctest":false,"test":true},"profile":{"opt_level":"3","debuginfo":0,"debug_assertions":false,"overflow_checks":false,"test":false},"features":["cuda-13"],"filenames":["/ws/target/bundle/libcuda_safe_interop.so"],"executable":null,"fresh":false}"#;
+
+    #[test]
+    fn cdylib_artifacts_name_their_shared_library() {
+        assert_eq!(
+            parse_cdylib(CDYLIB_LINE),
+            Some(PathBuf::from("/ws/target/bundle/libcuda_safe_interop.so"))
+        );
+        assert_eq!(parse_cdylib(LIB_LINE), None);
+        assert_eq!(parse_cdylib(TEST_LINE), None);
+        assert_eq!(parse_cdylib("not json"), None);
+        assert_eq!(parse_artifact(CDYLIB_LINE, Kind::Test), None);
+    }
+
+    #[test]
+    fn interop_scripts_are_copied_and_executable() {
+        let dir = scratch("interop");
+        let src = dir.join("src");
+        fs::create_dir_all(src.join(INTEROP_SCRIPTS)).expect("mkdir");
+        fs::write(src.join(INTEROP_SCRIPTS).join("run.py"), "print()").expect("write");
+        fs::write(src.join(INTEROP_SCRIPTS).join("run_it.sh"), "true").expect("write");
+        fs::write(src.join(INTEROP_SCRIPTS).join("notes.txt"), "skip").expect("write");
+        let out = dir.join("out");
+        copy_interop_scripts(&src, &out).expect("copied");
+        assert_eq!(
+            list_files(&out),
+            Ok(vec![
+                ("interop/run.py".to_owned(), 7),
+                ("interop/run_it.sh".to_owned(), 4)
+            ])
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(out.join("interop/run_it.sh"))
+                .expect("stat")
+                .permissions();
+            assert_eq!(mode.mode() & 0o111, 0o111);
+        }
+        fs::remove_dir_all(&dir).expect("cleanup");
+    }
 
     fn strings(args: &[&str]) -> Vec<String> {
         args.iter().map(|s| (*s).to_owned()).collect()

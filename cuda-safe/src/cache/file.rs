@@ -216,8 +216,39 @@ impl FileStreamProgramCache {
         if !metadata.is_file() || metadata.len() < HEADER_LEN as u64 {
             return self.discard(path, id);
         }
-        let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
-        file.read_to_end(&mut bytes)
+        // The fixed header first: a file that is not an entry for `key` is refused before any
+        // of its (possibly huge) rest is read.
+        let mut header = [0u8; HEADER_LEN];
+        match file.read_exact(&mut header) {
+            Ok(()) => {}
+            Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => {
+                return self.discard(path, id);
+            }
+            Err(error) => return Err(io_error(path, error)),
+        }
+        let Ok(payload_len) = format::payload_len(key, &header) else {
+            return self.discard(path, id);
+        };
+        // The stated length must account for the file's size exactly, which bounds the read.
+        if payload_len.checked_add(HEADER_LEN as u64) != Some(metadata.len()) {
+            return self.discard(path, id);
+        }
+        let Some(file_len) = usize::try_from(payload_len)
+            .ok()
+            .and_then(|len| len.checked_add(HEADER_LEN))
+        else {
+            return self.discard(path, id);
+        };
+        let mut bytes = Vec::new();
+        if bytes.try_reserve_exact(file_len).is_err() {
+            // A consistent entry too large to hold in memory now: a miss, not a crash. It is
+            // left in place (it is not damaged); the next `put` of this key replaces it.
+            return Ok(None);
+        }
+        bytes.extend_from_slice(&header);
+        (&mut file)
+            .take(payload_len)
+            .read_to_end(&mut bytes)
             .map_err(|error| io_error(path, error))?;
         match format::decode(key, &bytes) {
             Ok(program) => {
@@ -370,4 +401,79 @@ fn is_hex(name: &str, len: usize) -> bool {
         && name
             .bytes()
             .all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs::{self, File};
+    use std::time::{Duration, Instant};
+
+    use super::FileStreamProgramCache;
+    use crate::cache::format::{self, FORMAT_VERSION, HEADER_LEN, MAGIC};
+    use crate::cache::{CacheKey, CachedProgram, CodeKind, ProgramCache};
+
+    /// A cache in a fresh directory and the path of `key`'s entry, its shard created.
+    fn cache_with_entry_dir(key: &CacheKey) -> (tempfile::TempDir, FileStreamProgramCache) {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = FileStreamProgramCache::new(dir.path());
+        let path = cache.entry_path(key);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        (dir, cache)
+    }
+
+    /// Asserts that `get` is a quick miss that counts the file as corrupt and removes it.
+    fn assert_quick_corrupt_miss(cache: &FileStreamProgramCache, key: &CacheKey) {
+        let started = Instant::now();
+        assert_eq!(cache.get(key).unwrap(), None);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "took {:?}",
+            started.elapsed()
+        );
+        assert!(!cache.entry_path(key).exists());
+        let stats = cache.stats().unwrap();
+        assert_eq!((stats.corrupt_entries, stats.misses), (1, 1));
+    }
+
+    #[test]
+    fn a_huge_sparse_file_at_an_entry_path_is_a_quick_miss() {
+        let key = CacheKey::from_bytes([7; 32]);
+        let (_dir, cache) = cache_with_entry_dir(&key);
+        let file = File::create(cache.entry_path(&key)).unwrap();
+        file.set_len(8 << 30).unwrap();
+        drop(file);
+        assert_quick_corrupt_miss(&cache, &key);
+    }
+
+    #[test]
+    fn a_header_claiming_a_terabyte_is_a_quick_miss() {
+        let key = CacheKey::from_bytes([8; 32]);
+        let (_dir, cache) = cache_with_entry_dir(&key);
+        let header = [
+            &MAGIC[..],
+            &FORMAT_VERSION.to_le_bytes(),
+            &(1u64 << 40).to_le_bytes(),
+            key.as_bytes(),
+            &[0; 32],
+        ]
+        .concat();
+        assert_eq!(header.len(), HEADER_LEN);
+        fs::write(cache.entry_path(&key), [&header[..], &[1, 2, 3]].concat()).unwrap();
+        assert_quick_corrupt_miss(&cache, &key);
+    }
+
+    #[test]
+    fn a_file_longer_than_its_header_states_is_a_miss() {
+        let key = CacheKey::from_bytes([9; 32]);
+        let (_dir, cache) = cache_with_entry_dir(&key);
+        let program = CachedProgram::new(CodeKind::Ptx, b"// ptx\0".to_vec(), Vec::new());
+        let mut bytes = format::encode(&key, &program);
+        fs::write(cache.entry_path(&key), &bytes).unwrap();
+        assert_eq!(cache.get(&key).unwrap(), Some(program));
+        bytes.extend_from_slice(&[0; 4096]);
+        fs::write(cache.entry_path(&key), &bytes).unwrap();
+        assert_eq!(cache.get(&key).unwrap(), None);
+        assert!(!cache.entry_path(&key).exists());
+        assert_eq!(cache.stats().unwrap().corrupt_entries, 1);
+    }
 }

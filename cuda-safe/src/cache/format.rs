@@ -69,9 +69,12 @@ pub(crate) fn encode(key: &CacheKey, program: &CachedProgram) -> Vec<u8> {
     file
 }
 
-/// The program in `file`, if it is a sound entry for `key`.
-pub(crate) fn decode(key: &CacheKey, file: &[u8]) -> Result<CachedProgram, Corruption> {
-    let mut reader = Reader(file);
+/// The payload length the fixed header of an entry for `key` states, if the header (the first
+/// [`HEADER_LEN`] bytes of `header`) is sound: right magic, format version and key.
+///
+/// Lets a reader check the header, and the file's size against it, before reading the payload.
+pub(crate) fn payload_len(key: &CacheKey, header: &[u8]) -> Result<u64, Corruption> {
+    let mut reader = Reader(header);
     if reader.take(MAGIC.len())? != MAGIC {
         return Err(Corruption::BadMagic);
     }
@@ -82,7 +85,17 @@ pub(crate) fn decode(key: &CacheKey, file: &[u8]) -> Result<CachedProgram, Corru
     if reader.take(32)? != key.as_bytes() {
         return Err(Corruption::WrongKey);
     }
-    let checksum = reader.take(32)?;
+    Ok(length)
+}
+
+/// The program in `file`, if it is a sound entry for `key`.
+pub(crate) fn decode(key: &CacheKey, file: &[u8]) -> Result<CachedProgram, Corruption> {
+    let mut reader = Reader(file);
+    let header = reader.take(HEADER_LEN)?;
+    let length = payload_len(key, header)?;
+    let (_, checksum) = header
+        .split_at_checked(HEADER_LEN - 32)
+        .ok_or(Corruption::Truncated)?;
     let payload = reader.0;
     match (payload.len() as u64).cmp(&length) {
         std::cmp::Ordering::Less => return Err(Corruption::Truncated),
@@ -204,6 +217,10 @@ mod tests {
         assert_eq!(with(60, file[60] ^ 1).unwrap_err(), Corruption::BadChecksum);
         assert_eq!(decode(&key, &[]).unwrap_err(), Corruption::Truncated);
         assert_eq!(
+            decode(&key, &file[..40]).unwrap_err(),
+            Corruption::Truncated
+        );
+        assert_eq!(
             decode(&key, &file[..file.len() - 1]).unwrap_err(),
             Corruption::Truncated
         );
@@ -211,6 +228,33 @@ mod tests {
         assert_eq!(
             decode(&key, &longer).unwrap_err(),
             Corruption::TrailingBytes
+        );
+    }
+
+    #[test]
+    fn the_header_alone_gives_the_stated_payload_length() {
+        let key = CacheKey::from_bytes([4; 32]);
+        let file = encode(
+            &key,
+            &CachedProgram::new(CodeKind::Ptx, vec![1, 2, 3], Vec::new()),
+        );
+        let stated = (file.len() - HEADER_LEN) as u64;
+        assert_eq!(payload_len(&key, &file[..HEADER_LEN]), Ok(stated));
+        let mut huge = file[..HEADER_LEN].to_vec();
+        huge[12..20].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        assert_eq!(payload_len(&key, &huge), Ok(1 << 40));
+        let other = CacheKey::from_bytes([5; 32]);
+        assert_eq!(
+            payload_len(&other, &file[..HEADER_LEN]),
+            Err(Corruption::WrongKey)
+        );
+        assert_eq!(
+            payload_len(&key, &[0; HEADER_LEN]),
+            Err(Corruption::BadMagic)
+        );
+        assert_eq!(
+            payload_len(&key, &file[..HEADER_LEN - 40]),
+            Err(Corruption::Truncated)
         );
     }
 

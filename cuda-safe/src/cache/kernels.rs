@@ -1,21 +1,26 @@
-//! [`KernelCache`]: the per-process map from a program's key to its loaded code, in front of a
-//! [`ProgramCache`] of compiled bytes.
+//! [`KernelCache`]: the per-process map from a program's key to its loaded code and kernels, in
+//! front of a [`ProgramCache`] of compiled bytes.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{PoisonError, RwLock};
+use std::hash::Hash;
+use std::sync::{Arc, PoisonError, RwLock};
 
-use super::{CacheKey, CachedProgram, CodeKind, ProgramCache};
-use crate::{Error, Kernel, ObjectCode, Program, Result};
+use super::{CacheKey, CodeKind, ProgramCache};
+use crate::program::compiler_version;
+use crate::{Kernel, ObjectCode, Program, Result};
 
 /// Launchable kernels for programs, compiling and loading each program at most once per
-/// process.
+/// process and looking each kernel up at most once per loaded program.
 ///
-/// A request first looks in this process's loaded libraries (keyed by the program's
+/// A request first looks in this process's loaded programs (keyed by the program's
 /// [`cache_key`](Program::cache_key), which the program computes once), then in the program
 /// cache `C` (in memory, on disk, or both, [`TieredProgramCache`](super::TieredProgramCache)),
 /// and compiles only when both miss. A repeated request therefore neither hashes the source
-/// again nor reloads the code: it is one map lookup and `cuLibraryGetKernel`.
+/// again, nor reloads the code, nor asks the driver for the kernel: it is a lookup in this
+/// cache's maps, and it returns a clone of the same [`Kernel`] (same handle, and the parameter
+/// list read once when the kernel was first looked up).
 ///
 /// ```no_run
 /// use cuda_safe::cache::{FileStreamProgramCache, InMemoryProgramCache, KernelCache, TieredProgramCache};
@@ -28,13 +33,20 @@ use crate::{Error, Kernel, ObjectCode, Program, Result};
 /// let kernels = KernelCache::new(programs);
 /// let program = Program::new("extern \"C\" __global__ void k() {}", ProgramOptions::default())?;
 /// let kernel = kernels.kernel(&program, CodeKind::Cubin, "k")?; // disk hit or compile
-/// let again = kernels.kernel(&program, CodeKind::Cubin, "k")?; // microseconds
+/// let again = kernels.kernel(&program, CodeKind::Cubin, "k")?; // no driver call
+/// assert_eq!(kernel.as_raw(), again.as_raw());
 /// # Ok::<(), cuda_safe::Error>(())
 /// ```
 pub struct KernelCache<C> {
     programs: C,
-    loaded: RwLock<HashMap<CacheKey, ObjectCode>>,
+    loaded: RwLock<HashMap<CacheKey, Arc<Loaded>>>,
     assumed_compiler: Option<String>,
+}
+
+/// One loaded program and the kernels looked up in it so far, by the name asked for.
+struct Loaded {
+    code: ObjectCode,
+    kernels: RwLock<HashMap<Box<str>, Kernel>>,
 }
 
 impl<C: ProgramCache> KernelCache<C> {
@@ -65,53 +77,22 @@ impl<C: ProgramCache> KernelCache<C> {
     /// `program` compiled for `target` and loaded: from this process's loaded code, else from
     /// the program cache, else compiled (and stored there).
     pub fn object_code(&self, program: &Program, target: CodeKind) -> Result<ObjectCode> {
-        let key = match &self.assumed_compiler {
-            Some(version) => program.cache_key_for_compiler(target, version)?,
-            None => program.cache_key(target)?,
-        };
-        if let Some(code) = self
-            .loaded
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&key)
-        {
-            return Ok(code.clone());
-        }
-        let code = ObjectCode::load(&self.fetch_or_compile(program, target, &key)?)?;
-        let mut loaded = self.loaded.write().unwrap_or_else(PoisonError::into_inner);
-        Ok(loaded.entry(key).or_insert(code).clone())
-    }
-
-    /// The compiled program under `key`: from the program cache, else compiled and stored.
-    fn fetch_or_compile(
-        &self,
-        program: &Program,
-        target: CodeKind,
-        key: &CacheKey,
-    ) -> Result<CachedProgram> {
-        match self.programs.get(key) {
-            Ok(Some(cached)) => return Ok(cached),
-            Ok(None) => {}
-            Err(error) => log::warn!("cuda-safe: reading program cache entry {key}: {error}"),
-        }
-        if let Some(assumed) = &self.assumed_compiler {
-            let actual = crate::program::compiler_version()?;
-            if &actual != assumed {
-                return Err(Error::invalid_argument(format!(
-                    "the kernel cache assumes NVRTC {assumed}, but NVRTC {actual} is loaded"
-                )));
-            }
-        }
-        let compiled = program.compile(target)?.program;
-        if let Err(error) = self.programs.put(key, &compiled) {
-            log::warn!("cuda-safe: storing program cache entry {key}: {error}");
-        }
-        Ok(compiled)
+        Ok(self.loaded(program, target)?.code.clone())
     }
 
     /// The kernel `name` (a symbol or a name expression) of `program` compiled for `target`.
+    ///
+    /// The first request for a name looks it up (`cuLibraryGetKernel`) and reads its parameter
+    /// list; later ones return a clone of that same kernel without calling the driver.
     pub fn kernel(&self, program: &Program, target: CodeKind, name: &str) -> Result<Kernel> {
-        self.object_code(program, target)?.get_kernel(name)
+        let loaded = self.loaded(program, target)?;
+        get_or_try_insert(&loaded.kernels, name, || {
+            let kernel = loaded.code.get_kernel(name)?;
+            // Read now, so every clone handed out carries the list instead of asking the
+            // driver again on its first checked launch.
+            kernel.params();
+            Ok((Box::from(name), kernel))
+        })
     }
 
     /// How many programs this process has loaded through the cache.
@@ -122,14 +103,59 @@ impl<C: ProgramCache> KernelCache<C> {
             .len()
     }
 
-    /// Forgets the loaded code (kernels already handed out stay valid); the program cache is
-    /// untouched.
+    /// Forgets the loaded code and kernels (kernels already handed out stay valid); the
+    /// program cache is untouched.
     pub fn unload_all(&self) {
         self.loaded
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .clear();
     }
+
+    /// The loaded program for `program` and `target`, loading (and compiling) it on a miss.
+    fn loaded(&self, program: &Program, target: CodeKind) -> Result<Arc<Loaded>> {
+        let version = match &self.assumed_compiler {
+            Some(version) => version.as_str(),
+            None => compiler_version()?,
+        };
+        let key = program.cache_key_for_compiler(target, version)?;
+        get_or_try_insert(&self.loaded, &key, || {
+            let compiled = program.fetch_or_compile(
+                target,
+                &self.programs,
+                &key,
+                self.assumed_compiler.as_deref(),
+            )?;
+            let loaded = Loaded {
+                code: ObjectCode::load(&compiled.program)?,
+                kernels: RwLock::new(HashMap::new()),
+            };
+            Ok((key, Arc::new(loaded)))
+        })
+    }
+}
+
+/// The value under `key` in `map`; on a miss, the key and value `make` returns, stored.
+///
+/// `make` runs without the lock held. If another thread stored a value under the key
+/// meanwhile, that one is kept and returned (and `make`'s dropped), so every caller gets the
+/// same value. A failed `make` stores nothing.
+fn get_or_try_insert<K, Q, V>(
+    map: &RwLock<HashMap<K, V>>,
+    key: &Q,
+    make: impl FnOnce() -> Result<(K, V)>,
+) -> Result<V>
+where
+    K: Borrow<Q> + Eq + Hash,
+    Q: Eq + Hash + ?Sized,
+    V: Clone,
+{
+    if let Some(value) = map.read().unwrap_or_else(PoisonError::into_inner).get(key) {
+        return Ok(value.clone());
+    }
+    let (owned, value) = make()?;
+    let mut map = map.write().unwrap_or_else(PoisonError::into_inner);
+    Ok(map.entry(owned).or_insert(value).clone())
 }
 
 impl<C: fmt::Debug> fmt::Debug for KernelCache<C> {
@@ -140,5 +166,109 @@ impl<C: fmt::Debug> fmt::Debug for KernelCache<C> {
             .field("loaded", &loaded)
             .field("assumed_compiler", &self.assumed_compiler)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::collections::HashMap;
+    use std::sync::{Arc, RwLock};
+
+    use super::{KernelCache, get_or_try_insert};
+    use crate::cache::{CacheKey, CachedProgram, CodeKind, InMemoryProgramCache, ProgramCache};
+    use crate::{Error, Program, ProgramOptions, Result};
+
+    #[test]
+    fn a_stored_value_is_returned_without_making_it_again() {
+        let map: RwLock<HashMap<Box<str>, Arc<u32>>> = RwLock::new(HashMap::new());
+        let made = Cell::new(0);
+        let make = |value: u32| {
+            made.set(made.get() + 1);
+            Ok((Box::from("saxpy"), Arc::new(value)))
+        };
+        let first = get_or_try_insert(&map, "saxpy", || make(1)).unwrap();
+        let second = get_or_try_insert(&map, "saxpy", || make(2)).unwrap();
+        assert_eq!(made.get(), 1);
+        // The very same value (not an equal copy) comes back, looked up by `&str`.
+        assert!(Arc::ptr_eq(&first, &second));
+        assert_eq!(*second, 1);
+        let other = get_or_try_insert(&map, "scale<float>", || {
+            Ok::<_, Error>((Box::from("scale<float>"), Arc::new(3)))
+        })
+        .unwrap();
+        assert_eq!(*other, 3);
+        assert_eq!(map.read().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_failure_is_returned_and_not_stored() {
+        let map: RwLock<HashMap<CacheKey, u32>> = RwLock::new(HashMap::new());
+        let key = CacheKey::from_bytes([1; 32]);
+        let error = get_or_try_insert(&map, &key, || -> Result<(CacheKey, u32)> {
+            Err(Error::invalid_argument("no such kernel"))
+        })
+        .unwrap_err();
+        assert!(error.to_string().contains("no such kernel"), "{error}");
+        assert!(map.read().unwrap().is_empty());
+        assert_eq!(get_or_try_insert(&map, &key, || Ok((key, 7))).unwrap(), 7);
+    }
+
+    #[test]
+    fn the_first_value_stored_wins_a_race() {
+        let map: RwLock<HashMap<CacheKey, Arc<&str>>> = RwLock::new(HashMap::new());
+        let key = CacheKey::from_bytes([2; 32]);
+        let winner = Arc::new("winner");
+        // Another thread stores its value while this one is making its own (no lock held).
+        let got = get_or_try_insert(&map, &key, || {
+            map.write().unwrap().insert(key, winner.clone());
+            Ok((key, Arc::new("loser")))
+        })
+        .unwrap();
+        assert!(Arc::ptr_eq(&got, &winner));
+        assert!(Arc::ptr_eq(&map.read().unwrap()[&key], &winner));
+    }
+
+    fn program() -> Program {
+        let options = ProgramOptions {
+            arch: Some("90".into()),
+            ..Default::default()
+        };
+        Program::new("extern \"C\" __global__ void k() {}", options).unwrap()
+    }
+
+    #[test]
+    fn a_request_that_cannot_compile_loads_nothing() {
+        // No NVRTC 0.0 exists: the miss fails (on NVRTC's load, or on its version), and
+        // nothing is stored or loaded.
+        let kernels =
+            KernelCache::new(InMemoryProgramCache::new(1 << 20)).assume_nvrtc_version(0, 0);
+        let error = kernels
+            .kernel(&program(), CodeKind::Cubin, "k")
+            .unwrap_err();
+        assert!(
+            matches!(&error, Error::Load(_)) || error.to_string().contains("assumes NVRTC 0.0"),
+            "{error}"
+        );
+        assert_eq!(kernels.loaded_count(), 0);
+        let stats = kernels.programs().stats().unwrap();
+        assert_eq!((stats.misses, stats.insertions), (1, 0), "{stats:?}");
+    }
+
+    #[test]
+    fn a_program_cache_hit_is_used_under_the_assumed_version() {
+        // The stored bytes are no real CUBIN: loading them fails (with or without a driver),
+        // but only after the program cache was asked under the assumed version's key.
+        let program = program();
+        let key = program
+            .cache_key_for_compiler(CodeKind::Cubin, "0.0")
+            .unwrap();
+        let programs = InMemoryProgramCache::new(1 << 20);
+        let stored = CachedProgram::new(CodeKind::Cubin, b"not an ELF".to_vec(), Vec::new());
+        programs.put(&key, &stored).unwrap();
+        let kernels = KernelCache::new(programs).assume_nvrtc_version(0, 0);
+        assert!(kernels.object_code(&program, CodeKind::Cubin).is_err());
+        assert_eq!(kernels.loaded_count(), 0);
+        assert_eq!(kernels.programs().stats().unwrap().hits, 1);
     }
 }

@@ -75,7 +75,7 @@ impl fmt::Debug for CacheKey {
 impl FromStr for CacheKey {
     type Err = Error;
 
-    /// Parses 64 hex digits (either case).
+    /// Parses exactly 64 ASCII hex digits (either case); no sign, space or prefix.
     fn from_str(text: &str) -> Result<Self> {
         let invalid = || Error::invalid_argument(format!("not a 64-hex-digit cache key: {text:?}"));
         if text.len() != 64 {
@@ -83,10 +83,25 @@ impl FromStr for CacheKey {
         }
         let mut bytes = [0u8; 32];
         for (byte, pair) in bytes.iter_mut().zip(text.as_bytes().chunks_exact(2)) {
-            let pair = std::str::from_utf8(pair).map_err(|_| invalid())?;
-            *byte = u8::from_str_radix(pair, 16).map_err(|_| invalid())?;
+            let [high, low] = pair else {
+                return Err(invalid());
+            };
+            let (Some(high), Some(low)) = (hex_digit(*high), hex_digit(*low)) else {
+                return Err(invalid());
+            };
+            *byte = (high << 4) | low;
         }
         Ok(Self(bytes))
+    }
+}
+
+/// The value of one ASCII hex digit (either case).
+fn hex_digit(digit: u8) -> Option<u8> {
+    match digit {
+        b'0'..=b'9' => Some(digit - b'0'),
+        b'a'..=b'f' => Some(digit - b'a' + 10),
+        b'A'..=b'F' => Some(digit - b'A' + 10),
+        _ => None,
     }
 }
 
@@ -319,7 +334,38 @@ impl FieldHasher {
 
 #[cfg(test)]
 mod tests {
-    use super::reads_unseen_files;
+    use super::{CacheKey, reads_unseen_files};
+
+    #[test]
+    fn only_64_ascii_hex_digits_parse() {
+        let key = CacheKey::from_bytes(std::array::from_fn(|i| i as u8 * 8));
+        let hex = key.to_string();
+        assert_eq!(hex.parse::<CacheKey>().unwrap(), key);
+        assert_eq!(hex.to_uppercase().parse::<CacheKey>().unwrap(), key);
+        let all_f = "f".repeat(64).parse::<CacheKey>().unwrap();
+        assert_eq!(all_f.as_bytes(), &[0xff; 32]);
+
+        // A sign is accepted by `u8::from_str_radix`, but is not a hex digit.
+        let signed = format!("+f{}", &hex[2..]);
+        assert_eq!(signed.len(), 64);
+        let refused = |text: &str| {
+            let error = text.parse::<CacheKey>().unwrap_err();
+            assert!(
+                error.to_string().contains("not a 64-hex-digit cache key"),
+                "{text:?}: {error}"
+            );
+        };
+        refused(&signed);
+        refused(&format!("-0{}", &hex[2..]));
+        refused(&format!("0x{}", &hex[2..]));
+        refused(&format!(" {}", &hex[1..]));
+        refused(&format!("{}g", &hex[..63]));
+        refused(&hex[..62]);
+        refused(&format!("{hex}0"));
+        refused("");
+        // 64 bytes but not 64 characters: a multi-byte character is refused, not split.
+        refused(&format!("é{}", &hex[2..]));
+    }
 
     #[test]
     fn file_reading_options_are_recognised() {

@@ -8,6 +8,9 @@ use crate::Result;
 /// Two caches in series: `get` asks the front, then the back, and a back hit fills the front;
 /// `put`, `remove` and `clear` go to both.
 ///
+/// A back hit is returned even when filling the front fails (the failure is logged as a
+/// warning): the front is only an accelerator.
+///
 /// By default an [`InMemoryProgramCache`] in front of a [`FileStreamProgramCache`].
 ///
 /// ```
@@ -59,7 +62,12 @@ impl<F: ProgramCache, B: ProgramCache> ProgramCache for TieredProgramCache<F, B>
         }
         let found = self.back.get(key)?;
         if let Some(program) = &found {
-            self.front.put(key, program)?;
+            if let Err(error) = self.front.put(key, program) {
+                log::warn!(
+                    "cuda-safe: a program cache hit for {key} could not be copied to the front \
+                     cache: {error}"
+                );
+            }
         }
         Ok(found)
     }
@@ -86,5 +94,73 @@ impl<F: ProgramCache, B: ProgramCache> ProgramCache for TieredProgramCache<F, B>
         let mut stats = self.back.stats()?;
         stats.hits = stats.hits.saturating_add(front.hits);
         Ok(stats)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::TieredProgramCache;
+    use crate::cache::ProgramCache;
+    use crate::cache::{CacheKey, CacheStats, CachedProgram, CodeKind, InMemoryProgramCache};
+    use crate::{Error, Result};
+
+    /// A front cache whose every operation fails, counting the `put`s it refused.
+    #[derive(Debug, Default)]
+    struct FailingCache {
+        puts: AtomicU64,
+    }
+
+    fn refused() -> Error {
+        Error::invalid_argument("this test cache refuses everything")
+    }
+
+    impl ProgramCache for FailingCache {
+        fn get(&self, _: &CacheKey) -> Result<Option<CachedProgram>> {
+            Ok(None)
+        }
+
+        fn put(&self, _: &CacheKey, _: &CachedProgram) -> Result<()> {
+            self.puts.fetch_add(1, Ordering::Relaxed);
+            Err(refused())
+        }
+
+        fn remove(&self, _: &CacheKey) -> Result<()> {
+            Err(refused())
+        }
+
+        fn clear(&self) -> Result<()> {
+            Err(refused())
+        }
+
+        fn stats(&self) -> Result<CacheStats> {
+            Err(refused())
+        }
+    }
+
+    #[test]
+    fn a_back_hit_survives_a_failing_front() {
+        let key = CacheKey::from_bytes([6; 32]);
+        let program = CachedProgram::new(CodeKind::Cubin, vec![0x7f, b'E', b'L', b'F'], Vec::new());
+        let back = InMemoryProgramCache::new(1 << 20);
+        back.put(&key, &program).unwrap();
+        let cache = TieredProgramCache::new(FailingCache::default(), back);
+
+        assert_eq!(cache.get(&key).unwrap(), Some(program.clone()));
+        assert_eq!(cache.get(&key).unwrap(), Some(program));
+        // The front was asked to keep the hit each time and refused each time.
+        assert_eq!(cache.front().puts.load(Ordering::Relaxed), 2);
+        // A miss in both levels is still a plain miss.
+        assert_eq!(cache.get(&CacheKey::from_bytes([0; 32])).unwrap(), None);
+        // Writes still report the front's failure: only the read path shields it.
+        assert!(
+            cache
+                .put(
+                    &key,
+                    &CachedProgram::new(CodeKind::Ptx, vec![0], Vec::new())
+                )
+                .is_err()
+        );
     }
 }

@@ -8,9 +8,7 @@ use bytemuck::Pod;
 use super::slice::element_count;
 use crate::error::check;
 use crate::sys::CUdeviceptr;
-use crate::{
-    DeviceSlice, DeviceSliceMut, Error, Event, EventOptions, MemoryResource, Result, Stream,
-};
+use crate::{DeviceSlice, DeviceSliceMut, Error, MemoryResource, Result, Stream};
 
 /// One allocation: its address, its size in bytes, the resource that frees it and the stream
 /// its operations (and its free) are ordered on.
@@ -22,6 +20,7 @@ pub struct Buffer {
     ptr: CUdeviceptr,
     size: usize,
     host_accessible: bool,
+    host_needs_idle_device: bool,
     resource: Arc<dyn MemoryResource>,
     stream: Stream,
 }
@@ -43,6 +42,7 @@ impl Buffer {
             ptr,
             size,
             host_accessible: resource.is_host_accessible(),
+            host_needs_idle_device: resource.host_access_needs_idle_device(),
             resource,
             stream: stream.clone(),
         })
@@ -65,6 +65,7 @@ impl Buffer {
             ptr,
             size,
             host_accessible: resource.is_host_accessible(),
+            host_needs_idle_device: resource.host_access_needs_idle_device(),
             resource,
             stream: stream.clone(),
         }
@@ -95,9 +96,7 @@ impl Buffer {
     /// free) comes after everything queued on the old stream so far.
     pub fn set_stream(&mut self, stream: &Stream) -> Result<()> {
         if !self.stream.same_as(stream) {
-            let old_done = Event::new(self.stream.context(), EventOptions::default())?;
-            old_done.record(&self.stream)?;
-            stream.wait(&old_done)?;
+            stream.wait_stream(&self.stream)?;
             self.stream = stream.clone();
         }
         Ok(())
@@ -227,7 +226,11 @@ impl Buffer {
             ));
         }
         let len = element_count::<T>(self.ptr, self.size)?;
-        self.stream.sync()?;
+        if self.host_needs_idle_device {
+            self.stream.context().sync()?;
+        } else {
+            self.stream.sync()?;
+        }
         Ok(len)
     }
 
@@ -271,7 +274,4 @@ impl fmt::Debug for Buffer {
     }
 }
 
-const _: () = {
-    const fn assert_send_sync<T: Send + Sync>() {}
-    assert_send_sync::<Buffer>();
-};
+crate::assert_send_sync!(Buffer);

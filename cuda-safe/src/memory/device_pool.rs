@@ -55,7 +55,7 @@ impl DeviceMemoryResource {
         let mut raw: CUmemoryPool = std::ptr::null_mut();
         // SAFETY: valid out-pointer and device.
         check("cuDeviceGetDefaultMemPool", unsafe {
-            driver.cuDeviceGetDefaultMemPool(&mut raw, device.raw())
+            driver.cuDeviceGetDefaultMemPool(&mut raw, device.as_raw())
         })?;
         let resource = Self::from_pool(raw, false, device, context);
         resource.set_release_threshold(u64::MAX)?;
@@ -168,6 +168,21 @@ impl DeviceMemoryResource {
         self.attribute_u64(CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
     }
 
+    /// Destroys an owned pool now if this is the last handle (no buffer of it alive),
+    /// returning the driver's error (dropping does the same and only logs). For the default
+    /// pool, or while other handles or buffers live, it only releases this handle.
+    #[doc(alias = "cuMemPoolDestroy")]
+    pub fn close(self) -> Result<()> {
+        match Arc::try_unwrap(self.inner) {
+            Ok(mut pool) => {
+                let result = pool.destroy();
+                pool.owned = false; // destroyed: the drop that follows skips it
+                result
+            }
+            Err(_) => Ok(()),
+        }
+    }
+
     /// Returns kept memory to the driver until at most `bytes` stay reserved.
     #[doc(alias = "cuMemPoolTrimTo")]
     pub fn trim_to(&self, bytes: usize) -> Result<()> {
@@ -180,13 +195,17 @@ impl DeviceMemoryResource {
 
 super::host::forward_memory_resource!(DeviceMemoryResource);
 
-impl MemoryResource for DevicePool {
+// SAFETY: allocations come from `cuMemAllocFromPoolAsync` with the size asked, freed once by
+// `cuMemFreeAsync`; device memory is never host-accessible.
+unsafe impl MemoryResource for DevicePool {
     #[inline]
     fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<CUdeviceptr> {
         if stream.device() != &self.device {
-            return Err(Error::invalid_argument(
-                "the stream belongs to another device than the pool",
-            ));
+            return Err(Error::invalid_argument(format!(
+                "the stream belongs to device {}, the pool to device {}",
+                stream.device().ordinal(),
+                self.device.ordinal()
+            )));
         }
         let mut ptr: CUdeviceptr = 0;
         // SAFETY: valid out-pointer, pool and stream (kept alive by their owners).
@@ -218,16 +237,23 @@ impl MemoryResource for DevicePool {
     }
 }
 
-impl Drop for DevicePool {
-    fn drop(&mut self) {
+impl DevicePool {
+    /// Destroys the pool if this value owns it.
+    fn destroy(&self) -> Result<()> {
         if !self.owned {
-            return;
+            return Ok(());
         }
         // SAFETY: the pool is owned and every buffer from it is gone (they hold this Arc); the
         // driver finishes pending frees before releasing the memory.
-        if let Err(error) = check("cuMemPoolDestroy", unsafe {
+        check("cuMemPoolDestroy", unsafe {
             self.driver.cuMemPoolDestroy(self.raw)
-        }) {
+        })
+    }
+}
+
+impl Drop for DevicePool {
+    fn drop(&mut self) {
+        if let Err(error) = self.destroy() {
             crate::log_drop_error("memory pool", &error);
         }
     }
@@ -243,7 +269,4 @@ impl fmt::Debug for DevicePool {
     }
 }
 
-const _: () = {
-    const fn assert_send_sync<T: Send + Sync>() {}
-    assert_send_sync::<DeviceMemoryResource>();
-};
+crate::assert_send_sync!(DeviceMemoryResource);

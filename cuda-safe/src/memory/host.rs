@@ -34,6 +34,9 @@ struct HostMemory {
     kind: HostKind,
     context: Context,
     driver: &'static Driver,
+    /// Managed memory on a device without concurrent managed access: the host may touch it
+    /// only while the device is idle.
+    needs_idle_device: bool,
 }
 
 impl PinnedMemoryResource {
@@ -70,7 +73,8 @@ impl ManagedMemoryResource {
 /// Implements [`MemoryResource`] for a handle by forwarding to its shared inner resource.
 macro_rules! forward_memory_resource {
     ($($handle:ty),*) => {$(
-        impl MemoryResource for $handle {
+        // SAFETY: every method forwards to the inner resource, which upholds the contract.
+        unsafe impl MemoryResource for $handle {
             fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<CUdeviceptr> {
                 self.inner.allocate_raw(size, stream)
             }
@@ -96,6 +100,10 @@ macro_rules! forward_memory_resource {
             fn device(&self) -> Option<Device> {
                 self.inner.device()
             }
+
+            fn host_access_needs_idle_device(&self) -> bool {
+                self.inner.host_access_needs_idle_device()
+            }
         }
     )*};
 }
@@ -107,17 +115,26 @@ forward_memory_resource!(PinnedMemoryResource, ManagedMemoryResource);
 impl HostMemory {
     fn new(kind: HostKind, device: &Device) -> Result<Arc<Self>> {
         let context = device.context()?;
+        let needs_idle_device = kind == HostKind::Managed
+            && device.attribute(
+                crate::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
+            )? == 0;
         Ok(Arc::new(Self {
             kind,
             driver: context.driver(),
             context,
+            needs_idle_device,
         }))
     }
 }
 
-impl MemoryResource for HostMemory {
+// SAFETY: allocations come from `cuMemHostAlloc` / `cuMemAllocManaged` with the size asked,
+// both host-accessible through the returned address (unified addressing), and are freed once
+// after their stream drained; managed memory on a device without concurrent managed access
+// says so through `host_access_needs_idle_device`.
+unsafe impl MemoryResource for HostMemory {
     fn allocate_raw(&self, size: usize, _stream: &Stream) -> Result<CUdeviceptr> {
-        self.context.bind()?;
+        let _current = self.context.scoped()?;
         match self.kind {
             HostKind::Pinned => {
                 let mut ptr = std::ptr::null_mut();
@@ -146,7 +163,7 @@ impl MemoryResource for HostMemory {
     unsafe fn deallocate_raw(&self, ptr: CUdeviceptr, _size: usize, stream: &Stream) -> Result<()> {
         // Not stream-ordered: wait until nothing queued on the buffer's stream can touch it.
         stream.sync()?;
-        self.context.bind()?;
+        let _current = self.context.scoped()?;
         match self.kind {
             // SAFETY: `ptr` came from cuMemHostAlloc and its stream has drained.
             HostKind::Pinned => check("cuMemFreeHost", unsafe {
@@ -171,6 +188,10 @@ impl MemoryResource for HostMemory {
             HostKind::Managed => Some(*self.context.device()),
         }
     }
+
+    fn host_access_needs_idle_device(&self) -> bool {
+        self.needs_idle_device
+    }
 }
 
 impl fmt::Debug for HostMemory {
@@ -182,8 +203,4 @@ impl fmt::Debug for HostMemory {
     }
 }
 
-const _: () = {
-    const fn assert_send_sync<T: Send + Sync>() {}
-    assert_send_sync::<PinnedMemoryResource>();
-    assert_send_sync::<ManagedMemoryResource>();
-};
+crate::assert_send_sync!(PinnedMemoryResource, ManagedMemoryResource);

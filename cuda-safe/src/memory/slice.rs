@@ -7,7 +7,7 @@ use bytemuck::Pod;
 
 use crate::error::check;
 use crate::sys::CUdeviceptr;
-use crate::{Error, Event, EventOptions, Result, Stream};
+use crate::{Error, Result, Stream};
 
 /// A shared, typed view of part of a [`Buffer`](crate::Buffer): `len` elements of `T`.
 ///
@@ -107,13 +107,9 @@ pub(crate) fn across_streams(
     if dst.same_as(src) {
         return enqueue();
     }
-    let source_done = Event::new(src.context(), EventOptions::default())?;
-    source_done.record(src)?;
-    dst.wait(&source_done)?;
+    dst.wait_stream(src)?;
     enqueue()?;
-    let copy_done = Event::new(dst.context(), EventOptions::default())?;
-    copy_done.record(dst)?;
-    src.wait(&copy_done)
+    src.wait_stream(dst)
 }
 
 impl<'a, T: Pod> DeviceSlice<'a, T> {
@@ -224,6 +220,11 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
     #[inline]
     pub fn as_raw(&self) -> CUdeviceptr {
         self.ptr
+    }
+
+    /// The stream the view's operations are queued on.
+    pub fn stream(&self) -> &'a Stream {
+        self.stream
     }
 
     /// A shared view of the same elements.

@@ -1,10 +1,12 @@
 //! A [`Program`]'s cache key, and compiling through a [`ProgramCache`].
 
+use std::sync::OnceLock;
+
 use super::compile::{Plan, Program};
 use super::compiled::CompiledProgram;
 use super::version::nvrtc_version;
-use crate::Result;
 use crate::cache::{CacheKey, CodeKind, ProgramCache};
+use crate::{Error, Result};
 
 impl Program {
     /// The key a cache stores this program's compile for `target` under.
@@ -19,13 +21,13 @@ impl Program {
     /// [`cache_key_for_compiler`](Self::cache_key_for_compiler) takes the version instead.
     #[doc(alias = "nvrtcVersion")]
     pub fn cache_key(&self, target: CodeKind) -> Result<CacheKey> {
-        self.cache_key_for_compiler(target, &compiler_version()?)
+        self.cache_key_for_compiler(target, compiler_version()?)
     }
 
     /// The key for `target` as compiled by NVRTC `version` (`"13.0"`), without loading NVRTC.
     ///
     /// The key of the first version asked for is computed once per program and target, and
-    /// remembered; a repeated request costs a comparison.
+    /// remembered; a repeated request costs a comparison (the flags are not rendered again).
     pub fn cache_key_for_compiler(&self, target: CodeKind, version: &str) -> Result<CacheKey> {
         let slot = &self.keys[key_slot(target)];
         if let Some((known, key)) = slot.get() {
@@ -62,7 +64,7 @@ impl Program {
         cache: &dyn ProgramCache,
     ) -> Result<CompiledProgram> {
         let key = self.cache_key(target)?;
-        self.fetch_or_compile(target, cache, key)
+        self.fetch_or_compile(target, cache, &key, None)
     }
 
     /// [`Program::compile_cached`] with the compiler version given.
@@ -74,18 +76,26 @@ impl Program {
         version: &str,
     ) -> Result<CompiledProgram> {
         let key = self.key_for(target, &self.plan(target)?, version)?;
-        self.fetch_or_compile(target, cache, key)
+        self.fetch_or_compile(target, cache, &key, None)
     }
 
-    /// Returns the entry `key` of `cache`, or compiles and stores it.
-    fn fetch_or_compile(
+    /// The entry `key` of `cache` (with an empty log), or, on a miss, this program compiled to
+    /// `target` and stored there under `key`.
+    ///
+    /// With `assumed_compiler` (`"13.0"`: `key` was made for that NVRTC without loading it), a
+    /// miss first checks that the loaded NVRTC is that version and fails with
+    /// [`Error::InvalidArgument`] if not, so no code is stored under a key that misnames its
+    /// compiler. A cache that fails to read or write is logged as a warning and treated as a
+    /// miss; a failed compile is returned and never stored.
+    pub(crate) fn fetch_or_compile(
         &self,
         target: CodeKind,
         cache: &dyn ProgramCache,
-        key: CacheKey,
+        key: &CacheKey,
+        assumed_compiler: Option<&str>,
     ) -> Result<CompiledProgram> {
         let plan = self.plan(target)?;
-        match cache.get(&key) {
+        match cache.get(key) {
             Ok(Some(program)) => {
                 return Ok(CompiledProgram {
                     program,
@@ -100,8 +110,16 @@ impl Program {
                 )
             }
         }
+        if let Some(assumed) = assumed_compiler {
+            let actual = compiler_version()?;
+            if actual != assumed {
+                return Err(Error::invalid_argument(format!(
+                    "the kernel cache assumes NVRTC {assumed}, but NVRTC {actual} is loaded"
+                )));
+            }
+        }
         let compiled = self.compile_with(target, plan.flags)?;
-        if let Err(error) = cache.put(&key, &compiled.program) {
+        if let Err(error) = cache.put(key, &compiled.program) {
             log::warn!("cuda-safe: storing program cache entry {key} failed: {error}");
         }
         Ok(compiled)
@@ -138,17 +156,22 @@ fn key_slot(target: CodeKind) -> usize {
     }
 }
 
-/// NVRTC's version as a cache key spells it (`"13.0"`).
-pub(crate) fn compiler_version() -> Result<String> {
+/// NVRTC's version as a cache key spells it (`"13.0"`), formatted once per process (the loaded
+/// NVRTC does not change).
+pub(crate) fn compiler_version() -> Result<&'static str> {
+    static VERSION: OnceLock<String> = OnceLock::new();
+    if let Some(version) = VERSION.get() {
+        return Ok(version);
+    }
     let (major, minor) = nvrtc_version()?;
-    Ok(format!("{major}.{minor}"))
+    Ok(VERSION.get_or_init(|| format!("{major}.{minor}")))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cache::{CacheStats, CachedProgram, InMemoryProgramCache};
-    use crate::{CppStandard, Error, ProgramOptions};
+    use crate::{CppStandard, ProgramOptions};
 
     const SOURCE: &str = "template <class T> __global__ void k(T* x) { *x *= 2; }";
 
@@ -349,5 +372,79 @@ mod tests {
             .through_cache(CodeKind::Cubin, &Broken, "12.9")
             .unwrap_err();
         assert!(error.to_string().contains("caller digest"), "{error}");
+    }
+
+    #[test]
+    fn an_assumed_compiler_is_not_checked_on_a_hit() {
+        // "0.0" is no NVRTC anyone has: a hit must come back without asking which is loaded.
+        let cache = InMemoryProgramCache::new(1 << 20);
+        let program = Program::new(SOURCE, options()).unwrap();
+        let key = key(&program, CodeKind::Ptx).unwrap();
+        let stored = CachedProgram::new(CodeKind::Ptx, b"// stored\0".to_vec(), Vec::new());
+        cache.put(&key, &stored).unwrap();
+        let hit = program
+            .fetch_or_compile(CodeKind::Ptx, &cache, &key, Some("0.0"))
+            .unwrap();
+        assert_eq!(hit.program, stored);
+        assert_eq!(hit.options, program.flags(CodeKind::Ptx).unwrap());
+    }
+
+    #[test]
+    fn an_assumed_compiler_is_checked_before_compiling_a_miss() {
+        let cache = InMemoryProgramCache::new(1 << 20);
+        let program = Program::new(SOURCE, options()).unwrap();
+        let key = key(&program, CodeKind::Cubin).unwrap();
+        let error = program
+            .fetch_or_compile(CodeKind::Cubin, &cache, &key, Some("0.0"))
+            .unwrap_err();
+        // Without NVRTC its load fails; with one, its version is not 0.0.
+        match &error {
+            Error::Load(_) => {}
+            Error::InvalidArgument(why) => assert!(why.contains("assumes NVRTC 0.0"), "{why}"),
+            other => panic!("unexpected error {other}"),
+        }
+        let stats = cache.stats().unwrap();
+        assert_eq!((stats.misses, stats.insertions), (1, 0), "{stats:?}");
+    }
+
+    #[test]
+    fn the_compiler_version_is_formatted_once() {
+        match (compiler_version(), compiler_version()) {
+            (Ok(first), Ok(second)) => {
+                assert!(std::ptr::eq(first, second), "{first} was formatted twice");
+                let (major, minor) = nvrtc_version().unwrap();
+                assert_eq!(first, format!("{major}.{minor}"));
+            }
+            (Err(first), Err(second)) => {
+                assert!(matches!(first, Error::Load(_)), "{first}");
+                assert!(matches!(second, Error::Load(_)), "{second}");
+            }
+            (first, second) => panic!("NVRTC came and went: {first:?} then {second:?}"),
+        }
+    }
+
+    #[test]
+    fn a_remembered_key_is_returned_for_its_version_only() {
+        let program = Program::new(SOURCE, options()).unwrap();
+        let first = program
+            .cache_key_for_compiler(CodeKind::Cubin, "12.9")
+            .unwrap();
+        assert_eq!(
+            program
+                .cache_key_for_compiler(CodeKind::Cubin, "12.9")
+                .unwrap(),
+            first
+        );
+        assert_eq!(first, key(&program, CodeKind::Cubin).unwrap());
+        let other = program
+            .cache_key_for_compiler(CodeKind::Cubin, "13.0")
+            .unwrap();
+        assert_ne!(other, first);
+        assert_eq!(
+            program
+                .cache_key_for_compiler(CodeKind::Cubin, "12.9")
+                .unwrap(),
+            first
+        );
     }
 }

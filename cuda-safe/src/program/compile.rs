@@ -19,7 +19,8 @@ pub struct Program {
     source: String,
     options: ProgramOptions,
     name_expressions: Vec<String>,
-    /// The architecture's digits, resolved on first use (device 0's when the options name none).
+    /// The architecture's digits, resolved on first use (the current device's when the options
+    /// name none).
     arch: OnceLock<String>,
     /// The cache key of each target with the compiler version it was made for, computed on
     /// first use (see [`Program::cache_key`]).

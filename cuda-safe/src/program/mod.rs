@@ -23,7 +23,7 @@
 //! let options = ProgramOptions {
 //!     std: Some(CppStandard::Cpp17),
 //!     fast_math: true,
-//!     ..Default::default() // arch: device 0's
+//!     ..Default::default() // arch: the current device's
 //! }
 //! .define_as("BLOCK", "256")
 //! .header("config.h", "#pragma once\n");
@@ -60,8 +60,8 @@ mod options;
 mod raw;
 mod version;
 
-pub(crate) use cached::compiler_version;
 pub use crate::cache::CodeKind;
+pub(crate) use cached::compiler_version;
 pub use compile::Program;
 pub use compiled::CompiledProgram;
 pub use options::{CppStandard, ProgramOptions};

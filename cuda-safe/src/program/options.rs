@@ -90,7 +90,8 @@ pub struct ProgramOptions {
     /// `__FILE__`. Default `"program.cu"`.
     pub name: String,
     /// The architecture (`"sm_90"`, `"compute_90"` or `"90"`, optionally with an `a` or `f`
-    /// suffix); `None` compiles for device 0's. The target decides the prefix.
+    /// suffix); `None` compiles for the current context's device (device 0's when no context
+    /// is current). The target decides the prefix.
     pub arch: Option<String>,
     /// The C++ dialect; `None` leaves NVRTC's default (C++17).
     pub std: Option<CppStandard>,
@@ -258,21 +259,25 @@ impl ProgramOptions {
 
     /// The exact NVRTC flags for compiling to `target`, in the order of the table above.
     ///
-    /// With `arch` unset this asks device 0 for its architecture (so it needs a GPU); with it
-    /// set, it needs nothing. Fails as [`ProgramOptions::validate`] does.
+    /// With `arch` unset this asks the current (or first) device for its architecture (so it
+    /// needs a GPU); with it set, it needs nothing. Fails as [`ProgramOptions::validate`] does.
     pub fn to_flags(&self, target: CodeKind) -> Result<Vec<String>> {
         self.validate()?;
         Ok(self.render(target, &self.resolve_arch()?))
     }
 
-    /// The architecture's digits (`"90"`): `arch`'s, or device 0's when it is unset.
+    /// The architecture's digits (`"90"`): `arch`'s, or the current device's when it is unset.
     pub(super) fn resolve_arch(&self) -> Result<String> {
         match &self.arch {
             Some(given) => Ok(arch::digits(given)?.to_owned()),
             None => {
-                let device = Device::new(0)?.arch()?;
-                arch::digits(&device)?;
-                Ok(device)
+                let device = match Device::current()? {
+                    Some(device) => device,
+                    None => Device::new(0)?,
+                };
+                let digits = device.arch()?;
+                arch::digits(&digits)?;
+                Ok(digits)
             }
         }
     }

@@ -1,39 +1,35 @@
 //! Clocks: current, maximum and application clocks per domain, and why clocks are held down.
 
-use super::device::Device;
+use super::device::{Device, Getter};
 use super::enums::{ClockId, ClockType};
 use super::flags::ClockEventReasons;
 use crate::Result;
 use crate::error::check_nvml;
-use crate::nvml_sys::{nvmlClockId_t, nvmlClockType_t};
+use crate::nvml_sys::{Nvml, nvmlClockId_t, nvmlClockType_t};
 
 impl Device {
     /// The clock of `domain` now, in MHz. One NVML call, no allocation.
     #[doc(alias = "nvmlDeviceGetClockInfo")]
     #[inline]
     pub fn clock_mhz(&self, domain: ClockType) -> Result<u32> {
-        let mut mhz = 0;
-        // SAFETY: the handle is live; `mhz` is a valid out-pointer; an unknown domain is
-        // NVML's invalid-argument error.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetClockInfo(self.handle, nvmlClockType_t(domain.0), &mut mhz)
-        };
-        check_nvml("nvmlDeviceGetClockInfo", result)?;
-        Ok(mhz)
+        // An unknown domain is NVML's invalid-argument error.
+        self.query_with(
+            "nvmlDeviceGetClockInfo",
+            Nvml::nvmlDeviceGetClockInfo,
+            nvmlClockType_t(domain.0),
+            0,
+        )
     }
 
     /// The highest clock `domain` can run at, in MHz.
     #[doc(alias = "nvmlDeviceGetMaxClockInfo")]
     pub fn max_clock_mhz(&self, domain: ClockType) -> Result<u32> {
-        let mut mhz = 0;
-        // SAFETY: as in `clock_mhz`.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetMaxClockInfo(self.handle, nvmlClockType_t(domain.0), &mut mhz)
-        };
-        check_nvml("nvmlDeviceGetMaxClockInfo", result)?;
-        Ok(mhz)
+        self.query_with(
+            "nvmlDeviceGetMaxClockInfo",
+            Nvml::nvmlDeviceGetMaxClockInfo,
+            nvmlClockType_t(domain.0),
+            0,
+        )
     }
 
     /// One of the clock values NVML keeps for `domain` (current, application target or
@@ -69,26 +65,16 @@ impl Device {
         alias = "nvmlDeviceGetCurrentClocksThrottleReasons"
     )]
     pub fn clock_event_reasons(&self) -> Result<ClockEventReasons> {
-        let mut bits = 0;
-        // SAFETY: the handle is live; `bits` is a valid out-pointer.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetCurrentClocksEventReasons(self.handle, &mut bits)
-        };
-        // Drivers before CUDA 12.2 know the function by its older name only.
-        #[cfg(feature = "cuda-12")]
-        let result = match result {
-            Err(crate::nvml_sys::LoadError::SymbolMissing { .. }) => {
-                // SAFETY: as above.
-                unsafe {
-                    self.nvml
-                        .nvmlDeviceGetCurrentClocksThrottleReasons(self.handle, &mut bits)
-                }
-            }
-            other => other,
-        };
-        check_nvml("nvmlDeviceGetCurrentClocksEventReasons", result)?;
-        Ok(ClockEventReasons::from_bits_retain(bits))
+        self.clock_reasons(
+            (
+                "nvmlDeviceGetCurrentClocksEventReasons",
+                Nvml::nvmlDeviceGetCurrentClocksEventReasons,
+            ),
+            (
+                "nvmlDeviceGetCurrentClocksThrottleReasons",
+                Nvml::nvmlDeviceGetCurrentClocksThrottleReasons,
+            ),
+        )
     }
 
     /// Which clock-event reasons this device can report.
@@ -97,25 +83,87 @@ impl Device {
         alias = "nvmlDeviceGetSupportedClocksThrottleReasons"
     )]
     pub fn supported_clock_event_reasons(&self) -> Result<ClockEventReasons> {
-        let mut bits = 0;
-        // SAFETY: the handle is live; `bits` is a valid out-pointer.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetSupportedClocksEventReasons(self.handle, &mut bits)
-        };
-        // Drivers before CUDA 12.2 know the function by its older name only.
-        #[cfg(feature = "cuda-12")]
-        let result = match result {
-            Err(crate::nvml_sys::LoadError::SymbolMissing { .. }) => {
-                // SAFETY: as above.
-                unsafe {
-                    self.nvml
-                        .nvmlDeviceGetSupportedClocksThrottleReasons(self.handle, &mut bits)
-                }
-            }
+        self.clock_reasons(
+            (
+                "nvmlDeviceGetSupportedClocksEventReasons",
+                Nvml::nvmlDeviceGetSupportedClocksEventReasons,
+            ),
+            (
+                "nvmlDeviceGetSupportedClocksThrottleReasons",
+                Nvml::nvmlDeviceGetSupportedClocksThrottleReasons,
+            ),
+        )
+    }
+
+    /// Clock-event reason bits from the getter `current` (an `(api, function)` pair), or, when
+    /// the driver lacks it, from `legacy`: the same function under its older "throttle
+    /// reasons" name, the only one drivers before CUDA 12.2 export (a CUDA 13 driver always has
+    /// the current one).
+    fn clock_reasons(
+        &self,
+        (api, current): (&'static str, Getter<u64>),
+        (legacy_api, legacy): (&'static str, Getter<u64>),
+    ) -> Result<ClockEventReasons> {
+        let bits = match self.query(api, current, 0) {
+            Err(error) if error.is_symbol_missing() => self.query(legacy_api, legacy, 0),
             other => other,
-        };
-        check_nvml("nvmlDeviceGetSupportedClocksEventReasons", result)?;
+        }?;
         Ok(ClockEventReasons::from_bits_retain(bits))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::init::Guard;
+    use super::*;
+    use crate::Error;
+    use crate::nvml_sys::LoadError;
+
+    /// A device over NVML entry points none of which exist: every call stops at the loader.
+    fn device_without_nvml() -> Device {
+        Device::from_handle(std::ptr::null_mut(), Guard::without_symbols())
+    }
+
+    fn missing_symbol(error: &Error) -> &'static str {
+        match error {
+            Error::Load(LoadError::SymbolMissing { symbol, .. }) => symbol,
+            other => panic!("not a missing symbol: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn clock_event_reasons_fall_back_to_the_throttle_reasons_name() {
+        let device = device_without_nvml();
+        // The current name is missing, so the older one is asked (and is missing too).
+        let error = device.clock_event_reasons().unwrap_err();
+        assert_eq!(
+            missing_symbol(&error),
+            "nvmlDeviceGetCurrentClocksThrottleReasons"
+        );
+        let error = device.supported_clock_event_reasons().unwrap_err();
+        assert_eq!(
+            missing_symbol(&error),
+            "nvmlDeviceGetSupportedClocksThrottleReasons"
+        );
+    }
+
+    #[test]
+    fn getters_call_the_function_they_name() {
+        let device = device_without_nvml();
+        let error = device.clock_mhz(ClockType::SM).unwrap_err();
+        assert_eq!(missing_symbol(&error), "nvmlDeviceGetClockInfo");
+        let error = device.max_clock_mhz(ClockType::SM).unwrap_err();
+        assert_eq!(missing_symbol(&error), "nvmlDeviceGetMaxClockInfo");
+        let error = device.power_usage_mw().unwrap_err();
+        assert_eq!(missing_symbol(&error), "nvmlDeviceGetPowerUsage");
+        let error = device.memory_info().unwrap_err();
+        assert_eq!(missing_symbol(&error), "nvmlDeviceGetMemoryInfo_v2");
+        let error = device.nvlink_state(0).unwrap_err();
+        assert_eq!(missing_symbol(&error), "nvmlDeviceGetNvLinkState");
+        let error = device.mig_device(0).unwrap_err();
+        assert_eq!(
+            missing_symbol(&error),
+            "nvmlDeviceGetMigDeviceHandleByIndex"
+        );
     }
 }

@@ -11,8 +11,19 @@ use super::init::{self, Guard};
 use super::text::{read_string, to_c_string};
 use super::uuid::{GPU_UUID_PREFIX, MIG_UUID_PREFIX, uuid_bytes, uuid_string};
 use crate::error::check_nvml;
-use crate::nvml_sys::{self, Nvml, nvmlDevice_t};
+use crate::nvml_sys::{self, LoadError, Nvml, nvmlDevice_t, nvmlReturn_t};
 use crate::{Error, Result};
+
+/// An NVML getter of the shape `(device, out)` (a method of [`Nvml`]): it writes one `T`
+/// through `out`, or nothing when it fails, and reads nothing else.
+pub(super) type Getter<T> =
+    unsafe fn(&Nvml, nvmlDevice_t, *mut T) -> std::result::Result<nvmlReturn_t, LoadError>;
+
+/// An NVML getter of the shape `(device, argument, out)`: as [`Getter`], for a function that
+/// accepts any value of `A` (a domain, link, fan or counter number; an unknown or
+/// out-of-range one is NVML's invalid-argument error).
+pub(super) type GetterWith<A, T> =
+    unsafe fn(&Nvml, nvmlDevice_t, A, *mut T) -> std::result::Result<nvmlReturn_t, LoadError>;
 
 /// A GPU, or a MIG device of one, as NVML sees it.
 ///
@@ -61,6 +72,35 @@ impl Device {
         let mut handle: nvmlDevice_t = std::ptr::null_mut();
         check_nvml(api, lookup(guard.nvml(), &mut handle))?;
         Ok(Self::from_handle(handle, guard))
+    }
+
+    /// Calls `getter` on this device with an out-value that starts as `initial` (where a
+    /// versioned struct carries its version) and returns what NVML wrote; `api` names the call
+    /// in the error.
+    #[inline]
+    pub(super) fn query<T>(&self, api: &'static str, getter: Getter<T>, initial: T) -> Result<T> {
+        let mut value = initial;
+        // SAFETY: the handle is live while `self` holds NVML; `value` is a valid, initialised
+        // `T`, and a `Getter` only writes one `T` through the pointer.
+        let result = unsafe { getter(self.nvml, self.handle, &mut value) };
+        check_nvml(api, result)?;
+        Ok(value)
+    }
+
+    /// [`query`](Self::query) for a getter that also takes `argument`.
+    #[inline]
+    pub(super) fn query_with<A, T>(
+        &self,
+        api: &'static str,
+        getter: GetterWith<A, T>,
+        argument: A,
+        initial: T,
+    ) -> Result<T> {
+        let mut value = initial;
+        // SAFETY: as in `query`; a `GetterWith` accepts any value of `A`.
+        let result = unsafe { getter(self.nvml, self.handle, argument, &mut value) };
+        check_nvml(api, result)?;
+        Ok(value)
     }
 
     /// The GPU at NVML index `index` (PCI order; see the type's note on CUDA ordinals).
@@ -183,24 +223,23 @@ impl Device {
     /// The product brand.
     #[doc(alias = "nvmlDeviceGetBrand")]
     pub fn brand(&self) -> Result<Brand> {
-        let mut brand = nvml_sys::nvmlBrandType_t::NVML_BRAND_UNKNOWN;
-        // SAFETY: the handle is live; `brand` is a valid out-pointer.
-        let result = unsafe { self.nvml.nvmlDeviceGetBrand(self.handle, &mut brand) };
-        check_nvml("nvmlDeviceGetBrand", result)?;
-        Ok(Brand(brand.0))
+        self.query(
+            "nvmlDeviceGetBrand",
+            Nvml::nvmlDeviceGetBrand,
+            nvml_sys::nvmlBrandType_t::NVML_BRAND_UNKNOWN,
+        )
+        .map(|brand| Brand(brand.0))
     }
 
     /// The GPU architecture.
     #[doc(alias = "nvmlDeviceGetArchitecture")]
     pub fn architecture(&self) -> Result<Architecture> {
-        let mut architecture = 0;
-        // SAFETY: the handle is live; `architecture` is a valid out-pointer.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetArchitecture(self.handle, &mut architecture)
-        };
-        check_nvml("nvmlDeviceGetArchitecture", result)?;
-        Ok(Architecture(architecture))
+        self.query(
+            "nvmlDeviceGetArchitecture",
+            Nvml::nvmlDeviceGetArchitecture,
+            0,
+        )
+        .map(Architecture)
     }
 
     /// The CUDA compute capability, `(major, minor)` (`(9, 0)` on Hopper).
@@ -219,21 +258,17 @@ impl Device {
     /// NVML's index of this GPU (PCI order).
     #[doc(alias = "nvmlDeviceGetIndex")]
     pub fn index(&self) -> Result<u32> {
-        let mut index = 0;
-        // SAFETY: the handle is live; `index` is a valid out-pointer.
-        let result = unsafe { self.nvml.nvmlDeviceGetIndex(self.handle, &mut index) };
-        check_nvml("nvmlDeviceGetIndex", result)?;
-        Ok(index)
+        self.query("nvmlDeviceGetIndex", Nvml::nvmlDeviceGetIndex, 0)
     }
 
     /// The minor number of the device file: `/dev/nvidia<minor>`.
     #[doc(alias = "nvmlDeviceGetMinorNumber")]
     pub fn minor_number(&self) -> Result<u32> {
-        let mut minor = 0;
-        // SAFETY: the handle is live; `minor` is a valid out-pointer.
-        let result = unsafe { self.nvml.nvmlDeviceGetMinorNumber(self.handle, &mut minor) };
-        check_nvml("nvmlDeviceGetMinorNumber", result)?;
-        Ok(minor)
+        self.query(
+            "nvmlDeviceGetMinorNumber",
+            Nvml::nvmlDeviceGetMinorNumber,
+            0,
+        )
     }
 }
 

@@ -22,7 +22,7 @@ use super::flags::EventTypes;
 use super::init::{self, Guard};
 use crate::Result;
 use crate::error::check_nvml;
-use crate::nvml_sys::{self, nvmlEventSet_t, nvmlReturn_t};
+use crate::nvml_sys::{self, Nvml, nvmlEventSet_t, nvmlReturn_t};
 
 /// A set of GPUs and event kinds to wait on (`nvmlEventSet_t`), freed when dropped.
 #[derive(Debug)]
@@ -121,7 +121,7 @@ impl EventSet {
         }))
     }
 
-    /// Frees the set, returning NVML's error if freeing fails (dropping ignores it).
+    /// Frees the set, returning NVML's error if freeing fails (dropping logs it).
     #[doc(alias = "nvmlEventSetFree")]
     pub fn close(mut self) -> Result<()> {
         let set = std::mem::replace(&mut self.set, std::ptr::null_mut());
@@ -137,8 +137,11 @@ impl Drop for EventSet {
             return;
         }
         // SAFETY: the set is live and freed only here; NVML is still initialised (the guard
-        // is dropped after this). A failure cannot be acted on in `Drop` and is ignored.
-        let _ = unsafe { self.guard.nvml().nvmlEventSetFree(self.set) };
+        // is dropped after this).
+        let result = unsafe { self.guard.nvml().nvmlEventSetFree(self.set) };
+        if let Err(error) = check_nvml("nvmlEventSetFree", result) {
+            crate::log_drop_error("NVML event set", &error);
+        }
     }
 }
 
@@ -146,13 +149,11 @@ impl Device {
     /// The event kinds this device can report to an [`EventSet`].
     #[doc(alias = "nvmlDeviceGetSupportedEventTypes")]
     pub fn supported_event_types(&self) -> Result<EventTypes> {
-        let mut bits = 0;
-        // SAFETY: the handle is live; `bits` is a valid out-pointer.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetSupportedEventTypes(self.handle, &mut bits)
-        };
-        check_nvml("nvmlDeviceGetSupportedEventTypes", result)?;
-        Ok(EventTypes::from_bits_retain(bits))
+        self.query(
+            "nvmlDeviceGetSupportedEventTypes",
+            Nvml::nvmlDeviceGetSupportedEventTypes,
+            0,
+        )
+        .map(EventTypes::from_bits_retain)
     }
 }

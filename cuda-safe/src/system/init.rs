@@ -38,9 +38,11 @@ impl std::fmt::Debug for Guard {
 impl Drop for Guard {
     fn drop(&mut self) {
         // SAFETY: pairs the `nvmlInit_v2` that created this guard; no handle obtained under
-        // it outlives it, since every holder of a handle also holds the guard. A failure
-        // cannot be acted on here and is ignored, as `Drop` must not panic.
-        let _ = unsafe { self.nvml.nvmlShutdown() };
+        // it outlives it, since every holder of a handle also holds the guard.
+        let result = unsafe { self.nvml.nvmlShutdown() };
+        if let Err(error) = check_nvml("nvmlShutdown", result) {
+            crate::log_drop_error("guard of NVML's initialisation", &error);
+        }
     }
 }
 
@@ -101,11 +103,44 @@ fn acquire_from(
     })
 }
 
+/// NVML entry points resolved from libc, which has none of them: every call fails with
+/// `LoadError::SymbolMissing` before reaching C. For CPU tests of the wrappers.
+#[cfg(test)]
+pub(super) fn nvml_without_symbols() -> &'static Nvml {
+    use std::path::PathBuf;
+    use std::sync::OnceLock;
+
+    static FAKE: OnceLock<Nvml> = OnceLock::new();
+    FAKE.get_or_init(|| {
+        // SAFETY: libc's initialisers have run already in this process; only lookups happen,
+        // and none of its functions is called (it has none of NVML's symbols).
+        unsafe {
+            nvml_sys::Library::open_first(
+                "libc",
+                [PathBuf::from("libc.so.6")],
+                &nvml_sys::ENTRY_POINTS,
+            )
+            .map(|library| Nvml::new(library))
+        }
+        .expect("libc.so.6 loads")
+    })
+}
+
+#[cfg(test)]
+impl Guard {
+    /// A guard over [`nvml_without_symbols`], as if its `nvmlInit_v2` had succeeded (dropping
+    /// it logs that `nvmlShutdown` is missing).
+    pub(super) fn without_symbols() -> Arc<Self> {
+        Arc::new(Self {
+            nvml: nvml_without_symbols(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::Error;
-    use std::path::PathBuf;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// Counts its drops in the counter it points to.
@@ -197,31 +232,43 @@ mod tests {
 
     #[test]
     fn a_library_without_nvml_init_is_the_typed_symbol_error_and_no_guard() {
-        let library = nvml_sys::Library::open_first(
-            "libc",
-            [PathBuf::from("libc.so.6")],
-            &nvml_sys::ENTRY_POINTS,
-        )
-        .expect("libc.so.6 loads");
-        let fake: &'static Nvml = Box::leak(Box::new(Nvml::new(library)));
         let slot = Shared::new();
-        let error = acquire_from(&slot, || Ok(fake)).unwrap_err();
+        let error = acquire_from(&slot, || Ok(nvml_without_symbols())).unwrap_err();
         assert!(error.is_symbol_missing(), "{error:?}");
         assert!(error.to_string().contains("nvmlInit_v2"), "{error}");
         assert!(slot.slot.lock().unwrap().upgrade().is_none());
     }
 
     #[test]
-    fn without_nvml_the_public_entry_is_the_typed_load_error() {
+    fn the_public_entry_reports_what_loading_and_initialising_nvml_did() {
         match nvml_sys::nvml() {
-            Err(LoadError::LibraryNotFound { .. }) => {
+            // Without NVML: the loader's error, unchanged.
+            Err(load) => {
                 let error = acquire().unwrap_err();
                 assert!(
-                    matches!(error, Error::Load(LoadError::LibraryNotFound { .. })),
+                    matches!(&error, Error::Load(error) if *error == load),
                     "{error:?}"
                 );
             }
-            _ => eprintln!("NVML loads on this machine; the no-NVML path is not exercised"),
+            // With NVML: a guard over the process's library that later users share, or, where
+            // NVML cannot start (no driver loaded, no permission), NVML's own error.
+            Ok(nvml) => match acquire() {
+                Ok(guard) => {
+                    assert!(std::ptr::eq(guard.nvml(), nvml));
+                    let again = acquire().unwrap();
+                    assert!(Arc::ptr_eq(&guard, &again));
+                }
+                Err(error) => assert!(
+                    matches!(
+                        error,
+                        Error::Nvml {
+                            api: "nvmlInit_v2",
+                            ..
+                        }
+                    ),
+                    "{error:?}"
+                ),
+            },
         }
     }
 }

@@ -2,8 +2,7 @@
 
 use super::device::Device;
 use crate::Result;
-use crate::error::check_nvml;
-use crate::nvml_sys;
+use crate::nvml_sys::{self, Nvml};
 
 /// How busy the GPU was over NVML's last sample period (1/6 s to 1 s, by product).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -43,13 +42,11 @@ impl Device {
     #[doc(alias = "nvmlDeviceGetUtilizationRates")]
     #[inline]
     pub fn utilization(&self) -> Result<Utilization> {
-        let mut rates = nvml_sys::nvmlUtilization_t::default();
-        // SAFETY: the handle is live; `rates` is a valid out-pointer.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetUtilizationRates(self.handle, &mut rates)
-        };
-        check_nvml("nvmlDeviceGetUtilizationRates", result)?;
+        let rates = self.query(
+            "nvmlDeviceGetUtilizationRates",
+            Nvml::nvmlDeviceGetUtilizationRates,
+            nvml_sys::nvmlUtilization_t::default(),
+        )?;
         Ok(Utilization {
             gpu: rates.gpu,
             memory: rates.memory,
@@ -60,16 +57,15 @@ impl Device {
     #[doc(alias = "nvmlDeviceGetMemoryInfo_v2")]
     #[inline]
     pub fn memory_info(&self) -> Result<MemoryInfo> {
-        let mut memory = nvml_sys::nvmlMemory_v2_t {
+        let versioned = nvml_sys::nvmlMemory_v2_t {
             version: nvml_sys::nvmlMemory_v2,
             ..Default::default()
         };
-        // SAFETY: the handle is live; `memory` is a valid, versioned out-pointer.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetMemoryInfo_v2(self.handle, &mut memory)
-        };
-        check_nvml("nvmlDeviceGetMemoryInfo_v2", result)?;
+        let memory = self.query(
+            "nvmlDeviceGetMemoryInfo_v2",
+            Nvml::nvmlDeviceGetMemoryInfo_v2,
+            versioned,
+        )?;
         Ok(MemoryInfo {
             total: memory.total,
             reserved: memory.reserved,
@@ -81,13 +77,11 @@ impl Device {
     /// BAR1 memory: total, free and used.
     #[doc(alias = "nvmlDeviceGetBAR1MemoryInfo")]
     pub fn bar1_memory(&self) -> Result<Bar1Memory> {
-        let mut bar1 = nvml_sys::nvmlBAR1Memory_t::default();
-        // SAFETY: the handle is live; `bar1` is a valid out-pointer.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetBAR1MemoryInfo(self.handle, &mut bar1)
-        };
-        check_nvml("nvmlDeviceGetBAR1MemoryInfo", result)?;
+        let bar1 = self.query(
+            "nvmlDeviceGetBAR1MemoryInfo",
+            Nvml::nvmlDeviceGetBAR1MemoryInfo,
+            nvml_sys::nvmlBAR1Memory_t::default(),
+        )?;
         Ok(Bar1Memory {
             total: bar1.bar1Total,
             free: bar1.bar1Free,

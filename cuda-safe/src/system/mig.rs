@@ -7,7 +7,7 @@ use super::enums::FeatureState;
 use super::modes::CurrentAndPending;
 use crate::Result;
 use crate::error::check_nvml;
-use crate::nvml_sys::{nvmlDevice_t, nvmlReturn_t};
+use crate::nvml_sys::{Nvml, nvmlReturn_t};
 
 impl Device {
     /// Whether MIG mode is on, now and after the next GPU reset. GPUs without MIG give an
@@ -30,40 +30,34 @@ impl Device {
     /// Whether this is a MIG device (a slice of a GPU) rather than a whole GPU.
     #[doc(alias = "nvmlDeviceIsMigDeviceHandle")]
     pub fn is_mig_device(&self) -> Result<bool> {
-        let mut is_mig = 0;
-        // SAFETY: the handle is live; `is_mig` is a valid out-pointer.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceIsMigDeviceHandle(self.handle, &mut is_mig)
-        };
-        check_nvml("nvmlDeviceIsMigDeviceHandle", result)?;
-        Ok(is_mig != 0)
+        self.query(
+            "nvmlDeviceIsMigDeviceHandle",
+            Nvml::nvmlDeviceIsMigDeviceHandle,
+            0,
+        )
+        .map(|is_mig| is_mig != 0)
     }
 
     /// How many MIG devices this GPU can hold at most.
     #[doc(alias = "nvmlDeviceGetMaxMigDeviceCount")]
     pub fn max_mig_device_count(&self) -> Result<u32> {
-        let mut count = 0;
-        // SAFETY: the handle is live; `count` is a valid out-pointer.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetMaxMigDeviceCount(self.handle, &mut count)
-        };
-        check_nvml("nvmlDeviceGetMaxMigDeviceCount", result)?;
-        Ok(count)
+        self.query(
+            "nvmlDeviceGetMaxMigDeviceCount",
+            Nvml::nvmlDeviceGetMaxMigDeviceCount,
+            0,
+        )
     }
 
     /// The MIG device at slot `index` (below [`max_mig_device_count`](Self::max_mig_device_count));
     /// an empty slot is NVML's not-found error.
     #[doc(alias = "nvmlDeviceGetMigDeviceHandleByIndex")]
     pub fn mig_device(&self, index: u32) -> Result<Device> {
-        let mut handle: nvmlDevice_t = std::ptr::null_mut();
-        // SAFETY: the handle is live; `handle` is a valid out-pointer.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetMigDeviceHandleByIndex(self.handle, index, &mut handle)
-        };
-        check_nvml("nvmlDeviceGetMigDeviceHandleByIndex", result)?;
+        let handle = self.query_with(
+            "nvmlDeviceGetMigDeviceHandleByIndex",
+            Nvml::nvmlDeviceGetMigDeviceHandleByIndex,
+            index,
+            std::ptr::null_mut(),
+        )?;
         Ok(Device::from_handle(handle, Arc::clone(&self.guard)))
     }
 
@@ -86,37 +80,32 @@ impl Device {
     /// The GPU a MIG device belongs to.
     #[doc(alias = "nvmlDeviceGetDeviceHandleFromMigDeviceHandle")]
     pub fn parent(&self) -> Result<Device> {
-        let mut handle: nvmlDevice_t = std::ptr::null_mut();
-        // SAFETY: the handle is live; `handle` is a valid out-pointer.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetDeviceHandleFromMigDeviceHandle(self.handle, &mut handle)
-        };
-        check_nvml("nvmlDeviceGetDeviceHandleFromMigDeviceHandle", result)?;
+        let handle = self.query(
+            "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
+            Nvml::nvmlDeviceGetDeviceHandleFromMigDeviceHandle,
+            std::ptr::null_mut(),
+        )?;
         Ok(Device::from_handle(handle, Arc::clone(&self.guard)))
     }
 
     /// The GPU instance a MIG device belongs to.
     #[doc(alias = "nvmlDeviceGetGpuInstanceId")]
     pub fn gpu_instance_id(&self) -> Result<u32> {
-        let mut id = 0;
-        // SAFETY: the handle is live; `id` is a valid out-pointer.
-        let result = unsafe { self.nvml.nvmlDeviceGetGpuInstanceId(self.handle, &mut id) };
-        check_nvml("nvmlDeviceGetGpuInstanceId", result)?;
-        Ok(id)
+        self.query(
+            "nvmlDeviceGetGpuInstanceId",
+            Nvml::nvmlDeviceGetGpuInstanceId,
+            0,
+        )
     }
 
     /// The compute instance a MIG device belongs to, within its GPU instance.
     #[doc(alias = "nvmlDeviceGetComputeInstanceId")]
     pub fn compute_instance_id(&self) -> Result<u32> {
-        let mut id = 0;
-        // SAFETY: the handle is live; `id` is a valid out-pointer.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetComputeInstanceId(self.handle, &mut id)
-        };
-        check_nvml("nvmlDeviceGetComputeInstanceId", result)?;
-        Ok(id)
+        self.query(
+            "nvmlDeviceGetComputeInstanceId",
+            Nvml::nvmlDeviceGetComputeInstanceId,
+            0,
+        )
     }
 }
 

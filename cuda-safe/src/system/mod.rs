@@ -56,7 +56,7 @@ mod pci;
 mod power;
 mod processes;
 mod session;
-mod text;
+pub(crate) mod text;
 mod thermal;
 mod topology;
 mod uuid;

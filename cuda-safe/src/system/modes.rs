@@ -4,7 +4,7 @@ use super::device::Device;
 use super::enums::{ComputeMode, EccCounter, EccErrorType, FeatureState};
 use crate::Result;
 use crate::error::check_nvml;
-use crate::nvml_sys;
+use crate::nvml_sys::{self, Nvml};
 
 /// A setting's value now and the value it takes at the next reboot or GPU reset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -55,23 +55,22 @@ impl Device {
     /// Whether the driver stays loaded with no client (persistence mode; Linux only).
     #[doc(alias = "nvmlDeviceGetPersistenceMode")]
     pub fn persistence_mode(&self) -> Result<FeatureState> {
-        let mut mode = nvml_sys::nvmlEnableState_t::NVML_FEATURE_DISABLED;
-        // SAFETY: the handle is live; `mode` is a valid out-pointer.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetPersistenceMode(self.handle, &mut mode)
-        };
-        check_nvml("nvmlDeviceGetPersistenceMode", result)?;
-        Ok(FeatureState(mode.0))
+        self.query(
+            "nvmlDeviceGetPersistenceMode",
+            Nvml::nvmlDeviceGetPersistenceMode,
+            nvml_sys::nvmlEnableState_t::NVML_FEATURE_DISABLED,
+        )
+        .map(|mode| FeatureState(mode.0))
     }
 
     /// Who may create compute contexts on the GPU.
     #[doc(alias = "nvmlDeviceGetComputeMode")]
     pub fn compute_mode(&self) -> Result<ComputeMode> {
-        let mut mode = nvml_sys::nvmlComputeMode_t::NVML_COMPUTEMODE_DEFAULT;
-        // SAFETY: the handle is live; `mode` is a valid out-pointer.
-        let result = unsafe { self.nvml.nvmlDeviceGetComputeMode(self.handle, &mut mode) };
-        check_nvml("nvmlDeviceGetComputeMode", result)?;
-        Ok(ComputeMode(mode.0))
+        self.query(
+            "nvmlDeviceGetComputeMode",
+            Nvml::nvmlDeviceGetComputeMode,
+            nvml_sys::nvmlComputeMode_t::NVML_COMPUTEMODE_DEFAULT,
+        )
+        .map(|mode| ComputeMode(mode.0))
     }
 }

@@ -4,8 +4,7 @@ use super::device::Device;
 use super::enums::PcieCounter;
 use super::text::from_c_chars;
 use crate::Result;
-use crate::error::check_nvml;
-use crate::nvml_sys;
+use crate::nvml_sys::{self, Nvml};
 
 /// Where a device sits on the PCI bus (`nvmlPciInfo_t`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
@@ -43,81 +42,65 @@ impl Device {
     /// The device's PCI address and ids.
     #[doc(alias = "nvmlDeviceGetPciInfo_v3")]
     pub fn pci_info(&self) -> Result<PciInfo> {
-        let mut pci = nvml_sys::nvmlPciInfo_t::default();
-        // SAFETY: the handle is live; `pci` is a valid out-pointer.
-        let result = unsafe { self.nvml.nvmlDeviceGetPciInfo_v3(self.handle, &mut pci) };
-        check_nvml("nvmlDeviceGetPciInfo_v3", result)?;
+        let pci = self.query(
+            "nvmlDeviceGetPciInfo_v3",
+            Nvml::nvmlDeviceGetPciInfo_v3,
+            nvml_sys::nvmlPciInfo_t::default(),
+        )?;
         Ok(PciInfo::from_raw(&pci))
     }
 
     /// The PCIe link generation now (it drops when the GPU idles).
     #[doc(alias = "nvmlDeviceGetCurrPcieLinkGeneration")]
     pub fn current_pcie_link_generation(&self) -> Result<u32> {
-        let mut generation = 0;
-        // SAFETY: the handle is live; `generation` is a valid out-pointer.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetCurrPcieLinkGeneration(self.handle, &mut generation)
-        };
-        check_nvml("nvmlDeviceGetCurrPcieLinkGeneration", result)?;
-        Ok(generation)
+        self.query(
+            "nvmlDeviceGetCurrPcieLinkGeneration",
+            Nvml::nvmlDeviceGetCurrPcieLinkGeneration,
+            0,
+        )
     }
 
     /// The highest PCIe link generation the device and system support.
     #[doc(alias = "nvmlDeviceGetMaxPcieLinkGeneration")]
     pub fn max_pcie_link_generation(&self) -> Result<u32> {
-        let mut generation = 0;
-        // SAFETY: the handle is live; `generation` is a valid out-pointer.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetMaxPcieLinkGeneration(self.handle, &mut generation)
-        };
-        check_nvml("nvmlDeviceGetMaxPcieLinkGeneration", result)?;
-        Ok(generation)
+        self.query(
+            "nvmlDeviceGetMaxPcieLinkGeneration",
+            Nvml::nvmlDeviceGetMaxPcieLinkGeneration,
+            0,
+        )
     }
 
     /// The PCIe link width now, in lanes.
     #[doc(alias = "nvmlDeviceGetCurrPcieLinkWidth")]
     pub fn current_pcie_link_width(&self) -> Result<u32> {
-        let mut width = 0;
-        // SAFETY: the handle is live; `width` is a valid out-pointer.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetCurrPcieLinkWidth(self.handle, &mut width)
-        };
-        check_nvml("nvmlDeviceGetCurrPcieLinkWidth", result)?;
-        Ok(width)
+        self.query(
+            "nvmlDeviceGetCurrPcieLinkWidth",
+            Nvml::nvmlDeviceGetCurrPcieLinkWidth,
+            0,
+        )
     }
 
     /// The widest PCIe link the device and system support, in lanes.
     #[doc(alias = "nvmlDeviceGetMaxPcieLinkWidth")]
     pub fn max_pcie_link_width(&self) -> Result<u32> {
-        let mut width = 0;
-        // SAFETY: the handle is live; `width` is a valid out-pointer.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetMaxPcieLinkWidth(self.handle, &mut width)
-        };
-        check_nvml("nvmlDeviceGetMaxPcieLinkWidth", result)?;
-        Ok(width)
+        self.query(
+            "nvmlDeviceGetMaxPcieLinkWidth",
+            Nvml::nvmlDeviceGetMaxPcieLinkWidth,
+            0,
+        )
     }
 
     /// PCIe throughput in one direction, in KB/s, measured by NVML over 20 ms (so the call
     /// takes about that long).
     #[doc(alias = "nvmlDeviceGetPcieThroughput")]
     pub fn pcie_throughput_kb_per_s(&self, counter: PcieCounter) -> Result<u32> {
-        let mut kilobytes_per_second = 0;
-        // SAFETY: the handle is live; `kilobytes_per_second` is a valid out-pointer; any
-        // counter value is accepted (an unknown one is NVML's invalid-argument error).
-        let result = unsafe {
-            self.nvml.nvmlDeviceGetPcieThroughput(
-                self.handle,
-                nvml_sys::nvmlPcieUtilCounter_t(counter.0),
-                &mut kilobytes_per_second,
-            )
-        };
-        check_nvml("nvmlDeviceGetPcieThroughput", result)?;
-        Ok(kilobytes_per_second)
+        // An unknown counter is NVML's invalid-argument error.
+        self.query_with(
+            "nvmlDeviceGetPcieThroughput",
+            Nvml::nvmlDeviceGetPcieThroughput,
+            nvml_sys::nvmlPcieUtilCounter_t(counter.0),
+            0,
+        )
     }
 }
 

@@ -4,47 +4,34 @@ use super::device::Device;
 use super::enums::PerformanceState;
 use crate::Result;
 use crate::error::check_nvml;
-use crate::nvml_sys;
+use crate::nvml_sys::{self, Nvml};
 
 impl Device {
     /// The power the board draws now, in milliwatts. One NVML call, no allocation.
     #[doc(alias = "nvmlDeviceGetPowerUsage")]
     #[inline]
     pub fn power_usage_mw(&self) -> Result<u32> {
-        let mut milliwatts = 0;
-        // SAFETY: the handle is live; `milliwatts` is a valid out-pointer.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetPowerUsage(self.handle, &mut milliwatts)
-        };
-        check_nvml("nvmlDeviceGetPowerUsage", result)?;
-        Ok(milliwatts)
+        self.query("nvmlDeviceGetPowerUsage", Nvml::nvmlDeviceGetPowerUsage, 0)
     }
 
     /// The power limit set by power management, in milliwatts.
     #[doc(alias = "nvmlDeviceGetPowerManagementLimit")]
     pub fn power_limit_mw(&self) -> Result<u32> {
-        let mut milliwatts = 0;
-        // SAFETY: the handle is live; `milliwatts` is a valid out-pointer.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetPowerManagementLimit(self.handle, &mut milliwatts)
-        };
-        check_nvml("nvmlDeviceGetPowerManagementLimit", result)?;
-        Ok(milliwatts)
+        self.query(
+            "nvmlDeviceGetPowerManagementLimit",
+            Nvml::nvmlDeviceGetPowerManagementLimit,
+            0,
+        )
     }
 
     /// The power limit in force (the lowest of every limit that applies), in milliwatts.
     #[doc(alias = "nvmlDeviceGetEnforcedPowerLimit")]
     pub fn enforced_power_limit_mw(&self) -> Result<u32> {
-        let mut milliwatts = 0;
-        // SAFETY: the handle is live; `milliwatts` is a valid out-pointer.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetEnforcedPowerLimit(self.handle, &mut milliwatts)
-        };
-        check_nvml("nvmlDeviceGetEnforcedPowerLimit", result)?;
-        Ok(milliwatts)
+        self.query(
+            "nvmlDeviceGetEnforcedPowerLimit",
+            Nvml::nvmlDeviceGetEnforcedPowerLimit,
+            0,
+        )
     }
 
     /// The range the power limit may be set in, `(min, max)`, in milliwatts.
@@ -63,26 +50,21 @@ impl Device {
     /// The energy used since the driver was last loaded, in millijoules.
     #[doc(alias = "nvmlDeviceGetTotalEnergyConsumption")]
     pub fn total_energy_mj(&self) -> Result<u64> {
-        let mut millijoules = 0;
-        // SAFETY: the handle is live; `millijoules` is a valid out-pointer.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetTotalEnergyConsumption(self.handle, &mut millijoules)
-        };
-        check_nvml("nvmlDeviceGetTotalEnergyConsumption", result)?;
-        Ok(millijoules)
+        self.query(
+            "nvmlDeviceGetTotalEnergyConsumption",
+            Nvml::nvmlDeviceGetTotalEnergyConsumption,
+            0,
+        )
     }
 
     /// The performance state now (P0 fastest).
     #[doc(alias = "nvmlDeviceGetPerformanceState")]
     pub fn performance_state(&self) -> Result<PerformanceState> {
-        let mut state = nvml_sys::nvmlPstates_t::NVML_PSTATE_UNKNOWN;
-        // SAFETY: the handle is live; `state` is a valid out-pointer.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetPerformanceState(self.handle, &mut state)
-        };
-        check_nvml("nvmlDeviceGetPerformanceState", result)?;
-        Ok(PerformanceState(state.0))
+        self.query(
+            "nvmlDeviceGetPerformanceState",
+            Nvml::nvmlDeviceGetPerformanceState,
+            nvml_sys::nvmlPstates_t::NVML_PSTATE_UNKNOWN,
+        )
+        .map(|state| PerformanceState(state.0))
     }
 }

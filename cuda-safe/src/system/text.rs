@@ -1,4 +1,7 @@
-//! Strings in and out of NVML: fixed-size `char` buffers to `String`, `&str` to C strings.
+//! Strings in and out of C: fixed-size `char` buffers to `String`, `&str` to C strings.
+//!
+//! [`from_c_chars`] and [`to_c_string`] are crate-wide helpers (any C API's `char` buffers and
+//! string arguments); [`read_string`] is NVML's buffer-and-length protocol.
 
 use std::ffi::{CString, c_char, c_uint};
 
@@ -29,8 +32,9 @@ pub(crate) fn read_string<const N: usize>(
     Ok(from_c_chars(&buffer))
 }
 
-/// `text` as a C string for NVML, refused before the call when it holds a NUL byte.
-pub(crate) fn to_c_string(what: &'static str, text: &str) -> Result<CString> {
+/// `text` as a C string, refused before the call with [`Error::InvalidArgument`] naming `what`
+/// when it holds a NUL byte.
+pub(crate) fn to_c_string(what: &str, text: &str) -> Result<CString> {
     CString::new(text)
         .map_err(|_| Error::invalid_argument(format!("{what} {text:?} contains a NUL byte")))
 }
@@ -80,5 +84,11 @@ mod tests {
         assert_eq!(to_c_string("UUID", "GPU-1").unwrap().as_bytes(), b"GPU-1");
         let error = to_c_string("UUID", "GPU\0-1").unwrap_err();
         assert!(matches!(error, Error::InvalidArgument(_)), "{error:?}");
+        assert_eq!(
+            error.to_string(),
+            "invalid argument: UUID \"GPU\\0-1\" contains a NUL byte"
+        );
+        let what = String::from("kernel name");
+        assert!(to_c_string(&what, "k\0").is_err());
     }
 }

@@ -3,8 +3,7 @@
 use super::device::Device;
 use super::enums::TemperatureThreshold;
 use crate::Result;
-use crate::error::check_nvml;
-use crate::nvml_sys;
+use crate::nvml_sys::{self, Nvml};
 
 impl Device {
     /// The GPU die temperature, in degrees Celsius. One NVML call, no allocation.
@@ -19,73 +18,57 @@ impl Device {
     pub fn temperature_c(&self) -> Result<i32> {
         #[cfg(feature = "cuda-12")]
         {
-            let mut celsius = 0;
-            // SAFETY: the handle is live; `celsius` is a valid out-pointer.
-            let result = unsafe {
-                self.nvml.nvmlDeviceGetTemperature(
-                    self.handle,
-                    nvml_sys::nvmlTemperatureSensors_t::NVML_TEMPERATURE_GPU,
-                    &mut celsius,
-                )
-            };
-            check_nvml("nvmlDeviceGetTemperature", result)?;
-            Ok(i32::try_from(celsius).unwrap_or(i32::MAX))
+            self.query_with(
+                "nvmlDeviceGetTemperature",
+                Nvml::nvmlDeviceGetTemperature,
+                nvml_sys::nvmlTemperatureSensors_t::NVML_TEMPERATURE_GPU,
+                0,
+            )
+            .map(|celsius| i32::try_from(celsius).unwrap_or(i32::MAX))
         }
         #[cfg(not(feature = "cuda-12"))]
         {
-            let mut reading = nvml_sys::nvmlTemperature_t {
+            let reading = nvml_sys::nvmlTemperature_t {
                 version: nvml_sys::nvmlTemperature_v1,
                 sensorType: nvml_sys::nvmlTemperatureSensors_t::NVML_TEMPERATURE_GPU,
                 temperature: 0,
             };
-            // SAFETY: the handle is live; `reading` is a valid, versioned out-pointer.
-            let result = unsafe {
-                self.nvml
-                    .nvmlDeviceGetTemperatureV(self.handle, &mut reading)
-            };
-            check_nvml("nvmlDeviceGetTemperatureV", result)?;
-            Ok(reading.temperature)
+            self.query(
+                "nvmlDeviceGetTemperatureV",
+                Nvml::nvmlDeviceGetTemperatureV,
+                reading,
+            )
+            .map(|reading| reading.temperature)
         }
     }
 
     /// A temperature threshold, in degrees Celsius.
     #[doc(alias = "nvmlDeviceGetTemperatureThreshold")]
     pub fn temperature_threshold_c(&self, threshold: TemperatureThreshold) -> Result<u32> {
-        let mut celsius = 0;
-        // SAFETY: the handle is live; `celsius` is a valid out-pointer; an unknown threshold
-        // is NVML's invalid-argument error.
-        let result = unsafe {
-            self.nvml.nvmlDeviceGetTemperatureThreshold(
-                self.handle,
-                nvml_sys::nvmlTemperatureThresholds_t(threshold.0),
-                &mut celsius,
-            )
-        };
-        check_nvml("nvmlDeviceGetTemperatureThreshold", result)?;
-        Ok(celsius)
+        // An unknown threshold is NVML's invalid-argument error.
+        self.query_with(
+            "nvmlDeviceGetTemperatureThreshold",
+            Nvml::nvmlDeviceGetTemperatureThreshold,
+            nvml_sys::nvmlTemperatureThresholds_t(threshold.0),
+            0,
+        )
     }
 
     /// How many fans the board has (not supported on passively cooled boards).
     #[doc(alias = "nvmlDeviceGetNumFans")]
     pub fn fan_count(&self) -> Result<u32> {
-        let mut fans = 0;
-        // SAFETY: the handle is live; `fans` is a valid out-pointer.
-        let result = unsafe { self.nvml.nvmlDeviceGetNumFans(self.handle, &mut fans) };
-        check_nvml("nvmlDeviceGetNumFans", result)?;
-        Ok(fans)
+        self.query("nvmlDeviceGetNumFans", Nvml::nvmlDeviceGetNumFans, 0)
     }
 
     /// The speed fan `fan` is asked to run at, in percent of its maximum.
     #[doc(alias = "nvmlDeviceGetFanSpeed_v2")]
     pub fn fan_speed_percent(&self, fan: u32) -> Result<u32> {
-        let mut percent = 0;
-        // SAFETY: the handle is live; `percent` is a valid out-pointer; a fan index out of
-        // range is NVML's invalid-argument error.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetFanSpeed_v2(self.handle, fan, &mut percent)
-        };
-        check_nvml("nvmlDeviceGetFanSpeed_v2", result)?;
-        Ok(percent)
+        // A fan index out of range is NVML's invalid-argument error.
+        self.query_with(
+            "nvmlDeviceGetFanSpeed_v2",
+            Nvml::nvmlDeviceGetFanSpeed_v2,
+            fan,
+            0,
+        )
     }
 }
