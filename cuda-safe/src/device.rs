@@ -206,7 +206,7 @@ impl Device {
             self.driver
                 .cuDeviceGetName(name.as_mut_ptr(), name.len() as i32, self.raw)
         })?;
-        Ok(c_chars_to_string(&name))
+        Ok(system::text::from_c_chars(&name))
     }
 
     /// The device's UUID.
@@ -229,7 +229,7 @@ impl Device {
             self.driver
                 .cuDeviceGetPCIBusId(id.as_mut_ptr(), id.len() as i32, self.raw)
         })?;
-        Ok(c_chars_to_string(&id))
+        Ok(system::text::from_c_chars(&id))
     }
 
     /// The compute capability, `(major, minor)`.
@@ -437,16 +437,6 @@ impl PartialEq for Device {
 
 impl Eq for Device {}
 
-/// The text before the first NUL of a C buffer.
-fn c_chars_to_string(buffer: &[c_char]) -> String {
-    let bytes: Vec<u8> = buffer
-        .iter()
-        .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
-        .collect();
-    String::from_utf8_lossy(&bytes).into_owned()
-}
-
 crate::assert_send_sync!(Device);
 
 #[cfg(test)]
@@ -460,15 +450,5 @@ mod tests {
             0xcd, 0xef,
         ]);
         assert_eq!(uuid.to_string(), "GPU-12345678-9abc-def0-0123-456789abcdef");
-    }
-
-    #[test]
-    fn c_buffers_stop_at_nul() {
-        let buffer: Vec<c_char> = b"NVIDIA H200\0garbage"
-            .iter()
-            .map(|&b| b as c_char)
-            .collect();
-        assert_eq!(c_chars_to_string(&buffer), "NVIDIA H200");
-        assert_eq!(c_chars_to_string(&[]), "");
     }
 }

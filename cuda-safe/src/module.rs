@@ -22,6 +22,7 @@ use crate::error::check;
 use crate::sys::{
     CUdeviceptr, CUfunction, CUfunction_attribute, CUkernel, CUlibrary, CUresult, Driver,
 };
+use crate::system::text::to_c_string;
 use crate::{Device, Error, Result};
 
 /// Code loaded with `cuLibraryLoadData` / `cuLibraryLoadFromFile`; cloning is cheap. Kernels
@@ -237,8 +238,7 @@ impl ObjectCode {
     /// device address and size in bytes.
     #[doc(alias = "cuLibraryGetGlobal")]
     pub fn get_global(&self, name: &str, context: &crate::Context) -> Result<(CUdeviceptr, usize)> {
-        let c_name = CString::new(name)
-            .map_err(|_| Error::invalid_argument("a variable name cannot hold a NUL byte"))?;
+        let c_name = to_c_string("variable name", name)?;
         let _current = context.scoped()?;
         let (mut address, mut bytes) = (0, 0);
         // SAFETY: valid out-pointers, loaded library and NUL-terminated name; the context the
@@ -302,8 +302,7 @@ impl ObjectCode {
             .iter()
             .find(|(expression, _)| expression == name)
             .map_or(name, |(_, lowered)| lowered.as_str());
-        let c_symbol = CString::new(symbol)
-            .map_err(|_| Error::invalid_argument("a kernel name cannot hold a NUL byte"))?;
+        let c_symbol = to_c_string("kernel name", symbol)?;
         let mut raw: CUkernel = std::ptr::null_mut();
         // SAFETY: valid out-pointer, loaded library and NUL-terminated name.
         check("cuLibraryGetKernel", unsafe {

@@ -122,3 +122,24 @@ fn an_assumed_nvrtc_version_skips_nvrtc_on_hits_and_is_checked_on_misses() {
         .unwrap_err();
     assert!(error.to_string().contains("assumes NVRTC"), "{error}");
 }
+
+#[test]
+fn a_warm_kernel_request_returns_the_same_kernel() {
+    if !gpu_or_skip("a_warm_kernel_request_returns_the_same_kernel") {
+        return;
+    }
+    let program = program();
+    let kernels = KernelCache::new(InMemoryProgramCache::new(16 << 20));
+    let first = kernels
+        .kernel(&program, CodeKind::Cubin, "add_one<float>")
+        .unwrap();
+    let second = kernels
+        .kernel(&program, CodeKind::Cubin, "add_one<float>")
+        .unwrap();
+    assert_eq!(first.as_raw(), second.as_raw());
+    assert_eq!(kernels.loaded_count(), 1);
+    assert!(std::ptr::eq(
+        first.params().unwrap(),
+        second.params().unwrap()
+    ));
+}

@@ -15,7 +15,7 @@ impl Program {
     /// and architecture, the program name, the source, the exact flags in order, the name
     /// expressions, the in-memory headers and the options' `caller_digest`. With include paths
     /// or pre-includes (or a raw option that reads files) and no `caller_digest`, the key
-    /// builder refuses: [`Error::InvalidArgument`](crate::Error::InvalidArgument) saying so.
+    /// builder refuses: [`Error::InvalidArgument`] saying so.
     ///
     /// Learning NVRTC's version loads NVRTC (about 5 ms in a fresh process);
     /// [`cache_key_for_compiler`](Self::cache_key_for_compiler) takes the version instead.

@@ -155,11 +155,6 @@ impl Drop for NvrtcProgram {
     }
 }
 
-/// `text` as a C string; a NUL inside is [`Error::InvalidArgument`] naming `what`.
-pub(super) fn c_string(what: &str, text: &str) -> Result<CString> {
-    CString::new(text)
-        .map_err(|_| Error::invalid_argument(format!("the {what} {text:?} contains a NUL byte")))
-}
 
 fn c_int_count(count: usize, what: &str) -> Result<c_int> {
     c_int::try_from(count)
