@@ -387,8 +387,13 @@ kernel_args!(
 
 /// Checks the arguments against the kernel's parameter list, when the driver gave one.
 #[inline]
-fn check_args(kernel: &Kernel, sizes: &[usize], names: &[&'static str]) -> Result<()> {
-    let Some(params) = kernel.params() else {
+fn check_args(
+    kernel: &Kernel,
+    stream: &Stream,
+    sizes: &[usize],
+    names: &[&'static str],
+) -> Result<()> {
+    let Some(params) = kernel.params_in(stream.context()) else {
         return Ok(());
     };
     if params.len() != sizes.len() {
@@ -449,7 +454,7 @@ pub unsafe fn launch<A: KernelArgs>(
         order_streams(&args, |other| stream.wait_stream(other))?;
     }
     let launched = args.with_params(|pointers, sizes, names| {
-        check_args(kernel, sizes, names)?;
+        check_args(kernel, stream, sizes, names)?;
         let mut attributes = [CUlaunchAttribute::default(); 2];
         let mut count = 0;
         if let Some(cluster) = config.cluster {

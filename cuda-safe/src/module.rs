@@ -337,18 +337,33 @@ fn expect_magic(image: &[u8], magic: &[u8], what: &str) -> Result<()> {
     }
 }
 
-/// The kernel's parameter list, or `None` when the driver cannot tell (before CUDA 12.4, or
-/// on an unexpected error, which the launch itself will then report).
+/// What reading a kernel's parameter list gave.
+enum ParamRead {
+    /// The list.
+    Known(Arc<[ParamInfo]>),
+    /// The driver cannot tell (before CUDA 12.4, or an unexpected error the launch itself will
+    /// then report): no checks.
+    Unknowable,
+    /// No context was current; a later read in one will succeed.
+    NeedsContext,
+}
+
+/// Reads the kernel's parameter list (`cuKernelGetParamInfo`, which needs a current context).
 #[cold]
-fn param_info(driver: &'static Driver, kernel: CUkernel) -> Option<Arc<[ParamInfo]>> {
+fn param_info(driver: &'static Driver, kernel: CUkernel) -> ParamRead {
     let mut params = Vec::new();
     loop {
         let (mut offset, mut size) = (0usize, 0usize);
         // SAFETY: valid out-pointers and kernel; an index past the end is an error code.
         match unsafe { driver.cuKernelGetParamInfo(kernel, params.len(), &mut offset, &mut size) } {
             Ok(CUresult::CUDA_SUCCESS) => params.push(ParamInfo { offset, size }),
-            Ok(CUresult::CUDA_ERROR_INVALID_VALUE) => return Some(params.into()),
-            Ok(_) | Err(_) => return None,
+            Ok(CUresult::CUDA_ERROR_INVALID_VALUE) => return ParamRead::Known(params.into()),
+            Ok(
+                CUresult::CUDA_ERROR_INVALID_CONTEXT | CUresult::CUDA_ERROR_CONTEXT_IS_DESTROYED,
+            ) => {
+                return ParamRead::NeedsContext;
+            }
+            Ok(_) | Err(_) => return ParamRead::Unknowable,
         }
     }
 }
@@ -366,13 +381,35 @@ impl Kernel {
     }
 
     /// The parameter list (`None` when the driver predates `cuKernelGetParamInfo`, CUDA 12.4),
-    /// read from the driver on the first call.
+    /// read from the driver once. The driver needs a current context for it: with none, this
+    /// returns `None` and reads again next time ([`launch`](crate::launch) reads it in the
+    /// stream's context).
     #[doc(alias = "cuKernelGetParamInfo")]
     #[inline]
     pub fn params(&self) -> Option<&[ParamInfo]> {
-        self.params
-            .get_or_init(|| param_info(self.library.driver, self.raw))
-            .as_deref()
+        match self.params.get() {
+            Some(known) => known.as_deref(),
+            None => self.read_params(),
+        }
+    }
+
+    /// The parameter list, read in `context` (made current for the read) the first time.
+    #[inline]
+    pub(crate) fn params_in(&self, context: &crate::Context) -> Option<&[ParamInfo]> {
+        if let Some(known) = self.params.get() {
+            return known.as_deref();
+        }
+        let _current = context.scoped().ok()?;
+        self.read_params()
+    }
+
+    #[cold]
+    fn read_params(&self) -> Option<&[ParamInfo]> {
+        match param_info(self.library.driver, self.raw) {
+            ParamRead::Known(list) => self.params.get_or_init(|| Some(list)).as_deref(),
+            ParamRead::Unknowable => self.params.get_or_init(|| None).as_deref(),
+            ParamRead::NeedsContext => None,
+        }
     }
 
     /// The number of parameters, when known.

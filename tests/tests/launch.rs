@@ -217,7 +217,8 @@ fn bad_launches_are_errors_and_the_gpu_stays_usable() {
             "{bad:?}: {error:?}"
         );
     }
-    // A launch the driver refuses (more shared memory than the kernel allows without opting in).
+    // A launch the driver refuses (more shared memory than the kernel allows without opting
+    // in): the error says which limit and how to raise it.
     let too_much = LaunchConfig {
         shared_mem: 200 << 10,
         ..config
@@ -225,7 +226,12 @@ fn bad_launches_are_errors_and_the_gpu_stays_usable() {
     // SAFETY: the driver refuses the launch; nothing runs.
     let refused = unsafe { launch(stream, &too_much, &kernel, (1f32, &x, &y, &mut out, 4usize)) };
     println!("driver refusal: {refused:?}");
-    assert!(refused.unwrap_err().cuda_code().is_some());
+    let message = refused.unwrap_err().to_string();
+    assert!(
+        message.contains("set_max_dynamic_shared_memory"),
+        "{message}"
+    );
+    assert!(message.contains("CUDA_ERROR_INVALID_VALUE"), "{message}");
     // The GPU is still usable.
     saxpy_matches_cpu(&setup, &kernel, stream, 1000, 99);
 }
