@@ -7,9 +7,9 @@ use super::arch;
 use super::compiled::CompiledProgram;
 use super::options::{ProgramOptions, text};
 use super::raw::NvrtcProgram;
-use crate::system::text::to_c_string as c_string;
 use crate::cache::{CachedProgram, CodeKind};
 use crate::nvrtc_sys::{self, nvrtcResult};
+use crate::system::text::to_c_string as c_string;
 use crate::{Error, Result};
 
 /// CUDA C++ source to compile at run time with NVRTC, with its [`ProgramOptions`] and name

@@ -155,7 +155,6 @@ impl Drop for NvrtcProgram {
     }
 }
 
-
 fn c_int_count(count: usize, what: &str) -> Result<c_int> {
     c_int::try_from(count)
         .map_err(|_| Error::invalid_argument(format!("{count} {what}: more than NVRTC takes")))
