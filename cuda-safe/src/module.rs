@@ -59,8 +59,9 @@ pub struct ParamInfo {
 pub struct Kernel {
     raw: CUkernel,
     name: Arc<str>,
-    // Read on first use (the first checked launch), so loading a kernel costs one driver call.
-    params: OnceLock<Option<Arc<[ParamInfo]>>>,
+    // Read on first use (the first checked launch), so loading a kernel costs one driver call;
+    // shared by the clones, so each reads it at most once between them.
+    params: Arc<OnceLock<Option<Arc<[ParamInfo]>>>>,
     library: Arc<LoadedLibrary>,
 }
 
@@ -273,7 +274,7 @@ impl ObjectCode {
                 let mut kernel = Kernel {
                     raw,
                     name: Arc::from(""),
-                    params: OnceLock::new(),
+                    params: Arc::default(),
                     library: self.inner.clone(),
                 };
                 kernel.name = Arc::from(kernel.symbol()?);
@@ -313,7 +314,7 @@ impl ObjectCode {
         Ok(Kernel {
             raw,
             name: Arc::from(name),
-            params: OnceLock::new(),
+            params: Arc::default(),
             library: self.inner.clone(),
         })
     }

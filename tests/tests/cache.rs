@@ -136,6 +136,8 @@ fn a_warm_kernel_request_returns_the_same_kernel() {
     let second = kernels
         .kernel(&program, CodeKind::Cubin, "add_one<float>")
         .unwrap();
+    // A launch reads the parameter list (in the stream's context); both handles see it.
+    add_one_works(&kernels, &program);
     assert_eq!(first.as_raw(), second.as_raw());
     assert_eq!(kernels.loaded_count(), 1);
     assert!(std::ptr::eq(
