@@ -153,29 +153,18 @@ impl Buffer {
     /// Queues setting every byte to `value`.
     #[doc(alias = "cuMemsetD8Async")]
     pub fn fill_u8(&mut self, value: u8) -> Result<()> {
-        if self.size == 0 {
-            return Ok(());
-        }
-        // SAFETY: the range is the buffer's own allocation, alive until its stream frees it.
-        check("cuMemsetD8Async", unsafe {
-            self.stream
-                .driver()
-                .cuMemsetD8Async(self.ptr, value, self.size, self.stream.as_raw())
+        self.fill::<u8>("cuMemsetD8Async", |driver, ptr, count, stream| {
+            // SAFETY: `count` bytes fit the buffer's own allocation.
+            unsafe { driver.cuMemsetD8Async(ptr, value, count, stream) }
         })
     }
 
     /// Queues setting every 16-bit word to `value`; the size must be a multiple of 2.
     #[doc(alias = "cuMemsetD16Async")]
     pub fn fill_u16(&mut self, value: u16) -> Result<()> {
-        let count = element_count::<u16>(self.ptr, self.size)?;
-        if count == 0 {
-            return Ok(());
-        }
-        // SAFETY: `count` words fit the buffer's own allocation.
-        check("cuMemsetD16Async", unsafe {
-            self.stream
-                .driver()
-                .cuMemsetD16Async(self.ptr, value, count, self.stream.as_raw())
+        self.fill::<u16>("cuMemsetD16Async", |driver, ptr, count, stream| {
+            // SAFETY: `count` words fit the buffer's own allocation.
+            unsafe { driver.cuMemsetD16Async(ptr, value, count, stream) }
         })
     }
 
@@ -183,16 +172,32 @@ impl Buffer {
     /// the size must be a multiple of 4.
     #[doc(alias = "cuMemsetD32Async")]
     pub fn fill_u32(&mut self, value: u32) -> Result<()> {
-        let count = element_count::<u32>(self.ptr, self.size)?;
+        self.fill::<u32>("cuMemsetD32Async", |driver, ptr, count, stream| {
+            // SAFETY: `count` words fit the buffer's own allocation.
+            unsafe { driver.cuMemsetD32Async(ptr, value, count, stream) }
+        })
+    }
+
+    /// Queues one `cuMemsetD*Async` over the whole buffer as words of `W`; nothing for an
+    /// empty buffer.
+    fn fill<W>(
+        &mut self,
+        api: &'static str,
+        memset: impl FnOnce(
+            &'static crate::sys::Driver,
+            CUdeviceptr,
+            usize,
+            crate::sys::CUstream,
+        ) -> std::result::Result<crate::sys::CUresult, crate::sys::LoadError>,
+    ) -> Result<()> {
+        let count = element_count::<W>(self.ptr, self.size)?;
         if count == 0 {
             return Ok(());
         }
-        // SAFETY: `count` words fit the buffer's own allocation.
-        check("cuMemsetD32Async", unsafe {
-            self.stream
-                .driver()
-                .cuMemsetD32Async(self.ptr, value, count, self.stream.as_raw())
-        })
+        check(
+            api,
+            memset(self.stream.driver(), self.ptr, count, self.stream.as_raw()),
+        )
     }
 
     /// The memory as a host slice, after waiting for the buffer's stream; only for
