@@ -232,12 +232,12 @@ impl fmt::Debug for Process {
     }
 }
 
-/// The lock timeout in milliseconds: 0 for none, else at least 1.
+/// The lock timeout in milliseconds, rounded up: 0 for none, else at least 1.
 fn timeout_ms(timeout: Option<Duration>) -> Result<u32> {
     let Some(timeout) = timeout else {
         return Ok(0);
     };
-    u32::try_from(timeout.as_millis().max(1)).map_err(|_| {
+    u32::try_from(timeout.as_nanos().div_ceil(1_000_000).max(1)).map_err(|_| {
         Error::invalid_argument(format!(
             "a lock timeout of {timeout:?} is past u32::MAX milliseconds"
         ))

@@ -12,6 +12,7 @@
 //! ```
 
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use crate::error::check;
@@ -172,10 +173,11 @@ impl Context {
     }
 
     /// Makes this context current on the calling thread until the guard drops, then restores
-    /// the context that was current before (only calling the driver when they differ). For the
-    /// crate's own calls that need a current context, so that they never leave the caller's
-    /// thread bound to another context than it chose.
-    pub(crate) fn scoped(&self) -> Result<ScopedCurrent> {
+    /// the context that was current before (only calling the driver when they differ). The
+    /// crate's own calls that need a current context use it, so they never leave the caller's
+    /// thread bound to another context than it chose; so can a library that must not change
+    /// its caller's current context (the CUDA runtime reads its current device from it).
+    pub fn scoped(&self) -> Result<ScopedCurrent<'_>> {
         let driver = self.driver();
         let mut previous: CUcontext = std::ptr::null_mut();
         // SAFETY: `previous` is a valid out-pointer.
@@ -186,6 +188,7 @@ impl Context {
             return Ok(ScopedCurrent {
                 restore: None,
                 driver,
+                _context: PhantomData,
             });
         }
         // SAFETY: the context is alive for as long as `self` lives, which outlives the guard's
@@ -196,6 +199,7 @@ impl Context {
         Ok(ScopedCurrent {
             restore: Some(previous),
             driver,
+            _context: PhantomData,
         })
     }
 
@@ -272,17 +276,20 @@ impl Drop for ContextInner {
     }
 }
 
-/// Restores the thread's previous current context when dropped (see [`Context::scoped`]).
-pub(crate) struct ScopedCurrent {
+/// Restores the thread's previous current context when dropped (see [`Context::scoped`]); it
+/// borrows the context, which therefore stays alive while it is current.
+#[derive(Debug)]
+pub struct ScopedCurrent<'a> {
     restore: Option<CUcontext>,
     driver: &'static Driver,
+    _context: PhantomData<&'a Context>,
 }
 
-impl Drop for ScopedCurrent {
+impl Drop for ScopedCurrent<'_> {
     fn drop(&mut self) {
         if let Some(previous) = self.restore {
-            // SAFETY: `previous` was current on this thread when the guard was made; a context
-            // destroyed meanwhile is refused by the driver with an error code, which is logged.
+            // SAFETY: `previous` was current on this thread when the guard was made, and
+            // restoring it is what the thread had before; a failure is logged.
             if let Err(error) = check("cuCtxSetCurrent", unsafe {
                 self.driver.cuCtxSetCurrent(previous)
             }) {

@@ -28,7 +28,9 @@ use std::ffi::c_void;
 use std::sync::{Mutex, PoisonError};
 
 use crate::error::check;
-use crate::sys::{CUdeviceptr, CUfunction, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig};
+use crate::sys::{
+    CUdeviceptr, CUfunction, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig, CUstream,
+};
 use crate::{Buffer, Device, DeviceSlice, DeviceSliceMut, Error, Kernel, Result, Stream};
 
 /// Three dimensions of a grid, block or cluster.
@@ -451,7 +453,10 @@ pub unsafe fn launch<A: KernelArgs>(
     let mut foreign = false;
     args.for_each_stream(|other| foreign |= !other.same_as(stream));
     if foreign {
-        order_streams(&args, |other| stream.wait_stream(other))?;
+        // Everything that can fail before the launch does so here: after it, an error would
+        // leave a queued kernel unordered with its buffers' frees.
+        stream.marker()?;
+        order_streams(&args, stream, |other| stream.wait_stream(other))?;
     }
     let launched = args.with_params(|pointers, sizes, names| {
         check_args(kernel, stream, sizes, names)?;
@@ -503,23 +508,54 @@ pub unsafe fn launch<A: KernelArgs>(
         return Err(explain_launch_error(error, stream, config, kernel));
     }
     if foreign {
-        order_streams(&args, |other| other.wait_stream(stream))?;
+        order_after_launch(&args, stream)?;
     }
     Ok(())
 }
 
-/// Calls `order` for every argument stream other than the launch stream, stopping at the
+/// Makes every argument stream wait for the launch just queued on `stream`. If that fails,
+/// waits for the launch itself, so no buffer can be freed under the kernel; the error then
+/// says the kernel was launched.
+#[cold]
+fn order_after_launch<A: KernelArgs>(args: &A, stream: &Stream) -> Result<()> {
+    let ordered = stream.marker()?.record(stream).and_then(|()| {
+        let marker = stream.marker()?;
+        order_streams(args, stream, |other| other.wait(marker))
+    });
+    match ordered {
+        Ok(()) => Ok(()),
+        Err(error) => {
+            stream.sync()?;
+            Err(Error::invalid_argument(format!(
+                "the kernel was launched (and has finished), but ordering its buffers' streams \
+                 after it failed: {error}"
+            )))
+        }
+    }
+}
+
+/// Calls `order` once for every distinct argument stream other than `stream`, stopping at the
 /// first error.
 #[cold]
 fn order_streams<A: KernelArgs>(
     args: &A,
+    stream: &Stream,
     mut order: impl FnMut(&Stream) -> Result<()>,
 ) -> Result<()> {
+    let mut seen: [Option<CUstream>; 16] = [None; 16];
     let mut result = Ok(());
     args.for_each_stream(|other| {
-        if result.is_ok() {
-            result = order(other);
+        if result.is_err() || other.same_as(stream) {
+            return;
         }
+        let raw = Some(other.as_raw());
+        if seen.contains(&raw) {
+            return;
+        }
+        if let Some(slot) = seen.iter_mut().find(|slot| slot.is_none()) {
+            *slot = raw;
+        }
+        result = order(other);
     });
     result
 }

@@ -69,7 +69,7 @@ pub mod checkpoint;
 pub mod dlpack;
 pub mod system;
 
-pub use context::Context;
+pub use context::{Context, ScopedCurrent};
 pub use device::{Device, DeviceProperties, MemInfo, Uuid};
 pub use driver::driver_version;
 pub use error::{Error, Result};

@@ -5,10 +5,11 @@
 //! use cuda_safe::{Device, ObjectCode};
 //!
 //! let device = Device::new(0)?;
+//! let _context = device.set_current()?; // the parameter list is read in a current context
 //! let code = ObjectCode::from_file("saxpy.cubin")?;
 //! let kernel = code.get_kernel("saxpy")?;
 //! let attributes = kernel.attributes(&device)?;
-//! println!("{} registers, {} parameters", attributes.num_regs, kernel.param_count().unwrap_or(0));
+//! println!("{} registers, {:?} parameters", attributes.num_regs, kernel.param_count());
 //! # Ok::<(), cuda_safe::Error>(())
 //! ```
 
@@ -342,31 +343,34 @@ fn expect_magic(image: &[u8], magic: &[u8], what: &str) -> Result<()> {
 enum ParamRead {
     /// The list.
     Known(Arc<[ParamInfo]>),
-    /// The driver cannot tell (before CUDA 12.4, or an unexpected error the launch itself will
-    /// then report): no checks.
+    /// The driver cannot tell (before CUDA 12.4): no checks.
     Unknowable,
-    /// No context was current; a later read in one will succeed.
-    NeedsContext,
+    /// No context was current, or the driver failed for now: a later read may succeed.
+    NotYet,
 }
+
+/// The most parameters a kernel can have (its parameters fit in 32,764 bytes), bounding the
+/// read whatever a driver answers.
+const MAX_PARAMS: usize = 32_764;
 
 /// Reads the kernel's parameter list (`cuKernelGetParamInfo`, which needs a current context).
 #[cold]
 fn param_info(driver: &'static Driver, kernel: CUkernel) -> ParamRead {
     let mut params = Vec::new();
-    loop {
+    while params.len() <= MAX_PARAMS {
         let (mut offset, mut size) = (0usize, 0usize);
         // SAFETY: valid out-pointers and kernel; an index past the end is an error code.
         match unsafe { driver.cuKernelGetParamInfo(kernel, params.len(), &mut offset, &mut size) } {
             Ok(CUresult::CUDA_SUCCESS) => params.push(ParamInfo { offset, size }),
             Ok(CUresult::CUDA_ERROR_INVALID_VALUE) => return ParamRead::Known(params.into()),
-            Ok(
-                CUresult::CUDA_ERROR_INVALID_CONTEXT | CUresult::CUDA_ERROR_CONTEXT_IS_DESTROYED,
-            ) => {
-                return ParamRead::NeedsContext;
-            }
-            Ok(_) | Err(_) => return ParamRead::Unknowable,
+            // The driver cannot tell, now or later.
+            Ok(CUresult::CUDA_ERROR_NOT_SUPPORTED) => return ParamRead::Unknowable,
+            Err(crate::sys::LoadError::SymbolMissing { .. }) => return ParamRead::Unknowable,
+            // No context, or a transient error: unknown for now, asked again next time.
+            Ok(_) | Err(_) => return ParamRead::NotYet,
         }
     }
+    ParamRead::Unknowable
 }
 
 impl Kernel {
@@ -409,7 +413,7 @@ impl Kernel {
         match param_info(self.library.driver, self.raw) {
             ParamRead::Known(list) => self.params.get_or_init(|| Some(list)).as_deref(),
             ParamRead::Unknowable => self.params.get_or_init(|| None).as_deref(),
-            ParamRead::NeedsContext => None,
+            ParamRead::NotYet => None,
         }
     }
 

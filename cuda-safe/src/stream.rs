@@ -185,7 +185,7 @@ impl Stream {
 
     /// Whether two handles name the same stream.
     pub fn same_as(&self, other: &Stream) -> bool {
-        self.inner.raw == other.inner.raw
+        self.inner.raw == other.inner.raw && self.inner.context.same_as(&other.inner.context)
     }
 
     /// Blocks until all work queued so far has finished.
@@ -238,15 +238,20 @@ impl Stream {
     /// on. The event is made once per stream and reused: recording it again later only makes
     /// a waiter that has not waited yet wait for a later point, which is still correct.
     pub(crate) fn mark(&self) -> Result<&Event> {
-        let marker = match self.inner.marker.get() {
-            Some(marker) => marker,
-            None => {
-                let event = Event::new(self.context(), EventOptions::default())?;
-                self.inner.marker.get_or_init(|| event)
-            }
-        };
+        let marker = self.marker()?;
         marker.record(self)?;
         Ok(marker)
+    }
+
+    /// The stream's marker event, made on first use (not recorded).
+    pub(crate) fn marker(&self) -> Result<&Event> {
+        match self.inner.marker.get() {
+            Some(marker) => Ok(marker),
+            None => {
+                let event = Event::new(self.context(), EventOptions::default())?;
+                Ok(self.inner.marker.get_or_init(|| event))
+            }
+        }
     }
 
     /// The stream's priority.

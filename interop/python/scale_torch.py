@@ -112,7 +112,11 @@ def scale_and_check(lib, name, function, make_base, view_of, make_capsule, renam
         print(f"SKIP {name}: this PyTorch exports no DLPack 1.x capsule")
         return
     if rename is not None:
-        check(f"{name}: capsule renamed", capsule_api.PyCapsule_SetName(capsule, rename) == 0)
+        renamed = capsule_api.PyCapsule_SetName(capsule, rename) == 0
+        check(f"{name}: capsule renamed", renamed)
+        if not renamed:
+            # The capsule still owns the tensor: handing it over would delete it twice.
+            return
     rc = function(pointer, FACTOR)
     check(f"{name}: call", rc == 0, f"rc={rc} {last_error(lib)}" if rc else "")
     check(f"{name}: values", torch.equal(base, expected),

@@ -1,7 +1,7 @@
 //! The in-place scaling kernel: compiled with NVRTC on first use (once per process), launched
 //! on any strided `float32` view of up to [`MAX_NDIM`] dimensions.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, PoisonError};
 
 use cuda_safe::dlpack::{StridedMemoryView, ViewDevice};
 use cuda_safe::{
@@ -97,20 +97,23 @@ fn check_no_overlap(shape: &[i64], strides: &[i64]) -> Result<()> {
     Ok(())
 }
 
-/// The compiled kernel, built on the first call; a failure is kept and returned again.
-fn kernel() -> Result<&'static Kernel> {
-    static KERNEL: OnceLock<Result<Kernel>> = OnceLock::new();
-    KERNEL
-        .get_or_init(|| {
-            let options = ProgramOptions {
-                name: "cuda_safe_interop.cu".to_owned(),
-                ..ProgramOptions::default()
-            };
-            let compiled = Program::new(SOURCE, options)?.compile(CodeKind::Cubin)?;
-            ObjectCode::load(&compiled.program)?.get_kernel("scale_strided_f32")
-        })
-        .as_ref()
-        .map_err(Error::clone)
+/// The kernel compiled for the architecture `arch` (`"90"`), built on the first call for it
+/// and kept; a failure is returned and not kept, so a later call tries again.
+fn kernel(arch: &str) -> Result<Kernel> {
+    static KERNELS: Mutex<Vec<(String, Kernel)>> = Mutex::new(Vec::new());
+    let mut kernels = KERNELS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, kernel)) = kernels.iter().find(|(known, _)| known == arch) {
+        return Ok(kernel.clone());
+    }
+    let options = ProgramOptions {
+        name: "cuda_safe_interop.cu".to_owned(),
+        arch: Some(arch.to_owned()),
+        ..ProgramOptions::default()
+    };
+    let compiled = Program::new(SOURCE, options)?.compile(CodeKind::Cubin)?;
+    let kernel = ObjectCode::load(&compiled.program)?.get_kernel("scale_strided_f32")?;
+    kernels.push((arch.to_owned(), kernel.clone()));
+    Ok(kernel)
 }
 
 /// The CUDA device whose kernels reach the view: its own for device memory, device 0 for
@@ -143,10 +146,13 @@ pub(crate) fn scale_in_place(view: &StridedMemoryView, factor: f32) -> Result<()
     if view.is_empty() {
         return Ok(());
     }
-    let kernel = kernel()?;
-    let context = device.set_current()?;
-    // SAFETY: `context` was just made current on this thread, and the handle is used on this
-    // thread only, within this call.
+    let kernel = kernel(&device.arch()?)?;
+    // Current for this call only: the caller's current context (the CUDA runtime's current
+    // device, PyTorch's) is restored when the guard drops, after the sync below.
+    let context = device.context()?;
+    let _current = context.scoped()?;
+    // SAFETY: `context` is current on this thread until the guard drops, and the handle is
+    // used on this thread only, within this call.
     let stream = unsafe { Stream::legacy_default(&context) };
     let count = view.len();
     // A grid-stride loop: at most 2^16 blocks of 256 threads, whatever the size.
@@ -158,7 +164,7 @@ pub(crate) fn scale_in_place(view: &StridedMemoryView, factor: f32) -> Result<()
         launch(
             &stream,
             &config,
-            kernel,
+            &kernel,
             (view, layout, count as i64, factor),
         )
     }?;

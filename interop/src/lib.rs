@@ -3,8 +3,8 @@
 //! and returns.
 //!
 //! Every function returns 0 on success or a negative code (-1 invalid argument, -2
-//! unsupported, -3 CUDA error, -4 NVRTC error, -5 other), with the message available from
-//! [`cuda_safe_last_error`]. Ownership of the tensors follows the DLPack protocol:
+//! unsupported, -3 CUDA error, -4 NVRTC error, -5 other, -6 a panic caught at the boundary),
+//! with the message available from [`cuda_safe_last_error`]. Ownership of the tensors follows the DLPack protocol:
 //!
 //! - the `*_scale_inplace*` functions **borrow**: the producer's capsule keeps ownership and
 //!   its destructor calls the deleter later; the Python side keeps the tensor and the capsule
@@ -25,7 +25,7 @@ use std::ffi::{c_char, c_int};
 use cuda_safe::Error;
 use cuda_safe::dlpack::{DLManagedTensor, DLManagedTensorVersioned, StridedMemoryView};
 
-use status::{code, fail};
+use status::{code, fail, guarded};
 
 /// Multiplies a float32 CUDA tensor by `factor` in place, borrowing a legacy DLPack tensor
 /// (the `"dltensor"` capsule's pointer; its deleter is not called).
@@ -38,12 +38,14 @@ pub unsafe extern "C" fn cuda_safe_scale_inplace(
     tensor: *mut DLManagedTensor,
     factor: f32,
 ) -> c_int {
-    if tensor.is_null() {
-        return fail(&Error::invalid_argument("null DLManagedTensor pointer"));
-    }
-    // SAFETY: non-null and valid for the call per the contract.
-    let view = unsafe { StridedMemoryView::from_dltensor(&raw const (*tensor).dl_tensor) };
-    code(view.and_then(|view| kernel::scale_in_place(&view, factor)))
+    guarded(|| {
+        if tensor.is_null() {
+            return fail(&Error::invalid_argument("null DLManagedTensor pointer"));
+        }
+        // SAFETY: non-null and valid for the call per the contract.
+        let view = unsafe { StridedMemoryView::from_dltensor(&raw const (*tensor).dl_tensor) };
+        code(view.and_then(|view| kernel::scale_in_place(&view, factor)))
+    })
 }
 
 /// Multiplies a float32 CUDA tensor by `factor` in place, borrowing a DLPack 1.x tensor (the
@@ -59,9 +61,11 @@ pub unsafe extern "C" fn cuda_safe_scale_inplace_versioned(
     tensor: *mut DLManagedTensorVersioned,
     factor: f32,
 ) -> c_int {
-    // SAFETY: null or valid for the call per the contract.
-    let view = unsafe { StridedMemoryView::borrow_dlpack_versioned(tensor) };
-    code(view.and_then(|view| kernel::scale_in_place(&view, factor)))
+    guarded(|| {
+        // SAFETY: null or valid for the call per the contract.
+        let view = unsafe { StridedMemoryView::borrow_dlpack_versioned(tensor) };
+        code(view.and_then(|view| kernel::scale_in_place(&view, factor)))
+    })
 }
 
 /// As [`cuda_safe_scale_inplace`], taking ownership: the deleter runs exactly once before
@@ -76,9 +80,11 @@ pub unsafe extern "C" fn cuda_safe_scale_consume(
     tensor: *mut DLManagedTensor,
     factor: f32,
 ) -> c_int {
-    // SAFETY: handed over per the contract; the view deletes it when dropped.
-    let view = unsafe { StridedMemoryView::from_dlpack(tensor) };
-    code(view.and_then(|view| kernel::scale_in_place(&view, factor)))
+    guarded(|| {
+        // SAFETY: handed over per the contract; the view deletes it when dropped.
+        let view = unsafe { StridedMemoryView::from_dlpack(tensor) };
+        code(view.and_then(|view| kernel::scale_in_place(&view, factor)))
+    })
 }
 
 /// As [`cuda_safe_scale_inplace_versioned`], taking ownership: the deleter runs exactly once
@@ -94,9 +100,11 @@ pub unsafe extern "C" fn cuda_safe_scale_consume_versioned(
     tensor: *mut DLManagedTensorVersioned,
     factor: f32,
 ) -> c_int {
-    // SAFETY: handed over per the contract; the view deletes it when dropped.
-    let view = unsafe { StridedMemoryView::from_dlpack_versioned(tensor) };
-    code(view.and_then(|view| kernel::scale_in_place(&view, factor)))
+    guarded(|| {
+        // SAFETY: handed over per the contract; the view deletes it when dropped.
+        let view = unsafe { StridedMemoryView::from_dlpack_versioned(tensor) };
+        code(view.and_then(|view| kernel::scale_in_place(&view, factor)))
+    })
 }
 
 /// Builds a view from a borrowed legacy DLPack tensor `iterations` times and writes the
@@ -114,21 +122,23 @@ pub unsafe extern "C" fn cuda_safe_view_construction_ns(
     borrowed_ns: *mut f64,
     owned_ns: *mut f64,
 ) -> c_int {
-    if tensor.is_null() || borrowed_ns.is_null() || owned_ns.is_null() {
-        return fail(&Error::invalid_argument("a null pointer argument"));
-    }
-    // SAFETY: valid per the contract.
-    match unsafe { bench::view_construction_ns(tensor, iterations) } {
-        Ok((borrowed, owned)) => {
-            // SAFETY: valid places for a double, per the contract.
-            unsafe {
-                *borrowed_ns = borrowed;
-                *owned_ns = owned;
-            }
-            status::OK
+    guarded(|| {
+        if tensor.is_null() || borrowed_ns.is_null() || owned_ns.is_null() {
+            return fail(&Error::invalid_argument("a null pointer argument"));
         }
-        Err(error) => fail(&error),
-    }
+        // SAFETY: valid per the contract.
+        match unsafe { bench::view_construction_ns(tensor, iterations) } {
+            Ok((borrowed, owned)) => {
+                // SAFETY: valid places for a double, per the contract.
+                unsafe {
+                    *borrowed_ns = borrowed;
+                    *owned_ns = owned;
+                }
+                status::OK
+            }
+            Err(error) => fail(&error),
+        }
+    })
 }
 
 /// The message of this thread's last failure (empty if none), valid until its next failing

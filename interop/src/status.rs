@@ -17,6 +17,8 @@ pub(crate) const CUDA: c_int = -3;
 pub(crate) const NVRTC: c_int = -4;
 /// Anything else (a library that failed to load, ...).
 pub(crate) const OTHER: c_int = -5;
+/// The library panicked (a bug): caught at the C boundary, which a panic must not cross.
+pub(crate) const PANIC: c_int = -6;
 
 thread_local! {
     /// The message of the last failure on this thread.
@@ -43,6 +45,20 @@ pub(crate) fn code(result: cuda_safe::Result<()>) -> c_int {
     }
 }
 
+/// Runs the body of an exported function, turning a panic into [`PANIC`] (with its message
+/// recorded) instead of letting it unwind into the C caller.
+pub(crate) fn guarded(body: impl FnOnce() -> c_int) -> c_int {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or_else(|payload| {
+        let text = payload
+            .downcast_ref::<&str>()
+            .map(|text| (*text).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".to_owned());
+        set_last_error(&format!("panic: {text}"));
+        PANIC
+    })
+}
+
 /// Records `message` (NUL bytes replaced) as this thread's last error.
 pub(crate) fn set_last_error(message: &str) {
     let text = CString::new(message.replace('\0', "\u{fffd}")).unwrap_or_default();
@@ -58,6 +74,15 @@ pub(crate) fn last_error() -> *const c_char {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panic_becomes_a_code_and_a_message() {
+        assert_eq!(guarded(|| OK), OK);
+        assert_eq!(guarded(|| panic!("boom")), PANIC);
+        // SAFETY: the pointer is this thread's NUL-terminated last error.
+        let message = unsafe { std::ffi::CStr::from_ptr(last_error()) };
+        assert_eq!(message.to_str().unwrap(), "panic: boom");
+    }
     use std::ffi::CStr;
 
     fn last() -> String {

@@ -19,8 +19,8 @@ use crate::{Kernel, ObjectCode, Program, Result};
 /// cache `C` (in memory, on disk, or both, [`TieredProgramCache`](super::TieredProgramCache)),
 /// and compiles only when both miss. A repeated request therefore neither hashes the source
 /// again, nor reloads the code, nor asks the driver for the kernel: it is a lookup in this
-/// cache's maps, and it returns a clone of the same [`Kernel`] (same handle, and the parameter
-/// list read once when the kernel was first looked up).
+/// cache's maps, and it returns a clone of the same [`Kernel`] (same handle, and one parameter
+/// list shared by the clones, read on the first launch).
 ///
 /// ```no_run
 /// use cuda_safe::cache::{FileStreamProgramCache, InMemoryProgramCache, KernelCache, TieredProgramCache};
@@ -82,15 +82,12 @@ impl<C: ProgramCache> KernelCache<C> {
 
     /// The kernel `name` (a symbol or a name expression) of `program` compiled for `target`.
     ///
-    /// The first request for a name looks it up (`cuLibraryGetKernel`) and reads its parameter
-    /// list; later ones return a clone of that same kernel without calling the driver.
+    /// The first request for a name looks it up (`cuLibraryGetKernel`); later ones return a
+    /// clone of that same kernel without calling the driver.
     pub fn kernel(&self, program: &Program, target: CodeKind, name: &str) -> Result<Kernel> {
         let loaded = self.loaded(program, target)?;
         get_or_try_insert(&loaded.kernels, name, || {
             let kernel = loaded.code.get_kernel(name)?;
-            // Read now, so every clone handed out carries the list instead of asking the
-            // driver again on its first checked launch.
-            kernel.params();
             Ok((Box::from(name), kernel))
         })
     }

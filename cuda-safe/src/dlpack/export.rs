@@ -123,7 +123,8 @@ fn point_at_dims(tensor: &mut DLTensor, view: &mut StridedMemoryView) {
 unsafe extern "C" fn delete_versioned(tensor: *mut DLManagedTensorVersioned) {
     if !tensor.is_null() {
         // SAFETY: the struct is the first field of a boxed `VersionedExport`, freed once.
-        drop(unsafe { Box::from_raw(tensor.cast::<VersionedExport>()) });
+        let export = unsafe { Box::from_raw(tensor.cast::<VersionedExport>()) };
+        drop_without_unwinding(export);
     }
 }
 
@@ -135,6 +136,17 @@ unsafe extern "C" fn delete_versioned(tensor: *mut DLManagedTensorVersioned) {
 unsafe extern "C" fn delete_legacy(tensor: *mut DLManagedTensor) {
     if !tensor.is_null() {
         // SAFETY: the struct is the first field of a boxed `LegacyExport`, freed once.
-        drop(unsafe { Box::from_raw(tensor.cast::<LegacyExport>()) });
+        let export = unsafe { Box::from_raw(tensor.cast::<LegacyExport>()) };
+        drop_without_unwinding(export);
+    }
+}
+
+/// Drops what an export owns (which may run a memory resource's or another producer's code)
+/// inside a C callback: a panic must not unwind into the foreign caller, so it is caught and
+/// logged (what was being dropped is leaked).
+fn drop_without_unwinding<T>(value: T) {
+    let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(value)));
+    if dropped.is_err() {
+        log::error!("cuda-safe: a DLPack deleter panicked; the export is leaked");
     }
 }

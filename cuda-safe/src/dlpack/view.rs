@@ -284,8 +284,8 @@ impl StridedMemoryView {
     /// `high - low` of [`byte_span`](Self::byte_span): the extent of memory the view touches.
     #[inline]
     pub fn span_len(&self) -> usize {
-        // The span was checked to fit the address space, so the difference fits too.
-        (self.span.1 - self.span.0) as usize
+        // Computed without overflow whatever the offsets; on a 64-bit target it fits usize.
+        usize::try_from(self.span.1.abs_diff(self.span.0)).unwrap_or(usize::MAX)
     }
 
     /// What keeps the memory alive, if anything (views from raw parts may have no owner).
@@ -481,6 +481,7 @@ fn buffer_device(buffer: &Buffer) -> Result<ViewDevice> {
         buffer.memory_resource().device(),
     ) {
         (false, Some(device)) => Ok(ViewDevice::Cuda(device.ordinal())),
+        (true, None) if !buffer.is_device_accessible() => Ok(ViewDevice::Host),
         (true, None) => Ok(ViewDevice::CudaHost),
         (true, Some(_)) => Ok(ViewDevice::CudaManaged),
         (false, None) => Err(Error::invalid_argument(
