@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use cuda_safe::Error;
 use cuda_safe::dlpack::{
     DLDataType, DLDataTypeCode, DLDevice, DLDeviceType, DLManagedTensor, DLManagedTensorVersioned,
-    DLPACK_FLAG_BITMASK_READ_ONLY, DLPackVersion, DLTensor, Owner, StridedMemoryView, ViewDevice,
+    DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED, DLPACK_FLAG_BITMASK_READ_ONLY, DLPackVersion,
+    DLTensor, Owner, StridedMemoryView, ViewDevice,
 };
 
 /// A producer's tensor: the struct handed out, and what it points at.
@@ -443,4 +444,25 @@ fn c_struct_layouts_match_dlpack_1() {
     assert_eq!(offset_of!(DLManagedTensorVersioned, dl_tensor), 32);
     assert_eq!(DLDeviceType::CUDA_MANAGED.0, 13);
     assert_eq!(DLDataTypeCode::BOOL.0, 6);
+}
+
+#[test]
+fn padded_sub_byte_elements_are_refused_and_still_deleted() {
+    let (producer, deleted) = produce(iota(4), &[4], None);
+    // SAFETY: the producer is alive; only its flags and dtype change.
+    unsafe {
+        (*producer).versioned.flags = DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED;
+        (*producer).versioned.dl_tensor.dtype = DLDataType {
+            code: DLDataTypeCode::FLOAT,
+            bits: 4,
+            lanes: 2,
+        };
+    }
+    // SAFETY: a valid tensor, handed over.
+    let refused = unsafe { StridedMemoryView::from_dlpack_versioned(versioned(producer)) };
+    assert!(
+        matches!(refused, Err(Error::Unsupported { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(deleted.load(Ordering::SeqCst), 1);
 }

@@ -32,7 +32,9 @@ impl StridedMemoryView {
     /// deleter frees it and releases the view's owner.
     ///
     /// The consumer must call the deleter exactly once (never calling it leaks the view and
-    /// keeps its memory alive). Fails only for a CUDA ordinal past `i32::MAX`.
+    /// keeps its memory alive), and only once its own work on the data is done: releasing a
+    /// crate buffer frees it in order on the buffer's stream, which knows nothing of the
+    /// consumer's streams. Fails only for a CUDA ordinal past `i32::MAX`.
     pub fn into_dlpack_versioned(self) -> Result<*mut DLManagedTensorVersioned> {
         let dl_tensor = self.dl_tensor_header()?;
         let flags = if self.is_read_only() {

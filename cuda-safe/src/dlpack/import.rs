@@ -5,8 +5,8 @@
 use std::ptr::NonNull;
 
 use super::abi::{
-    DLManagedTensor, DLManagedTensorVersioned, DLPACK_FLAG_BITMASK_READ_ONLY, DLPACK_MAJOR_VERSION,
-    DLTensor,
+    DLManagedTensor, DLManagedTensorVersioned, DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED,
+    DLPACK_FLAG_BITMASK_READ_ONLY, DLPACK_MAJOR_VERSION, DLTensor,
 };
 use super::device::ViewDevice;
 use super::dims::Dims;
@@ -148,6 +148,13 @@ impl StridedMemoryView {
         }
         // SAFETY: a 1.x struct, so `flags` and `dl_tensor` have this layout.
         let (flags, dl_tensor) = unsafe { ((*tensor).flags, &(*tensor).dl_tensor) };
+        if flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED != 0 && dl_tensor.dtype.bits < 8 {
+            // Padded sub-byte elements take a byte each, which the element size would miss.
+            return Err(Error::unsupported(
+                "padded sub-byte DLPack elements",
+                format!("{:?} with the padded flag", dl_tensor.dtype),
+            ));
+        }
         let read_only = flags & DLPACK_FLAG_BITMASK_READ_ONLY != 0;
         // SAFETY: valid per the contract.
         unsafe { Self::read_dltensor(dl_tensor, read_only) }
