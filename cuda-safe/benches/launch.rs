@@ -7,7 +7,8 @@
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
-use cuda_safe::cache::{FileStreamProgramCache, InMemoryProgramCache, KernelCache, ProgramCache};
+use cuda_safe::KernelCache;
+use cuda_safe::cache::{FileStreamProgramCache, InMemoryProgramCache, ProgramCache};
 use cuda_safe::{
     CodeKind, Device, Event, EventOptions, LaunchConfig, ObjectCode, Program, ProgramOptions,
     Result, StreamOptions, launch,
@@ -85,7 +86,7 @@ fn disk_hit(dir: &str, version: Option<&str>) -> Result<()> {
         cuda_safe::Error::invalid_argument("the fresh process missed the disk cache")
     })?;
     let fetched = start.elapsed();
-    let kernel = ObjectCode::load(&cached)?.get_kernel("saxpy")?;
+    let kernel = ObjectCode::from_compiled(&cached)?.get_kernel("saxpy")?;
     let total = start.elapsed();
     let us = |duration: std::time::Duration| duration.as_secs_f64() * 1e6;
     println!(
@@ -111,7 +112,7 @@ fn run() -> Result<()> {
         let start = Instant::now();
         let compiled = program.compile(CodeKind::Cubin)?;
         compile_ms.push(start.elapsed().as_secs_f64() * 1e3);
-        cubin = compiled.code().to_vec();
+        cubin = compiled.bytes().to_vec();
     }
     fig("nvrtc_compile_cubin_median", median(&mut compile_ms), "ms");
 
@@ -190,8 +191,8 @@ fn run() -> Result<()> {
     let mut x = pool.allocate(bytes, &stream)?;
     let mut y = pool.allocate(bytes, &stream)?;
     let mut out = pool.allocate(bytes, &stream)?;
-    x.fill_u32(1.0f32.to_bits())?;
-    y.fill_u32(2.0f32.to_bits())?;
+    x.fill::<u32>(1.0f32.to_bits())?;
+    y.fill::<u32>(2.0f32.to_bits())?;
     let timed = EventOptions {
         timing: true,
         ..Default::default()
@@ -223,7 +224,7 @@ fn run() -> Result<()> {
     }
 
     let vec4 = Program::new(VEC4_SOURCE, program.options().clone())?.compile(CodeKind::Cubin)?;
-    let vec4_code = ObjectCode::load(&vec4.program)?;
+    let vec4_code = vec4.load()?;
     let saxpy_vec4 = vec4_code.get_kernel("saxpy_vec4")?;
     let config4 = LaunchConfig::for_num_elements(n / 4, 256)?;
     let mut vec4_ms = Vec::new();
@@ -278,7 +279,7 @@ fn cache_figures(program: &Program) -> Result<()> {
     for _ in 0..200 {
         let start = Instant::now();
         let hit = program.compile_cached(CodeKind::Cubin, &memory)?;
-        let kernel = ObjectCode::load(&hit.program)?.get_kernel("saxpy")?;
+        let kernel = hit.load()?.get_kernel("saxpy")?;
         hit_us.push(start.elapsed().as_secs_f64() * 1e6);
         drop(kernel);
     }

@@ -66,7 +66,7 @@ fn run() -> Result<()> {
     let mut word = pool.allocate(4, &stream)?;
     for time in times.iter_mut().take(5000) {
         let start = Instant::now();
-        word.fill_u32(0)?;
+        word.fill::<u32>(0)?;
         stream.sync()?;
         *time = start.elapsed().as_secs_f64() * 1e6;
     }

@@ -9,8 +9,8 @@
 use std::process::ExitCode;
 
 use cuda_safe::{
-    CodeKind, Context, Device, GreenContextOptions, Kernel, LaunchConfig, ObjectCode, Program,
-    ProgramOptions, Result, SplitRequest, launch,
+    CodeKind, Context, Device, GreenContextOptions, Kernel, LaunchConfig, Program, ProgramOptions,
+    Result, SplitRequest, launch,
 };
 
 const SOURCE: &str = r#"
@@ -54,7 +54,7 @@ fn run() -> Result<()> {
 
     // One compile, one load: the context-independent kernel runs in both contexts.
     let compiled = Program::new(SOURCE, ProgramOptions::default())?.compile(CodeKind::Cubin)?;
-    let kernel = ObjectCode::load(&compiled.program)?.get_kernel("saxpy")?;
+    let kernel = compiled.load()?.get_kernel("saxpy")?;
 
     let results = std::thread::scope(|scope| {
         let a = scope.spawn(|| run_task(&device, &ctx_a, &kernel, 3.0, 2.0, 1.0));

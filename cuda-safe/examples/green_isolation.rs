@@ -13,8 +13,7 @@ use std::time::{Duration, Instant};
 
 use cuda_safe::{
     Buffer, CodeKind, Device, DeviceMemoryResource, Event, EventOptions, GreenContextOptions,
-    Kernel, LaunchConfig, ObjectCode, Program, ProgramOptions, Result, SplitRequest, Stream,
-    launch,
+    Kernel, LaunchConfig, Program, ProgramOptions, Result, SplitRequest, Stream, launch,
 };
 
 const SOURCE: &str = r#"
@@ -101,7 +100,7 @@ fn run() -> Result<()> {
     device.set_current()?;
     let sms = device.properties()?.multiprocessor_count;
     let compiled = Program::new(SOURCE, ProgramOptions::default())?.compile(CodeKind::Cubin)?;
-    let code = ObjectCode::load(&compiled.program)?;
+    let code = compiled.load()?;
     let (saxpy, spin) = (code.get_kernel("saxpy")?, code.get_kernel("spin")?);
     let pool: DeviceMemoryResource = device.default_memory_resource()?;
     let spin_blocks = sms * 2 * 25;
@@ -149,8 +148,8 @@ fn run() -> Result<()> {
     let mut x = pool.allocate(n * 4, &green_prober)?;
     let mut y = pool.allocate(n * 4, &green_prober)?;
     let mut out = pool.allocate(n * 4, &green_prober)?;
-    x.fill_u32(1.0f32.to_bits())?;
-    y.fill_u32(2.0f32.to_bits())?;
+    x.fill::<u32>(1.0f32.to_bits())?;
+    y.fill::<u32>(2.0f32.to_bits())?;
     let timed = EventOptions {
         timing: true,
         ..Default::default()

@@ -12,8 +12,8 @@ use std::process::ExitCode;
 
 use cuda_safe::cache::InMemoryProgramCache;
 use cuda_safe::{
-    CodeKind, CppStandard, Device, Event, EventOptions, LaunchConfig, ObjectCode, Program,
-    ProgramOptions, Result, launch,
+    CodeKind, CppStandard, Device, Event, EventOptions, LaunchConfig, Program, ProgramOptions,
+    Result, launch,
 };
 
 /// The article's kernel, and a variant that moves four floats per thread.
@@ -93,7 +93,7 @@ fn run() -> Result<()> {
         cold.as_secs_f64() / hit.as_secs_f64()
     );
     debug_assert_eq!(compiled.code(), compiled_again.code());
-    let code = ObjectCode::load(&compiled.program)?;
+    let code = compiled.load()?;
     let saxpy = code.get_kernel("saxpy")?;
     let saxpy_vec4 = code.get_kernel("saxpy_vec4")?;
 
@@ -130,7 +130,7 @@ fn run() -> Result<()> {
                 count / 4,
             ),
         ] {
-            out.fill_u32(0x7fc0_0000)?; // NaN
+            out.fill::<u32>(0x7fc0_0000)?; // NaN
             // 7. Launch (one warm-up, then a timed run).
             for timed_run in [false, true] {
                 if timed_run {

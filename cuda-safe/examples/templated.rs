@@ -7,7 +7,7 @@
 
 use std::process::ExitCode;
 
-use cuda_safe::{CodeKind, Device, LaunchConfig, ObjectCode, Program, ProgramOptions, launch};
+use cuda_safe::{CodeKind, Device, LaunchConfig, Program, ProgramOptions, launch};
 
 const SOURCE: &str = r#"
 template <typename T>
@@ -42,7 +42,7 @@ fn run() -> cuda_safe::Result<()> {
             compiled.lowered_name(expression).unwrap_or("?")
         );
     }
-    let code = ObjectCode::load(&compiled.program)?;
+    let code = compiled.load()?;
 
     let n = 1000usize;
     let config = LaunchConfig::for_num_elements(n, 128)?;

@@ -24,12 +24,14 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::error::check;
+use crate::abi;
+use crate::driver::{cuda_driver_version, driver};
+use crate::error::{Error, Result, cu};
 use crate::sys::{
-    CUcheckpointCheckpointArgs, CUcheckpointLockArgs, CUcheckpointRestoreArgs,
-    CUcheckpointUnlockArgs, CUprocessState, CUresult, CudaVersion, Driver, LoadError,
+    CUcheckpointCheckpointArgs, CUcheckpointLockArgs, CUcheckpointUnlockArgs, CUprocessState,
+    CudaVersion, Driver, LoadError,
 };
-use crate::{Error, Result, Uuid};
+use crate::uuid::Uuid;
 
 /// The first driver version with process checkpointing (CUDA 12.8).
 pub const MIN_DRIVER_VERSION: CudaVersion = CudaVersion(12080);
@@ -110,7 +112,7 @@ impl Process {
         }
         let pid = i32::try_from(pid)
             .map_err(|_| Error::invalid_argument(format!("pid {pid} is past i32::MAX")))?;
-        let version = crate::driver_version()?;
+        let version = cuda_driver_version()?;
         if version.0 < MIN_DRIVER_VERSION.0 {
             return Err(Error::unsupported(
                 FEATURE,
@@ -119,7 +121,7 @@ impl Process {
         }
         Ok(Self {
             pid,
-            driver: crate::driver::driver()?,
+            driver: driver()?,
         })
     }
 
@@ -133,9 +135,11 @@ impl Process {
     pub fn state(&self) -> Result<ProcessState> {
         let mut state = CUprocessState(u32::MAX);
         // SAFETY: `state` is a valid out-pointer.
-        call("cuCheckpointProcessGetState", unsafe {
-            self.driver
-                .cuCheckpointProcessGetState(self.pid, &mut state)
+        supported(unsafe {
+            cu!(
+                self.driver,
+                cuCheckpointProcessGetState(self.pid, &mut state)
+            )
         })?;
         Ok(ProcessState(state))
     }
@@ -146,9 +150,11 @@ impl Process {
     pub fn restore_thread_id(&self) -> Result<i32> {
         let mut tid = 0;
         // SAFETY: `tid` is a valid out-pointer.
-        call("cuCheckpointProcessGetRestoreThreadId", unsafe {
-            self.driver
-                .cuCheckpointProcessGetRestoreThreadId(self.pid, &mut tid)
+        supported(unsafe {
+            cu!(
+                self.driver,
+                cuCheckpointProcessGetRestoreThreadId(self.pid, &mut tid)
+            )
         })?;
         Ok(tid)
     }
@@ -163,9 +169,7 @@ impl Process {
             ..Default::default()
         };
         // SAFETY: `args` is a valid, zero-initialised argument struct.
-        call("cuCheckpointProcessLock", unsafe {
-            self.driver.cuCheckpointProcessLock(self.pid, &mut args)
-        })
+        supported(unsafe { cu!(self.driver, cuCheckpointProcessLock(self.pid, &mut args)) })
     }
 
     /// Saves the locked process's GPU memory to host memory and releases its GPU resources;
@@ -174,9 +178,11 @@ impl Process {
     pub fn checkpoint(&self) -> Result<()> {
         let mut args = CUcheckpointCheckpointArgs::default();
         // SAFETY: `args` is a valid, zero-initialised argument struct.
-        call("cuCheckpointProcessCheckpoint", unsafe {
-            self.driver
-                .cuCheckpointProcessCheckpoint(self.pid, &mut args)
+        supported(unsafe {
+            cu!(
+                self.driver,
+                cuCheckpointProcessCheckpoint(self.pid, &mut args)
+            )
         })
     }
 
@@ -193,26 +199,9 @@ impl Process {
     /// pair list; with the CUDA 12 ABI, pairs are [`Error::Unsupported`].
     #[doc(alias = "cuCheckpointProcessRestore")]
     pub fn restore_remapped(&self, pairs: &[GpuPair]) -> Result<()> {
-        let mut args = restore_args(pairs)?;
-        #[cfg(not(feature = "cuda-12"))]
-        let mut raw_pairs: Vec<crate::sys::CUcheckpointGpuPair> = pairs
-            .iter()
-            .map(|pair| crate::sys::CUcheckpointGpuPair {
-                oldUuid: cu_uuid(pair.old),
-                newUuid: cu_uuid(pair.new),
-            })
-            .collect();
-        #[cfg(not(feature = "cuda-12"))]
-        if !raw_pairs.is_empty() {
-            args.gpuPairs = raw_pairs.as_mut_ptr();
-            args.gpuPairsCount = u32::try_from(raw_pairs.len())
-                .map_err(|_| Error::invalid_argument("more than u32::MAX GPU pairs"))?;
-        }
-        // SAFETY: `args` is a valid argument struct; its pair list (if any) lives in
-        // `raw_pairs` until the call returns.
-        call("cuCheckpointProcessRestore", unsafe {
-            self.driver.cuCheckpointProcessRestore(self.pid, &mut args)
-        })
+        let pairs: Vec<([u8; 16], [u8; 16])> =
+            pairs.iter().map(|pair| (pair.old.0, pair.new.0)).collect();
+        supported(abi::checkpoint_restore(self.driver, self.pid, &pairs))
     }
 
     /// Unlocks a locked process: its blocked CUDA calls go on. It moves to running.
@@ -220,9 +209,7 @@ impl Process {
     pub fn unlock(&self) -> Result<()> {
         let mut args = CUcheckpointUnlockArgs::default();
         // SAFETY: `args` is a valid, zero-initialised argument struct.
-        call("cuCheckpointProcessUnlock", unsafe {
-            self.driver.cuCheckpointProcessUnlock(self.pid, &mut args)
-        })
+        supported(unsafe { cu!(self.driver, cuCheckpointProcessUnlock(self.pid, &mut args)) })
     }
 }
 
@@ -244,39 +231,21 @@ fn timeout_ms(timeout: Option<Duration>) -> Result<u32> {
     })
 }
 
-/// Zeroed restore arguments; GPU pairs need the CUDA 13 ABI.
-fn restore_args(pairs: &[GpuPair]) -> Result<CUcheckpointRestoreArgs> {
-    if cfg!(feature = "cuda-12") && !pairs.is_empty() {
-        return Err(Error::unsupported(
-            "GPU remapping on restore",
-            "the CUDA 12 argument struct has no GPU pairs; build with the cuda-13 feature",
-        ));
-    }
-    Ok(CUcheckpointRestoreArgs::default())
-}
-
-/// The driver's spelling of a UUID.
-#[cfg(not(feature = "cuda-12"))]
-fn cu_uuid(uuid: Uuid) -> crate::sys::CUuuid {
-    crate::sys::CUuuid {
-        bytes: uuid.0.map(|byte| byte as std::ffi::c_char),
-    }
-}
-
-/// [`check`], with a missing entry point turned into [`Error::Unsupported`].
-fn call(api: &'static str, result: Result<CUresult, LoadError>) -> Result<()> {
+/// A driver call's outcome, with a missing entry point turned into [`Error::Unsupported`].
+fn supported(result: Result<()>) -> Result<()> {
     match result {
-        Err(LoadError::SymbolMissing { symbol, .. }) => Err(Error::unsupported(
+        Err(Error::Load(LoadError::SymbolMissing { symbol, .. })) => Err(Error::unsupported(
             FEATURE,
             format!("the driver lacks {symbol}: it needs a CUDA {MIN_DRIVER_VERSION} driver"),
         )),
-        other => check(api, other),
+        other => other,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sys::CUresult;
     use std::path::PathBuf;
 
     #[test]
@@ -308,32 +277,17 @@ mod tests {
             symbol: "cuCheckpointProcessLock",
             since: Some(CudaVersion(12080)),
         };
-        let error = call("cuCheckpointProcessLock", Err(missing)).unwrap_err();
+        let error = supported(Err(Error::Load(missing))).unwrap_err();
         assert!(matches!(error, Error::Unsupported { .. }), "{error}");
         assert!(error.to_string().contains("12.8"), "{error}");
-        let refused = call(
+        let refused = supported(Err(Error::cuda(
             "cuCheckpointProcessLock",
-            Ok(CUresult::CUDA_ERROR_NOT_SUPPORTED),
-        );
+            CUresult::CUDA_ERROR_NOT_SUPPORTED,
+        )));
         assert_eq!(
             refused.unwrap_err().cuda_code(),
             Some(CUresult::CUDA_ERROR_NOT_SUPPORTED)
         );
-    }
-
-    #[test]
-    fn remapping_follows_the_abi() {
-        let pair = GpuPair {
-            old: Uuid([1; 16]),
-            new: Uuid([2; 16]),
-        };
-        assert!(restore_args(&[]).is_ok());
-        let remapped = restore_args(&[pair]);
-        if cfg!(feature = "cuda-12") {
-            assert!(matches!(remapped, Err(Error::Unsupported { .. })));
-        } else {
-            assert!(remapped.is_ok());
-        }
     }
 
     #[test]

@@ -1,37 +1,52 @@
-//! CUDA contexts: the primary context of a device (retained once per process, released with
-//! its last handle) and, later, green contexts, through one `Context` type.
+//! CUDA contexts, primary and green, through one `Context` type that owns their whole
+//! lifecycle: retaining a device's primary context (kept for the process once used, as
+//! `cuda.core` does), creating a green context from SM resources, making either current for a
+//! scope, and releasing or destroying it once.
 //!
 //! ```no_run
 //! use cuda_safe::Device;
 //!
 //! let device = Device::new(0)?;
-//! let context = device.set_current()?; // retains the primary context and binds it
+//! device.set_current()?; // retains the primary context (kept until released) and binds it
+//! let context = device.context()?; // the same context, shared
 //! assert!(!context.is_green());
 //! assert_eq!(context.device().ordinal(), 0);
+//! let stream = device.create_stream(Default::default())?; // re-uses it
+//! assert_eq!(stream.context(), &context);
 //! # Ok::<(), cuda_safe::Error>(())
 //! ```
 
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
-use crate::error::check;
-use crate::sys::{CUcontext, CUgreenCtx, Driver};
-use crate::{Device, Event, EventOptions, Result, Stream, StreamOptions};
+use crate::device::{Device, LaunchLimits};
+use crate::error::{Result, cu};
+use crate::event::{Event, EventOptions};
+use crate::handle::{Owned, Release, assert_send_sync};
+use crate::stream::{Stream, StreamOptions};
+use crate::sys::{CUcontext, CUdevResource, CUdevResourceDesc, CUgreenCtx, CUgreenCtxCreate_flags};
+use crate::sys::{CUresult, Driver};
 
 /// A CUDA context; cloning is cheap and shares it.
 ///
-/// The primary context of a device is retained on first use and released when the last
-/// `Context` (or anything holding one: a stream, a buffer, a memory resource) is dropped.
+/// A device's primary context is retained the first time anything needs it (a stream, a pool,
+/// [`Device::set_current`]) and stays retained for the rest of the process, so
+/// `device.set_current()?;` followed by work on the device never re-creates it; call
+/// [`Device::release_primary_context`] to let it go once the handles still using it (streams,
+/// buffers, resources) are dropped. A green context is destroyed with its last handle.
 #[derive(Clone)]
+#[must_use = "a context is released when its last handle is dropped"]
 pub struct Context {
-    inner: Arc<ContextInner>,
+    inner: Arc<Owned<ContextInner>>,
 }
 
 struct ContextInner {
     raw: CUcontext,
     device: Device,
     kind: ContextKind,
+    /// The device's launch limits, read on the first launch in this context.
+    limits: OnceLock<LaunchLimits>,
 }
 
 /// What kind of context this is and what releasing it takes.
@@ -45,64 +60,122 @@ enum ContextKind {
 // SAFETY: a CUcontext is a handle the driver lets any thread use; the primary context's
 // retain/release pair is thread-safe.
 unsafe impl Send for ContextInner {}
-// SAFETY: as above; the handle is never mutated after creation.
+// SAFETY: as above; the handle is never mutated after creation (the limits are a OnceLock).
 unsafe impl Sync for ContextInner {}
 
-/// Live primary contexts, by device ordinal, so that every handle shares one retain.
-static PRIMARY: Mutex<Vec<(usize, Weak<ContextInner>)>> = Mutex::new(Vec::new());
+/// A device's entry in the primary-context registry.
+struct PrimaryEntry {
+    ordinal: usize,
+    /// Every handle shares this one retain.
+    live: Weak<Owned<ContextInner>>,
+    /// The registry's own handle, keeping the context retained once used.
+    pinned: Option<Arc<Owned<ContextInner>>>,
+}
+
+/// Primary contexts retained by this process, by device ordinal.
+static PRIMARY: Mutex<Vec<PrimaryEntry>> = Mutex::new(Vec::new());
 
 impl Context {
-    /// The primary context of `device` if a handle to it is alive (nothing is retained).
+    /// The primary context of `device` if it is retained now (nothing is retained).
     pub(crate) fn live_primary(device: &Device) -> Option<Self> {
         let registry = PRIMARY.lock().unwrap_or_else(PoisonError::into_inner);
         registry
             .iter()
-            .find(|(ordinal, _)| *ordinal == device.ordinal())
-            .and_then(|(_, weak)| weak.upgrade())
+            .find(|entry| entry.ordinal == device.ordinal())
+            .and_then(|entry| entry.live.upgrade())
             .map(|inner| Self { inner })
     }
 
-    /// The primary context of `device`, retaining it if no handle to it is alive.
+    /// The primary context of `device`, retaining it (and keeping it retained) if it is not.
     #[doc(alias = "cuDevicePrimaryCtxRetain")]
     pub(crate) fn primary(device: &Device) -> Result<Self> {
         let mut registry = PRIMARY.lock().unwrap_or_else(PoisonError::into_inner);
-        registry.retain(|(_, weak)| weak.strong_count() > 0);
-        if let Some(inner) = registry
-            .iter()
-            .find(|(ordinal, _)| *ordinal == device.ordinal())
-            .and_then(|(_, weak)| weak.upgrade())
+        registry.retain(|entry| entry.live.strong_count() > 0);
+        if let Some(entry) = registry
+            .iter_mut()
+            .find(|entry| entry.ordinal == device.ordinal())
         {
-            return Ok(Self { inner });
+            if let Some(inner) = entry.live.upgrade() {
+                entry.pinned.get_or_insert_with(|| inner.clone());
+                return Ok(Self { inner });
+            }
         }
         let driver = device.driver();
         let mut raw: CUcontext = std::ptr::null_mut();
         // SAFETY: `raw` is a valid out-pointer and the device handle came from cuDeviceGet.
-        check("cuDevicePrimaryCtxRetain", unsafe {
-            driver.cuDevicePrimaryCtxRetain(&mut raw, device.as_raw())
-        })?;
-        let inner = Arc::new(ContextInner {
+        unsafe { cu!(driver, cuDevicePrimaryCtxRetain(&mut raw, device.as_raw())) }?;
+        let inner = Arc::new(Owned::new(ContextInner {
             raw,
             device: *device,
             kind: ContextKind::Primary,
+            limits: OnceLock::new(),
+        }));
+        registry.push(PrimaryEntry {
+            ordinal: device.ordinal(),
+            live: Arc::downgrade(&inner),
+            pinned: Some(inner.clone()),
         });
-        registry.push((device.ordinal(), Arc::downgrade(&inner)));
         Ok(Self { inner })
     }
 
-    /// Wraps a green context converted to `raw`, owning it.
-    pub(crate) fn from_green(
-        raw: CUcontext,
+    /// Stops keeping `device`'s primary context retained; it is released when the handles
+    /// still using it are gone. Returns whether the registry was holding it.
+    pub(crate) fn unpin_primary(device: &Device) -> bool {
+        let pinned = {
+            let mut registry = PRIMARY.lock().unwrap_or_else(PoisonError::into_inner);
+            registry
+                .iter_mut()
+                .find(|entry| entry.ordinal == device.ordinal())
+                .and_then(|entry| entry.pinned.take())
+        };
+        // Dropped outside the lock: this may be the last handle, whose release calls the driver.
+        pinned.is_some()
+    }
+
+    /// A new green context on `device` provisioned with `resources` (an SM group, optionally
+    /// a workqueue configuration), owning `sm_count` SMs.
+    #[doc(alias = "cuGreenCtxCreate")]
+    pub(crate) fn create_green(
         device: &Device,
-        green: CUgreenCtx,
+        resources: &mut [CUdevResource],
         sm_count: u32,
-    ) -> Self {
-        Self {
-            inner: Arc::new(ContextInner {
+    ) -> Result<Context> {
+        let driver = device.driver();
+        let count = u32::try_from(resources.len()).unwrap_or(u32::MAX);
+        let mut desc: CUdevResourceDesc = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; `resources` holds `count` initialised resources.
+        unsafe {
+            cu!(
+                driver,
+                cuDevResourceGenerateDesc(&mut desc, resources.as_mut_ptr(), count)
+            )
+        }?;
+        let mut green: CUgreenCtx = std::ptr::null_mut();
+        let flags = CUgreenCtxCreate_flags::CU_GREEN_CTX_DEFAULT_STREAM.0;
+        // SAFETY: valid out-pointer, descriptor and device; the default-stream flag is required.
+        unsafe {
+            cu!(
+                driver,
+                cuGreenCtxCreate(&mut green, desc, device.as_raw(), flags)
+            )
+        }?;
+        let mut raw: CUcontext = std::ptr::null_mut();
+        // SAFETY: valid out-pointer and a green context just created.
+        let converted = unsafe { cu!(driver, cuCtxFromGreenCtx(&mut raw, green)) };
+        if let Err(error) = converted {
+            // SAFETY: the green context was created above and is destroyed once, here; the
+            // conversion's error is the one worth reporting.
+            let _ = unsafe { driver.cuGreenCtxDestroy(green) };
+            return Err(error);
+        }
+        Ok(Self {
+            inner: Arc::new(Owned::new(ContextInner {
                 raw,
                 device: *device,
                 kind: ContextKind::Green { green, sm_count },
-            }),
-        }
+                limits: OnceLock::new(),
+            })),
+        })
     }
 
     /// The raw `CUcontext`, for interop; valid while this `Context` lives.
@@ -149,8 +222,20 @@ impl Context {
     }
 
     /// The driver entry points.
+    #[inline]
     pub(crate) fn driver(&self) -> &'static Driver {
         self.inner.device.driver()
+    }
+
+    /// The launch limits of the context's device, read from the device on first use and kept
+    /// for the context's life (one read per context, a plain load afterwards).
+    #[inline]
+    pub fn launch_limits(&self) -> Result<&LaunchLimits> {
+        if let Some(limits) = self.inner.limits.get() {
+            return Ok(limits);
+        }
+        let limits = self.inner.device.launch_limits()?;
+        Ok(self.inner.limits.get_or_init(|| limits))
     }
 
     /// Makes this context current on the calling thread, calling `cuCtxSetCurrent` only when
@@ -160,14 +245,10 @@ impl Context {
         let driver = self.driver();
         let mut current: CUcontext = std::ptr::null_mut();
         // SAFETY: `current` is a valid out-pointer.
-        check("cuCtxGetCurrent", unsafe {
-            driver.cuCtxGetCurrent(&mut current)
-        })?;
+        unsafe { cu!(driver, cuCtxGetCurrent(&mut current)) }?;
         if current != self.inner.raw {
             // SAFETY: the context is retained for as long as `self` lives.
-            check("cuCtxSetCurrent", unsafe {
-                driver.cuCtxSetCurrent(self.inner.raw)
-            })?;
+            unsafe { cu!(driver, cuCtxSetCurrent(self.inner.raw)) }?;
         }
         Ok(())
     }
@@ -181,9 +262,7 @@ impl Context {
         let driver = self.driver();
         let mut previous: CUcontext = std::ptr::null_mut();
         // SAFETY: `previous` is a valid out-pointer.
-        check("cuCtxGetCurrent", unsafe {
-            driver.cuCtxGetCurrent(&mut previous)
-        })?;
+        unsafe { cu!(driver, cuCtxGetCurrent(&mut previous)) }?;
         if previous == self.inner.raw {
             return Ok(ScopedCurrent {
                 restore: None,
@@ -193,9 +272,7 @@ impl Context {
         }
         // SAFETY: the context is alive for as long as `self` lives, which outlives the guard's
         // use by the caller.
-        check("cuCtxSetCurrent", unsafe {
-            driver.cuCtxSetCurrent(self.inner.raw)
-        })?;
+        unsafe { cu!(driver, cuCtxSetCurrent(self.inner.raw)) }?;
         Ok(ScopedCurrent {
             restore: Some(previous),
             driver,
@@ -208,9 +285,7 @@ impl Context {
     pub fn sync(&self) -> Result<()> {
         let _current = self.scoped()?;
         // SAFETY: the context is current on this thread.
-        check("cuCtxSynchronize", unsafe {
-            self.driver().cuCtxSynchronize()
-        })
+        unsafe { cu!(self.driver(), cuCtxSynchronize()) }
     }
 
     /// The stream priority range of this context: `(least, greatest)`; numerically lower is
@@ -220,65 +295,62 @@ impl Context {
         let _current = self.scoped()?;
         let (mut least, mut greatest) = (0, 0);
         // SAFETY: valid out-pointers; the context is current.
-        check("cuCtxGetStreamPriorityRange", unsafe {
-            self.driver()
-                .cuCtxGetStreamPriorityRange(&mut least, &mut greatest)
-        })?;
+        unsafe {
+            cu!(
+                self.driver(),
+                cuCtxGetStreamPriorityRange(&mut least, &mut greatest)
+            )
+        }?;
         Ok((least, greatest))
     }
 
-    /// Whether two handles name the same context.
+    /// Whether two handles name the same context (what `==` compares).
     pub fn same_as(&self, other: &Context) -> bool {
         self.inner.raw == other.inner.raw
     }
 
     /// Releases this handle, returning the driver's error if this was the last handle and the
-    /// release failed (dropping does the same and only logs).
+    /// release failed (dropping does the same and only logs). A primary context stays retained
+    /// until [`Device::release_primary_context`].
     pub fn close(self) -> Result<()> {
-        match Arc::try_unwrap(self.inner) {
-            Ok(inner) => inner.release(),
-            Err(_) => Ok(()),
-        }
+        Arc::try_unwrap(self.inner).map_or(Ok(()), Owned::close)
     }
 }
 
-impl ContextInner {
-    /// Gives the context back to the driver, once.
-    fn release(self) -> Result<()> {
-        let result = self.release_raw();
-        // The release above was the one `Drop` would make; the fields own no other resource.
-        std::mem::forget(self);
-        result
-    }
+impl Release for ContextInner {
+    const WHAT: &'static str = "context";
 
-    fn release_raw(&self) -> Result<()> {
+    fn release(&mut self) -> Result<()> {
+        let driver = self.device.driver();
         match self.kind {
-            ContextKind::Green { green, .. } => {
-                crate::green::destroy_green(self.device.driver(), self.raw, green)
-            }
-            ContextKind::Primary => {
-                // SAFETY: pairs the retain made when this inner value was created.
-                check("cuDevicePrimaryCtxRelease_v2", unsafe {
-                    self.device
-                        .driver()
-                        .cuDevicePrimaryCtxRelease_v2(self.device.as_raw())
-                })
-            }
+            ContextKind::Green { green, .. } => destroy_green(driver, self.raw, green),
+            // SAFETY: pairs the retain made when this value was created.
+            ContextKind::Primary => unsafe {
+                cu!(driver, cuDevicePrimaryCtxRelease_v2(self.device.as_raw()))
+            },
         }
     }
 }
 
-impl Drop for ContextInner {
-    fn drop(&mut self) {
-        if let Err(error) = self.release_raw() {
-            crate::log_drop_error("context", &error);
+/// Destroys a green context, first unbinding it from the calling thread if it is current there
+/// (so the thread is not left with a dangling current context).
+fn destroy_green(driver: &'static Driver, raw: CUcontext, green: CUgreenCtx) -> Result<()> {
+    let mut current = std::ptr::null_mut();
+    // SAFETY: valid out-pointer.
+    if let Ok(CUresult::CUDA_SUCCESS) = unsafe { driver.cuCtxGetCurrent(&mut current) } {
+        if current == raw {
+            // SAFETY: setting no context current is always valid.
+            unsafe { cu!(driver, cuCtxSetCurrent(std::ptr::null_mut())) }?;
         }
     }
+    // SAFETY: the green context is owned by the caller and destroyed once.
+    unsafe { cu!(driver, cuGreenCtxDestroy(green)) }
 }
 
 /// Restores the thread's previous current context when dropped (see [`Context::scoped`]); it
 /// borrows the context, which therefore stays alive while it is current.
 #[derive(Debug)]
+#[must_use = "the context is current only until the guard is dropped"]
 pub struct ScopedCurrent<'a> {
     restore: Option<CUcontext>,
     driver: &'static Driver,
@@ -290,10 +362,8 @@ impl Drop for ScopedCurrent<'_> {
         if let Some(previous) = self.restore {
             // SAFETY: `previous` was current on this thread when the guard was made, and
             // restoring it is what the thread had before; a failure is logged.
-            if let Err(error) = check("cuCtxSetCurrent", unsafe {
-                self.driver.cuCtxSetCurrent(previous)
-            }) {
-                crate::log_drop_error("current-context guard", &error);
+            if let Err(error) = unsafe { cu!(self.driver, cuCtxSetCurrent(previous)) } {
+                crate::handle::log_drop_error("current-context guard", &error);
             }
         }
     }
@@ -317,4 +387,4 @@ impl PartialEq for Context {
 
 impl Eq for Context {}
 
-crate::assert_send_sync!(Context);
+assert_send_sync!(Context);

@@ -19,30 +19,23 @@
 use std::ffi::c_char;
 use std::fmt;
 
-use crate::error::check;
+use crate::context::Context;
+use crate::error::{Error, Result, cu};
+use crate::event::{Event, EventOptions};
+use crate::ffi::from_c_chars;
+use crate::handle::assert_send_sync;
+use crate::memory::{Buffer, DeviceMemoryResource};
+use crate::stream::{Stream, StreamOptions};
 use crate::sys::{CUdevice, CUdevice_attribute, CUuuid, Driver};
-use crate::system;
-use crate::{
-    Context, DeviceMemoryResource, Error, Event, EventOptions, Result, Stream, StreamOptions,
-};
+use crate::uuid::Uuid;
 
-/// A CUDA device, by ordinal. Cheap to copy; it owns nothing (its primary context is retained
-/// by [`Context`] handles).
+/// A CUDA device, by ordinal. Cheap to copy; it owns nothing itself (its primary context, once
+/// used, is kept retained by the process until [`Device::release_primary_context`]).
 #[derive(Clone, Copy)]
 pub struct Device {
     driver: &'static Driver,
     ordinal: i32,
     raw: CUdevice,
-}
-
-/// A device's 16-byte UUID, displayed as NVIDIA tools do (`GPU-xxxxxxxx-xxxx-...`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Uuid(pub [u8; 16]);
-
-impl fmt::Display for Uuid {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&system::uuid_string(system::GPU_UUID_PREFIX, &self.0))
-    }
 }
 
 /// Free and total memory of a device, in bytes.
@@ -118,6 +111,24 @@ pub struct DeviceProperties {
     pub pci_domain_bus_device: [u32; 3],
 }
 
+/// The device limits a launch configuration is checked against; a [`Context`] reads them once
+/// ([`Context::launch_limits`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchLimits {
+    /// Most threads in a block.
+    pub max_threads_per_block: u32,
+    /// Largest block per dimension.
+    pub max_block_dim: [u32; 3],
+    /// Largest grid per dimension.
+    pub max_grid_dim: [u32; 3],
+    /// Most dynamic shared memory a block may opt in to.
+    pub max_shared_memory_per_block_optin: u32,
+    /// Whether clusters are supported.
+    pub cluster_launch: bool,
+    /// Whether cooperative launches are supported.
+    pub cooperative_launch: bool,
+}
+
 impl Device {
     /// How many CUDA devices this process can see.
     #[doc(alias = "cuDeviceGetCount")]
@@ -125,9 +136,7 @@ impl Device {
         let driver = crate::driver::driver()?;
         let mut count = 0;
         // SAFETY: `count` is a valid place for an int.
-        check("cuDeviceGetCount", unsafe {
-            driver.cuDeviceGetCount(&mut count)
-        })?;
+        unsafe { cu!(driver, cuDeviceGetCount(&mut count)) }?;
         Ok(count.max(0) as usize)
     }
 
@@ -149,9 +158,7 @@ impl Device {
         let ordinal = ordinal as i32;
         let mut raw = 0;
         // SAFETY: `raw` is a valid place for a CUdevice; the ordinal is in range.
-        check("cuDeviceGet", unsafe {
-            driver.cuDeviceGet(&mut raw, ordinal)
-        })?;
+        unsafe { cu!(driver, cuDeviceGet(&mut raw, ordinal)) }?;
         Ok(Self {
             driver,
             ordinal,
@@ -175,21 +182,22 @@ impl Device {
         let driver = crate::driver::driver()?;
         let mut context = std::ptr::null_mut();
         // SAFETY: valid out-pointer.
-        check("cuCtxGetCurrent", unsafe {
-            driver.cuCtxGetCurrent(&mut context)
-        })?;
+        unsafe { cu!(driver, cuCtxGetCurrent(&mut context)) }?;
         if context.is_null() {
             return Ok(None);
         }
         let mut raw = 0;
         // SAFETY: valid out-pointer; a context is current.
-        check("cuCtxGetDevice", unsafe { driver.cuCtxGetDevice(&mut raw) })?;
+        unsafe { cu!(driver, cuCtxGetDevice(&mut raw)) }?;
         Self::all()?
             .into_iter()
             .find(|device| device.raw == raw)
             .map(Some)
             .ok_or_else(|| {
-                Error::invalid_argument("the current context's device is not a visible device")
+                Error::unexpected(
+                    "cuCtxGetDevice",
+                    "the current context's device is not a visible device",
+                )
             })
     }
 
@@ -202,11 +210,13 @@ impl Device {
     pub fn name(&self) -> Result<String> {
         let mut name = [0 as c_char; 256];
         // SAFETY: the buffer holds `name.len()` bytes.
-        check("cuDeviceGetName", unsafe {
-            self.driver
-                .cuDeviceGetName(name.as_mut_ptr(), name.len() as i32, self.raw)
-        })?;
-        Ok(system::text::from_c_chars(&name))
+        unsafe {
+            cu!(
+                self.driver,
+                cuDeviceGetName(name.as_mut_ptr(), name.len() as i32, self.raw)
+            )
+        }?;
+        Ok(from_c_chars(&name))
     }
 
     /// The device's UUID.
@@ -214,9 +224,7 @@ impl Device {
     pub fn uuid(&self) -> Result<Uuid> {
         let mut uuid = CUuuid::default();
         // SAFETY: `uuid` is a valid out-pointer.
-        check("cuDeviceGetUuid_v2", unsafe {
-            self.driver.cuDeviceGetUuid_v2(&mut uuid, self.raw)
-        })?;
+        unsafe { cu!(self.driver, cuDeviceGetUuid_v2(&mut uuid, self.raw)) }?;
         Ok(Uuid(uuid.bytes.map(|byte| byte as u8)))
     }
 
@@ -225,11 +233,13 @@ impl Device {
     pub fn pci_bus_id(&self) -> Result<String> {
         let mut id = [0 as c_char; 64];
         // SAFETY: the buffer holds `id.len()` bytes.
-        check("cuDeviceGetPCIBusId", unsafe {
-            self.driver
-                .cuDeviceGetPCIBusId(id.as_mut_ptr(), id.len() as i32, self.raw)
-        })?;
-        Ok(system::text::from_c_chars(&id))
+        unsafe {
+            cu!(
+                self.driver,
+                cuDeviceGetPCIBusId(id.as_mut_ptr(), id.len() as i32, self.raw)
+            )
+        }?;
+        Ok(from_c_chars(&id))
     }
 
     /// The compute capability, `(major, minor)`.
@@ -251,24 +261,19 @@ impl Device {
     pub fn total_memory(&self) -> Result<usize> {
         let mut bytes = 0;
         // SAFETY: `bytes` is a valid place for a size_t.
-        check("cuDeviceTotalMem_v2", unsafe {
-            self.driver.cuDeviceTotalMem_v2(&mut bytes, self.raw)
-        })?;
+        unsafe { cu!(self.driver, cuDeviceTotalMem_v2(&mut bytes, self.raw)) }?;
         Ok(bytes)
     }
 
-    /// Free and total memory, as the driver sees it now. The query needs the primary context:
-    /// when no handle to it is alive it is created for the call and released after (costly:
-    /// keep a [`Context`] for repeated queries).
+    /// Free and total memory, as the driver sees it now. The query needs the primary context,
+    /// which is retained on the first call (and kept, as for any use of the device).
     #[doc(alias = "cuMemGetInfo_v2")]
     pub fn mem_info(&self) -> Result<MemInfo> {
-        let context = self.context()?; // held until the query is done
+        let context = self.context()?;
         let _current = context.scoped()?;
         let (mut free, mut total) = (0, 0);
         // SAFETY: valid out-pointers; this device's primary context is current.
-        check("cuMemGetInfo_v2", unsafe {
-            self.driver.cuMemGetInfo_v2(&mut free, &mut total)
-        })?;
+        unsafe { cu!(self.driver, cuMemGetInfo_v2(&mut free, &mut total)) }?;
         Ok(MemInfo { free, total })
     }
 
@@ -277,10 +282,12 @@ impl Device {
     pub fn attribute(&self, attribute: CUdevice_attribute) -> Result<i32> {
         let mut value = 0;
         // SAFETY: `value` is a valid place for an int; an unknown attribute is an error code.
-        check("cuDeviceGetAttribute", unsafe {
-            self.driver
-                .cuDeviceGetAttribute(&mut value, attribute, self.raw)
-        })?;
+        unsafe {
+            cu!(
+                self.driver,
+                cuDeviceGetAttribute(&mut value, attribute, self.raw)
+            )
+        }?;
         Ok(value)
     }
 
@@ -350,33 +357,73 @@ impl Device {
         })
     }
 
+    /// The limits a launch on this device is checked against, read now from the device's
+    /// attributes (a context keeps them: [`Context::launch_limits`]).
+    pub fn launch_limits(&self) -> Result<LaunchLimits> {
+        use CUdevice_attribute as A;
+        let u = |attribute| self.attribute_u32(attribute);
+        let optin = u(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
+        let plain = u(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?;
+        Ok(LaunchLimits {
+            max_threads_per_block: u(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            max_block_dim: [
+                u(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
+                u(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
+                u(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
+            ],
+            max_grid_dim: [
+                u(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+                u(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
+                u(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
+            ],
+            max_shared_memory_per_block_optin: optin.max(plain),
+            cluster_launch: self.attribute_bool(A::CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH)?,
+            cooperative_launch: self.attribute_bool(A::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)?,
+        })
+    }
+
     /// Whether this device can access `peer`'s memory directly.
     #[doc(alias = "cuDeviceCanAccessPeer")]
     pub fn can_access_peer(&self, peer: &Device) -> Result<bool> {
         let mut can = 0;
         // SAFETY: `can` is a valid place for an int; both handles came from cuDeviceGet.
-        check("cuDeviceCanAccessPeer", unsafe {
-            self.driver
-                .cuDeviceCanAccessPeer(&mut can, self.raw, peer.raw)
-        })?;
+        unsafe {
+            cu!(
+                self.driver,
+                cuDeviceCanAccessPeer(&mut can, self.raw, peer.raw)
+            )
+        }?;
         Ok(can != 0)
     }
 
-    /// The device's primary context, retained (shared with every other handle to it).
+    /// The device's primary context, retained on first use and kept retained for the process
+    /// (shared with every other handle to it) until [`release_primary_context`](Self::release_primary_context).
+    #[doc(alias = "cuDevicePrimaryCtxRetain")]
     pub fn context(&self) -> Result<Context> {
         Context::primary(self)
     }
 
-    /// Retains the primary context and makes it current on the calling thread.
+    /// Makes the device's primary context current on the calling thread, retaining it first
+    /// if needed. The context stays retained after this returns, so the natural
+    /// `device.set_current()?;` followed by streams and allocations re-uses it.
     #[doc(alias = "cuCtxSetCurrent")]
-    pub fn set_current(&self) -> Result<Context> {
-        let context = self.context()?;
-        context.bind()?;
-        Ok(context)
+    pub fn set_current(&self) -> Result<()> {
+        self.context()?.bind()
     }
 
-    /// Waits for all work on this device's primary context to finish. With no handle to the
-    /// primary context alive there is no work and nothing is created: it returns at once.
+    /// Stops keeping the primary context retained: it is released once every handle still
+    /// using it (contexts, streams, events, buffers, memory resources) is dropped, and made
+    /// again on the next use. Returns whether it was retained. Work of other libraries on the
+    /// same primary context (the CUDA runtime shares it) keeps it alive through their own
+    /// retains.
+    #[doc(alias = "cuDevicePrimaryCtxRelease")]
+    pub fn release_primary_context(&self) -> bool {
+        DeviceMemoryResource::forget_default_pool(self);
+        Context::unpin_primary(self)
+    }
+
+    /// Waits for all work on this device's primary context to finish. When the primary context
+    /// is not retained there is no work and nothing is created: it returns at once.
     #[doc(alias = "cuCtxSynchronize")]
     pub fn sync(&self) -> Result<()> {
         match Context::live_primary(self) {
@@ -395,29 +442,31 @@ impl Device {
         Event::new(&self.context()?, options)
     }
 
-    /// The same GPU as NVML sees it (matched by UUID), for monitoring.
-    pub fn to_nvml(&self) -> Result<system::Device> {
-        system::Device::from_uuid_bytes(&self.uuid()?.0)
-    }
-
-    /// The CUDA device NVML's `device` is (matched by UUID); an error when it is not visible to
-    /// CUDA in this process (`CUDA_VISIBLE_DEVICES`).
-    pub fn from_nvml(device: &system::Device) -> Result<Device> {
-        let uuid = device.uuid_bytes()?;
+    /// The visible device with this UUID; an error when none has it (it may be hidden by
+    /// `CUDA_VISIBLE_DEVICES`).
+    pub fn from_uuid(uuid: Uuid) -> Result<Device> {
         for candidate in Self::all()? {
-            if candidate.uuid()?.0 == uuid {
+            if candidate.uuid()? == uuid {
                 return Ok(candidate);
             }
         }
         Err(Error::invalid_argument(format!(
-            "{} is not visible to CUDA in this process",
-            system::uuid_string(system::GPU_UUID_PREFIX, &uuid)
+            "{uuid} is not visible to CUDA in this process"
         )))
     }
 
-    /// The memory resource over the device's default stream-ordered pool.
+    /// The memory resource over the device's default stream-ordered pool (made once, then
+    /// shared).
     pub fn default_memory_resource(&self) -> Result<DeviceMemoryResource> {
         DeviceMemoryResource::default_pool(self)
+    }
+
+    /// Allocates `size` bytes from the device's default pool, ordered on `stream` (as
+    /// `cuda.core`'s `Device.allocate`). Keep a [`DeviceMemoryResource`] for hot loops: this
+    /// looks the shared resource up on each call.
+    #[doc(alias = "cuMemAllocFromPoolAsync")]
+    pub fn allocate(&self, size: usize, stream: &Stream) -> Result<Buffer> {
+        self.default_memory_resource()?.allocate(size, stream)
     }
 }
 
@@ -437,18 +486,4 @@ impl PartialEq for Device {
 
 impl Eq for Device {}
 
-crate::assert_send_sync!(Device);
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn uuid_displays_like_nvidia_smi() {
-        let uuid = Uuid([
-            0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab,
-            0xcd, 0xef,
-        ]);
-        assert_eq!(uuid.to_string(), "GPU-12345678-9abc-def0-0123-456789abcdef");
-    }
-}
+assert_send_sync!(Device);

@@ -1,10 +1,15 @@
-//! The process's initialised driver.
+//! The process's initialised driver, and the CUDA version it supports.
+//!
+//! ```no_run
+//! let version = cuda_safe::cuda_driver_version()?;
+//! println!("the driver supports CUDA {version}"); // 13.0
+//! # Ok::<(), cuda_safe::Error>(())
+//! ```
 
 use std::sync::OnceLock;
 
-use crate::Result;
-use crate::error::check;
-use crate::sys::Driver;
+use crate::error::{Result, cu};
+use crate::sys::{CudaVersion, Driver};
 
 /// The driver's entry points after `cuInit(0)` succeeded, loading `libcuda` on first use.
 ///
@@ -19,18 +24,17 @@ pub(crate) fn driver() -> Result<&'static Driver> {
     let driver = crate::sys::driver()?;
     // SAFETY: cuInit takes flags, which must be 0; it is safe to call from any thread, and
     // again after it succeeded.
-    check("cuInit", unsafe { driver.cuInit(0) })?;
+    unsafe { cu!(driver, cuInit(0)) }?;
     Ok(INITIALISED.get_or_init(|| driver))
 }
 
-/// The CUDA version the driver supports (`13000` for 13.0), from `cuDriverGetVersion`.
+/// The CUDA version the driver supports (`13000` for 13.0), from `cuDriverGetVersion`; the
+/// same number NVML reports as [`system::cuda_driver_version`](crate::system::cuda_driver_version).
 #[doc(alias = "cuDriverGetVersion")]
-pub fn driver_version() -> Result<crate::sys::CudaVersion> {
+pub fn cuda_driver_version() -> Result<CudaVersion> {
     let driver = driver()?;
     let mut version = 0;
     // SAFETY: `version` is a valid place for an int.
-    check("cuDriverGetVersion", unsafe {
-        driver.cuDriverGetVersion(&mut version)
-    })?;
-    Ok(crate::sys::CudaVersion(version.max(0) as u32))
+    unsafe { cu!(driver, cuDriverGetVersion(&mut version)) }?;
+    Ok(CudaVersion(version.max(0) as u32))
 }

@@ -9,11 +9,13 @@
 //! ```
 
 use std::borrow::Cow;
-use std::ffi::{CStr, c_char};
+use std::ffi::c_char;
 use std::fmt;
 
+use crate::ffi::static_str;
+use crate::nvml_sys::{self, nvmlReturn_t};
+use crate::nvrtc_sys::{self, nvrtcResult};
 use crate::sys::{CUresult, CudaVersion, LoadError};
-use crate::{nvml_sys, nvrtc_sys};
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -87,6 +89,33 @@ pub enum Error {
         /// The operating system's error (shared, so that `Error` stays `Clone`).
         source: std::sync::Arc<std::io::Error>,
     },
+    /// A library answered something that cannot be right (a green split whose groups differ
+    /// from the plan, a kernel with no name): not the caller's mistake, and worth a report.
+    #[error("{api} gave an impossible answer: {detail}")]
+    UnexpectedAnswer {
+        /// The call that answered.
+        api: &'static str,
+        /// What was wrong with the answer.
+        detail: Cow<'static, str>,
+    },
+    /// A kernel was launched and has finished, but ordering its buffers' streams after it
+    /// failed; the cause is the [`source`](std::error::Error::source).
+    #[error(
+        "the kernel was launched (and has finished), but ordering its buffers' streams after it failed"
+    )]
+    LaunchOrdering {
+        /// The ordering call's error.
+        #[source]
+        source: Box<Error>,
+    },
+    /// A kernel cache was told to assume one NVRTC version and another is loaded.
+    #[error("the kernel cache assumes NVRTC {assumed}, but NVRTC {loaded} is loaded")]
+    NvrtcVersionMismatch {
+        /// The version the cache keys its programs for (`"13.0"`).
+        assumed: Box<str>,
+        /// The loaded NVRTC's version.
+        loaded: Box<str>,
+    },
 }
 
 impl Error {
@@ -114,6 +143,79 @@ impl Error {
     /// Whether a library lacks the entry point this call needs (an older driver or toolkit).
     pub fn is_symbol_missing(&self) -> bool {
         matches!(self, Self::Load(LoadError::SymbolMissing { .. }))
+    }
+
+    /// An [`Error::UnexpectedAnswer`] from `api`.
+    pub(crate) fn unexpected(api: &'static str, detail: impl Into<Cow<'static, str>>) -> Self {
+        Self::UnexpectedAnswer {
+            api,
+            detail: detail.into(),
+        }
+    }
+
+    /// The error this one wraps, if any ([`Error::LaunchOrdering`]'s cause).
+    fn cause(&self) -> Option<&Error> {
+        match self {
+            Self::LaunchOrdering { source } => Some(source),
+            _ => None,
+        }
+    }
+
+    /// Whether memory ran out: the driver's `CUDA_ERROR_OUT_OF_MEMORY`, NVRTC's or NVML's
+    /// out-of-memory code (also when wrapped by another error of this crate).
+    pub fn is_out_of_memory(&self) -> bool {
+        match self {
+            Self::Cuda { code, .. } => *code == CUresult::CUDA_ERROR_OUT_OF_MEMORY,
+            Self::Nvrtc { code, .. } => *code == nvrtcResult::NVRTC_ERROR_OUT_OF_MEMORY,
+            Self::Nvml { code, .. } => *code == nvmlReturn_t::NVML_ERROR_MEMORY,
+            other => other.cause().is_some_and(Error::is_out_of_memory),
+        }
+    }
+
+    /// Whether what was asked is not supported here, whoever says so: the crate
+    /// ([`Error::Unsupported`]), the driver (`CUDA_ERROR_NOT_SUPPORTED` and the
+    /// `CUDA_ERROR_UNSUPPORTED_*` codes), NVML (`NVML_ERROR_NOT_SUPPORTED`), or a library too
+    /// old to have the entry point at all ([`Error::is_symbol_missing`]).
+    pub fn is_not_supported(&self) -> bool {
+        match self {
+            Self::Unsupported { .. } => true,
+            Self::Load(LoadError::SymbolMissing { .. }) => true,
+            Self::Cuda { code, .. } => matches!(
+                *code,
+                CUresult::CUDA_ERROR_NOT_SUPPORTED
+                    | CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+                    | CUresult::CUDA_ERROR_UNSUPPORTED_LIMIT
+                    | CUresult::CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY
+                    | CUresult::CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC
+            ),
+            Self::Nvml { code, .. } => *code == nvmlReturn_t::NVML_ERROR_NOT_SUPPORTED,
+            other => other.cause().is_some_and(Error::is_not_supported),
+        }
+    }
+
+    /// Whether this process has no usable CUDA driver or GPU: `libcuda` (or NVML) could not
+    /// be loaded, or the driver says there is no device or that it is too old or not loaded.
+    /// Tests and tools use it to skip GPU work with a reason instead of failing.
+    pub fn is_no_device(&self) -> bool {
+        match self {
+            Self::Load(LoadError::LibraryNotFound { library, .. }) => {
+                *library == crate::sys::LIBCUDA.name || *library == nvml_sys::LIBNVML.name
+            }
+            Self::Cuda { code, .. } => matches!(
+                *code,
+                CUresult::CUDA_ERROR_NO_DEVICE
+                    | CUresult::CUDA_ERROR_NOT_INITIALIZED
+                    | CUresult::CUDA_ERROR_SYSTEM_DRIVER_MISMATCH
+                    | CUresult::CUDA_ERROR_STUB_LIBRARY
+                    | CUresult::CUDA_ERROR_DEVICE_UNAVAILABLE
+            ),
+            Self::Nvml { code, .. } => matches!(
+                *code,
+                nvmlReturn_t::NVML_ERROR_DRIVER_NOT_LOADED
+                    | nvmlReturn_t::NVML_ERROR_LIBRARY_NOT_FOUND
+            ),
+            _ => false,
+        }
     }
 
     /// The CUDA version that introduced a missing symbol, when known.
@@ -154,7 +256,7 @@ impl Error {
     /// Builds [`Error::Nvrtc`], asking NVRTC for the code's message.
     #[cold]
     #[inline(never)]
-    pub fn nvrtc(api: &'static str, code: nvrtc_sys::nvrtcResult, log: Option<Box<str>>) -> Self {
+    pub fn nvrtc(api: &'static str, code: nvrtcResult, log: Option<Box<str>>) -> Self {
         let message = nvrtc_sys::nvrtc()
             .ok()
             // SAFETY: nvrtcGetErrorString accepts any code and returns a static string.
@@ -172,7 +274,7 @@ impl Error {
     /// Builds [`Error::Nvml`], asking NVML for the code's message.
     #[cold]
     #[inline(never)]
-    pub fn nvml(api: &'static str, code: nvml_sys::nvmlReturn_t) -> Self {
+    pub fn nvml(api: &'static str, code: nvmlReturn_t) -> Self {
         let message = nvml_sys::nvml()
             .ok()
             // SAFETY: nvmlErrorString accepts any code and returns a static string.
@@ -187,35 +289,49 @@ impl Error {
     }
 
     /// NVML's return code, for [`Error::Nvml`].
-    pub fn nvml_code(&self) -> Option<nvml_sys::nvmlReturn_t> {
+    pub fn nvml_code(&self) -> Option<nvmlReturn_t> {
         match self {
             Self::Nvml { code, .. } => Some(*code),
             _ => None,
         }
     }
-
-    /// Whether NVML said this GPU or driver does not support the query
-    /// (`NVML_ERROR_NOT_SUPPORTED`). A driver that lacks the function altogether gives
-    /// [`Error::Load`] with `SymbolMissing` instead: see [`Error::is_symbol_missing`].
-    pub fn is_not_supported(&self) -> bool {
-        self.nvml_code() == Some(nvml_sys::nvmlReturn_t::NVML_ERROR_NOT_SUPPORTED)
-    }
 }
 
-/// A `&'static str` view of a library's static C string, or `None` for null or non-UTF-8.
-///
-/// # Safety
-///
-/// `text` must be null or point to a NUL-terminated string that is never freed.
-unsafe fn static_str(text: *const c_char) -> Option<&'static str> {
-    if text.is_null() {
-        return None;
-    }
-    // SAFETY: non-null, NUL-terminated and never freed, per the caller.
-    unsafe { CStr::from_ptr(text) }.to_str().ok()
+/// Calls a CUDA driver entry point and checks its result, naming the function once so the API
+/// in an error is always the call made: `unsafe { cu!(driver, cuStreamSynchronize(stream)) }`
+/// is `Result<()>`. The caller's `unsafe` block covers the call.
+macro_rules! cu {
+    ($driver:expr, $function:ident($($argument:expr),* $(,)?)) => {
+        $crate::error::check(stringify!($function), $driver.$function($($argument),*))
+    };
 }
 
-/// Turns a driver call's outcome into `Result<()>`; the error path is out of line.
+/// [`cu!`] for a query whose `CUDA_ERROR_NOT_READY` means "not yet": `Result<bool>`, `true`
+/// when done.
+macro_rules! cu_ready {
+    ($driver:expr, $function:ident($($argument:expr),* $(,)?)) => {
+        $crate::error::check_ready(stringify!($function), $driver.$function($($argument),*))
+    };
+}
+
+/// [`cu!`] for NVRTC: `unsafe { nvrtc!(nvrtc, nvrtcVersion(&mut major, &mut minor)) }`.
+macro_rules! nvrtc {
+    ($nvrtc:expr, $function:ident($($argument:expr),* $(,)?)) => {
+        $crate::error::check_nvrtc(stringify!($function), $nvrtc.$function($($argument),*))
+    };
+}
+
+/// [`cu!`] for NVML: `unsafe { nvml!(nvml, nvmlDeviceGetCount_v2(&mut count)) }`.
+macro_rules! nvml {
+    ($nvml:expr, $function:ident($($argument:expr),* $(,)?)) => {
+        $crate::error::check_nvml(stringify!($function), $nvml.$function($($argument),*))
+    };
+}
+
+pub(crate) use {cu, cu_ready, nvml, nvrtc};
+
+/// Turns a driver call's outcome into `Result<()>`; the error path is out of line. Called
+/// through [`cu!`], which names the call.
 #[inline(always)]
 pub(crate) fn check(api: &'static str, result: Result<CUresult, LoadError>) -> Result<()> {
     match result {
@@ -235,27 +351,21 @@ pub(crate) fn check_ready(api: &'static str, result: Result<CUresult, LoadError>
     }
 }
 
-/// Turns an NVRTC call's outcome into `Result<()>`.
+/// Turns an NVRTC call's outcome into `Result<()>` (through [`nvrtc!`]).
 #[inline]
-pub(crate) fn check_nvrtc(
-    api: &'static str,
-    result: Result<nvrtc_sys::nvrtcResult, LoadError>,
-) -> Result<()> {
+pub(crate) fn check_nvrtc(api: &'static str, result: Result<nvrtcResult, LoadError>) -> Result<()> {
     match result {
-        Ok(nvrtc_sys::nvrtcResult::NVRTC_SUCCESS) => Ok(()),
+        Ok(nvrtcResult::NVRTC_SUCCESS) => Ok(()),
         Ok(code) => Err(Error::nvrtc(api, code, None)),
         Err(error) => Err(Error::Load(error)),
     }
 }
 
-/// Turns an NVML call's outcome into `Result<()>`.
+/// Turns an NVML call's outcome into `Result<()>` (through [`nvml!`]).
 #[inline]
-pub(crate) fn check_nvml(
-    api: &'static str,
-    result: Result<nvml_sys::nvmlReturn_t, LoadError>,
-) -> Result<()> {
+pub(crate) fn check_nvml(api: &'static str, result: Result<nvmlReturn_t, LoadError>) -> Result<()> {
     match result {
-        Ok(nvml_sys::nvmlReturn_t::NVML_SUCCESS) => Ok(()),
+        Ok(nvmlReturn_t::NVML_SUCCESS) => Ok(()),
         Ok(code) => Err(Error::nvml(api, code)),
         Err(error) => Err(Error::Load(error)),
     }
@@ -329,6 +439,93 @@ mod tests {
             Error::Nvml { code, .. } => assert_eq!(code.0, 12_345),
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    #[test]
+    fn predicates_cover_every_library_and_wrapped_causes() {
+        let oom = Error::cuda("cuMemAlloc_v2", CUresult::CUDA_ERROR_OUT_OF_MEMORY);
+        assert!(oom.is_out_of_memory() && !oom.is_not_supported() && !oom.is_no_device());
+        let wrapped = Error::LaunchOrdering {
+            source: Box::new(oom.clone()),
+        };
+        assert!(wrapped.is_out_of_memory());
+        assert!(std::error::Error::source(&wrapped).is_some());
+        assert!(
+            Error::nvml("nvmlDeviceGetName", nvmlReturn_t::NVML_ERROR_MEMORY).is_out_of_memory()
+        );
+
+        for unsupported in [
+            Error::unsupported("workqueues", "needs CUDA 13.1"),
+            Error::cuda("cuGreenCtxCreate", CUresult::CUDA_ERROR_NOT_SUPPORTED),
+            Error::cuda(
+                "cuLibraryLoadData",
+                CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
+            ),
+            Error::nvml(
+                "nvmlDeviceGetFanSpeed",
+                nvmlReturn_t::NVML_ERROR_NOT_SUPPORTED,
+            ),
+            Error::Load(LoadError::SymbolMissing {
+                library: "the CUDA driver (libcuda)",
+                path: PathBuf::from("libcuda.so.1"),
+                symbol: "cuDevSmResourceSplit",
+                since: Some(CudaVersion(13010)),
+            }),
+        ] {
+            assert!(unsupported.is_not_supported(), "{unsupported}");
+            assert!(!unsupported.is_out_of_memory(), "{unsupported}");
+        }
+
+        let no_driver = Error::Load(LoadError::LibraryNotFound {
+            library: crate::sys::LIBCUDA.name,
+            tried: Vec::new(),
+        });
+        assert!(no_driver.is_no_device());
+        assert!(Error::cuda("cuInit", CUresult::CUDA_ERROR_NO_DEVICE).is_no_device());
+        let no_nvrtc = Error::Load(LoadError::LibraryNotFound {
+            library: nvrtc_sys::LIBNVRTC.name,
+            tried: Vec::new(),
+        });
+        assert!(
+            !no_nvrtc.is_no_device(),
+            "a missing NVRTC still leaves the GPU usable"
+        );
+        assert!(!Error::invalid_argument("bad").is_no_device());
+    }
+
+    #[test]
+    fn impossible_answers_name_the_call() {
+        let error = Error::unexpected("cuKernelGetName", "a null name");
+        assert_eq!(
+            error.to_string(),
+            "cuKernelGetName gave an impossible answer: a null name"
+        );
+        let mismatch = Error::NvrtcVersionMismatch {
+            assumed: "12.9".into(),
+            loaded: "13.0".into(),
+        };
+        assert!(mismatch.to_string().contains("assumes NVRTC 12.9"));
+    }
+
+    #[test]
+    fn the_macros_name_the_function_called() {
+        struct Fake;
+        impl Fake {
+            #[allow(non_snake_case)]
+            fn cuStreamQuery(&self, answer: CUresult) -> Result<CUresult, LoadError> {
+                Ok(answer)
+            }
+        }
+        let error = cu!(Fake, cuStreamQuery(CUresult::CUDA_ERROR_LAUNCH_FAILED)).unwrap_err();
+        assert!(matches!(
+            error,
+            Error::Cuda {
+                api: "cuStreamQuery",
+                ..
+            }
+        ));
+        assert!(!cu_ready!(Fake, cuStreamQuery(CUresult::CUDA_ERROR_NOT_READY)).unwrap());
+        assert!(cu_ready!(Fake, cuStreamQuery(CUresult::CUDA_SUCCESS)).unwrap());
     }
 
     #[test]

@@ -18,9 +18,12 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::error::{check, check_ready};
+use crate::abi;
+use crate::context::Context;
+use crate::error::{Error, Result, cu, cu_ready};
+use crate::handle::{Owned, Release, assert_send_sync};
+use crate::stream::Stream;
 use crate::sys::{CUevent, CUevent_flags, CUipcEventHandle, Driver};
-use crate::{Context, Error, Result, Stream};
 
 /// How to create an event. The default is the cheapest: no timing, spin-waiting sync.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -35,7 +38,12 @@ pub struct EventOptions {
 }
 
 /// A CUDA event. It keeps its context alive.
+#[must_use = "an event is destroyed when dropped"]
 pub struct Event {
+    inner: Owned<EventInner>,
+}
+
+struct EventInner {
     raw: CUevent,
     context: Context,
     driver: &'static Driver,
@@ -45,9 +53,9 @@ pub struct Event {
 
 // SAFETY: a CUevent may be used from any thread; the handle is immutable after creation and
 // `recorded` is atomic.
-unsafe impl Send for Event {}
+unsafe impl Send for EventInner {}
 // SAFETY: as above.
-unsafe impl Sync for Event {}
+unsafe impl Sync for EventInner {}
 
 impl Event {
     /// A new event on `context`.
@@ -72,32 +80,32 @@ impl Event {
         let driver = context.driver();
         let mut raw: CUevent = std::ptr::null_mut();
         // SAFETY: `raw` is a valid out-pointer; the context is current.
-        check("cuEventCreate", unsafe {
-            driver.cuEventCreate(&mut raw, flags)
-        })?;
+        unsafe { cu!(driver, cuEventCreate(&mut raw, flags)) }?;
         Ok(Self {
-            raw,
-            context: context.clone(),
-            driver,
-            options,
-            recorded: AtomicBool::new(false),
+            inner: Owned::new(EventInner {
+                raw,
+                context: context.clone(),
+                driver,
+                options,
+                recorded: AtomicBool::new(false),
+            }),
         })
     }
 
     /// The raw `CUevent`, valid while this event lives.
     #[inline]
     pub fn as_raw(&self) -> CUevent {
-        self.raw
+        self.inner.raw
     }
 
     /// The options the event was created with.
     pub fn options(&self) -> EventOptions {
-        self.options
+        self.inner.options
     }
 
     /// The context the event belongs to.
     pub fn context(&self) -> &Context {
-        &self.context
+        &self.inner.context
     }
 
     /// Records the event at this point of `stream`.
@@ -105,44 +113,42 @@ impl Event {
     #[inline]
     pub fn record(&self, stream: &Stream) -> Result<()> {
         // SAFETY: both handles are valid while their wrappers live.
-        check("cuEventRecord", unsafe {
-            self.driver.cuEventRecord(self.raw, stream.as_raw())
-        })?;
-        self.recorded.store(true, Ordering::Relaxed);
+        unsafe {
+            cu!(
+                self.inner.driver,
+                cuEventRecord(self.inner.raw, stream.as_raw())
+            )
+        }?;
+        self.inner.recorded.store(true, Ordering::Relaxed);
         Ok(())
     }
 
     /// Whether the event has been recorded at least once.
     pub fn is_recorded(&self) -> bool {
-        self.recorded.load(Ordering::Relaxed)
+        self.inner.recorded.load(Ordering::Relaxed)
     }
 
     /// Blocks until the work before the last record has finished (at once if never recorded).
     #[doc(alias = "cuEventSynchronize")]
     pub fn sync(&self) -> Result<()> {
         // SAFETY: the event is valid while `self` lives.
-        check("cuEventSynchronize", unsafe {
-            self.driver.cuEventSynchronize(self.raw)
-        })
+        unsafe { cu!(self.inner.driver, cuEventSynchronize(self.inner.raw)) }
     }
 
     /// Whether the work before the last record has finished, without blocking.
     #[doc(alias = "cuEventQuery")]
     pub fn is_done(&self) -> Result<bool> {
         // SAFETY: the event is valid while `self` lives.
-        check_ready("cuEventQuery", unsafe {
-            self.driver.cuEventQuery(self.raw)
-        })
+        unsafe { cu_ready!(self.inner.driver, cuEventQuery(self.inner.raw)) }
     }
 
     /// The GPU time between two recorded, timed events; waits for both to complete.
     ///
     /// [`Error::EventNotTimed`] if either was created without timing,
     /// [`Error::EventNotRecorded`] if either was never recorded.
-    #[cfg_attr(feature = "cuda-12", doc(alias = "cuEventElapsedTime"))]
-    #[cfg_attr(not(feature = "cuda-12"), doc(alias = "cuEventElapsedTime_v2"))]
+    #[doc(alias = "cuEventElapsedTime", alias = "cuEventElapsedTime_v2")]
     pub fn elapsed(start: &Event, end: &Event) -> Result<Duration> {
-        if !start.options.timing || !end.options.timing {
+        if !start.inner.options.timing || !end.inner.options.timing {
             return Err(Error::EventNotTimed);
         }
         if !start.is_recorded() || !end.is_recorded() {
@@ -150,27 +156,9 @@ impl Event {
         }
         start.sync()?;
         end.sync()?;
-        let mut milliseconds = 0f32;
-        // SAFETY: valid out-pointer; both events are valid, timed and recorded.
-        #[cfg(feature = "cuda-12")]
-        let result = unsafe {
-            end.driver
-                .cuEventElapsedTime(&mut milliseconds, start.raw, end.raw)
-        };
-        // SAFETY: as above.
-        #[cfg(not(feature = "cuda-12"))]
-        let result = unsafe {
-            end.driver
-                .cuEventElapsedTime_v2(&mut milliseconds, start.raw, end.raw)
-        };
-        check(
-            if cfg!(feature = "cuda-12") {
-                "cuEventElapsedTime"
-            } else {
-                "cuEventElapsedTime_v2"
-            },
-            result,
-        )?;
+        // SAFETY: both events are valid, timed, recorded and complete.
+        let milliseconds =
+            unsafe { abi::event_elapsed_ms(end.inner.driver, start.inner.raw, end.inner.raw) }?;
         Ok(Duration::from_secs_f64(
             f64::from(milliseconds.max(0.0)) / 1e3,
         ))
@@ -180,53 +168,46 @@ impl Event {
     /// events created with [`EventOptions::ipc`].
     #[doc(alias = "cuIpcGetEventHandle")]
     pub fn ipc_handle(&self) -> Result<[u8; 64]> {
-        if !self.options.ipc {
+        if !self.inner.options.ipc {
             return Err(Error::invalid_argument(
                 "the event was not created with EventOptions::ipc",
             ));
         }
         let mut handle = CUipcEventHandle::default();
         // SAFETY: valid out-pointer; the event is an IPC event.
-        check("cuIpcGetEventHandle", unsafe {
-            self.driver.cuIpcGetEventHandle(&mut handle, self.raw)
-        })?;
+        unsafe {
+            cu!(
+                self.inner.driver,
+                cuIpcGetEventHandle(&mut handle, self.inner.raw)
+            )
+        }?;
         Ok(handle.reserved.map(|byte| byte as u8))
     }
 
     /// Destroys the event now, returning the driver's error (dropping only logs it).
-    pub fn close(mut self) -> Result<()> {
-        let result = self.destroy();
-        self.raw = std::ptr::null_mut(); // destroyed: the drop that follows skips it
-        result
-    }
-
-    fn destroy(&self) -> Result<()> {
-        if self.raw.is_null() {
-            return Ok(());
-        }
-        // SAFETY: the event is owned by `self` and destroyed once.
-        check("cuEventDestroy_v2", unsafe {
-            self.driver.cuEventDestroy_v2(self.raw)
-        })
+    #[doc(alias = "cuEventDestroy")]
+    pub fn close(self) -> Result<()> {
+        self.inner.close()
     }
 }
 
-impl Drop for Event {
-    fn drop(&mut self) {
-        if let Err(error) = self.destroy() {
-            crate::log_drop_error("event", &error);
-        }
+impl Release for EventInner {
+    const WHAT: &'static str = "event";
+
+    fn release(&mut self) -> Result<()> {
+        // SAFETY: the event is owned by this value and destroyed once (by `Owned`).
+        unsafe { cu!(self.driver, cuEventDestroy_v2(self.raw)) }
     }
 }
 
 impl fmt::Debug for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Event")
-            .field("raw", &self.raw)
-            .field("options", &self.options)
+            .field("raw", &self.inner.raw)
+            .field("options", &self.inner.options)
             .field("recorded", &self.is_recorded())
             .finish()
     }
 }
 
-crate::assert_send_sync!(Event);
+assert_send_sync!(Event);

@@ -2,12 +2,12 @@
 //! NVRTC ([`Program`]), load it once for every context ([`ObjectCode`], [`Kernel`]), launch
 //! with checked arguments ([`launch`]), manage devices, contexts, streams, events and memory
 //! ([`Device`], [`Context`], [`Stream`], [`Event`], [`DeviceMemoryResource`], [`Buffer`]),
-//! cache compiled programs ([`cache`]), split a GPU's SMs between jobs (green contexts:
-//! [`SplitRequest`], [`Device::create_green_context`]) and watch GPUs through NVML
+//! cache compiled programs ([`cache`], [`KernelCache`]), split a GPU's SMs between jobs (green
+//! contexts: [`SplitRequest`], [`Device::create_green_context`]) and watch GPUs through NVML
 //! ([`system`]).
 //!
 //! ```no_run
-//! use cuda_safe::{launch, CodeKind, Device, LaunchConfig, ObjectCode, Program, ProgramOptions};
+//! use cuda_safe::{launch, CodeKind, Device, LaunchConfig, Program, ProgramOptions};
 //!
 //! let device = Device::new(0)?;
 //! device.set_current()?;
@@ -18,11 +18,10 @@
 //!     size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
 //!     if (i < n) x[i] *= 2.0f;
 //! }"#;
-//! let compiled = Program::new(source, ProgramOptions::default())?.compile(CodeKind::Cubin)?;
-//! let kernel = ObjectCode::load(&compiled.program)?.get_kernel("twice")?;
+//! let program = Program::new(source, ProgramOptions::default())?;
+//! let kernel = program.compile(CodeKind::Cubin)?.load()?.get_kernel("twice")?;
 //!
-//! let mut x = pool.allocate(4 * 1024, &stream)?;
-//! x.copy_from_host(&[1.5f32; 1024])?;
+//! let mut x = pool.allocate_from_host(&[1.5f32; 1024], &stream)?;
 //! let config = LaunchConfig::for_num_elements(1024, 256)?;
 //! // SAFETY: `twice` updates 1024 floats, which the buffer holds.
 //! unsafe { launch(&stream, &config, &kernel, (&mut x, 1024usize))? };
@@ -36,62 +35,70 @@
 //! raw layers are re-exported for calls the safe layer does not wrap: [`sys`] (the driver
 //! API), [`nvrtc_sys`] and [`nvml_sys`]. Each loads its library at run time, so this crate
 //! builds and links on machines without CUDA.
-
-/// Asserts at compile time that each type is `Send` and `Sync`.
-macro_rules! assert_send_sync {
-    ($($ty:ty),+ $(,)?) => {
-        const _: () = {
-            const fn assert_send_sync<T: Send + Sync>() {}
-            $(assert_send_sync::<$ty>();)+
-        };
-    };
-}
-pub(crate) use assert_send_sync;
+//!
+//! The modules stand on floors (`docs/architecture.md` draws them): a module imports only
+//! from its own floor or those below, naming the defining module; this root only re-exports.
 
 pub use cuda_sys as sys;
 pub use nvml_sys;
 pub use nvrtc_sys;
 
-mod context;
-mod device;
+// Ground: no driver object, used by everything above.
+mod abi;
+mod code;
 mod driver;
 mod error;
+mod ffi;
+mod handle;
+mod uuid;
+
+// Floor 1: compiled bytes by key.
+pub mod cache;
+
+// Floor 2: the driver core.
+mod context;
+mod device;
 mod event;
-mod green;
-mod launch;
 mod memory;
-mod module;
-mod program;
+mod ordering;
 mod stream;
 
-pub mod cache;
-pub mod checkpoint;
-pub mod dlpack;
+// Floor 3: what runs on the core.
+mod green;
+mod kernel;
+mod launch;
+mod module;
+mod program;
+
+// Beside: NVML, on the ground floor only.
 pub mod system;
 
+// Top: built from the floors below.
+pub mod checkpoint;
+pub mod dlpack;
+mod kernels;
+mod nvml_bridge;
+
+pub use code::{CodeKind, CompiledCode};
 pub use context::{Context, ScopedCurrent};
-pub use device::{Device, DeviceProperties, MemInfo, Uuid};
-pub use driver::driver_version;
+pub use device::{Device, DeviceProperties, LaunchLimits, MemInfo};
+pub use driver::cuda_driver_version;
 pub use error::{Error, Result};
 pub use event::{Event, EventOptions};
 pub use green::{
     DeviceResources, GreenContextOptions, PartitionRules, SmResource, SmSplit, SplitPlan,
     SplitRequest, WorkqueueConfig,
 };
-pub use launch::{DeviceRepr, Dim3, KernelArg, KernelArgs, LaunchConfig, LaunchLimits, launch};
+pub use kernel::{Kernel, KernelAttributes, KernelOccupancy, ParamInfo};
+pub use kernels::KernelCache;
+pub use launch::{DeviceRepr, Dim3, KernelArg, KernelArgs, LaunchConfig, launch};
 pub use memory::{
     Buffer, DeviceMemoryResource, DeviceSlice, DeviceSliceMut, ManagedMemoryResource,
     MemoryResource, PinnedMemoryResource, PoolOptions,
 };
-pub use module::{Kernel, KernelAttributes, ObjectCode, ParamInfo};
+pub use module::ObjectCode;
 pub use program::{
-    CodeKind, CompiledProgram, CppStandard, Program, ProgramOptions, nvrtc_supported_archs,
-    nvrtc_version,
+    CompiledProgram, CppStandard, Program, ProgramOptions, nvrtc_supported_archs, nvrtc_version,
 };
 pub use stream::{Stream, StreamOptions};
-
-/// Reports an error that a `Drop` cannot return (it never panics): logged at error level.
-#[cold]
-pub(crate) fn log_drop_error(what: &str, error: &Error) {
-    log::error!("cuda-safe: dropping a {what} failed: {error}");
-}
+pub use uuid::{Uuid, UuidParseError};

@@ -1,7 +1,7 @@
 //! Streams: ordered queues of GPU work.
 //!
 //! ```no_run
-//! use cuda_safe::{Device, EventOptions, StreamOptions};
+//! use cuda_safe::{Device, StreamOptions};
 //!
 //! let device = Device::new(0)?;
 //! let first = device.create_stream(StreamOptions::default())?; // non-blocking
@@ -15,9 +15,13 @@
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-use crate::error::{check, check_ready};
+use crate::context::Context;
+use crate::device::Device;
+use crate::error::{Error, Result, cu, cu_ready};
+use crate::event::{Event, EventOptions};
+use crate::handle::{Owned, Release, assert_send_sync};
+use crate::ordering;
 use crate::sys::{CUstream, CUstream_flags, Driver};
-use crate::{Context, Device, Error, Event, EventOptions, LaunchLimits, Result};
 
 /// How to create a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,10 +42,12 @@ impl Default for StreamOptions {
     }
 }
 
-/// A CUDA stream; cloning is cheap and shares it. It keeps its context alive.
+/// A CUDA stream; cloning is cheap and shares it. It keeps its context alive, and two handles
+/// are equal when they name the same stream of the same context.
 #[derive(Clone)]
+#[must_use = "a stream is destroyed when its last handle is dropped"]
 pub struct Stream {
-    inner: Arc<StreamInner>,
+    inner: Arc<Owned<StreamInner>>,
 }
 
 struct StreamInner {
@@ -49,7 +55,6 @@ struct StreamInner {
     context: Context,
     driver: &'static Driver,
     owned: bool,
-    limits: OnceLock<&'static LaunchLimits>,
     /// An untimed event this stream records to let other streams wait for it, made on first use.
     marker: OnceLock<Event>,
 }
@@ -61,8 +66,8 @@ unsafe impl Sync for StreamInner {}
 
 impl Stream {
     /// A new stream on `context`. A priority outside the context's range is
-    /// [`Error::InvalidArgument`].
-    #[doc(alias = "cuStreamCreateWithPriority")]
+    /// [`Error::InvalidArgument`], and so is a blocking stream in a green context.
+    #[doc(alias = "cuStreamCreateWithPriority", alias = "cuGreenCtxStreamCreate")]
     pub fn new(context: &Context, options: StreamOptions) -> Result<Self> {
         let priority = match options.priority {
             Some(priority) => {
@@ -90,15 +95,21 @@ impl Stream {
                 ));
             }
             // SAFETY: valid out-pointer and green context; non-blocking is the required flag.
-            check("cuGreenCtxStreamCreate", unsafe {
-                driver.cuGreenCtxStreamCreate(&mut raw, green, flags.0, priority)
-            })?;
+            unsafe {
+                cu!(
+                    driver,
+                    cuGreenCtxStreamCreate(&mut raw, green, flags.0, priority)
+                )
+            }?;
         } else {
             let _current = context.scoped()?;
             // SAFETY: `raw` is a valid out-pointer; the context is current on this thread.
-            check("cuStreamCreateWithPriority", unsafe {
-                driver.cuStreamCreateWithPriority(&mut raw, flags.0, priority)
-            })?;
+            unsafe {
+                cu!(
+                    driver,
+                    cuStreamCreateWithPriority(&mut raw, flags.0, priority)
+                )
+            }?;
         }
         Ok(Self::from_parts(raw, context.clone(), true))
     }
@@ -141,14 +152,13 @@ impl Stream {
     fn from_parts(raw: CUstream, context: Context, owned: bool) -> Self {
         let driver = context.driver();
         Self {
-            inner: Arc::new(StreamInner {
+            inner: Arc::new(Owned::new(StreamInner {
                 raw,
                 context,
                 driver,
                 owned,
-                limits: OnceLock::new(),
                 marker: OnceLock::new(),
-            }),
+            })),
         }
     }
 
@@ -159,6 +169,7 @@ impl Stream {
     }
 
     /// The context the stream belongs to.
+    #[inline]
     pub fn context(&self) -> &Context {
         &self.inner.context
     }
@@ -173,17 +184,8 @@ impl Stream {
         self.inner.driver
     }
 
-    /// The launch limits of the stream's device, read on the first launch.
+    /// Whether two handles name the same stream of the same context (what `==` compares).
     #[inline]
-    pub(crate) fn launch_limits(&self) -> Result<&'static LaunchLimits> {
-        if let Some(limits) = self.inner.limits.get() {
-            return Ok(limits);
-        }
-        let limits = LaunchLimits::of(self.device())?;
-        Ok(self.inner.limits.get_or_init(|| limits))
-    }
-
-    /// Whether two handles name the same stream.
     pub fn same_as(&self, other: &Stream) -> bool {
         self.inner.raw == other.inner.raw && self.inner.context.same_as(&other.inner.context)
     }
@@ -193,18 +195,14 @@ impl Stream {
     #[inline]
     pub fn sync(&self) -> Result<()> {
         // SAFETY: the stream is valid while `self` lives.
-        check("cuStreamSynchronize", unsafe {
-            self.inner.driver.cuStreamSynchronize(self.inner.raw)
-        })
+        unsafe { cu!(self.inner.driver, cuStreamSynchronize(self.inner.raw)) }
     }
 
     /// Whether all work queued so far has finished, without blocking.
     #[doc(alias = "cuStreamQuery")]
     pub fn query(&self) -> Result<bool> {
         // SAFETY: the stream is valid while `self` lives.
-        check_ready("cuStreamQuery", unsafe {
-            self.inner.driver.cuStreamQuery(self.inner.raw)
-        })
+        unsafe { cu_ready!(self.inner.driver, cuStreamQuery(self.inner.raw)) }
     }
 
     /// Records `event` at this point of the stream.
@@ -218,32 +216,21 @@ impl Stream {
     #[doc(alias = "cuStreamWaitEvent")]
     pub fn wait(&self, event: &Event) -> Result<()> {
         // SAFETY: both handles are valid while their wrappers live; flags must be 0.
-        check("cuStreamWaitEvent", unsafe {
-            self.inner
-                .driver
-                .cuStreamWaitEvent(self.inner.raw, event.as_raw(), 0)
-        })
+        unsafe {
+            cu!(
+                self.inner.driver,
+                cuStreamWaitEvent(self.inner.raw, event.as_raw(), 0)
+            )
+        }
     }
 
     /// Makes work queued on this stream from now on wait for everything queued on `other` so
-    /// far.
+    /// far (nothing to do when they are the same stream).
     pub fn wait_stream(&self, other: &Stream) -> Result<()> {
-        if self.same_as(other) {
-            return Ok(());
-        }
-        self.wait(other.mark()?)
+        ordering::wait_for(self, other)
     }
 
-    /// Records the stream's own marker event here and returns it, for another stream to wait
-    /// on. The event is made once per stream and reused: recording it again later only makes
-    /// a waiter that has not waited yet wait for a later point, which is still correct.
-    pub(crate) fn mark(&self) -> Result<&Event> {
-        let marker = self.marker()?;
-        marker.record(self)?;
-        Ok(marker)
-    }
-
-    /// The stream's marker event, made on first use (not recorded).
+    /// The stream's marker event, made on first use (not recorded); see [`ordering`].
     pub(crate) fn marker(&self) -> Result<&Event> {
         match self.inner.marker.get() {
             Some(marker) => Ok(marker),
@@ -259,11 +246,12 @@ impl Stream {
     pub fn priority(&self) -> Result<i32> {
         let mut priority = 0;
         // SAFETY: valid out-pointer and stream.
-        check("cuStreamGetPriority", unsafe {
-            self.inner
-                .driver
-                .cuStreamGetPriority(self.inner.raw, &mut priority)
-        })?;
+        unsafe {
+            cu!(
+                self.inner.driver,
+                cuStreamGetPriority(self.inner.raw, &mut priority)
+            )
+        }?;
         Ok(priority)
     }
 
@@ -272,47 +260,42 @@ impl Stream {
     pub fn is_non_blocking(&self) -> Result<bool> {
         let mut flags = 0;
         // SAFETY: valid out-pointer and stream.
-        check("cuStreamGetFlags", unsafe {
-            self.inner
-                .driver
-                .cuStreamGetFlags(self.inner.raw, &mut flags)
-        })?;
+        unsafe {
+            cu!(
+                self.inner.driver,
+                cuStreamGetFlags(self.inner.raw, &mut flags)
+            )
+        }?;
         Ok(flags & CUstream_flags::CU_STREAM_NON_BLOCKING.0 != 0)
     }
 
     /// Destroys the stream now if this is the last handle, returning the driver's error
     /// (dropping does the same and only logs). Queued work still completes.
+    #[doc(alias = "cuStreamDestroy")]
     pub fn close(self) -> Result<()> {
-        match Arc::try_unwrap(self.inner) {
-            Ok(mut inner) => {
-                let result = inner.destroy();
-                inner.owned = false; // destroyed: the drop that follows must not destroy again
-                result
-            }
-            Err(_) => Ok(()),
-        }
+        Arc::try_unwrap(self.inner).map_or(Ok(()), Owned::close)
     }
 }
 
-impl StreamInner {
-    fn destroy(&self) -> Result<()> {
+impl Release for StreamInner {
+    const WHAT: &'static str = "stream";
+
+    fn release(&mut self) -> Result<()> {
         if !self.owned {
             return Ok(());
         }
-        // SAFETY: the stream is owned by this value and destroyed once.
-        check("cuStreamDestroy_v2", unsafe {
-            self.driver.cuStreamDestroy_v2(self.raw)
-        })
+        // SAFETY: the stream is owned by this value and destroyed once (by `Owned`).
+        unsafe { cu!(self.driver, cuStreamDestroy_v2(self.raw)) }
     }
 }
 
-impl Drop for StreamInner {
-    fn drop(&mut self) {
-        if let Err(error) = self.destroy() {
-            crate::log_drop_error("stream", &error);
-        }
+impl PartialEq for Stream {
+    fn eq(&self, other: &Self) -> bool {
+        self.same_as(other)
     }
 }
+
+impl Eq for Stream {}
 
 impl fmt::Debug for Stream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -324,4 +307,4 @@ impl fmt::Debug for Stream {
     }
 }
 
-crate::assert_send_sync!(Stream);
+assert_send_sync!(Stream);

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use cuda_safe::cache::{
-    CacheKey, CachedProgram, CodeKind, FileStreamProgramCache, ProgramCache, STALE_TEMP_AGE,
+    CacheKey, CodeKind, CompiledCode, FileStreamProgramCache, ProgramCache, STALE_TEMP_AGE,
 };
 use tempfile::TempDir;
 
@@ -14,8 +14,8 @@ fn key(n: u8) -> CacheKey {
     CacheKey::from_bytes([n; 32])
 }
 
-fn program(n: u8, size: usize) -> CachedProgram {
-    CachedProgram::new(
+fn program(n: u8, size: usize) -> CompiledCode {
+    CompiledCode::new(
         CodeKind::Cubin,
         vec![n; size],
         vec![(format!("k<{n}>"), format!("_Z1kILi{n}EEvv"))],

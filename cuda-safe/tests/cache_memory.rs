@@ -1,7 +1,7 @@
 //! The in-memory LRU and the two-level cache.
 
 use cuda_safe::cache::{
-    CacheKey, CachedProgram, CodeKind, FileStreamProgramCache, InMemoryProgramCache, ProgramCache,
+    CacheKey, CodeKind, CompiledCode, FileStreamProgramCache, InMemoryProgramCache, ProgramCache,
     TieredProgramCache,
 };
 
@@ -10,8 +10,8 @@ fn key(n: u8) -> CacheKey {
 }
 
 /// A program of exactly `weight` bytes of code and no names.
-fn program(n: u8, weight: usize) -> CachedProgram {
-    CachedProgram::new(CodeKind::Cubin, vec![n; weight], Vec::new())
+fn program(n: u8, weight: usize) -> CompiledCode {
+    CompiledCode::new(CodeKind::Cubin, vec![n; weight], Vec::new())
 }
 
 fn held(cache: &impl ProgramCache, n: u8) -> bool {
@@ -43,7 +43,7 @@ fn the_least_recently_used_entry_goes_first() {
 
 #[test]
 fn the_byte_cap_counts_code_and_names_and_is_never_exceeded() {
-    let named = CachedProgram::new(
+    let named = CompiledCode::new(
         CodeKind::Ptx,
         vec![0; 10],
         vec![("f<int>".to_owned(), "_Z1fIiEvv".to_owned())],

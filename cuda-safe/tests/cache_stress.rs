@@ -7,7 +7,7 @@
 
 use std::process::{Command, Stdio};
 
-use cuda_safe::cache::{CacheKey, CachedProgram, CodeKind, FileStreamProgramCache, ProgramCache};
+use cuda_safe::cache::{CacheKey, CodeKind, CompiledCode, FileStreamProgramCache, ProgramCache};
 
 const WORKERS: u32 = 4;
 const OPS_PER_WORKER: u32 = 500;
@@ -27,12 +27,12 @@ fn key(n: u32) -> CacheKey {
 }
 
 /// What program number `n` holds: 1 to 8 KiB of code made from `n`, and one lowered name.
-fn program(n: u32) -> CachedProgram {
+fn program(n: u32) -> CompiledCode {
     let len = 1024 + (n as usize * 2_731) % 7_168;
     let code: Vec<u8> = (0..len)
         .map(|i| (i as u32 ^ n.wrapping_mul(97)) as u8)
         .collect();
-    CachedProgram::new(
+    CompiledCode::new(
         CodeKind::Cubin,
         code,
         vec![(format!("kernel<{n}>"), format!("_Z6kernelILi{n}EEvv"))],

@@ -5,8 +5,8 @@ use std::sync::{Mutex, PoisonError};
 
 use cuda_safe::dlpack::{StridedMemoryView, ViewDevice};
 use cuda_safe::{
-    CodeKind, DeviceRepr, Error, Kernel, LaunchConfig, ObjectCode, Program, ProgramOptions, Result,
-    Stream, launch,
+    CodeKind, DeviceRepr, Error, Kernel, LaunchConfig, Program, ProgramOptions, Result, Stream,
+    launch,
 };
 
 /// The most dimensions the kernel handles.
@@ -111,7 +111,7 @@ fn kernel(arch: &str) -> Result<Kernel> {
         ..ProgramOptions::default()
     };
     let compiled = Program::new(SOURCE, options)?.compile(CodeKind::Cubin)?;
-    let kernel = ObjectCode::load(&compiled.program)?.get_kernel("scale_strided_f32")?;
+    let kernel = compiled.load()?.get_kernel("scale_strided_f32")?;
     kernels.push((arch.to_owned(), kernel.clone()));
     Ok(kernel)
 }

@@ -4,9 +4,9 @@
 
 use cuda_gpu_tests::gpu_or_skip;
 use cuda_safe::cache::{
-    FileStreamProgramCache, InMemoryProgramCache, KernelCache, ProgramCache, TieredProgramCache,
+    FileStreamProgramCache, InMemoryProgramCache, ProgramCache, TieredProgramCache,
 };
-use cuda_safe::{CodeKind, Device, LaunchConfig, Program, ProgramOptions, launch};
+use cuda_safe::{CodeKind, Device, KernelCache, LaunchConfig, Program, ProgramOptions, launch};
 
 const SOURCE: &str = r#"
 template <typename T> __global__ void add_one(T* data, size_t n) {
@@ -54,7 +54,7 @@ fn a_program_compiles_and_loads_once_per_process() {
     assert_eq!((stats.insertions, stats.hits), (1, 0), "{stats:?}");
     assert_eq!(kernels.loaded_count(), 1);
     // Another target is another entry.
-    kernels.object_code(&program, CodeKind::Ptx).unwrap();
+    let _loaded = kernels.object_code(&program, CodeKind::Ptx).unwrap();
     assert_eq!(kernels.loaded_count(), 2);
     kernels.unload_all();
     add_one_works(&kernels, &program);

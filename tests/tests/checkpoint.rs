@@ -127,7 +127,7 @@ fn child_main() {
     let stream = device.create_stream(Default::default()).unwrap();
     let pool = device.default_memory_resource().unwrap();
     let mut buffer = pool.allocate(CHILD_BYTES, &stream).unwrap();
-    buffer.fill_u32(PATTERN).unwrap();
+    buffer.fill::<u32>(PATTERN).unwrap();
     let prefix: Vec<u32> = (0..PREFIX as u32).collect();
     buffer
         .as_mut_slice::<u32>()
@@ -164,7 +164,7 @@ fn a_checkpointed_child_gets_its_gpu_memory_back() {
         return;
     }
     let device = Device::new(0).unwrap();
-    let _context = device.set_current().unwrap(); // the parent's own context, made up front
+    device.set_current().unwrap(); // the parent's own context, made up front (and kept)
     let mut child = ChildGuard::spawn();
     child.wait_for(READY);
 

@@ -11,8 +11,7 @@ use cuda_safe::dlpack::{
 };
 use cuda_safe::{
     Buffer, CodeKind, Device, DeviceMemoryResource, Error, Kernel, LaunchConfig,
-    ManagedMemoryResource, ObjectCode, PinnedMemoryResource, Program, ProgramOptions, Stream,
-    launch,
+    ManagedMemoryResource, PinnedMemoryResource, Program, ProgramOptions, Stream, launch,
 };
 
 const SOURCE: &str = r#"
@@ -44,7 +43,7 @@ fn setup() -> Setup {
         .unwrap()
         .compile(CodeKind::Cubin)
         .unwrap();
-    let code = ObjectCode::load(&compiled.program).unwrap();
+    let code = compiled.load().unwrap();
     Setup {
         device,
         stream,

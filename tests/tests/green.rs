@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 
 use cuda_gpu_tests::gpu_or_skip;
 use cuda_safe::{
-    CodeKind, Context, Device, Error, GreenContextOptions, Kernel, LaunchConfig, ObjectCode,
-    Program, ProgramOptions, SplitRequest, StreamOptions, launch,
+    CodeKind, Context, Device, Error, GreenContextOptions, Kernel, LaunchConfig, Program,
+    ProgramOptions, SplitRequest, StreamOptions, launch,
 };
 
 const SOURCE: &str = r#"
@@ -30,7 +30,7 @@ fn kernels() -> (Kernel, Kernel) {
         .unwrap()
         .compile(CodeKind::Cubin)
         .unwrap();
-    let code = ObjectCode::load(&compiled.program).unwrap();
+    let code = compiled.load().unwrap();
     (
         code.get_kernel("sm_ids").unwrap(),
         code.get_kernel("axpy").unwrap(),
@@ -141,7 +141,7 @@ fn impossible_splits_say_what_the_hardware_can_give() {
     assert!(rules.min_partition_size == 1 || too_small.is_err());
     // Unequal groups need cuDevSmResourceSplit (CUDA 13.1): a typed error before that.
     let unequal = all.split(&SplitRequest::counts([2 * 32, 32]));
-    let version = cuda_safe::driver_version().unwrap();
+    let version = cuda_safe::cuda_driver_version().unwrap();
     println!("unequal split on a CUDA {version} driver: {unequal:?}");
     if cfg!(feature = "cuda-12") || version.0 < 13010 {
         assert!(
@@ -269,11 +269,12 @@ fn closing_a_green_context_while_it_is_current() {
     // SAFETY: valid out-pointer.
     unsafe { driver.cuCtxGetCurrent(&mut current) }.unwrap();
     assert!(current.is_null(), "the destroyed context is still current");
-    let primary = device.set_current().unwrap();
+    device.set_current().unwrap();
+    let primary = device.context().unwrap();
     let stream = primary.create_stream(StreamOptions::default()).unwrap();
     let pool = device.default_memory_resource().unwrap();
     let mut buffer = pool.allocate(64, &stream).unwrap();
-    buffer.fill_u8(1).unwrap();
+    buffer.fill::<u8>(1).unwrap();
     assert_eq!(buffer.to_vec::<u8>().unwrap(), [1u8; 64]);
 }
 

@@ -52,7 +52,7 @@ fn setup() -> Setup {
     program.add_name_expression("fill<float>").unwrap();
     program.add_name_expression("fill<int>").unwrap();
     let compiled = program.compile(CodeKind::Cubin).unwrap();
-    let code = ObjectCode::load(&compiled.program).unwrap();
+    let code = compiled.load().unwrap();
     Setup {
         device,
         stream,
@@ -80,7 +80,7 @@ fn saxpy_matches_cpu(setup: &Setup, kernel: &Kernel, stream: &Stream, n: usize, 
     let mut out = setup.pool.allocate(n * 4, stream).unwrap();
     x.copy_from_host(&x_host).unwrap();
     y.copy_from_host(&y_host).unwrap();
-    out.fill_u32(0x7fc0_0000).unwrap(); // poison: NaN
+    out.fill::<u32>(0x7fc0_0000).unwrap(); // poison: NaN
     let config = LaunchConfig::for_num_elements(n, 256).unwrap();
     // SAFETY: saxpy reads n floats of x and y and writes n floats of out; all hold n floats.
     unsafe { launch(stream, &config, kernel, (2.5f32, &x, &y, &mut out, n)).unwrap() };
@@ -151,18 +151,23 @@ fn occupancy_agrees_with_the_limits() {
     let properties = setup.device.properties().unwrap();
     for block in [32u32, 128, 256, 1024] {
         let blocks = kernel
-            .max_active_blocks_per_multiprocessor(&setup.device, block, 0)
+            .occupancy(&setup.device)
+            .max_active_blocks_per_multiprocessor(block, 0)
             .unwrap();
         println!("block {block}: {blocks} resident blocks per SM");
         assert!(blocks >= 1);
         assert!(blocks * block <= properties.max_threads_per_multiprocessor);
         assert!(blocks <= properties.max_blocks_per_multiprocessor);
     }
-    let (min_grid, block) = kernel.max_potential_block_size(&setup.device, 0).unwrap();
+    let (min_grid, block) = kernel
+        .occupancy(&setup.device)
+        .max_potential_block_size(0)
+        .unwrap();
     println!("best block {block}, min grid {min_grid}");
     assert!((32..=1024).contains(&block));
     let per_sm = kernel
-        .max_active_blocks_per_multiprocessor(&setup.device, block, 0)
+        .occupancy(&setup.device)
+        .max_active_blocks_per_multiprocessor(block, 0)
         .unwrap();
     assert_eq!(min_grid, per_sm * properties.multiprocessor_count);
 }
@@ -332,7 +337,7 @@ fn ptx_and_files_load_too() {
     let setup = setup();
     let program = Program::new(SOURCE, ProgramOptions::default()).unwrap();
     let ptx = program.compile(CodeKind::Ptx).unwrap();
-    let from_ptx = ObjectCode::load(&ptx.program).unwrap();
+    let from_ptx = ptx.load().unwrap();
     saxpy_matches_cpu(
         &setup,
         &from_ptx.get_kernel("saxpy").unwrap(),
@@ -342,7 +347,7 @@ fn ptx_and_files_load_too() {
     );
     let cubin = program.compile(CodeKind::Cubin).unwrap();
     let path = std::env::temp_dir().join(format!("cuda-safe-test-{}.cubin", std::process::id()));
-    std::fs::write(&path, cubin.code()).unwrap();
+    std::fs::write(&path, cubin.bytes()).unwrap();
     let from_file = ObjectCode::from_file(&path).unwrap();
     std::fs::remove_file(&path).unwrap();
     saxpy_matches_cpu(
@@ -353,10 +358,7 @@ fn ptx_and_files_load_too() {
         4,
     );
     let lto = program.compile(CodeKind::LtoIr).unwrap();
-    assert!(matches!(
-        ObjectCode::load(&lto.program),
-        Err(Error::Unsupported { .. })
-    ));
+    assert!(matches!(lto.load(), Err(Error::Unsupported { .. })));
     assert!(matches!(
         ObjectCode::from_cubin(&[]),
         Err(Error::InvalidArgument(_))
@@ -366,7 +368,7 @@ fn ptx_and_files_load_too() {
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        ObjectCode::from_fatbin(cubin.code()),
+        ObjectCode::from_fatbin(cubin.bytes()),
         Err(Error::InvalidArgument(_))
     ));
     // An ELF file that is no CUBIN gets past the magic check and is refused by the driver,
@@ -393,7 +395,7 @@ fn a_launch_on_another_stream_is_ordered_with_the_buffers_stream() {
         .unwrap()
         .compile(CodeKind::Cubin)
         .unwrap();
-    let code = ObjectCode::load(&compiled.program).unwrap();
+    let code = compiled.load().unwrap();
     let slow_fill = code.get_kernel("slow_fill").unwrap();
     let other = setup
         .device
@@ -402,7 +404,7 @@ fn a_launch_on_another_stream_is_ordered_with_the_buffers_stream() {
     let n = 4096usize;
     // The buffer lives on `setup.stream`; the kernel (2 ms) runs on `other`.
     let mut out = setup.pool.allocate(n * 4, &setup.stream).unwrap();
-    out.fill_u32(0).unwrap();
+    out.fill::<u32>(0).unwrap();
     let config = LaunchConfig::for_num_elements(n, 256).unwrap();
     // SAFETY: slow_fill writes n floats of `out`, which holds n.
     unsafe { launch(&other, &config, &slow_fill, (&mut out, 7.0f32, n)).unwrap() };

@@ -221,8 +221,8 @@ fn every_option_compiles_alone_for_every_target() {
                 .compile(target)
                 .unwrap_or_else(|error| panic!("{what} ({target}): {error}"));
             assert_eq!(compiled.kind(), target);
-            assert_eq!(compiled.options, flags, "{what} ({target})");
-            check_output(what, target, compiled.code(), &arch);
+            assert_eq!(compiled.options(), flags, "{what} ({target})");
+            check_output(what, target, compiled.bytes(), &arch);
         }
     }
 }
@@ -243,8 +243,8 @@ fn all_options_together_compile_for_every_target() {
         let compiled = program
             .compile(target)
             .unwrap_or_else(|error| panic!("{target}: {error}"));
-        assert_eq!(compiled.options, options.to_flags(target).unwrap());
-        check_output("all options", target, compiled.code(), &arch);
+        assert_eq!(compiled.options(), options.to_flags(target).unwrap());
+        check_output("all options", target, compiled.bytes(), &arch);
     }
 }
 
@@ -269,7 +269,7 @@ fn every_cpp_standard_compiles() {
             .unwrap()
             .compile(CodeKind::Cubin)
             .unwrap_or_else(|error| panic!("{std:?}: {error}"));
-        assert!(compiled.options.contains(&std.flag().to_owned()));
+        assert!(compiled.options().contains(&std.flag().to_owned()));
     }
     // C++23 arrived in a later NVRTC 13 minor release: an older one refuses the flag itself.
     let options = ProgramOptions {
@@ -280,7 +280,7 @@ fn every_cpp_standard_compiles() {
         .unwrap()
         .compile(CodeKind::Cubin)
     {
-        Ok(compiled) => assert!(compiled.options.contains(&"--std=c++23".to_owned())),
+        Ok(compiled) => assert!(compiled.options().contains(&"--std=c++23".to_owned())),
         Err(Error::Nvrtc { code, .. }) => {
             println!(
                 "NVRTC {:?} has no C++23",
@@ -346,11 +346,11 @@ fn name_expressions_give_lowered_names() {
         assert!(double.starts_with("_Z"), "{double}");
         assert_ne!(float, double);
         assert_eq!(compiled.lowered_name("scale<int>"), None);
-        assert_eq!(compiled.program.lowered_names.len(), 2);
+        assert_eq!(compiled.code().lowered_names().len(), 2);
         if target != CodeKind::LtoIr {
             // The instantiations exist under their lowered names.
-            assert!(contains(compiled.code(), float.as_bytes()), "{target}");
-            assert!(contains(compiled.code(), double.as_bytes()), "{target}");
+            assert!(contains(compiled.bytes(), float.as_bytes()), "{target}");
+            assert!(contains(compiled.bytes(), double.as_bytes()), "{target}");
         }
     }
 }
@@ -388,7 +388,7 @@ fn in_memory_headers_are_included() {
         .unwrap()
         .compile(CodeKind::Ptx)
         .unwrap();
-    let ptx = String::from_utf8_lossy(compiled.code());
+    let ptx = String::from_utf8_lossy(compiled.bytes());
     assert!(ptx.contains(".entry kernel_named_by_a_header("), "{ptx}");
 
     let without = Program::new(source, ProgramOptions::default()).unwrap();
@@ -406,13 +406,13 @@ fn warnings_come_back_on_success() {
         .unwrap()
         .compile(CodeKind::Cubin)
         .unwrap();
-    assert!(compiled.log.contains("warning"), "{:?}", compiled.log);
+    assert!(compiled.log().contains("warning"), "{:?}", compiled.log());
     assert!(
-        compiled.log.contains("unused_variable"),
+        compiled.log().contains("unused_variable"),
         "{:?}",
-        compiled.log
+        compiled.log()
     );
-    assert!(!compiled.log.contains('\0'));
+    assert!(!compiled.log().contains('\0'));
 }
 
 #[test]
@@ -462,16 +462,16 @@ fn compile_cached_hits_on_the_second_call() {
         assert_eq!(after.misses - before.misses, 1, "{target}");
         assert_eq!(after.insertions - before.insertions, 1, "{target}");
         assert_eq!(after.hits - before.hits, 1, "{target}");
-        assert_eq!(hit.program, cold.program);
-        assert_eq!(hit.options, cold.options);
-        assert_eq!(hit.log, "");
+        assert_eq!(hit.code(), cold.code());
+        assert_eq!(hit.options(), cold.options());
+        assert_eq!(hit.log(), "");
         assert_eq!(
             hit.lowered_name("scale<float>"),
             cold.lowered_name("scale<float>")
         );
         assert_eq!(
             cache.get(&program.cache_key(target).unwrap()).unwrap(),
-            Some(cold.program)
+            Some(cold.code().clone())
         );
     }
 }

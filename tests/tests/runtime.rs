@@ -58,7 +58,7 @@ fn device_properties_are_sane() {
         properties.multiprocessor_count,
         total as f64 / 1e9,
         info.free as f64 / 1e9,
-        cuda_safe::driver_version().unwrap()
+        cuda_safe::cuda_driver_version().unwrap()
     );
     assert!(!name.is_empty());
     assert!(uuid.to_string().starts_with("GPU-") && uuid.to_string().len() == 40);
@@ -90,7 +90,8 @@ fn primary_context_is_shared_and_bound_once() {
     }
     let device = Device::new(0).unwrap();
     let first = device.context().unwrap();
-    let second = device.set_current().unwrap();
+    device.set_current().unwrap();
+    let second = device.context().unwrap();
     assert_eq!(first, second);
     assert!(!first.is_green());
     assert_eq!(first.device(), &device);
@@ -168,7 +169,7 @@ fn a_foreign_stream_is_used_but_not_destroyed() {
         // SAFETY: `raw` is a live stream of this context, destroyed below after the wrapper.
         let foreign = unsafe { Stream::from_raw(raw, &context) };
         let mut buffer = pool.allocate(1024, &foreign).unwrap();
-        buffer.fill_u8(7).unwrap();
+        buffer.fill::<u8>(7).unwrap();
         assert_eq!(buffer.to_vec::<u8>().unwrap(), vec![7; 1024]);
     }
     // SAFETY: the stream is still alive: the wrapper did not destroy it.
@@ -188,10 +189,10 @@ fn an_event_orders_two_streams() {
     let words = 64 << 20; // 256 MiB of u32: long enough that an unordered copy would race
     let mut source = pool.allocate(words * 4, &first).unwrap();
     let mut target = pool.allocate(words * 4, &second).unwrap();
-    target.fill_u32(0).unwrap();
+    target.fill::<u32>(0).unwrap();
     second.sync().unwrap();
     for value in 1..=20u32 {
-        source.fill_u32(value).unwrap();
+        source.fill::<u32>(value).unwrap();
     }
     let filled = device.create_event(EventOptions::default()).unwrap();
     first.record(&filled).unwrap();
@@ -227,7 +228,7 @@ fn events_time_work_and_report_misuse() {
     ));
     let mut buffer = pool.allocate(1 << 30, &stream).unwrap();
     stream.record(&start).unwrap();
-    buffer.fill_u32(0xdead_beef).unwrap();
+    buffer.fill::<u32>(0xdead_beef).unwrap();
     stream.record(&end).unwrap();
     let elapsed = Event::elapsed(&start, &end).unwrap();
     println!(
@@ -405,7 +406,7 @@ fn managed_memory_is_visible_to_host_and_device() {
     shared.as_host_mut_slice::<u32>().unwrap().fill(41);
     let mut on_device = pool.allocate(1 << 20, &stream).unwrap();
     on_device.copy_from(&shared).unwrap();
-    on_device.fill_u32(42).unwrap();
+    on_device.fill::<u32>(42).unwrap();
     shared.copy_from(&on_device).unwrap();
     assert!(
         shared
@@ -428,7 +429,7 @@ fn wrong_sizes_are_rejected_and_empty_buffers_behave() {
     assert!(is_invalid_argument(buffer.copy_to_host(&mut [0u32; 5])));
     let mut odd = pool.allocate(6, &stream).unwrap();
     assert!(is_invalid_argument(odd.as_slice::<f32>()));
-    assert!(is_invalid_argument(odd.fill_u32(1)));
+    assert!(is_invalid_argument(odd.fill::<u32>(1)));
     assert!(is_invalid_argument(odd.copy_from(&buffer)));
     assert!(is_invalid_argument(buffer.as_host_slice::<u8>()));
     let view = buffer.as_slice::<u32>().unwrap();
@@ -445,7 +446,7 @@ fn wrong_sizes_are_rejected_and_empty_buffers_behave() {
     let mut empty: Buffer = pool.allocate(0, &stream).unwrap();
     assert!(empty.is_empty());
     empty.copy_from_host::<u8>(&[]).unwrap();
-    empty.fill_u32(3).unwrap();
+    empty.fill::<u32>(3).unwrap();
     assert!(empty.to_vec::<f64>().unwrap().is_empty());
     let mut other_empty = pool.allocate(0, &stream).unwrap();
     other_empty.copy_from(&empty).unwrap();
@@ -460,7 +461,7 @@ fn buffers_move_between_streams_and_threads() {
     }
     let (device, stream, pool) = setup();
     let mut buffer = pool.allocate(4 << 20, &stream).unwrap();
-    buffer.fill_u32(9).unwrap();
+    buffer.fill::<u32>(9).unwrap();
     let other = device.create_stream(StreamOptions::default()).unwrap();
     buffer.set_stream(&other).unwrap();
     assert!(buffer.stream().same_as(&other));
@@ -470,7 +471,7 @@ fn buffers_move_between_streams_and_threads() {
             std::thread::spawn(move || {
                 let stream = device.create_stream(StreamOptions::default()).unwrap();
                 let mut mine = pool.allocate(1 << 20, &stream).unwrap();
-                mine.fill_u32(i).unwrap();
+                mine.fill::<u32>(i).unwrap();
                 mine.to_vec::<u32>().unwrap().iter().all(|&v| v == i)
             })
         })
@@ -500,7 +501,7 @@ fn elapsed_waits_for_both_events_on_different_streams() {
         device.create_event(timed).unwrap(),
     );
     let mut big = pool.allocate(1 << 30, &first).unwrap();
-    big.fill_u32(1).unwrap();
+    big.fill::<u32>(1).unwrap();
     first.record(&start).unwrap();
     second.record(&end).unwrap();
     // `start` may still be pending on `first`; elapsed waits for it instead of NOT_READY.

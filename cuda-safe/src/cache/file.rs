@@ -13,8 +13,9 @@ use super::fs_ops::{
     remove_any, remove_if_unchanged,
 };
 use super::stats::Counters;
-use super::{CacheKey, CacheStats, CachedProgram, ProgramCache};
-use crate::Result;
+use super::{CacheKey, CacheStats, ProgramCache};
+use crate::code::CompiledCode;
+use crate::error::Result;
 
 /// How long a file may sit in the cache's `tmp/` before a `put` or `clear` removes it.
 pub const STALE_TEMP_AGE: Duration = Duration::from_secs(60 * 60);
@@ -39,12 +40,12 @@ pub const STALE_TEMP_AGE: Duration = Duration::from_secs(60 * 60);
 /// Nothing is created until the first `put`; `get` on a missing directory is a miss.
 ///
 /// ```
-/// use cuda_safe::cache::{CacheKey, CachedProgram, CodeKind, FileStreamProgramCache, ProgramCache};
+/// use cuda_safe::cache::{CacheKey, CompiledCode, CodeKind, FileStreamProgramCache, ProgramCache};
 ///
 /// let dir = tempfile::tempdir().unwrap();
 /// let cache = FileStreamProgramCache::new(dir.path()).with_max_bytes(64 << 20);
 /// let key = CacheKey::from_bytes([1; 32]);
-/// let program = CachedProgram::new(CodeKind::Cubin, vec![0x7f, b'E', b'L', b'F'], Vec::new());
+/// let program = CompiledCode::new(CodeKind::Cubin, vec![0x7f, b'E', b'L', b'F'], Vec::new());
 /// cache.put(&key, &program)?;
 ///
 /// // Another process (here: another handle) finds it.
@@ -198,7 +199,7 @@ impl FileStreamProgramCache {
     }
 
     /// Reads and checks the entry at `path`; `None` for a miss, after removing a bad file.
-    fn read_entry(&self, key: &CacheKey, path: &Path) -> Result<Option<CachedProgram>> {
+    fn read_entry(&self, key: &CacheKey, path: &Path) -> Result<Option<CompiledCode>> {
         let mut file = match File::open(path) {
             Ok(file) => file,
             Err(error)
@@ -261,7 +262,7 @@ impl FileStreamProgramCache {
     }
 
     /// Counts and removes a bad entry (unless another process has replaced it meanwhile).
-    fn discard(&self, path: &Path, id: FileId) -> Result<Option<CachedProgram>> {
+    fn discard(&self, path: &Path, id: FileId) -> Result<Option<CompiledCode>> {
         Counters::bump(&self.counters.corrupt_entries);
         remove_if_unchanged(path, id, &self.tmp_dir()).map_err(|error| io_error(path, error))?;
         Ok(None)
@@ -323,7 +324,7 @@ impl FileStreamProgramCache {
 }
 
 impl ProgramCache for FileStreamProgramCache {
-    fn get(&self, key: &CacheKey) -> Result<Option<CachedProgram>> {
+    fn get(&self, key: &CacheKey) -> Result<Option<CompiledCode>> {
         let found = self.read_entry(key, &self.entry_path(key))?;
         Counters::bump(match found {
             Some(_) => &self.counters.hits,
@@ -332,7 +333,7 @@ impl ProgramCache for FileStreamProgramCache {
         Ok(found)
     }
 
-    fn put(&self, key: &CacheKey, program: &CachedProgram) -> Result<()> {
+    fn put(&self, key: &CacheKey, program: &CompiledCode) -> Result<()> {
         let bytes = format::encode(key, program);
         if self.max_bytes.is_some_and(|max| bytes.len() as u64 > max) {
             Counters::bump(&self.counters.rejected);
@@ -410,7 +411,8 @@ mod tests {
 
     use super::FileStreamProgramCache;
     use crate::cache::format::{self, FORMAT_VERSION, HEADER_LEN, MAGIC};
-    use crate::cache::{CacheKey, CachedProgram, CodeKind, ProgramCache};
+    use crate::cache::{CacheKey, ProgramCache};
+    use crate::code::{CodeKind, CompiledCode};
 
     /// A cache in a fresh directory and the path of `key`'s entry, its shard created.
     fn cache_with_entry_dir(key: &CacheKey) -> (tempfile::TempDir, FileStreamProgramCache) {
@@ -466,7 +468,7 @@ mod tests {
     fn a_file_longer_than_its_header_states_is_a_miss() {
         let key = CacheKey::from_bytes([9; 32]);
         let (_dir, cache) = cache_with_entry_dir(&key);
-        let program = CachedProgram::new(CodeKind::Ptx, b"// ptx\0".to_vec(), Vec::new());
+        let program = CompiledCode::new(CodeKind::Ptx, b"// ptx\0".to_vec(), Vec::new());
         let mut bytes = format::encode(&key, &program);
         fs::write(cache.entry_path(&key), &bytes).unwrap();
         assert_eq!(cache.get(&key).unwrap(), Some(program));

@@ -16,11 +16,10 @@
 //!
 //! Decoding accepts a file only if every field checks out and nothing trails the payload.
 
-use std::sync::Arc;
-
 use sha2::{Digest, Sha256};
 
-use super::{CacheKey, CachedProgram, CodeKind};
+use super::CacheKey;
+use crate::code::{CodeKind, CompiledCode};
 
 /// The first eight bytes of every entry file.
 pub(crate) const MAGIC: [u8; 8] = *b"CUSAFEPC";
@@ -49,12 +48,12 @@ pub(crate) enum Corruption {
 }
 
 /// The file contents for `program` stored under `key`.
-pub(crate) fn encode(key: &CacheKey, program: &CachedProgram) -> Vec<u8> {
-    let mut payload = Vec::with_capacity(program.code.len() + 64);
-    payload.push(program.kind.tag());
-    put_bytes(&mut payload, &program.code);
-    payload.extend_from_slice(&(program.lowered_names.len() as u64).to_le_bytes());
-    for (expression, lowered) in program.lowered_names.iter() {
+pub(crate) fn encode(key: &CacheKey, program: &CompiledCode) -> Vec<u8> {
+    let mut payload = Vec::with_capacity(program.bytes().len() + 64);
+    payload.push(program.kind().tag());
+    put_bytes(&mut payload, program.bytes());
+    payload.extend_from_slice(&(program.lowered_names().len() as u64).to_le_bytes());
+    for (expression, lowered) in program.lowered_names() {
         put_bytes(&mut payload, expression.as_bytes());
         put_bytes(&mut payload, lowered.as_bytes());
     }
@@ -89,7 +88,7 @@ pub(crate) fn payload_len(key: &CacheKey, header: &[u8]) -> Result<u64, Corrupti
 }
 
 /// The program in `file`, if it is a sound entry for `key`.
-pub(crate) fn decode(key: &CacheKey, file: &[u8]) -> Result<CachedProgram, Corruption> {
+pub(crate) fn decode(key: &CacheKey, file: &[u8]) -> Result<CompiledCode, Corruption> {
     let mut reader = Reader(file);
     let header = reader.take(HEADER_LEN)?;
     let length = payload_len(key, header)?;
@@ -108,7 +107,7 @@ pub(crate) fn decode(key: &CacheKey, file: &[u8]) -> Result<CachedProgram, Corru
     parse_payload(payload).ok_or(Corruption::BadPayload)
 }
 
-fn parse_payload(payload: &[u8]) -> Option<CachedProgram> {
+fn parse_payload(payload: &[u8]) -> Option<CompiledCode> {
     let mut reader = Reader(payload);
     let kind = CodeKind::from_tag(reader.take(1).ok()?.first().copied()?)?;
     let code = reader.bytes().ok()?;
@@ -119,11 +118,10 @@ fn parse_payload(payload: &[u8]) -> Option<CachedProgram> {
         let lowered = std::str::from_utf8(reader.bytes().ok()?).ok()?;
         names.push((expression.to_owned(), lowered.to_owned()));
     }
-    reader.0.is_empty().then(|| CachedProgram {
-        kind,
-        code: Arc::from(code),
-        lowered_names: names.into(),
-    })
+    reader
+        .0
+        .is_empty()
+        .then(|| CompiledCode::new(kind, code, names))
 }
 
 fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
@@ -168,13 +166,13 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn program() -> impl Strategy<Value = CachedProgram> {
+    fn program() -> impl Strategy<Value = CompiledCode> {
         (
             proptest::sample::select(CodeKind::ALL.to_vec()),
             proptest::collection::vec(any::<u8>(), 0..300),
             proptest::collection::vec((".{0,12}", ".{0,12}"), 0..4),
         )
-            .prop_map(|(kind, code, names)| CachedProgram::new(kind, code, names))
+            .prop_map(|(kind, code, names)| CompiledCode::new(kind, code, names))
     }
 
     #[test]
@@ -182,7 +180,7 @@ mod tests {
         let key = CacheKey::from_bytes([0xab; 32]);
         let file = encode(
             &key,
-            &CachedProgram::new(CodeKind::Cubin, vec![9; 5], Vec::new()),
+            &CompiledCode::new(CodeKind::Cubin, vec![9; 5], Vec::new()),
         );
         let payload = [
             &[2u8][..],
@@ -204,7 +202,7 @@ mod tests {
         let key = CacheKey::from_bytes([1; 32]);
         let file = encode(
             &key,
-            &CachedProgram::new(CodeKind::Ptx, vec![1, 2, 3], Vec::new()),
+            &CompiledCode::new(CodeKind::Ptx, vec![1, 2, 3], Vec::new()),
         );
         let with = |at: usize, byte: u8| {
             let mut damaged = file.clone();
@@ -236,7 +234,7 @@ mod tests {
         let key = CacheKey::from_bytes([4; 32]);
         let file = encode(
             &key,
-            &CachedProgram::new(CodeKind::Ptx, vec![1, 2, 3], Vec::new()),
+            &CompiledCode::new(CodeKind::Ptx, vec![1, 2, 3], Vec::new()),
         );
         let stated = (file.len() - HEADER_LEN) as u64;
         assert_eq!(payload_len(&key, &file[..HEADER_LEN]), Ok(stated));
@@ -265,7 +263,7 @@ mod tests {
             &[7u8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0][..],
             &[1, 5],
         ] {
-            let mut file = encode(&key, &CachedProgram::new(CodeKind::Ptx, vec![], Vec::new()));
+            let mut file = encode(&key, &CompiledCode::new(CodeKind::Ptx, vec![], Vec::new()));
             file.truncate(12);
             file.extend_from_slice(&(payload.len() as u64).to_le_bytes());
             file.extend_from_slice(key.as_bytes());

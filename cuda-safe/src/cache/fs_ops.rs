@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::Error;
+use crate::error::Error;
 
 /// An [`Error::CacheIo`] for `path`.
 pub(crate) fn io_error(path: &Path, source: io::Error) -> Error {

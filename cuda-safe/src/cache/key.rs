@@ -10,7 +10,7 @@ use std::str::FromStr;
 use sha2::{Digest, Sha256};
 
 use super::CodeKind;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The version of the key's encoding; part of every key, raised whenever the encoding or the
 /// cache-file format changes, so old entries are never read by a newer layout.

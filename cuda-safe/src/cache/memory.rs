@@ -4,29 +4,31 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::lru::Lru;
 use super::stats::Counters;
-use super::{CacheKey, CacheStats, CachedProgram, ProgramCache};
-use crate::Result;
+use super::{CacheKey, CacheStats, ProgramCache};
+use crate::code::CompiledCode;
+use crate::error::Result;
 
 /// A thread-safe least-recently-used cache of programs, bounded by total bytes (each entry
-/// weighs [`CachedProgram::weight`]) and optionally by entry count.
+/// weighs [`CompiledCode::weight`]) and optionally by entry count.
 ///
 /// `get` and `put` take one mutex and cost O(1). An entry heavier than the byte cap is not
 /// stored (counted in [`CacheStats::rejected`]); storing one that fits evicts the least recently
 /// used entries until both bounds hold.
 ///
 /// ```
-/// use cuda_safe::cache::{CacheKey, CachedProgram, CodeKind, InMemoryProgramCache, ProgramCache};
+/// use cuda_safe::cache::{CacheKey, InMemoryProgramCache, ProgramCache};
+/// use cuda_safe::{CodeKind, CompiledCode};
 ///
 /// let cache = InMemoryProgramCache::new(1 << 20).with_max_entries(64);
 /// let key = CacheKey::from_bytes([7; 32]);
-/// cache.put(&key, &CachedProgram::new(CodeKind::Ptx, b"// ptx\0".to_vec(), Vec::new()))?;
-/// assert_eq!(cache.get(&key)?.map(|program| program.kind), Some(CodeKind::Ptx));
+/// cache.put(&key, &CompiledCode::new(CodeKind::Ptx, b"// ptx\0".to_vec(), Vec::new()))?;
+/// assert_eq!(cache.get(&key)?.map(|program| program.kind()), Some(CodeKind::Ptx));
 /// assert_eq!(cache.stats()?.hits, 1);
 /// # Ok::<(), cuda_safe::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct InMemoryProgramCache {
-    entries: Mutex<Lru<CacheKey, CachedProgram>>,
+    entries: Mutex<Lru<CacheKey, CompiledCode>>,
     counters: Counters,
     max_bytes: u64,
     max_entries: Option<usize>,
@@ -61,17 +63,17 @@ impl InMemoryProgramCache {
 
     /// The map, recovered if a thread panicked while holding it: every update leaves it
     /// consistent before anything that could panic.
-    fn lock(&self) -> MutexGuard<'_, Lru<CacheKey, CachedProgram>> {
+    fn lock(&self) -> MutexGuard<'_, Lru<CacheKey, CompiledCode>> {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn over_cap(&self, entries: &Lru<CacheKey, CachedProgram>) -> bool {
+    fn over_cap(&self, entries: &Lru<CacheKey, CompiledCode>) -> bool {
         entries.weight() > self.max_bytes || self.max_entries.is_some_and(|max| entries.len() > max)
     }
 }
 
 impl ProgramCache for InMemoryProgramCache {
-    fn get(&self, key: &CacheKey) -> Result<Option<CachedProgram>> {
+    fn get(&self, key: &CacheKey) -> Result<Option<CompiledCode>> {
         let found = self.lock().get(key).cloned();
         Counters::bump(match found {
             Some(_) => &self.counters.hits,
@@ -80,7 +82,7 @@ impl ProgramCache for InMemoryProgramCache {
         Ok(found)
     }
 
-    fn put(&self, key: &CacheKey, program: &CachedProgram) -> Result<()> {
+    fn put(&self, key: &CacheKey, program: &CompiledCode) -> Result<()> {
         let weight = program.weight();
         if weight > self.max_bytes || self.max_entries == Some(0) {
             Counters::bump(&self.counters.rejected);

@@ -2,8 +2,10 @@
 //!
 //! A [`CacheKey`] is built from the compiler and its version, the target, the source, the
 //! options, the name expressions, the in-memory headers and an optional caller digest. A
-//! [`ProgramCache`] maps keys to [`CachedProgram`]s (the code, its [`CodeKind`] and the
-//! name-expression → lowered-name map). Three implementations:
+//! [`ProgramCache`] maps keys to [`CompiledCode`]s (the code, its [`CodeKind`] and the
+//! name-expression → lowered-name map; re-exported here from the crate root). This module
+//! stores bytes only: loading them, and keeping loaded kernels per process, is
+//! [`KernelCache`](crate::KernelCache)'s job. Three implementations:
 //!
 //! - [`InMemoryProgramCache`]: a thread-safe LRU bounded by bytes;
 //! - [`FileStreamProgramCache`]: one checksummed file per entry, shared safely by processes;
@@ -13,7 +15,7 @@
 //!
 //! ```
 //! use cuda_safe::cache::{
-//!     CacheKey, CachedProgram, CodeKind, FileStreamProgramCache, InMemoryProgramCache,
+//!     CacheKey, CompiledCode, CodeKind, FileStreamProgramCache, InMemoryProgramCache,
 //!     ProgramCache, TieredProgramCache,
 //! };
 //!
@@ -32,7 +34,7 @@
 //!
 //! if cache.get(&key)?.is_none() {
 //!     // Compile here; a failed compile is never stored.
-//!     let compiled = CachedProgram::new(
+//!     let compiled = CompiledCode::new(
 //!         CodeKind::Cubin,
 //!         vec![0x7f, b'E', b'L', b'F'],
 //!         vec![("saxpy<float>".to_owned(), "_Z5saxpyIfEvT_PKS0_PS0_".to_owned())],
@@ -47,24 +49,21 @@
 mod file;
 mod format;
 mod fs_ops;
-mod kernels;
 mod key;
 mod lru;
 mod memory;
-mod program;
 mod root;
 mod stats;
 mod tiered;
 
+pub use crate::code::{CodeKind, CompiledCode};
 pub use file::{EntryInfo, FileStreamProgramCache, STALE_TEMP_AGE};
-pub use kernels::KernelCache;
 pub use key::{CacheKey, CacheKeyBuilder, KEY_SCHEMA_VERSION};
 pub use memory::InMemoryProgramCache;
-pub use program::{CachedProgram, CodeKind};
 pub use stats::CacheStats;
 pub use tiered::TieredProgramCache;
 
-use crate::Result;
+use crate::error::Result;
 
 /// A store of compiled programs by key. Implementations are safe to share between threads.
 ///
@@ -72,11 +71,11 @@ use crate::Result;
 /// was `put`, or `None`.
 pub trait ProgramCache: Send + Sync {
     /// The program stored under `key`, if any.
-    fn get(&self, key: &CacheKey) -> Result<Option<CachedProgram>>;
+    fn get(&self, key: &CacheKey) -> Result<Option<CompiledCode>>;
 
     /// Stores `program` under `key`, replacing what was there. An entry larger than the
     /// cache's cap is not stored, and that is not an error.
-    fn put(&self, key: &CacheKey, program: &CachedProgram) -> Result<()>;
+    fn put(&self, key: &CacheKey, program: &CompiledCode) -> Result<()>;
 
     /// Removes `key`'s entry, if there is one.
     fn remove(&self, key: &CacheKey) -> Result<()>;

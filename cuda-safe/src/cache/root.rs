@@ -3,7 +3,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// `$XDG_CACHE_HOME/cuda-safe/program-cache`, or `$HOME/.cache/cuda-safe/program-cache` when
 /// `XDG_CACHE_HOME` is unset, empty or relative (the XDG rule).

@@ -1,9 +1,8 @@
 //! [`TieredProgramCache`]: a fast cache in front of a persistent one.
 
-use super::{
-    CacheKey, CacheStats, CachedProgram, FileStreamProgramCache, InMemoryProgramCache, ProgramCache,
-};
-use crate::Result;
+use super::{CacheKey, CacheStats, FileStreamProgramCache, InMemoryProgramCache, ProgramCache};
+use crate::code::CompiledCode;
+use crate::error::Result;
 
 /// Two caches in series: `get` asks the front, then the back, and a back hit fills the front;
 /// `put`, `remove` and `clear` go to both.
@@ -15,13 +14,13 @@ use crate::Result;
 ///
 /// ```
 /// use cuda_safe::cache::{
-///     CacheKey, CachedProgram, CodeKind, FileStreamProgramCache, InMemoryProgramCache,
+///     CacheKey, CompiledCode, CodeKind, FileStreamProgramCache, InMemoryProgramCache,
 ///     ProgramCache, TieredProgramCache,
 /// };
 ///
 /// let dir = tempfile::tempdir().unwrap();
 /// let key = CacheKey::from_bytes([2; 32]);
-/// let program = CachedProgram::new(CodeKind::Ptx, b"// ptx\0".to_vec(), Vec::new());
+/// let program = CompiledCode::new(CodeKind::Ptx, b"// ptx\0".to_vec(), Vec::new());
 /// FileStreamProgramCache::new(dir.path()).put(&key, &program)?;
 ///
 /// let cache = TieredProgramCache::new(
@@ -56,7 +55,7 @@ impl<F: ProgramCache, B: ProgramCache> TieredProgramCache<F, B> {
 }
 
 impl<F: ProgramCache, B: ProgramCache> ProgramCache for TieredProgramCache<F, B> {
-    fn get(&self, key: &CacheKey) -> Result<Option<CachedProgram>> {
+    fn get(&self, key: &CacheKey) -> Result<Option<CompiledCode>> {
         if let Some(program) = self.front.get(key)? {
             return Ok(Some(program));
         }
@@ -72,7 +71,7 @@ impl<F: ProgramCache, B: ProgramCache> ProgramCache for TieredProgramCache<F, B>
         Ok(found)
     }
 
-    fn put(&self, key: &CacheKey, program: &CachedProgram) -> Result<()> {
+    fn put(&self, key: &CacheKey, program: &CompiledCode) -> Result<()> {
         self.front.put(key, program)?;
         self.back.put(key, program)
     }
@@ -103,8 +102,9 @@ mod tests {
 
     use super::TieredProgramCache;
     use crate::cache::ProgramCache;
-    use crate::cache::{CacheKey, CacheStats, CachedProgram, CodeKind, InMemoryProgramCache};
-    use crate::{Error, Result};
+    use crate::cache::{CacheKey, CacheStats, InMemoryProgramCache};
+    use crate::code::{CodeKind, CompiledCode};
+    use crate::error::{Error, Result};
 
     /// A front cache whose every operation fails, counting the `put`s it refused.
     #[derive(Debug, Default)]
@@ -117,11 +117,11 @@ mod tests {
     }
 
     impl ProgramCache for FailingCache {
-        fn get(&self, _: &CacheKey) -> Result<Option<CachedProgram>> {
+        fn get(&self, _: &CacheKey) -> Result<Option<CompiledCode>> {
             Ok(None)
         }
 
-        fn put(&self, _: &CacheKey, _: &CachedProgram) -> Result<()> {
+        fn put(&self, _: &CacheKey, _: &CompiledCode) -> Result<()> {
             self.puts.fetch_add(1, Ordering::Relaxed);
             Err(refused())
         }
@@ -142,7 +142,7 @@ mod tests {
     #[test]
     fn a_back_hit_survives_a_failing_front() {
         let key = CacheKey::from_bytes([6; 32]);
-        let program = CachedProgram::new(CodeKind::Cubin, vec![0x7f, b'E', b'L', b'F'], Vec::new());
+        let program = CompiledCode::new(CodeKind::Cubin, vec![0x7f, b'E', b'L', b'F'], Vec::new());
         let back = InMemoryProgramCache::new(1 << 20);
         back.put(&key, &program).unwrap();
         let cache = TieredProgramCache::new(FailingCache::default(), back);
@@ -156,10 +156,7 @@ mod tests {
         // Writes still report the front's failure: only the read path shields it.
         assert!(
             cache
-                .put(
-                    &key,
-                    &CachedProgram::new(CodeKind::Ptx, vec![0], Vec::new())
-                )
+                .put(&key, &CompiledCode::new(CodeKind::Ptx, vec![0], Vec::new()))
                 .is_err()
         );
     }

@@ -5,10 +5,12 @@ use std::sync::Arc;
 
 use bytemuck::Pod;
 
-use super::slice::element_count;
-use crate::error::check;
+use super::resource::MemoryResource;
+use super::slice::{DeviceSlice, DeviceSliceMut, element_count};
+use crate::error::{Error, Result};
+use crate::handle::{Owned, Release, assert_send_sync};
+use crate::stream::Stream;
 use crate::sys::CUdeviceptr;
-use crate::{DeviceSlice, DeviceSliceMut, Error, MemoryResource, Result, Stream};
 
 /// One allocation: its address, its size in bytes, the resource that frees it and the stream
 /// its operations (and its free) are ordered on.
@@ -16,7 +18,13 @@ use crate::{DeviceSlice, DeviceSliceMut, Error, MemoryResource, Result, Stream};
 /// Dropping a buffer frees it on its stream; [`close`](Self::close) does the same and returns
 /// the driver's error. A zero-size buffer allocates nothing and every operation on it is a
 /// no-op.
+#[must_use = "a buffer is freed when dropped"]
 pub struct Buffer {
+    inner: Owned<Allocation>,
+}
+
+/// What a [`Buffer`] owns: the allocation and what frees it.
+struct Allocation {
     ptr: CUdeviceptr,
     size: usize,
     host_accessible: bool,
@@ -38,14 +46,21 @@ impl Buffer {
         } else {
             resource.allocate_raw(size, stream)?
         };
-        Ok(Self {
-            ptr,
-            size,
-            host_accessible: resource.is_host_accessible(),
-            host_needs_idle_device: resource.host_access_needs_idle_device(),
-            resource,
-            stream: stream.clone(),
-        })
+        // SAFETY: `ptr` came from `resource` with `size` bytes (or is 0 for 0 bytes) and is
+        // owned by nobody else yet; nothing uses it.
+        Ok(unsafe { Self::from_raw_parts(ptr, size, resource, stream) })
+    }
+
+    /// Allocates room for `len` values of `T` from `resource`, ordered on `stream` (the
+    /// contents are whatever the memory held).
+    #[inline]
+    pub fn allocate_array_in<T: Pod, R: MemoryResource + 'static>(
+        resource: Arc<R>,
+        len: usize,
+        stream: &Stream,
+    ) -> Result<Self> {
+        let bytes = array_bytes::<T>(len)?;
+        Self::allocate_in(resource, bytes, stream)
     }
 
     /// Wraps an allocation made by `resource`, which will free it.
@@ -62,71 +77,81 @@ impl Buffer {
         stream: &Stream,
     ) -> Self {
         Self {
-            ptr,
-            size,
-            host_accessible: resource.is_host_accessible(),
-            host_needs_idle_device: resource.host_access_needs_idle_device(),
-            resource,
-            stream: stream.clone(),
+            inner: Owned::new(Allocation {
+                ptr,
+                size,
+                host_accessible: resource.is_host_accessible(),
+                host_needs_idle_device: resource.host_access_needs_idle_device(),
+                resource,
+                stream: stream.clone(),
+            }),
         }
     }
 
     /// The size in bytes.
     pub fn len(&self) -> usize {
-        self.size
+        self.inner.size
     }
 
     /// Whether the buffer holds no byte.
     pub fn is_empty(&self) -> bool {
-        self.size == 0
+        self.inner.size == 0
     }
 
     /// The address (a device address; for host-accessible memory also the host address).
     #[inline]
     pub fn as_raw(&self) -> CUdeviceptr {
-        self.ptr
+        self.inner.ptr
     }
 
     /// The stream the buffer's operations and its free are ordered on.
     pub fn stream(&self) -> &Stream {
-        &self.stream
+        &self.inner.stream
     }
 
     /// Moves the buffer to another stream: work queued there from now on (and the buffer's
     /// free) comes after everything queued on the old stream so far.
     pub fn set_stream(&mut self, stream: &Stream) -> Result<()> {
-        if !self.stream.same_as(stream) {
-            stream.wait_stream(&self.stream)?;
-            self.stream = stream.clone();
+        if !self.inner.stream.same_as(stream) {
+            stream.wait_stream(&self.inner.stream)?;
+            self.inner.stream = stream.clone();
         }
         Ok(())
     }
 
     /// The resource that allocated the buffer.
     pub fn memory_resource(&self) -> &Arc<dyn MemoryResource> {
-        &self.resource
+        &self.inner.resource
     }
 
     /// Whether the host can read and write the memory (pinned and managed memory).
     pub fn is_host_accessible(&self) -> bool {
-        self.host_accessible
+        self.inner.host_accessible
     }
 
     /// Whether kernels can read and write the memory.
     pub fn is_device_accessible(&self) -> bool {
-        self.resource.is_device_accessible()
+        self.inner.resource.is_device_accessible()
     }
 
     /// A typed view of the whole buffer; its size must be a whole number of `T`s.
     pub fn as_slice<T: Pod>(&self) -> Result<DeviceSlice<'_, T>> {
-        let len = element_count::<T>(self.ptr, self.size)?;
-        Ok(DeviceSlice::from_parts(self.ptr, len, &self.stream))
+        let len = element_count::<T>(self.inner.ptr, self.inner.size)?;
+        Ok(DeviceSlice::from_parts(
+            self.inner.ptr,
+            len,
+            &self.inner.stream,
+        ))
     }
 
     /// An exclusive typed view of the whole buffer; its size must be a whole number of `T`s.
     pub fn as_mut_slice<T: Pod>(&mut self) -> Result<DeviceSliceMut<'_, T>> {
-        let len = element_count::<T>(self.ptr, self.size)?;
-        Ok(DeviceSliceMut::from_parts(self.ptr, len, &self.stream))
+        let len = element_count::<T>(self.inner.ptr, self.inner.size)?;
+        Ok(DeviceSliceMut::from_parts(
+            self.inner.ptr,
+            len,
+            &self.inner.stream,
+        ))
     }
 
     /// Copies `src`, which must be exactly the buffer's size, into the buffer and waits.
@@ -150,54 +175,17 @@ impl Buffer {
         self.as_mut_slice::<u8>()?.copy_from(&src.as_slice::<u8>()?)
     }
 
-    /// Queues setting every byte to `value`.
-    #[doc(alias = "cuMemsetD8Async")]
-    pub fn fill_u8(&mut self, value: u8) -> Result<()> {
-        self.fill::<u8>("cuMemsetD8Async", |driver, ptr, count, stream| {
-            // SAFETY: `count` bytes fit the buffer's own allocation.
-            unsafe { driver.cuMemsetD8Async(ptr, value, count, stream) }
-        })
-    }
-
-    /// Queues setting every 16-bit word to `value`; the size must be a multiple of 2.
-    #[doc(alias = "cuMemsetD16Async")]
-    pub fn fill_u16(&mut self, value: u16) -> Result<()> {
-        self.fill::<u16>("cuMemsetD16Async", |driver, ptr, count, stream| {
-            // SAFETY: `count` words fit the buffer's own allocation.
-            unsafe { driver.cuMemsetD16Async(ptr, value, count, stream) }
-        })
-    }
-
-    /// Queues setting every 32-bit word to `value` (the bits of an `f32` fill with a float);
-    /// the size must be a multiple of 4.
-    #[doc(alias = "cuMemsetD32Async")]
-    pub fn fill_u32(&mut self, value: u32) -> Result<()> {
-        self.fill::<u32>("cuMemsetD32Async", |driver, ptr, count, stream| {
-            // SAFETY: `count` words fit the buffer's own allocation.
-            unsafe { driver.cuMemsetD32Async(ptr, value, count, stream) }
-        })
-    }
-
-    /// Queues one `cuMemsetD*Async` over the whole buffer as words of `W`; nothing for an
-    /// empty buffer.
-    fn fill<W>(
-        &mut self,
-        api: &'static str,
-        memset: impl FnOnce(
-            &'static crate::sys::Driver,
-            CUdeviceptr,
-            usize,
-            crate::sys::CUstream,
-        ) -> std::result::Result<crate::sys::CUresult, crate::sys::LoadError>,
-    ) -> Result<()> {
-        let count = element_count::<W>(self.ptr, self.size)?;
-        if count == 0 {
-            return Ok(());
-        }
-        check(
-            api,
-            memset(self.stream.driver(), self.ptr, count, self.stream.as_raw()),
-        )
+    /// Queues setting every element to `value`: the buffer's size must be a whole number of
+    /// `T`s. One memset when `value`'s bytes repeat every 1, 2 or 4 bytes (every integer and
+    /// float of up to 32 bits, zero of any type), else one 2-D memset per 4-byte column of `T`
+    /// (two for an `f64`).
+    #[doc(
+        alias = "cuMemsetD8Async",
+        alias = "cuMemsetD16Async",
+        alias = "cuMemsetD32Async"
+    )]
+    pub fn fill<T: Pod>(&mut self, value: T) -> Result<()> {
+        self.as_mut_slice::<T>()?.fill(value)
     }
 
     /// The memory as a host slice, after waiting for the buffer's stream; only for
@@ -209,7 +197,7 @@ impl Buffer {
         }
         // SAFETY: host-accessible memory of `len` aligned `T`s (checked), owned by this buffer,
         // with no queued work left on its stream; `&self` prevents safe writes meanwhile.
-        Ok(unsafe { std::slice::from_raw_parts(self.ptr as *const T, len) })
+        Ok(unsafe { std::slice::from_raw_parts(self.inner.ptr as *const T, len) })
     }
 
     /// The memory as a mutable host slice, after waiting for the buffer's stream; only for
@@ -220,38 +208,51 @@ impl Buffer {
             return Ok(&mut []);
         }
         // SAFETY: as in `as_host_slice`, and `&mut self` makes the view exclusive.
-        Ok(unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut T, len) })
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.inner.ptr as *mut T, len) })
     }
 
     /// Checks host access and waits for the stream; returns the element count.
     fn host_view<T: Pod>(&self) -> Result<usize> {
-        if !self.host_accessible {
+        if !self.inner.host_accessible {
             return Err(Error::invalid_argument(
                 "device memory cannot be viewed from the host; copy it or use pinned memory",
             ));
         }
-        let len = element_count::<T>(self.ptr, self.size)?;
-        if self.host_needs_idle_device {
-            self.stream.context().sync()?;
+        let len = element_count::<T>(self.inner.ptr, self.inner.size)?;
+        if self.inner.host_needs_idle_device {
+            self.inner.stream.context().sync()?;
         } else {
-            self.stream.sync()?;
+            self.inner.stream.sync()?;
         }
         Ok(len)
     }
 
     /// Frees the buffer now (in order on its stream), returning the driver's error.
-    pub fn close(mut self) -> Result<()> {
-        let result = self.free();
-        self.size = 0; // freed: the drop that follows has nothing left to free
-        result
+    pub fn close(self) -> Result<()> {
+        self.inner.close()
     }
+}
 
-    fn free(&self) -> Result<()> {
+/// The bytes of `len` values of `T`, or an error when they overflow.
+pub(crate) fn array_bytes<T>(len: usize) -> Result<usize> {
+    len.checked_mul(size_of::<T>()).ok_or_else(|| {
+        Error::invalid_argument(format!(
+            "{len} values of {} bytes overflow the address space",
+            size_of::<T>()
+        ))
+    })
+}
+
+impl Release for Allocation {
+    const WHAT: &'static str = "buffer";
+
+    #[inline]
+    fn release(&mut self) -> Result<()> {
         if self.size == 0 {
             return Ok(());
         }
-        // SAFETY: the allocation came from this resource with this size and is freed once;
-        // every safe operation on it was queued on `self.stream`.
+        // SAFETY: the allocation came from this resource with this size and is freed once (by
+        // `Owned`); every safe operation on it was queued on `self.stream`.
         unsafe {
             self.resource
                 .deallocate_raw(self.ptr, self.size, &self.stream)
@@ -259,24 +260,15 @@ impl Buffer {
     }
 }
 
-impl Drop for Buffer {
-    #[inline]
-    fn drop(&mut self) {
-        if let Err(error) = self.free() {
-            crate::log_drop_error("buffer", &error);
-        }
-    }
-}
-
 impl fmt::Debug for Buffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Buffer")
-            .field("ptr", &format_args!("{:#x}", self.ptr))
-            .field("size", &self.size)
-            .field("host_accessible", &self.host_accessible)
-            .field("resource", &self.resource)
+            .field("ptr", &format_args!("{:#x}", self.inner.ptr))
+            .field("size", &self.inner.size)
+            .field("host_accessible", &self.inner.host_accessible)
+            .field("resource", &self.inner.resource)
             .finish()
     }
 }
 
-crate::assert_send_sync!(Buffer);
+assert_send_sync!(Buffer);

@@ -1,14 +1,20 @@
 //! Device memory from a stream-ordered pool (`cuMemAllocFromPoolAsync` / `cuMemFreeAsync`).
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::error::check;
+use super::buffer::Buffer;
+use super::resource::{MemoryResource, forward_memory_resource, typed_allocations};
+use crate::abi;
+use crate::context::Context;
+use crate::device::Device;
+use crate::error::{Error, Result, cu};
+use crate::handle::{Owned, Release, assert_send_sync};
+use crate::stream::Stream;
 use crate::sys::{
-    CUdeviceptr, CUmemAllocationHandleType, CUmemAllocationType, CUmemLocation, CUmemLocationType,
-    CUmemPool_attribute, CUmemPoolProps, CUmemoryPool, Driver,
+    CUdeviceptr, CUmemAllocationHandleType, CUmemAllocationType, CUmemPool_attribute,
+    CUmemPoolProps, CUmemoryPool, Driver,
 };
-use crate::{Buffer, Context, Device, Error, MemoryResource, Result, Stream};
 
 /// Options of a pool created with [`DeviceMemoryResource::new_pool`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -29,8 +35,12 @@ pub struct PoolOptions {
 /// `cuda.core` had to add the same fix).
 #[derive(Clone, Debug)]
 pub struct DeviceMemoryResource {
-    inner: Arc<DevicePool>,
+    inner: Arc<Owned<DevicePool>>,
 }
+
+/// The resources over each device's default pool, made once per device (while its primary
+/// context is retained: [`Device::release_primary_context`] forgets them).
+static DEFAULT_POOLS: Mutex<Vec<(usize, DeviceMemoryResource)>> = Mutex::new(Vec::new());
 
 struct DevicePool {
     raw: CUmemoryPool,
@@ -47,16 +57,40 @@ unsafe impl Send for DevicePool {}
 unsafe impl Sync for DevicePool {}
 
 impl DeviceMemoryResource {
-    /// The resource over `device`'s default pool.
+    /// The resource over `device`'s default pool: made (and the pool's release threshold
+    /// raised) on the first call, then shared, so asking again costs a lock and a clone.
     #[doc(alias = "cuDeviceGetDefaultMemPool")]
     pub fn default_pool(device: &Device) -> Result<Self> {
+        let mut pools = DEFAULT_POOLS.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, pool)) = pools
+            .iter()
+            .find(|(ordinal, _)| *ordinal == device.ordinal())
+        {
+            return Ok(pool.clone());
+        }
+        let pool = Self::open_default_pool(device)?;
+        pools.push((device.ordinal(), pool.clone()));
+        Ok(pool)
+    }
+
+    /// Forgets `device`'s shared default-pool resource (buffers and clones keep theirs).
+    pub(crate) fn forget_default_pool(device: &Device) {
+        let forgotten = {
+            let mut pools = DEFAULT_POOLS.lock().unwrap_or_else(PoisonError::into_inner);
+            let index = pools
+                .iter()
+                .position(|(ordinal, _)| *ordinal == device.ordinal());
+            index.map(|index| pools.swap_remove(index))
+        };
+        drop(forgotten); // outside the lock: it may release the primary context
+    }
+
+    fn open_default_pool(device: &Device) -> Result<Self> {
         let context = device.context()?;
         let driver = device.driver();
         let mut raw: CUmemoryPool = std::ptr::null_mut();
         // SAFETY: valid out-pointer and device.
-        check("cuDeviceGetDefaultMemPool", unsafe {
-            driver.cuDeviceGetDefaultMemPool(&mut raw, device.as_raw())
-        })?;
+        unsafe { cu!(driver, cuDeviceGetDefaultMemPool(&mut raw, device.as_raw())) }?;
         let resource = Self::from_pool(raw, false, device, context);
         resource.set_release_threshold(u64::MAX)?;
         Ok(resource)
@@ -73,18 +107,7 @@ impl DeviceMemoryResource {
         }
         let context = device.context()?;
         let driver = device.driver();
-        let mut location = CUmemLocation {
-            type_: CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-            ..Default::default()
-        };
-        #[cfg(feature = "cuda-12")]
-        {
-            location.id = device.ordinal() as i32;
-        }
-        #[cfg(not(feature = "cuda-12"))]
-        {
-            location.__bindgen_anon_1.id = device.ordinal() as i32;
-        }
+        let location = abi::device_location(device.ordinal() as i32);
         let props = CUmemPoolProps {
             allocType: CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
             handleTypes: CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
@@ -94,9 +117,7 @@ impl DeviceMemoryResource {
         };
         let mut raw: CUmemoryPool = std::ptr::null_mut();
         // SAFETY: valid out-pointer and fully initialised properties.
-        check("cuMemPoolCreate", unsafe {
-            driver.cuMemPoolCreate(&mut raw, &props)
-        })?;
+        unsafe { cu!(driver, cuMemPoolCreate(&mut raw, &props)) }?;
         let resource = Self::from_pool(raw, true, device, context);
         resource.set_release_threshold(options.release_threshold.unwrap_or(u64::MAX))?;
         Ok(resource)
@@ -104,21 +125,14 @@ impl DeviceMemoryResource {
 
     fn from_pool(raw: CUmemoryPool, owned: bool, device: &Device, context: Context) -> Self {
         Self {
-            inner: Arc::new(DevicePool {
+            inner: Arc::new(Owned::new(DevicePool {
                 raw,
                 owned,
                 device: *device,
                 _context: context,
                 driver: device.driver(),
-            }),
+            })),
         }
-    }
-
-    /// Allocates `size` bytes, ordered on `stream`; a zero-size buffer allocates nothing.
-    #[doc(alias = "cuMemAllocFromPoolAsync")]
-    #[inline]
-    pub fn allocate(&self, size: usize, stream: &Stream) -> Result<Buffer> {
-        Buffer::allocate_in(self.inner.clone(), size, stream)
     }
 
     /// The raw pool handle.
@@ -136,25 +150,27 @@ impl DeviceMemoryResource {
     pub fn set_release_threshold(&self, bytes: u64) -> Result<()> {
         let mut value = bytes;
         // SAFETY: the attribute takes a cuuint64_t, which `value` is.
-        check("cuMemPoolSetAttribute", unsafe {
-            self.inner.driver.cuMemPoolSetAttribute(
-                self.inner.raw,
-                CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                (&raw mut value).cast(),
+        unsafe {
+            cu!(
+                self.inner.driver,
+                cuMemPoolSetAttribute(
+                    self.inner.raw,
+                    CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                    (&raw mut value).cast(),
+                )
             )
-        })
+        }
     }
 
     fn attribute_u64(&self, attribute: CUmemPool_attribute) -> Result<u64> {
         let mut value = 0u64;
         // SAFETY: the memory attributes are cuuint64_t values, which `value` is.
-        check("cuMemPoolGetAttribute", unsafe {
-            self.inner.driver.cuMemPoolGetAttribute(
-                self.inner.raw,
-                attribute,
-                (&raw mut value).cast(),
+        unsafe {
+            cu!(
+                self.inner.driver,
+                cuMemPoolGetAttribute(self.inner.raw, attribute, (&raw mut value).cast(),)
             )
-        })?;
+        }?;
         Ok(value)
     }
 
@@ -173,27 +189,19 @@ impl DeviceMemoryResource {
     /// pool, or while other handles or buffers live, it only releases this handle.
     #[doc(alias = "cuMemPoolDestroy")]
     pub fn close(self) -> Result<()> {
-        match Arc::try_unwrap(self.inner) {
-            Ok(mut pool) => {
-                let result = pool.destroy();
-                pool.owned = false; // destroyed: the drop that follows skips it
-                result
-            }
-            Err(_) => Ok(()),
-        }
+        Arc::try_unwrap(self.inner).map_or(Ok(()), Owned::close)
     }
 
     /// Returns kept memory to the driver until at most `bytes` stay reserved.
     #[doc(alias = "cuMemPoolTrimTo")]
     pub fn trim_to(&self, bytes: usize) -> Result<()> {
         // SAFETY: valid pool handle.
-        check("cuMemPoolTrimTo", unsafe {
-            self.inner.driver.cuMemPoolTrimTo(self.inner.raw, bytes)
-        })
+        unsafe { cu!(self.inner.driver, cuMemPoolTrimTo(self.inner.raw, bytes)) }
     }
 }
 
-super::host::forward_memory_resource!(DeviceMemoryResource);
+forward_memory_resource!(DeviceMemoryResource);
+typed_allocations!(DeviceMemoryResource, "cuMemAllocFromPoolAsync");
 
 // SAFETY: allocations come from `cuMemAllocFromPoolAsync` with the size asked, freed once by
 // `cuMemFreeAsync`; device memory is never host-accessible.
@@ -209,19 +217,19 @@ unsafe impl MemoryResource for DevicePool {
         }
         let mut ptr: CUdeviceptr = 0;
         // SAFETY: valid out-pointer, pool and stream (kept alive by their owners).
-        check("cuMemAllocFromPoolAsync", unsafe {
-            self.driver
-                .cuMemAllocFromPoolAsync(&mut ptr, size, self.raw, stream.as_raw())
-        })?;
+        unsafe {
+            cu!(
+                self.driver,
+                cuMemAllocFromPoolAsync(&mut ptr, size, self.raw, stream.as_raw())
+            )
+        }?;
         Ok(ptr)
     }
 
     #[inline]
     unsafe fn deallocate_raw(&self, ptr: CUdeviceptr, _size: usize, stream: &Stream) -> Result<()> {
         // SAFETY: the caller guarantees `ptr` is a live allocation of this pool.
-        check("cuMemFreeAsync", unsafe {
-            self.driver.cuMemFreeAsync(ptr, stream.as_raw())
-        })
+        unsafe { cu!(self.driver, cuMemFreeAsync(ptr, stream.as_raw())) }
     }
 
     fn is_device_accessible(&self) -> bool {
@@ -237,25 +245,16 @@ unsafe impl MemoryResource for DevicePool {
     }
 }
 
-impl DevicePool {
-    /// Destroys the pool if this value owns it.
-    fn destroy(&self) -> Result<()> {
+impl Release for DevicePool {
+    const WHAT: &'static str = "memory pool";
+
+    fn release(&mut self) -> Result<()> {
         if !self.owned {
             return Ok(());
         }
-        // SAFETY: the pool is owned and every buffer from it is gone (they hold this Arc); the
-        // driver finishes pending frees before releasing the memory.
-        check("cuMemPoolDestroy", unsafe {
-            self.driver.cuMemPoolDestroy(self.raw)
-        })
-    }
-}
-
-impl Drop for DevicePool {
-    fn drop(&mut self) {
-        if let Err(error) = self.destroy() {
-            crate::log_drop_error("memory pool", &error);
-        }
+        // SAFETY: the pool is owned and every buffer from it is gone (they hold this value);
+        // the driver finishes pending frees before releasing the memory.
+        unsafe { cu!(self.driver, cuMemPoolDestroy(self.raw)) }
     }
 }
 
@@ -269,4 +268,4 @@ impl fmt::Debug for DevicePool {
     }
 }
 
-crate::assert_send_sync!(DeviceMemoryResource);
+assert_send_sync!(DeviceMemoryResource);

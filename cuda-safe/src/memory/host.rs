@@ -6,9 +6,14 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::error::check;
+use super::buffer::Buffer;
+use super::resource::{MemoryResource, forward_memory_resource, typed_allocations};
+use crate::context::Context;
+use crate::device::Device;
+use crate::error::{Result, cu};
+use crate::handle::assert_send_sync;
+use crate::stream::Stream;
 use crate::sys::{CU_MEMHOSTALLOC_PORTABLE, CUdeviceptr, CUmemAttach_flags, Driver};
-use crate::{Buffer, Context, Device, MemoryResource, Result, Stream};
 
 /// Page-locked host memory (`cuMemHostAlloc`): fast, truly asynchronous transfers, readable
 /// from kernels through unified addressing. Cloning is cheap.
@@ -47,12 +52,6 @@ impl PinnedMemoryResource {
             inner: HostMemory::new(HostKind::Pinned, device)?,
         })
     }
-
-    /// Allocates `size` bytes of pinned host memory, associated with `stream`.
-    #[doc(alias = "cuMemHostAlloc")]
-    pub fn allocate(&self, size: usize, stream: &Stream) -> Result<Buffer> {
-        Buffer::allocate_in(self.inner.clone(), size, stream)
-    }
 }
 
 impl ManagedMemoryResource {
@@ -62,55 +61,11 @@ impl ManagedMemoryResource {
             inner: HostMemory::new(HostKind::Managed, device)?,
         })
     }
-
-    /// Allocates `size` bytes of managed memory, associated with `stream`.
-    #[doc(alias = "cuMemAllocManaged")]
-    pub fn allocate(&self, size: usize, stream: &Stream) -> Result<Buffer> {
-        Buffer::allocate_in(self.inner.clone(), size, stream)
-    }
 }
-
-/// Implements [`MemoryResource`] for a handle by forwarding to its shared inner resource.
-macro_rules! forward_memory_resource {
-    ($($handle:ty),*) => {$(
-        // SAFETY: every method forwards to the inner resource, which upholds the contract.
-        unsafe impl MemoryResource for $handle {
-            fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<CUdeviceptr> {
-                self.inner.allocate_raw(size, stream)
-            }
-
-            unsafe fn deallocate_raw(
-                &self,
-                ptr: CUdeviceptr,
-                size: usize,
-                stream: &Stream,
-            ) -> Result<()> {
-                // SAFETY: forwarded contract.
-                unsafe { self.inner.deallocate_raw(ptr, size, stream) }
-            }
-
-            fn is_device_accessible(&self) -> bool {
-                self.inner.is_device_accessible()
-            }
-
-            fn is_host_accessible(&self) -> bool {
-                self.inner.is_host_accessible()
-            }
-
-            fn device(&self) -> Option<Device> {
-                self.inner.device()
-            }
-
-            fn host_access_needs_idle_device(&self) -> bool {
-                self.inner.host_access_needs_idle_device()
-            }
-        }
-    )*};
-}
-
-pub(crate) use forward_memory_resource;
 
 forward_memory_resource!(PinnedMemoryResource, ManagedMemoryResource);
+typed_allocations!(PinnedMemoryResource, "cuMemHostAlloc");
+typed_allocations!(ManagedMemoryResource, "cuMemAllocManaged");
 
 impl HostMemory {
     fn new(kind: HostKind, device: &Device) -> Result<Arc<Self>> {
@@ -139,22 +94,27 @@ unsafe impl MemoryResource for HostMemory {
             HostKind::Pinned => {
                 let mut ptr = std::ptr::null_mut();
                 // SAFETY: valid out-pointer; the context is current.
-                check("cuMemHostAlloc", unsafe {
-                    self.driver
-                        .cuMemHostAlloc(&mut ptr, size, CU_MEMHOSTALLOC_PORTABLE)
-                })?;
+                unsafe {
+                    cu!(
+                        self.driver,
+                        cuMemHostAlloc(&mut ptr, size, CU_MEMHOSTALLOC_PORTABLE)
+                    )
+                }?;
                 Ok(ptr as CUdeviceptr)
             }
             HostKind::Managed => {
                 let mut ptr: CUdeviceptr = 0;
                 // SAFETY: valid out-pointer; the context is current.
-                check("cuMemAllocManaged", unsafe {
-                    self.driver.cuMemAllocManaged(
-                        &mut ptr,
-                        size,
-                        CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL.0,
+                unsafe {
+                    cu!(
+                        self.driver,
+                        cuMemAllocManaged(
+                            &mut ptr,
+                            size,
+                            CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL.0,
+                        )
                     )
-                })?;
+                }?;
                 Ok(ptr)
             }
         }
@@ -166,11 +126,11 @@ unsafe impl MemoryResource for HostMemory {
         let _current = self.context.scoped()?;
         match self.kind {
             // SAFETY: `ptr` came from cuMemHostAlloc and its stream has drained.
-            HostKind::Pinned => check("cuMemFreeHost", unsafe {
-                self.driver.cuMemFreeHost(ptr as *mut std::ffi::c_void)
-            }),
+            HostKind::Pinned => unsafe {
+                cu!(self.driver, cuMemFreeHost(ptr as *mut std::ffi::c_void))
+            },
             // SAFETY: `ptr` came from cuMemAllocManaged and its stream has drained.
-            HostKind::Managed => check("cuMemFree_v2", unsafe { self.driver.cuMemFree_v2(ptr) }),
+            HostKind::Managed => unsafe { cu!(self.driver, cuMemFree_v2(ptr)) },
         }
     }
 
@@ -203,4 +163,4 @@ impl fmt::Debug for HostMemory {
     }
 }
 
-crate::assert_send_sync!(PinnedMemoryResource, ManagedMemoryResource);
+assert_send_sync!(PinnedMemoryResource, ManagedMemoryResource);

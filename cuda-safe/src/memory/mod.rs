@@ -12,8 +12,9 @@
 //! let device = Device::new(0)?;
 //! let stream = device.create_stream(Default::default())?;
 //! let pool = device.default_memory_resource()?; // stream-ordered, reuses freed memory
-//! let mut x = pool.allocate(4 * 1024, &stream)?;
-//! x.copy_from_host(&[1.5f32; 1024])?;
+//! let x = pool.allocate_from_host(&[1.5f32; 1024], &stream)?; // 1024 floats, copied
+//! let mut y = pool.allocate_zeroed::<f32>(1024, &stream)?;
+//! y.fill(2.5f32)?;
 //! let back: Vec<f32> = x.to_vec()?;
 //! assert_eq!(back[1023], 1.5);
 //! # Ok::<(), cuda_safe::Error>(())
@@ -21,6 +22,7 @@
 
 mod buffer;
 mod device_pool;
+mod fill;
 mod host;
 mod resource;
 mod slice;

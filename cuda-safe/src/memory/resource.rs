@@ -2,8 +2,11 @@
 
 use std::fmt;
 
+use crate::device::Device;
+use crate::error::Result;
+use crate::handle::{Owned, Release};
+use crate::stream::Stream;
 use crate::sys::CUdeviceptr;
-use crate::{Device, Result, Stream};
 
 /// Something that allocates memory the GPU (or the host, or both) can reach.
 ///
@@ -49,5 +52,127 @@ pub unsafe trait MemoryResource: Send + Sync + fmt::Debug {
     /// whole context rather than the buffer's stream.
     fn host_access_needs_idle_device(&self) -> bool {
         false
+    }
+}
+
+/// Implements [`MemoryResource`] for a handle by forwarding to its shared inner resource.
+macro_rules! forward_memory_resource {
+    ($($handle:ty),*) => {$(
+        // SAFETY: every method forwards to the inner resource, which upholds the contract.
+        unsafe impl MemoryResource for $handle {
+            #[inline]
+            fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<CUdeviceptr> {
+                self.inner.allocate_raw(size, stream)
+            }
+
+            #[inline]
+            unsafe fn deallocate_raw(
+                &self,
+                ptr: CUdeviceptr,
+                size: usize,
+                stream: &Stream,
+            ) -> Result<()> {
+                // SAFETY: forwarded contract.
+                unsafe { self.inner.deallocate_raw(ptr, size, stream) }
+            }
+
+            fn is_device_accessible(&self) -> bool {
+                self.inner.is_device_accessible()
+            }
+
+            fn is_host_accessible(&self) -> bool {
+                self.inner.is_host_accessible()
+            }
+
+            fn device(&self) -> Option<Device> {
+                self.inner.device()
+            }
+
+            fn host_access_needs_idle_device(&self) -> bool {
+                self.inner.host_access_needs_idle_device()
+            }
+        }
+    )*};
+}
+
+/// The allocation methods of a resource handle whose `inner` is an `Arc` of a
+/// [`MemoryResource`]: bytes, arrays of `T`, zero-filled arrays and copies of host slices.
+macro_rules! typed_allocations {
+    ($handle:ty, $api:literal) => {
+        impl $handle {
+            /// Allocates `size` bytes, ordered on `stream`; a zero-size buffer allocates
+            /// nothing. The contents are whatever the memory held.
+            #[doc(alias = $api)]
+            #[inline]
+            pub fn allocate(&self, size: usize, stream: &Stream) -> Result<Buffer> {
+                Buffer::allocate_in(self.inner.clone(), size, stream)
+            }
+
+            /// Allocates room for `len` values of `T`, ordered on `stream` (the contents are
+            /// whatever the memory held); `len * size_of::<T>()` past `usize` is an error.
+            #[inline]
+            pub fn allocate_array<T: bytemuck::Pod>(
+                &self,
+                len: usize,
+                stream: &Stream,
+            ) -> Result<Buffer> {
+                Buffer::allocate_array_in::<T, _>(self.inner.clone(), len, stream)
+            }
+
+            /// Allocates `len` values of `T` set to zero (one memset queued on `stream`).
+            pub fn allocate_zeroed<T: bytemuck::Pod>(
+                &self,
+                len: usize,
+                stream: &Stream,
+            ) -> Result<Buffer> {
+                let mut buffer = self.allocate_array::<T>(len, stream)?;
+                buffer.fill(0u8)?;
+                Ok(buffer)
+            }
+
+            /// Allocates a copy of `values` (copied now; returns once the copy is done).
+            pub fn allocate_from_host<T: bytemuck::Pod>(
+                &self,
+                values: &[T],
+                stream: &Stream,
+            ) -> Result<Buffer> {
+                let mut buffer = self.allocate_array::<T>(values.len(), stream)?;
+                buffer.copy_from_host(values)?;
+                Ok(buffer)
+            }
+        }
+    };
+}
+
+pub(crate) use {forward_memory_resource, typed_allocations};
+
+// SAFETY: forwards to the owned resource, which upholds the contract; `Owned` only adds the
+// release of the resource's own handle when the last buffer and handle are gone.
+unsafe impl<T: MemoryResource + Release> MemoryResource for Owned<T> {
+    #[inline]
+    fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<CUdeviceptr> {
+        (**self).allocate_raw(size, stream)
+    }
+
+    #[inline]
+    unsafe fn deallocate_raw(&self, ptr: CUdeviceptr, size: usize, stream: &Stream) -> Result<()> {
+        // SAFETY: forwarded contract.
+        unsafe { (**self).deallocate_raw(ptr, size, stream) }
+    }
+
+    fn is_device_accessible(&self) -> bool {
+        (**self).is_device_accessible()
+    }
+
+    fn is_host_accessible(&self) -> bool {
+        (**self).is_host_accessible()
+    }
+
+    fn device(&self) -> Option<Device> {
+        (**self).device()
+    }
+
+    fn host_access_needs_idle_device(&self) -> bool {
+        (**self).host_access_needs_idle_device()
     }
 }

@@ -5,9 +5,11 @@ use std::ops::{Bound, RangeBounds};
 
 use bytemuck::Pod;
 
-use crate::error::check;
+use super::fill;
+use crate::error::{Error, Result, cu};
+use crate::ordering::across_streams;
+use crate::stream::Stream;
 use crate::sys::CUdeviceptr;
-use crate::{Error, Result, Stream};
 
 /// A shared, typed view of part of a [`Buffer`](crate::Buffer): `len` elements of `T`.
 ///
@@ -90,26 +92,12 @@ fn copy_async(stream: &Stream, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize)
     }
     // SAFETY: the callers pass ranges they checked against live allocations (or host slices
     // they keep alive until the stream passes this point).
-    check("cuMemcpyAsync", unsafe {
-        stream
-            .driver()
-            .cuMemcpyAsync(dst, src, bytes, stream.as_raw())
-    })
-}
-
-/// Runs `enqueue` (which queues work on `dst`) so that it starts after the work queued on
-/// `src` so far, and so that later work on `src` (such as freeing the source) waits for it.
-pub(crate) fn across_streams(
-    dst: &Stream,
-    src: &Stream,
-    enqueue: impl FnOnce() -> Result<()>,
-) -> Result<()> {
-    if dst.same_as(src) {
-        return enqueue();
+    unsafe {
+        cu!(
+            stream.driver(),
+            cuMemcpyAsync(dst, src, bytes, stream.as_raw())
+        )
     }
-    dst.wait_stream(src)?;
-    enqueue()?;
-    src.wait_stream(dst)
 }
 
 impl<'a, T: Pod> DeviceSlice<'a, T> {
@@ -272,6 +260,26 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
             src.as_ptr() as CUdeviceptr,
             size_of_val(src),
         )
+    }
+
+    /// Queues setting every element to `value` (see [`Buffer::fill`](crate::Buffer::fill) for
+    /// the memsets it takes).
+    #[doc(alias = "cuMemsetD32Async", alias = "cuMemsetD2D32Async")]
+    pub fn fill(&mut self, value: T) -> Result<()> {
+        if self.len == 0 {
+            return Ok(());
+        }
+        // SAFETY: `len` values of `T` start at `ptr`, inside the buffer this view borrows
+        // exclusively, aligned for `T` (checked when the view was made).
+        unsafe {
+            fill::fill(
+                self.stream.driver(),
+                self.stream.as_raw(),
+                self.ptr,
+                bytemuck::bytes_of(&value),
+                self.len,
+            )
+        }
     }
 
     /// Queues a copy from another view of the same length (device, pinned or managed memory),

@@ -6,8 +6,8 @@
 //! matter, because the code produced decides it: PTX is compiled for the virtual architecture
 //! (`compute_90`), CUBIN and LTO-IR for the real one (`sm_90`).
 
-use crate::cache::CodeKind;
-use crate::{Error, Result};
+use crate::code::CodeKind;
+use crate::error::{Error, Result};
 
 /// The digits and suffix of `arch` (`"90a"` for `"sm_90a"`), or an error saying what is wrong.
 pub(super) fn digits(arch: &str) -> Result<&str> {

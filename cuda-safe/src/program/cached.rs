@@ -5,8 +5,9 @@ use std::sync::OnceLock;
 use super::compile::{Plan, Program};
 use super::compiled::CompiledProgram;
 use super::version::nvrtc_version;
-use crate::cache::{CacheKey, CodeKind, ProgramCache};
-use crate::{Error, Result};
+use crate::cache::{CacheKey, ProgramCache};
+use crate::code::CodeKind;
+use crate::error::{Error, Result};
 
 impl Program {
     /// The key a cache stores this program's compile for `target` under.
@@ -84,7 +85,7 @@ impl Program {
     ///
     /// With `assumed_compiler` (`"13.0"`: `key` was made for that NVRTC without loading it), a
     /// miss first checks that the loaded NVRTC is that version and fails with
-    /// [`Error::InvalidArgument`] if not, so no code is stored under a key that misnames its
+    /// [`Error::NvrtcVersionMismatch`] if not, so no code is stored under a key that misnames its
     /// compiler. A cache that fails to read or write is logged as a warning and treated as a
     /// miss; a failed compile is returned and never stored.
     pub(crate) fn fetch_or_compile(
@@ -96,13 +97,7 @@ impl Program {
     ) -> Result<CompiledProgram> {
         let plan = self.plan(target)?;
         match cache.get(key) {
-            Ok(Some(program)) => {
-                return Ok(CompiledProgram {
-                    program,
-                    log: String::new(),
-                    options: plan.flags,
-                });
-            }
+            Ok(Some(code)) => return Ok(CompiledProgram::new(code, String::new(), plan.flags)),
             Ok(None) => {}
             Err(error) => {
                 log::warn!(
@@ -113,13 +108,15 @@ impl Program {
         if let Some(assumed) = assumed_compiler {
             let actual = compiler_version()?;
             if actual != assumed {
-                return Err(Error::invalid_argument(format!(
-                    "the kernel cache assumes NVRTC {assumed}, but NVRTC {actual} is loaded"
-                )));
+                return Err(Error::NvrtcVersionMismatch {
+                    assumed: assumed.into(),
+                    loaded: actual.into(),
+                });
             }
         }
         let compiled = self.compile_with(target, plan.flags)?;
-        if let Err(error) = cache.put(key, &compiled.program) {
+        if let Err(error) = cache.put(key, compiled.code()) {
+            // Counted in the cache's stats (`store_failures`) by the cache itself.
             log::warn!("cuda-safe: storing program cache entry {key} failed: {error}");
         }
         Ok(compiled)
@@ -170,8 +167,9 @@ pub(crate) fn compiler_version() -> Result<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::{CacheStats, CachedProgram, InMemoryProgramCache};
-    use crate::{CppStandard, ProgramOptions};
+    use crate::cache::{CacheStats, InMemoryProgramCache};
+    use crate::code::CompiledCode;
+    use crate::program::{CppStandard, ProgramOptions};
 
     const SOURCE: &str = "template <class T> __global__ void k(T* x) { *x *= 2; }";
 
@@ -303,7 +301,7 @@ mod tests {
         let cache = InMemoryProgramCache::new(1 << 20);
         let mut program = Program::new(SOURCE, options()).unwrap();
         program.add_name_expression("k<float>").unwrap();
-        let stored = CachedProgram::new(
+        let stored = CompiledCode::new(
             CodeKind::Cubin,
             b"\x7fELF stored".to_vec(),
             vec![("k<float>".to_owned(), "_Z1kIfEvPT_".to_owned())],
@@ -314,9 +312,9 @@ mod tests {
         let hit = program
             .through_cache(CodeKind::Cubin, &cache, "12.9")
             .unwrap();
-        assert_eq!(hit.program, stored);
-        assert_eq!(hit.log, "");
-        assert_eq!(hit.options, ["--gpu-architecture=sm_90"]);
+        assert_eq!(hit.code(), &stored);
+        assert_eq!(hit.log(), "");
+        assert_eq!(hit.options(), ["--gpu-architecture=sm_90"]);
         assert_eq!(hit.lowered_name("k<float>"), Some("_Z1kIfEvPT_"));
         assert_eq!(cache.stats().unwrap().hits, 1);
     }
@@ -334,10 +332,10 @@ mod tests {
     }
 
     impl ProgramCache for Broken {
-        fn get(&self, _: &CacheKey) -> Result<Option<CachedProgram>> {
+        fn get(&self, _: &CacheKey) -> Result<Option<CompiledCode>> {
             Err(Self::error())
         }
-        fn put(&self, _: &CacheKey, _: &CachedProgram) -> Result<()> {
+        fn put(&self, _: &CacheKey, _: &CompiledCode) -> Result<()> {
             Err(Self::error())
         }
         fn remove(&self, _: &CacheKey) -> Result<()> {
@@ -380,13 +378,13 @@ mod tests {
         let cache = InMemoryProgramCache::new(1 << 20);
         let program = Program::new(SOURCE, options()).unwrap();
         let key = key(&program, CodeKind::Ptx).unwrap();
-        let stored = CachedProgram::new(CodeKind::Ptx, b"// stored\0".to_vec(), Vec::new());
+        let stored = CompiledCode::new(CodeKind::Ptx, b"// stored\0".to_vec(), Vec::new());
         cache.put(&key, &stored).unwrap();
         let hit = program
             .fetch_or_compile(CodeKind::Ptx, &cache, &key, Some("0.0"))
             .unwrap();
-        assert_eq!(hit.program, stored);
-        assert_eq!(hit.options, program.flags(CodeKind::Ptx).unwrap());
+        assert_eq!(hit.code(), &stored);
+        assert_eq!(hit.options(), program.flags(CodeKind::Ptx).unwrap());
     }
 
     #[test]
@@ -400,7 +398,7 @@ mod tests {
         // Without NVRTC its load fails; with one, its version is not 0.0.
         match &error {
             Error::Load(_) => {}
-            Error::InvalidArgument(why) => assert!(why.contains("assumes NVRTC 0.0"), "{why}"),
+            Error::NvrtcVersionMismatch { assumed, .. } => assert_eq!(&**assumed, "0.0"),
             other => panic!("unexpected error {other}"),
         }
         let stats = cache.stats().unwrap();

@@ -7,10 +7,11 @@ use super::arch;
 use super::compiled::CompiledProgram;
 use super::options::{ProgramOptions, text};
 use super::raw::NvrtcProgram;
-use crate::cache::{CachedProgram, CodeKind};
+use crate::cache::CacheKey;
+use crate::code::{CodeKind, CompiledCode};
+use crate::error::{Error, Result};
+use crate::ffi::to_c_string as c_string;
 use crate::nvrtc_sys::{self, nvrtcResult};
-use crate::system::text::to_c_string as c_string;
-use crate::{Error, Result};
 
 /// CUDA C++ source to compile at run time with NVRTC, with its [`ProgramOptions`] and name
 /// expressions. Compiling does not change it: it can be compiled for several targets, from
@@ -25,7 +26,7 @@ pub struct Program {
     arch: OnceLock<String>,
     /// The cache key of each target with the compiler version it was made for, computed on
     /// first use (see [`Program::cache_key`]).
-    pub(super) keys: [OnceLock<(String, crate::cache::CacheKey)>; 3],
+    pub(super) keys: [OnceLock<(String, CacheKey)>; 3],
 }
 
 /// What one compile will be: the architecture name and the flags.
@@ -172,11 +173,11 @@ impl Program {
                 Ok((expression.clone(), program.lowered_name(c_expression)?))
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(CompiledProgram {
-            program: CachedProgram::new(target, code, lowered),
+        Ok(CompiledProgram::new(
+            CompiledCode::new(target, code, lowered),
             log,
-            options: flags,
-        })
+            flags,
+        ))
     }
 
     /// The architecture name and flags for compiling to `target`.

@@ -31,18 +31,19 @@
 //! program.add_name_expression("saxpy<float>")?;
 //!
 //! let compiled = program.compile(CodeKind::Cubin)?;
-//! assert!(compiled.code().starts_with(b"\x7fELF"));
-//! println!("flags: {}", compiled.options.join(" "));
+//! assert!(compiled.bytes().starts_with(b"\x7fELF"));
+//! println!("flags: {}", compiled.options().join(" "));
 //! println!("saxpy<float> is {:?}", compiled.lowered_name("saxpy<float>"));
-//! if !compiled.log.is_empty() {
-//!     println!("warnings:\n{}", compiled.log);
+//! if !compiled.log().is_empty() {
+//!     println!("warnings:\n{}", compiled.log());
 //! }
+//! let kernel = compiled.load()?.get_kernel("saxpy<float>")?; // loaded in one step
 //!
 //! // Through a cache: the second call compiles nothing.
 //! let cache = InMemoryProgramCache::new(64 << 20);
 //! let cold = program.compile_cached(CodeKind::Cubin, &cache)?;
 //! let hit = program.compile_cached(CodeKind::Cubin, &cache)?;
-//! assert_eq!(cold.code(), hit.code());
+//! assert_eq!(cold.bytes(), hit.bytes());
 //!
 //! // A compile error carries NVRTC's log and the flags used.
 //! let broken = Program::new("__global__ void k() { oops }", ProgramOptions::default())?;
@@ -60,7 +61,6 @@ mod options;
 mod raw;
 mod version;
 
-pub use crate::cache::CodeKind;
 pub(crate) use cached::compiler_version;
 pub use compile::Program;
 pub use compiled::CompiledProgram;

@@ -1,8 +1,9 @@
 //! [`ProgramOptions`]: NVRTC's compile options as typed fields, and their exact flags.
 
 use super::arch;
-use crate::cache::CodeKind;
-use crate::{Device, Error, Result};
+use crate::code::CodeKind;
+use crate::device::Device;
+use crate::error::{Error, Result};
 
 /// The C++ dialect (`--std=`). NVRTC's default, when none is given, is C++17.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -2,10 +2,9 @@
 
 use std::ffi::{CStr, CString, c_char, c_int};
 
-use crate::cache::CodeKind;
-use crate::error::check_nvrtc;
+use crate::code::CodeKind;
+use crate::error::{Error, Result, nvrtc};
 use crate::nvrtc_sys::{Nvrtc, nvrtcProgram, nvrtcResult};
-use crate::{Error, Result};
 
 /// An `nvrtcProgram`, destroyed when dropped, so every path out of a compile frees it.
 ///
@@ -32,26 +31,31 @@ impl NvrtcProgram {
         let mut raw: nvrtcProgram = std::ptr::null_mut();
         // SAFETY: `raw` is a valid out-pointer; `source` and `name` are NUL-terminated; `names`
         // and `contents` hold `count` pointers to NUL-terminated strings, all alive for the call.
-        check_nvrtc("nvrtcCreateProgram", unsafe {
-            nvrtc.nvrtcCreateProgram(
-                &mut raw,
-                source.as_ptr(),
-                name.as_ptr(),
-                count,
-                contents.as_ptr(),
-                names.as_ptr(),
+        unsafe {
+            nvrtc!(
+                nvrtc,
+                nvrtcCreateProgram(
+                    &mut raw,
+                    source.as_ptr(),
+                    name.as_ptr(),
+                    count,
+                    contents.as_ptr(),
+                    names.as_ptr(),
+                )
             )
-        })?;
+        }?;
         Ok(Self { raw, nvrtc })
     }
 
     /// Registers a name expression, to be lowered by the compile.
     pub(super) fn add_name_expression(&self, expression: &CStr) -> Result<()> {
         // SAFETY: the program is live and not yet compiled; the expression is NUL-terminated.
-        check_nvrtc("nvrtcAddNameExpression", unsafe {
-            self.nvrtc
-                .nvrtcAddNameExpression(self.raw, expression.as_ptr())
-        })
+        unsafe {
+            nvrtc!(
+                self.nvrtc,
+                nvrtcAddNameExpression(self.raw, expression.as_ptr())
+            )
+        }
     }
 
     /// Compiles with `options`; NVRTC's result code (a compile error is not an `Err` here).
@@ -70,18 +74,18 @@ impl NvrtcProgram {
     pub(super) fn log(&self) -> Result<String> {
         let mut size = 0usize;
         // SAFETY: the program is live; `size` is a valid out-pointer.
-        check_nvrtc("nvrtcGetProgramLogSize", unsafe {
-            self.nvrtc.nvrtcGetProgramLogSize(self.raw, &mut size)
-        })?;
+        unsafe { nvrtc!(self.nvrtc, nvrtcGetProgramLogSize(self.raw, &mut size)) }?;
         if size == 0 {
             return Ok(String::new());
         }
         let mut log = vec![0u8; size];
         // SAFETY: `log` holds the `size` bytes NVRTC asked for, terminator included.
-        check_nvrtc("nvrtcGetProgramLog", unsafe {
-            self.nvrtc
-                .nvrtcGetProgramLog(self.raw, log.as_mut_ptr().cast::<c_char>())
-        })?;
+        unsafe {
+            nvrtc!(
+                self.nvrtc,
+                nvrtcGetProgramLog(self.raw, log.as_mut_ptr().cast::<c_char>())
+            )
+        }?;
         let end = log.iter().position(|&byte| byte == 0).unwrap_or(log.len());
         log.truncate(end);
         Ok(String::from_utf8(log)
@@ -90,35 +94,29 @@ impl NvrtcProgram {
 
     /// The compiled code of kind `kind`, exactly as NVRTC returns it (PTX keeps its NUL).
     pub(super) fn code(&self, kind: CodeKind) -> Result<Vec<u8>> {
-        let (size_api, code_api) = match kind {
-            CodeKind::Ptx => ("nvrtcGetPTXSize", "nvrtcGetPTX"),
-            CodeKind::Cubin => ("nvrtcGetCUBINSize", "nvrtcGetCUBIN"),
-            CodeKind::LtoIr => ("nvrtcGetLTOIRSize", "nvrtcGetLTOIR"),
-        };
+        let (nvrtc, raw) = (self.nvrtc, self.raw);
         let mut size = 0usize;
         // SAFETY: the program is live and compiled; `size` is a valid out-pointer.
-        let sized = unsafe {
+        unsafe {
             match kind {
-                CodeKind::Ptx => self.nvrtc.nvrtcGetPTXSize(self.raw, &mut size),
-                CodeKind::Cubin => self.nvrtc.nvrtcGetCUBINSize(self.raw, &mut size),
-                CodeKind::LtoIr => self.nvrtc.nvrtcGetLTOIRSize(self.raw, &mut size),
+                CodeKind::Ptx => nvrtc!(nvrtc, nvrtcGetPTXSize(raw, &mut size)),
+                CodeKind::Cubin => nvrtc!(nvrtc, nvrtcGetCUBINSize(raw, &mut size)),
+                CodeKind::LtoIr => nvrtc!(nvrtc, nvrtcGetLTOIRSize(raw, &mut size)),
             }
-        };
-        check_nvrtc(size_api, sized)?;
+        }?;
         let mut code = vec![0u8; size];
         if size == 0 {
             return Ok(code);
         }
         let out = code.as_mut_ptr().cast::<c_char>();
         // SAFETY: `out` points to the `size` bytes NVRTC reported for this output.
-        let copied = unsafe {
+        unsafe {
             match kind {
-                CodeKind::Ptx => self.nvrtc.nvrtcGetPTX(self.raw, out),
-                CodeKind::Cubin => self.nvrtc.nvrtcGetCUBIN(self.raw, out),
-                CodeKind::LtoIr => self.nvrtc.nvrtcGetLTOIR(self.raw, out),
+                CodeKind::Ptx => nvrtc!(nvrtc, nvrtcGetPTX(raw, out)),
+                CodeKind::Cubin => nvrtc!(nvrtc, nvrtcGetCUBIN(raw, out)),
+                CodeKind::LtoIr => nvrtc!(nvrtc, nvrtcGetLTOIR(raw, out)),
             }
-        };
-        check_nvrtc(code_api, copied)?;
+        }?;
         Ok(code)
     }
 
@@ -127,10 +125,12 @@ impl NvrtcProgram {
         let mut lowered: *const c_char = std::ptr::null();
         // SAFETY: the program is live and compiled; the expression is NUL-terminated;
         // `lowered` is a valid out-pointer.
-        check_nvrtc("nvrtcGetLoweredName", unsafe {
-            self.nvrtc
-                .nvrtcGetLoweredName(self.raw, expression.as_ptr(), &mut lowered)
-        })?;
+        unsafe {
+            nvrtc!(
+                self.nvrtc,
+                nvrtcGetLoweredName(self.raw, expression.as_ptr(), &mut lowered)
+            )
+        }?;
         if lowered.is_null() {
             return Err(Error::nvrtc(
                 "nvrtcGetLoweredName",
@@ -148,9 +148,8 @@ impl NvrtcProgram {
 impl Drop for NvrtcProgram {
     fn drop(&mut self) {
         // SAFETY: `raw` came from nvrtcCreateProgram and is destroyed only here, once.
-        let result = unsafe { self.nvrtc.nvrtcDestroyProgram(&mut self.raw) };
-        if let Err(error) = check_nvrtc("nvrtcDestroyProgram", result) {
-            crate::log_drop_error("NVRTC program", &error);
+        if let Err(error) = unsafe { nvrtc!(self.nvrtc, nvrtcDestroyProgram(&mut self.raw)) } {
+            crate::handle::log_drop_error("NVRTC program", &error);
         }
     }
 }

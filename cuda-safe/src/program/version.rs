@@ -3,8 +3,8 @@
 use std::ffi::c_int;
 use std::sync::OnceLock;
 
-use crate::error::check_nvrtc;
-use crate::{Result, nvrtc_sys};
+use crate::error::{Result, nvrtc};
+use crate::nvrtc_sys;
 
 /// The loaded NVRTC's version, `(major, minor)` (`(13, 0)`); asked once, then remembered.
 ///
@@ -22,9 +22,7 @@ pub fn nvrtc_version() -> Result<(u32, u32)> {
     let nvrtc = nvrtc_sys::nvrtc()?;
     let (mut major, mut minor): (c_int, c_int) = (0, 0);
     // SAFETY: both pointers are valid places for an int.
-    check_nvrtc("nvrtcVersion", unsafe {
-        nvrtc.nvrtcVersion(&mut major, &mut minor)
-    })?;
+    unsafe { nvrtc!(nvrtc, nvrtcVersion(&mut major, &mut minor)) }?;
     Ok(*VERSION.get_or_init(|| (non_negative(major), non_negative(minor))))
 }
 
@@ -34,17 +32,13 @@ pub fn nvrtc_supported_archs() -> Result<Vec<u32>> {
     let nvrtc = nvrtc_sys::nvrtc()?;
     let mut count: c_int = 0;
     // SAFETY: `count` is a valid place for an int.
-    check_nvrtc("nvrtcGetNumSupportedArchs", unsafe {
-        nvrtc.nvrtcGetNumSupportedArchs(&mut count)
-    })?;
+    unsafe { nvrtc!(nvrtc, nvrtcGetNumSupportedArchs(&mut count)) }?;
     let mut archs: Vec<c_int> = vec![0; usize::try_from(count).unwrap_or(0)];
     if archs.is_empty() {
         return Ok(Vec::new());
     }
     // SAFETY: `archs` holds the `count` ints NVRTC said it would write.
-    check_nvrtc("nvrtcGetSupportedArchs", unsafe {
-        nvrtc.nvrtcGetSupportedArchs(archs.as_mut_ptr())
-    })?;
+    unsafe { nvrtc!(nvrtc, nvrtcGetSupportedArchs(archs.as_mut_ptr())) }?;
     Ok(archs.into_iter().map(non_negative).collect())
 }
 

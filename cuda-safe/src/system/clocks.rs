@@ -1,11 +1,10 @@
 //! Clocks: current, maximum and application clocks per domain, and why clocks are held down.
 
-use super::device::{Device, Getter};
+use super::device::{Device, query, query_with};
 use super::enums::{ClockId, ClockType};
 use super::flags::ClockEventReasons;
-use crate::Result;
-use crate::error::check_nvml;
-use crate::nvml_sys::{Nvml, nvmlClockId_t, nvmlClockType_t};
+use crate::error::{Result, nvml};
+use crate::nvml_sys::{nvmlClockId_t, nvmlClockType_t};
 
 impl Device {
     /// The clock of `domain` now, in MHz. One NVML call, no allocation.
@@ -13,20 +12,15 @@ impl Device {
     #[inline]
     pub fn clock_mhz(&self, domain: ClockType) -> Result<u32> {
         // An unknown domain is NVML's invalid-argument error.
-        self.query_with(
-            "nvmlDeviceGetClockInfo",
-            Nvml::nvmlDeviceGetClockInfo,
-            nvmlClockType_t(domain.0),
-            0,
-        )
+        query_with!(self, nvmlDeviceGetClockInfo, nvmlClockType_t(domain.0), 0,)
     }
 
     /// The highest clock `domain` can run at, in MHz.
     #[doc(alias = "nvmlDeviceGetMaxClockInfo")]
     pub fn max_clock_mhz(&self, domain: ClockType) -> Result<u32> {
-        self.query_with(
-            "nvmlDeviceGetMaxClockInfo",
-            Nvml::nvmlDeviceGetMaxClockInfo,
+        query_with!(
+            self,
+            nvmlDeviceGetMaxClockInfo,
             nvmlClockType_t(domain.0),
             0,
         )
@@ -39,15 +33,17 @@ impl Device {
         let mut mhz = 0;
         // SAFETY: the handle is live; `mhz` is a valid out-pointer; unknown enum values are
         // NVML's invalid-argument error.
-        let result = unsafe {
-            self.nvml.nvmlDeviceGetClock(
-                self.handle,
-                nvmlClockType_t(domain.0),
-                nvmlClockId_t(id.0),
-                &mut mhz,
+        unsafe {
+            nvml!(
+                self.nvml,
+                nvmlDeviceGetClock(
+                    self.handle,
+                    nvmlClockType_t(domain.0),
+                    nvmlClockId_t(id.0),
+                    &mut mhz,
+                )
             )
-        };
-        check_nvml("nvmlDeviceGetClock", result)?;
+        }?;
         Ok(mhz)
     }
 
@@ -65,47 +61,29 @@ impl Device {
         alias = "nvmlDeviceGetCurrentClocksThrottleReasons"
     )]
     pub fn clock_event_reasons(&self) -> Result<ClockEventReasons> {
-        self.clock_reasons(
-            (
-                "nvmlDeviceGetCurrentClocksEventReasons",
-                Nvml::nvmlDeviceGetCurrentClocksEventReasons,
-            ),
-            (
-                "nvmlDeviceGetCurrentClocksThrottleReasons",
-                Nvml::nvmlDeviceGetCurrentClocksThrottleReasons,
-            ),
-        )
+        let bits = match query!(self, nvmlDeviceGetCurrentClocksEventReasons, 0) {
+            Err(error) if error.is_symbol_missing() => {
+                query!(self, nvmlDeviceGetCurrentClocksThrottleReasons, 0)
+            }
+            other => other,
+        }?;
+        Ok(ClockEventReasons::from_bits_retain(bits))
     }
 
     /// Which clock-event reasons this device can report.
+    ///
+    /// Both calls fall back to the same function under its older "throttle reasons" name when
+    /// the driver lacks the current one (drivers before CUDA 12.2 export only that; a CUDA 13
+    /// driver always has the current one).
     #[doc(
         alias = "nvmlDeviceGetSupportedClocksEventReasons",
         alias = "nvmlDeviceGetSupportedClocksThrottleReasons"
     )]
     pub fn supported_clock_event_reasons(&self) -> Result<ClockEventReasons> {
-        self.clock_reasons(
-            (
-                "nvmlDeviceGetSupportedClocksEventReasons",
-                Nvml::nvmlDeviceGetSupportedClocksEventReasons,
-            ),
-            (
-                "nvmlDeviceGetSupportedClocksThrottleReasons",
-                Nvml::nvmlDeviceGetSupportedClocksThrottleReasons,
-            ),
-        )
-    }
-
-    /// Clock-event reason bits from the getter `current` (an `(api, function)` pair), or, when
-    /// the driver lacks it, from `legacy`: the same function under its older "throttle
-    /// reasons" name, the only one drivers before CUDA 12.2 export (a CUDA 13 driver always has
-    /// the current one).
-    fn clock_reasons(
-        &self,
-        (api, current): (&'static str, Getter<u64>),
-        (legacy_api, legacy): (&'static str, Getter<u64>),
-    ) -> Result<ClockEventReasons> {
-        let bits = match self.query(api, current, 0) {
-            Err(error) if error.is_symbol_missing() => self.query(legacy_api, legacy, 0),
+        let bits = match query!(self, nvmlDeviceGetSupportedClocksEventReasons, 0) {
+            Err(error) if error.is_symbol_missing() => {
+                query!(self, nvmlDeviceGetSupportedClocksThrottleReasons, 0)
+            }
             other => other,
         }?;
         Ok(ClockEventReasons::from_bits_retain(bits))
@@ -114,14 +92,14 @@ impl Device {
 
 #[cfg(test)]
 mod tests {
-    use super::super::init::Guard;
+    use super::super::init::guard_without_symbols;
     use super::*;
-    use crate::Error;
+    use crate::error::Error;
     use crate::nvml_sys::LoadError;
 
     /// A device over NVML entry points none of which exist: every call stops at the loader.
     fn device_without_nvml() -> Device {
-        Device::from_handle(std::ptr::null_mut(), Guard::without_symbols())
+        Device::from_handle(std::ptr::null_mut(), guard_without_symbols())
     }
 
     fn missing_symbol(error: &Error) -> &'static str {

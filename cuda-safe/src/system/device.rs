@@ -8,11 +8,38 @@ use std::sync::Arc;
 
 use super::enums::{Architecture, Brand};
 use super::init::{self, Guard};
-use super::text::{read_string, to_c_string};
-use super::uuid::{GPU_UUID_PREFIX, MIG_UUID_PREFIX, uuid_bytes, uuid_string};
-use crate::error::check_nvml;
+use super::text::read_string;
+use crate::error::{Error, Result, check_nvml, nvml};
+use crate::ffi::to_c_string;
 use crate::nvml_sys::{self, LoadError, Nvml, nvmlDevice_t, nvmlReturn_t};
-use crate::{Error, Result};
+use crate::uuid::{GPU_UUID_PREFIX, MIG_UUID_PREFIX, uuid_bytes, uuid_string};
+
+/// Calls an NVML getter of the [`Getter`] shape on a [`Device`], naming it once:
+/// `query!(device, nvmlDeviceGetPowerUsage, 0)`.
+macro_rules! query {
+    ($device:expr, $getter:ident, $initial:expr $(,)?) => {
+        $device.query(
+            stringify!($getter),
+            $crate::nvml_sys::Nvml::$getter,
+            $initial,
+        )
+    };
+}
+
+/// [`query!`] for a getter of the [`GetterWith`] shape:
+/// `query_with!(device, nvmlDeviceGetClockInfo, clock_type, 0)`.
+macro_rules! query_with {
+    ($device:expr, $getter:ident, $argument:expr, $initial:expr $(,)?) => {
+        $device.query_with(
+            stringify!($getter),
+            $crate::nvml_sys::Nvml::$getter,
+            $argument,
+            $initial,
+        )
+    };
+}
+
+pub(super) use {query, query_with};
 
 /// An NVML getter of the shape `(device, out)` (a method of [`Nvml`]): it writes one `T`
 /// through `out`, or nothing when it fails, and reads nothing else.
@@ -62,15 +89,11 @@ impl Device {
 
     /// Looks a handle up with `lookup`, under `guard` (NVML initialised).
     fn lookup(
-        api: &'static str,
         guard: Arc<Guard>,
-        lookup: impl FnOnce(
-            &'static Nvml,
-            *mut nvmlDevice_t,
-        ) -> Result<nvml_sys::nvmlReturn_t, nvml_sys::LoadError>,
+        lookup: impl FnOnce(&'static Nvml, *mut nvmlDevice_t) -> Result<()>,
     ) -> Result<Self> {
         let mut handle: nvmlDevice_t = std::ptr::null_mut();
-        check_nvml(api, lookup(guard.nvml(), &mut handle))?;
+        lookup(guard.nvml(), &mut handle)?;
         Ok(Self::from_handle(handle, guard))
     }
 
@@ -111,9 +134,9 @@ impl Device {
 
     /// [`Device::from_index`] under an existing guard.
     pub(super) fn from_index_in(guard: Arc<Guard>, index: u32) -> Result<Self> {
-        Self::lookup("nvmlDeviceGetHandleByIndex_v2", guard, |nvml, handle| {
+        Self::lookup(guard, |nvml, handle| {
             // SAFETY: NVML is initialised (the guard); `handle` is a valid out-pointer.
-            unsafe { nvml.nvmlDeviceGetHandleByIndex_v2(index, handle) }
+            unsafe { nvml!(nvml, nvmlDeviceGetHandleByIndex_v2(index, handle)) }
         })
     }
 
@@ -122,14 +145,10 @@ impl Device {
     #[doc(alias = "nvmlDeviceGetHandleByUUID")]
     pub fn from_uuid(uuid: &str) -> Result<Self> {
         let uuid = to_c_string("UUID", uuid)?;
-        Self::lookup(
-            "nvmlDeviceGetHandleByUUID",
-            init::acquire()?,
-            |nvml, handle| {
-                // SAFETY: NVML is initialised; `uuid` is NUL-terminated and outlives the call.
-                unsafe { nvml.nvmlDeviceGetHandleByUUID(uuid.as_ptr(), handle) }
-            },
-        )
+        Self::lookup(init::acquire()?, |nvml, handle| {
+            // SAFETY: NVML is initialised; `uuid` is NUL-terminated and outlives the call.
+            unsafe { nvml!(nvml, nvmlDeviceGetHandleByUUID(uuid.as_ptr(), handle)) }
+        })
     }
 
     /// The GPU or MIG device whose UUID has these 16 bytes (what `cuDeviceGetUuid_v2` gives):
@@ -151,14 +170,15 @@ impl Device {
     #[doc(alias = "nvmlDeviceGetHandleByPciBusId_v2")]
     pub fn from_pci_bus_id(bus_id: &str) -> Result<Self> {
         let bus_id = to_c_string("PCI bus id", bus_id)?;
-        Self::lookup(
-            "nvmlDeviceGetHandleByPciBusId_v2",
-            init::acquire()?,
-            |nvml, handle| {
-                // SAFETY: NVML is initialised; `bus_id` is NUL-terminated and outlives the call.
-                unsafe { nvml.nvmlDeviceGetHandleByPciBusId_v2(bus_id.as_ptr(), handle) }
-            },
-        )
+        Self::lookup(init::acquire()?, |nvml, handle| {
+            // SAFETY: NVML is initialised; `bus_id` is NUL-terminated and outlives the call.
+            unsafe {
+                nvml!(
+                    nvml,
+                    nvmlDeviceGetHandleByPciBusId_v2(bus_id.as_ptr(), handle)
+                )
+            }
+        })
     }
 
     /// Every GPU NVML sees, in index order.
@@ -181,9 +201,9 @@ impl Device {
     #[doc(alias = "nvmlDeviceGetName")]
     pub fn name(&self) -> Result<String> {
         const LEN: usize = nvml_sys::NVML_DEVICE_NAME_V2_BUFFER_SIZE as usize;
-        read_string::<LEN>("nvmlDeviceGetName", |buffer: *mut c_char, length| {
+        read_string::<LEN>(|buffer: *mut c_char, length| {
             // SAFETY: the handle is live; `buffer` holds `length` chars.
-            unsafe { self.nvml.nvmlDeviceGetName(self.handle, buffer, length) }
+            unsafe { nvml!(self.nvml, nvmlDeviceGetName(self.handle, buffer, length)) }
         })
     }
 
@@ -192,9 +212,9 @@ impl Device {
     #[doc(alias = "nvmlDeviceGetUUID")]
     pub fn uuid(&self) -> Result<String> {
         const LEN: usize = nvml_sys::NVML_DEVICE_UUID_V2_BUFFER_SIZE as usize;
-        read_string::<LEN>("nvmlDeviceGetUUID", |buffer, length| {
+        read_string::<LEN>(|buffer, length| {
             // SAFETY: the handle is live; `buffer` holds `length` chars.
-            unsafe { self.nvml.nvmlDeviceGetUUID(self.handle, buffer, length) }
+            unsafe { nvml!(self.nvml, nvmlDeviceGetUUID(self.handle, buffer, length)) }
         })
     }
 
@@ -214,18 +234,18 @@ impl Device {
     #[doc(alias = "nvmlDeviceGetSerial")]
     pub fn serial(&self) -> Result<String> {
         const LEN: usize = nvml_sys::NVML_DEVICE_SERIAL_BUFFER_SIZE as usize;
-        read_string::<LEN>("nvmlDeviceGetSerial", |buffer, length| {
+        read_string::<LEN>(|buffer, length| {
             // SAFETY: the handle is live; `buffer` holds `length` chars.
-            unsafe { self.nvml.nvmlDeviceGetSerial(self.handle, buffer, length) }
+            unsafe { nvml!(self.nvml, nvmlDeviceGetSerial(self.handle, buffer, length)) }
         })
     }
 
     /// The product brand.
     #[doc(alias = "nvmlDeviceGetBrand")]
     pub fn brand(&self) -> Result<Brand> {
-        self.query(
-            "nvmlDeviceGetBrand",
-            Nvml::nvmlDeviceGetBrand,
+        query!(
+            self,
+            nvmlDeviceGetBrand,
             nvml_sys::nvmlBrandType_t::NVML_BRAND_UNKNOWN,
         )
         .map(|brand| Brand(brand.0))
@@ -234,12 +254,7 @@ impl Device {
     /// The GPU architecture.
     #[doc(alias = "nvmlDeviceGetArchitecture")]
     pub fn architecture(&self) -> Result<Architecture> {
-        self.query(
-            "nvmlDeviceGetArchitecture",
-            Nvml::nvmlDeviceGetArchitecture,
-            0,
-        )
-        .map(Architecture)
+        query!(self, nvmlDeviceGetArchitecture, 0,).map(Architecture)
     }
 
     /// The CUDA compute capability, `(major, minor)` (`(9, 0)` on Hopper).
@@ -247,28 +262,25 @@ impl Device {
     pub fn cuda_compute_capability(&self) -> Result<(i32, i32)> {
         let (mut major, mut minor) = (0, 0);
         // SAFETY: the handle is live; both are valid out-pointers.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetCudaComputeCapability(self.handle, &mut major, &mut minor)
-        };
-        check_nvml("nvmlDeviceGetCudaComputeCapability", result)?;
+        unsafe {
+            nvml!(
+                self.nvml,
+                nvmlDeviceGetCudaComputeCapability(self.handle, &mut major, &mut minor)
+            )
+        }?;
         Ok((major, minor))
     }
 
     /// NVML's index of this GPU (PCI order).
     #[doc(alias = "nvmlDeviceGetIndex")]
     pub fn index(&self) -> Result<u32> {
-        self.query("nvmlDeviceGetIndex", Nvml::nvmlDeviceGetIndex, 0)
+        query!(self, nvmlDeviceGetIndex, 0)
     }
 
     /// The minor number of the device file: `/dev/nvidia<minor>`.
     #[doc(alias = "nvmlDeviceGetMinorNumber")]
     pub fn minor_number(&self) -> Result<u32> {
-        self.query(
-            "nvmlDeviceGetMinorNumber",
-            Nvml::nvmlDeviceGetMinorNumber,
-            0,
-        )
+        query!(self, nvmlDeviceGetMinorNumber, 0,)
     }
 }
 

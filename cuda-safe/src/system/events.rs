@@ -17,25 +17,41 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::device::Device;
+use super::device::{Device, query};
 use super::flags::EventTypes;
 use super::init::{self, Guard};
-use crate::Result;
-use crate::error::check_nvml;
-use crate::nvml_sys::{self, Nvml, nvmlEventSet_t, nvmlReturn_t};
+use crate::error::{Result, nvml};
+use crate::handle::{Owned, Release};
+use crate::nvml_sys::{self, nvmlEventSet_t, nvmlReturn_t};
 
 /// A set of GPUs and event kinds to wait on (`nvmlEventSet_t`), freed when dropped.
 #[derive(Debug)]
 pub struct EventSet {
+    inner: Owned<RawEventSet>,
+}
+
+/// What an [`EventSet`] owns: the set, and the guard keeping NVML initialised past its free.
+#[derive(Debug)]
+struct RawEventSet {
     set: nvmlEventSet_t,
     guard: Arc<Guard>,
 }
 
 // SAFETY: an event set is an NVML identifier usable from any thread while NVML is initialised
 // (the guard); NVML's functions are thread-safe, and calls that use the set take `&mut self`.
-unsafe impl Send for EventSet {}
+unsafe impl Send for RawEventSet {}
 // SAFETY: no `&self` method calls NVML with the set.
-unsafe impl Sync for EventSet {}
+unsafe impl Sync for RawEventSet {}
+
+impl Release for RawEventSet {
+    const WHAT: &'static str = "NVML event set";
+
+    fn release(&mut self) -> Result<()> {
+        // SAFETY: the set is live and freed once (by `Owned`); NVML is still initialised (the
+        // guard is dropped after this).
+        unsafe { nvml!(self.guard.nvml(), nvmlEventSetFree(self.set)) }
+    }
+}
 
 /// One event delivered by [`EventSet::wait`] (`nvmlEventData_t`).
 #[derive(Debug, Clone)]
@@ -68,14 +84,15 @@ impl EventSet {
         let guard = init::acquire()?;
         let mut set: nvmlEventSet_t = std::ptr::null_mut();
         // SAFETY: NVML is initialised (the guard); `set` is a valid out-pointer.
-        let result = unsafe { guard.nvml().nvmlEventSetCreate(&mut set) };
-        check_nvml("nvmlEventSetCreate", result)?;
-        Ok(Self { set, guard })
+        unsafe { nvml!(guard.nvml(), nvmlEventSetCreate(&mut set)) }?;
+        Ok(Self {
+            inner: Owned::new(RawEventSet { set, guard }),
+        })
     }
 
     /// The raw NVML set, for calls this crate does not wrap.
     pub fn as_raw(&self) -> nvmlEventSet_t {
-        self.set
+        self.inner.set
     }
 
     /// Adds `device` with the event kinds `types` (keep to
@@ -84,12 +101,12 @@ impl EventSet {
     pub fn register(&mut self, device: &Device, types: EventTypes) -> Result<()> {
         // SAFETY: the set and the device handle are live while NVML is initialised, which
         // both `self` and `device` ensure.
-        let result = unsafe {
-            self.guard
-                .nvml()
-                .nvmlDeviceRegisterEvents(device.handle, types.bits(), self.set)
-        };
-        check_nvml("nvmlDeviceRegisterEvents", result)
+        unsafe {
+            nvml!(
+                self.inner.guard.nvml(),
+                nvmlDeviceRegisterEvents(device.handle, types.bits(), self.inner.set)
+            )
+        }
     }
 
     /// Waits up to `timeout` (whole milliseconds, at most `u32::MAX`) for the next event;
@@ -99,20 +116,20 @@ impl EventSet {
         let milliseconds = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX);
         let mut data = nvml_sys::nvmlEventData_t::default();
         // SAFETY: the set is live; `data` is a valid out-pointer.
-        let result = unsafe {
-            self.guard
-                .nvml()
-                .nvmlEventSetWait_v2(self.set, &mut data, milliseconds)
+        let waited = unsafe {
+            nvml!(
+                self.inner.guard.nvml(),
+                nvmlEventSetWait_v2(self.inner.set, &mut data, milliseconds)
+            )
         };
-        if result
-            .as_ref()
-            .is_ok_and(|code| *code == nvmlReturn_t::NVML_ERROR_TIMEOUT)
-        {
-            return Ok(None);
+        match waited {
+            Err(error) if error.nvml_code() == Some(nvmlReturn_t::NVML_ERROR_TIMEOUT) => {
+                return Ok(None);
+            }
+            other => other?,
         }
-        check_nvml("nvmlEventSetWait_v2", result)?;
         Ok(Some(Event {
-            device: Device::from_handle(data.device, Arc::clone(&self.guard)),
+            device: Device::from_handle(data.device, Arc::clone(&self.inner.guard)),
             types: EventTypes::from_bits_retain(data.eventType),
             data: data.eventData,
             gpu_instance_id: (data.gpuInstanceId != u32::MAX).then_some(data.gpuInstanceId),
@@ -123,25 +140,8 @@ impl EventSet {
 
     /// Frees the set, returning NVML's error if freeing fails (dropping logs it).
     #[doc(alias = "nvmlEventSetFree")]
-    pub fn close(mut self) -> Result<()> {
-        let set = std::mem::replace(&mut self.set, std::ptr::null_mut());
-        // SAFETY: `set` is live and, now replaced by null, freed only here.
-        let result = unsafe { self.guard.nvml().nvmlEventSetFree(set) };
-        check_nvml("nvmlEventSetFree", result)
-    }
-}
-
-impl Drop for EventSet {
-    fn drop(&mut self) {
-        if self.set.is_null() {
-            return;
-        }
-        // SAFETY: the set is live and freed only here; NVML is still initialised (the guard
-        // is dropped after this).
-        let result = unsafe { self.guard.nvml().nvmlEventSetFree(self.set) };
-        if let Err(error) = check_nvml("nvmlEventSetFree", result) {
-            crate::log_drop_error("NVML event set", &error);
-        }
+    pub fn close(self) -> Result<()> {
+        self.inner.close()
     }
 }
 
@@ -149,11 +149,6 @@ impl Device {
     /// The event kinds this device can report to an [`EventSet`].
     #[doc(alias = "nvmlDeviceGetSupportedEventTypes")]
     pub fn supported_event_types(&self) -> Result<EventTypes> {
-        self.query(
-            "nvmlDeviceGetSupportedEventTypes",
-            Nvml::nvmlDeviceGetSupportedEventTypes,
-            0,
-        )
-        .map(EventTypes::from_bits_retain)
+        query!(self, nvmlDeviceGetSupportedEventTypes, 0,).map(EventTypes::from_bits_retain)
     }
 }

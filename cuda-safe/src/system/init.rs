@@ -11,23 +11,26 @@
 
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-use crate::Result;
-use crate::error::check_nvml;
+use crate::error::{Result, nvml};
+use crate::handle::{Owned, Release};
 use crate::nvml_sys::{self, LoadError, Nvml};
 
-/// One `nvmlInit_v2`, undone by `nvmlShutdown` when dropped.
-pub(crate) struct Guard {
+/// One `nvmlInit_v2`, undone by `nvmlShutdown` when the guard is dropped.
+pub(crate) type Guard = Owned<Initialised>;
+
+/// What a [`Guard`] owns: one initialisation of NVML.
+pub(crate) struct Initialised {
     nvml: &'static Nvml,
 }
 
-impl Guard {
+impl Initialised {
     /// The NVML entry points this guard initialised.
     pub(crate) fn nvml(&self) -> &'static Nvml {
         self.nvml
     }
 }
 
-impl std::fmt::Debug for Guard {
+impl std::fmt::Debug for Initialised {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Guard")
             .field("library", &self.nvml.library().path())
@@ -35,14 +38,13 @@ impl std::fmt::Debug for Guard {
     }
 }
 
-impl Drop for Guard {
-    fn drop(&mut self) {
+impl Release for Initialised {
+    const WHAT: &'static str = "guard of NVML's initialisation";
+
+    fn release(&mut self) -> Result<()> {
         // SAFETY: pairs the `nvmlInit_v2` that created this guard; no handle obtained under
         // it outlives it, since every holder of a handle also holds the guard.
-        let result = unsafe { self.nvml.nvmlShutdown() };
-        if let Err(error) = check_nvml("nvmlShutdown", result) {
-            crate::log_drop_error("guard of NVML's initialisation", &error);
-        }
+        unsafe { nvml!(self.nvml, nvmlShutdown()) }
     }
 }
 
@@ -98,8 +100,8 @@ fn acquire_from(
     slot.get_or_try_create(|| {
         // SAFETY: nvmlInit_v2 has no preconditions; the guard created below pairs it with
         // one nvmlShutdown.
-        check_nvml("nvmlInit_v2", unsafe { nvml.nvmlInit_v2() })?;
-        Ok(Guard { nvml })
+        unsafe { nvml!(nvml, nvmlInit_v2()) }?;
+        Ok(Guard::new(Initialised { nvml }))
     })
 }
 
@@ -126,21 +128,19 @@ pub(super) fn nvml_without_symbols() -> &'static Nvml {
     })
 }
 
+/// A guard over [`nvml_without_symbols`], as if its `nvmlInit_v2` had succeeded (dropping it
+/// logs that `nvmlShutdown` is missing).
 #[cfg(test)]
-impl Guard {
-    /// A guard over [`nvml_without_symbols`], as if its `nvmlInit_v2` had succeeded (dropping
-    /// it logs that `nvmlShutdown` is missing).
-    pub(super) fn without_symbols() -> Arc<Self> {
-        Arc::new(Self {
-            nvml: nvml_without_symbols(),
-        })
-    }
+pub(super) fn guard_without_symbols() -> Arc<Guard> {
+    Arc::new(Guard::new(Initialised {
+        nvml: nvml_without_symbols(),
+    }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Error;
+    use crate::error::Error;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// Counts its drops in the counter it points to.

@@ -1,8 +1,8 @@
 //! Utilization and memory: GPU/memory busy percentages, frame-buffer and BAR1 memory.
 
-use super::device::Device;
-use crate::Result;
-use crate::nvml_sys::{self, Nvml};
+use super::device::{Device, query};
+use crate::error::Result;
+use crate::nvml_sys;
 
 /// How busy the GPU was over NVML's last sample period (1/6 s to 1 s, by product).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -42,9 +42,9 @@ impl Device {
     #[doc(alias = "nvmlDeviceGetUtilizationRates")]
     #[inline]
     pub fn utilization(&self) -> Result<Utilization> {
-        let rates = self.query(
-            "nvmlDeviceGetUtilizationRates",
-            Nvml::nvmlDeviceGetUtilizationRates,
+        let rates = query!(
+            self,
+            nvmlDeviceGetUtilizationRates,
             nvml_sys::nvmlUtilization_t::default(),
         )?;
         Ok(Utilization {
@@ -61,11 +61,7 @@ impl Device {
             version: nvml_sys::nvmlMemory_v2,
             ..Default::default()
         };
-        let memory = self.query(
-            "nvmlDeviceGetMemoryInfo_v2",
-            Nvml::nvmlDeviceGetMemoryInfo_v2,
-            versioned,
-        )?;
+        let memory = query!(self, nvmlDeviceGetMemoryInfo_v2, versioned,)?;
         Ok(MemoryInfo {
             total: memory.total,
             reserved: memory.reserved,
@@ -77,9 +73,9 @@ impl Device {
     /// BAR1 memory: total, free and used.
     #[doc(alias = "nvmlDeviceGetBAR1MemoryInfo")]
     pub fn bar1_memory(&self) -> Result<Bar1Memory> {
-        let bar1 = self.query(
-            "nvmlDeviceGetBAR1MemoryInfo",
-            Nvml::nvmlDeviceGetBAR1MemoryInfo,
+        let bar1 = query!(
+            self,
+            nvmlDeviceGetBAR1MemoryInfo,
             nvml_sys::nvmlBAR1Memory_t::default(),
         )?;
         Ok(Bar1Memory {

@@ -2,12 +2,11 @@
 
 use std::sync::Arc;
 
-use super::device::Device;
+use super::device::{Device, query, query_with};
 use super::enums::FeatureState;
 use super::modes::CurrentAndPending;
-use crate::Result;
-use crate::error::check_nvml;
-use crate::nvml_sys::{Nvml, nvmlReturn_t};
+use crate::error::{Result, nvml};
+use crate::nvml_sys::nvmlReturn_t;
 
 impl Device {
     /// Whether MIG mode is on, now and after the next GPU reset. GPUs without MIG give an
@@ -16,11 +15,12 @@ impl Device {
     pub fn mig_mode(&self) -> Result<CurrentAndPending<FeatureState>> {
         let (mut current, mut pending) = (0, 0);
         // SAFETY: the handle is live; both are valid out-pointers.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetMigMode(self.handle, &mut current, &mut pending)
-        };
-        check_nvml("nvmlDeviceGetMigMode", result)?;
+        unsafe {
+            nvml!(
+                self.nvml,
+                nvmlDeviceGetMigMode(self.handle, &mut current, &mut pending)
+            )
+        }?;
         Ok(CurrentAndPending {
             current: FeatureState(current),
             pending: FeatureState(pending),
@@ -30,31 +30,22 @@ impl Device {
     /// Whether this is a MIG device (a slice of a GPU) rather than a whole GPU.
     #[doc(alias = "nvmlDeviceIsMigDeviceHandle")]
     pub fn is_mig_device(&self) -> Result<bool> {
-        self.query(
-            "nvmlDeviceIsMigDeviceHandle",
-            Nvml::nvmlDeviceIsMigDeviceHandle,
-            0,
-        )
-        .map(|is_mig| is_mig != 0)
+        query!(self, nvmlDeviceIsMigDeviceHandle, 0,).map(|is_mig| is_mig != 0)
     }
 
     /// How many MIG devices this GPU can hold at most.
     #[doc(alias = "nvmlDeviceGetMaxMigDeviceCount")]
     pub fn max_mig_device_count(&self) -> Result<u32> {
-        self.query(
-            "nvmlDeviceGetMaxMigDeviceCount",
-            Nvml::nvmlDeviceGetMaxMigDeviceCount,
-            0,
-        )
+        query!(self, nvmlDeviceGetMaxMigDeviceCount, 0,)
     }
 
     /// The MIG device at slot `index` (below [`max_mig_device_count`](Self::max_mig_device_count));
     /// an empty slot is NVML's not-found error.
     #[doc(alias = "nvmlDeviceGetMigDeviceHandleByIndex")]
     pub fn mig_device(&self, index: u32) -> Result<Device> {
-        let handle = self.query_with(
-            "nvmlDeviceGetMigDeviceHandleByIndex",
-            Nvml::nvmlDeviceGetMigDeviceHandleByIndex,
+        let handle = query_with!(
+            self,
+            nvmlDeviceGetMigDeviceHandleByIndex,
             index,
             std::ptr::null_mut(),
         )?;
@@ -80,9 +71,9 @@ impl Device {
     /// The GPU a MIG device belongs to.
     #[doc(alias = "nvmlDeviceGetDeviceHandleFromMigDeviceHandle")]
     pub fn parent(&self) -> Result<Device> {
-        let handle = self.query(
-            "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
-            Nvml::nvmlDeviceGetDeviceHandleFromMigDeviceHandle,
+        let handle = query!(
+            self,
+            nvmlDeviceGetDeviceHandleFromMigDeviceHandle,
             std::ptr::null_mut(),
         )?;
         Ok(Device::from_handle(handle, Arc::clone(&self.guard)))
@@ -91,21 +82,13 @@ impl Device {
     /// The GPU instance a MIG device belongs to.
     #[doc(alias = "nvmlDeviceGetGpuInstanceId")]
     pub fn gpu_instance_id(&self) -> Result<u32> {
-        self.query(
-            "nvmlDeviceGetGpuInstanceId",
-            Nvml::nvmlDeviceGetGpuInstanceId,
-            0,
-        )
+        query!(self, nvmlDeviceGetGpuInstanceId, 0,)
     }
 
     /// The compute instance a MIG device belongs to, within its GPU instance.
     #[doc(alias = "nvmlDeviceGetComputeInstanceId")]
     pub fn compute_instance_id(&self) -> Result<u32> {
-        self.query(
-            "nvmlDeviceGetComputeInstanceId",
-            Nvml::nvmlDeviceGetComputeInstanceId,
-            0,
-        )
+        query!(self, nvmlDeviceGetComputeInstanceId, 0,)
     }
 }
 

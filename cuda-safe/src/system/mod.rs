@@ -37,9 +37,9 @@
 //!
 //! Every query is one NVML call; those that return numbers allocate nothing. A query the GPU or
 //! driver does not support fails with an error for which
-//! [`Error::is_not_supported`](crate::Error::is_not_supported) is true; a function the
-//! installed driver lacks, with one for which
-//! [`Error::is_symbol_missing`](crate::Error::is_symbol_missing) is. Enumerations are open
+//! [`Error::is_not_supported`](crate::Error::is_not_supported) is true, including a function
+//! the installed driver lacks (told apart by
+//! [`Error::is_symbol_missing`](crate::Error::is_symbol_missing)). Enumerations are open
 //! newtypes and flag sets keep unknown bits, so a newer driver's values are kept as numbers.
 
 mod clocks;
@@ -56,12 +56,12 @@ mod pci;
 mod power;
 mod processes;
 mod session;
-pub(crate) mod text;
+mod text;
 mod thermal;
 mod topology;
-mod uuid;
 mod version;
 
+pub use crate::uuid::{GPU_UUID_PREFIX, MIG_UUID_PREFIX, uuid_bytes, uuid_string};
 pub use device::Device;
 pub use enums::{
     Architecture, Brand, ClockId, ClockType, ComputeMode, EccCounter, EccErrorType, FeatureState,
@@ -79,7 +79,6 @@ pub use session::{
     Session, cuda_driver_version, device_count, driver_branch, driver_version, nvml_version,
     process_name,
 };
-pub use uuid::{GPU_UUID_PREFIX, MIG_UUID_PREFIX, uuid_bytes, uuid_string};
 pub use version::VersionString;
 
 /// Compile-time proof of the thread-safety the types document.
@@ -97,12 +96,12 @@ const _: () = {
 
 #[cfg(test)]
 mod tests {
-    use crate::Error;
+    use crate::error::Error;
     use crate::nvml_sys::{LoadError, nvmlReturn_t};
     use std::path::PathBuf;
 
     #[test]
-    fn not_supported_and_missing_functions_are_told_apart() {
+    fn missing_functions_are_unsupported_and_told_apart_by_is_symbol_missing() {
         let unsupported = Error::nvml(
             "nvmlDeviceGetFanSpeed_v2",
             nvmlReturn_t::NVML_ERROR_NOT_SUPPORTED,
@@ -136,7 +135,10 @@ mod tests {
             since: None,
         });
         assert!(missing.is_symbol_missing());
-        assert!(!missing.is_not_supported());
+        assert!(
+            missing.is_not_supported(),
+            "an old driver does not support the query"
+        );
         assert_eq!(missing.nvml_code(), None);
         assert!(!Error::invalid_argument("x").is_not_supported());
     }

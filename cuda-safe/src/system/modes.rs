@@ -1,10 +1,9 @@
 //! Modes and reliability: ECC mode and error counts, persistence mode, compute mode.
 
-use super::device::Device;
+use super::device::{Device, query};
 use super::enums::{ComputeMode, EccCounter, EccErrorType, FeatureState};
-use crate::Result;
-use crate::error::check_nvml;
-use crate::nvml_sys::{self, Nvml};
+use crate::error::{Result, nvml};
+use crate::nvml_sys;
 
 /// A setting's value now and the value it takes at the next reboot or GPU reset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -22,11 +21,12 @@ impl Device {
         let mut current = nvml_sys::nvmlEnableState_t::NVML_FEATURE_DISABLED;
         let mut pending = nvml_sys::nvmlEnableState_t::NVML_FEATURE_DISABLED;
         // SAFETY: the handle is live; both are valid out-pointers.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetEccMode(self.handle, &mut current, &mut pending)
-        };
-        check_nvml("nvmlDeviceGetEccMode", result)?;
+        unsafe {
+            nvml!(
+                self.nvml,
+                nvmlDeviceGetEccMode(self.handle, &mut current, &mut pending)
+            )
+        }?;
         Ok(CurrentAndPending {
             current: FeatureState(current.0),
             pending: FeatureState(pending.0),
@@ -40,24 +40,26 @@ impl Device {
         let mut count = 0;
         // SAFETY: the handle is live; `count` is a valid out-pointer; unknown enum values are
         // NVML's invalid-argument error.
-        let result = unsafe {
-            self.nvml.nvmlDeviceGetTotalEccErrors(
-                self.handle,
-                nvml_sys::nvmlMemoryErrorType_t(kind.0),
-                nvml_sys::nvmlEccCounterType_t(counter.0),
-                &mut count,
+        unsafe {
+            nvml!(
+                self.nvml,
+                nvmlDeviceGetTotalEccErrors(
+                    self.handle,
+                    nvml_sys::nvmlMemoryErrorType_t(kind.0),
+                    nvml_sys::nvmlEccCounterType_t(counter.0),
+                    &mut count,
+                )
             )
-        };
-        check_nvml("nvmlDeviceGetTotalEccErrors", result)?;
+        }?;
         Ok(count)
     }
 
     /// Whether the driver stays loaded with no client (persistence mode; Linux only).
     #[doc(alias = "nvmlDeviceGetPersistenceMode")]
     pub fn persistence_mode(&self) -> Result<FeatureState> {
-        self.query(
-            "nvmlDeviceGetPersistenceMode",
-            Nvml::nvmlDeviceGetPersistenceMode,
+        query!(
+            self,
+            nvmlDeviceGetPersistenceMode,
             nvml_sys::nvmlEnableState_t::NVML_FEATURE_DISABLED,
         )
         .map(|mode| FeatureState(mode.0))
@@ -66,9 +68,9 @@ impl Device {
     /// Who may create compute contexts on the GPU.
     #[doc(alias = "nvmlDeviceGetComputeMode")]
     pub fn compute_mode(&self) -> Result<ComputeMode> {
-        self.query(
-            "nvmlDeviceGetComputeMode",
-            Nvml::nvmlDeviceGetComputeMode,
+        query!(
+            self,
+            nvmlDeviceGetComputeMode,
             nvml_sys::nvmlComputeMode_t::NVML_COMPUTEMODE_DEFAULT,
         )
         .map(|mode| ComputeMode(mode.0))

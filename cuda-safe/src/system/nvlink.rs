@@ -1,10 +1,10 @@
 //! NVLink, per link: whether it is up, its version, and what is at its other end.
 
-use super::device::Device;
+use super::device::{Device, query_with};
 use super::enums::{FeatureState, NvLinkVersion};
 use super::pci::PciInfo;
-use crate::Result;
-use crate::nvml_sys::{self, Nvml};
+use crate::error::Result;
+use crate::nvml_sys;
 
 /// The number of NVLink links the selected headers describe (`NVML_NVLINK_MAX_LINKS`: 18 for
 /// CUDA 12, 36 for CUDA 13). Links a device lacks give NVML's invalid-argument error, and a
@@ -16,9 +16,9 @@ impl Device {
     #[doc(alias = "nvmlDeviceGetNvLinkState")]
     pub fn nvlink_state(&self, link: u32) -> Result<FeatureState> {
         // A link out of range is NVML's invalid-argument error.
-        self.query_with(
-            "nvmlDeviceGetNvLinkState",
-            Nvml::nvmlDeviceGetNvLinkState,
+        query_with!(
+            self,
+            nvmlDeviceGetNvLinkState,
             link,
             nvml_sys::nvmlEnableState_t::NVML_FEATURE_DISABLED,
         )
@@ -28,21 +28,15 @@ impl Device {
     /// The NVLink version of link `link`.
     #[doc(alias = "nvmlDeviceGetNvLinkVersion")]
     pub fn nvlink_version(&self, link: u32) -> Result<NvLinkVersion> {
-        self.query_with(
-            "nvmlDeviceGetNvLinkVersion",
-            Nvml::nvmlDeviceGetNvLinkVersion,
-            link,
-            0,
-        )
-        .map(NvLinkVersion)
+        query_with!(self, nvmlDeviceGetNvLinkVersion, link, 0,).map(NvLinkVersion)
     }
 
     /// The PCI address of the device at the other end of link `link` (a GPU or an NVSwitch).
     #[doc(alias = "nvmlDeviceGetNvLinkRemotePciInfo_v2")]
     pub fn nvlink_remote_pci_info(&self, link: u32) -> Result<PciInfo> {
-        let pci = self.query_with(
-            "nvmlDeviceGetNvLinkRemotePciInfo_v2",
-            Nvml::nvmlDeviceGetNvLinkRemotePciInfo_v2,
+        let pci = query_with!(
+            self,
+            nvmlDeviceGetNvLinkRemotePciInfo_v2,
             link,
             nvml_sys::nvmlPciInfo_t::default(),
         )?;

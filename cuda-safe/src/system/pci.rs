@@ -1,10 +1,10 @@
 //! PCI: the device's address and ids, PCIe link generation and width, PCIe throughput.
 
-use super::device::Device;
+use super::device::{Device, query, query_with};
 use super::enums::PcieCounter;
-use super::text::from_c_chars;
-use crate::Result;
-use crate::nvml_sys::{self, Nvml};
+use crate::error::Result;
+use crate::ffi::from_c_chars;
+use crate::nvml_sys;
 
 /// Where a device sits on the PCI bus (`nvmlPciInfo_t`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
@@ -42,9 +42,9 @@ impl Device {
     /// The device's PCI address and ids.
     #[doc(alias = "nvmlDeviceGetPciInfo_v3")]
     pub fn pci_info(&self) -> Result<PciInfo> {
-        let pci = self.query(
-            "nvmlDeviceGetPciInfo_v3",
-            Nvml::nvmlDeviceGetPciInfo_v3,
+        let pci = query!(
+            self,
+            nvmlDeviceGetPciInfo_v3,
             nvml_sys::nvmlPciInfo_t::default(),
         )?;
         Ok(PciInfo::from_raw(&pci))
@@ -53,41 +53,25 @@ impl Device {
     /// The PCIe link generation now (it drops when the GPU idles).
     #[doc(alias = "nvmlDeviceGetCurrPcieLinkGeneration")]
     pub fn current_pcie_link_generation(&self) -> Result<u32> {
-        self.query(
-            "nvmlDeviceGetCurrPcieLinkGeneration",
-            Nvml::nvmlDeviceGetCurrPcieLinkGeneration,
-            0,
-        )
+        query!(self, nvmlDeviceGetCurrPcieLinkGeneration, 0,)
     }
 
     /// The highest PCIe link generation the device and system support.
     #[doc(alias = "nvmlDeviceGetMaxPcieLinkGeneration")]
     pub fn max_pcie_link_generation(&self) -> Result<u32> {
-        self.query(
-            "nvmlDeviceGetMaxPcieLinkGeneration",
-            Nvml::nvmlDeviceGetMaxPcieLinkGeneration,
-            0,
-        )
+        query!(self, nvmlDeviceGetMaxPcieLinkGeneration, 0,)
     }
 
     /// The PCIe link width now, in lanes.
     #[doc(alias = "nvmlDeviceGetCurrPcieLinkWidth")]
     pub fn current_pcie_link_width(&self) -> Result<u32> {
-        self.query(
-            "nvmlDeviceGetCurrPcieLinkWidth",
-            Nvml::nvmlDeviceGetCurrPcieLinkWidth,
-            0,
-        )
+        query!(self, nvmlDeviceGetCurrPcieLinkWidth, 0,)
     }
 
     /// The widest PCIe link the device and system support, in lanes.
     #[doc(alias = "nvmlDeviceGetMaxPcieLinkWidth")]
     pub fn max_pcie_link_width(&self) -> Result<u32> {
-        self.query(
-            "nvmlDeviceGetMaxPcieLinkWidth",
-            Nvml::nvmlDeviceGetMaxPcieLinkWidth,
-            0,
-        )
+        query!(self, nvmlDeviceGetMaxPcieLinkWidth, 0,)
     }
 
     /// PCIe throughput in one direction, in KB/s, measured by NVML over 20 ms (so the call
@@ -95,9 +79,9 @@ impl Device {
     #[doc(alias = "nvmlDeviceGetPcieThroughput")]
     pub fn pcie_throughput_kb_per_s(&self, counter: PcieCounter) -> Result<u32> {
         // An unknown counter is NVML's invalid-argument error.
-        self.query_with(
-            "nvmlDeviceGetPcieThroughput",
-            Nvml::nvmlDeviceGetPcieThroughput,
+        query_with!(
+            self,
+            nvmlDeviceGetPcieThroughput,
             nvml_sys::nvmlPcieUtilCounter_t(counter.0),
             0,
         )

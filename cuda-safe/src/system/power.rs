@@ -1,37 +1,28 @@
 //! Power: draw, limits, energy, and the performance state.
 
-use super::device::Device;
+use super::device::{Device, query};
 use super::enums::PerformanceState;
-use crate::Result;
-use crate::error::check_nvml;
-use crate::nvml_sys::{self, Nvml};
+use crate::error::{Result, nvml};
+use crate::nvml_sys;
 
 impl Device {
     /// The power the board draws now, in milliwatts. One NVML call, no allocation.
     #[doc(alias = "nvmlDeviceGetPowerUsage")]
     #[inline]
     pub fn power_usage_mw(&self) -> Result<u32> {
-        self.query("nvmlDeviceGetPowerUsage", Nvml::nvmlDeviceGetPowerUsage, 0)
+        query!(self, nvmlDeviceGetPowerUsage, 0)
     }
 
     /// The power limit set by power management, in milliwatts.
     #[doc(alias = "nvmlDeviceGetPowerManagementLimit")]
     pub fn power_limit_mw(&self) -> Result<u32> {
-        self.query(
-            "nvmlDeviceGetPowerManagementLimit",
-            Nvml::nvmlDeviceGetPowerManagementLimit,
-            0,
-        )
+        query!(self, nvmlDeviceGetPowerManagementLimit, 0,)
     }
 
     /// The power limit in force (the lowest of every limit that applies), in milliwatts.
     #[doc(alias = "nvmlDeviceGetEnforcedPowerLimit")]
     pub fn enforced_power_limit_mw(&self) -> Result<u32> {
-        self.query(
-            "nvmlDeviceGetEnforcedPowerLimit",
-            Nvml::nvmlDeviceGetEnforcedPowerLimit,
-            0,
-        )
+        query!(self, nvmlDeviceGetEnforcedPowerLimit, 0,)
     }
 
     /// The range the power limit may be set in, `(min, max)`, in milliwatts.
@@ -39,30 +30,27 @@ impl Device {
     pub fn power_limit_constraints_mw(&self) -> Result<(u32, u32)> {
         let (mut min, mut max) = (0, 0);
         // SAFETY: the handle is live; both are valid out-pointers.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetPowerManagementLimitConstraints(self.handle, &mut min, &mut max)
-        };
-        check_nvml("nvmlDeviceGetPowerManagementLimitConstraints", result)?;
+        unsafe {
+            nvml!(
+                self.nvml,
+                nvmlDeviceGetPowerManagementLimitConstraints(self.handle, &mut min, &mut max)
+            )
+        }?;
         Ok((min, max))
     }
 
     /// The energy used since the driver was last loaded, in millijoules.
     #[doc(alias = "nvmlDeviceGetTotalEnergyConsumption")]
     pub fn total_energy_mj(&self) -> Result<u64> {
-        self.query(
-            "nvmlDeviceGetTotalEnergyConsumption",
-            Nvml::nvmlDeviceGetTotalEnergyConsumption,
-            0,
-        )
+        query!(self, nvmlDeviceGetTotalEnergyConsumption, 0,)
     }
 
     /// The performance state now (P0 fastest).
     #[doc(alias = "nvmlDeviceGetPerformanceState")]
     pub fn performance_state(&self) -> Result<PerformanceState> {
-        self.query(
-            "nvmlDeviceGetPerformanceState",
-            Nvml::nvmlDeviceGetPerformanceState,
+        query!(
+            self,
+            nvmlDeviceGetPerformanceState,
             nvml_sys::nvmlPstates_t::NVML_PSTATE_UNKNOWN,
         )
         .map(|state| PerformanceState(state.0))

@@ -9,8 +9,7 @@
 use std::fmt;
 
 use super::device::Device;
-use crate::Result;
-use crate::error::check_nvml;
+use crate::error::{Result, check_nvml};
 use crate::nvml_sys::{LoadError, Nvml, nvmlDevice_t, nvmlProcessInfo_t, nvmlReturn_t};
 
 /// NVML's "not available" marker in 64-bit fields (`NVML_VALUE_NOT_AVAILABLE` as unsigned).

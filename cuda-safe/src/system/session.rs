@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use super::device::Device;
 use super::init::{self, Guard};
-use super::text::{from_c_chars, read_string};
+use super::text::read_string;
 use super::version::VersionString;
-use crate::Result;
-use crate::error::check_nvml;
+use crate::error::{Result, nvml};
+use crate::ffi::from_c_chars;
 use crate::nvml_sys::{self, Nvml};
 use crate::sys::CudaVersion;
 
@@ -55,8 +55,7 @@ impl Session {
     pub fn device_count(&self) -> Result<u32> {
         let mut count = 0;
         // SAFETY: NVML is initialised; `count` is a valid out-pointer.
-        let result = unsafe { self.nvml().nvmlDeviceGetCount_v2(&mut count) };
-        check_nvml("nvmlDeviceGetCount_v2", result)?;
+        unsafe { nvml!(self.nvml(), nvmlDeviceGetCount_v2(&mut count)) }?;
         Ok(count)
     }
 
@@ -78,9 +77,9 @@ impl Session {
     #[doc(alias = "nvmlSystemGetDriverVersion")]
     pub fn driver_version(&self) -> Result<VersionString> {
         const LEN: usize = nvml_sys::NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE as usize;
-        let text = read_string::<LEN>("nvmlSystemGetDriverVersion", |buffer, length| {
+        let text = read_string::<LEN>(|buffer, length| {
             // SAFETY: NVML is initialised; `buffer` holds `length` chars.
-            unsafe { self.nvml().nvmlSystemGetDriverVersion(buffer, length) }
+            unsafe { nvml!(self.nvml(), nvmlSystemGetDriverVersion(buffer, length)) }
         })?;
         Ok(VersionString::new(text))
     }
@@ -89,9 +88,9 @@ impl Session {
     #[doc(alias = "nvmlSystemGetNVMLVersion")]
     pub fn nvml_version(&self) -> Result<VersionString> {
         const LEN: usize = nvml_sys::NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE as usize;
-        let text = read_string::<LEN>("nvmlSystemGetNVMLVersion", |buffer, length| {
+        let text = read_string::<LEN>(|buffer, length| {
             // SAFETY: NVML is initialised; `buffer` holds `length` chars.
-            unsafe { self.nvml().nvmlSystemGetNVMLVersion(buffer, length) }
+            unsafe { nvml!(self.nvml(), nvmlSystemGetNVMLVersion(buffer, length)) }
         })?;
         Ok(VersionString::new(text))
     }
@@ -102,8 +101,7 @@ impl Session {
     pub fn cuda_driver_version(&self) -> Result<CudaVersion> {
         let mut version = 0;
         // SAFETY: NVML is initialised; `version` is a valid out-pointer.
-        let result = unsafe { self.nvml().nvmlSystemGetCudaDriverVersion_v2(&mut version) };
-        check_nvml("nvmlSystemGetCudaDriverVersion_v2", result)?;
+        unsafe { nvml!(self.nvml(), nvmlSystemGetCudaDriverVersion_v2(&mut version)) }?;
         Ok(CudaVersion(u32::try_from(version).unwrap_or(0)))
     }
 
@@ -118,17 +116,16 @@ impl Session {
         let length = u32::try_from(info.branch.len()).unwrap_or(u32::MAX);
         // SAFETY: NVML is initialised; `info` is a versioned struct whose `branch` field holds
         // `length` chars.
-        let result = unsafe { self.nvml().nvmlSystemGetDriverBranch(&mut info, length) };
-        check_nvml("nvmlSystemGetDriverBranch", result)?;
+        unsafe { nvml!(self.nvml(), nvmlSystemGetDriverBranch(&mut info, length)) }?;
         Ok(from_c_chars(&info.branch))
     }
 
     /// The name of process `pid` (as NVML reads it from the OS; cut to 1023 bytes).
     #[doc(alias = "nvmlSystemGetProcessName")]
     pub fn process_name(&self, pid: u32) -> Result<String> {
-        read_string::<1024>("nvmlSystemGetProcessName", |buffer, length| {
+        read_string::<1024>(|buffer, length| {
             // SAFETY: NVML is initialised; `buffer` holds `length` chars.
-            unsafe { self.nvml().nvmlSystemGetProcessName(pid, buffer, length) }
+            unsafe { nvml!(self.nvml(), nvmlSystemGetProcessName(pid, buffer, length)) }
         })
     }
 }

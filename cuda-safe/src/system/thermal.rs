@@ -1,9 +1,10 @@
 //! Temperature, temperature thresholds and fans.
 
-use super::device::Device;
+use super::device::{Device, query, query_with};
 use super::enums::TemperatureThreshold;
-use crate::Result;
-use crate::nvml_sys::{self, Nvml};
+use crate::abi;
+use crate::error::Result;
+use crate::nvml_sys;
 
 impl Device {
     /// The GPU die temperature, in degrees Celsius. One NVML call, no allocation.
@@ -16,39 +17,17 @@ impl Device {
     )]
     #[inline]
     pub fn temperature_c(&self) -> Result<i32> {
-        #[cfg(feature = "cuda-12")]
-        {
-            self.query_with(
-                "nvmlDeviceGetTemperature",
-                Nvml::nvmlDeviceGetTemperature,
-                nvml_sys::nvmlTemperatureSensors_t::NVML_TEMPERATURE_GPU,
-                0,
-            )
-            .map(|celsius| i32::try_from(celsius).unwrap_or(i32::MAX))
-        }
-        #[cfg(not(feature = "cuda-12"))]
-        {
-            let reading = nvml_sys::nvmlTemperature_t {
-                version: nvml_sys::nvmlTemperature_v1,
-                sensorType: nvml_sys::nvmlTemperatureSensors_t::NVML_TEMPERATURE_GPU,
-                temperature: 0,
-            };
-            self.query(
-                "nvmlDeviceGetTemperatureV",
-                Nvml::nvmlDeviceGetTemperatureV,
-                reading,
-            )
-            .map(|reading| reading.temperature)
-        }
+        // SAFETY: the handle is live while `self` holds NVML.
+        unsafe { abi::gpu_temperature(self.nvml, self.handle) }
     }
 
     /// A temperature threshold, in degrees Celsius.
     #[doc(alias = "nvmlDeviceGetTemperatureThreshold")]
     pub fn temperature_threshold_c(&self, threshold: TemperatureThreshold) -> Result<u32> {
         // An unknown threshold is NVML's invalid-argument error.
-        self.query_with(
-            "nvmlDeviceGetTemperatureThreshold",
-            Nvml::nvmlDeviceGetTemperatureThreshold,
+        query_with!(
+            self,
+            nvmlDeviceGetTemperatureThreshold,
             nvml_sys::nvmlTemperatureThresholds_t(threshold.0),
             0,
         )
@@ -57,18 +36,13 @@ impl Device {
     /// How many fans the board has (not supported on passively cooled boards).
     #[doc(alias = "nvmlDeviceGetNumFans")]
     pub fn fan_count(&self) -> Result<u32> {
-        self.query("nvmlDeviceGetNumFans", Nvml::nvmlDeviceGetNumFans, 0)
+        query!(self, nvmlDeviceGetNumFans, 0)
     }
 
     /// The speed fan `fan` is asked to run at, in percent of its maximum.
     #[doc(alias = "nvmlDeviceGetFanSpeed_v2")]
     pub fn fan_speed_percent(&self, fan: u32) -> Result<u32> {
         // A fan index out of range is NVML's invalid-argument error.
-        self.query_with(
-            "nvmlDeviceGetFanSpeed_v2",
-            Nvml::nvmlDeviceGetFanSpeed_v2,
-            fan,
-            0,
-        )
+        query_with!(self, nvmlDeviceGetFanSpeed_v2, fan, 0,)
     }
 }

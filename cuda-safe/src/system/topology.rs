@@ -3,8 +3,7 @@
 
 use super::device::Device;
 use super::enums::{P2pCapability, P2pStatus, TopologyLevel};
-use crate::Result;
-use crate::error::check_nvml;
+use crate::error::{Result, nvml};
 use crate::nvml_sys;
 
 impl Device {
@@ -14,11 +13,12 @@ impl Device {
         let mut level = nvml_sys::nvmlGpuTopologyLevel_t::NVML_TOPOLOGY_SYSTEM;
         // SAFETY: both handles are live (both devices hold NVML open); `level` is a valid
         // out-pointer.
-        let result = unsafe {
-            self.nvml
-                .nvmlDeviceGetTopologyCommonAncestor(self.handle, other.handle, &mut level)
-        };
-        check_nvml("nvmlDeviceGetTopologyCommonAncestor", result)?;
+        unsafe {
+            nvml!(
+                self.nvml,
+                nvmlDeviceGetTopologyCommonAncestor(self.handle, other.handle, &mut level)
+            )
+        }?;
         Ok(TopologyLevel(level.0))
     }
 
@@ -28,15 +28,17 @@ impl Device {
         let mut status = nvml_sys::nvmlGpuP2PStatus_t::NVML_P2P_STATUS_UNKNOWN;
         // SAFETY: both handles are live; `status` is a valid out-pointer; an unknown
         // capability is NVML's invalid-argument error.
-        let result = unsafe {
-            self.nvml.nvmlDeviceGetP2PStatus(
-                self.handle,
-                other.handle,
-                nvml_sys::nvmlGpuP2PCapsIndex_t(capability.0),
-                &mut status,
+        unsafe {
+            nvml!(
+                self.nvml,
+                nvmlDeviceGetP2PStatus(
+                    self.handle,
+                    other.handle,
+                    nvml_sys::nvmlGpuP2PCapsIndex_t(capability.0),
+                    &mut status,
+                )
             )
-        };
-        check_nvml("nvmlDeviceGetP2PStatus", result)?;
+        }?;
         Ok(P2pStatus(status.0))
     }
 }

@@ -1,5 +1,15 @@
 //! [`KernelCache`]: the per-process map from a program's key to its loaded code and kernels, in
 //! front of a [`ProgramCache`] of compiled bytes.
+//!
+//! ```no_run
+//! use cuda_safe::cache::InMemoryProgramCache;
+//! use cuda_safe::{CodeKind, KernelCache, Program, ProgramOptions};
+//!
+//! let kernels = KernelCache::new(InMemoryProgramCache::new(64 << 20));
+//! let program = Program::new("extern \"C\" __global__ void k() {}", ProgramOptions::default())?;
+//! let kernel = kernels.kernel(&program, CodeKind::Cubin, "k")?; // compiled, loaded, looked up
+//! # Ok::<(), cuda_safe::Error>(())
+//! ```
 
 use std::borrow::Borrow;
 use std::collections::HashMap;
@@ -7,24 +17,27 @@ use std::fmt;
 use std::hash::Hash;
 use std::sync::{Arc, PoisonError, RwLock};
 
-use super::{CacheKey, CodeKind, ProgramCache};
-use crate::program::compiler_version;
-use crate::{Kernel, ObjectCode, Program, Result};
+use crate::cache::{CacheKey, ProgramCache};
+use crate::code::CodeKind;
+use crate::error::Result;
+use crate::kernel::Kernel;
+use crate::module::ObjectCode;
+use crate::program::{Program, compiler_version};
 
 /// Launchable kernels for programs, compiling and loading each program at most once per
 /// process and looking each kernel up at most once per loaded program.
 ///
 /// A request first looks in this process's loaded programs (keyed by the program's
 /// [`cache_key`](Program::cache_key), which the program computes once), then in the program
-/// cache `C` (in memory, on disk, or both, [`TieredProgramCache`](super::TieredProgramCache)),
+/// cache `C` (in memory, on disk, or both, [`TieredProgramCache`](crate::cache::TieredProgramCache)),
 /// and compiles only when both miss. A repeated request therefore neither hashes the source
 /// again, nor reloads the code, nor asks the driver for the kernel: it is a lookup in this
 /// cache's maps, and it returns a clone of the same [`Kernel`] (same handle, and one parameter
 /// list shared by the clones, read on the first launch).
 ///
 /// ```no_run
-/// use cuda_safe::cache::{FileStreamProgramCache, InMemoryProgramCache, KernelCache, TieredProgramCache};
-/// use cuda_safe::{CodeKind, Program, ProgramOptions};
+/// use cuda_safe::cache::{FileStreamProgramCache, InMemoryProgramCache, TieredProgramCache};
+/// use cuda_safe::{CodeKind, KernelCache, Program, ProgramOptions};
 ///
 /// let programs = TieredProgramCache::new(
 ///     InMemoryProgramCache::new(64 << 20),
@@ -62,8 +75,8 @@ impl<C: ProgramCache> KernelCache<C> {
     /// Keys programs as compiled by NVRTC `major.minor` without loading NVRTC to ask, so a hit
     /// in a fresh process skips NVRTC's load (about 5 ms). For deployments that pin their
     /// NVRTC: on a miss NVRTC is loaded to compile, and if its version is another one the
-    /// request fails with [`Error::InvalidArgument`](crate::Error::InvalidArgument) rather
-    /// than storing code under a key that misnames its compiler.
+    /// request fails with [`Error::NvrtcVersionMismatch`](crate::Error::NvrtcVersionMismatch)
+    /// rather than storing code under a key that misnames its compiler.
     pub fn assume_nvrtc_version(mut self, major: u32, minor: u32) -> Self {
         self.assumed_compiler = Some(format!("{major}.{minor}"));
         self
@@ -124,7 +137,7 @@ impl<C: ProgramCache> KernelCache<C> {
                 self.assumed_compiler.as_deref(),
             )?;
             let loaded = Loaded {
-                code: ObjectCode::load(&compiled.program)?,
+                code: compiled.load()?,
                 kernels: RwLock::new(HashMap::new()),
             };
             Ok((key, Arc::new(loaded)))
@@ -173,8 +186,10 @@ mod tests {
     use std::sync::{Arc, RwLock};
 
     use super::{KernelCache, get_or_try_insert};
-    use crate::cache::{CacheKey, CachedProgram, CodeKind, InMemoryProgramCache, ProgramCache};
-    use crate::{Error, Program, ProgramOptions, Result};
+    use crate::cache::{CacheKey, InMemoryProgramCache, ProgramCache};
+    use crate::code::{CodeKind, CompiledCode};
+    use crate::error::{Error, Result};
+    use crate::program::{Program, ProgramOptions};
 
     #[test]
     fn a_stored_value_is_returned_without_making_it_again() {
@@ -244,7 +259,7 @@ mod tests {
             .kernel(&program(), CodeKind::Cubin, "k")
             .unwrap_err();
         assert!(
-            matches!(&error, Error::Load(_)) || error.to_string().contains("assumes NVRTC 0.0"),
+            matches!(&error, Error::Load(_) | Error::NvrtcVersionMismatch { .. }),
             "{error}"
         );
         assert_eq!(kernels.loaded_count(), 0);
@@ -261,7 +276,7 @@ mod tests {
             .cache_key_for_compiler(CodeKind::Cubin, "0.0")
             .unwrap();
         let programs = InMemoryProgramCache::new(1 << 20);
-        let stored = CachedProgram::new(CodeKind::Cubin, b"not an ELF".to_vec(), Vec::new());
+        let stored = CompiledCode::new(CodeKind::Cubin, b"not an ELF".to_vec(), Vec::new());
         programs.put(&key, &stored).unwrap();
         let kernels = KernelCache::new(programs).assume_nvrtc_version(0, 0);
         assert!(kernels.object_code(&program, CodeKind::Cubin).is_err());

@@ -1,16 +1,51 @@
-//! GPU UUIDs between NVML's text (`GPU-5e1b2c3d-…`) and the 16 bytes the CUDA driver gives
-//! (`cuDeviceGetUuid_v2`), so a CUDA device and an NVML device can be matched.
+//! GPU UUIDs: the 16 bytes the CUDA driver gives (`cuDeviceGetUuid_v2`) and NVML's text
+//! (`GPU-5e1b2c3d-…`), so a CUDA device and an NVML device can be matched.
 //!
 //! ```
+//! use cuda_safe::Uuid;
 //! use cuda_safe::system::{uuid_bytes, uuid_string};
 //!
 //! let bytes = [0x5e, 0x1b, 0x2c, 0x3d, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0xa, 0xb];
 //! let text = uuid_string("GPU", &bytes);
 //! assert_eq!(text, "GPU-5e1b2c3d-0001-0203-0405-060708090a0b");
 //! assert_eq!(uuid_bytes(&text), Some(bytes));
+//! assert_eq!(Uuid(bytes).to_string(), text);
+//! assert_eq!(text.parse::<Uuid>(), Ok(Uuid(bytes)));
 //! ```
 
-use std::fmt::Write;
+use std::fmt::{self, Write};
+use std::str::FromStr;
+
+/// A device's 16-byte UUID, displayed as NVIDIA tools do (`GPU-xxxxxxxx-xxxx-...`) and parsed
+/// from that form (`GPU-` or `MIG-`, either case of hex).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Uuid(pub [u8; 16]);
+
+impl fmt::Display for Uuid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&uuid_string(GPU_UUID_PREFIX, &self.0))
+    }
+}
+
+/// The error of parsing a [`Uuid`] from text that is not one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UuidParseError;
+
+impl fmt::Display for UuidParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("not a GPU UUID of the form GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx")
+    }
+}
+
+impl std::error::Error for UuidParseError {}
+
+impl FromStr for Uuid {
+    type Err = UuidParseError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        uuid_bytes(text).map(Uuid).ok_or(UuidParseError)
+    }
+}
 
 /// The prefix NVML gives a whole GPU's UUID.
 pub const GPU_UUID_PREFIX: &str = "GPU";
@@ -71,6 +106,17 @@ mod tests {
         0xde, 0xad, 0xbe, 0xef, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x00, 0x11, 0x22,
         0xff,
     ];
+
+    #[test]
+    fn uuid_displays_like_nvidia_smi_and_parses_back() {
+        let uuid = Uuid([
+            0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab,
+            0xcd, 0xef,
+        ]);
+        assert_eq!(uuid.to_string(), "GPU-12345678-9abc-def0-0123-456789abcdef");
+        assert_eq!(uuid.to_string().parse(), Ok(uuid));
+        assert_eq!("GPU-1234".parse::<Uuid>(), Err(UuidParseError));
+    }
 
     #[test]
     fn formats_like_nvml() {

@@ -1,0 +1,277 @@
+//! Every difference between the CUDA 12 and CUDA 13 ABIs the crate meets, in one place: field
+//! layouts that moved, functions that were renamed, and features only one ABI has. The rest of
+//! the crate calls these helpers and never tests the ABI itself.
+//!
+//! The ABI is the one the `-sys` crates were built with (`cuda-13` when both features are on),
+//! followed through their `if_abi12!` / `if_abi13!` macros rather than this crate's features.
+
+use crate::error::{Error, Result, cu};
+use crate::nvml_sys::{self, Nvml, nvmlDevice_t};
+use crate::sys::{CUdevResource, CUevent, CUmemLocation, CUmemLocationType, Driver};
+
+/// The ABI the driver bindings were generated for (12 or 13).
+pub(crate) const MAJOR: u32 = if cfg!(feature = "cuda-12") { 12 } else { 13 };
+
+#[cfg(feature = "cuda-12")]
+macro_rules! if_abi12 { ($($t:tt)*) => { $($t)* } }
+#[cfg(not(feature = "cuda-12"))]
+macro_rules! if_abi12 {
+    ($($t:tt)*) => {};
+}
+#[cfg(not(feature = "cuda-12"))]
+macro_rules! if_abi13 { ($($t:tt)*) => { $($t)* } }
+#[cfg(feature = "cuda-12")]
+macro_rules! if_abi13 {
+    ($($t:tt)*) => {};
+}
+
+/// A device location (`CU_MEM_LOCATION_TYPE_DEVICE`, `ordinal`): the id moved into a union in
+/// CUDA 13.
+pub(crate) fn device_location(ordinal: i32) -> CUmemLocation {
+    #[allow(unused_mut)]
+    let mut location = CUmemLocation {
+        type_: CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+        ..Default::default()
+    };
+    if_abi12! { location.id = ordinal; }
+    if_abi13! { location.__bindgen_anon_1.id = ordinal; }
+    location
+}
+
+/// The GPU time between two recorded events, in milliseconds: `cuEventElapsedTime` under 12,
+/// `cuEventElapsedTime_v2` (same meaning, new symbol) under 13.
+///
+/// # Safety
+///
+/// Both events must be valid, timed and recorded, and completed.
+pub(crate) unsafe fn event_elapsed_ms(
+    driver: &'static Driver,
+    start: CUevent,
+    end: CUevent,
+) -> Result<f32> {
+    let mut milliseconds = 0f32;
+    if_abi12! {
+        // SAFETY: valid out-pointer; the events are the caller's promise.
+        unsafe { cu!(driver, cuEventElapsedTime(&mut milliseconds, start, end)) }?;
+    }
+    if_abi13! {
+        // SAFETY: as above.
+        unsafe { cu!(driver, cuEventElapsedTime_v2(&mut milliseconds, start, end)) }?;
+    }
+    Ok(milliseconds)
+}
+
+/// The partition rules an SM resource states about itself (`(min group, alignment)`): CUDA 13
+/// resources carry them; CUDA 12 ones do not.
+pub(crate) fn stated_sm_rules(resource: &CUdevResource) -> Option<(u32, u32)> {
+    let _ = resource;
+    if_abi13! {
+        // SAFETY: an SM resource stores its fields in the `sm` variant.
+        let sm = unsafe { resource.__bindgen_anon_1.sm };
+        if sm.minSmPartitionSize > 0 && sm.smCoscheduledAlignment > 0 {
+            return Some((sm.minSmPartitionSize, sm.smCoscheduledAlignment));
+        }
+    }
+    None
+}
+
+/// The resource type of a device's workqueue configuration (CUDA 13.1 drivers, 13 ABI), or
+/// why there is none.
+pub(crate) fn workqueue_resource_type() -> Result<crate::sys::CUdevResourceType> {
+    if_abi13! {
+        return Ok(crate::sys::CUdevResourceType::CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG);
+    }
+    #[allow(unreachable_code)]
+    Err(Error::unsupported(
+        "green-context workqueues",
+        "the cuda-12 ABI has no workqueue resources; build with the cuda-13 feature",
+    ))
+}
+
+/// Splits `input` into groups of the given SM counts in one call (`cuDevSmResourceSplit`,
+/// CUDA 13.1, 13 ABI); [`Error::Unsupported`] otherwise.
+pub(crate) fn split_sm_counts(
+    driver: &'static Driver,
+    input: &CUdevResource,
+    counts: &[u32],
+    result: &mut [CUdevResource],
+    remainder: &mut CUdevResource,
+) -> Result<()> {
+    let _ = (driver, input, counts, &result, &remainder);
+    if_abi13! {
+        let mut params: Vec<crate::sys::CU_DEV_SM_RESOURCE_GROUP_PARAMS> = counts
+            .iter()
+            .map(|&count| crate::sys::CU_DEV_SM_RESOURCE_GROUP_PARAMS {
+                smCount: count,
+                ..Default::default()
+            })
+            .collect();
+        let groups = u32::try_from(result.len()).unwrap_or(u32::MAX);
+        // SAFETY: `result` and `params` hold one entry per group; input and remainder are
+        // valid.
+        let outcome = unsafe {
+            cu!(
+                driver,
+                cuDevSmResourceSplit(
+                    result.as_mut_ptr(),
+                    groups,
+                    input,
+                    remainder,
+                    0,
+                    params.as_mut_ptr(),
+                )
+            )
+        };
+        return match outcome {
+            Err(missing) if missing.is_symbol_missing() => Err(Error::unsupported(
+                "SM groups of different sizes",
+                format!("{missing}; equal groups work on this driver"),
+            )),
+            other => other,
+        };
+    }
+    #[allow(unreachable_code)]
+    Err(Error::unsupported(
+        "SM groups of different sizes",
+        "they need cuDevSmResourceSplit (CUDA 13.1) and the cuda-13 ABI; equal groups work",
+    ))
+}
+
+/// Restores a checkpointed process, remapping each `(old, new)` GPU UUID pair; pairs need the
+/// 13 ABI, whose argument struct has the list ([`Error::Unsupported`] under 12).
+pub(crate) fn checkpoint_restore(
+    driver: &'static Driver,
+    pid: i32,
+    pairs: &[([u8; 16], [u8; 16])],
+) -> Result<()> {
+    #[allow(unused_mut)]
+    let mut args = crate::sys::CUcheckpointRestoreArgs::default();
+    if_abi12! {
+        if !pairs.is_empty() {
+            return Err(Error::unsupported(
+                "GPU remapping on restore",
+                "the CUDA 12 argument struct has no GPU pairs; build with the cuda-13 feature",
+            ));
+        }
+    }
+    if_abi13! {
+        let uuid = |bytes: &[u8; 16]| crate::sys::CUuuid {
+            bytes: bytes.map(|byte| byte as std::ffi::c_char),
+        };
+        let mut raw_pairs: Vec<crate::sys::CUcheckpointGpuPair> = pairs
+            .iter()
+            .map(|(old, new)| crate::sys::CUcheckpointGpuPair {
+                oldUuid: uuid(old),
+                newUuid: uuid(new),
+            })
+            .collect();
+        if !raw_pairs.is_empty() {
+            args.gpuPairs = raw_pairs.as_mut_ptr();
+            args.gpuPairsCount = u32::try_from(raw_pairs.len())
+                .map_err(|_| Error::invalid_argument("more than u32::MAX GPU pairs"))?;
+        }
+    }
+    // SAFETY: `args` is a valid argument struct; its pair list (if any) lives in `raw_pairs`
+    // until the call returns.
+    unsafe { cu!(driver, cuCheckpointProcessRestore(pid, &mut args)) }
+}
+
+/// The GPU die temperature in degrees Celsius: `nvmlDeviceGetTemperature` under 12 (every CUDA
+/// 12 driver has it), `nvmlDeviceGetTemperatureV` under 13 (which replaces it).
+///
+/// # Safety
+///
+/// `device` must be a handle NVML returned, with NVML still initialised.
+pub(crate) unsafe fn gpu_temperature(nvml: &'static Nvml, device: nvmlDevice_t) -> Result<i32> {
+    let sensor = nvml_sys::nvmlTemperatureSensors_t::NVML_TEMPERATURE_GPU;
+    let _ = (nvml, device, sensor);
+    if_abi12! {
+        let mut celsius = 0u32;
+        // SAFETY: the handle is the caller's promise; `celsius` is a valid out-pointer.
+        unsafe {
+            crate::error::nvml!(nvml, nvmlDeviceGetTemperature(device, sensor, &mut celsius))
+        }?;
+        return Ok(i32::try_from(celsius).unwrap_or(i32::MAX));
+    }
+    if_abi13! {
+        let mut reading = nvml_sys::nvmlTemperature_t {
+            version: nvml_sys::nvmlTemperature_v1,
+            sensorType: sensor,
+            temperature: 0,
+        };
+        // SAFETY: as above; the struct carries its version.
+        unsafe { crate::error::nvml!(nvml, nvmlDeviceGetTemperatureV(device, &mut reading)) }?;
+        return Ok(reading.temperature);
+    }
+    #[allow(unreachable_code)]
+    Err(Error::unexpected("nvml-sys", "no ABI selected"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::sync::OnceLock;
+
+    use super::*;
+    use crate::sys::{ENTRY_POINTS, Library};
+
+    /// Driver entry points resolved from libc, which has none of them: every call fails with
+    /// `SymbolMissing` before reaching C.
+    fn driver_without_symbols() -> &'static Driver {
+        static FAKE: OnceLock<Driver> = OnceLock::new();
+        FAKE.get_or_init(|| {
+            // SAFETY: libc's initialisers have run already in this process; only lookups
+            // happen, and none of its functions is called (it has none of CUDA's symbols).
+            unsafe {
+                Library::open_first("libc", [PathBuf::from("libc.so.6")], &ENTRY_POINTS)
+                    .map(|library| Driver::new(library))
+            }
+            .expect("libc.so.6 loads")
+        })
+    }
+
+    #[test]
+    fn device_locations_carry_the_ordinal_in_either_layout() {
+        let location = device_location(3);
+        assert_eq!(
+            location.type_,
+            CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE
+        );
+        if_abi12! { assert_eq!(location.id, 3); }
+        // SAFETY: the id is the union's only variant set.
+        if_abi13! { assert_eq!(unsafe { location.__bindgen_anon_1.id }, 3); }
+    }
+
+    #[test]
+    fn remapping_on_restore_needs_the_13_abi() {
+        let driver = driver_without_symbols();
+        let error = checkpoint_restore(driver, 1, &[([1; 16], [2; 16])]).unwrap_err();
+        if MAJOR < 13 {
+            assert!(matches!(error, Error::Unsupported { .. }), "{error}");
+        } else {
+            assert!(
+                error.is_symbol_missing(),
+                "the call reached the driver: {error}"
+            );
+        }
+        let plain = checkpoint_restore(driver, 1, &[]).unwrap_err();
+        assert!(plain.is_symbol_missing(), "{plain}");
+    }
+
+    #[test]
+    fn unequal_splits_and_workqueues_follow_the_abi() {
+        let driver = driver_without_symbols();
+        let input = CUdevResource::default();
+        let mut result = [CUdevResource::default(); 2];
+        let mut remainder = CUdevResource::default();
+        let error =
+            split_sm_counts(driver, &input, &[16, 8], &mut result, &mut remainder).unwrap_err();
+        assert!(matches!(error, Error::Unsupported { .. }), "{error}");
+        assert_eq!(workqueue_resource_type().is_ok(), MAJOR >= 13);
+        assert_eq!(
+            stated_sm_rules(&input),
+            None,
+            "an empty resource states nothing"
+        );
+    }
+}

@@ -1,0 +1,78 @@
+//! Green contexts: partition a GPU's SMs between jobs, each with guaranteed, isolated SMs.
+//!
+//! ```no_run
+//! use cuda_safe::{Device, GreenContextOptions, SplitRequest};
+//!
+//! let device = Device::new(0)?;
+//! let all = device.resources().sm()?;
+//! println!("{} SMs; {:?}", all.sm_count(), all.rules()?);
+//! // Two equal halves; on an H200 (132 SMs, groups in multiples of 8): 2 x 64, 4 left over.
+//! let split = all.split(&SplitRequest::equal(2, 64))?;
+//! let left = device.create_green_context(&split.groups[0], GreenContextOptions::default())?;
+//! let right = device.create_green_context(&split.groups[1], GreenContextOptions::default())?;
+//! assert!(left.is_green());
+//! let stream = right.create_stream(Default::default())?; // runs on the right half only
+//! # Ok::<(), cuda_safe::Error>(())
+//! ```
+//!
+//! A request the hardware cannot meet exactly is an error that says what it can give (asking
+//! for 2 x 66 of 132 SMs on sm_90 gives "2 x 64 with 4 left") unless the request opts into
+//! rounding; a split never returns fewer groups than asked (the driver's layout can make fewer
+//! groups than plain division: an H200 has room for 15 groups of 8 SMs, not 16, and asking for
+//! 16 is an error saying so).
+
+mod plan;
+mod resources;
+
+pub use plan::{PartitionRules, SplitPlan, SplitRequest};
+pub use resources::{DeviceResources, SmResource, SmSplit, WorkqueueConfig};
+
+use crate::context::Context;
+use crate::device::Device;
+use crate::error::{Error, Result};
+
+/// Options of a green context.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GreenContextOptions {
+    /// A workqueue configuration to provision with the SMs.
+    pub workqueue: Option<WorkqueueConfig>,
+}
+
+impl Device {
+    /// The device's resources, for green contexts.
+    pub fn resources(&self) -> DeviceResources {
+        DeviceResources::of_device(self)
+    }
+
+    /// A green context owning the SMs of `sm` (a group of a split of this device's SMs).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `sm` belongs to another device; the driver's error when
+    /// it cannot make the context.
+    #[doc(alias = "cuGreenCtxCreate")]
+    pub fn create_green_context(
+        &self,
+        sm: &SmResource,
+        options: GreenContextOptions,
+    ) -> Result<Context> {
+        if sm.device() != self {
+            return Err(Error::invalid_argument(
+                "the SM resource belongs to another device",
+            ));
+        }
+        let mut resources = vec![*sm.as_raw()];
+        if let Some(workqueue) = options.workqueue {
+            resources.push(*workqueue.as_raw());
+        }
+        Context::create_green(self, &mut resources, sm.sm_count())
+    }
+}
+
+impl Context {
+    /// The resources of this context (for a green context, its own SMs).
+    #[doc(alias = "cuCtxGetDevResource")]
+    pub fn resources(&self) -> DeviceResources {
+        DeviceResources::of_context(self)
+    }
+}

@@ -1,0 +1,220 @@
+//! How to launch: grid, block, cluster shapes, shared memory and cooperation, checked
+//! against the device's [`LaunchLimits`] before the driver sees them.
+
+use crate::device::LaunchLimits;
+use crate::error::{Error, Result};
+
+/// Three dimensions of a grid, block or cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Dim3 {
+    /// Extent along x.
+    pub x: u32,
+    /// Extent along y.
+    pub y: u32,
+    /// Extent along z.
+    pub z: u32,
+}
+
+impl Dim3 {
+    /// `x * y * z` (saturating at `u64::MAX`, never overflowing).
+    pub fn volume(&self) -> u64 {
+        u64::from(self.x)
+            .saturating_mul(u64::from(self.y))
+            .saturating_mul(u64::from(self.z))
+    }
+}
+
+impl From<u32> for Dim3 {
+    fn from(x: u32) -> Self {
+        Self { x, y: 1, z: 1 }
+    }
+}
+
+impl From<(u32, u32)> for Dim3 {
+    fn from((x, y): (u32, u32)) -> Self {
+        Self { x, y, z: 1 }
+    }
+}
+
+impl From<(u32, u32, u32)> for Dim3 {
+    fn from((x, y, z): (u32, u32, u32)) -> Self {
+        Self { x, y, z }
+    }
+}
+
+/// How to launch a kernel: grid and block shape, dynamic shared memory, an optional
+/// thread-block cluster shape (sm_90 on) and whether the launch is cooperative.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchConfig {
+    /// Blocks in the grid.
+    pub grid: Dim3,
+    /// Threads in a block.
+    pub block: Dim3,
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_mem: u32,
+    /// Blocks in a cluster (needs compute capability 9.0; the grid must be a multiple).
+    pub cluster: Option<Dim3>,
+    /// Whether blocks may synchronize grid-wide (all must be resident at once).
+    pub cooperative: bool,
+}
+
+impl LaunchConfig {
+    /// A plain launch of `grid` blocks of `block` threads.
+    pub fn new(grid: impl Into<Dim3>, block: impl Into<Dim3>) -> Self {
+        Self {
+            grid: grid.into(),
+            block: block.into(),
+            shared_mem: 0,
+            cluster: None,
+            cooperative: false,
+        }
+    }
+
+    /// One thread per element: `ceil(n / block)` blocks of `block` threads along x.
+    pub fn for_num_elements(n: usize, block: u32) -> Result<Self> {
+        if block == 0 {
+            return Err(Error::invalid_argument("a block needs at least one thread"));
+        }
+        let blocks = n.div_ceil(block as usize).max(1);
+        let grid = u32::try_from(blocks).map_err(|_| {
+            Error::invalid_argument(format!("{n} elements need {blocks} blocks, over u32"))
+        })?;
+        Ok(Self::new(grid, block))
+    }
+
+    /// Checks the configuration against a device's limits.
+    pub fn validate(&self, limits: &LaunchLimits) -> Result<()> {
+        let invalid = |what: String| Err(Error::invalid_argument(what));
+        if self.grid.volume() == 0 || self.block.volume() == 0 {
+            return invalid(format!(
+                "grid {:?} and block {:?} must have no zero dimension",
+                self.grid, self.block
+            ));
+        }
+        if self.block.volume() > u64::from(limits.max_threads_per_block) {
+            return invalid(format!(
+                "a block of {} threads is over the device's {}",
+                self.block.volume(),
+                limits.max_threads_per_block
+            ));
+        }
+        let block = [self.block.x, self.block.y, self.block.z];
+        let grid = [self.grid.x, self.grid.y, self.grid.z];
+        for axis in 0..3 {
+            if block[axis] > limits.max_block_dim[axis] || grid[axis] > limits.max_grid_dim[axis] {
+                return invalid(format!(
+                    "grid {:?} / block {:?} exceed the device's limits {:?} / {:?}",
+                    self.grid, self.block, limits.max_grid_dim, limits.max_block_dim
+                ));
+            }
+        }
+        if self.shared_mem > limits.max_shared_memory_per_block_optin {
+            return invalid(format!(
+                "{} bytes of dynamic shared memory are over the device's {} per block",
+                self.shared_mem, limits.max_shared_memory_per_block_optin
+            ));
+        }
+        if let Some(cluster) = self.cluster {
+            if !limits.cluster_launch {
+                return Err(Error::unsupported(
+                    "thread-block clusters",
+                    "they need compute capability 9.0 or newer",
+                ));
+            }
+            if cluster.volume() == 0 || cluster.volume() > 16 {
+                return invalid(format!("a cluster of {:?} blocks (1 to 16)", cluster));
+            }
+            if self.grid.x % cluster.x != 0
+                || self.grid.y % cluster.y != 0
+                || self.grid.z % cluster.z != 0
+            {
+                return invalid(format!(
+                    "grid {:?} is not a multiple of the cluster {:?}",
+                    self.grid, cluster
+                ));
+            }
+        }
+        if self.cooperative && !limits.cooperative_launch {
+            return Err(Error::unsupported(
+                "cooperative launches",
+                "the device does not support them",
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H200: LaunchLimits = LaunchLimits {
+        max_threads_per_block: 1024,
+        max_block_dim: [1024, 1024, 64],
+        max_grid_dim: [2_147_483_647, 65_535, 65_535],
+        max_shared_memory_per_block_optin: 232_448,
+        cluster_launch: true,
+        cooperative_launch: true,
+    };
+
+    #[test]
+    fn dims_convert_and_multiply() {
+        assert_eq!(Dim3::from(5), Dim3 { x: 5, y: 1, z: 1 });
+        assert_eq!(Dim3::from((2, 3)).volume(), 6);
+        assert_eq!(Dim3::from((u32::MAX, u32::MAX, 2)).volume(), u64::MAX);
+    }
+
+    #[test]
+    fn elements_round_up_to_whole_blocks() {
+        assert_eq!(LaunchConfig::for_num_elements(1000, 256).unwrap().grid.x, 4);
+        assert_eq!(LaunchConfig::for_num_elements(1024, 256).unwrap().grid.x, 4);
+        assert_eq!(LaunchConfig::for_num_elements(0, 256).unwrap().grid.x, 1);
+        assert!(LaunchConfig::for_num_elements(10, 0).is_err());
+        assert!(LaunchConfig::for_num_elements(usize::MAX, 1).is_err());
+    }
+
+    #[test]
+    fn validation_catches_each_bad_shape() {
+        let ok = LaunchConfig::new(132, 256);
+        assert!(ok.validate(&H200).is_ok());
+        let bad = |config: LaunchConfig| config.validate(&H200).unwrap_err().to_string();
+        assert!(bad(LaunchConfig::new(0, 256)).contains("zero"));
+        assert!(bad(LaunchConfig::new(1, (32, 0))).contains("zero"));
+        assert!(bad(LaunchConfig::new(1, 2048)).contains("over the device's 1024"));
+        assert!(bad(LaunchConfig::new(1, (1, 1, 128))).contains("exceed"));
+        assert!(bad(LaunchConfig::new((1, 70_000), 32)).contains("exceed"));
+        let shared = LaunchConfig {
+            shared_mem: 300_000,
+            ..ok
+        };
+        assert!(bad(shared).contains("shared memory"));
+        let cluster = LaunchConfig {
+            cluster: Some(Dim3::from(5)),
+            ..ok
+        };
+        assert!(bad(cluster).contains("not a multiple"));
+        let cluster = LaunchConfig {
+            cluster: Some(Dim3::from(32)),
+            grid: Dim3::from(64),
+            ..ok
+        };
+        assert!(bad(cluster).contains("1 to 16"));
+        let fits = LaunchConfig {
+            cluster: Some(Dim3::from(4)),
+            ..ok
+        };
+        assert!(fits.validate(&H200).is_ok());
+        let old = LaunchLimits {
+            cluster_launch: false,
+            ..H200
+        };
+        let clustered = LaunchConfig {
+            cluster: Some(Dim3::from(2)),
+            ..ok
+        };
+        assert!(matches!(
+            clustered.validate(&old),
+            Err(Error::Unsupported { .. })
+        ));
+    }
+}

@@ -1,0 +1,194 @@
+//! Launching kernels: the launch configuration, typed arguments and `launch`.
+//!
+//! ```no_run
+//! use cuda_safe::{launch, Device, LaunchConfig, ObjectCode};
+//!
+//! let device = Device::new(0)?;
+//! let stream = device.create_stream(Default::default())?;
+//! let pool = device.default_memory_resource()?;
+//! let kernel = ObjectCode::from_file("saxpy.cubin")?.get_kernel("saxpy")?;
+//! let n = 1 << 20;
+//! let (x, y) = (pool.allocate(4 * n, &stream)?, pool.allocate(4 * n, &stream)?);
+//! let mut out = pool.allocate(4 * n, &stream)?;
+//! let config = LaunchConfig::for_num_elements(n, 256)?;
+//! // SAFETY: saxpy(float a, const float* x, const float* y, float* out, size_t n) reads and
+//! // writes `n` floats of each buffer, which hold exactly that many.
+//! unsafe { launch(&stream, &config, &kernel, (2.0f32, &x, &y, &mut out, n))? };
+//! stream.sync()?;
+//! # Ok::<(), cuda_safe::Error>(())
+//! ```
+//!
+//! Arguments are a tuple of up to 16 values: scalars ([`DeviceRepr`] types: every integer and
+//! float width, `half::f16`/`bf16` with the `half` feature, your `#[repr(C)]` structs through
+//! an `unsafe impl DeviceRepr`), and buffers or typed slices, which pass their device address.
+//! When the driver reports the kernel's parameter list (CUDA 12.4 on), the count and each size
+//! are checked before launching. Nothing is allocated on the heap.
+
+mod args;
+mod config;
+
+pub use args::{DeviceRepr, KernelArg, KernelArgs};
+pub use config::{Dim3, LaunchConfig};
+
+use crate::error::{Error, Result, cu};
+use crate::kernel::Kernel;
+use crate::ordering::ForeignStreams;
+use crate::stream::Stream;
+use crate::sys::{CUfunction, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig, CUresult};
+
+/// Checks the arguments against the kernel's parameter list, when the driver gave one.
+#[inline]
+fn check_args(
+    kernel: &Kernel,
+    stream: &Stream,
+    sizes: &[usize],
+    names: &[&'static str],
+) -> Result<()> {
+    let Some(params) = kernel.params_in(stream.context()) else {
+        return Ok(());
+    };
+    if params.len() != sizes.len() {
+        return Err(Error::invalid_argument(format!(
+            "kernel `{}` takes {} parameters, {} arguments were given",
+            kernel.name(),
+            params.len(),
+            sizes.len()
+        )));
+    }
+    for (index, (param, &size)) in params.iter().zip(sizes).enumerate() {
+        if param.size != size {
+            return Err(Error::invalid_argument(format!(
+                "parameter {index} of kernel `{}` is {} bytes, the argument ({}) is {size}",
+                kernel.name(),
+                param.size,
+                names.get(index).copied().unwrap_or("?"),
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Launches `kernel` on `stream` with `config` and `args` (`cuLaunchKernelEx`).
+///
+/// The configuration is checked against the stream's device and the arguments against the
+/// kernel's parameter list before anything reaches the driver; the launch itself is queued.
+///
+/// A buffer or slice argument whose stream is not `stream` is ordered both ways: the launch
+/// waits for the work queued on the buffer's stream, and that stream's later work (the buffer's
+/// free, a host view) waits for the launch. This costs nothing when every buffer is on the
+/// launch stream.
+///
+/// # Safety
+///
+/// The crate cannot see what the kernel does. The caller guarantees that:
+/// - the arguments have the types the kernel expects (the sizes are checked when the driver
+///   reports them, the types are not);
+/// - every memory access the kernel makes stays inside the allocations passed (or others kept
+///   alive until the kernel completes), and nothing else writes them concurrently (a buffer
+///   passed as `&Buffer` must only be read); memory reached through raw addresses is not
+///   ordered by the crate;
+/// - the kernel's code stays loaded until the launch completes: keep the [`Kernel`] (or its
+///   [`ObjectCode`](crate::ObjectCode)) alive, or synchronize the stream before dropping the
+///   last handle.
+#[doc(alias = "cuLaunchKernelEx")]
+#[inline]
+pub unsafe fn launch<A: KernelArgs>(
+    stream: &Stream,
+    config: &LaunchConfig,
+    kernel: &Kernel,
+    args: A,
+) -> Result<()> {
+    config.validate(stream.context().launch_limits()?)?;
+    let foreign = ForeignStreams::any(stream, |each| args.for_each_stream(each));
+    let others = if foreign {
+        // Everything that can fail before the launch does so here: after it, an error would
+        // leave a queued kernel unordered with its buffers' frees.
+        let others = ForeignStreams::gather(stream, |each| args.for_each_stream(each));
+        others.before_launch(stream)?;
+        Some(others)
+    } else {
+        None
+    };
+    let launched = args.with_params(|pointers, sizes, names| {
+        check_args(kernel, stream, sizes, names)?;
+        let mut attributes = [CUlaunchAttribute::default(); 2];
+        let mut count = 0;
+        if let Some(cluster) = config.cluster {
+            attributes[count].id = CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+            attributes[count].value.clusterDim.x = cluster.x;
+            attributes[count].value.clusterDim.y = cluster.y;
+            attributes[count].value.clusterDim.z = cluster.z;
+            count += 1;
+        }
+        if config.cooperative {
+            attributes[count].id = CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+            attributes[count].value.cooperative = 1;
+            count += 1;
+        }
+        let launch_config = CUlaunchConfig {
+            gridDimX: config.grid.x,
+            gridDimY: config.grid.y,
+            gridDimZ: config.grid.z,
+            blockDimX: config.block.x,
+            blockDimY: config.block.y,
+            blockDimZ: config.block.z,
+            sharedMemBytes: config.shared_mem,
+            hStream: stream.as_raw(),
+            attrs: attributes.as_mut_ptr(),
+            numAttrs: count as u32,
+        };
+        let parameters = if pointers.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            pointers.as_mut_ptr()
+        };
+        // SAFETY: the configuration and attributes live on this stack frame; one pointer per
+        // parameter, each to a value of the parameter's size (checked when the driver says);
+        // the kernel is context-independent and launches in the stream's context. What the
+        // kernel does with its arguments is the caller's promise.
+        unsafe {
+            cu!(
+                kernel.driver(),
+                cuLaunchKernelEx(
+                    &launch_config,
+                    kernel.as_raw() as CUfunction,
+                    parameters,
+                    std::ptr::null_mut(),
+                )
+            )
+        }
+    });
+    if let Err(error) = launched {
+        return Err(explain_launch_error(error, stream, config, kernel));
+    }
+    match others {
+        Some(others) => others.after_launch(stream),
+        None => Ok(()),
+    }
+}
+
+/// Turns the driver's bare `CUDA_ERROR_INVALID_VALUE` for too much dynamic shared memory into
+/// an error that says which limit was hit and how to raise it.
+#[cold]
+fn explain_launch_error(
+    error: Error,
+    stream: &Stream,
+    config: &LaunchConfig,
+    kernel: &Kernel,
+) -> Error {
+    if error.cuda_code() != Some(CUresult::CUDA_ERROR_INVALID_VALUE) || config.shared_mem == 0 {
+        return error;
+    }
+    match kernel.attributes(stream.device()) {
+        Ok(attributes) if config.shared_mem > attributes.max_dynamic_shared_size_bytes => {
+            Error::invalid_argument(format!(
+                "{error}: {} bytes of dynamic shared memory are over kernel `{}`'s limit of {}; \
+                 raise it with Kernel::set_max_dynamic_shared_memory",
+                config.shared_mem,
+                kernel.name(),
+                attributes.max_dynamic_shared_size_bytes
+            ))
+        }
+        _ => error,
+    }
+}

@@ -1,0 +1,324 @@
+//! Loading code, through the context-independent `cuLibrary*` API: one loaded [`ObjectCode`]
+//! serves every context of every device, green contexts included. Its kernels are
+//! [`Kernel`]s.
+//!
+//! ```no_run
+//! use cuda_safe::{CodeKind, Device, ObjectCode, Program, ProgramOptions};
+//!
+//! let device = Device::new(0)?;
+//! let from_disk = ObjectCode::from_file("saxpy.cubin")?;
+//! let compiled = Program::new("extern \"C\" __global__ void k() {}", ProgramOptions::default())?
+//!     .compile(CodeKind::Cubin)?;
+//! let code = ObjectCode::from_compiled(compiled.code())?; // or `compiled.load()?`
+//! let kernel = code.get_kernel("k")?;
+//! println!("{} parameters", kernel.param_count().unwrap_or(0));
+//! # Ok::<(), cuda_safe::Error>(())
+//! ```
+
+mod image;
+
+use std::ffi::{CString, c_void};
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::code::{CodeKind, CompiledCode};
+use crate::context::Context;
+use crate::driver::driver;
+use crate::error::{Error, Result, cu};
+use crate::ffi::to_c_string;
+use crate::handle::{Owned, Release, assert_send_sync};
+use crate::kernel::Kernel;
+use crate::sys::{CUdeviceptr, CUkernel, CUlibrary, Driver};
+
+/// Code loaded with `cuLibraryLoadData` / `cuLibraryLoadFromFile`; cloning is cheap. Kernels
+/// keep it loaded.
+#[derive(Clone)]
+#[must_use = "loaded code is unloaded when its last handle and kernel are dropped"]
+pub struct ObjectCode {
+    inner: Arc<Owned<LoadedLibrary>>,
+}
+
+/// A loaded library and the name map its kernels are looked up through.
+pub(crate) struct LoadedLibrary {
+    raw: CUlibrary,
+    kind: Option<CodeKind>,
+    lowered_names: Arc<[(String, String)]>,
+    driver: &'static Driver,
+}
+
+// SAFETY: a CUlibrary is context-independent and may be used from any thread; the handle and
+// the name map are immutable after loading.
+unsafe impl Send for LoadedLibrary {}
+// SAFETY: as above.
+unsafe impl Sync for LoadedLibrary {}
+
+impl LoadedLibrary {
+    /// The driver entry points.
+    #[inline]
+    pub(crate) fn driver(&self) -> &'static Driver {
+        self.driver
+    }
+}
+
+impl ObjectCode {
+    /// Loads a CUBIN image.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for anything that is not a CUBIN (an ELF); the driver's
+    /// error when it refuses the image.
+    #[doc(alias = "cuLibraryLoadData")]
+    pub fn from_cubin(cubin: &[u8]) -> Result<Self> {
+        image::check(cubin, CodeKind::Cubin)?;
+        Self::load_image(cubin, Some(CodeKind::Cubin), Arc::from([]))
+    }
+
+    /// Loads a fatbin image.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for anything without the fatbin magic; the driver's error
+    /// when it refuses the image.
+    #[doc(alias = "cuLibraryLoadData")]
+    pub fn from_fatbin(fatbin: &[u8]) -> Result<Self> {
+        image::check_fatbin(fatbin)?;
+        Self::load_image(fatbin, None, Arc::from([]))
+    }
+
+    /// Loads PTX text, which the driver compiles for the device on first use.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for text with a NUL byte before its end; the driver's error
+    /// (with its JIT log's code) when it cannot compile it.
+    #[doc(alias = "cuLibraryLoadData")]
+    pub fn from_ptx(ptx: &str) -> Result<Self> {
+        Self::load_ptx(ptx.as_bytes(), Arc::from([]))
+    }
+
+    /// Loads a CUBIN, PTX or fatbin file (the driver tells them apart).
+    #[doc(alias = "cuLibraryLoadFromFile")]
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let name = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
+            Error::invalid_argument(format!("path {} holds a NUL byte", path.display()))
+        })?;
+        let driver = driver()?;
+        let mut raw: CUlibrary = std::ptr::null_mut();
+        // SAFETY: valid out-pointer and NUL-terminated path; no options.
+        unsafe {
+            cu!(
+                driver,
+                cuLibraryLoadFromFile(
+                    &mut raw,
+                    name.as_ptr(),
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    0,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    0,
+                )
+            )
+        }?;
+        Ok(Self::wrap(raw, None, Arc::from([]), driver))
+    }
+
+    /// Loads compiled code (from [`Program::compile`](crate::Program::compile) or a program
+    /// cache), keeping its name-expression map so [`get_kernel`](Self::get_kernel) resolves
+    /// templated kernels.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] for LTO-IR, which must be linked first;
+    /// [`Error::InvalidArgument`] for bytes that are not the kind they claim.
+    #[doc(alias = "cuLibraryLoadData")]
+    pub fn from_compiled(code: &CompiledCode) -> Result<Self> {
+        let names = code.shared_lowered_names();
+        match code.kind() {
+            CodeKind::LtoIr => Err(Error::unsupported(
+                "loading LTO-IR",
+                "LTO-IR must be linked into a CUBIN (nvJitLink) before it can be loaded",
+            )),
+            CodeKind::Ptx => Self::load_ptx(code.bytes(), names),
+            CodeKind::Cubin => {
+                image::check(code.bytes(), CodeKind::Cubin)?;
+                Self::load_image(code.bytes(), Some(CodeKind::Cubin), names)
+            }
+        }
+    }
+
+    /// Loads PTX, adding the terminating NUL the driver needs when it is missing.
+    fn load_ptx(ptx: &[u8], lowered_names: Arc<[(String, String)]>) -> Result<Self> {
+        if ptx.last() == Some(&0) {
+            image::check(ptx, CodeKind::Ptx)?;
+            return Self::load_image(ptx, Some(CodeKind::Ptx), lowered_names);
+        }
+        let text = CString::new(ptx)
+            .map_err(|_| Error::invalid_argument("PTX text holds a NUL byte before its end"))?;
+        Self::load_image(text.as_bytes_with_nul(), Some(CodeKind::Ptx), lowered_names)
+    }
+
+    /// Loads an image the callers checked (complete, of its kind; PTX NUL-terminated).
+    fn load_image(
+        image: &[u8],
+        kind: Option<CodeKind>,
+        lowered_names: Arc<[(String, String)]>,
+    ) -> Result<Self> {
+        if image.is_empty() {
+            return Err(Error::invalid_argument("an empty image cannot be loaded"));
+        }
+        let driver = driver()?;
+        let mut raw: CUlibrary = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; the image is a complete buffer the driver copies, checked
+        // by the callers against its own length; no options.
+        unsafe {
+            cu!(
+                driver,
+                cuLibraryLoadData(
+                    &mut raw,
+                    image.as_ptr().cast::<c_void>(),
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    0,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    0,
+                )
+            )
+        }?;
+        Ok(Self::wrap(raw, kind, lowered_names, driver))
+    }
+
+    fn wrap(
+        raw: CUlibrary,
+        kind: Option<CodeKind>,
+        lowered_names: Arc<[(String, String)]>,
+        driver: &'static Driver,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Owned::new(LoadedLibrary {
+                raw,
+                kind,
+                lowered_names,
+                driver,
+            })),
+        }
+    }
+
+    /// The handle a kernel keeps its library loaded with.
+    pub(crate) fn from_library(inner: Arc<Owned<LoadedLibrary>>) -> Self {
+        Self { inner }
+    }
+
+    /// Unloads the code now if this is the last handle (no kernel of it alive), returning the
+    /// driver's error (dropping does the same and only logs).
+    #[doc(alias = "cuLibraryUnload")]
+    pub fn close(self) -> Result<()> {
+        Arc::try_unwrap(self.inner).map_or(Ok(()), Owned::close)
+    }
+
+    /// A global variable of the code (`__device__` or `__constant__`) in `context`: its
+    /// device address and size in bytes.
+    #[doc(alias = "cuLibraryGetGlobal")]
+    pub fn get_global(&self, name: &str, context: &Context) -> Result<(CUdeviceptr, usize)> {
+        let c_name = to_c_string("variable name", name)?;
+        let _current = context.scoped()?;
+        let (mut address, mut bytes) = (0, 0);
+        // SAFETY: valid out-pointers, loaded library and NUL-terminated name; the context the
+        // address is for is current.
+        unsafe {
+            cu!(
+                self.inner.driver,
+                cuLibraryGetGlobal(&mut address, &mut bytes, self.inner.raw, c_name.as_ptr())
+            )
+        }?;
+        Ok((address, bytes))
+    }
+
+    /// Every kernel of the code, named by its symbol (CUDA 12.4 drivers on).
+    #[doc(alias = "cuLibraryEnumerateKernels")]
+    pub fn kernels(&self) -> Result<Vec<Kernel>> {
+        let driver = self.inner.driver;
+        let mut count = 0;
+        // SAFETY: valid out-pointer and library.
+        unsafe { cu!(driver, cuLibraryGetKernelCount(&mut count, self.inner.raw)) }?;
+        let mut raws: Vec<CUkernel> = vec![std::ptr::null_mut(); count as usize];
+        // SAFETY: `raws` holds `count` handles.
+        unsafe {
+            cu!(
+                driver,
+                cuLibraryEnumerateKernels(raws.as_mut_ptr(), count, self.inner.raw)
+            )
+        }?;
+        raws.into_iter()
+            .map(|raw| {
+                let unnamed = Kernel::new(raw, Arc::from(""), self.inner.clone());
+                let symbol = unnamed.symbol()?;
+                Ok(Kernel::new(raw, Arc::from(symbol), self.inner.clone()))
+            })
+            .collect()
+    }
+
+    /// The raw `CUlibrary`, valid while this code (or a kernel of it) lives.
+    pub fn as_raw(&self) -> CUlibrary {
+        self.inner.raw
+    }
+
+    /// What was loaded, when known (`None` for fatbins and files).
+    pub fn kind(&self) -> Option<CodeKind> {
+        self.inner.kind
+    }
+
+    /// The kernel called `name`: a name expression given to the program before compiling
+    /// (`"scale<float>"`), or the kernel's symbol (`"saxpy"` for an `extern "C"` kernel).
+    #[doc(alias = "cuLibraryGetKernel")]
+    pub fn get_kernel(&self, name: &str) -> Result<Kernel> {
+        let symbol = self
+            .inner
+            .lowered_names
+            .iter()
+            .find(|(expression, _)| expression == name)
+            .map_or(name, |(_, lowered)| lowered.as_str());
+        let c_symbol = to_c_string("kernel name", symbol)?;
+        let mut raw: CUkernel = std::ptr::null_mut();
+        // SAFETY: valid out-pointer, loaded library and NUL-terminated name.
+        unsafe {
+            cu!(
+                self.inner.driver,
+                cuLibraryGetKernel(&mut raw, self.inner.raw, c_symbol.as_ptr())
+            )
+        }?;
+        Ok(Kernel::new(raw, Arc::from(name), self.inner.clone()))
+    }
+}
+
+impl CompiledCode {
+    /// Loads this code: [`ObjectCode::from_compiled`].
+    pub fn load(&self) -> Result<ObjectCode> {
+        ObjectCode::from_compiled(self)
+    }
+}
+
+impl Release for LoadedLibrary {
+    const WHAT: &'static str = "library";
+
+    fn release(&mut self) -> Result<()> {
+        // SAFETY: the library is owned, and no kernel of it is alive (they hold this value);
+        // it is unloaded once (by `Owned`).
+        unsafe { cu!(self.driver, cuLibraryUnload(self.raw)) }
+    }
+}
+
+impl fmt::Debug for ObjectCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ObjectCode")
+            .field("raw", &self.inner.raw)
+            .field("kind", &self.inner.kind)
+            .field("name_expressions", &self.inner.lowered_names.len())
+            .finish()
+    }
+}
+
+assert_send_sync!(ObjectCode);

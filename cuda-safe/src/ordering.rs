@@ -1,0 +1,127 @@
+//! Every rule that orders work across streams, in one place.
+//!
+//! - A stream waits for another through the other's marker event ([`wait_for`]): recorded at
+//!   the other's current end, waited on by the first. One untimed event per stream is made on
+//!   first use and re-recorded after (re-recording only makes a waiter that has not waited yet
+//!   wait for a later point, which is still correct).
+//! - A copy between buffers on different streams is queued on the destination's stream after
+//!   the source's queued work, and the source's later work (its free) after the copy
+//!   ([`across_streams`]).
+//! - A launch whose buffers live on other streams waits for their queued work and makes their
+//!   later work wait for it ([`ForeignStreams`]); when every buffer is on the launch stream this
+//!   costs one comparison per buffer.
+//!
+//! ```no_run
+//! use cuda_safe::Device;
+//!
+//! let device = Device::new(0)?;
+//! let (loader, compute) = (device.create_stream(Default::default())?,
+//!                          device.create_stream(Default::default())?);
+//! let pool = device.default_memory_resource()?;
+//! let mut staged = pool.allocate_zeroed::<f32>(1024, &loader)?;
+//! let mut work = pool.allocate_zeroed::<f32>(1024, &compute)?;
+//! work.copy_from(&staged)?; // on `compute`, after `loader`'s fill; `staged` is freed after it
+//! # Ok::<(), cuda_safe::Error>(())
+//! ```
+
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::stream::Stream;
+
+/// The most distinct streams one launch's arguments can bring (one per argument).
+const MAX_FOREIGN: usize = 16;
+
+/// Makes work queued on `waiter` from now on wait for everything queued on `other` so far.
+pub(crate) fn wait_for(waiter: &Stream, other: &Stream) -> Result<()> {
+    if waiter.same_as(other) {
+        return Ok(());
+    }
+    waiter.wait(mark(other)?)
+}
+
+/// Records `stream`'s marker event at its current end and returns it, for another stream to
+/// wait on.
+fn mark(stream: &Stream) -> Result<&Event> {
+    let marker = stream.marker()?;
+    marker.record(stream)?;
+    Ok(marker)
+}
+
+/// Runs `enqueue` (which queues work on `dst`) so that it starts after the work queued on
+/// `src` so far, and so that later work on `src` (such as freeing the source) waits for it.
+pub(crate) fn across_streams(
+    dst: &Stream,
+    src: &Stream,
+    enqueue: impl FnOnce() -> Result<()>,
+) -> Result<()> {
+    if dst.same_as(src) {
+        return enqueue();
+    }
+    wait_for(dst, src)?;
+    enqueue()?;
+    wait_for(src, dst)
+}
+
+/// The distinct streams, other than a launch stream, that a launch's buffer arguments are
+/// ordered on; gathered without allocating.
+pub(crate) struct ForeignStreams<'a> {
+    streams: [Option<&'a Stream>; MAX_FOREIGN],
+}
+
+impl<'a> ForeignStreams<'a> {
+    /// Whether any stream `each` yields differs from `stream`: the launch path's only cost
+    /// when every buffer is on the launch stream.
+    #[inline(always)]
+    pub(crate) fn any(stream: &Stream, each: impl FnOnce(&mut dyn FnMut(&Stream))) -> bool {
+        let mut foreign = false;
+        each(&mut |other| foreign |= !other.same_as(stream));
+        foreign
+    }
+
+    /// The distinct streams `each` yields other than `stream` (at most [`MAX_FOREIGN`]: one
+    /// per argument of a launch).
+    #[cold]
+    pub(crate) fn gather(stream: &Stream, each: impl FnOnce(&mut dyn FnMut(&'a Stream))) -> Self {
+        let mut streams: [Option<&'a Stream>; MAX_FOREIGN] = [None; MAX_FOREIGN];
+        each(&mut |other| {
+            if other.same_as(stream) || streams.iter().flatten().any(|known| known.same_as(other)) {
+                return;
+            }
+            if let Some(slot) = streams.iter_mut().find(|slot| slot.is_none()) {
+                *slot = Some(other);
+            }
+        });
+        Self { streams }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &'a Stream> + '_ {
+        self.streams.iter().flatten().copied()
+    }
+
+    /// Orders `stream` after the work queued on every foreign stream, having first made
+    /// everything the launch's second half needs (the launch stream's marker), so that once the
+    /// launch is queued only re-recording and waiting can fail.
+    #[cold]
+    pub(crate) fn before_launch(&self, stream: &Stream) -> Result<()> {
+        stream.marker()?;
+        self.iter().try_for_each(|other| wait_for(stream, other))
+    }
+
+    /// Orders every foreign stream's later work (their buffers' frees) after the launch just
+    /// queued on `stream`. If that fails, waits for the launch itself, so no buffer can be
+    /// freed under the kernel, and returns [`Error::LaunchOrdering`] with the cause.
+    #[cold]
+    pub(crate) fn after_launch(&self, stream: &Stream) -> Result<()> {
+        let ordered =
+            mark(stream).and_then(|marker| self.iter().try_for_each(|other| other.wait(marker)));
+        match ordered {
+            Ok(()) => Ok(()),
+            Err(error) => {
+                stream.sync()?;
+                Err(Error::LaunchOrdering {
+                    source: Box::new(error),
+                })
+            }
+        }
+    }
+}
