@@ -10,9 +10,10 @@ fn entry_point_names() -> HashSet<&'static str> {
 }
 
 #[test]
-fn header_major_matches_the_feature() {
-    let expected = if cfg!(feature = "cuda-12") { 12 } else { 13 };
+fn header_major_matches_the_features() {
+    let expected = if cfg!(feature = "cuda-13") { 13 } else { 12 };
     assert_eq!(HEADER_CUDA_VERSION / 1000, expected);
+    assert_eq!(ABI_MAJOR, expected);
     assert_eq!(CUDA_VERSION, HEADER_CUDA_VERSION);
 }
 
@@ -39,7 +40,7 @@ fn every_function_macro_resolves_to_its_versioned_symbol() {
 #[test]
 fn well_known_entry_points_use_the_header_version() {
     let names = entry_point_names();
-    let expected_ctx_create = if cfg!(feature = "cuda-12") {
+    let expected_ctx_create = if ABI_MAJOR == 12 {
         "cuCtxCreate_v2"
     } else {
         "cuCtxCreate_v4"

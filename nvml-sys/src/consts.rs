@@ -12,7 +12,7 @@ use crate::{
 };
 
 /// `nvmlClocksEventReasonAll`: every clock-event reason bit the header lists.
-#[cfg(feature = "cuda-12")]
+#[cfg(not(feature = "cuda-13"))]
 pub const nvmlClocksEventReasonAll: u64 = (nvmlClocksThrottleReasonNone
     | nvmlClocksEventReasonGpuIdle
     | nvmlClocksEventReasonApplicationsClocksSetting
@@ -25,7 +25,7 @@ pub const nvmlClocksEventReasonAll: u64 = (nvmlClocksThrottleReasonNone
     | nvmlClocksEventReasonDisplayClockSetting) as u64;
 
 /// `nvmlClocksEventReasonAll`: every clock-event reason bit the header lists.
-#[cfg(not(feature = "cuda-12"))]
+#[cfg(feature = "cuda-13")]
 pub const nvmlClocksEventReasonAll: u64 = (nvmlClocksThrottleReasonNone
     | nvmlClocksEventReasonGpuIdle
     | nvmlClocksEventReasonApplicationsClocksSetting
@@ -43,7 +43,7 @@ pub const nvmlClocksEventReasonAll: u64 = (nvmlClocksThrottleReasonNone
 pub const nvmlClocksThrottleReasonAll: u64 = nvmlClocksEventReasonAll;
 
 /// `NVML_CPER_CURSOR_HANDLE_INIT`: a CPER cursor before its first use.
-#[cfg(not(feature = "cuda-12"))]
+#[cfg(feature = "cuda-13")]
 pub const NVML_CPER_CURSOR_HANDLE_INIT: crate::nvmlCPERCursorHandle_t = 0;
 
 /// `NVML_TOPOLOGY_CPU`: deprecated name of `NVML_TOPOLOGY_NODE`.

@@ -1,0 +1,19 @@
+//! Both intermediate crates in one build: the -sys crates must have compiled the CUDA 13 ABI,
+//! and each intermediate crate must have built against it.
+
+const _: () = {
+    let [driver, nvrtc, nvml] = wants_12::ABI_MAJORS;
+    assert!(
+        driver == 13 && nvrtc == 13 && nvml == 13,
+        "with cuda-12 and cuda-13 both on, every -sys crate compiles the CUDA 13 ABI"
+    );
+};
+
+/// The device location each intermediate crate builds: one type, since both reach the same
+/// `cuda-safe-sys`.
+pub fn device_locations(ordinal: i32) -> [wants_13::CUmemLocation; 2] {
+    [
+        wants_12::device_location(ordinal),
+        wants_13::device_location(ordinal),
+    ]
+}
