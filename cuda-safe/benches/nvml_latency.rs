@@ -74,7 +74,7 @@ fn raw(result: Result<nvmlReturn_t, nvml_sys::LoadError>) -> Result<(), String> 
 
 /// The safe layer's getters.
 fn safe(gpu: &Device) {
-    let temperature = if cfg!(feature = "cuda-12") {
+    let temperature = if nvml_sys::ABI_MAJOR < 13 {
         "nvml_temperature"
     } else {
         "nvml_temperature_v"
@@ -105,7 +105,7 @@ fn raw_calls(nvml: &'static nvml_sys::Nvml, handle: nvmlDevice_t) {
         // SAFETY: as above; a versioned struct.
         raw(unsafe { nvml.nvmlDeviceGetMemoryInfo_v2(handle, &mut memory) })
     });
-    #[cfg(feature = "cuda-12")]
+    nvml_sys::if_abi12! {
     measure("nvml_temperature_raw", || {
         let mut celsius = 0;
         // SAFETY: as above.
@@ -117,7 +117,8 @@ fn raw_calls(nvml: &'static nvml_sys::Nvml, handle: nvmlDevice_t) {
             )
         })
     });
-    #[cfg(not(feature = "cuda-12"))]
+    }
+    nvml_sys::if_abi13! {
     measure("nvml_temperature_v_raw", || {
         let mut reading = nvml_sys::nvmlTemperature_t {
             version: nvml_sys::nvmlTemperature_v1,
@@ -127,6 +128,7 @@ fn raw_calls(nvml: &'static nvml_sys::Nvml, handle: nvmlDevice_t) {
         // SAFETY: as above; a versioned struct.
         raw(unsafe { nvml.nvmlDeviceGetTemperatureV(handle, &mut reading) })
     });
+    }
     measure("nvml_power_usage_raw", || {
         let mut milliwatts = 0;
         // SAFETY: as above.
@@ -150,7 +152,7 @@ fn raw_calls(nvml: &'static nvml_sys::Nvml, handle: nvmlDevice_t) {
 }
 
 fn main() -> ExitCode {
-    let abi = if cfg!(feature = "cuda-12") {
+    let abi = if cuda_safe::sys::ABI_MAJOR < 13 {
         "cuda-12"
     } else {
         "cuda-13"

@@ -7,23 +7,12 @@
 
 use crate::error::{Error, Result, cu};
 use crate::nvml_sys::{self, Nvml, nvmlDevice_t};
-use crate::sys::{CUdevResource, CUevent, CUmemLocation, CUmemLocationType, Driver};
+use crate::sys::{
+    CUdevResource, CUevent, CUmemLocation, CUmemLocationType, Driver, if_abi12, if_abi13,
+};
 
 /// The ABI the driver bindings were generated for (12 or 13).
-pub(crate) const MAJOR: u32 = if cfg!(feature = "cuda-12") { 12 } else { 13 };
-
-#[cfg(feature = "cuda-12")]
-macro_rules! if_abi12 { ($($t:tt)*) => { $($t)* } }
-#[cfg(not(feature = "cuda-12"))]
-macro_rules! if_abi12 {
-    ($($t:tt)*) => {};
-}
-#[cfg(not(feature = "cuda-12"))]
-macro_rules! if_abi13 { ($($t:tt)*) => { $($t)* } }
-#[cfg(feature = "cuda-12")]
-macro_rules! if_abi13 {
-    ($($t:tt)*) => {};
-}
+pub(crate) const MAJOR: u32 = crate::sys::ABI_MAJOR;
 
 /// A device location (`CU_MEM_LOCATION_TYPE_DEVICE`, `ordinal`): the id moved into a union in
 /// CUDA 13.
@@ -185,7 +174,7 @@ pub(crate) fn checkpoint_restore(
 pub(crate) unsafe fn gpu_temperature(nvml: &'static Nvml, device: nvmlDevice_t) -> Result<i32> {
     let sensor = nvml_sys::nvmlTemperatureSensors_t::NVML_TEMPERATURE_GPU;
     let _ = (nvml, device, sensor);
-    if_abi12! {
+    nvml_sys::if_abi12! {
         let mut celsius = 0u32;
         // SAFETY: the handle is the caller's promise; `celsius` is a valid out-pointer.
         unsafe {
@@ -193,7 +182,7 @@ pub(crate) unsafe fn gpu_temperature(nvml: &'static Nvml, device: nvmlDevice_t) 
         }?;
         return Ok(i32::try_from(celsius).unwrap_or(i32::MAX));
     }
-    if_abi13! {
+    nvml_sys::if_abi13! {
         let mut reading = nvml_sys::nvmlTemperature_t {
             version: nvml_sys::nvmlTemperature_v1,
             sensorType: sensor,

@@ -94,11 +94,10 @@ impl Context {
         if let Some(entry) = registry
             .iter_mut()
             .find(|entry| entry.ordinal == device.ordinal())
+            && let Some(inner) = entry.live.upgrade()
         {
-            if let Some(inner) = entry.live.upgrade() {
-                entry.pinned.get_or_insert_with(|| inner.clone());
-                return Ok(Self { inner });
-            }
+            entry.pinned.get_or_insert_with(|| inner.clone());
+            return Ok(Self { inner });
         }
         let driver = device.driver();
         let mut raw: CUcontext = std::ptr::null_mut();
@@ -337,11 +336,11 @@ impl Release for ContextInner {
 fn destroy_green(driver: &'static Driver, raw: CUcontext, green: CUgreenCtx) -> Result<()> {
     let mut current = std::ptr::null_mut();
     // SAFETY: valid out-pointer.
-    if let Ok(CUresult::CUDA_SUCCESS) = unsafe { driver.cuCtxGetCurrent(&mut current) } {
-        if current == raw {
-            // SAFETY: setting no context current is always valid.
-            unsafe { cu!(driver, cuCtxSetCurrent(std::ptr::null_mut())) }?;
-        }
+    if let Ok(CUresult::CUDA_SUCCESS) = unsafe { driver.cuCtxGetCurrent(&mut current) }
+        && current == raw
+    {
+        // SAFETY: setting no context current is always valid.
+        unsafe { cu!(driver, cuCtxSetCurrent(std::ptr::null_mut())) }?;
     }
     // SAFETY: the green context is owned by the caller and destroyed once.
     unsafe { cu!(driver, cuGreenCtxDestroy(green)) }

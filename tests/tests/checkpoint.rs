@@ -106,12 +106,12 @@ impl ChildGuard {
 
 impl Drop for ChildGuard {
     fn drop(&mut self) {
-        if let Some(process) = self.locked_by.take() {
-            if let Err(error) = process.unlock() {
-                note(&format!(
-                    "unlocking the child on the way out failed: {error}"
-                ));
-            }
+        if let Some(process) = self.locked_by.take()
+            && let Err(error) = process.unlock()
+        {
+            note(&format!(
+                "unlocking the child on the way out failed: {error}"
+            ));
         }
         if let Ok(None) = self.child.try_wait() {
             let _ = self.child.kill();

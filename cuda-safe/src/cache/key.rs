@@ -239,18 +239,17 @@ impl<'a> CacheKeyBuilder<'a> {
                 )));
             }
         }
-        if self.caller_digest.is_none() {
-            if let Some((option, why)) = self
+        if self.caller_digest.is_none()
+            && let Some((option, why)) = self
                 .options
                 .iter()
                 .find_map(|option| reads_unseen_files(option).map(|why| (option, why)))
-            {
-                return Err(Error::invalid_argument(format!(
-                    "cache key: option {option:?} makes the output depend on files the key \
+        {
+            return Err(Error::invalid_argument(format!(
+                "cache key: option {option:?} makes the output depend on files the key \
                      cannot see ({why}); give a caller digest of those files with \
                      .caller_digest(..)"
-                )));
-            }
+            )));
         }
 
         let mut expressions = self.name_expressions;

@@ -60,13 +60,13 @@ impl<F: ProgramCache, B: ProgramCache> ProgramCache for TieredProgramCache<F, B>
             return Ok(Some(program));
         }
         let found = self.back.get(key)?;
-        if let Some(program) = &found {
-            if let Err(error) = self.front.put(key, program) {
-                log::warn!(
-                    "cuda-safe: a program cache hit for {key} could not be copied to the front \
+        if let Some(program) = &found
+            && let Err(error) = self.front.put(key, program)
+        {
+            log::warn!(
+                "cuda-safe: a program cache hit for {key} could not be copied to the front \
                      cache: {error}"
-                );
-            }
+            );
         }
         Ok(found)
     }

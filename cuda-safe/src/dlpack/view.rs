@@ -439,7 +439,7 @@ impl StridedMemoryView {
                 T::DTYPE
             )));
         }
-        if self.ptr % align_of::<T>() as u64 != 0 {
+        if !self.ptr.is_multiple_of(align_of::<T>() as u64) {
             return Err(Error::invalid_argument(format!(
                 "address {:#x} is not aligned for {}",
                 self.ptr,

@@ -124,9 +124,9 @@ impl LaunchConfig {
             if cluster.volume() == 0 || cluster.volume() > 16 {
                 return invalid(format!("a cluster of {:?} blocks (1 to 16)", cluster));
             }
-            if self.grid.x % cluster.x != 0
-                || self.grid.y % cluster.y != 0
-                || self.grid.z % cluster.z != 0
+            if !self.grid.x.is_multiple_of(cluster.x)
+                || !self.grid.y.is_multiple_of(cluster.y)
+                || !self.grid.z.is_multiple_of(cluster.z)
             {
                 return invalid(format!(
                     "grid {:?} is not a multiple of the cluster {:?}",

@@ -50,7 +50,8 @@ pub(crate) enum FillPlan {
 pub(crate) fn plan(bytes: &[u8]) -> FillPlan {
     for word in [Word::U8, Word::U16, Word::U32] {
         let period = word.bytes();
-        if bytes.len() % period == 0 && bytes.chunks(period).all(|chunk| chunk == &bytes[..period])
+        if bytes.len().is_multiple_of(period)
+            && bytes.chunks(period).all(|chunk| chunk == &bytes[..period])
         {
             return FillPlan::Uniform {
                 word,

@@ -40,12 +40,12 @@ pub(crate) fn element_count<T>(ptr: CUdeviceptr, bytes: usize) -> Result<usize> 
             "zero-sized element types have no device layout",
         ));
     }
-    if bytes % size != 0 {
+    if !bytes.is_multiple_of(size) {
         return Err(Error::invalid_argument(format!(
             "a buffer of {bytes} bytes does not hold a whole number of {size}-byte elements"
         )));
     }
-    if ptr % align_of::<T>() as u64 != 0 {
+    if !ptr.is_multiple_of(align_of::<T>() as u64) {
         return Err(Error::invalid_argument(format!(
             "address {ptr:#x} is not aligned to {} bytes",
             align_of::<T>()

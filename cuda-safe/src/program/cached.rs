@@ -31,10 +31,10 @@ impl Program {
     /// remembered; a repeated request costs a comparison (the flags are not rendered again).
     pub fn cache_key_for_compiler(&self, target: CodeKind, version: &str) -> Result<CacheKey> {
         let slot = &self.keys[key_slot(target)];
-        if let Some((known, key)) = slot.get() {
-            if known == version {
-                return Ok(*key);
-            }
+        if let Some((known, key)) = slot.get()
+            && known == version
+        {
+            return Ok(*key);
         }
         let key = self.key_for(target, &self.plan(target)?, version)?;
         let (known, remembered) = slot.get_or_init(|| (version.to_owned(), key));
