@@ -1,7 +1,7 @@
 //! [`ViewDevice`]: where a view's memory lives, and its DLPack spelling.
 
 use super::abi::{DLDevice, DLDeviceType};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Where the memory of a [`StridedMemoryView`](super::StridedMemoryView) lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -1,7 +1,7 @@
 //! Element types: the common [`DLDataType`]s, their sizes, and the Rust types that match them.
 
 use super::abi::{DLDataType, DLDataTypeCode};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 impl DLDataType {
     /// A scalar (one-lane) type.

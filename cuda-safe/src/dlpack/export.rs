@@ -9,7 +9,7 @@ use super::abi::{
     DLPACK_MINOR_VERSION, DLPackVersion, DLTensor,
 };
 use super::view::StridedMemoryView;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// What [`StridedMemoryView::into_dlpack_versioned`] allocates: the struct handed out, then
 /// the view whose shape and strides it points to.

@@ -11,7 +11,7 @@ use super::abi::{
 use super::device::ViewDevice;
 use super::dims::Dims;
 use super::view::{MAX_NDIM, StridedMemoryView};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// An imported managed tensor; dropping it calls the producer's deleter, once.
 enum Imported {

@@ -2,7 +2,7 @@
 //! strides, the byte span and contiguity. Every product and sum is checked; an overflow is
 //! [`Error::InvalidArgument`].
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The overflow error, naming what was being computed.
 #[cold]

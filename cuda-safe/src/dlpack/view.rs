@@ -10,8 +10,12 @@ use super::device::ViewDevice;
 use super::dims::Dims;
 use super::dtype::Element;
 use super::layout;
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::launch::KernelArg;
+use crate::memory::Buffer;
+use crate::stream::Stream;
 use crate::sys::CUdeviceptr;
-use crate::{Buffer, Device, Error, KernelArg, Result, Stream};
 
 /// The most dimensions a view may have (NumPy's and PyTorch's limit).
 pub const MAX_NDIM: usize = 64;
