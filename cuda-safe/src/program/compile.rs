@@ -11,7 +11,7 @@ use crate::cache::CacheKey;
 use crate::code::{CodeKind, CompiledCode};
 use crate::error::{Error, Result};
 use crate::ffi::to_c_string as c_string;
-use crate::nvrtc_sys::{self, nvrtcResult};
+use crate::nvrtc_sys;
 
 /// CUDA C++ source to compile at run time with NVRTC, with its [`ProgramOptions`] and name
 /// expressions. Compiling does not change it: it can be compiled for several targets, from
@@ -146,16 +146,14 @@ impl Program {
         for expression in &expressions {
             program.add_name_expression(expression)?;
         }
-        let status = program.compile(&c_flags)?;
-        if status != nvrtcResult::NVRTC_SUCCESS {
-            let log = program
-                .log()
-                .unwrap_or_else(|error| format!("(the log could not be read: {error})"));
-            return Err(Error::nvrtc(
-                "nvrtcCompileProgram",
-                status,
-                Some(failure_log(&log, &flags).into_boxed_str()),
-            ));
+        if let Err(mut error) = program.compile(&c_flags) {
+            if let Error::Nvrtc { log: slot, .. } = &mut error {
+                let log = program
+                    .log()
+                    .unwrap_or_else(|error| format!("(the log could not be read: {error})"));
+                *slot = Some(failure_log(&log, &flags).into_boxed_str());
+            }
+            return Err(error);
         }
         let log = program.log()?;
         let code = program.code(target)?;

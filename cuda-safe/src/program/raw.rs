@@ -4,7 +4,7 @@ use std::ffi::{CStr, CString, c_char, c_int};
 
 use crate::code::CodeKind;
 use crate::error::{Error, Result, nvrtc};
-use crate::nvrtc_sys::{Nvrtc, nvrtcProgram, nvrtcResult};
+use crate::nvrtc_sys::{Nvrtc, nvrtcProgram};
 
 /// An `nvrtcProgram`, destroyed when dropped, so every path out of a compile frees it.
 ///
@@ -58,16 +58,19 @@ impl NvrtcProgram {
         }
     }
 
-    /// Compiles with `options`; NVRTC's result code (a compile error is not an `Err` here).
-    pub(super) fn compile(&self, options: &[CString]) -> Result<nvrtcResult> {
+    /// Compiles with `options`; a compile error is [`Error::Nvrtc`] without the log (the
+    /// caller reads it from the program and attaches it).
+    pub(super) fn compile(&self, options: &[CString]) -> Result<()> {
         let count = c_int_count(options.len(), "compile options")?;
         let pointers: Vec<*const c_char> = options.iter().map(|option| option.as_ptr()).collect();
         // SAFETY: the program is live; `pointers` holds `count` NUL-terminated strings, alive
         // for the call.
-        Ok(unsafe {
-            self.nvrtc
-                .nvrtcCompileProgram(self.raw, count, pointers.as_ptr())
-        }?)
+        unsafe {
+            nvrtc!(
+                self.nvrtc,
+                nvrtcCompileProgram(self.raw, count, pointers.as_ptr())
+            )
+        }
     }
 
     /// The compile log, without its NUL terminator (non-UTF-8 bytes replaced).
@@ -132,10 +135,9 @@ impl NvrtcProgram {
             )
         }?;
         if lowered.is_null() {
-            return Err(Error::nvrtc(
+            return Err(Error::unexpected(
                 "nvrtcGetLoweredName",
-                nvrtcResult::NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID,
-                None,
+                "success with a null lowered name",
             ));
         }
         // SAFETY: NVRTC set `lowered` to a NUL-terminated string owned by the program, which
