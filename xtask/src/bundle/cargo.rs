@@ -95,19 +95,19 @@ mod tests {
     use super::*;
 
     /// A test target's artifact, as `cargo test --no-run --message-format=json` prints it.
-    const TEST_LINE: &str = r#"{"reason":"compiler-artifact","package_id":"path+file:///ws/tests#cuda-gpu-tests@0.1.0","manifest_path":"/ws/tests/Cargo.toml","target":{"kind":["test"],"crate_types":["bin"],"name":"raw_layer","src_path":"/ws/tests/tests/raw_layer.rs","edition":"2024","doc":false,"doctest":false,"test":true},"profile":{"opt_level":"3","debuginfo":0,"debug_assertions":false,"overflow_checks":false,"test":true},"features":["cuda-13"],"filenames":["/ws/target/bundle/deps/raw_layer-0123abcd"],"executable":"/ws/target/bundle/deps/raw_layer-0123abcd","fresh":false}"#;
+    const TEST_LINE: &str = include_str!("testdata/test_artifact.json");
 
     /// A library built as a dependency: no executable.
-    const LIB_LINE: &str = r#"{"reason":"compiler-artifact","package_id":"path+file:///ws/cuda-loader#0.1.0","manifest_path":"/ws/cuda-loader/Cargo.toml","target":{"kind":["lib"],"crate_types":["lib"],"name":"cuda_loader","src_path":"/ws/cuda-loader/src/lib.rs","edition":"2024","doc":true,"doctest":true,"test":true},"profile":{"opt_level":"3","debuginfo":0,"debug_assertions":false,"overflow_checks":false,"test":false},"features":[],"filenames":["/ws/target/bundle/deps/libcuda_loader-1.rlib"],"executable":null,"fresh":true}"#;
+    const LIB_LINE: &str = include_str!("testdata/lib_artifact.json");
 
     /// An example.
-    const EXAMPLE_LINE: &str = r#"{"reason":"compiler-artifact","package_id":"path+file:///ws/cuda-sys#0.1.0","manifest_path":"/ws/cuda-sys/Cargo.toml","target":{"kind":["example"],"crate_types":["bin"],"name":"driver_info","src_path":"/ws/cuda-sys/examples/driver_info.rs","edition":"2024","doc":false,"doctest":false,"test":false},"profile":{"opt_level":"3","debuginfo":0,"debug_assertions":false,"overflow_checks":false,"test":false},"features":["cuda-12","default"],"filenames":["/ws/target/bundle/examples/driver_info"],"executable":"/ws/target/bundle/examples/driver_info","fresh":false}"#;
+    const EXAMPLE_LINE: &str = include_str!("testdata/example_artifact.json");
 
     /// A `harness = false` benchmark.
-    const BENCH_LINE: &str = r#"{"reason":"compiler-artifact","package_id":"path+file:///ws/cuda-safe#0.1.0","manifest_path":"/ws/cuda-safe/Cargo.toml","target":{"kind":["bench"],"crate_types":["bin"],"name":"launch","src_path":"/ws/cuda-safe/benches/launch.rs","edition":"2024","doc":false,"doctest":false,"test":false},"profile":{"opt_level":"3","debuginfo":0,"debug_assertions":false,"overflow_checks":false,"test":false},"features":[],"filenames":["/ws/target/bundle/deps/launch-77"],"executable":"/ws/target/bundle/deps/launch-77","fresh":false}"#;
+    const BENCH_LINE: &str = include_str!("testdata/bench_artifact.json");
 
     /// The interop proof's library, as `cargo build --message-format=json` announces it.
-    const CDYLIB_LINE: &str = r#"{"reason":"compiler-artifact","package_id":"path+file:///ws/interop#cuda-safe-interop@0.1.0","manifest_path":"/ws/interop/Cargo.toml","target":{"kind":["cdylib"],"crate_types":["cdylib"],"name":"cuda_safe_interop","src_path":"/ws/interop/src/lib.rs","edition":"2024","doc":true,"doctest":false,"test":true},"profile":{"opt_level":"3","debuginfo":0,"debug_assertions":false,"overflow_checks":false,"test":false},"features":["cuda-13"],"filenames":["/ws/target/bundle/libcuda_safe_interop.so"],"executable":null,"fresh":false}"#;
+    const CDYLIB_LINE: &str = include_str!("testdata/cdylib_artifact.json");
 
     #[test]
     fn cdylib_artifacts_name_their_shared_library() {
