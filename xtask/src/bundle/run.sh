@@ -27,6 +27,8 @@ set -u
 if [ "${1:-}" = --sanitize ]; then
     shift
     rcfile=$(mktemp) || exit 2
+    # The inner script expands its own arguments, so it is single-quoted on purpose.
+    # shellcheck disable=SC2016
     "$SANITIZER" --tool memcheck --error-exitcode 99 --require-cuda-init no \
         --report-api-errors no \
         bash -c '"${@:2}"; rc=$?; echo "$rc" >"$1"; exit "$rc"' record-exit "$rcfile" "$@"
@@ -134,6 +136,11 @@ failed=0
 skipped=0
 results=()
 
+# selected LABEL: whether LABEL passes the filter (every label does when there is none).
+selected() {
+    case $1 in *"$filter"*) return 0 ;; *) return 1 ;; esac
+}
+
 # record STATUS SECONDS LABEL: count one item and add its row to the summary.
 record() {
     if [ "$1" = PASS ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
@@ -166,7 +173,7 @@ for abi in cuda-12 cuda-13; do
     for kind in tests examples benches; do
         for bin in "$abi/$kind"/*; do
             [ -f "$bin" ] || continue
-            case $bin in *"$filter"*) ;; *) continue ;; esac
+            selected "$bin" || continue
             name=${bin##*/}
             case $kind in
             tests)
@@ -192,26 +199,22 @@ for abi in cuda-12 cuda-13; do
 done
 
 if [ "${RUN_FLOOR:-0}" = 1 ]; then
-    case bench/driver_floor in
-    *"$filter"*)
+    if selected bench/driver_floor; then
         if [ -n "$floor" ]; then
             run_item bench/driver_floor "$floor"
         else
             say "RUN_FLOOR=1 but bench/driver_floor was not built"
             record FAIL 0.00 bench/driver_floor
         fi
-        ;;
-    esac
-    case bench/nvml_floor in
-    *"$filter"*)
+    fi
+    if selected bench/nvml_floor; then
         if [ -n "$nvml_floor" ]; then
             run_item bench/nvml_floor "$nvml_floor"
         elif [ -f bench/nvml_floor.c ]; then
             say "RUN_FLOOR=1 but bench/nvml_floor was not built"
             record FAIL 0.00 bench/nvml_floor
         fi
-        ;;
-    esac
+    fi
 fi
 
 {
