@@ -5,7 +5,8 @@
 //! (`Driver`, `Nvrtc`, `Nvml`) that resolve their symbol through `cuda-loader` on first use.
 //! The symbol of each method is the name clang sees after the header's macros, so it is the
 //! versioned one (`cuMemAlloc_v2`). The output goes through prettyplease and then rustfmt, so
-//! two runs give identical bytes and `cargo fmt --check` accepts it.
+//! two runs give identical bytes and `cargo fmt --check` accepts it; its first line is an
+//! `// @generated` marker, which tools and diff viewers recognise.
 
 mod api;
 mod entry_points;
