@@ -1,0 +1,151 @@
+//! The lazily loading entry points: the symbol table and the struct whose methods call it.
+
+use std::collections::BTreeMap;
+use std::ffi::CString;
+
+use proc_macro2::{Literal, TokenStream};
+use quote::{format_ident, quote};
+
+use super::api::Api;
+use super::scan::since_of;
+
+/// `pub static ENTRY_POINTS` and `ENTRY_POINT_COUNT`.
+pub(super) fn entry_point_table(
+    functions: &[syn::Signature],
+    since: &BTreeMap<String, Vec<u32>>,
+) -> Result<TokenStream, String> {
+    let count = Literal::usize_unsuffixed(functions.len());
+    let rows = functions
+        .iter()
+        .map(|sig| {
+            let name = sig.ident.to_string();
+            let symbol = CString::new(name.clone())
+                .map_err(|e| format!("symbol {name} holds a NUL byte: {e}"))?;
+            let symbol = Literal::c_string(&symbol);
+            let version = match since_of(&name, since) {
+                Some(version) => {
+                    let version = Literal::u32_unsuffixed(version);
+                    quote!(Some(#version))
+                }
+                None => quote!(None),
+            };
+            Ok(quote!(::cuda_loader::EntryPoint::new(#symbol, #version)))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(quote! {
+        /// How many entry points the header declares.
+        pub const ENTRY_POINT_COUNT: usize = #count;
+
+        /// Every function of the header, in header order; a method's index into this table is
+        /// its cache slot.
+        pub static ENTRY_POINTS: [::cuda_loader::EntryPoint; ENTRY_POINT_COUNT] = [#(#rows),*];
+    })
+}
+
+/// The struct whose methods call the header's functions.
+pub(super) fn entry_point_struct(
+    api: &Api,
+    functions: &[syn::Signature],
+    aliases: &[(String, String)],
+    since: &BTreeMap<String, Vec<u32>>,
+) -> Result<TokenStream, String> {
+    let name = format_ident!("{}", api.struct_name);
+    let struct_doc = format!(
+        " The entry points of {}, each resolved on first call and cached.\n\n \
+         Every method is `unsafe`: the caller upholds the C function's contract (valid \
+         pointers, handles and sizes) as the header documents it. A method returns \
+         [`LoadError::SymbolMissing`](::cuda_loader::LoadError::SymbolMissing) when the loaded \
+         library lacks its symbol, and otherwise the C function's own return value.",
+        api.library
+    );
+    let methods = functions
+        .iter()
+        .enumerate()
+        .map(|(index, sig)| method(index, sig, aliases, since))
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(quote! {
+        #[doc = #struct_doc]
+        #[derive(Debug)]
+        pub struct #name {
+            library: ::cuda_loader::Library<ENTRY_POINT_COUNT>,
+        }
+
+        impl #name {
+            /// Wraps a library opened with [`ENTRY_POINTS`].
+            ///
+            /// # Safety
+            ///
+            /// `library` must have been opened with [`ENTRY_POINTS`], and every symbol listed
+            /// there that the library exports must have the signature the header declares for
+            /// it: each method calls its symbol through that signature.
+            pub unsafe fn new(library: ::cuda_loader::Library<ENTRY_POINT_COUNT>) -> Self {
+                Self { library }
+            }
+
+            /// The loaded library (its path, and which entry points it has).
+            pub fn library(&self) -> &::cuda_loader::Library<ENTRY_POINT_COUNT> {
+                &self.library
+            }
+
+            #(#methods)*
+        }
+    })
+}
+
+/// One method: look the symbol up in its slot, then call it.
+fn method(
+    index: usize,
+    sig: &syn::Signature,
+    aliases: &[(String, String)],
+    since: &BTreeMap<String, Vec<u32>>,
+) -> Result<TokenStream, String> {
+    let ident = &sig.ident;
+    let symbol = ident.to_string();
+    if sig.variadic.is_some() {
+        return Err(format!(
+            "{symbol} is variadic, which the loader does not support"
+        ));
+    }
+    let mut names = Vec::new();
+    let mut types = Vec::new();
+    for input in &sig.inputs {
+        let syn::FnArg::Typed(typed) = input else {
+            return Err(format!("{symbol} has a receiver"));
+        };
+        let syn::Pat::Ident(pat) = typed.pat.as_ref() else {
+            return Err(format!("{symbol} has an unnamed parameter"));
+        };
+        names.push(pat.ident.clone());
+        types.push(typed.ty.as_ref().clone());
+    }
+    let ret = match &sig.output {
+        syn::ReturnType::Default => quote!(()),
+        syn::ReturnType::Type(_, ty) => quote!(#ty),
+    };
+    let mut doc = format!(" Calls `{symbol}`");
+    if let Some((api_name, _)) = aliases.iter().find(|(_, target)| *target == symbol) {
+        doc.push_str(&format!(" (what `{api_name}` names in the header)"));
+    }
+    if let Some(version) = since_of(&symbol, since) {
+        doc.push_str(&format!(
+            ", since CUDA {}.{}",
+            version / 1000,
+            (version % 1000) / 10
+        ));
+    }
+    doc.push('.');
+    let slot = Literal::usize_unsuffixed(index);
+    Ok(quote! {
+        #[doc = #doc]
+        #[inline]
+        pub unsafe fn #ident(&self, #(#names: #types),*)
+            -> ::core::result::Result<#ret, ::cuda_loader::LoadError>
+        {
+            // C reserves names with two leading underscores, so no parameter is called this.
+            let __c_function = unsafe {
+                self.library.get::<unsafe extern "C" fn(#(#types),*) -> #ret>(#slot)
+            }?;
+            Ok(unsafe { __c_function(#(#names),*) })
+        }
+    })
+}

@@ -1,0 +1,107 @@
+//! `cargo xtask bindgen`: generates the raw bindings and the lazily loading entry-point tables.
+//!
+//! For each header (`cuda.h`, `nvrtc.h`, `nvml.h`) of each CUDA major, bindgen produces the
+//! types and constants; the function declarations it finds become methods of one struct
+//! (`Driver`, `Nvrtc`, `Nvml`) that resolve their symbol through `cuda-loader` on first use.
+//! The symbol of each method is the name clang sees after the header's macros, so it is the
+//! versioned one (`cuMemAlloc_v2`). The output goes through prettyplease and then rustfmt, so
+//! two runs give identical bytes and `cargo fmt --check` accepts it; its first line is an
+//! `// @generated` marker, which tools and diff viewers recognise.
+
+mod api;
+mod entry_points;
+mod format;
+mod generate;
+mod nvml;
+mod scan;
+
+use std::fs;
+use std::path::PathBuf;
+
+use api::APIS;
+use generate::generate;
+
+use crate::headers;
+
+/// Parsed command line of `cargo xtask bindgen`.
+#[derive(Debug, Default, PartialEq)]
+struct Options {
+    /// `--cuda-home DIR`: the local toolkit to read the headers from; `None` for the wheels.
+    cuda_home: Option<PathBuf>,
+    /// `--check`: compare with the committed files instead of writing them.
+    check: bool,
+}
+
+/// Reads the task's arguments (those after `bindgen`).
+fn parse_args(args: &[String]) -> Result<Options, String> {
+    let mut options = Options::default();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--check" => options.check = true,
+            "--from-wheels" => options.cuda_home = None,
+            "--cuda-home" => {
+                let dir = args.next().ok_or("--cuda-home needs a directory")?;
+                options.cuda_home = Some(PathBuf::from(dir));
+            }
+            other => return Err(format!("unknown argument `{other}` for bindgen")),
+        }
+    }
+    Ok(options)
+}
+
+/// Runs `cargo xtask bindgen`.
+pub fn run(args: &[String]) -> Result<(), String> {
+    let options = parse_args(args)?;
+    let root = crate::workspace_root();
+    let sets = match &options.cuda_home {
+        Some(dir) => vec![headers::from_toolkit(dir)?],
+        None => headers::from_wheels(&root)?,
+    };
+    let mut drifted = Vec::new();
+    for set in &sets {
+        for api in &APIS {
+            let code = generate(api, set)?;
+            let path = root
+                .join(api.crate_dir)
+                .join("src")
+                .join(format!("v{}.rs", set.major));
+            let committed = fs::read_to_string(&path).ok();
+            if committed.as_deref() == Some(code.as_str()) {
+                println!("unchanged {}", path.display());
+            } else if options.check {
+                drifted.push(path.display().to_string());
+            } else {
+                fs::write(&path, &code).map_err(|e| format!("writing {}: {e}", path.display()))?;
+                println!("wrote {}", path.display());
+            }
+        }
+    }
+    if drifted.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "generated bindings differ from the committed files (run `cargo xtask bindgen`): {}",
+            drifted.join(", ")
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn parses_arguments() {
+        assert_eq!(parse_args(&[]).unwrap(), Options::default());
+        let options = parse_args(&strings(&["--cuda-home", "/opt/cuda", "--check"])).unwrap();
+        assert_eq!(options.cuda_home, Some(PathBuf::from("/opt/cuda")));
+        assert!(options.check);
+        assert!(parse_args(&strings(&["--cuda-home"])).is_err());
+        assert!(parse_args(&strings(&["--frobnicate"])).is_err());
+    }
+}

@@ -1,0 +1,105 @@
+//! The C floors and benchmark scripts copied into `bench/` of the bundle.
+
+use std::fs;
+use std::path::Path;
+
+use super::files::make_executable;
+
+/// The C program that measures the driver-API floor, relative to the workspace root.
+const DRIVER_FLOOR_SRC: &str = "../shared/bench/driver_floor.c";
+
+/// Copies the C driver-API floor into `bench/` of the bundle (writable, whatever the source's
+/// mode), or warns when it is missing.
+pub(super) fn copy_driver_floor(root: &Path, out: &Path) -> Result<(), String> {
+    let src = root.join(DRIVER_FLOOR_SRC);
+    if !src.is_file() {
+        eprintln!(
+            "gpu-bundle: warning: {} not found; the bundle has no driver floor",
+            src.display()
+        );
+        return Ok(());
+    }
+    let dir = out.join("bench");
+    fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let dest = dir.join("driver_floor.c");
+    let text = fs::read(&src).map_err(|e| format!("reading {}: {e}", src.display()))?;
+    fs::write(&dest, text).map_err(|e| format!("writing {}: {e}", dest.display()))
+}
+
+/// Copies the repository's own `bench/` files (C floors, benchmark scripts) into `bench/` of
+/// the bundle, keeping the executable bit of scripts.
+pub(super) fn copy_bench_sources(root: &Path, out: &Path) -> Result<(), String> {
+    let src_dir = root.join("bench");
+    let Ok(entries) = fs::read_dir(&src_dir) else {
+        return Ok(());
+    };
+    let dir = out.join("bench");
+    fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("reading {}: {e}", src_dir.display()))?;
+        let src = entry.path();
+        if !src.is_file() {
+            continue;
+        }
+        let dest = dir.join(entry.file_name());
+        fs::copy(&src, &dest).map_err(|e| format!("copying {}: {e}", src.display()))?;
+        if src.extension().is_some_and(|ext| ext == "sh") {
+            make_executable(&dest)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::files::list_files;
+    use crate::bundle::testing::scratch;
+
+    #[test]
+    fn floors_and_bench_files_are_copied_and_scripts_executable() {
+        let dir = scratch("bench");
+        let root = dir.join("ws");
+        fs::create_dir_all(root.join("bench/data")).expect("mkdir");
+        fs::write(root.join("bench/nvml_floor.c"), "int main;").expect("write");
+        fs::write(root.join("bench/run_it.sh"), "true").expect("write");
+        fs::create_dir_all(dir.join("shared/bench")).expect("mkdir");
+        fs::write(dir.join("shared/bench/driver_floor.c"), "floor").expect("write");
+        let out = dir.join("out");
+        copy_driver_floor(&root, &out).expect("floor copied");
+        copy_bench_sources(&root, &out).expect("bench copied");
+        assert_eq!(
+            list_files(&out),
+            Ok(vec![
+                ("bench/driver_floor.c".to_owned(), 5),
+                ("bench/nvml_floor.c".to_owned(), 9),
+                ("bench/run_it.sh".to_owned(), 4)
+            ])
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |name: &str| {
+                fs::metadata(out.join("bench").join(name))
+                    .expect("stat")
+                    .permissions()
+                    .mode()
+            };
+            assert_eq!(mode("run_it.sh") & 0o111, 0o111);
+            assert_eq!(mode("nvml_floor.c") & 0o111, 0);
+        }
+        fs::remove_dir_all(&dir).expect("cleanup");
+    }
+
+    #[test]
+    fn missing_sources_are_not_an_error() {
+        let dir = scratch("no-bench");
+        let root = dir.join("ws");
+        fs::create_dir_all(&root).expect("mkdir");
+        let out = dir.join("out");
+        copy_driver_floor(&root, &out).expect("a missing floor only warns");
+        copy_bench_sources(&root, &out).expect("a missing bench/ is skipped");
+        assert!(!out.exists());
+        fs::remove_dir_all(&dir).expect("cleanup");
+    }
+}

@@ -1,0 +1,29 @@
+//! Helpers shared by the bundle's tests.
+
+use std::fs;
+use std::path::PathBuf;
+
+use super::metadata::Package;
+
+/// The arguments as owned strings, as the task receives them.
+pub(super) fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// A package with both ABI features.
+pub(super) fn package(name: &str, has_examples: bool, has_benches: bool) -> Package {
+    Package {
+        name: name.to_owned(),
+        features: strings(&["cuda-12", "cuda-13", "default"]),
+        has_examples,
+        has_benches,
+    }
+}
+
+/// A fresh empty folder under the system's temporary folder.
+pub(super) fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("xtask-bundle-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
+}
