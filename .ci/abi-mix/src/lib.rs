@@ -17,3 +17,11 @@ pub fn device_locations(ordinal: i32) -> [wants_13::CUmemLocation; 2] {
         wants_13::device_location(ordinal),
     ]
 }
+
+/// Both intermediate crates' safe-layer types are one crate's: a buffer made by the crate
+/// written for CUDA 12 is an argument of a launch by anyone.
+pub fn both(device: &cuda_safe::Device, stream: &cuda_safe::Stream) -> cuda_safe::Result<()> {
+    let buffer: cuda_safe::Buffer = wants_12::zeroed_floats(device, stream, 16)?;
+    let _workqueues = wants_13::workqueues(device);
+    buffer.close()
+}

@@ -25,3 +25,14 @@ nvml_sys::if_abi13! {
     /// NVML's first CPER cursor: kept only when NVML has the CUDA 13 ABI.
     pub const CPER_CURSOR_START: u64 = nvml_sys::NVML_CPER_CURSOR_HANDLE_INIT;
 }
+
+/// A pool allocation through the safe layer, as a crate written for CUDA 12 would make it.
+pub fn zeroed_floats(
+    device: &cuda_safe::Device,
+    stream: &cuda_safe::Stream,
+    len: usize,
+) -> cuda_safe::Result<cuda_safe::Buffer> {
+    device
+        .default_memory_resource()?
+        .allocate_zeroed::<f32>(len, stream)
+}

@@ -19,3 +19,8 @@ pub const CPER_CURSOR_START: nvml_sys::nvmlCPERCursorHandle_t =
 
 /// The NVRTC headers' version, from CUDA 13.
 pub const NVRTC_HEADERS: u32 = nvrtc_sys::HEADER_CUDA_VERSION;
+
+/// Green-context workqueues, a CUDA 13 feature, through the safe layer.
+pub fn workqueues(device: &cuda_safe::Device) -> cuda_safe::Result<cuda_safe::WorkqueueConfig> {
+    device.resources().workqueue_config()
+}
