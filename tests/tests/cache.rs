@@ -2,7 +2,7 @@
 //! disk, in a "new process" simulated by a fresh cache) give launchable kernels, templated
 //! kernels included, and a corrupted entry is recompiled.
 
-use cuda_gpu_tests::gpu_or_skip;
+use cuda_gpu_tests::gpu_tests;
 use cuda_safe::cache::{
     FileStreamProgramCache, InMemoryProgramCache, ProgramCache, TieredProgramCache,
 };
@@ -38,11 +38,7 @@ fn add_one_works<C: ProgramCache>(kernels: &KernelCache<C>, program: &Program) {
     assert_eq!(data.to_vec::<f32>().unwrap(), [2.5f32; 100]);
 }
 
-#[test]
 fn a_program_compiles_and_loads_once_per_process() {
-    if !gpu_or_skip("a_program_compiles_and_loads_once_per_process") {
-        return;
-    }
     let program = program();
     let kernels = KernelCache::new(InMemoryProgramCache::new(16 << 20));
     add_one_works(&kernels, &program);
@@ -61,11 +57,7 @@ fn a_program_compiles_and_loads_once_per_process() {
     assert_eq!(kernels.programs().stats().unwrap().hits, 1);
 }
 
-#[test]
 fn a_disk_hit_in_a_new_cache_resolves_templated_kernels() {
-    if !gpu_or_skip("a_disk_hit_in_a_new_cache_resolves_templated_kernels") {
-        return;
-    }
     let dir = std::env::temp_dir().join(format!("cuda-safe-cache-test-{}", std::process::id()));
     let program = program();
     {
@@ -101,11 +93,7 @@ fn a_disk_hit_in_a_new_cache_resolves_templated_kernels() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-#[test]
 fn an_assumed_nvrtc_version_skips_nvrtc_on_hits_and_is_checked_on_misses() {
-    if !gpu_or_skip("an_assumed_nvrtc_version_skips_nvrtc_on_hits_and_is_checked_on_misses") {
-        return;
-    }
     let (major, minor) = cuda_safe::nvrtc_version().unwrap();
     let program = program();
     let right =
@@ -123,11 +111,7 @@ fn an_assumed_nvrtc_version_skips_nvrtc_on_hits_and_is_checked_on_misses() {
     assert!(error.to_string().contains("assumes NVRTC"), "{error}");
 }
 
-#[test]
 fn a_warm_kernel_request_returns_the_same_kernel() {
-    if !gpu_or_skip("a_warm_kernel_request_returns_the_same_kernel") {
-        return;
-    }
     let program = program();
     let kernels = KernelCache::new(InMemoryProgramCache::new(16 << 20));
     let first = kernels
@@ -144,4 +128,13 @@ fn a_warm_kernel_request_returns_the_same_kernel() {
         first.params().unwrap(),
         second.params().unwrap()
     ));
+}
+
+fn main() -> std::process::ExitCode {
+    gpu_tests![
+        a_program_compiles_and_loads_once_per_process,
+        a_disk_hit_in_a_new_cache_resolves_templated_kernels,
+        an_assumed_nvrtc_version_skips_nvrtc_on_hits_and_is_checked_on_misses,
+        a_warm_kernel_request_returns_the_same_kernel
+    ]
 }

@@ -13,12 +13,12 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
-use cuda_gpu_tests::gpu_or_skip;
+use cuda_gpu_tests::gpu_tests;
 use cuda_safe::checkpoint::{Process, ProcessState};
 use cuda_safe::sys::CUresult;
 use cuda_safe::{Device, Error};
 
-/// The test's name, which the child is started with.
+/// The test's name, which starts each note.
 const TEST: &str = "a_checkpointed_child_gets_its_gpu_memory_back";
 /// Set in the child's environment: run the child's part.
 const CHILD_ENV: &str = "CUDA_SAFE_CHECKPOINT_CHILD";
@@ -32,7 +32,7 @@ const PREFIX: usize = 4096;
 const READY: &str = "CHECKPOINT-CHILD-READY";
 const VERIFIED: &str = "CHECKPOINT-CHILD-VERIFIED";
 
-/// Writes a note straight to stderr, past the test harness's capture, so the run log shows it.
+/// Writes a note to stderr, which the run log shows.
 fn note(text: &str) {
     let _ = writeln!(std::io::stderr(), "{TEST}: {text}");
 }
@@ -65,7 +65,6 @@ struct ChildGuard {
 impl ChildGuard {
     fn spawn() -> Self {
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([TEST, "--exact", "--nocapture", "--test-threads=1"])
             .env(CHILD_ENV, "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -80,8 +79,8 @@ impl ChildGuard {
         }
     }
 
-    /// Reads the child's output until a line ending in `marker` (the test harness may print
-    /// the test's name on the same line); the child exiting first fails the test.
+    /// Reads the child's output until the line `marker`; the child exiting first fails the
+    /// test.
     fn wait_for(&mut self, marker: &str) {
         let mut line = String::new();
         loop {
@@ -91,7 +90,7 @@ impl ChildGuard {
                 let status = self.child.wait().unwrap();
                 panic!("the child exited ({status}) before printing {marker}");
             }
-            if line.trim_end().ends_with(marker) {
+            if line.trim_end() == marker {
                 return;
             }
         }
@@ -154,15 +153,7 @@ fn child_main() {
     std::io::stdout().flush().unwrap();
 }
 
-#[test]
 fn a_checkpointed_child_gets_its_gpu_memory_back() {
-    if std::env::var_os(CHILD_ENV).is_some() {
-        child_main();
-        return;
-    }
-    if !gpu_or_skip(TEST) {
-        return;
-    }
     let device = Device::new(0).unwrap();
     device.set_current().unwrap(); // the parent's own context, made up front (and kept)
     let mut child = ChildGuard::spawn();
@@ -229,4 +220,14 @@ fn a_checkpointed_child_gets_its_gpu_memory_back() {
     child.wait_for(VERIFIED);
     let status = child.child.wait().unwrap();
     assert!(status.success(), "the child exited with {status}");
+}
+
+/// The child's part when [`CHILD_ENV`] is set, before the harness (which would probe the GPU
+/// and print); the test otherwise.
+fn main() -> std::process::ExitCode {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        child_main();
+        return std::process::ExitCode::SUCCESS;
+    }
+    gpu_tests![a_checkpointed_child_gets_its_gpu_memory_back]
 }

@@ -1,9 +1,9 @@
 //! The primary context's lifecycle: retained on first use and kept (so `device.set_current()?;`
 //! followed by work re-uses it, as in `cuda.core`), released by `release_primary_context` once
 //! the last handle using it is gone. In its own test binary, so no other test holds the
-//! context meanwhile; the tests run in order on one thread (see `main` below).
+//! context meanwhile; its steps run in order on one thread (see `lifecycle` below).
 
-use cuda_gpu_tests::gpu_or_skip;
+use cuda_gpu_tests::gpu_tests;
 use cuda_safe::{Device, StreamOptions};
 
 fn primary_context_active(device: &Device) -> bool {
@@ -22,11 +22,7 @@ fn current_context() -> cuda_safe::sys::CUcontext {
     current
 }
 
-#[test]
 fn lifecycle() {
-    if !gpu_or_skip("lifecycle") {
-        return;
-    }
     let device = Device::new(0).unwrap();
     device_sync_creates_no_context(&device);
     set_current_then_work_reuses_the_context(&device);
@@ -102,4 +98,8 @@ fn release_waits_for_the_last_holder(device: &Device) {
     );
     assert!(device.release_primary_context());
     assert!(!primary_context_active(device));
+}
+
+fn main() -> std::process::ExitCode {
+    gpu_tests![lifecycle]
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use cuda_gpu_tests::gpu_or_skip;
+use cuda_gpu_tests::gpu_tests;
 use cuda_safe::dlpack::{
     DLDataType, DLDeviceType, DLManagedTensorVersioned, Layout, StridedMemoryView, ViewDevice,
 };
@@ -80,11 +80,7 @@ fn scale_contiguous(setup: &Setup, view: &StridedMemoryView, factor: f32) {
     setup.stream.sync().unwrap();
 }
 
-#[test]
 fn a_buffer_view_is_scaled_in_place_by_a_kernel() {
-    if !gpu_or_skip("a_buffer_view_is_scaled_in_place_by_a_kernel") {
-        return;
-    }
     let setup = setup();
     let n = 10_000;
     let buffer = iota_buffer(&setup, n);
@@ -101,11 +97,7 @@ fn a_buffer_view_is_scaled_in_place_by_a_kernel() {
     assert_eq!(buffer.to_vec::<f32>().unwrap(), expected);
 }
 
-#[test]
 fn a_strided_view_scales_only_its_elements() {
-    if !gpu_or_skip("a_strided_view_scales_only_its_elements") {
-        return;
-    }
     let setup = setup();
     let (rows, cols) = (64usize, 48usize);
     let buffer = iota_buffer(&setup, rows * cols);
@@ -163,11 +155,7 @@ unsafe extern "C" fn counting_deleter(tensor: *mut DLManagedTensorVersioned) {
     unsafe { (EXPORT_DELETER.get().unwrap())(tensor) };
 }
 
-#[test]
 fn dlpack_export_and_reimport_keep_the_data_and_delete_once() {
-    if !gpu_or_skip("dlpack_export_and_reimport_keep_the_data_and_delete_once") {
-        return;
-    }
     let setup = setup();
     let n = 4096;
     let buffer = iota_buffer(&setup, n);
@@ -226,11 +214,7 @@ fn dlpack_export_and_reimport_keep_the_data_and_delete_once() {
     assert_eq!(Arc::strong_count(&buffer), 1);
 }
 
-#[test]
 fn buffer_views_are_checked_against_the_buffer() {
-    if !gpu_or_skip("buffer_views_are_checked_against_the_buffer") {
-        return;
-    }
     let setup = setup();
     let buffer = iota_buffer(&setup, 100);
     let f32 = DLDataType::F32;
@@ -330,4 +314,13 @@ fn buffer_views_are_checked_against_the_buffer() {
         other_device.require_device(&setup.device),
         Err(Error::InvalidArgument(_))
     ));
+}
+
+fn main() -> std::process::ExitCode {
+    gpu_tests![
+        a_buffer_view_is_scaled_in_place_by_a_kernel,
+        a_strided_view_scales_only_its_elements,
+        dlpack_export_and_reimport_keep_the_data_and_delete_once,
+        buffer_views_are_checked_against_the_buffer
+    ]
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use cuda_gpu_tests::gpu_or_skip;
+use cuda_gpu_tests::gpu_tests;
 use cuda_safe::{
     CodeKind, Context, Device, Error, GreenContextOptions, Kernel, LaunchConfig, Program,
     ProgramOptions, SplitRequest, StreamOptions, launch,
@@ -48,11 +48,7 @@ fn sm_ids_used(device: &Device, context: &Context, kernel: &Kernel, sms: u32) ->
     ids.to_vec::<u32>().unwrap().into_iter().collect()
 }
 
-#[test]
 fn the_sm_resource_and_its_rules() {
-    if !gpu_or_skip("the_sm_resource_and_its_rules") {
-        return;
-    }
     let device = Device::new(0).unwrap();
     let all = device.resources().sm().unwrap();
     let sms = device.properties().unwrap().multiprocessor_count;
@@ -70,11 +66,7 @@ fn the_sm_resource_and_its_rules() {
     assert_eq!(primary.resources().sm().unwrap().sm_count(), sms);
 }
 
-#[test]
 fn every_equal_split_that_fits_is_exact_and_the_others_say_why() {
-    if !gpu_or_skip("every_equal_split_that_fits_is_exact_and_the_others_say_why") {
-        return;
-    }
     let device = Device::new(0).unwrap();
     let all = device.resources().sm().unwrap();
     let total = all.sm_count();
@@ -111,11 +103,7 @@ fn every_equal_split_that_fits_is_exact_and_the_others_say_why() {
     }
 }
 
-#[test]
 fn impossible_splits_say_what_the_hardware_can_give() {
-    if !gpu_or_skip("impossible_splits_say_what_the_hardware_can_give") {
-        return;
-    }
     let device = Device::new(0).unwrap();
     let all = device.resources().sm().unwrap();
     let total = all.sm_count();
@@ -171,11 +159,7 @@ fn impossible_splits_say_what_the_hardware_can_give() {
     }
 }
 
-#[test]
 fn green_contexts_own_disjoint_sms_and_report_them() {
-    if !gpu_or_skip("green_contexts_own_disjoint_sms_and_report_them") {
-        return;
-    }
     let device = Device::new(0).unwrap();
     device.set_current().unwrap();
     let all = device.resources().sm().unwrap();
@@ -214,11 +198,7 @@ fn green_contexts_own_disjoint_sms_and_report_them() {
     assert!(matches!(blocking, Err(Error::InvalidArgument(_))));
 }
 
-#[test]
 fn one_kernel_runs_in_two_green_contexts_from_two_threads() {
-    if !gpu_or_skip("one_kernel_runs_in_two_green_contexts_from_two_threads") {
-        return;
-    }
     let device = Device::new(0).unwrap();
     let all = device.resources().sm().unwrap();
     let split = all
@@ -256,11 +236,7 @@ fn one_kernel_runs_in_two_green_contexts_from_two_threads() {
     });
 }
 
-#[test]
 fn closing_a_green_context_while_it_is_current() {
-    if !gpu_or_skip("closing_a_green_context_while_it_is_current") {
-        return;
-    }
     let device = Device::new(0).unwrap();
     let all = device.resources().sm().unwrap();
     let split = all
@@ -285,11 +261,7 @@ fn closing_a_green_context_while_it_is_current() {
     assert_eq!(buffer.to_vec::<u8>().unwrap(), [1u8; 64]);
 }
 
-#[test]
 fn resources_keep_their_context_and_internal_calls_keep_the_current_context() {
-    if !gpu_or_skip("resources_keep_their_context_and_internal_calls_keep_the_current_context") {
-        return;
-    }
     let device = Device::new(0).unwrap();
     let all = device.resources().sm().unwrap();
     let split = all
@@ -319,4 +291,16 @@ fn resources_keep_their_context_and_internal_calls_keep_the_current_context() {
     assert_eq!(resources.sm().unwrap().sm_count(), size);
     drop(resources);
     device.set_current().unwrap();
+}
+
+fn main() -> std::process::ExitCode {
+    gpu_tests![
+        the_sm_resource_and_its_rules,
+        every_equal_split_that_fits_is_exact_and_the_others_say_why,
+        impossible_splits_say_what_the_hardware_can_give,
+        green_contexts_own_disjoint_sms_and_report_them,
+        one_kernel_runs_in_two_green_contexts_from_two_threads,
+        closing_a_green_context_while_it_is_current,
+        resources_keep_their_context_and_internal_calls_keep_the_current_context
+    ]
 }

@@ -1,6 +1,6 @@
 //! Loading and launching on a real GPU: ObjectCode, Kernel, LaunchConfig and launch.
 
-use cuda_gpu_tests::gpu_or_skip;
+use cuda_gpu_tests::gpu_tests;
 use cuda_safe::{
     CodeKind, Device, DeviceMemoryResource, Dim3, Error, Kernel, LaunchConfig, ObjectCode, Program,
     ProgramOptions, Stream, StreamOptions, launch,
@@ -95,11 +95,7 @@ fn saxpy_matches_cpu(setup: &Setup, kernel: &Kernel, stream: &Stream, n: usize, 
     }
 }
 
-#[test]
 fn saxpy_matches_the_cpu_on_random_data() {
-    if !gpu_or_skip("saxpy_matches_the_cpu_on_random_data") {
-        return;
-    }
     let setup = setup();
     let kernel = setup.code.get_kernel("saxpy").unwrap();
     for (i, n) in [1usize, 255, 256, 257, 1 << 20, 10_000_019]
@@ -110,11 +106,7 @@ fn saxpy_matches_the_cpu_on_random_data() {
     }
 }
 
-#[test]
 fn kernels_report_parameters_and_attributes() {
-    if !gpu_or_skip("kernels_report_parameters_and_attributes") {
-        return;
-    }
     let setup = setup();
     let kernel = setup.code.get_kernel("saxpy").unwrap();
     let sizes: Vec<usize> = kernel.params().unwrap().iter().map(|p| p.size).collect();
@@ -141,11 +133,7 @@ fn kernels_report_parameters_and_attributes() {
     );
 }
 
-#[test]
 fn occupancy_agrees_with_the_limits() {
-    if !gpu_or_skip("occupancy_agrees_with_the_limits") {
-        return;
-    }
     let setup = setup();
     let kernel = setup.code.get_kernel("saxpy").unwrap();
     let properties = setup.device.properties().unwrap();
@@ -172,11 +160,7 @@ fn occupancy_agrees_with_the_limits() {
     assert_eq!(min_grid, per_sm * properties.multiprocessor_count);
 }
 
-#[test]
 fn bad_launches_are_errors_and_the_gpu_stays_usable() {
-    if !gpu_or_skip("bad_launches_are_errors_and_the_gpu_stays_usable") {
-        return;
-    }
     let setup = setup();
     let missing = setup.code.get_kernel("no_such_kernel").unwrap_err();
     println!("wrong name: {missing}");
@@ -241,11 +225,7 @@ fn bad_launches_are_errors_and_the_gpu_stays_usable() {
     saxpy_matches_cpu(&setup, &kernel, stream, 1000, 99);
 }
 
-#[test]
 fn one_library_runs_on_two_streams_and_two_threads() {
-    if !gpu_or_skip("one_library_runs_on_two_streams_and_two_threads") {
-        return;
-    }
     let setup = setup();
     let kernel = setup.code.get_kernel("saxpy").unwrap();
     let second = setup
@@ -273,11 +253,7 @@ fn one_library_runs_on_two_streams_and_two_threads() {
     }
 }
 
-#[test]
 fn templates_structs_clusters_and_cooperative_launches() {
-    if !gpu_or_skip("templates_structs_clusters_and_cooperative_launches") {
-        return;
-    }
     let setup = setup();
     let stream = &setup.stream;
     let n = 1000usize;
@@ -329,11 +305,7 @@ fn templates_structs_clusters_and_cooperative_launches() {
     stream.sync().unwrap();
 }
 
-#[test]
 fn ptx_and_files_load_too() {
-    if !gpu_or_skip("ptx_and_files_load_too") {
-        return;
-    }
     let setup = setup();
     let program = Program::new(SOURCE, ProgramOptions::default()).unwrap();
     let ptx = program.compile(CodeKind::Ptx).unwrap();
@@ -378,11 +350,7 @@ fn ptx_and_files_load_too() {
     assert!(refused.unwrap_err().cuda_code().is_some());
 }
 
-#[test]
 fn a_launch_on_another_stream_is_ordered_with_the_buffers_stream() {
-    if !gpu_or_skip("a_launch_on_another_stream_is_ordered_with_the_buffers_stream") {
-        return;
-    }
     let setup = setup();
     let source = r#"extern "C" __global__ void slow_fill(float* out, float value, size_t n) {
         unsigned long long t0, t;
@@ -410,4 +378,17 @@ fn a_launch_on_another_stream_is_ordered_with_the_buffers_stream() {
     unsafe { launch(&other, &config, &slow_fill, (&mut out, 7.0f32, n)).unwrap() };
     // Read on the buffer's own stream: ordered after the kernel by the launch.
     assert!(out.to_vec::<f32>().unwrap().iter().all(|&v| v == 7.0));
+}
+
+fn main() -> std::process::ExitCode {
+    gpu_tests![
+        saxpy_matches_the_cpu_on_random_data,
+        kernels_report_parameters_and_attributes,
+        occupancy_agrees_with_the_limits,
+        bad_launches_are_errors_and_the_gpu_stays_usable,
+        one_library_runs_on_two_streams_and_two_threads,
+        templates_structs_clusters_and_cooperative_launches,
+        ptx_and_files_load_too,
+        a_launch_on_another_stream_is_ordered_with_the_buffers_stream
+    ]
 }

@@ -5,7 +5,7 @@
 use std::fmt::Debug;
 use std::time::Duration;
 
-use cuda_gpu_tests::{check, gpu_or_skip};
+use cuda_gpu_tests::{check, gpu_tests};
 use cuda_safe::system::{
     self, ClockId, ClockType, Device, EccCounter, EccErrorType, EventSet, EventTypes,
     NVLINK_MAX_LINKS, P2pCapability, PcieCounter, Session, TemperatureThreshold,
@@ -53,11 +53,7 @@ fn cuda_uuid(ordinal: i32) -> [u8; 16] {
     uuid.bytes.map(|byte| byte as u8)
 }
 
-#[test]
 fn system_queries_are_sane() {
-    if !gpu_or_skip("system_queries_are_sane") {
-        return;
-    }
     let session = Session::new().expect("NVML initialises");
     let count = session.device_count().unwrap();
     assert!(count >= 1, "NVML sees no GPU");
@@ -85,11 +81,7 @@ fn system_queries_are_sane() {
     assert_eq!(system::driver_version().unwrap(), driver);
 }
 
-#[test]
 fn devices_are_found_by_index_uuid_bus_id_and_cuda_uuid() {
-    if !gpu_or_skip("devices_are_found_by_index_uuid_bus_id_and_cuda_uuid") {
-        return;
-    }
     let gpus = Device::all().unwrap();
     assert!(!gpus.is_empty());
     for (index, gpu) in (0u32..).zip(&gpus) {
@@ -121,11 +113,7 @@ fn devices_are_found_by_index_uuid_bus_id_and_cuda_uuid() {
     assert!(matches!(refused, Error::InvalidArgument(_)), "{refused:?}");
 }
 
-#[test]
 fn memory_is_sane() {
-    if !gpu_or_skip("memory_is_sane") {
-        return;
-    }
     for gpu in Device::all().unwrap() {
         let memory = gpu.memory_info().unwrap();
         println!(
@@ -153,11 +141,7 @@ fn memory_is_sane() {
     }
 }
 
-#[test]
 fn this_process_appears_among_compute_processes_after_allocating() {
-    if !gpu_or_skip("this_process_appears_among_compute_processes_after_allocating") {
-        return;
-    }
     let gpu = Device::from_uuid_bytes(&cuda_uuid(0)).expect("CUDA device 0 is in NVML");
     let driver = cuda_safe::sys::driver().unwrap();
     let (mut device, mut context, mut memory) = (0, std::ptr::null_mut(), 0);
@@ -214,11 +198,7 @@ fn this_process_appears_among_compute_processes_after_allocating() {
     assert!(!name.is_empty());
 }
 
-#[test]
 fn power_and_temperature_are_physical() {
-    if !gpu_or_skip("power_and_temperature_are_physical") {
-        return;
-    }
     for gpu in Device::all().unwrap() {
         let milliwatts = gpu.power_usage_mw().unwrap();
         let celsius = gpu.temperature_c().unwrap();
@@ -244,11 +224,7 @@ fn power_and_temperature_are_physical() {
     }
 }
 
-#[test]
 fn mig_mode_reads_or_is_not_supported() {
-    if !gpu_or_skip("mig_mode_reads_or_is_not_supported") {
-        return;
-    }
     for gpu in Device::all().unwrap() {
         if let Some(is_mig) = optional("is a MIG device", gpu.is_mig_device()) {
             assert!(!is_mig, "NVML's index lookup gives whole GPUs");
@@ -281,11 +257,7 @@ fn mig_mode_reads_or_is_not_supported() {
     }
 }
 
-#[test]
 fn nvlink_queries_return_a_value_or_not_supported() {
-    if !gpu_or_skip("nvlink_queries_return_a_value_or_not_supported") {
-        return;
-    }
     for gpu in Device::all().unwrap() {
         println!("{}:", gpu.name().unwrap());
         for link in 0..NVLINK_MAX_LINKS {
@@ -310,11 +282,7 @@ fn nvlink_queries_return_a_value_or_not_supported() {
     }
 }
 
-#[test]
 fn every_query_on_every_device_is_ok_or_a_typed_error() {
-    if !gpu_or_skip("every_query_on_every_device_is_ok_or_a_typed_error") {
-        return;
-    }
     let session = Session::new().unwrap();
     optional("driver branch", session.driver_branch());
     optional("process name of pid 1", session.process_name(1));
@@ -445,11 +413,7 @@ fn every_query_on_every_device_is_ok_or_a_typed_error() {
     }
 }
 
-#[test]
 fn event_set_waits_with_a_timeout() {
-    if !gpu_or_skip("event_set_waits_with_a_timeout") {
-        return;
-    }
     let gpu = Device::from_index(0).unwrap();
     let supported = gpu.supported_event_types().unwrap();
     println!("supported events: {supported:?}");
@@ -469,11 +433,7 @@ fn event_set_waits_with_a_timeout() {
     events.close().unwrap();
 }
 
-#[test]
 fn nvml_restarts_after_the_last_user_is_gone() {
-    if !gpu_or_skip("nvml_restarts_after_the_last_user_is_gone") {
-        return;
-    }
     for _ in 0..3 {
         let gpu = Device::from_index(0).unwrap();
         let name = gpu.name().unwrap();
@@ -494,13 +454,25 @@ fn nvml_restarts_after_the_last_user_is_gone() {
     });
 }
 
-#[test]
 fn cuda_and_nvml_devices_convert_by_uuid() {
-    if !gpu_or_skip("cuda_and_nvml_devices_convert_by_uuid") {
-        return;
-    }
     let cuda = cuda_safe::Device::new(0).unwrap();
     let nvml = cuda.to_nvml().unwrap();
     assert_eq!(nvml.uuid().unwrap(), cuda.uuid().unwrap().to_string());
     assert_eq!(cuda_safe::Device::from_nvml(&nvml).unwrap(), cuda);
+}
+
+fn main() -> std::process::ExitCode {
+    gpu_tests![
+        system_queries_are_sane,
+        devices_are_found_by_index_uuid_bus_id_and_cuda_uuid,
+        memory_is_sane,
+        this_process_appears_among_compute_processes_after_allocating,
+        power_and_temperature_are_physical,
+        mig_mode_reads_or_is_not_supported,
+        nvlink_queries_return_a_value_or_not_supported,
+        every_query_on_every_device_is_ok_or_a_typed_error,
+        event_set_waits_with_a_timeout,
+        nvml_restarts_after_the_last_user_is_gone,
+        cuda_and_nvml_devices_convert_by_uuid
+    ]
 }

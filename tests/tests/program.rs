@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use cuda_gpu_tests::gpu_or_skip;
+use cuda_gpu_tests::gpu_tests;
 use cuda_safe::cache::{InMemoryProgramCache, ProgramCache};
 use cuda_safe::nvrtc_sys::nvrtcResult;
 use cuda_safe::{CodeKind, CppStandard, Device, Error, Program, ProgramOptions};
@@ -206,11 +206,7 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
         .any(|window| window == needle)
 }
 
-#[test]
 fn every_option_compiles_alone_for_every_target() {
-    if !gpu_or_skip("every_option_compiles_alone_for_every_target") {
-        return;
-    }
     let arch = device_arch();
     let dir = HeaderDir::new("alone");
     for target in CodeKind::ALL {
@@ -227,11 +223,7 @@ fn every_option_compiles_alone_for_every_target() {
     }
 }
 
-#[test]
 fn all_options_together_compile_for_every_target() {
-    if !gpu_or_skip("all_options_together_compile_for_every_target") {
-        return;
-    }
     let arch = device_arch();
     let dir = HeaderDir::new("together");
     let source = format!(
@@ -248,11 +240,7 @@ fn all_options_together_compile_for_every_target() {
     }
 }
 
-#[test]
 fn every_cpp_standard_compiles() {
-    if !gpu_or_skip("every_cpp_standard_compiles") {
-        return;
-    }
     let standards = [
         CppStandard::Cpp03,
         CppStandard::Cpp11,
@@ -292,11 +280,7 @@ fn every_cpp_standard_compiles() {
     }
 }
 
-#[test]
 fn a_compile_error_returns_the_log_and_the_options() {
-    if !gpu_or_skip("a_compile_error_returns_the_log_and_the_options") {
-        return;
-    }
     let source = "extern \"C\" __global__ void k(float* x) {\n    x[0] = not_declared;\n}\n";
     let options = ProgramOptions {
         name: "broken.cu".into(),
@@ -330,11 +314,7 @@ fn a_compile_error_returns_the_log_and_the_options() {
     fixed.compile(CodeKind::Cubin).unwrap();
 }
 
-#[test]
 fn name_expressions_give_lowered_names() {
-    if !gpu_or_skip("name_expressions_give_lowered_names") {
-        return;
-    }
     let mut program = Program::new(TEMPLATED, ProgramOptions::default()).unwrap();
     program.add_name_expression("scale<float>").unwrap();
     program.add_name_expression("scale<double>").unwrap();
@@ -355,11 +335,7 @@ fn name_expressions_give_lowered_names() {
     }
 }
 
-#[test]
 fn an_invalid_name_expression_is_an_error() {
-    if !gpu_or_skip("an_invalid_name_expression_is_an_error") {
-        return;
-    }
     let mut program = Program::new(TEMPLATED, ProgramOptions::default()).unwrap();
     program
         .add_name_expression("no_such_kernel<float>")
@@ -368,11 +344,7 @@ fn an_invalid_name_expression_is_an_error() {
     assert!(matches!(error, Error::Nvrtc { .. }), "{error}");
 }
 
-#[test]
 fn in_memory_headers_are_included() {
-    if !gpu_or_skip("in_memory_headers_are_included") {
-        return;
-    }
     let source =
         "#include \"my.h\"\nextern \"C\" __global__ void KERNEL_NAME(float* x) { x[0] = 1.0f; }\n";
     let options = ProgramOptions::default()
@@ -396,11 +368,7 @@ fn in_memory_headers_are_included() {
     assert!(error.to_string().contains("my.h"), "{error}");
 }
 
-#[test]
 fn warnings_come_back_on_success() {
-    if !gpu_or_skip("warnings_come_back_on_success") {
-        return;
-    }
     let source = "extern \"C\" __global__ void k() { int unused_variable = 1; }\n";
     let compiled = Program::new(source, ProgramOptions::default())
         .unwrap()
@@ -415,11 +383,7 @@ fn warnings_come_back_on_success() {
     assert!(!compiled.log().contains('\0'));
 }
 
-#[test]
 fn nvrtc_version_and_architectures() {
-    if !gpu_or_skip("nvrtc_version_and_architectures") {
-        return;
-    }
     let (major, minor) = cuda_safe::nvrtc_version().unwrap();
     assert!(major >= 12, "NVRTC {major}.{minor}");
     assert_eq!(cuda_safe::nvrtc_version().unwrap(), (major, minor));
@@ -429,11 +393,7 @@ fn nvrtc_version_and_architectures() {
     assert!(archs.contains(&device), "{device} not in {archs:?}");
 }
 
-#[test]
 fn the_default_architecture_is_the_devices() {
-    if !gpu_or_skip("the_default_architecture_is_the_devices") {
-        return;
-    }
     let arch = device_arch();
     let program = Program::new(SAXPY, ProgramOptions::default()).unwrap();
     assert_eq!(
@@ -446,11 +406,7 @@ fn the_default_architecture_is_the_devices() {
     );
 }
 
-#[test]
 fn compile_cached_hits_on_the_second_call() {
-    if !gpu_or_skip("compile_cached_hits_on_the_second_call") {
-        return;
-    }
     let cache = InMemoryProgramCache::new(64 << 20);
     let mut program = Program::new(TEMPLATED, ProgramOptions::default()).unwrap();
     program.add_name_expression("scale<float>").unwrap();
@@ -476,11 +432,7 @@ fn compile_cached_hits_on_the_second_call() {
     }
 }
 
-#[test]
 fn failed_compiles_are_not_cached() {
-    if !gpu_or_skip("failed_compiles_are_not_cached") {
-        return;
-    }
     let cache = InMemoryProgramCache::new(64 << 20);
     let program = Program::new("this is not C++", ProgramOptions::default()).unwrap();
     for _ in 0..2 {
@@ -491,11 +443,7 @@ fn failed_compiles_are_not_cached() {
     assert_eq!((stats.entries, stats.insertions, stats.misses), (0, 0, 2));
 }
 
-#[test]
 fn include_paths_need_a_caller_digest_to_be_cached() {
-    if !gpu_or_skip("include_paths_need_a_caller_digest_to_be_cached") {
-        return;
-    }
     let dir = HeaderDir::new("digest");
     let cache = InMemoryProgramCache::new(64 << 20);
     let source = format!("#include \"on_path.h\"\n{SAXPY}");
@@ -516,4 +464,22 @@ fn include_paths_need_a_caller_digest_to_be_cached() {
     program.compile_cached(CodeKind::Cubin, &cache).unwrap();
     program.compile_cached(CodeKind::Cubin, &cache).unwrap();
     assert_eq!(cache.stats().unwrap().hits, 1);
+}
+
+fn main() -> std::process::ExitCode {
+    gpu_tests![
+        every_option_compiles_alone_for_every_target,
+        all_options_together_compile_for_every_target,
+        every_cpp_standard_compiles,
+        a_compile_error_returns_the_log_and_the_options,
+        name_expressions_give_lowered_names,
+        an_invalid_name_expression_is_an_error,
+        in_memory_headers_are_included,
+        warnings_come_back_on_success,
+        nvrtc_version_and_architectures,
+        the_default_architecture_is_the_devices,
+        compile_cached_hits_on_the_second_call,
+        failed_compiles_are_not_cached,
+        include_paths_need_a_caller_digest_to_be_cached
+    ]
 }

@@ -2,7 +2,7 @@
 
 use std::ffi::CStr;
 
-use cuda_gpu_tests::{check, gpu_or_skip};
+use cuda_gpu_tests::{check, gpu_tests};
 use cuda_sys::{EntryPoint, LoadError};
 
 fn driver_version() -> i32 {
@@ -15,11 +15,7 @@ fn driver_version() -> i32 {
     version
 }
 
-#[test]
 fn driver_init_version_devices_and_names() {
-    if !gpu_or_skip("driver_init_version_devices_and_names") {
-        return;
-    }
     let driver = cuda_sys::driver().expect("driver loads");
     // SAFETY: flags must be 0.
     check("cuInit", unsafe { driver.cuInit(0) });
@@ -90,11 +86,7 @@ fn driver_init_version_devices_and_names() {
     }
 }
 
-#[test]
 fn every_symbol_the_driver_should_have_resolves() {
-    if !gpu_or_skip("every_symbol_the_driver_should_have_resolves") {
-        return;
-    }
     let driver = cuda_sys::driver().expect("driver loads");
     let version = driver_version() as u32;
     let library = driver.library();
@@ -121,11 +113,7 @@ fn every_symbol_the_driver_should_have_resolves() {
     );
 }
 
-#[test]
 fn a_symbol_newer_than_the_driver_is_a_typed_error() {
-    if !gpu_or_skip("a_symbol_newer_than_the_driver_is_a_typed_error") {
-        return;
-    }
     let driver = cuda_sys::driver().expect("driver loads");
     let version = driver_version() as u32;
     let library = driver.library();
@@ -155,11 +143,7 @@ fn a_symbol_newer_than_the_driver_is_a_typed_error() {
     }
 }
 
-#[test]
 fn nvrtc_reports_its_version() {
-    if !gpu_or_skip("nvrtc_reports_its_version") {
-        return;
-    }
     let nvrtc = nvrtc_sys::nvrtc().expect("libnvrtc loads");
     let (mut major, mut minor) = (0, 0);
     // SAFETY: both pointers are valid places for ints.
@@ -172,11 +156,7 @@ fn nvrtc_reports_its_version() {
     assert!(major >= 12);
 }
 
-#[test]
 fn nvml_initialises_and_counts_devices() {
-    if !gpu_or_skip("nvml_initialises_and_counts_devices") {
-        return;
-    }
     let nvml = nvml_sys::nvml().expect("libnvidia-ml loads");
     // SAFETY: no preconditions; paired with the shutdown below.
     let status = unsafe { nvml.nvmlInit_v2() }.expect("nvmlInit_v2");
@@ -200,4 +180,14 @@ fn nvml_initialises_and_counts_devices() {
     // SAFETY: pairs the init above.
     let status = unsafe { nvml.nvmlShutdown() }.expect("nvmlShutdown");
     assert_eq!(status, nvml_sys::nvmlReturn_t::NVML_SUCCESS);
+}
+
+fn main() -> std::process::ExitCode {
+    gpu_tests![
+        driver_init_version_devices_and_names,
+        every_symbol_the_driver_should_have_resolves,
+        a_symbol_newer_than_the_driver_is_a_typed_error,
+        nvrtc_reports_its_version,
+        nvml_initialises_and_counts_devices
+    ]
 }

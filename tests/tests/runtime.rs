@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use cuda_gpu_tests::gpu_or_skip;
+use cuda_gpu_tests::gpu_tests;
 use cuda_safe::{
     Buffer, Device, DeviceMemoryResource, Error, Event, EventOptions, ManagedMemoryResource,
     PinnedMemoryResource, PoolOptions, Stream, StreamOptions,
@@ -36,11 +36,7 @@ fn is_invalid_argument(result: Result<impl std::fmt::Debug, Error>) -> bool {
     matches!(result, Err(Error::InvalidArgument(_)))
 }
 
-#[test]
 fn device_properties_are_sane() {
-    if !gpu_or_skip("device_properties_are_sane") {
-        return;
-    }
     let count = Device::count().unwrap();
     assert!(count >= 1);
     assert_eq!(Device::all().unwrap().len(), count);
@@ -83,11 +79,7 @@ fn device_properties_are_sane() {
     }
 }
 
-#[test]
 fn primary_context_is_shared_and_bound_once() {
-    if !gpu_or_skip("primary_context_is_shared_and_bound_once") {
-        return;
-    }
     let device = Device::new(0).unwrap();
     let first = device.context().unwrap();
     device.set_current().unwrap();
@@ -118,11 +110,7 @@ fn primary_context_is_shared_and_bound_once() {
     second.close().unwrap();
 }
 
-#[test]
 fn streams_have_options_and_reject_bad_priorities() {
-    if !gpu_or_skip("streams_have_options_and_reject_bad_priorities") {
-        return;
-    }
     let (device, stream, _) = setup();
     assert!(stream.is_non_blocking().unwrap());
     let blocking = device
@@ -154,11 +142,7 @@ fn streams_have_options_and_reject_bad_priorities() {
     urgent.close().unwrap();
 }
 
-#[test]
 fn a_foreign_stream_is_used_but_not_destroyed() {
-    if !gpu_or_skip("a_foreign_stream_is_used_but_not_destroyed") {
-        return;
-    }
     let (device, _, pool) = setup();
     let context = device.context().unwrap();
     let driver = cuda_safe::sys::driver().unwrap();
@@ -179,11 +163,7 @@ fn a_foreign_stream_is_used_but_not_destroyed() {
     unsafe { driver.cuStreamDestroy_v2(raw) }.unwrap();
 }
 
-#[test]
 fn an_event_orders_two_streams() {
-    if !gpu_or_skip("an_event_orders_two_streams") {
-        return;
-    }
     let (device, first, pool) = setup();
     let second = device.create_stream(StreamOptions::default()).unwrap();
     let words = 64 << 20; // 256 MiB of u32: long enough that an unordered copy would race
@@ -210,11 +190,7 @@ fn an_event_orders_two_streams() {
     assert!(filled.is_done().unwrap());
 }
 
-#[test]
 fn events_time_work_and_report_misuse() {
-    if !gpu_or_skip("events_time_work_and_report_misuse") {
-        return;
-    }
     let (device, stream, pool) = setup();
     let timed = EventOptions {
         timing: true,
@@ -268,11 +244,7 @@ fn events_time_work_and_report_misuse() {
     end.close().unwrap();
 }
 
-#[test]
 fn the_pool_reuses_freed_memory() {
-    if !gpu_or_skip("the_pool_reuses_freed_memory") {
-        return;
-    }
     let (_, stream, pool) = setup();
     drop(pool.allocate(1 << 20, &stream).unwrap());
     stream.sync().unwrap();
@@ -295,11 +267,7 @@ fn the_pool_reuses_freed_memory() {
     assert_eq!(pool.used_memory().unwrap(), 0);
 }
 
-#[test]
 fn an_owned_pool_respects_its_limit() {
-    if !gpu_or_skip("an_owned_pool_respects_its_limit") {
-        return;
-    }
     let (device, stream, _) = setup();
     let pool = DeviceMemoryResource::new_pool(
         &device,
@@ -326,11 +294,7 @@ fn an_owned_pool_respects_its_limit() {
     )));
 }
 
-#[test]
 fn round_trips_of_odd_sizes_keep_every_byte() {
-    if !gpu_or_skip("round_trips_of_odd_sizes_keep_every_byte") {
-        return;
-    }
     let (device, stream, pool) = setup();
     let other = device.create_stream(StreamOptions::default()).unwrap();
     for (i, size) in [
@@ -359,11 +323,7 @@ fn round_trips_of_odd_sizes_keep_every_byte() {
     }
 }
 
-#[test]
 fn pinned_and_pageable_uploads_both_work() {
-    if !gpu_or_skip("pinned_and_pageable_uploads_both_work") {
-        return;
-    }
     let (device, stream, pool) = setup();
     let pinned = PinnedMemoryResource::new(&device).unwrap();
     let size = 400_000_000;
@@ -394,11 +354,7 @@ fn pinned_and_pageable_uploads_both_work() {
     );
 }
 
-#[test]
 fn managed_memory_is_visible_to_host_and_device() {
-    if !gpu_or_skip("managed_memory_is_visible_to_host_and_device") {
-        return;
-    }
     let (device, stream, pool) = setup();
     let managed = ManagedMemoryResource::new(&device).unwrap();
     let mut shared = managed.allocate(1 << 20, &stream).unwrap();
@@ -417,11 +373,7 @@ fn managed_memory_is_visible_to_host_and_device() {
     );
 }
 
-#[test]
 fn wrong_sizes_are_rejected_and_empty_buffers_behave() {
-    if !gpu_or_skip("wrong_sizes_are_rejected_and_empty_buffers_behave") {
-        return;
-    }
     let (_, stream, pool) = setup();
     let mut buffer = pool.allocate(16, &stream).unwrap();
     assert!(is_invalid_argument(buffer.copy_from_host(&[0u8; 17])));
@@ -454,11 +406,7 @@ fn wrong_sizes_are_rejected_and_empty_buffers_behave() {
     buffer.close().unwrap();
 }
 
-#[test]
 fn buffers_move_between_streams_and_threads() {
-    if !gpu_or_skip("buffers_move_between_streams_and_threads") {
-        return;
-    }
     let (device, stream, pool) = setup();
     let mut buffer = pool.allocate(4 << 20, &stream).unwrap();
     buffer.fill::<u32>(9).unwrap();
@@ -485,11 +433,7 @@ fn buffers_move_between_streams_and_threads() {
     assert!(moved.iter().all(|&v| v == 9));
 }
 
-#[test]
 fn elapsed_waits_for_both_events_on_different_streams() {
-    if !gpu_or_skip("elapsed_waits_for_both_events_on_different_streams") {
-        return;
-    }
     let (device, first, pool) = setup();
     let second = device.create_stream(StreamOptions::default()).unwrap();
     let timed = EventOptions {
@@ -507,4 +451,23 @@ fn elapsed_waits_for_both_events_on_different_streams() {
     // `start` may still be pending on `first`; elapsed waits for it instead of NOT_READY.
     let elapsed = Event::elapsed(&start, &end);
     assert!(elapsed.is_ok(), "{elapsed:?}");
+}
+
+fn main() -> std::process::ExitCode {
+    gpu_tests![
+        device_properties_are_sane,
+        primary_context_is_shared_and_bound_once,
+        streams_have_options_and_reject_bad_priorities,
+        a_foreign_stream_is_used_but_not_destroyed,
+        an_event_orders_two_streams,
+        events_time_work_and_report_misuse,
+        the_pool_reuses_freed_memory,
+        an_owned_pool_respects_its_limit,
+        round_trips_of_odd_sizes_keep_every_byte,
+        pinned_and_pageable_uploads_both_work,
+        managed_memory_is_visible_to_host_and_device,
+        wrong_sizes_are_rejected_and_empty_buffers_behave,
+        buffers_move_between_streams_and_threads,
+        elapsed_waits_for_both_events_on_different_streams
+    ]
 }

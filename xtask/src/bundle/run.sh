@@ -2,7 +2,8 @@
 # Written by `cargo xtask gpu-bundle`; rebuild the bundle rather than editing this copy.
 #
 # Runs the bundled GPU tests, examples and benchmarks of each CUDA ABI on a GPU machine (no Rust
-# needed), with CUDA_SAFE_REQUIRE_GPU=1 so that a test without a GPU fails instead of skipping.
+# needed), with CUDA_SAFE_REQUIRE_GPU=1 so that a test without a GPU fails instead of being
+# reported as ignored.
 #
 # usage: bash run.sh [FILTER]
 #   FILTER               run only the items whose "abi/kind/name" contains FILTER
