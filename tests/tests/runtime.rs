@@ -453,8 +453,57 @@ fn elapsed_waits_for_both_events_on_different_streams() {
     assert!(elapsed.is_ok(), "{elapsed:?}");
 }
 
+/// Typed allocations without byte arithmetic: `n` values of `T`, zero-filled, copied from the
+/// host (f16 and bf16 included), and fills of any `Pod` value, each read back exactly.
+fn typed_allocations_and_fills_round_trip() {
+    use half::{bf16, f16};
+    let (device, stream, pool) = setup();
+    let halves: Vec<f16> = (0..1000).map(|i| f16::from_f32(i as f32 * 0.25)).collect();
+    let buffer = pool.allocate_from_host(&halves, &stream).unwrap();
+    assert_eq!(buffer.len(), 2000);
+    assert_eq!(buffer.to_vec::<f16>().unwrap(), halves);
+    let mut brains = pool.allocate_zeroed::<bf16>(333, &stream).unwrap();
+    assert_eq!(brains.to_vec::<bf16>().unwrap(), vec![bf16::ZERO; 333]);
+    brains.fill(bf16::from_f32(-2.5)).unwrap();
+    assert_eq!(brains.to_vec::<bf16>().unwrap(), vec![bf16::from_f32(-2.5); 333]);
+
+    // Values whose bytes do not repeat take one 2-D memset per column.
+    let mut doubles = pool.allocate_array::<f64>(4097, &stream).unwrap();
+    doubles.fill(std::f64::consts::PI).unwrap();
+    assert_eq!(doubles.to_vec::<f64>().unwrap(), vec![std::f64::consts::PI; 4097]);
+    let mut triples = pool.allocate_array::<[u8; 3]>(1001, &stream).unwrap();
+    triples.fill([1u8, 2, 3]).unwrap();
+    assert_eq!(triples.to_vec::<[u8; 3]>().unwrap(), vec![[1u8, 2, 3]; 1001]);
+    let mut pairs = pool.allocate_array::<[u16; 3]>(77, &stream).unwrap();
+    pairs.fill([0x1111u16, 0x2222, 0x3333]).unwrap();
+    assert_eq!(pairs.to_vec::<[u16; 3]>().unwrap(), vec![[0x1111u16, 0x2222, 0x3333]; 77]);
+
+    // A fill of part of a buffer leaves the rest alone.
+    let mut words = pool.allocate_zeroed::<u64>(100, &stream).unwrap();
+    words
+        .as_mut_slice::<u64>()
+        .unwrap()
+        .slice_mut(10..20)
+        .unwrap()
+        .fill(u64::MAX - 1)
+        .unwrap();
+    let back = words.to_vec::<u64>().unwrap();
+    assert!(back[..10].iter().chain(&back[20..]).all(|&word| word == 0));
+    assert!(back[10..20].iter().all(|&word| word == u64::MAX - 1));
+
+    // `Device::allocate` goes through the default pool, as cuda.core's does; the typed helpers
+    // refuse sizes that overflow.
+    let raw = device.allocate(4096, &stream).unwrap();
+    assert_eq!(raw.len(), 4096);
+    assert!(is_invalid_argument(pool.allocate_array::<u64>(usize::MAX / 4, &stream)));
+    let pinned = PinnedMemoryResource::new(&device).unwrap();
+    let staged = pinned.allocate_from_host(&[9u32; 64], &stream).unwrap();
+    assert_eq!(staged.as_host_slice::<u32>().unwrap(), &[9u32; 64]);
+}
+
 fn main() -> std::process::ExitCode {
     gpu_tests![
+        typed_allocations_and_fills_round_trip,
         device_properties_are_sane,
         primary_context_is_shared_and_bound_once,
         streams_have_options_and_reject_bad_priorities,
