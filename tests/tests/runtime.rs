@@ -465,18 +465,30 @@ fn typed_allocations_and_fills_round_trip() {
     let mut brains = pool.allocate_zeroed::<bf16>(333, &stream).unwrap();
     assert_eq!(brains.to_vec::<bf16>().unwrap(), vec![bf16::ZERO; 333]);
     brains.fill(bf16::from_f32(-2.5)).unwrap();
-    assert_eq!(brains.to_vec::<bf16>().unwrap(), vec![bf16::from_f32(-2.5); 333]);
+    assert_eq!(
+        brains.to_vec::<bf16>().unwrap(),
+        vec![bf16::from_f32(-2.5); 333]
+    );
 
     // Values whose bytes do not repeat take one 2-D memset per column.
     let mut doubles = pool.allocate_array::<f64>(4097, &stream).unwrap();
     doubles.fill(std::f64::consts::PI).unwrap();
-    assert_eq!(doubles.to_vec::<f64>().unwrap(), vec![std::f64::consts::PI; 4097]);
+    assert_eq!(
+        doubles.to_vec::<f64>().unwrap(),
+        vec![std::f64::consts::PI; 4097]
+    );
     let mut triples = pool.allocate_array::<[u8; 3]>(1001, &stream).unwrap();
     triples.fill([1u8, 2, 3]).unwrap();
-    assert_eq!(triples.to_vec::<[u8; 3]>().unwrap(), vec![[1u8, 2, 3]; 1001]);
+    assert_eq!(
+        triples.to_vec::<[u8; 3]>().unwrap(),
+        vec![[1u8, 2, 3]; 1001]
+    );
     let mut pairs = pool.allocate_array::<[u16; 3]>(77, &stream).unwrap();
     pairs.fill([0x1111u16, 0x2222, 0x3333]).unwrap();
-    assert_eq!(pairs.to_vec::<[u16; 3]>().unwrap(), vec![[0x1111u16, 0x2222, 0x3333]; 77]);
+    assert_eq!(
+        pairs.to_vec::<[u16; 3]>().unwrap(),
+        vec![[0x1111u16, 0x2222, 0x3333]; 77]
+    );
 
     // A fill of part of a buffer leaves the rest alone.
     let mut words = pool.allocate_zeroed::<u64>(100, &stream).unwrap();
@@ -495,7 +507,9 @@ fn typed_allocations_and_fills_round_trip() {
     // refuse sizes that overflow.
     let raw = device.allocate(4096, &stream).unwrap();
     assert_eq!(raw.len(), 4096);
-    assert!(is_invalid_argument(pool.allocate_array::<u64>(usize::MAX / 4, &stream)));
+    assert!(is_invalid_argument(
+        pool.allocate_array::<u64>(usize::MAX / 4, &stream)
+    ));
     let pinned = PinnedMemoryResource::new(&device).unwrap();
     let staged = pinned.allocate_from_host(&[9u32; 64], &stream).unwrap();
     assert_eq!(staged.as_host_slice::<u32>().unwrap(), &[9u32; 64]);
