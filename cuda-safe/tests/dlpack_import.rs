@@ -162,10 +162,10 @@ fn read_only_flag_and_byte_offset_are_honoured() {
     assert!(view.is_read_only());
     assert_eq!(get(&view, &[0]), 2.0);
     assert!(matches!(
-        view.clone().into_dlpack(),
+        view.clone().into_dlpack(None),
         Err(Error::InvalidArgument(_))
     ));
-    let exported = view.into_dlpack_versioned().unwrap();
+    let exported = view.into_dlpack_versioned(None).unwrap();
     // SAFETY: the export is alive until its deleter runs below.
     unsafe {
         assert_eq!((*exported).flags & DLPACK_FLAG_BITMASK_READ_ONLY, 1);
@@ -345,7 +345,7 @@ fn versioned_export_round_trip_keeps_the_layout_and_releases_once() {
         permuted.shape().to_vec(),
         permuted.strides().to_vec(),
     );
-    let exported = permuted.into_dlpack_versioned().unwrap();
+    let exported = permuted.into_dlpack_versioned(None).unwrap();
     // SAFETY: the export is alive until the re-imported view drops.
     unsafe {
         let m = &*exported;
@@ -374,7 +374,7 @@ fn versioned_export_round_trip_keeps_the_layout_and_releases_once() {
 fn legacy_export_round_trip_and_direct_deletion() {
     let data = iota(6);
     let (view, dropped) = counted_view(&data, &[3, 2], Some(&[1, 3]));
-    let exported = view.clone().into_dlpack().unwrap();
+    let exported = view.clone().into_dlpack(None).unwrap();
     // SAFETY: handed back.
     let back = unsafe { StridedMemoryView::from_dlpack(exported) }.unwrap();
     assert_eq!(back.strides(), &[1, 3]);
@@ -387,7 +387,7 @@ fn legacy_export_round_trip_and_direct_deletion() {
         "the original view still lives"
     );
 
-    let exported = view.into_dlpack().unwrap();
+    let exported = view.into_dlpack(None).unwrap();
     assert_eq!(dropped.load(Ordering::SeqCst), 0);
     // SAFETY: the consumer deletes the export once.
     unsafe { ((*exported).deleter.unwrap())(exported) };
@@ -401,7 +401,7 @@ fn deep_views_export_through_the_heap_fallback() {
     let (view, dropped) = counted_view(&data, &shape, None);
     let reversed = view.permute(&[9, 8, 7, 6, 5, 4, 3, 2, 1, 0]).unwrap();
     let strides = reversed.strides().to_vec();
-    let exported = reversed.into_dlpack_versioned().unwrap();
+    let exported = reversed.into_dlpack_versioned(None).unwrap();
     // SAFETY: handed back.
     let back = unsafe { StridedMemoryView::from_dlpack_versioned(exported) }.unwrap();
     assert_eq!((back.ndim(), back.strides()), (10, &strides[..]));

@@ -164,7 +164,7 @@ fn dlpack_export_and_reimport_keep_the_data_and_delete_once() {
             .unwrap();
     assert_eq!(Arc::strong_count(&buffer), 2);
 
-    let exported = view.into_dlpack_versioned().unwrap();
+    let exported = view.into_dlpack_versioned(None).unwrap();
     // SAFETY: the export is alive until its deleter runs.
     unsafe {
         let tensor = &(*exported).dl_tensor;
@@ -204,7 +204,7 @@ fn dlpack_export_and_reimport_keep_the_data_and_delete_once() {
     let legacy =
         StridedMemoryView::from_buffer(buffer.clone(), &[64, 64], Layout::F, DLDataType::F32)
             .unwrap()
-            .into_dlpack()
+            .into_dlpack(None)
             .unwrap();
     // SAFETY: handed back.
     let back = unsafe { StridedMemoryView::from_dlpack(legacy) }.unwrap();

@@ -18,8 +18,9 @@
 //! assert_eq!(columns.shape(), &[16, 64]);
 //! assert!(!columns.is_c_contiguous());
 //!
-//! // Hand it to another library; its deleter releases the buffer.
-//! let exported = columns.into_dlpack_versioned()?;
+//! // Hand it to another library working on `stream`: that stream waits for the buffer's
+//! // work now, and the deleter orders the buffer's free after the consumer's queued work.
+//! let exported = columns.into_dlpack_versioned(Some(&stream))?;
 //! // Take it back: the view owns the tensor and calls its deleter once, when dropped.
 //! // SAFETY: `exported` came from `into_dlpack_versioned` and is handed over here.
 //! let back = unsafe { StridedMemoryView::from_dlpack_versioned(exported) }?;
