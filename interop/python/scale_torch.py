@@ -15,6 +15,10 @@ Ownership (the DLPack capsule protocol):
   "used_dltensor_versioned" first, so its destructor leaves the tensor alone, and the library
   calls the deleter exactly once before it returns.
 In both cases the Python tensor keeps its storage alive, so nothing is freed early.
+
+Streams (DLPack's `stream` rule): each call passes the stream the tensor is used on
+(`torch.cuda.current_stream().cuda_stream`, here a side stream with the producer's work still
+running on it), and the library's kernel is queued there, after that work.
 """
 
 import ctypes
@@ -63,7 +67,7 @@ def load(path):
         "cuda_safe_scale_consume_versioned",
     ):
         function = getattr(lib, name)
-        function.argtypes = [ctypes.c_void_p, ctypes.c_float]
+        function.argtypes = [ctypes.c_void_p, ctypes.c_float, ctypes.c_size_t]
         function.restype = ctypes.c_int
     lib.cuda_safe_view_construction_ns.argtypes = [
         ctypes.c_void_p,
@@ -72,13 +76,17 @@ def load(path):
         ctypes.POINTER(ctypes.c_double),
     ]
     lib.cuda_safe_view_construction_ns.restype = ctypes.c_int
-    lib.cuda_safe_last_error.argtypes = []
-    lib.cuda_safe_last_error.restype = ctypes.c_char_p
+    lib.cuda_safe_last_error.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    lib.cuda_safe_last_error.restype = ctypes.c_size_t
     return lib
 
 
 def last_error(lib):
-    return lib.cuda_safe_last_error().decode("utf-8", "replace")
+    """This thread's last failure message, copied into a buffer Python owns."""
+    length = lib.cuda_safe_last_error(None, 0)
+    buffer = ctypes.create_string_buffer(length + 1)
+    lib.cuda_safe_last_error(buffer, len(buffer))
+    return buffer.value.decode("utf-8", "replace")
 
 
 def legacy_capsule(tensor):
@@ -101,13 +109,20 @@ def versioned_capsule(tensor):
 
 def scale_and_check(lib, name, function, make_base, view_of, make_capsule, rename=None):
     """Scales `view_of(make_base())` through `function` and compares the whole base tensor
-    with PyTorch's own in-place product on a clone."""
-    base = make_base()
-    expected = base.clone()
-    view_of(expected).mul_(FACTOR)
-    view = view_of(base)
-    torch.cuda.synchronize()
-    capsule, pointer = make_capsule(view)
+    with PyTorch's own in-place product on a clone.
+
+    The producer's work runs on a side stream and is still running when the call is made
+    (a long sleep kernel first, then the tensor's last write, and no synchronization): the
+    library's kernel must be ordered after it on that stream, not on the legacy stream."""
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        base = make_base()
+        expected = base.clone()
+        view_of(expected).mul_(FACTOR)
+        torch.cuda._sleep(50_000_000)  # about 25 ms of GPU time on the side stream
+        base.add_(0.0)  # the producer's last write, queued after the sleep
+        view = view_of(base)
+        capsule, pointer = make_capsule(view)
     if capsule is None:
         print(f"SKIP {name}: this PyTorch exports no DLPack 1.x capsule")
         return
@@ -117,10 +132,11 @@ def scale_and_check(lib, name, function, make_base, view_of, make_capsule, renam
         if not renamed:
             # The capsule still owns the tensor: handing it over would delete it twice.
             return
-    rc = function(pointer, FACTOR)
-    check(f"{name}: call", rc == 0, f"rc={rc} {last_error(lib)}" if rc else "")
-    check(f"{name}: values", torch.equal(base, expected),
-          f"shape {tuple(view.shape)}, strides {view.stride()}")
+        rc = function(pointer, FACTOR, side.cuda_stream)
+        check(f"{name}: call", rc == 0, f"rc={rc} {last_error(lib)}" if rc else "")
+        side.synchronize()
+        check(f"{name}: values, ordered after the producer's stream", torch.equal(base, expected),
+              f"shape {tuple(view.shape)}, strides {view.stride()}")
     del capsule
 
 
@@ -171,8 +187,9 @@ def main():
     ):
         before = tensor.clone()
         capsule, pointer = legacy_capsule(tensor)
-        rc = lib.cuda_safe_scale_inplace(pointer, FACTOR)
-        check(name, rc < 0 and torch.equal(tensor, before), f"rc={rc}: {last_error(lib)}")
+        rc = lib.cuda_safe_scale_inplace(pointer, FACTOR, 0)
+        message = last_error(lib)
+        check(name, rc < 0 and torch.equal(tensor, before) and message != "", f"rc={rc}: {message}")
         del capsule
 
     # View construction from DLPack, measured inside the library (no Python in the loop).

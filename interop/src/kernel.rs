@@ -133,10 +133,24 @@ fn device_of(view: &StridedMemoryView) -> Result<cuda_safe::Device> {
     Ok(device)
 }
 
-/// Multiplies every element of a writable float32 view by `factor` on the device's legacy
-/// default stream (ordered after the producer's work there, as PyTorch's default stream is),
-/// and waits for it.
-pub(crate) fn scale_in_place(view: &StridedMemoryView, factor: f32) -> Result<()> {
+/// Whether a call returns once the kernel is queued or once it is done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// Return once queued: the caller's later work on the stream is ordered after it.
+    Queued,
+    /// Return once done: the tensor's deleter runs next.
+    Done,
+}
+
+/// Multiplies every element of a writable float32 view by `factor` on `stream` (a raw
+/// `CUstream` of the device's primary context, 0 for the legacy default stream): ordered after
+/// the producer's work there, and before the caller's later work there.
+pub(crate) fn scale_in_place(
+    view: &StridedMemoryView,
+    factor: f32,
+    stream: usize,
+    wait: Wait,
+) -> Result<()> {
     if view.is_read_only() {
         return Err(Error::invalid_argument("the tensor is read-only"));
     }
@@ -148,12 +162,17 @@ pub(crate) fn scale_in_place(view: &StridedMemoryView, factor: f32) -> Result<()
     }
     let kernel = kernel(&device.arch()?)?;
     // Current for this call only: the caller's current context (the CUDA runtime's current
-    // device, PyTorch's) is restored when the guard drops, after the sync below.
+    // device, PyTorch's) is restored when the guard drops, at the end of this call.
     let context = device.context()?;
     let _current = context.scoped()?;
-    // SAFETY: `context` is current on this thread until the guard drops, and the handle is
-    // used on this thread only, within this call.
-    let stream = unsafe { Stream::legacy_default(&context) };
+    let stream = if stream == 0 {
+        // SAFETY: `context` is current on this thread until the guard drops, and the handle
+        // is used on this thread only, within this call.
+        unsafe { Stream::legacy_default(&context) }
+    } else {
+        // SAFETY: the caller guarantees a live stream of this context, used within this call.
+        unsafe { Stream::from_raw(stream as cuda_safe::sys::CUstream, &context) }
+    };
     let count = view.len();
     // A grid-stride loop: at most 2^16 blocks of 256 threads, whatever the size.
     let config = LaunchConfig::for_num_elements(count.min(1 << 24), 256)?;
@@ -168,7 +187,10 @@ pub(crate) fn scale_in_place(view: &StridedMemoryView, factor: f32) -> Result<()
             (view, layout, count as i64, factor),
         )
     }?;
-    stream.sync()
+    match wait {
+        Wait::Queued => Ok(()),
+        Wait::Done => stream.sync(),
+    }
 }
 
 #[cfg(test)]
@@ -222,12 +244,12 @@ mod tests {
     fn host_and_read_only_tensors_are_refused_before_the_gpu() {
         let view = host_view(&[4], &[1]);
         assert!(matches!(
-            scale_in_place(&view, 2.0),
+            scale_in_place(&view, 2.0, 0, Wait::Done),
             Err(Error::InvalidArgument(_))
         ));
         let read_only = view.into_read_only();
         assert!(matches!(
-            scale_in_place(&read_only, 2.0),
+            scale_in_place(&read_only, 2.0, 0, Wait::Queued),
             Err(Error::InvalidArgument(_))
         ));
     }

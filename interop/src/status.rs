@@ -65,31 +65,76 @@ pub(crate) fn set_last_error(message: &str) {
     LAST_ERROR.with(|last| *last.borrow_mut() = text);
 }
 
-/// This thread's last error message (empty when nothing failed yet); the pointer is valid
-/// until the thread's next failing call.
-pub(crate) fn last_error() -> *const c_char {
-    LAST_ERROR.with(|last| last.borrow().as_ptr())
+/// Copies this thread's last error message into `buffer` (`capacity` bytes), NUL-terminated
+/// and cut at a UTF-8 boundary to fit; returns the message's full length.
+///
+/// # Safety
+///
+/// `buffer` is null or valid for writes of `capacity` bytes.
+pub(crate) unsafe fn copy_last_error(buffer: *mut c_char, capacity: usize) -> usize {
+    LAST_ERROR.with(|last| {
+        let last = last.borrow();
+        let message = last.to_bytes();
+        if !buffer.is_null() && capacity > 0 {
+            let text = String::from_utf8_lossy(message);
+            let mut fits = message.len().min(capacity - 1);
+            while !text.is_char_boundary(fits) {
+                fits -= 1;
+            }
+            // SAFETY: `fits + 1 <= capacity` bytes of the caller's buffer; the source is the
+            // message's first `fits` bytes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(message.as_ptr().cast::<c_char>(), buffer, fits);
+                *buffer.add(fits) = 0;
+            }
+        }
+        message.len()
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The last error through the C ABI's copy, into a buffer of `capacity` bytes.
+    fn copied(capacity: usize) -> (String, usize) {
+        let mut buffer = vec![0 as c_char; capacity];
+        // SAFETY: the buffer holds `capacity` bytes.
+        let length = unsafe { copy_last_error(buffer.as_mut_ptr(), capacity) };
+        let bytes: Vec<u8> = buffer
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        (String::from_utf8(bytes).unwrap(), length)
+    }
+
+    fn last() -> String {
+        copied(4096).0
+    }
+
     #[test]
     fn a_panic_becomes_a_code_and_a_message() {
         assert_eq!(guarded(|| OK), OK);
         assert_eq!(guarded(|| panic!("boom")), PANIC);
-        // SAFETY: the pointer is this thread's NUL-terminated last error.
-        let message = unsafe { std::ffi::CStr::from_ptr(last_error()) };
-        assert_eq!(message.to_str().unwrap(), "panic: boom");
+        assert_eq!(last(), "panic: boom");
     }
-    use std::ffi::CStr;
 
-    fn last() -> String {
-        // SAFETY: the pointer is valid until this thread's next failure.
-        unsafe { CStr::from_ptr(last_error()) }
-            .to_string_lossy()
-            .into_owned()
+    #[test]
+    fn the_message_is_copied_out_cut_to_fit_and_owned_by_the_caller() {
+        set_last_error("état 1");
+        assert_eq!(copied(64), ("état 1".to_owned(), 7));
+        // Cut at a character boundary, NUL-terminated, full length still reported.
+        assert_eq!(copied(3), ("é".to_owned(), 7));
+        assert_eq!(copied(2), (String::new(), 7));
+        // SAFETY: a null buffer is allowed; nothing is written.
+        assert_eq!(unsafe { copy_last_error(std::ptr::null_mut(), 10) }, 7);
+        let kept = copied(64).0;
+        set_last_error("another failure");
+        assert_eq!(kept, "état 1", "the caller's copy outlives the next failure");
+        // Each thread has its own message.
+        let other = std::thread::spawn(last).join().unwrap();
+        assert_eq!(other, "");
     }
 
     #[test]
