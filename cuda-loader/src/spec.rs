@@ -14,8 +14,10 @@ pub struct LibrarySpec {
     pub env_var: &'static str,
     /// Versioned file names, tried first through the system's search path, in order.
     pub file_names: &'static [&'static str],
-    /// Environment variables naming toolkit roots (`CUDA_HOME`); for each one set, and then
-    /// for `/usr/local/cuda`, `<root>/lib64/<file name>` is tried after the plain file names.
+    /// Environment variables naming toolkit roots (`CUDA_HOME`); for each one set to an
+    /// absolute path, and then for `/usr/local/cuda`, `<root>/lib64/<file name>` is tried after
+    /// the plain file names. A relative root is ignored with a warning: it would resolve against
+    /// whatever the working directory is, so a library planted there would be loaded.
     pub search_dirs: &'static [&'static str],
 }
 
@@ -42,8 +44,19 @@ impl LibrarySpec {
             let roots = self
                 .search_dirs
                 .iter()
-                .filter_map(|var| env(var).filter(|value| !value.is_empty()))
-                .map(PathBuf::from)
+                .filter_map(|var| {
+                    let root = PathBuf::from(env(var).filter(|value| !value.is_empty())?);
+                    if root.is_absolute() {
+                        return Some(root);
+                    }
+                    log::warn!(
+                        "cuda-loader: ignoring {var}={} while looking for {}: a toolkit root must \
+                         be an absolute path",
+                        root.display(),
+                        self.name
+                    );
+                    None
+                })
                 .chain(std::iter::once(PathBuf::from(DEFAULT_TOOLKIT_ROOT)));
             for root in roots {
                 for name in self.file_names {
@@ -110,6 +123,26 @@ mod tests {
         .map(PathBuf::from)
         .collect();
         assert_eq!(candidates, expected);
+    }
+
+    #[test]
+    fn relative_toolkit_roots_are_ignored() {
+        let candidates = SPEC.candidates_with(env_of(&[
+            ("CUDA_HOME", "rel"),
+            ("CUDA_PATH", "./planted"),
+        ]));
+        assert!(
+            candidates
+                .iter()
+                .all(|path| !path.starts_with("rel") && !path.starts_with("./planted")),
+            "{candidates:?}"
+        );
+        assert_eq!(
+            candidates.last(),
+            Some(&PathBuf::from("/usr/local/cuda/lib64/libtest.so.12"))
+        );
+        let mixed = SPEC.candidates_with(env_of(&[("CUDA_HOME", "rel"), ("CUDA_PATH", "/opt/c")]));
+        assert!(mixed.contains(&PathBuf::from("/opt/c/lib64/libtest.so.13")));
     }
 
     #[test]
