@@ -8,7 +8,8 @@
 # environment: OUT (folder for bench.log, bench.json, bench-table.txt; default logs/ in the
 # bundle), ABIS (default "cuda-12 cuda-13"), BENCH_EXAMPLES (examples that print FIG lines and
 # run in the rounds too; default "green_isolation"), BENCH_CPU (the core every program is pinned to,
-# so that floor and crate run alike; default 2; empty: no pinning).
+# so that floor and crate run alike; default 2; empty: no pinning), THREAD_CPUS (the cores the
+# multi-threaded programs, those named *threads*, are pinned to instead; default 2-9).
 set -u
 here=$(cd "$(dirname "$0")" && pwd) || exit 2
 bundle=$(dirname "$here")
@@ -21,10 +22,23 @@ filter=${2:-}
 tmp=$(mktemp -d)
 cuda=/usr/local/cuda
 pin=()
+threads_pin=()
 cpu=${BENCH_CPU-2}
-if [ -n "$cpu" ] && command -v taskset >/dev/null; then
-    pin=(taskset -c "$cpu")
+thread_cpus=${THREAD_CPUS-2-9}
+if command -v taskset >/dev/null; then
+    [ -n "$cpu" ] && pin=(taskset -c "$cpu")
+    [ -n "$thread_cpus" ] && threads_pin=(taskset -c "$thread_cpus")
 fi
+
+# run_one PROGRAM: runs PROGRAM (at most 300 s) under its pinning, the threads programs on
+# several cores, appending its output to the log.
+run_one() {
+    local prefix=("${pin[@]}")
+    case "$(basename "$1")" in
+        *threads*) prefix=("${threads_pin[@]}") ;;
+    esac
+    timeout 300 "${prefix[@]}" "$1" >>"$log" 2>&1 || echo "!!! exit $?" >>"$log"
+}
 
 floors=()
 for src in "$here"/*_floor.c; do
@@ -52,16 +66,16 @@ for abi in ${ABIS:-cuda-12 cuda-13}; do
     done
 done
 
-echo "floors: ${floors[*]##*/}; benchmarks: ${#benches[@]}; rounds: $rounds; pinned: ${pin[*]:-no}"
+echo "floors: ${floors[*]##*/}; benchmarks: ${#benches[@]}; rounds: $rounds; pinned: ${pin[*]:-no} (threads: ${threads_pin[*]:-no})"
 for round in $(seq 1 "$rounds"); do
     for floor in "${floors[@]}"; do
         echo "=== floor:$(basename "$floor") round $round ===" >>"$log"
-        timeout 300 "${pin[@]}" "$floor" >>"$log" 2>&1 || echo "!!! exit $?" >>"$log"
+        run_one "$floor"
     done
     for bin in "${benches[@]}"; do
         abi=$(basename "$(dirname "$(dirname "$bin")")")
         echo "=== ours:$abi/$(basename "$bin") round $round ===" >>"$log"
-        timeout 300 "${pin[@]}" "$bin" >>"$log" 2>&1 || echo "!!! exit $?" >>"$log"
+        run_one "$bin"
     done
 done
 python3 "$here/compare.py" "$log" --json "$out/bench.json" | tee "$out/bench-table.txt"

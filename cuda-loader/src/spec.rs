@@ -127,10 +127,8 @@ mod tests {
 
     #[test]
     fn relative_toolkit_roots_are_ignored() {
-        let candidates = SPEC.candidates_with(env_of(&[
-            ("CUDA_HOME", "rel"),
-            ("CUDA_PATH", "./planted"),
-        ]));
+        let candidates =
+            SPEC.candidates_with(env_of(&[("CUDA_HOME", "rel"), ("CUDA_PATH", "./planted")]));
         assert!(
             candidates
                 .iter()

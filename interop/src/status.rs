@@ -131,7 +131,10 @@ mod tests {
         assert_eq!(unsafe { copy_last_error(std::ptr::null_mut(), 10) }, 7);
         let kept = copied(64).0;
         set_last_error("another failure");
-        assert_eq!(kept, "état 1", "the caller's copy outlives the next failure");
+        assert_eq!(
+            kept, "état 1",
+            "the caller's copy outlives the next failure"
+        );
         // Each thread has its own message.
         let other = std::thread::spawn(last).join().unwrap();
         assert_eq!(other, "");
