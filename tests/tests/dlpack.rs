@@ -19,6 +19,11 @@ extern "C" __global__ void scale(float* p, float factor, unsigned long long n) {
     unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
     if (i < n) p[i] *= factor;
 }
+extern "C" __global__ void spin(unsigned long long ns) {
+    unsigned long long t0; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    unsigned long long t = t0;
+    while (t - t0 < ns) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+}
 extern "C" __global__ void scale_2d(float* origin, long long rows, long long cols,
                                     long long row_stride, long long col_stride, float factor) {
     long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
@@ -32,6 +37,7 @@ struct Setup {
     pool: DeviceMemoryResource,
     scale: Kernel,
     scale_2d: Kernel,
+    spin: Kernel,
 }
 
 fn setup() -> Setup {
@@ -50,6 +56,7 @@ fn setup() -> Setup {
         pool,
         scale: code.get_kernel("scale").unwrap(),
         scale_2d: code.get_kernel("scale_2d").unwrap(),
+        spin: code.get_kernel("spin").unwrap(),
     }
 }
 
@@ -316,8 +323,71 @@ fn buffer_views_are_checked_against_the_buffer() {
     ));
 }
 
+/// Queues `spin` for `ms` milliseconds on `stream` (one block: it holds the stream, not the GPU).
+fn spin_on(setup: &Setup, stream: &Stream, ms: u64) {
+    // SAFETY: spin reads the clock and touches no memory.
+    unsafe { launch(stream, &LaunchConfig::new(1, 1), &setup.spin, (ms * 1_000_000,)) }.unwrap();
+}
+
+/// DLPack's stream rule, both ways: the consumer's stream waits for the producer's queued work
+/// at export, and the deleter orders the buffer's free (on the buffer's stream) after the
+/// consumer's queued work, so the pool cannot reuse memory a consumer kernel still reads.
+fn dlpack_export_is_ordered_on_the_consumer_stream() {
+    let setup = setup();
+    let consumer = setup.device.create_stream(Default::default()).unwrap();
+    let n = 1 << 20;
+    let buffer = iota_buffer(&setup, n);
+    let marker = |stream: &Stream| {
+        let event = setup
+            .device
+            .create_event(cuda_safe::EventOptions::default())
+            .unwrap();
+        stream.record(&event).unwrap();
+        event
+    };
+
+    // The producer is still busy at export: the consumer's work must wait for it.
+    spin_on(&setup, buffer.stream(), 200);
+    let view = StridedMemoryView::from_buffer(buffer, &[n as i64], Layout::C, DLDataType::F32)
+        .unwrap();
+    let exported = view.into_dlpack_versioned(Some(&consumer)).unwrap();
+    let consumer_start = marker(&consumer);
+    assert!(
+        !consumer_start.is_done().unwrap(),
+        "the consumer's stream does not wait for the producer's work"
+    );
+    setup.stream.sync().unwrap();
+
+    // The consumer is still busy when it deletes: the buffer's stream (where its free is
+    // queued) must wait for it.
+    spin_on(&setup, &consumer, 200);
+    // SAFETY: the export is deleted once, here.
+    unsafe { ((*exported).deleter.unwrap())(exported) };
+    let after_delete = marker(&setup.stream);
+    assert!(
+        !after_delete.is_done().unwrap(),
+        "the buffer's free is not ordered after the consumer's queued work"
+    );
+    consumer.sync().unwrap();
+    after_delete.sync().unwrap();
+
+    // Without a consumer stream nothing is ordered: the producer's stream is free at once.
+    let buffer = iota_buffer(&setup, 16);
+    setup.stream.sync().unwrap();
+    let view = StridedMemoryView::from_buffer(buffer, &[16], Layout::C, DLDataType::F32).unwrap();
+    let exported = view.into_dlpack_versioned(None).unwrap();
+    spin_on(&setup, &consumer, 200);
+    // SAFETY: the export is deleted once, here.
+    unsafe { ((*exported).deleter.unwrap())(exported) };
+    let unordered = marker(&setup.stream);
+    unordered.sync().unwrap();
+    assert!(!consumer.query().unwrap(), "the consumer's spin is still running");
+    consumer.sync().unwrap();
+}
+
 fn main() -> std::process::ExitCode {
     gpu_tests![
+        dlpack_export_is_ordered_on_the_consumer_stream,
         a_buffer_view_is_scaled_in_place_by_a_kernel,
         a_strided_view_scales_only_its_elements,
         dlpack_export_and_reimport_keep_the_data_and_delete_once,
