@@ -121,6 +121,8 @@ mod workspace_docs {
         GettingStarted: "docs/getting-started.md",
         GreenContexts: "docs/green-contexts.md",
         Interop: "docs/interop.md",
+        MigratingFromCudaCore: "docs/migrating-from-cuda-core.md",
+        MigratingFromCudarc: "docs/migrating-from-cudarc.md",
         Nvml: "docs/nvml.md",
         Performance: "docs/performance.md",
     }
