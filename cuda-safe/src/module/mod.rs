@@ -102,7 +102,7 @@ impl ObjectCode {
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a path with a NUL byte; the driver's error when it
-    /// cannot read or load the file (`CUDA_ERROR_FILE_NOT_FOUND`, `CUDA_ERROR_INVALID_IMAGE`).
+    /// cannot read or load the file.
     #[doc(alias = "cuLibraryLoadFromFile")]
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();

@@ -107,8 +107,9 @@ impl Program {
     ///   NVRTC's full log followed by a line listing the flags used;
     /// - [`Error::InvalidArgument`] when NVRTC produced no output of the target's kind (an
     ///   extra option contradicts it);
-    /// - [`Error::Load`] when NVRTC cannot be loaded; with no `arch` in the options, the
-    ///   driver's error when no device can be asked for its architecture.
+    /// - [`Error::Load`] when NVRTC cannot be loaded; with no `arch` in the options, the errors
+    ///   of [`Device::new`](crate::Device::new) when no device can be asked for its
+    ///   architecture.
     #[doc(alias(
         "nvrtcCreateProgram",
         "nvrtcCompileProgram",

@@ -267,8 +267,8 @@ impl ProgramOptions {
     ///
     /// # Errors
     ///
-    /// As [`ProgramOptions::validate`]; with `arch` unset, the driver's error when no device
-    /// can be asked.
+    /// As [`ProgramOptions::validate`]; with `arch` unset, the errors of [`Device::new`] when no
+    /// device can be asked.
     pub fn to_flags(&self, target: CodeKind) -> Result<Vec<String>> {
         self.validate()?;
         Ok(self.render(target, &self.resolve_arch()?))
