@@ -16,10 +16,12 @@
 //! # Ok::<(), cuda_safe::Error>(())
 //! ```
 //!
-//! A driver older than 12.8 (its version, or a missing entry point) and any system other than
-//! Linux give [`Error::Unsupported`]. The driver may still refuse an operation with its own
-//! code (`CUDA_ERROR_NOT_SUPPORTED`, `CUDA_ERROR_NOT_PERMITTED`, for instance inside a
-//! sandbox), returned as [`Error::Cuda`].
+//! # Errors
+//!
+//! Every call: a driver older than 12.8 (its version, or a missing entry point) and any system
+//! other than Linux give [`Error::Unsupported`]. The driver may still refuse an operation with
+//! its own code (`CUDA_ERROR_NOT_SUPPORTED`, `CUDA_ERROR_NOT_PERMITTED`, for instance inside a
+//! sandbox), returned as [`Error::Cuda`]. The calls that refuse input say so.
 
 use std::fmt;
 use std::time::Duration;
@@ -100,8 +102,10 @@ pub struct Process {
 impl Process {
     /// A handle on the process `pid` (which must use CUDA for the calls to succeed).
     ///
-    /// [`Error::Unsupported`] off Linux and with a driver older than 12.8; a pid past
-    /// `i32::MAX` is [`Error::InvalidArgument`].
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] off Linux and with a driver older than 12.8;
+    /// [`Error::InvalidArgument`] for a pid past `i32::MAX`.
     #[doc(alias = "cuDriverGetVersion")]
     pub fn new(pid: u32) -> Result<Self> {
         if !cfg!(target_os = "linux") {
@@ -160,8 +164,13 @@ impl Process {
     }
 
     /// Locks the process: new CUDA calls block and running work is waited for, for at most
-    /// `timeout` (`None`: no limit; rounded up to whole milliseconds, at most `u32::MAX`).
+    /// `timeout` (`None`: no limit; rounded up to whole milliseconds).
     /// The process moves from running to locked.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a timeout past `u32::MAX` milliseconds; the driver's
+    /// error, also when the work does not drain in time.
     #[doc(alias = "cuCheckpointProcessLock")]
     pub fn lock(&self, timeout: Option<Duration>) -> Result<()> {
         let mut args = CUcheckpointLockArgs {
@@ -196,7 +205,11 @@ impl Process {
     /// `new` GPU; the process moves to locked. An empty `pairs` is [`restore`](Self::restore).
     ///
     /// Remapping needs the CUDA 13 ABI (the `cuda-13` feature), whose argument struct has the
-    /// pair list; with the CUDA 12 ABI, pairs are [`Error::Unsupported`].
+    /// pair list.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] for pairs under the CUDA 12 ABI; the driver's error.
     #[doc(alias = "cuCheckpointProcessRestore")]
     pub fn restore_remapped(&self, pairs: &[GpuPair]) -> Result<()> {
         let pairs: Vec<([u8; 16], [u8; 16])> =

@@ -211,6 +211,10 @@ impl Context {
 
     /// A new stream on this context (a green context's streams run on its SMs only, and are
     /// always non-blocking).
+    ///
+    /// # Errors
+    ///
+    /// As [`Stream::new`].
     pub fn create_stream(&self, options: StreamOptions) -> Result<Stream> {
         Stream::new(self, options)
     }

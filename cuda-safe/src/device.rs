@@ -145,7 +145,13 @@ impl Device {
         (0..Self::count()?).map(Self::new).collect()
     }
 
-    /// The device with this ordinal; an ordinal past the count is [`Error::InvalidArgument`].
+    /// The device with this ordinal.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for an ordinal past the visible devices; without a usable
+    /// driver, an error for which [`Error::is_no_device`] is true (the driver library could
+    /// not be loaded, or it reports no device).
     #[doc(alias = "cuDeviceGet")]
     pub fn new(ordinal: usize) -> Result<Self> {
         let count = Self::count()?;
@@ -433,6 +439,10 @@ impl Device {
     }
 
     /// A new stream on the primary context.
+    ///
+    /// # Errors
+    ///
+    /// As [`Stream::new`].
     pub fn create_stream(&self, options: StreamOptions) -> Result<Stream> {
         Stream::new(&self.context()?, options)
     }
@@ -442,7 +452,11 @@ impl Device {
         Event::new(&self.context()?, options)
     }
 
-    /// The visible device with this UUID; an error when none has it (it may be hidden by
+    /// The visible device with this UUID.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when no visible device has it (it may be hidden by
     /// `CUDA_VISIBLE_DEVICES`).
     pub fn from_uuid(uuid: Uuid) -> Result<Device> {
         for candidate in Self::all()? {
@@ -464,6 +478,11 @@ impl Device {
     /// Allocates `size` bytes from the device's default pool, ordered on `stream` (as
     /// `cuda.core`'s `Device.allocate`). Keep a [`DeviceMemoryResource`] for hot loops: this
     /// looks the shared resource up on each call.
+    ///
+    /// # Errors
+    ///
+    /// The driver's when memory runs out ([`Error::is_out_of_memory`]);
+    /// [`Error::InvalidArgument`] for a stream of another device.
     #[doc(alias = "cuMemAllocFromPoolAsync")]
     pub fn allocate(&self, size: usize, stream: &Stream) -> Result<Buffer> {
         self.default_memory_resource()?.allocate(size, stream)

@@ -59,6 +59,10 @@ unsafe impl Sync for EventInner {}
 
 impl Event {
     /// A new event on `context`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for an IPC event with timing; the driver's error.
     #[doc(alias = "cuEventCreate")]
     pub fn new(context: &Context, options: EventOptions) -> Result<Self> {
         if options.ipc && options.timing {
@@ -144,8 +148,10 @@ impl Event {
 
     /// The GPU time between two recorded, timed events; waits for both to complete.
     ///
+    /// # Errors
+    ///
     /// [`Error::EventNotTimed`] if either was created without timing,
-    /// [`Error::EventNotRecorded`] if either was never recorded.
+    /// [`Error::EventNotRecorded`] if either was never recorded; the driver's error.
     #[doc(alias = "cuEventElapsedTime", alias = "cuEventElapsedTime_v2")]
     pub fn elapsed(start: &Event, end: &Event) -> Result<Duration> {
         if !start.inner.options.timing || !end.inner.options.timing {
@@ -166,6 +172,10 @@ impl Event {
 
     /// The handle another process opens this event with (`cuIpcOpenEventHandle`); only for
     /// events created with [`EventOptions::ipc`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for an event created without `ipc`; the driver's error.
     #[doc(alias = "cuIpcGetEventHandle")]
     pub fn ipc_handle(&self) -> Result<[u8; 64]> {
         if !self.inner.options.ipc {

@@ -89,6 +89,13 @@ impl<C: ProgramCache> KernelCache<C> {
 
     /// `program` compiled for `target` and loaded: from this process's loaded code, else from
     /// the program cache, else compiled (and stored there).
+    ///
+    /// # Errors
+    ///
+    /// As [`Program::cache_key`], [`Program::compile`] and
+    /// [`ObjectCode::from_compiled`]; with [`assume_nvrtc_version`](Self::assume_nvrtc_version),
+    /// [`Error::NvrtcVersionMismatch`](crate::Error::NvrtcVersionMismatch) when a miss finds
+    /// another NVRTC loaded. A program cache that fails is only logged.
     pub fn object_code(&self, program: &Program, target: CodeKind) -> Result<ObjectCode> {
         Ok(self.loaded(program, target)?.code.clone())
     }
@@ -97,6 +104,10 @@ impl<C: ProgramCache> KernelCache<C> {
     ///
     /// The first request for a name looks it up (`cuLibraryGetKernel`); later ones return a
     /// clone of that same kernel without calling the driver.
+    ///
+    /// # Errors
+    ///
+    /// As [`object_code`](Self::object_code), then as [`ObjectCode::get_kernel`].
     pub fn kernel(&self, program: &Program, target: CodeKind, name: &str) -> Result<Kernel> {
         let loaded = self.loaded(program, target)?;
         get_or_try_insert(&loaded.kernels, name, || {

@@ -102,3 +102,28 @@ pub use program::{
 };
 pub use stream::{Stream, StreamOptions};
 pub use uuid::{Uuid, UuidParseError};
+
+/// The Rust blocks of the workspace's Markdown files, as doctests of this crate. `build.rs`
+/// sets `workspace_docs` only inside the workspace: a published crate lacks these files.
+#[cfg(all(doctest, workspace_docs))]
+mod workspace_docs {
+    /// One item per file, documented with the file's text.
+    macro_rules! markdown {
+        ($($name:ident: $path:literal,)*) => {$(
+            #[doc = include_str!(concat!("../../", $path))]
+            struct $name;
+        )*};
+    }
+
+    markdown! {
+        Readme: "README.md",
+        Architecture: "docs/architecture.md",
+        GettingStarted: "docs/getting-started.md",
+        GreenContexts: "docs/green-contexts.md",
+        Interop: "docs/interop.md",
+        MigratingFromCudaCore: "docs/migrating-from-cuda-core.md",
+        MigratingFromCudarc: "docs/migrating-from-cudarc.md",
+        Nvml: "docs/nvml.md",
+        Performance: "docs/performance.md",
+    }
+}

@@ -65,8 +65,13 @@ unsafe impl Send for StreamInner {}
 unsafe impl Sync for StreamInner {}
 
 impl Stream {
-    /// A new stream on `context`. A priority outside the context's range is
-    /// [`Error::InvalidArgument`], and so is a blocking stream in a green context.
+    /// A new stream on `context`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a priority outside the context's
+    /// [`stream_priority_range`](Context::stream_priority_range), or a blocking stream in a
+    /// green context; the driver's error.
     #[doc(alias = "cuStreamCreateWithPriority", alias = "cuGreenCtxStreamCreate")]
     pub fn new(context: &Context, options: StreamOptions) -> Result<Self> {
         let priority = match options.priority {

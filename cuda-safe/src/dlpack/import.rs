@@ -54,9 +54,14 @@ impl StridedMemoryView {
     /// views it; the view is writable (the legacy struct has no read-only flag).
     ///
     /// The deleter is called exactly once: when the last view derived from this one drops, or
-    /// before returning when the tensor is refused (unknown element or device type, too many
-    /// dimensions, overflowing strides, null data with elements). A null pointer is
-    /// [`Error::InvalidArgument`] and deletes nothing.
+    /// before returning an error for a refused tensor.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::InvalidArgument`] for a null pointer (nothing is deleted), and for a tensor
+    ///   with an unknown element or device type, more than [`MAX_NDIM`] dimensions, a shape or
+    ///   strides whose arithmetic overflows, or null data with elements;
+    /// - [`Error::Unsupported`] for sub-byte element types.
     ///
     /// # Safety
     ///
@@ -77,9 +82,13 @@ impl StridedMemoryView {
     /// Takes ownership of a DLPack 1.x tensor (the struct in a `"dltensor_versioned"`
     /// capsule) and views it, read-only when the producer set `DLPACK_FLAG_BITMASK_READ_ONLY`.
     ///
-    /// The deleter is called exactly once, as for [`from_dlpack`](Self::from_dlpack); a major
-    /// version other than 1 is [`Error::Unsupported`], after calling the deleter (the only
-    /// field the spec lets a consumer touch then).
+    /// The deleter is called exactly once, as for [`from_dlpack`](Self::from_dlpack).
+    ///
+    /// # Errors
+    ///
+    /// As [`from_dlpack`](Self::from_dlpack); [`Error::Unsupported`] for a major version
+    /// other than 1 (the deleter is called, the only field the spec lets a consumer touch
+    /// then) and for padded sub-byte elements.
     ///
     /// # Safety
     ///
@@ -96,7 +105,11 @@ impl StridedMemoryView {
 
     /// Views a `DLTensor` without owning it: nothing is deleted, ever. The view is writable.
     /// This is how a consumer borrows a tensor for the length of a call (the producer's
-    /// capsule keeps ownership); see [`from_dlpack`](Self::from_dlpack) for the checks.
+    /// capsule keeps ownership).
+    ///
+    /// # Errors
+    ///
+    /// As [`from_dlpack`](Self::from_dlpack), deleting nothing.
     ///
     /// # Safety
     ///
@@ -114,6 +127,10 @@ impl StridedMemoryView {
     /// Views a DLPack 1.x tensor without owning it (its deleter is never called here),
     /// honouring the version and the read-only flag as
     /// [`from_dlpack_versioned`](Self::from_dlpack_versioned) does.
+    ///
+    /// # Errors
+    ///
+    /// As [`from_dlpack_versioned`](Self::from_dlpack_versioned), deleting nothing.
     ///
     /// # Safety
     ///

@@ -73,6 +73,12 @@ impl StridedMemoryView {
     /// The device is the buffer's: CUDA memory of its device, pinned host memory (a
     /// host-accessible resource without a device) or managed memory (host-accessible with a
     /// device).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a span outside the buffer, a misaligned first element, a
+    /// shape or strides that are negative, mismatched or overflowing, or an unknown element
+    /// type; [`Error::Unsupported`] for sub-byte element types.
     pub fn from_buffer(
         buffer: impl Into<Arc<Buffer>>,
         shape: &[i64],

@@ -42,6 +42,10 @@ impl KernelOccupancy<'_> {
 
     /// How many blocks of `block_size` threads (with `dynamic_shared` bytes of dynamic shared
     /// memory each) fit on one SM at once.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a block size past `i32::MAX`; the driver's error.
     #[doc(alias = "cuOccupancyMaxActiveBlocksPerMultiprocessor")]
     pub fn max_active_blocks_per_multiprocessor(
         &self,

@@ -44,9 +44,12 @@ impl From<(u32, u32, u32)> for Dim3 {
 
 /// How to launch a kernel: grid and block shape, dynamic shared memory, an optional
 /// thread-block cluster shape (sm_90 on) and whether the launch is cooperative.
+///
+/// `grid` always counts blocks, as the driver does, also in a cluster launch; `cuda.core`
+/// counts clusters there instead, which [`LaunchConfig::clusters`] accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaunchConfig {
-    /// Blocks in the grid.
+    /// Blocks in the grid (blocks, not clusters, when `cluster` is set).
     pub grid: Dim3,
     /// Threads in a block.
     pub block: Dim3,
@@ -70,7 +73,49 @@ impl LaunchConfig {
         }
     }
 
+    /// A cluster launch counted as `cuda.core` counts it: `grid` clusters of `cluster` blocks
+    /// of `block` threads. [`LaunchConfig::grid`] becomes `grid * cluster` blocks per axis.
+    ///
+    /// ```
+    /// use cuda_safe::{Dim3, LaunchConfig};
+    ///
+    /// let config = LaunchConfig::clusters((66, 2), 2, 128)?; // 66 x 2 clusters of 2 blocks
+    /// assert_eq!(config.grid, Dim3::from((132, 2)));
+    /// assert_eq!(config.cluster, Some(Dim3::from(2)));
+    /// # Ok::<(), cuda_safe::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when the grid in blocks passes `u32::MAX` along an axis.
+    /// Zero dimensions and cluster sizes are checked at launch, as for every configuration.
+    pub fn clusters(
+        grid: impl Into<Dim3>,
+        cluster: impl Into<Dim3>,
+        block: impl Into<Dim3>,
+    ) -> Result<Self> {
+        let (grid, cluster) = (grid.into(), cluster.into());
+        let blocks = (
+            grid.x.checked_mul(cluster.x),
+            grid.y.checked_mul(cluster.y),
+            grid.z.checked_mul(cluster.z),
+        );
+        let (Some(x), Some(y), Some(z)) = blocks else {
+            return Err(Error::invalid_argument(format!(
+                "{grid:?} clusters of {cluster:?} blocks are over u32::MAX blocks along an axis"
+            )));
+        };
+        Ok(Self {
+            cluster: Some(cluster),
+            ..Self::new((x, y, z), block)
+        })
+    }
+
     /// One thread per element: `ceil(n / block)` blocks of `block` threads along x.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a block of 0 threads, or more than `u32::MAX` blocks.
     pub fn for_num_elements(n: usize, block: u32) -> Result<Self> {
         if block == 0 {
             return Err(Error::invalid_argument("a block needs at least one thread"));
@@ -82,7 +127,15 @@ impl LaunchConfig {
         Ok(Self::new(grid, block))
     }
 
-    /// Checks the configuration against a device's limits.
+    /// Checks the configuration against a device's limits ([`launch`](crate::launch) does).
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::InvalidArgument`] for a zero dimension, a block, grid or dynamic shared memory
+    ///   over the device's limits, a cluster of more than 16 blocks, or a grid that is not a
+    ///   multiple of the cluster;
+    /// - [`Error::Unsupported`] for clusters before compute capability 9.0, or a cooperative
+    ///   launch the device does not support.
     pub fn validate(&self, limits: &LaunchLimits) -> Result<()> {
         let invalid = |what: String| Err(Error::invalid_argument(what));
         if self.grid.volume() == 0 || self.block.volume() == 0 {
@@ -171,6 +224,32 @@ mod tests {
         assert_eq!(LaunchConfig::for_num_elements(0, 256).unwrap().grid.x, 1);
         assert!(LaunchConfig::for_num_elements(10, 0).is_err());
         assert!(LaunchConfig::for_num_elements(usize::MAX, 1).is_err());
+    }
+
+    #[test]
+    fn clusters_multiply_out_to_blocks() {
+        let config = LaunchConfig::clusters((3, 2, 1), (4, 1, 2), 64).unwrap();
+        assert_eq!(config.grid, Dim3::from((12, 2, 2)));
+        assert_eq!(config.cluster, Some(Dim3::from((4, 1, 2))));
+        assert_eq!(config.block, Dim3::from(64));
+        assert!(config.validate(&H200).is_ok());
+        let largest = LaunchConfig::clusters(u32::MAX / 2, 2, 1).unwrap();
+        assert_eq!(largest.grid.x, u32::MAX - 1);
+        for (grid, cluster) in [
+            ((u32::MAX / 2 + 1, 1, 1), (2, 1, 1)),
+            ((1, 65_536, 1), (1, 65_536, 1)),
+            ((1, 1, u32::MAX), (1, 1, 2)),
+        ] {
+            let error = LaunchConfig::clusters(grid, cluster, 32).unwrap_err();
+            assert!(error.to_string().contains("over u32::MAX"), "{error}");
+        }
+        let zero = LaunchConfig::clusters(0, 2, 32).unwrap();
+        assert!(
+            zero.validate(&H200)
+                .unwrap_err()
+                .to_string()
+                .contains("zero")
+        );
     }
 
     #[test]

@@ -78,6 +78,20 @@ fn check_args(
 /// free, a host view) waits for the launch. This costs nothing when every buffer is on the
 /// launch stream.
 ///
+/// # Errors
+///
+/// Nothing is queued when:
+/// - [`Error::InvalidArgument`]: the configuration is outside the device's limits
+///   ([`LaunchConfig::validate`]), the arguments' count or sizes differ from the kernel's
+///   parameters (when the driver reports them), or the dynamic shared memory is over the
+///   kernel's own limit (the error says to raise it with
+///   [`Kernel::set_max_dynamic_shared_memory`]);
+/// - [`Error::Unsupported`]: clusters or a cooperative launch on a device without them;
+/// - [`Error::Cuda`]: the driver refuses the launch, or ordering it after another stream fails.
+///
+/// [`Error::LaunchOrdering`]: the kernel was queued and has finished (the call waited for it),
+/// but ordering its buffers' other streams after it failed; the cause is its `source()`.
+///
 /// # Safety
 ///
 /// The crate cannot see what the kernel does. The caller guarantees that:

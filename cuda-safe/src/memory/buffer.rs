@@ -35,6 +35,11 @@ struct Allocation {
 
 impl Buffer {
     /// Allocates `size` bytes from `resource`, ordered on `stream`.
+    ///
+    /// # Errors
+    ///
+    /// The resource's: the driver's when memory runs out ([`Error::is_out_of_memory`]);
+    /// [`Error::InvalidArgument`] from a device pool for a stream of another device.
     #[inline]
     pub fn allocate_in<R: MemoryResource + 'static>(
         resource: Arc<R>,
@@ -53,6 +58,11 @@ impl Buffer {
 
     /// Allocates room for `len` values of `T` from `resource`, ordered on `stream` (the
     /// contents are whatever the memory held).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `len * size_of::<T>()` overflows `usize`; then as
+    /// [`allocate_in`](Self::allocate_in).
     #[inline]
     pub fn allocate_array_in<T: Pod, R: MemoryResource + 'static>(
         resource: Arc<R>,
@@ -135,6 +145,11 @@ impl Buffer {
     }
 
     /// A typed view of the whole buffer; its size must be a whole number of `T`s.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when the size is not a whole number of `T`s, the address is
+    /// not aligned for `T`, or `T` is zero-sized.
     pub fn as_slice<T: Pod>(&self) -> Result<DeviceSlice<'_, T>> {
         let len = element_count::<T>(self.inner.ptr, self.inner.size)?;
         Ok(DeviceSlice::from_parts(
@@ -145,6 +160,10 @@ impl Buffer {
     }
 
     /// An exclusive typed view of the whole buffer; its size must be a whole number of `T`s.
+    ///
+    /// # Errors
+    ///
+    /// As [`as_slice`](Self::as_slice).
     pub fn as_mut_slice<T: Pod>(&mut self) -> Result<DeviceSliceMut<'_, T>> {
         let len = element_count::<T>(self.inner.ptr, self.inner.size)?;
         Ok(DeviceSliceMut::from_parts(
@@ -155,22 +174,39 @@ impl Buffer {
     }
 
     /// Copies `src`, which must be exactly the buffer's size, into the buffer and waits.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `src` holds another number of bytes, or as
+    /// [`as_slice`](Self::as_slice); the driver's error from the copy.
     pub fn copy_from_host<T: Pod>(&mut self, src: &[T]) -> Result<()> {
         self.as_mut_slice::<T>()?.copy_from_host(src)
     }
 
     /// Copies the buffer into `dst`, which must be exactly the buffer's size, and waits.
+    ///
+    /// # Errors
+    ///
+    /// As [`copy_from_host`](Self::copy_from_host).
     pub fn copy_to_host<T: Pod>(&self, dst: &mut [T]) -> Result<()> {
         self.as_slice::<T>()?.copy_to_host(dst)
     }
 
     /// The buffer's contents as a vector of `T`.
+    ///
+    /// # Errors
+    ///
+    /// As [`as_slice`](Self::as_slice); the driver's error from the copy.
     pub fn to_vec<T: Pod>(&self) -> Result<Vec<T>> {
         self.as_slice::<T>()?.to_vec()
     }
 
     /// Queues a copy of `src`, which must be the same size, into this buffer, ordered after the
     /// work queued on `src`'s stream (a pinned `src` makes this a truly asynchronous upload).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when the sizes differ; the driver's error.
     pub fn copy_from(&mut self, src: &Buffer) -> Result<()> {
         self.as_mut_slice::<u8>()?.copy_from(&src.as_slice::<u8>()?)
     }
@@ -179,6 +215,10 @@ impl Buffer {
     /// `T`s. One memset when `value`'s bytes repeat every 1, 2 or 4 bytes (every integer and
     /// float of up to 32 bits, zero of any type), else one 2-D memset per 4-byte column of `T`
     /// (two for an `f64`).
+    ///
+    /// # Errors
+    ///
+    /// As [`as_slice`](Self::as_slice); the driver's error.
     #[doc(
         alias = "cuMemsetD8Async",
         alias = "cuMemsetD16Async",
@@ -190,6 +230,11 @@ impl Buffer {
 
     /// The memory as a host slice, after waiting for the buffer's stream; only for
     /// host-accessible (pinned or managed) memory.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for device memory, or as [`as_slice`](Self::as_slice); the
+    /// driver's error from the wait.
     pub fn as_host_slice<T: Pod>(&self) -> Result<&[T]> {
         let len = self.host_view::<T>()?;
         if len == 0 {
@@ -202,6 +247,10 @@ impl Buffer {
 
     /// The memory as a mutable host slice, after waiting for the buffer's stream; only for
     /// host-accessible (pinned or managed) memory.
+    ///
+    /// # Errors
+    ///
+    /// As [`as_host_slice`](Self::as_host_slice).
     pub fn as_host_mut_slice<T: Pod>(&mut self) -> Result<&mut [T]> {
         let len = self.host_view::<T>()?;
         if len == 0 {

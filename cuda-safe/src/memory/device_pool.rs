@@ -98,6 +98,10 @@ impl DeviceMemoryResource {
 
     /// A new pool on `device`, owned by this resource and destroyed with its last handle and
     /// buffer.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a `max_size` of 0; the driver's error.
     #[doc(alias = "cuMemPoolCreate")]
     pub fn new_pool(device: &Device, options: PoolOptions) -> Result<Self> {
         if options.max_size == Some(0) {

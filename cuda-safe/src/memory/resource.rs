@@ -102,6 +102,13 @@ macro_rules! typed_allocations {
         impl $handle {
             /// Allocates `size` bytes, ordered on `stream`; a zero-size buffer allocates
             /// nothing. The contents are whatever the memory held.
+            ///
+            /// # Errors
+            ///
+            /// The driver's when memory runs out
+            /// ([`Error::is_out_of_memory`](crate::Error::is_out_of_memory));
+            /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) from a device pool
+            /// for a stream of another device.
             #[doc(alias = $api)]
             #[inline]
             pub fn allocate(&self, size: usize, stream: &Stream) -> Result<Buffer> {
@@ -109,7 +116,12 @@ macro_rules! typed_allocations {
             }
 
             /// Allocates room for `len` values of `T`, ordered on `stream` (the contents are
-            /// whatever the memory held); `len * size_of::<T>()` past `usize` is an error.
+            /// whatever the memory held).
+            ///
+            /// # Errors
+            ///
+            /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) when
+            /// `len * size_of::<T>()` overflows `usize`; then as `allocate`.
             #[inline]
             pub fn allocate_array<T: bytemuck::Pod>(
                 &self,
@@ -120,6 +132,10 @@ macro_rules! typed_allocations {
             }
 
             /// Allocates `len` values of `T` set to zero (one memset queued on `stream`).
+            ///
+            /// # Errors
+            ///
+            /// As `allocate_array`.
             pub fn allocate_zeroed<T: bytemuck::Pod>(
                 &self,
                 len: usize,
@@ -131,6 +147,10 @@ macro_rules! typed_allocations {
             }
 
             /// Allocates a copy of `values` (copied now; returns once the copy is done).
+            ///
+            /// # Errors
+            ///
+            /// As `allocate_array`; the driver's error from the copy.
             pub fn allocate_from_host<T: bytemuck::Pod>(
                 &self,
                 values: &[T],

@@ -132,7 +132,11 @@ impl<'a, T: Pod> DeviceSlice<'a, T> {
         self.stream
     }
 
-    /// A narrower view; a range past the end is [`Error::InvalidArgument`].
+    /// A narrower view.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a range past the end, or one that starts after it ends.
     pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceSlice<'a, T>> {
         let (start, end) = bounds(range, self.len)?;
         Ok(Self::from_parts(
@@ -143,6 +147,10 @@ impl<'a, T: Pod> DeviceSlice<'a, T> {
     }
 
     /// Copies the elements into `dst` (of the same length) and waits for the copy.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when the lengths differ; the driver's error.
     #[doc(alias = "cuMemcpyAsync")]
     pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
         same_length("device-to-host copy", dst.len(), self.len)?;
@@ -172,6 +180,10 @@ impl<'a, T: Pod> DeviceSlice<'a, T> {
     /// `dst` must stay alive and untouched by the host until the stream has passed this point
     /// (synchronize the stream or an event recorded after it). For a truly asynchronous copy,
     /// `dst` must be pinned memory; pageable memory makes the driver stage the copy.
+    ///
+    /// # Errors
+    ///
+    /// As [`copy_to_host`](Self::copy_to_host).
     pub unsafe fn copy_to_host_async(&self, dst: &mut [T]) -> Result<()> {
         same_length("device-to-host copy", dst.len(), self.len)?;
         copy_async(
@@ -220,7 +232,11 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
         DeviceSlice::from_parts(self.ptr, self.len, self.stream)
     }
 
-    /// A narrower exclusive view; a range past the end is [`Error::InvalidArgument`].
+    /// A narrower exclusive view.
+    ///
+    /// # Errors
+    ///
+    /// As [`DeviceSlice::slice`].
     pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceSliceMut<'_, T>> {
         let (start, end) = bounds(range, self.len)?;
         Ok(DeviceSliceMut::from_parts(
@@ -231,6 +247,10 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
     }
 
     /// Copies `src` (of the same length) into the elements and waits for the copy.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when the lengths differ; the driver's error.
     #[doc(alias = "cuMemcpyAsync")]
     pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
         same_length("host-to-device copy", self.len, src.len())?;
@@ -252,6 +272,10 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
     ///
     /// `src` must stay alive and unmodified until the stream has passed this point. For a
     /// truly asynchronous copy, `src` must be pinned memory.
+    ///
+    /// # Errors
+    ///
+    /// As [`copy_from_host`](Self::copy_from_host).
     pub unsafe fn copy_from_host_async(&mut self, src: &[T]) -> Result<()> {
         same_length("host-to-device copy", self.len, src.len())?;
         copy_async(
@@ -284,6 +308,10 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
 
     /// Queues a copy from another view of the same length (device, pinned or managed memory),
     /// ordered after the work already queued on the source's stream.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when the lengths differ; the driver's error.
     pub fn copy_from(&mut self, src: &DeviceSlice<'_, T>) -> Result<()> {
         same_length("device copy", self.len, src.len)?;
         let bytes = self.len * size_of::<T>();

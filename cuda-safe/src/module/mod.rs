@@ -98,6 +98,11 @@ impl ObjectCode {
     }
 
     /// Loads a CUBIN, PTX or fatbin file (the driver tells them apart).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a path with a NUL byte; the driver's error when it
+    /// cannot read or load the file.
     #[doc(alias = "cuLibraryLoadFromFile")]
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
@@ -221,6 +226,11 @@ impl ObjectCode {
 
     /// A global variable of the code (`__device__` or `__constant__`) in `context`: its
     /// device address and size in bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a name with a NUL byte; the driver's
+    /// `CUDA_ERROR_NOT_FOUND` when the code has no such variable.
     #[doc(alias = "cuLibraryGetGlobal")]
     pub fn get_global(&self, name: &str, context: &Context) -> Result<(CUdeviceptr, usize)> {
         let c_name = to_c_string("variable name", name)?;
@@ -237,7 +247,12 @@ impl ObjectCode {
         Ok((address, bytes))
     }
 
-    /// Every kernel of the code, named by its symbol (CUDA 12.4 drivers on).
+    /// Every kernel of the code, named by its symbol.
+    ///
+    /// # Errors
+    ///
+    /// A missing entry point before CUDA 12.4 drivers ([`Error::is_symbol_missing`]); the
+    /// driver's error.
     #[doc(alias = "cuLibraryEnumerateKernels")]
     pub fn kernels(&self) -> Result<Vec<Kernel>> {
         let driver = self.inner.driver;
@@ -273,6 +288,12 @@ impl ObjectCode {
 
     /// The kernel called `name`: a name expression given to the program before compiling
     /// (`"scale<float>"`), or the kernel's symbol (`"saxpy"` for an `extern "C"` kernel).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a name with a NUL byte; the driver's
+    /// `CUDA_ERROR_NOT_FOUND` when the code has no kernel of that name (a templated kernel
+    /// needs its name expression added before compiling).
     #[doc(alias = "cuLibraryGetKernel")]
     pub fn get_kernel(&self, name: &str) -> Result<Kernel> {
         let symbol = self
@@ -296,6 +317,10 @@ impl ObjectCode {
 
 impl CompiledCode {
     /// Loads this code: [`ObjectCode::from_compiled`].
+    ///
+    /// # Errors
+    ///
+    /// As [`ObjectCode::from_compiled`].
     pub fn load(&self) -> Result<ObjectCode> {
         ObjectCode::from_compiled(self)
     }

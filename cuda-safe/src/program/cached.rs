@@ -14,12 +14,16 @@ impl Program {
     ///
     /// It covers the compiler (`"nvrtc"` and `nvrtc_version`'s major.minor), the target kind
     /// and architecture, the program name, the source, the exact flags in order, the name
-    /// expressions, the in-memory headers and the options' `caller_digest`. With include paths
-    /// or pre-includes (or a raw option that reads files) and no `caller_digest`, the key
-    /// builder refuses: [`Error::InvalidArgument`] saying so.
+    /// expressions, the in-memory headers and the options' `caller_digest`.
     ///
     /// Learning NVRTC's version loads NVRTC (about 5 ms in a fresh process);
     /// [`cache_key_for_compiler`](Self::cache_key_for_compiler) takes the version instead.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] with include paths or pre-includes (or a raw option that
+    /// reads files) and no `caller_digest`: the key cannot see those files.
+    /// [`Error::Load`] when NVRTC cannot be loaded.
     #[doc(alias = "nvrtcVersion")]
     pub fn cache_key(&self, target: CodeKind) -> Result<CacheKey> {
         self.cache_key_for_compiler(target, compiler_version()?)
@@ -45,8 +49,11 @@ impl Program {
     /// log) and compiles nothing; a miss compiles and stores the result.
     ///
     /// A cache that fails to read or write is logged as a warning and treated as a miss, never
-    /// failing the compile. A failed compile is returned as [`Program::compile`] returns it, and
-    /// never stored.
+    /// failing the compile. A failed compile is never stored.
+    ///
+    /// # Errors
+    ///
+    /// As [`Program::cache_key`], then as [`Program::compile`].
     ///
     /// ```no_run
     /// use cuda_safe::cache::InMemoryProgramCache;

@@ -38,8 +38,12 @@ pub(super) struct Plan {
 }
 
 impl Program {
-    /// A program from `source` and `options`, both checked ([`ProgramOptions::validate`]; a
-    /// NUL byte in the source is [`Error::InvalidArgument`]). Nothing is compiled yet.
+    /// A program from `source` and `options`, both checked. Nothing is compiled yet.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for options [`ProgramOptions::validate`] refuses, or a NUL
+    /// byte in the source.
     pub fn new(source: &str, options: ProgramOptions) -> Result<Self> {
         options.validate()?;
         super::options::no_nul("source", source)?;
@@ -53,8 +57,11 @@ impl Program {
     }
 
     /// Asks every compile to lower `expression` (`"saxpy<float>"`, `"&scale<double>"`), so
-    /// [`CompiledProgram::lowered_name`] gives its mangled name. Adding one twice is a no-op; an
-    /// empty one, or one with a NUL byte, is [`Error::InvalidArgument`].
+    /// [`CompiledProgram::lowered_name`] gives its mangled name. Adding one twice is a no-op.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for an empty expression, or one with a NUL byte.
     #[doc(alias = "nvrtcAddNameExpression")]
     pub fn add_name_expression(&mut self, expression: &str) -> Result<()> {
         text("name expression", expression)?;
@@ -92,10 +99,17 @@ impl Program {
     /// Compiles to `target` with a fresh `nvrtcProgram`, destroyed before returning.
     ///
     /// On success: the code exactly as NVRTC returns it, the lowered name of every name
-    /// expression, the log (warnings) and the flags. A compile error is [`Error::Nvrtc`] from
-    /// `nvrtcCompileProgram` whose `log` holds NVRTC's full log followed by a line listing the
-    /// flags used. Output NVRTC did not produce (an extra option that contradicts the target)
-    /// is [`Error::InvalidArgument`].
+    /// expression, the log (warnings) and the flags.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::Nvrtc`] from `nvrtcCompileProgram` for a compile error, whose `log` holds
+    ///   NVRTC's full log followed by a line listing the flags used;
+    /// - [`Error::InvalidArgument`] when NVRTC produced no output of the target's kind (an
+    ///   extra option contradicts it);
+    /// - [`Error::Load`] when NVRTC cannot be loaded; with no `arch` in the options, the errors
+    ///   of [`Device::new`](crate::Device::new) when no device can be asked for its
+    ///   architecture.
     #[doc(alias(
         "nvrtcCreateProgram",
         "nvrtcCompileProgram",

@@ -58,6 +58,10 @@ impl CompiledProgram {
     }
 
     /// Loads the code ([`ObjectCode::from_compiled`]), keeping its name map.
+    ///
+    /// # Errors
+    ///
+    /// As [`ObjectCode::from_compiled`].
     #[doc(alias = "cuLibraryLoadData")]
     pub fn load(&self) -> Result<ObjectCode> {
         ObjectCode::from_compiled(&self.code)

@@ -205,9 +205,11 @@ impl ProgramOptions {
         self
     }
 
-    /// Checks every field; the first problem found is [`Error::InvalidArgument`].
+    /// Checks every field.
     ///
-    /// Refused: an empty name, architecture, macro name, include path, pre-include, header name
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for the first problem found: an empty name, architecture, macro name, include path, pre-include, header name
     /// or extra option; a NUL byte anywhere; an architecture not of the form `sm_XX`,
     /// `compute_XX` or `XX`; a macro name with `=`, whitespace, or a leading digit or `-`; a
     /// macro value with a line break (NVRTC would cut the definition there); two headers with
@@ -261,7 +263,12 @@ impl ProgramOptions {
     /// The exact NVRTC flags for compiling to `target`, in the order of the table above.
     ///
     /// With `arch` unset this asks the current (or first) device for its architecture (so it
-    /// needs a GPU); with it set, it needs nothing. Fails as [`ProgramOptions::validate`] does.
+    /// needs a GPU); with it set, it needs nothing.
+    ///
+    /// # Errors
+    ///
+    /// As [`ProgramOptions::validate`]; with `arch` unset, the errors of [`Device::new`] when no
+    /// device can be asked.
     pub fn to_flags(&self, target: CodeKind) -> Result<Vec<String>> {
         self.validate()?;
         Ok(self.render(target, &self.resolve_arch()?))

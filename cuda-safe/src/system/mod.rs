@@ -35,12 +35,22 @@
 //! # Ok::<(), cuda_safe::Error>(())
 //! ```
 //!
-//! Every query is one NVML call; those that return numbers allocate nothing. A query the GPU or
-//! driver does not support fails with an error for which
-//! [`Error::is_not_supported`](crate::Error::is_not_supported) is true, including a function
-//! the installed driver lacks (told apart by
-//! [`Error::is_symbol_missing`](crate::Error::is_symbol_missing)). Enumerations are open
-//! newtypes and flag sets keep unknown bits, so a newer driver's values are kept as numbers.
+//! Every query is one NVML call; those that return numbers allocate nothing. Enumerations are
+//! open newtypes and flag sets keep unknown bits, so a newer driver's values are kept as
+//! numbers.
+//!
+//! # Errors
+//!
+//! The queries share their errors, so they are listed here rather than on each:
+//! - not supported: a query the GPU or driver does not support (`NVML_ERROR_NOT_SUPPORTED`),
+//!   or a function the installed NVML lacks (only when it is called, told apart by
+//!   [`Error::is_symbol_missing`](crate::Error::is_symbol_missing)); for both,
+//!   [`Error::is_not_supported`](crate::Error::is_not_supported) is true;
+//! - [`Error::Load`](crate::Error::Load) without NVML, and NVML's driver-not-loaded code: for
+//!   both, [`Error::is_no_device`](crate::Error::is_no_device) is true;
+//! - [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a UUID or PCI bus id with a
+//!   NUL byte, refused before NVML;
+//! - [`Error::Nvml`](crate::Error::Nvml) with NVML's code otherwise.
 
 mod clocks;
 mod device;
