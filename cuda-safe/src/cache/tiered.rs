@@ -21,11 +21,11 @@ use crate::error::Result;
 /// let dir = tempfile::tempdir().unwrap();
 /// let key = CacheKey::from_bytes([2; 32]);
 /// let program = CompiledCode::new(CodeKind::Ptx, b"// ptx\0".to_vec(), Vec::new());
-/// FileStreamProgramCache::new(dir.path()).put(&key, &program)?;
+/// FileStreamProgramCache::new(dir.path())?.put(&key, &program)?;
 ///
 /// let cache = TieredProgramCache::new(
 ///     InMemoryProgramCache::new(16 << 20),
-///     FileStreamProgramCache::new(dir.path()),
+///     FileStreamProgramCache::new(dir.path())?,
 /// );
 /// assert_eq!(cache.get(&key)?, Some(program.clone())); // from disk
 /// assert_eq!(cache.front().get(&key)?, Some(program)); // now in memory too
@@ -86,12 +86,14 @@ impl<F: ProgramCache, B: ProgramCache> ProgramCache for TieredProgramCache<F, B>
         self.back.clear()
     }
 
-    /// The back cache's figures, with the front's hits added to its hits: `hits` counts the
-    /// requests either level served and `misses` those neither could.
+    /// The back cache's figures, with the front's hits added to its hits (`hits` counts the
+    /// requests either level served and `misses` those neither could) and the front's failed
+    /// stores to its failed stores (`failed_stores` counts the levels' failed `put`s).
     fn stats(&self) -> Result<CacheStats> {
         let front = self.front.stats()?;
         let mut stats = self.back.stats()?;
         stats.hits = stats.hits.saturating_add(front.hits);
+        stats.failed_stores = stats.failed_stores.saturating_add(front.failed_stores);
         Ok(stats)
     }
 }
