@@ -108,7 +108,8 @@ mod tests {
     use crate::code::{CodeKind, CompiledCode};
     use crate::error::{Error, Result};
 
-    /// A front cache whose every operation fails, counting the `put`s it refused.
+    /// A front cache whose every operation but `stats` fails, counting the `put`s it refused
+    /// (its failed stores).
     #[derive(Debug, Default)]
     struct FailingCache {
         puts: AtomicU64,
@@ -137,7 +138,10 @@ mod tests {
         }
 
         fn stats(&self) -> Result<CacheStats> {
-            Err(refused())
+            Ok(CacheStats {
+                failed_stores: self.puts.load(Ordering::Relaxed),
+                ..CacheStats::default()
+            })
         }
     }
 
@@ -161,5 +165,7 @@ mod tests {
                 .put(&key, &CompiledCode::new(CodeKind::Ptx, vec![0], Vec::new()))
                 .is_err()
         );
+        // Every refused put of the front is in the combined count.
+        assert_eq!(cache.stats().unwrap().failed_stores, 3);
     }
 }
