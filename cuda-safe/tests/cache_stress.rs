@@ -259,15 +259,20 @@ fn killed_writers_leave_no_wrong_entry_and_no_lasting_temp_files() {
         children: Vec::new(),
     };
     writers.children = (0..WRITERS).map(|_| writers.spawn()).collect();
-    for kill in 0..KILLS {
-        std::thread::sleep(Duration::from_millis(5 + (kill * 37) % 50));
-        writers.kill_and_replace(kill as usize % WRITERS);
+    let tmp = dir.path().join("tmp");
+    // At least `KILLS` kills, and on until some temp files are surely left behind (more than
+    // the live writers can have open).
+    let mut kills = 0;
+    while kills < KILLS || (files_in(&tmp).0 <= WRITERS + 1 && kills < 10 * KILLS) {
+        std::thread::sleep(Duration::from_millis(5 + (kills * 37) % 50));
+        writers.kill_and_replace(kills as usize % WRITERS);
+        kills += 1;
     }
     drop(writers);
 
-    let tmp = dir.path().join("tmp");
     let (left, left_bytes) = files_in(&tmp);
-    println!("{KILLS} kills left {left} temp files, {left_bytes} bytes");
+    println!("{kills} kills left {left} temp files, {left_bytes} bytes");
+    assert!(left > 0, "no kill landed mid-write in {kills} kills");
     let cache = FileStreamProgramCache::new(dir.path())
         .unwrap()
         .with_max_bytes(KILL_CAP);

@@ -84,7 +84,9 @@ fn create(dir: &Path) -> io::Result<(PathBuf, File)> {
     loop {
         let path = dir.join(unique_name(Purpose::Write));
         match options.open(&path) {
-            Ok(file) => return Ok((path, file)),
+            // Created by this call (`O_EXCL`), so a regular file; checked all the same.
+            Ok(file) if file.metadata()?.is_file() => return Ok((path, file)),
+            Ok(_) => return Err(io::Error::other("the new temp file is not a regular file")),
             Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
             Err(error) => return Err(error),
         }
