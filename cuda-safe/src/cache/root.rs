@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::fs_ops::{create_private_dir_all, io_error};
-use super::private::{self, DirState};
+use super::private;
 use crate::error::{Error, Result};
 
 /// The directory of entry files, under the root.
@@ -27,7 +27,8 @@ pub(crate) fn prepare(root: &Path) -> Result<()> {
     }
     private::check_root(root)?;
     for sub in [ENTRIES, TMP] {
-        let _: DirState = private::ensure_dir(&root.join(sub))?;
+        // A missing one that cannot be created is a read-only cache: accepted.
+        private::ensure_dir(&root.join(sub))?;
     }
     Ok(())
 }
