@@ -75,7 +75,7 @@ fn disk_hit(dir: &str, version: Option<&str>) -> Result<()> {
     let device = Device::new(0)?;
     device.set_current()?;
     let program = program(&device)?;
-    let disk = FileStreamProgramCache::new(dir);
+    let disk = FileStreamProgramCache::new(dir)?;
     let start = Instant::now();
     let key = match version {
         Some(version) => program.cache_key_for_compiler(CodeKind::Cubin, version)?,
@@ -303,7 +303,7 @@ fn cache_figures(program: &Program) -> Result<()> {
     fig("cache_memory_hit_speedup", cold_us / memory_hit, "x");
 
     let dir = std::env::temp_dir().join(format!("cuda-safe-bench-cache-{}", std::process::id()));
-    let disk = FileStreamProgramCache::new(&dir);
+    let disk = FileStreamProgramCache::new(&dir)?;
     program.compile_cached(CodeKind::Cubin, &disk)?;
     let exe = std::env::current_exe()
         .map_err(|e| cuda_safe::Error::invalid_argument(format!("current_exe: {e}")))?;

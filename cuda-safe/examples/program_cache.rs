@@ -41,8 +41,9 @@ fn run(mut args: impl Iterator<Item = String>) -> Result<(), String> {
     }
     let cache = match dir {
         Some(dir) => FileStreamProgramCache::new(dir),
-        None => FileStreamProgramCache::with_default_root().map_err(|e| e.to_string())?,
-    };
+        None => FileStreamProgramCache::with_default_root(),
+    }
+    .map_err(|e| e.to_string())?;
     let done = match command.as_deref() {
         Some("list") => list(&cache),
         Some("stats") | None => stats(&cache),

@@ -89,6 +89,16 @@ pub enum Error {
         /// The operating system's error (shared, so that `Error` stays `Clone`).
         source: std::sync::Arc<std::io::Error>,
     },
+    /// A program cache directory is not this user's alone (owned by another user, writable by
+    /// group or others, or not a directory), so code read from it could be anyone's: the
+    /// cache refuses it. `reason` says what is wrong and how to fix it.
+    #[error("program cache at {} refused: {reason}", path.display())]
+    CacheNotPrivate {
+        /// The directory (or what stands where a directory should be).
+        path: std::path::PathBuf,
+        /// What is wrong, and the fix (`chmod go-w ...`, or removing it).
+        reason: Cow<'static, str>,
+    },
     /// A library answered something that cannot be right (a green split whose groups differ
     /// from the plan, a kernel with no name): not the caller's mistake, and worth a report.
     #[error("{api} gave an impossible answer: {detail}")]

@@ -22,10 +22,10 @@ fn program(n: u8, size: usize) -> CompiledCode {
     )
 }
 
-/// A cache in a fresh directory (the root itself does not exist yet).
+/// A cache in a fresh directory (the root is created by the cache).
 fn cache() -> (TempDir, FileStreamProgramCache) {
     let dir = tempfile::tempdir().unwrap();
-    let cache = FileStreamProgramCache::new(dir.path().join("cache"));
+    let cache = FileStreamProgramCache::new(dir.path().join("cache")).unwrap();
     (dir, cache)
 }
 
@@ -42,7 +42,7 @@ fn entries_survive_the_handle_and_live_where_documented() {
     assert_eq!(
         cache.get(&key(0xab)).unwrap(),
         None,
-        "a missing root is a miss"
+        "an empty cache is a miss"
     );
     cache.put(&key(0xab), &program(1, 100)).unwrap();
 
@@ -54,7 +54,7 @@ fn entries_survive_the_handle_and_live_where_documented() {
     );
     assert!(path.is_file());
 
-    let fresh = FileStreamProgramCache::new(cache.root());
+    let fresh = FileStreamProgramCache::new(cache.root()).unwrap();
     assert_eq!(fresh.get(&key(0xab)).unwrap(), Some(program(1, 100)));
     let listed = fresh.entries().unwrap();
     assert_eq!(listed.len(), 1);
@@ -251,27 +251,40 @@ fn a_put_keeps_what_it_wrote_and_refuses_what_cannot_fit() {
 }
 
 #[test]
-fn stale_temp_files_are_swept_and_fresh_ones_kept() {
+fn stale_temp_files_of_the_cache_are_swept_and_everything_else_kept() {
     let (_dir, cache) = cache();
     let tmp = cache.root().join("tmp");
-    fs::create_dir_all(&tmp).unwrap();
-    let old_by_name = tmp.join("1000-1-1.tmp");
-    fs::write(&old_by_name, b"left by a process that died in 1970").unwrap();
-    let old_by_time = tmp.join("leftover");
-    fs::write(&old_by_time, b"x").unwrap();
-    File::options()
-        .write(true)
-        .open(&old_by_time)
-        .unwrap()
-        .set_modified(SystemTime::now() - STALE_TEMP_AGE - Duration::from_secs(60))
-        .unwrap();
-    let fresh = tmp.join("being-written");
-    fs::write(&fresh, b"x").unwrap();
+    let long_ago = SystemTime::now() - STALE_TEMP_AGE - Duration::from_secs(60);
+    let age = |path: &Path| {
+        File::open(path).unwrap().set_modified(long_ago).unwrap();
+    };
+    let stale = tmp.join("cusafe-1000-1-1.tmp");
+    fs::write(&stale, b"left by a writer that died in 1970").unwrap();
+    age(&stale);
+    let grave = tmp.join("cusafe-1000-1-2.evicted");
+    fs::write(&grave, b"left by an evictor that died in 1970").unwrap();
+    age(&grave);
+    // Not the cache's names, however old: never touched.
+    let mut foreign = Vec::new();
+    for name in ["1000-1-1.tmp", "leftover", "cusafe-notes.txt"] {
+        let path = tmp.join(name);
+        fs::write(&path, b"x").unwrap();
+        age(&path);
+        foreign.push(path);
+    }
+    let fresh = tmp.join(format!(
+        "cusafe-{}-1-3.tmp",
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    fs::write(&fresh, b"being written").unwrap();
 
     cache.put(&key(1), &program(1, 1)).unwrap();
-    assert!(!old_by_name.exists());
-    assert!(!old_by_time.exists());
+    assert!(!stale.exists() && !grave.exists());
     assert!(fresh.exists());
+    assert!(foreign.iter().all(|path| path.exists()));
 }
 
 #[test]

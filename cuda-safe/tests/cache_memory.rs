@@ -147,12 +147,12 @@ fn threads_sharing_a_small_cache_see_only_whole_entries() {
 #[test]
 fn a_disk_hit_fills_memory_and_writes_reach_both_levels() {
     let dir = tempfile::tempdir().unwrap();
-    let disk = FileStreamProgramCache::new(dir.path());
+    let disk = FileStreamProgramCache::new(dir.path()).unwrap();
     disk.put(&key(1), &program(1, 40)).unwrap();
 
     let cache = TieredProgramCache::new(
         InMemoryProgramCache::new(1 << 20),
-        FileStreamProgramCache::new(dir.path()),
+        FileStreamProgramCache::new(dir.path()).unwrap(),
     );
     assert!(!held(cache.front(), 1));
     assert_eq!(cache.get(&key(1)).unwrap(), Some(program(1, 40)));

@@ -61,28 +61,28 @@ fn a_disk_hit_in_a_new_cache_resolves_templated_kernels() {
     let dir = std::env::temp_dir().join(format!("cuda-safe-cache-test-{}", std::process::id()));
     let program = program();
     {
-        let first = KernelCache::new(FileStreamProgramCache::new(&dir));
+        let first = KernelCache::new(FileStreamProgramCache::new(&dir).unwrap());
         add_one_works(&first, &program);
         assert_eq!(first.programs().stats().unwrap().insertions, 1);
     }
     // What a new process sees: an empty in-memory level in front of the same directory.
     let second = KernelCache::new(TieredProgramCache::new(
         InMemoryProgramCache::new(16 << 20),
-        FileStreamProgramCache::new(&dir),
+        FileStreamProgramCache::new(&dir).unwrap(),
     ));
     add_one_works(&second, &program);
     assert_eq!(second.programs().back().stats().unwrap().hits, 1);
     assert_eq!(second.programs().front().stats().unwrap().insertions, 1);
 
     // A corrupted entry is a miss: the program is compiled again and the entry rewritten.
-    let disk = FileStreamProgramCache::new(&dir);
+    let disk = FileStreamProgramCache::new(&dir).unwrap();
     let key = program.cache_key(CodeKind::Cubin).unwrap();
     let path = disk.entry_path(&key);
     let mut bytes = std::fs::read(&path).unwrap();
     let last = bytes.len() - 1;
     bytes[last] ^= 0xff;
     std::fs::write(&path, &bytes).unwrap();
-    let third = KernelCache::new(FileStreamProgramCache::new(&dir));
+    let third = KernelCache::new(FileStreamProgramCache::new(&dir).unwrap());
     add_one_works(&third, &program);
     let stats = third.programs().stats().unwrap();
     assert_eq!(

@@ -343,11 +343,25 @@ fn ptx_and_files_load_too() {
         ObjectCode::from_fatbin(cubin.bytes()),
         Err(Error::InvalidArgument(_))
     ));
-    // An ELF file that is no CUBIN gets past the magic check and is refused by the driver,
-    // either when loading or at the first kernel lookup.
+    // An ELF file that is no CUBIN (this test program) is refused before the driver sees it.
     let elf = std::fs::read(std::env::current_exe().unwrap()).unwrap();
-    let refused = ObjectCode::from_cubin(&elf).and_then(|code| code.get_kernel("saxpy"));
-    assert!(refused.unwrap_err().cuda_code().is_some());
+    match ObjectCode::from_cubin(&elf) {
+        Err(Error::InvalidArgument(reason)) => assert!(reason.contains("not for CUDA"), "{reason}"),
+        other => panic!("an x86-64 ELF was not refused: {other:?}"),
+    }
+    // Every truncation of a real CUBIN is refused too, from the slice's length: the driver
+    // would have read past it.
+    let bytes = cubin.bytes();
+    for len in (0..bytes.len()).step_by(7) {
+        assert!(
+            matches!(
+                ObjectCode::from_cubin(&bytes[..len]),
+                Err(Error::InvalidArgument(_))
+            ),
+            "a CUBIN cut to {len} of {} bytes was accepted",
+            bytes.len()
+        );
+    }
 }
 
 fn a_launch_on_another_stream_is_ordered_with_the_buffers_stream() {

@@ -1,55 +1,72 @@
-//! [`FileStreamProgramCache`]: a persistent cache with one checksummed file per entry, safe to
-//! share between processes.
+//! [`FileStreamProgramCache`]: a persistent cache with one checksummed file per entry, private
+//! to its user and safe to share between processes.
 
 use std::cmp::Reverse;
-use std::fs::{self, File};
-use std::io::{self, Read, Write};
+use std::fs;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use super::format::{self, HEADER_LEN};
 use super::fs_ops::{
-    self, FileId, Removal, create_private_dir_all, create_temp_file, io_error, recency_stamp,
-    remove_any, remove_if_unchanged,
+    FileId, Removal, io_error, open_no_follow, recency_stamp, remove_any, remove_if_unchanged,
 };
+use super::private::{self, DirState};
+use super::root::{self, ENTRIES, TMP};
 use super::stats::Counters;
+use super::temp;
 use super::{CacheKey, CacheStats, ProgramCache};
 use crate::code::CompiledCode;
 use crate::error::Result;
 
-/// How long a file may sit in the cache's `tmp/` before a `put` or `clear` removes it.
-pub const STALE_TEMP_AGE: Duration = Duration::from_secs(60 * 60);
+/// How long a file the cache left in `tmp/` (by a writer or evictor that was killed) stays
+/// before a `put` or `clear` removes it: five minutes since it was created and last written.
+/// A live writer's file is younger, so it is never removed under the writer.
+pub const STALE_TEMP_AGE: Duration = Duration::from_secs(5 * 60);
+
+/// The largest entry file the cache writes or reads: 1 GiB. A `put` of a larger program is
+/// not stored (counted in [`CacheStats::rejected`]); a larger file at an entry's place is
+/// refused from its size, before anything of it is read.
+pub const MAX_ENTRY_BYTES: u64 = 1 << 30;
 
 /// A persistent program cache: one file per entry under `<root>/entries/<2 hex>/<62 hex>`.
 ///
+/// - The root, `entries/`, `tmp/` and the shard directories must be this user's alone: owned
+///   by the effective user and not writable by group or others. [`new`](Self::new) creates
+///   what is missing (`0700`) and refuses anything else with
+///   [`Error::CacheNotPrivate`](crate::Error::CacheNotPrivate), which says how to fix it.
 /// - Each file carries a header (magic, format version, payload length, its key, SHA-256 of the
-///   payload). A file that is truncated, damaged, of another format, of another key, empty, or
-///   a directory is counted in [`CacheStats::corrupt_entries`], removed and reported as a miss.
+///   payload). Files are opened without following links or blocking, and only a regular file
+///   of this user's, not writable by others, of at most [`MAX_ENTRY_BYTES`], is read. Anything
+///   else at an entry's place (truncated, damaged, another format or key, empty, a directory,
+///   a link, a FIFO, another user's file) is counted in [`CacheStats::corrupt_entries`],
+///   removed and reported as a miss. An entry that cannot be read (permission denied) is a
+///   miss too, never an error.
 /// - A `put` writes a temp file in `<root>/tmp/`, fsyncs it, and renames it over the entry, so
-///   readers see the old entry or the new one, never a mix. Directories are created `0700`,
-///   files `0600` (Unix).
-/// - With a byte cap ([`FileStreamProgramCache::with_max_bytes`]), each `put` then removes the
+///   readers see the old entry or the new one, never a mix. Files are created `0600`.
+/// - With a byte cap ([`with_max_bytes`](Self::with_max_bytes)), each `put` then removes the
 ///   least recently used entries (a hit refreshes the file's modification time) until the
-///   entry files fit, never the entry it just wrote. An entry is removed only if it is still the
-///   file the scan saw: one another process has since replaced or read is left in place.
-///   While several processes write at once the directory may exceed the cap by about one entry
-///   per writer, until the next `put`.
-/// - Each `put` and `clear` sweeps temp files older than [`STALE_TEMP_AGE`] (left by processes
-///   that died mid-write).
-///
-/// Nothing is created until the first `put`; `get` on a missing directory is a miss.
+///   entry files and the temp files fit, never the entry it just wrote. An entry is removed
+///   only if it is still the file the scan saw: one another process has since replaced or read
+///   is left in place. While several processes write at once the directory may exceed the cap
+///   by about one entry per writer, until the next `put`. When the disk is full, a capped
+///   `put` evicts as much as it needs and writes once more.
+/// - Each `put` and `clear` sweeps the cache's own temp files older than
+///   [`STALE_TEMP_AGE`]; nothing else in `tmp/` is touched.
+/// - Once a `put` has stored its entry it succeeds: a failure to tidy up afterwards (sweep,
+///   evict) is logged. A `put` that fails is counted in [`CacheStats::failed_stores`].
 ///
 /// ```
 /// use cuda_safe::cache::{CacheKey, CompiledCode, CodeKind, FileStreamProgramCache, ProgramCache};
 ///
 /// let dir = tempfile::tempdir().unwrap();
-/// let cache = FileStreamProgramCache::new(dir.path()).with_max_bytes(64 << 20);
+/// let cache = FileStreamProgramCache::new(dir.path())?.with_max_bytes(64 << 20);
 /// let key = CacheKey::from_bytes([1; 32]);
 /// let program = CompiledCode::new(CodeKind::Cubin, vec![0x7f, b'E', b'L', b'F'], Vec::new());
 /// cache.put(&key, &program)?;
 ///
 /// // Another process (here: another handle) finds it.
-/// let again = FileStreamProgramCache::new(dir.path());
+/// let again = FileStreamProgramCache::new(dir.path())?;
 /// assert_eq!(again.get(&key)?, Some(program));
 /// assert_eq!(again.entries()?.len(), 1);
 /// # Ok::<(), cuda_safe::Error>(())
@@ -58,6 +75,7 @@ pub const STALE_TEMP_AGE: Duration = Duration::from_secs(60 * 60);
 pub struct FileStreamProgramCache {
     root: PathBuf,
     max_bytes: Option<u64>,
+    stale_temp_age: Duration,
     counters: Counters,
 }
 
@@ -82,28 +100,50 @@ struct Found {
 
 impl FileStreamProgramCache {
     /// A cache rooted at `root`, with no byte cap.
-    pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self {
-            root: root.into(),
+    ///
+    /// Creates `root`, `entries/` and `tmp/` (`0700`) where missing and checks that they are
+    /// this user's alone; a root that can be read but not written is accepted (a read-only
+    /// cache: hits work, `put`s fail).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::CacheNotPrivate`](crate::Error::CacheNotPrivate) for a root or sub-directory
+    /// that another user owns or may write, or that is not a directory;
+    /// [`Error::CacheIo`](crate::Error::CacheIo) when the root cannot be created or read.
+    pub fn new(root: impl Into<PathBuf>) -> Result<Self> {
+        let root = root.into();
+        root::prepare(&root)?;
+        Ok(Self {
+            root,
             max_bytes: None,
+            stale_temp_age: STALE_TEMP_AGE,
             counters: Counters::default(),
-        }
+        })
     }
 
-    /// A cache at [`FileStreamProgramCache::default_root`].
+    /// A cache at [`FileStreamProgramCache::default_root`], checked as [`new`](Self::new)
+    /// checks.
     pub fn with_default_root() -> Result<Self> {
-        Self::default_root().map(Self::new)
+        Self::new(Self::default_root()?)
     }
 
     /// `$XDG_CACHE_HOME/cuda-safe/program-cache`, or `~/.cache/cuda-safe/program-cache`.
     pub fn default_root() -> Result<PathBuf> {
-        super::root::default_root()
+        root::default_root()
     }
 
-    /// Keeps the entry files within `max_bytes` in all (an entry larger than that alone is not
-    /// stored).
+    /// Keeps the entry files and temp files within `max_bytes` in all (an entry larger than
+    /// that alone is not stored).
     pub fn with_max_bytes(mut self, max_bytes: u64) -> Self {
         self.max_bytes = Some(max_bytes);
+        self
+    }
+
+    /// Sweeps the cache's temp files once they are older than `age` instead of
+    /// [`STALE_TEMP_AGE`]. A writer slower than `age` (a huge entry on a slow disk) can then
+    /// lose its temp file, and its `put` fails; nothing wrong is ever stored.
+    pub fn with_stale_temp_age(mut self, age: Duration) -> Self {
+        self.stale_temp_age = age;
         self
     }
 
@@ -132,11 +172,11 @@ impl FileStreamProgramCache {
     }
 
     fn entries_dir(&self) -> PathBuf {
-        self.root.join("entries")
+        self.root.join(ENTRIES)
     }
 
     fn tmp_dir(&self) -> PathBuf {
-        self.root.join("tmp")
+        self.root.join(TMP)
     }
 
     /// Calls `visit` with the key, path and metadata of everything at an entry's place.
@@ -154,6 +194,9 @@ impl FileStreamProgramCache {
             let Some(shard_name) = shard_name.to_str().filter(|name| is_hex(name, 2)) else {
                 continue;
             };
+            if !shard.file_type().is_ok_and(|kind| kind.is_dir()) {
+                continue; // never a link to somewhere else
+            }
             let shard_path = shard.path();
             let Some(items) = read_dir_if_present(&shard_path)? else {
                 continue;
@@ -199,133 +242,217 @@ impl FileStreamProgramCache {
     }
 
     /// Reads and checks the entry at `path`; `None` for a miss, after removing a bad file.
-    fn read_entry(&self, key: &CacheKey, path: &Path) -> Result<Option<CompiledCode>> {
-        let mut file = match File::open(path) {
+    fn read_entry(&self, key: &CacheKey, path: &Path) -> Option<CompiledCode> {
+        let mut file = match open_no_follow(path) {
             Ok(file) => file,
-            Err(error)
-                if matches!(
-                    error.kind(),
-                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-                ) =>
-            {
-                return Ok(None);
-            }
-            Err(error) => return Err(io_error(path, error)),
+            Err(error) => return self.unopenable(path, &error),
         };
-        let metadata = file.metadata().map_err(|error| io_error(path, error))?;
+        let metadata = match file.metadata() {
+            Ok(metadata) => metadata,
+            Err(error) => return unreadable(path, &error),
+        };
         let id = FileId::of(&metadata);
-        if !metadata.is_file() || metadata.len() < HEADER_LEN as u64 {
+        let len = metadata.len();
+        // Only a regular file of this user's, of a size an entry can have, is read at all.
+        if !private::is_private_file(&metadata) || len < HEADER_LEN as u64 || len > MAX_ENTRY_BYTES
+        {
             return self.discard(path, id);
         }
-        // The fixed header first: a file that is not an entry for `key` is refused before any
-        // of its (possibly huge) rest is read.
         let mut header = [0u8; HEADER_LEN];
-        match file.read_exact(&mut header) {
-            Ok(()) => {}
-            Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => {
-                return self.discard(path, id);
-            }
-            Err(error) => return Err(io_error(path, error)),
+        if let Err(error) = file.read_exact(&mut header) {
+            return match error.kind() {
+                io::ErrorKind::UnexpectedEof => self.discard(path, id),
+                _ => unreadable(path, &error),
+            };
         }
         let Ok(payload_len) = format::payload_len(key, &header) else {
             return self.discard(path, id);
         };
         // The stated length must account for the file's size exactly, which bounds the read.
-        if payload_len.checked_add(HEADER_LEN as u64) != Some(metadata.len()) {
-            return self.discard(path, id);
-        }
-        let Some(file_len) = usize::try_from(payload_len)
-            .ok()
-            .and_then(|len| len.checked_add(HEADER_LEN))
+        let Some(file_len) = payload_len
+            .checked_add(HEADER_LEN as u64)
+            .filter(|&stated| stated == len)
+            .and_then(|stated| usize::try_from(stated).ok())
         else {
             return self.discard(path, id);
         };
         let mut bytes = Vec::new();
         if bytes.try_reserve_exact(file_len).is_err() {
-            // A consistent entry too large to hold in memory now: a miss, not a crash. It is
-            // left in place (it is not damaged); the next `put` of this key replaces it.
-            return Ok(None);
+            // A sound entry too large to hold in memory now: a miss, and left in place.
+            return None;
         }
         bytes.extend_from_slice(&header);
-        (&mut file)
-            .take(payload_len)
-            .read_to_end(&mut bytes)
-            .map_err(|error| io_error(path, error))?;
+        if let Err(error) = (&mut file).take(payload_len).read_to_end(&mut bytes) {
+            return unreadable(path, &error);
+        }
         match format::decode(key, &bytes) {
             Ok(program) => {
                 // Best effort: a file that cannot be touched is only evicted a little early.
                 let _ = file.set_modified(recency_stamp());
-                Ok(Some(program))
+                Some(program)
             }
             Err(_) => self.discard(path, id),
         }
     }
 
-    /// Counts and removes a bad entry (unless another process has replaced it meanwhile).
-    fn discard(&self, path: &Path, id: FileId) -> Result<Option<CompiledCode>> {
-        Counters::bump(&self.counters.corrupt_entries);
-        remove_if_unchanged(path, id, &self.tmp_dir()).map_err(|error| io_error(path, error))?;
-        Ok(None)
+    /// The miss for an entry that could not be opened: nothing there, not permitted (left
+    /// alone), or something that is no entry file (a link, a socket: removed).
+    fn unopenable(&self, path: &Path, error: &io::Error) -> Option<CompiledCode> {
+        match error.kind() {
+            io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => None,
+            io::ErrorKind::PermissionDenied => unreadable(path, error),
+            _ => match fs::symlink_metadata(path) {
+                Ok(metadata) if !metadata.is_file() => self.discard(path, FileId::of(&metadata)),
+                _ => unreadable(path, error),
+            },
+        }
     }
 
-    /// Writes `bytes` to a temp file and renames it to `path`.
+    /// Counts a bad entry and removes it (unless another process has replaced it meanwhile);
+    /// where it cannot be removed (a read-only cache) it stays, and is still a miss.
+    fn discard(&self, path: &Path, id: FileId) -> Option<CompiledCode> {
+        Counters::bump(&self.counters.corrupt_entries);
+        if let Err(error) = remove_if_unchanged(path, id, &self.tmp_dir()) {
+            log::debug!(
+                "cuda-safe: a bad program cache entry at {} could not be removed: {error}",
+                path.display()
+            );
+        }
+        None
+    }
+
+    /// Stores the encoded entry `bytes` at `path`: a temp file renamed into place. On a full
+    /// disk, a capped cache evicts what the entry needs and tries once more.
     fn write_entry(&self, path: &Path, bytes: &[u8]) -> Result<()> {
         let tmp_dir = self.tmp_dir();
-        let (tmp, mut file) =
-            create_temp_file(&tmp_dir, "tmp").map_err(|error| io_error(&tmp_dir, error))?;
-        let written = file
-            .write_all(bytes)
-            .and_then(|()| file.set_modified(recency_stamp()))
-            .and_then(|()| file.sync_all());
-        drop(file);
-        let installed = written.and_then(|()| install(&tmp, path));
-        if installed.is_err() {
-            // The temp file is useless now; a leftover would be swept within the hour anyway.
-            let _ = fs::remove_file(&tmp);
+        let shard = path.parent().unwrap_or(path);
+        for dir in [&self.entries_dir(), shard, &tmp_dir] {
+            ready_dir(dir)?;
         }
-        installed.map_err(|error| io_error(path, error))
+        let written = match temp::write_temp(&tmp_dir, bytes) {
+            Err(error) if temp::is_out_of_space(&error) && self.max_bytes.is_some() => {
+                if let Err(error) = self.free(bytes.len() as u64) {
+                    log::warn!("cuda-safe: making room in the program cache failed: {error}");
+                }
+                temp::write_temp(&tmp_dir, bytes)
+            }
+            other => other,
+        };
+        let tmp = written.map_err(|error| io_error(&tmp_dir, error))?;
+        install(&tmp, path).map_err(|error| {
+            // Best effort: a leftover is swept once it is stale.
+            let _ = fs::remove_file(&tmp);
+            io_error(path, error)
+        })
     }
 
-    /// Removes least recently used entries, other than `keep`, until the files fit the cap.
-    fn enforce_cap(&self, keep: &CacheKey) -> Result<()> {
-        let Some(max_bytes) = self.max_bytes else {
-            return Ok(());
-        };
-        let mut found = self.scan()?;
-        let mut total: u64 = found.iter().map(|f| f.info.bytes).sum();
-        if total <= max_bytes {
-            return Ok(());
+    /// Sweeps stale temp files and returns the bytes of those left (live writers').
+    fn sweep_temp_files(&self) -> Result<u64> {
+        let tmp_dir = self.tmp_dir();
+        match private::ensure_dir(&tmp_dir)? {
+            DirState::Missing => Ok(0),
+            DirState::Ready => temp::sweep(&tmp_dir, self.stale_temp_age)
+                .map_err(|error| io_error(&tmp_dir, error)),
         }
+    }
+
+    /// The bytes of the cache's temp files, if `tmp/` is a private directory.
+    fn temp_bytes(&self) -> Result<u64> {
+        let tmp_dir = self.tmp_dir();
+        match fs::symlink_metadata(&tmp_dir) {
+            Ok(metadata) if metadata.is_dir() && private::problem(&metadata).is_none() => {
+                temp::bytes_in(&tmp_dir).map_err(|error| io_error(&tmp_dir, error))
+            }
+            _ => Ok(0),
+        }
+    }
+
+    /// After a store of `keep`: sweeps stale temp files and, with a cap, evicts least recently
+    /// used entries until the entry and temp files fit.
+    fn tidy(&self, keep: &CacheKey) -> Result<()> {
+        let temp_bytes = self.sweep_temp_files()?;
+        match self.max_bytes {
+            Some(max_bytes) => self.evict(Some(keep), temp_bytes, |total, _| total <= max_bytes),
+            None => Ok(()),
+        }
+    }
+
+    /// On a full disk: sweeps stale temp files and evicts least recently used entries until
+    /// `needed` bytes are freed.
+    fn free(&self, needed: u64) -> Result<()> {
+        let temp_bytes = self.sweep_temp_files()?;
+        self.evict(None, temp_bytes, |_, freed| freed >= needed)
+    }
+
+    /// Removes least recently used entries, other than `keep`, until `done(total, freed)`:
+    /// `total` is the bytes of the entries left plus `temp_bytes`, `freed` those removed.
+    /// An entry that cannot be removed is skipped (logged once).
+    fn evict(
+        &self,
+        keep: Option<&CacheKey>,
+        temp_bytes: u64,
+        done: impl Fn(u64, u64) -> bool,
+    ) -> Result<()> {
+        let mut found = self.scan()?;
+        let entry_bytes: u64 = found.iter().map(|f| f.info.bytes).sum();
+        let mut total = entry_bytes.saturating_add(temp_bytes);
+        let mut freed = 0u64;
         found.sort_by_key(|entry| (entry.info.last_used, entry.info.key));
         let graveyard = self.tmp_dir();
+        let mut failures = (0, None);
         for victim in found {
-            if total <= max_bytes {
+            if done(total, freed) {
                 break;
             }
-            if victim.info.key == *keep {
+            if Some(&victim.info.key) == keep {
                 continue;
             }
-            let removal = remove_if_unchanged(&victim.path, victim.id, &graveyard)
-                .map_err(|error| io_error(&victim.path, error))?;
-            if removal != Removal::Kept {
-                total = total.saturating_sub(victim.info.bytes);
+            match remove_if_unchanged(&victim.path, victim.id, &graveyard) {
+                Ok(Removal::Kept) => {}
+                Ok(removal) => {
+                    total = total.saturating_sub(victim.info.bytes);
+                    if removal == Removal::Removed {
+                        freed = freed.saturating_add(victim.info.bytes);
+                        Counters::bump(&self.counters.evictions);
+                    }
+                }
+                Err(error) => {
+                    failures.0 += 1;
+                    failures.1.get_or_insert((victim.path, error));
+                }
             }
-            if removal == Removal::Removed {
-                Counters::bump(&self.counters.evictions);
-            }
+        }
+        if let (count, Some((path, error))) = failures {
+            log::warn!(
+                "cuda-safe: {count} program cache entries could not be evicted (the first, {}: \
+                 {error})",
+                path.display()
+            );
         }
         Ok(())
     }
 
-    fn sweep_temp_files(&self) -> Result<()> {
-        let tmp_dir = self.tmp_dir();
-        fs_ops::sweep_stale(&tmp_dir, STALE_TEMP_AGE).map_err(|error| io_error(&tmp_dir, error))
+    /// [`ProgramCache::put`] without the failure count.
+    fn store(&self, key: &CacheKey, program: &CompiledCode) -> Result<()> {
+        let bytes = format::encode(key, program);
+        let len = bytes.len() as u64;
+        if len > MAX_ENTRY_BYTES || self.max_bytes.is_some_and(|max| len > max) {
+            Counters::bump(&self.counters.rejected);
+            return Ok(());
+        }
+        self.write_entry(&self.entry_path(key), &bytes)?;
+        Counters::bump(&self.counters.insertions);
+        // The entry is stored: from here on nothing fails the put.
+        if let Err(error) = self.tidy(key) {
+            log::warn!("cuda-safe: tidying the program cache after a store failed: {error}");
+        }
+        Ok(())
     }
 }
 
 impl ProgramCache for FileStreamProgramCache {
     fn get(&self, key: &CacheKey) -> Result<Option<CompiledCode>> {
-        let found = self.read_entry(key, &self.entry_path(key))?;
+        let found = self.read_entry(key, &self.entry_path(key));
         Counters::bump(match found {
             Some(_) => &self.counters.hits,
             None => &self.counters.misses,
@@ -334,15 +461,11 @@ impl ProgramCache for FileStreamProgramCache {
     }
 
     fn put(&self, key: &CacheKey, program: &CompiledCode) -> Result<()> {
-        let bytes = format::encode(key, program);
-        if self.max_bytes.is_some_and(|max| bytes.len() as u64 > max) {
-            Counters::bump(&self.counters.rejected);
-            return Ok(());
+        let stored = self.store(key, program);
+        if stored.is_err() {
+            Counters::bump(&self.counters.failed_stores);
         }
-        self.write_entry(&self.entry_path(key), &bytes)?;
-        Counters::bump(&self.counters.insertions);
-        self.sweep_temp_files()?;
-        self.enforce_cap(key)
+        stored
     }
 
     fn remove(&self, key: &CacheKey) -> Result<()> {
@@ -352,27 +475,43 @@ impl ProgramCache for FileStreamProgramCache {
 
     fn clear(&self) -> Result<()> {
         self.walk(|_, path, _| remove_any(&path).map_err(|error| io_error(&path, error)))?;
-        self.sweep_temp_files()
+        self.sweep_temp_files().map(drop)
     }
 
+    /// The entry files (and, in `bytes`, the cache's temp files) and this handle's counters.
     fn stats(&self) -> Result<CacheStats> {
         let found = self.scan()?;
-        let bytes = found.iter().map(|f| f.info.bytes).sum();
+        let bytes = found
+            .iter()
+            .map(|f| f.info.bytes)
+            .sum::<u64>()
+            .saturating_add(self.temp_bytes()?);
         Ok(self.counters.snapshot(found.len() as u64, bytes))
     }
 }
 
-/// Renames the finished temp file `tmp` to `path`; if that fails, clears what is in the way (a
-/// missing or non-directory shard, a directory at the entry's place) and tries once more.
+/// The miss for an entry that could not be read: logged, left in place.
+fn unreadable(path: &Path, error: &io::Error) -> Option<CompiledCode> {
+    log::debug!(
+        "cuda-safe: program cache entry {} cannot be read, a miss: {error}",
+        path.display()
+    );
+    None
+}
+
+/// Makes `dir` a private directory ([`private::ensure_dir`]); one that cannot be created is an
+/// error here, where something must be written into it.
+fn ready_dir(dir: &Path) -> Result<()> {
+    match private::ensure_dir(dir)? {
+        DirState::Ready => Ok(()),
+        DirState::Missing => Err(io_error(dir, io::ErrorKind::PermissionDenied.into())),
+    }
+}
+
+/// Renames the finished temp file `tmp` to `path`; a directory in the way is removed first.
 fn install(tmp: &Path, path: &Path) -> io::Result<()> {
     if fs::rename(tmp, path).is_ok() {
         return Ok(());
-    }
-    if let Some(shard) = path.parent() {
-        if fs::symlink_metadata(shard).is_ok_and(|metadata| !metadata.is_dir()) {
-            remove_any(shard)?;
-        }
-        create_private_dir_all(shard)?;
     }
     if fs::symlink_metadata(path).is_ok_and(|metadata| metadata.is_dir()) {
         remove_any(path)?;
@@ -405,77 +544,4 @@ fn is_hex(name: &str, len: usize) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::fs::{self, File};
-    use std::time::{Duration, Instant};
-
-    use super::FileStreamProgramCache;
-    use crate::cache::format::{self, FORMAT_VERSION, HEADER_LEN, MAGIC};
-    use crate::cache::{CacheKey, ProgramCache};
-    use crate::code::{CodeKind, CompiledCode};
-
-    /// A cache in a fresh directory and the path of `key`'s entry, its shard created.
-    fn cache_with_entry_dir(key: &CacheKey) -> (tempfile::TempDir, FileStreamProgramCache) {
-        let dir = tempfile::tempdir().unwrap();
-        let cache = FileStreamProgramCache::new(dir.path());
-        let path = cache.entry_path(key);
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        (dir, cache)
-    }
-
-    /// Asserts that `get` is a quick miss that counts the file as corrupt and removes it.
-    fn assert_quick_corrupt_miss(cache: &FileStreamProgramCache, key: &CacheKey) {
-        let started = Instant::now();
-        assert_eq!(cache.get(key).unwrap(), None);
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "took {:?}",
-            started.elapsed()
-        );
-        assert!(!cache.entry_path(key).exists());
-        let stats = cache.stats().unwrap();
-        assert_eq!((stats.corrupt_entries, stats.misses), (1, 1));
-    }
-
-    #[test]
-    fn a_huge_sparse_file_at_an_entry_path_is_a_quick_miss() {
-        let key = CacheKey::from_bytes([7; 32]);
-        let (_dir, cache) = cache_with_entry_dir(&key);
-        let file = File::create(cache.entry_path(&key)).unwrap();
-        file.set_len(8 << 30).unwrap();
-        drop(file);
-        assert_quick_corrupt_miss(&cache, &key);
-    }
-
-    #[test]
-    fn a_header_claiming_a_terabyte_is_a_quick_miss() {
-        let key = CacheKey::from_bytes([8; 32]);
-        let (_dir, cache) = cache_with_entry_dir(&key);
-        let header = [
-            &MAGIC[..],
-            &FORMAT_VERSION.to_le_bytes(),
-            &(1u64 << 40).to_le_bytes(),
-            key.as_bytes(),
-            &[0; 32],
-        ]
-        .concat();
-        assert_eq!(header.len(), HEADER_LEN);
-        fs::write(cache.entry_path(&key), [&header[..], &[1, 2, 3]].concat()).unwrap();
-        assert_quick_corrupt_miss(&cache, &key);
-    }
-
-    #[test]
-    fn a_file_longer_than_its_header_states_is_a_miss() {
-        let key = CacheKey::from_bytes([9; 32]);
-        let (_dir, cache) = cache_with_entry_dir(&key);
-        let program = CompiledCode::new(CodeKind::Ptx, b"// ptx\0".to_vec(), Vec::new());
-        let mut bytes = format::encode(&key, &program);
-        fs::write(cache.entry_path(&key), &bytes).unwrap();
-        assert_eq!(cache.get(&key).unwrap(), Some(program));
-        bytes.extend_from_slice(&[0; 4096]);
-        fs::write(cache.entry_path(&key), &bytes).unwrap();
-        assert_eq!(cache.get(&key).unwrap(), None);
-        assert!(!cache.entry_path(&key).exists());
-        assert_eq!(cache.stats().unwrap().corrupt_entries, 1);
-    }
-}
+mod tests;

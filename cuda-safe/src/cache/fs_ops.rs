@@ -1,14 +1,15 @@
-//! File-system steps the on-disk cache is built from: private directories and temp files,
-//! a per-process monotonic clock for recency, file identity, and removal that never deletes a
-//! file another process has just put in place.
+//! File-system steps the on-disk cache is built from: private directories, opening without
+//! following links, a per-process monotonic clock for recency, file identity, and removal that
+//! never deletes a file another process has just put in place.
 
 use std::fs::{self, DirBuilder, File, Metadata, OpenOptions};
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use super::temp::{self, Purpose};
 use crate::error::Error;
 
 /// An [`Error::CacheIo`] for `path`.
@@ -28,51 +29,42 @@ pub(crate) fn create_private_dir_all(path: &Path) -> io::Result<()> {
     builder.create(path)
 }
 
-/// Creates a new, empty temp file (`0600` on Unix) in `dir`, creating `dir` if it is missing.
-pub(crate) fn create_temp_file(dir: &Path, purpose: &str) -> io::Result<(PathBuf, File)> {
-    let mut options = OpenOptions::new();
-    options.write(true).create_new(true);
+/// Creates the directory `path` (its parent must exist), `0700` on Unix.
+pub(crate) fn create_private_dir(path: &Path) -> io::Result<()> {
+    let mut builder = DirBuilder::new();
     #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut created_dir = false;
-    loop {
-        let path = dir.join(unique_name(purpose));
-        match options.open(&path) {
-            Ok(file) => return Ok((path, file)),
-            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(error) if error.kind() == io::ErrorKind::NotFound && !created_dir => {
-                create_private_dir_all(dir)?;
-                created_dir = true;
-            }
-            Err(error) => return Err(error),
-        }
-    }
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(path)
 }
 
-/// A file name no other process or thread uses: `<creation time in ns>-<pid>-<sequence>.<purpose>`.
-pub(crate) fn unique_name(purpose: &str) -> String {
-    static SEQUENCE: AtomicU64 = AtomicU64::new(0);
-    let sequence = SEQUENCE.fetch_add(1, Ordering::Relaxed);
-    format!(
-        "{}-{}-{sequence}.{purpose}",
-        nanos_since_epoch(SystemTime::now()),
-        std::process::id()
-    )
+/// `options` made to open without following a symbolic link in the last component and without
+/// blocking (a FIFO opens at once instead of waiting for a writer); callers check with `fstat`
+/// (the open file's metadata) that they got a regular file.
+pub(crate) fn no_follow(options: &mut OpenOptions) -> &mut OpenOptions {
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(options, libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    options
 }
 
-/// When a file named by [`unique_name`] was created, read from its name.
-fn created_from_name(name: &str) -> Option<SystemTime> {
-    let (nanos, _) = name.split_once('-')?;
-    nanos
-        .parse()
-        .ok()
-        .map(|nanos| UNIX_EPOCH + Duration::from_nanos(nanos))
+/// Opens `path` for reading with [`no_follow`]: a symbolic link there fails (`ELOOP`).
+pub(crate) fn open_no_follow(path: &Path) -> io::Result<File> {
+    no_follow(OpenOptions::new().read(true)).open(path)
 }
 
 fn nanos_since_epoch(time: SystemTime) -> u64 {
     time.duration_since(UNIX_EPOCH).map_or(0, |since| {
         u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
     })
+}
+
+/// The time `nanos` nanoseconds after the epoch.
+pub(crate) fn from_nanos(nanos: u64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_nanos(nanos)
+}
+
+/// Nanoseconds since the epoch now, for names.
+pub(crate) fn nanos_now() -> u64 {
+    nanos_since_epoch(SystemTime::now())
 }
 
 /// The current time, strictly later than every earlier call in this process, for recency
@@ -140,7 +132,7 @@ pub(crate) fn remove_if_unchanged(
     expected: FileId,
     graveyard: &Path,
 ) -> io::Result<Removal> {
-    let grave = graveyard.join(unique_name("evicted"));
+    let grave = graveyard.join(temp::unique_name(Purpose::Grave));
     match fs::rename(path, &grave) {
         Ok(()) => {}
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
@@ -190,30 +182,6 @@ pub(crate) fn remove_any(path: &Path) -> io::Result<()> {
     }
 }
 
-/// Removes everything in `dir` created more than `max_age` ago (by the time in its name, or
-/// its modification time for names not made by [`unique_name`]). A missing `dir` is empty.
-pub(crate) fn sweep_stale(dir: &Path, max_age: Duration) -> io::Result<()> {
-    let Some(cutoff) = SystemTime::now().checked_sub(max_age) else {
-        return Ok(());
-    };
-    let listing = match fs::read_dir(dir) {
-        Ok(listing) => listing,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(error) => return Err(error),
-    };
-    for item in listing {
-        let item = item?;
-        let created = match item.file_name().to_str().and_then(created_from_name) {
-            Some(created) => Some(created),
-            None => item.metadata().and_then(|m| m.modified()).ok(),
-        };
-        if created.is_some_and(|created| created < cutoff) {
-            remove_any(&item.path())?;
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,16 +190,6 @@ mod tests {
     fn recency_stamps_strictly_increase() {
         let stamps: Vec<_> = (0..1000).map(|_| recency_stamp()).collect();
         assert!(stamps.windows(2).all(|pair| pair[0] < pair[1]));
-    }
-
-    #[test]
-    fn unique_names_carry_their_creation_time() {
-        let before = SystemTime::now() - Duration::from_secs(1);
-        let name = unique_name("tmp");
-        assert_ne!(name, unique_name("tmp"));
-        let created = created_from_name(&name).unwrap();
-        assert!(created > before && created <= SystemTime::now(), "{name}");
-        assert_eq!(created_from_name("notes.txt"), None);
     }
 
     #[test]

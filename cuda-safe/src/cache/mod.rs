@@ -8,7 +8,8 @@
 //! [`KernelCache`](crate::KernelCache)'s job. Three implementations:
 //!
 //! - [`InMemoryProgramCache`]: a thread-safe LRU bounded by bytes;
-//! - [`FileStreamProgramCache`]: one checksummed file per entry, shared safely by processes;
+//! - [`FileStreamProgramCache`]: one checksummed file per entry in a directory private to its
+//!   user, shared safely by processes;
 //! - [`TieredProgramCache`]: memory in front of disk.
 //!
 //! `docs/program-cache.md` describes the key's encoding, the file format and the guarantees.
@@ -22,7 +23,7 @@
 //! let dir = tempfile::tempdir().unwrap();
 //! let cache = TieredProgramCache::new(
 //!     InMemoryProgramCache::new(64 << 20),
-//!     FileStreamProgramCache::new(dir.path()).with_max_bytes(1 << 30),
+//!     FileStreamProgramCache::new(dir.path())?.with_max_bytes(1 << 30),
 //! );
 //! let source = "template <class T> __global__ void saxpy(T a, const T* x, T* y) {}";
 //! let key = CacheKey::builder(source)
@@ -52,12 +53,14 @@ mod fs_ops;
 mod key;
 mod lru;
 mod memory;
+mod private;
 mod root;
 mod stats;
+mod temp;
 mod tiered;
 
 pub use crate::code::{CodeKind, CompiledCode};
-pub use file::{EntryInfo, FileStreamProgramCache, STALE_TEMP_AGE};
+pub use file::{EntryInfo, FileStreamProgramCache, MAX_ENTRY_BYTES, STALE_TEMP_AGE};
 pub use key::{CacheKey, CacheKeyBuilder, KEY_SCHEMA_VERSION};
 pub use memory::InMemoryProgramCache;
 pub use stats::CacheStats;

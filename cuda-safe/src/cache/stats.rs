@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub struct CacheStats {
     /// Entries held.
     pub entries: u64,
-    /// Bytes held: the entries' weights in memory, the entry files' sizes on disk.
+    /// Bytes held: the entries' weights in memory; on disk, the sizes of the entry files and
+    /// of the cache's temp files (what the cap bounds).
     pub bytes: u64,
     /// `get`s that returned an entry.
     pub hits: u64,
@@ -24,8 +25,12 @@ pub struct CacheStats {
     pub evictions: u64,
     /// `put`s not stored because the entry alone is larger than the cap.
     pub rejected: u64,
-    /// Entries found truncated, corrupted or of the wrong type, and removed.
+    /// Entries found truncated, corrupted, of the wrong type or of another user, and removed.
     pub corrupt_entries: u64,
+    /// `put`s that returned an error. Callers that store as a side effect and only log a
+    /// failure ([`Program::compile_cached`](crate::Program::compile_cached),
+    /// [`KernelCache`](crate::KernelCache)) leave their trace here.
+    pub failed_stores: u64,
 }
 
 /// Thread-safe counters behind [`CacheStats`].
@@ -37,6 +42,7 @@ pub(crate) struct Counters {
     pub(crate) evictions: AtomicU64,
     pub(crate) rejected: AtomicU64,
     pub(crate) corrupt_entries: AtomicU64,
+    pub(crate) failed_stores: AtomicU64,
 }
 
 impl Counters {
@@ -57,6 +63,7 @@ impl Counters {
             evictions: read(&self.evictions),
             rejected: read(&self.rejected),
             corrupt_entries: read(&self.corrupt_entries),
+            failed_stores: read(&self.failed_stores),
         }
     }
 }

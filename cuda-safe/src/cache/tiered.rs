@@ -21,11 +21,11 @@ use crate::error::Result;
 /// let dir = tempfile::tempdir().unwrap();
 /// let key = CacheKey::from_bytes([2; 32]);
 /// let program = CompiledCode::new(CodeKind::Ptx, b"// ptx\0".to_vec(), Vec::new());
-/// FileStreamProgramCache::new(dir.path()).put(&key, &program)?;
+/// FileStreamProgramCache::new(dir.path())?.put(&key, &program)?;
 ///
 /// let cache = TieredProgramCache::new(
 ///     InMemoryProgramCache::new(16 << 20),
-///     FileStreamProgramCache::new(dir.path()),
+///     FileStreamProgramCache::new(dir.path())?,
 /// );
 /// assert_eq!(cache.get(&key)?, Some(program.clone())); // from disk
 /// assert_eq!(cache.front().get(&key)?, Some(program)); // now in memory too
@@ -86,12 +86,14 @@ impl<F: ProgramCache, B: ProgramCache> ProgramCache for TieredProgramCache<F, B>
         self.back.clear()
     }
 
-    /// The back cache's figures, with the front's hits added to its hits: `hits` counts the
-    /// requests either level served and `misses` those neither could.
+    /// The back cache's figures, with the front's hits added to its hits (`hits` counts the
+    /// requests either level served and `misses` those neither could) and the front's failed
+    /// stores to its failed stores (`failed_stores` counts the levels' failed `put`s).
     fn stats(&self) -> Result<CacheStats> {
         let front = self.front.stats()?;
         let mut stats = self.back.stats()?;
         stats.hits = stats.hits.saturating_add(front.hits);
+        stats.failed_stores = stats.failed_stores.saturating_add(front.failed_stores);
         Ok(stats)
     }
 }
@@ -106,7 +108,8 @@ mod tests {
     use crate::code::{CodeKind, CompiledCode};
     use crate::error::{Error, Result};
 
-    /// A front cache whose every operation fails, counting the `put`s it refused.
+    /// A front cache whose every operation but `stats` fails, counting the `put`s it refused
+    /// (its failed stores).
     #[derive(Debug, Default)]
     struct FailingCache {
         puts: AtomicU64,
@@ -135,7 +138,10 @@ mod tests {
         }
 
         fn stats(&self) -> Result<CacheStats> {
-            Err(refused())
+            Ok(CacheStats {
+                failed_stores: self.puts.load(Ordering::Relaxed),
+                ..CacheStats::default()
+            })
         }
     }
 
@@ -159,5 +165,7 @@ mod tests {
                 .put(&key, &CompiledCode::new(CodeKind::Ptx, vec![0], Vec::new()))
                 .is_err()
         );
+        // Every refused put of the front is in the combined count.
+        assert_eq!(cache.stats().unwrap().failed_stores, 3);
     }
 }

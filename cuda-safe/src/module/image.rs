@@ -1,20 +1,52 @@
-//! Checks of an image before the driver reads it: the driver takes a bare pointer and trusts
-//! the bytes to describe their own length, so an image that claims more than the slice holds
-//! is refused here.
+//! Checks of an image before the driver reads it.
+//!
+//! `cuLibraryLoadData` takes a bare pointer: the driver trusts the bytes to describe their own
+//! length, so an image that claims more than the slice holds (a truncated file, a damaged
+//! cache entry, a hostile one) makes it read past the allocation. Every image is therefore
+//! walked here, from the slice's length, and refused with [`Error::InvalidArgument`] naming
+//! what is wrong unless everything the driver follows lies within it:
+//!
+//! - a CUBIN ([`elf`]): the ELF header, the section and program header tables, every section
+//!   but `SHT_NOBITS` and every segment, string tables, symbol tables and relocations;
+//! - a fatbin ([`fatbin`]): its header and every part, and the CUBIN of each uncompressed
+//!   ELF part;
+//! - PTX: text ending in its one NUL byte.
+
+mod elf;
+mod fatbin;
 
 use crate::code::CodeKind;
 use crate::error::{Error, Result};
 
-/// The first bytes of an ELF file, which a CUBIN is.
-const ELF_MAGIC: &[u8] = b"\x7fELF";
-/// The first bytes of a fatbin (`0xBA55ED50`, little-endian).
-const FATBIN_MAGIC: &[u8] = &[0x50, 0xed, 0x55, 0xba];
+/// What an image turned out to be, from its first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Format {
+    /// A CUBIN: an ELF file.
+    Cubin,
+    /// A fatbin.
+    Fatbin,
+    /// Anything else, taken as PTX text.
+    Ptx,
+}
+
+impl Format {
+    /// The format `image` claims by its magic number.
+    pub(super) fn of(image: &[u8]) -> Self {
+        if image.starts_with(elf::MAGIC) {
+            Self::Cubin
+        } else if image.starts_with(&fatbin::MAGIC.to_le_bytes()) {
+            Self::Fatbin
+        } else {
+            Self::Ptx
+        }
+    }
+}
 
 /// Checks that `image` is a complete image of `kind`.
 pub(super) fn check(image: &[u8], kind: CodeKind) -> Result<()> {
     match kind {
-        CodeKind::Cubin => expect_magic(image, ELF_MAGIC, "a CUBIN (ELF)"),
-        CodeKind::Ptx => Ok(()),
+        CodeKind::Cubin => elf::check(image).map_err(|problem| refuse("CUBIN", image, problem)),
+        CodeKind::Ptx => check_ptx(image),
         CodeKind::LtoIr => Err(Error::invalid_argument(
             "LTO-IR is not a loadable image: link it first",
         )),
@@ -23,18 +55,98 @@ pub(super) fn check(image: &[u8], kind: CodeKind) -> Result<()> {
 
 /// Checks that `image` is a complete fatbin.
 pub(super) fn check_fatbin(image: &[u8]) -> Result<()> {
-    expect_magic(image, FATBIN_MAGIC, "a fatbin")
+    fatbin::check(image).map_err(|problem| refuse("fatbin", image, problem))
 }
 
-/// Refuses an image that does not start with `magic`: the driver may accept garbage lazily
-/// and fail only at the first kernel lookup.
-fn expect_magic(image: &[u8], magic: &[u8], what: &str) -> Result<()> {
-    if image.starts_with(magic) {
-        Ok(())
-    } else {
-        Err(Error::invalid_argument(format!(
-            "the image ({} bytes) is not {what}: it does not start with {magic:02x?}",
-            image.len()
-        )))
+/// Checks that `image` is PTX text with one NUL byte, its last.
+fn check_ptx(image: &[u8]) -> Result<()> {
+    match image.iter().position(|&byte| byte == 0) {
+        Some(at) if at + 1 == image.len() => Ok(()),
+        Some(at) => Err(refuse(
+            "PTX",
+            image,
+            format!("it holds a NUL byte at byte {at}, before its end"),
+        )),
+        None => Err(refuse(
+            "PTX",
+            image,
+            "it does not end with a NUL byte".to_owned(),
+        )),
     }
 }
+
+fn refuse(what: &str, image: &[u8], problem: String) -> Error {
+    Error::invalid_argument(format!(
+        "the {what} image ({} bytes) is refused: {problem}",
+        image.len()
+    ))
+}
+
+/// Little-endian fields of an image, read where they must lie within it.
+struct Fields<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> Fields<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        Self { bytes }
+    }
+
+    fn len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    /// `N` bytes at `at`, or why not.
+    fn array<const N: usize>(&self, at: u64, what: &str) -> Result<[u8; N], String> {
+        let end = end_of(at, N as u64, self.len(), what)?;
+        // `end_of` checked `at + N <= len`, so both fit a `usize` and the range is in bounds.
+        let slice = self
+            .bytes
+            .get(at as usize..end as usize)
+            .ok_or_else(|| past(what, end, self.len()))?;
+        slice.try_into().map_err(|_| past(what, end, self.len()))
+    }
+
+    fn u8(&self, at: u64, what: &str) -> Result<u8, String> {
+        self.array::<1>(at, what).map(|[byte]| byte)
+    }
+
+    fn u16(&self, at: u64, what: &str) -> Result<u16, String> {
+        self.array(at, what).map(u16::from_le_bytes)
+    }
+
+    fn u32(&self, at: u64, what: &str) -> Result<u32, String> {
+        self.array(at, what).map(u32::from_le_bytes)
+    }
+
+    fn u64(&self, at: u64, what: &str) -> Result<u64, String> {
+        self.array(at, what).map(u64::from_le_bytes)
+    }
+
+    /// The `size` bytes at `offset`, or why not.
+    fn slice(&self, offset: u64, size: u64, what: &str) -> Result<&'a [u8], String> {
+        let end = end_of(offset, size, self.len(), what)?;
+        self.bytes
+            .get(offset as usize..end as usize)
+            .ok_or_else(|| past(what, end, self.len()))
+    }
+}
+
+/// Where `size` bytes from `offset` end, if within `len`; else why not (an overflowing end
+/// is reported as past any length).
+fn end_of(offset: u64, size: u64, len: u64, what: &str) -> Result<u64, String> {
+    match offset.checked_add(size) {
+        Some(end) if end <= len => Ok(end),
+        Some(end) => Err(past(what, end, len)),
+        None => Err(format!(
+            "{what} ({size} bytes at byte {offset}) ends past the end of any image"
+        )),
+    }
+}
+
+fn past(what: &str, end: u64, len: u64) -> String {
+    format!("{what} ends at byte {end} of a {len}-byte image")
+}
+
+#[cfg(test)]
+mod tests;

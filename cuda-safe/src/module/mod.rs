@@ -64,10 +64,15 @@ impl LoadedLibrary {
 impl ObjectCode {
     /// Loads a CUBIN image.
     ///
+    /// The image is checked against the slice's length first (the driver trusts it to
+    /// describe its own): its ELF header, section and program header tables, sections,
+    /// segments, string and symbol tables and relocations must all lie within it.
+    ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for anything that is not a CUBIN (an ELF); the driver's
-    /// error when it refuses the image.
+    /// [`Error::InvalidArgument`] for anything that is not a complete CUBIN (an ELF64
+    /// little-endian file for CUDA), naming what is wrong; the driver's error when it refuses
+    /// the image.
     #[doc(alias = "cuLibraryLoadData")]
     pub fn from_cubin(cubin: &[u8]) -> Result<Self> {
         image::check(cubin, CodeKind::Cubin)?;
@@ -76,10 +81,13 @@ impl ObjectCode {
 
     /// Loads a fatbin image.
     ///
+    /// The image is checked against the slice's length first: its header and every part
+    /// must lie within it, and each uncompressed CUBIN part must be complete.
+    ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for anything without the fatbin magic; the driver's error
-    /// when it refuses the image.
+    /// [`Error::InvalidArgument`] for anything that is not a complete fatbin, naming what is
+    /// wrong; the driver's error when it refuses the image.
     #[doc(alias = "cuLibraryLoadData")]
     pub fn from_fatbin(fatbin: &[u8]) -> Result<Self> {
         image::check_fatbin(fatbin)?;
@@ -97,37 +105,28 @@ impl ObjectCode {
         Self::load_ptx(ptx.as_bytes(), Arc::from([]))
     }
 
-    /// Loads a CUBIN, PTX or fatbin file (the driver tells them apart).
+    /// Loads a CUBIN, PTX or fatbin file, told apart by its first bytes.
+    ///
+    /// The file is read here and checked as [`from_cubin`](Self::from_cubin),
+    /// [`from_fatbin`](Self::from_fatbin) or [`from_ptx`](Self::from_ptx) check their images
+    /// (`cuLibraryLoadFromFile` would trust a truncated file as `cuLibraryLoadData` trusts a
+    /// truncated slice), then loaded with `cuLibraryLoadData`.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a path with a NUL byte; the driver's error when it
-    /// cannot read or load the file.
+    /// [`Error::InvalidArgument`] for a file that cannot be read (with the system's reason)
+    /// or is not a complete image; the driver's error when it refuses the image.
     #[doc(alias = "cuLibraryLoadFromFile")]
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let name = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
-            Error::invalid_argument(format!("path {} holds a NUL byte", path.display()))
+        let bytes = std::fs::read(path).map_err(|error| {
+            Error::invalid_argument(format!("cannot read {}: {error}", path.display()))
         })?;
-        let driver = driver()?;
-        let mut raw: CUlibrary = std::ptr::null_mut();
-        // SAFETY: valid out-pointer and NUL-terminated path; no options.
-        unsafe {
-            cu!(
-                driver,
-                cuLibraryLoadFromFile(
-                    &mut raw,
-                    name.as_ptr(),
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                    0,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                    0,
-                )
-            )
-        }?;
-        Ok(Self::wrap(raw, None, Arc::from([]), driver))
+        match image::Format::of(&bytes) {
+            image::Format::Cubin => Self::from_cubin(&bytes),
+            image::Format::Fatbin => Self::from_fatbin(&bytes),
+            image::Format::Ptx => Self::load_ptx(&bytes, Arc::from([])),
+        }
     }
 
     /// Loads compiled code (from [`Program::compile`](crate::Program::compile) or a program
@@ -137,7 +136,9 @@ impl ObjectCode {
     /// # Errors
     ///
     /// [`Error::Unsupported`] for LTO-IR, which must be linked first;
-    /// [`Error::InvalidArgument`] for bytes that are not the kind they claim.
+    /// [`Error::InvalidArgument`] for bytes that are not a complete image of the kind they
+    /// claim (checked as [`from_cubin`](Self::from_cubin) and [`from_ptx`](Self::from_ptx)
+    /// check), as from a damaged cache entry.
     #[doc(alias = "cuLibraryLoadData")]
     pub fn from_compiled(code: &CompiledCode) -> Result<Self> {
         let names = code.shared_lowered_names();
@@ -177,7 +178,8 @@ impl ObjectCode {
         let driver = driver()?;
         let mut raw: CUlibrary = std::ptr::null_mut();
         // SAFETY: valid out-pointer; the image is a complete buffer the driver copies, checked
-        // by the callers against its own length; no options.
+        // by the callers (`image::check`, `image::check_fatbin`) so that everything it points
+        // to lies within its length; no options.
         unsafe {
             cu!(
                 driver,

@@ -123,7 +123,7 @@ impl Program {
         }
         let compiled = self.compile_with(target, plan.flags)?;
         if let Err(error) = cache.put(key, compiled.code()) {
-            // Counted in the cache's stats (`store_failures`) by the cache itself.
+            // Counted in the cache's stats (`failed_stores`) by the cache itself.
             log::warn!("cuda-safe: storing program cache entry {key} failed: {error}");
         }
         Ok(compiled)
