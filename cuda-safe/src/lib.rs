@@ -125,5 +125,6 @@ mod workspace_docs {
         MigratingFromCudarc: "docs/migrating-from-cudarc.md",
         Nvml: "docs/nvml.md",
         Performance: "docs/performance.md",
+        ProgramCache: "docs/program-cache.md",
     }
 }
