@@ -5,25 +5,33 @@ use std::path::Path;
 
 use super::files::make_executable;
 
-/// The C program that measures the driver-API floor, relative to the workspace root.
-const DRIVER_FLOOR_SRC: &str = "../shared/bench/driver_floor.c";
+/// Where the shared C floors live, relative to the workspace root (beside the checkout; never
+/// committed here).
+const SHARED_FLOORS_DIR: &str = "../shared/bench";
 
-/// Copies the C driver-API floor into `bench/` of the bundle (writable, whatever the source's
-/// mode), or warns when it is missing.
-pub(super) fn copy_driver_floor(root: &Path, out: &Path) -> Result<(), String> {
-    let src = root.join(DRIVER_FLOOR_SRC);
-    if !src.is_file() {
-        eprintln!(
-            "gpu-bundle: warning: {} not found; the bundle has no driver floor",
-            src.display()
-        );
-        return Ok(());
-    }
+/// The shared C floors the benchmarks are measured against: the driver API (launch, memory,
+/// compile, green contexts) and a fresh process's on-disk cache hit.
+const SHARED_FLOORS: &[&str] = &["driver_floor.c", "disk_hit_floor.c"];
+
+/// Copies the shared C floors into `bench/` of the bundle (writable, whatever the sources'
+/// modes), warning for each one that is missing.
+pub(super) fn copy_shared_floors(root: &Path, out: &Path) -> Result<(), String> {
     let dir = out.join("bench");
-    fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    let dest = dir.join("driver_floor.c");
-    let text = fs::read(&src).map_err(|e| format!("reading {}: {e}", src.display()))?;
-    fs::write(&dest, text).map_err(|e| format!("writing {}: {e}", dest.display()))
+    for name in SHARED_FLOORS {
+        let src = root.join(SHARED_FLOORS_DIR).join(name);
+        if !src.is_file() {
+            eprintln!(
+                "gpu-bundle: warning: {} not found; the bundle lacks that floor",
+                src.display()
+            );
+            continue;
+        }
+        fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        let dest = dir.join(name);
+        let text = fs::read(&src).map_err(|e| format!("reading {}: {e}", src.display()))?;
+        fs::write(&dest, text).map_err(|e| format!("writing {}: {e}", dest.display()))?;
+    }
+    Ok(())
 }
 
 /// Copies the repository's own `bench/` files (C floors, benchmark scripts) into `bench/` of
@@ -65,12 +73,15 @@ mod tests {
         fs::write(root.join("bench/run_it.sh"), "true").expect("write");
         fs::create_dir_all(dir.join("shared/bench")).expect("mkdir");
         fs::write(dir.join("shared/bench/driver_floor.c"), "floor").expect("write");
+        fs::write(dir.join("shared/bench/disk_hit_floor.c"), "disk").expect("write");
+        fs::write(dir.join("shared/bench/other_floor.c"), "not listed").expect("write");
         let out = dir.join("out");
-        copy_driver_floor(&root, &out).expect("floor copied");
+        copy_shared_floors(&root, &out).expect("floors copied");
         copy_bench_sources(&root, &out).expect("bench copied");
         assert_eq!(
             list_files(&out),
             Ok(vec![
+                ("bench/disk_hit_floor.c".to_owned(), 4),
                 ("bench/driver_floor.c".to_owned(), 5),
                 ("bench/nvml_floor.c".to_owned(), 9),
                 ("bench/run_it.sh".to_owned(), 4)
@@ -97,7 +108,7 @@ mod tests {
         let root = dir.join("ws");
         fs::create_dir_all(&root).expect("mkdir");
         let out = dir.join("out");
-        copy_driver_floor(&root, &out).expect("a missing floor only warns");
+        copy_shared_floors(&root, &out).expect("a missing floor only warns");
         copy_bench_sources(&root, &out).expect("a missing bench/ is skipped");
         assert!(!out.exists());
         fs::remove_dir_all(&dir).expect("cleanup");
