@@ -1776,9 +1776,12 @@ fn main() -> ExitCode {
             );
         }
         for absorbed in op.absorbed.iter().chain(&op.absorbed_on_drop) {
+            let which: Vec<String> = absorbed.nths.iter().map(|nth| format!(" #{nth}")).collect();
             println!(
-                "       absorbed by design: {}: {}",
-                absorbed.call, absorbed.why
+                "       absorbed by design: {}{}: {}",
+                absorbed.call,
+                which.join(","),
+                absorbed.why
             );
         }
     }
