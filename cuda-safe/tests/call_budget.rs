@@ -1,0 +1,264 @@
+//! The driver-call budget of the hot paths, counted with the stub driver of `tests/stub`: after
+//! warm-up, each operation makes exactly the driver calls it wraps (a launch is
+//! `cuLaunchKernelEx` and nothing else), in a primary context and in a green context, and a
+//! `KernelCache` hit makes none. One more call creeping in fails the test. Prints every
+//! operation's calls.
+//!
+//! A `main` of its own (`harness = false`): the stub is built and the library variables are set
+//! before anything else runs.
+
+// Shared with the fault-injection test, which uses the controls this test does not.
+#[allow(dead_code)]
+mod stub;
+
+use std::process::ExitCode;
+
+use cuda_safe::cache::InMemoryProgramCache;
+use cuda_safe::{
+    CodeKind, Context, Device, Event, EventOptions, GreenContextOptions, KernelCache, LaunchConfig,
+    ObjectCode, Program, ProgramOptions, Result, SplitRequest, launch,
+};
+use stub::{Call, Installed, KINDS, Stub};
+
+/// Elements of the buffers the operations use.
+const N: usize = 1024;
+
+/// PTX text for the stub, which knows the kernel `twice` of any image.
+const PTX: &str = ".version 8.5\n.target sm_90\n.address_size 64\n.visible .entry twice()\n{\n}\n";
+
+/// One measured operation: what it may call and what it called.
+struct Row {
+    operation: &'static str,
+    place: &'static str,
+    expected: Vec<&'static str>,
+    counted: Vec<Call>,
+}
+
+impl Row {
+    fn holds(&self) -> bool {
+        self.counted
+            .iter()
+            .map(Call::to_string)
+            .eq(self.expected.iter().map(|name| name.to_string()))
+    }
+}
+
+/// The calls one run of `op` makes, after three warm-up runs (its result is dropped after the
+/// count).
+fn calls<T>(stub: &Stub, mut op: impl FnMut() -> Result<T>) -> Vec<Call> {
+    for _ in 0..3 {
+        drop(op().expect("the warm-up run succeeds"));
+    }
+    stub.take_log();
+    let value = op().expect("the measured run succeeds");
+    let counted = stub.take_log();
+    drop(value);
+    stub.take_log();
+    counted
+}
+
+/// The calls dropping one result of `op` makes (after warm-up).
+fn drop_calls<T>(stub: &Stub, mut op: impl FnMut() -> Result<T>) -> Vec<Call> {
+    for _ in 0..3 {
+        drop(op().expect("the warm-up run succeeds"));
+    }
+    let value = op().expect("the measured run succeeds");
+    stub.take_log();
+    drop(value);
+    stub.take_log()
+}
+
+/// A green context of 64 SMs.
+fn green_context(device: &Device) -> Result<Context> {
+    let split = device
+        .resources()
+        .sm()?
+        .split(&SplitRequest::equal(2, 64))?;
+    device.create_green_context(&split.groups[0], GreenContextOptions::default())
+}
+
+/// The hot-path operations in `context`, bound on this thread as an application would.
+fn measure(
+    stub: &Stub,
+    device: &Device,
+    context: &Context,
+    place: &'static str,
+) -> Result<Vec<Row>> {
+    context.bind()?;
+    let stream = context.create_stream(Default::default())?;
+    let other = context.create_stream(Default::default())?;
+    let pool = device.default_memory_resource()?;
+    let kernel = ObjectCode::from_ptx(PTX)?.get_kernel("twice")?;
+    let config = LaunchConfig::for_num_elements(N, 256)?;
+    let mut x = pool.allocate_from_host(&[1.0f32; N], &stream)?;
+    let y = pool.allocate_zeroed::<f32>(N, &stream)?;
+    let host = vec![0.5f32; N];
+    let event = context.create_event(EventOptions::default())?;
+    let timed = EventOptions {
+        timing: true,
+        ..Default::default()
+    };
+    let (start, end) = (context.create_event(timed)?, context.create_event(timed)?);
+    stream.record(&start)?;
+    stream.record(&end)?;
+    let elapsed = if cuda_safe::sys::ABI_MAJOR >= 13 {
+        "cuEventElapsedTime_v2"
+    } else {
+        "cuEventElapsedTime"
+    };
+    let row = |operation, expected: &[&'static str], counted| Row {
+        operation,
+        place,
+        expected: expected.to_vec(),
+        counted,
+    };
+    let rows = vec![
+        row(
+            "launch",
+            &["cuLaunchKernelEx"],
+            // SAFETY: the stub's `twice` doubles the N floats `x` holds.
+            calls(stub, || unsafe {
+                launch(&stream, &config, &kernel, (&mut x, N))
+            }),
+        ),
+        row(
+            "Event::record",
+            &["cuEventRecord"],
+            calls(stub, || event.record(&stream)),
+        ),
+        row(
+            "pool allocate",
+            &["cuMemAllocFromPoolAsync"],
+            calls(stub, || pool.allocate(4 * N, &stream)),
+        ),
+        row(
+            "pool free (drop)",
+            &["cuMemFreeAsync"],
+            drop_calls(stub, || pool.allocate(4 * N, &stream)),
+        ),
+        row(
+            "Device::allocate (default pool)",
+            &["cuMemAllocFromPoolAsync"],
+            calls(stub, || device.allocate(4 * N, &stream)),
+        ),
+        row(
+            "Buffer::copy_from",
+            &["cuMemcpyAsync"],
+            calls(stub, || x.copy_from(&y)),
+        ),
+        row(
+            "Buffer::copy_from_host",
+            &["cuMemcpyAsync", "cuStreamSynchronize"],
+            calls(stub, || x.copy_from_host(&host)),
+        ),
+        row(
+            "Buffer::to_vec",
+            &["cuMemcpyAsync", "cuStreamSynchronize"],
+            calls(stub, || y.to_vec::<f32>()),
+        ),
+        row(
+            "Stream::sync",
+            &["cuStreamSynchronize"],
+            calls(stub, || stream.sync()),
+        ),
+        row(
+            "Stream::wait_stream",
+            &["cuEventRecord", "cuStreamWaitEvent"],
+            calls(stub, || stream.wait_stream(&other)),
+        ),
+        row(
+            "Event::elapsed",
+            &["cuEventSynchronize", "cuEventSynchronize", elapsed],
+            calls(stub, || Event::elapsed(&start, &end)),
+        ),
+    ];
+    Ok(rows)
+}
+
+/// A `KernelCache` hit: no driver or NVRTC call at all.
+fn kernel_cache_hit(stub: &Stub) -> Result<Row> {
+    let kernels = KernelCache::new(InMemoryProgramCache::new(1 << 20));
+    let options = ProgramOptions {
+        arch: Some("sm_90".into()),
+        ..Default::default()
+    };
+    let program = Program::new(
+        "extern \"C\" __global__ void twice(float* x, size_t n) {}",
+        options,
+    )?;
+    Ok(Row {
+        operation: "KernelCache::kernel (hit)",
+        place: "any",
+        expected: Vec::new(),
+        counted: calls(stub, || kernels.kernel(&program, CodeKind::Cubin, "twice")),
+    })
+}
+
+fn run(stub: &Stub) -> Result<Vec<Row>> {
+    let device = Device::new(0)?;
+    let mut rows = measure(stub, &device, &device.context()?, "primary")?;
+    rows.extend(measure(stub, &device, &green_context(&device)?, "green")?);
+    rows.push(kernel_cache_hit(stub)?);
+    Ok(rows)
+}
+
+fn main() -> ExitCode {
+    let stub = match stub::install() {
+        Installed::Ready(stub) => stub,
+        Installed::Skipped(reason) => {
+            println!("call_budget: skipped: {reason}");
+            return ExitCode::SUCCESS;
+        }
+    };
+    stub::install_logger();
+    let rows = run(stub).expect("the operations succeed on the stub");
+    let mut failures = 0;
+    println!(
+        "     {:<32} {:<8} driver calls after warm-up",
+        "operation", "context"
+    );
+    for row in &rows {
+        let counted: Vec<String> = row.counted.iter().map(Call::to_string).collect();
+        let verdict = if row.holds() { "ok" } else { "OVER" };
+        println!(
+            "{verdict:<4} {:<32} {:<8} {} [{}]",
+            row.operation,
+            row.place,
+            counted.len(),
+            counted.join(", ")
+        );
+        if !row.holds() {
+            failures += 1;
+            println!("     expected: [{}]", row.expected.join(", "));
+        }
+    }
+    let (misuses, last) = stub.misuse();
+    if misuses != 0 {
+        failures += 1;
+        println!("FAIL the crate misused the driver {misuses} time(s); last: {last}");
+    }
+    let left: Vec<String> = KINDS
+        .iter()
+        .zip(stub.live())
+        .filter(|&(kind, count)| *kind != "context" && count != 0)
+        .map(|(kind, count)| format!("{count} {kind}"))
+        .collect();
+    if !left.is_empty() {
+        failures += 1;
+        println!("FAIL objects outlived their handles: {}", left.join(", "));
+    }
+    let logs = stub::take_error_logs();
+    if !logs.is_empty() {
+        failures += 1;
+        println!("FAIL error lines were logged: {logs:?}");
+    }
+    println!(
+        "call_budget: {} operations, {failures} failure(s)",
+        rows.len()
+    );
+    if failures == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,321 @@
+//! The fake CUDA driver, NVRTC and NVML of `tests/stub/*.c`: compiled with the C compiler into
+//! one shared object, loaded in place of the three libraries through `CUDA_SAFE_LIBCUDA`,
+//! `CUDA_SAFE_LIBNVRTC` and `CUDA_SAFE_LIBNVML`, and controlled through its `stub_*` functions
+//! (call counts and log, injected faults, live objects, misuses). Also a `log` logger that
+//! keeps the crate's error lines, so a test can count what a `Drop` logged.
+
+use std::ffi::{CStr, CString, c_char, c_int};
+use std::fmt;
+use std::path::Path;
+use std::process::Command;
+use std::sync::Mutex;
+
+/// The C sources, compiled together.
+const SOURCES: [&str; 4] = [
+    "stub_control.c",
+    "libcuda_stub.c",
+    "libnvrtc_stub.c",
+    "libnvml_stub.c",
+];
+
+/// The kinds of objects the stub counts, in the order of [`Live`].
+pub const KINDS: [&str; 9] = [
+    "context", "green", "stream", "event", "pool", "alloc", "library", "program", "nvml",
+];
+
+/// Live objects per kind of [`KINDS`].
+pub type Live = [i64; 9];
+
+/// One call the stub answered: the exported name and, for `cuCtxSetCurrent`, whether it set a
+/// context (1) or none (0).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    /// The exported name (`cuMemAllocFromPoolAsync`).
+    pub name: String,
+    /// The argument the stub logs with it.
+    pub arg: i64,
+}
+
+impl Call {
+    /// Whether this call makes no context current (a guard restoring "none", or an unbind).
+    pub fn unbinds(&self) -> bool {
+        self.name == "cuCtxSetCurrent" && self.arg == 0
+    }
+}
+
+impl fmt::Display for Call {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.name.as_str(), self.arg) {
+            ("cuCtxSetCurrent", 0) => f.write_str("cuCtxSetCurrent(NULL)"),
+            ("cuCtxSetCurrent", _) => f.write_str("cuCtxSetCurrent(ctx)"),
+            (name, _) => f.write_str(name),
+        }
+    }
+}
+
+/// The stub's control functions.
+pub struct Stub {
+    reset: unsafe extern "C" fn(),
+    disarm: unsafe extern "C" fn(),
+    fail: unsafe extern "C" fn(*const c_char, c_int, c_int) -> c_int,
+    faults_pending: unsafe extern "C" fn() -> c_int,
+    calls: unsafe extern "C" fn(*const c_char) -> u64,
+    log_len: unsafe extern "C" fn() -> i64,
+    log_name: unsafe extern "C" fn(usize) -> *const c_char,
+    log_arg: unsafe extern "C" fn(usize) -> i64,
+    log_clear: unsafe extern "C" fn(),
+    live: unsafe extern "C" fn(*const c_char) -> i64,
+    misuse: unsafe extern "C" fn() -> u64,
+    last_misuse: unsafe extern "C" fn() -> *const c_char,
+    unbind: unsafe extern "C" fn(),
+    set_driver_version: unsafe extern "C" fn(c_int),
+    /// Keeps the functions above loaded (for the whole process: the stub is never unloaded).
+    _library: libloading::Library,
+}
+
+impl Stub {
+    /// Disarms every fault and clears call counts, the log and misuses; resets the
+    /// checkpoint state. Live objects stay.
+    pub fn reset(&self) {
+        // SAFETY: `stub_reset` takes nothing and touches only the stub's state.
+        unsafe { (self.reset)() }
+    }
+
+    /// Disarms every fault that has not fired.
+    pub fn disarm(&self) {
+        // SAFETY: as `reset`.
+        unsafe { (self.disarm)() }
+    }
+
+    /// Arms a fault: the `nth` call (from 1) of `name` from now on returns `code`.
+    pub fn fail(&self, name: &str, code: i32, nth: usize) {
+        let name = CString::new(name).expect("an entry point name");
+        let nth = c_int::try_from(nth).expect("a small occurrence");
+        // SAFETY: `name` is NUL-terminated and outlives the call, which copies it.
+        let armed = unsafe { (self.fail)(name.as_ptr(), code, nth) };
+        assert_eq!(armed, 0, "the stub refused the fault on {name:?}");
+    }
+
+    /// How many armed faults have not fired.
+    pub fn faults_pending(&self) -> usize {
+        // SAFETY: as `reset`.
+        usize::try_from(unsafe { (self.faults_pending)() }).unwrap_or(0)
+    }
+
+    /// Calls of `name` since the last reset.
+    pub fn calls(&self, name: &str) -> u64 {
+        let name = CString::new(name).expect("an entry point name");
+        // SAFETY: `name` is NUL-terminated and outlives the call.
+        unsafe { (self.calls)(name.as_ptr()) }
+    }
+
+    /// The calls made since the last reset or `take_log`, in order; the log is cleared.
+    pub fn take_log(&self) -> Vec<Call> {
+        // SAFETY: as `reset`.
+        let len = unsafe { (self.log_len)() };
+        let len = usize::try_from(len).expect("the stub's call log overflowed");
+        let calls = (0..len)
+            .map(|index| {
+                // SAFETY: `index` is below the log's length, so the name is one of the stub's
+                // static strings; the argument read has no precondition.
+                let (name, arg) = unsafe {
+                    (
+                        CStr::from_ptr((self.log_name)(index)),
+                        (self.log_arg)(index),
+                    )
+                };
+                Call {
+                    name: name.to_string_lossy().into_owned(),
+                    arg,
+                }
+            })
+            .collect();
+        // SAFETY: as `reset`.
+        unsafe { (self.log_clear)() };
+        calls
+    }
+
+    /// Live objects per kind.
+    pub fn live(&self) -> Live {
+        KINDS.map(|kind| {
+            let kind = CString::new(kind).expect("a kind name");
+            // SAFETY: `kind` is NUL-terminated and outlives the call.
+            unsafe { (self.live)(kind.as_ptr()) }
+        })
+    }
+
+    /// Misuses since the last reset, and the last one's description.
+    pub fn misuse(&self) -> (u64, String) {
+        // SAFETY: as `reset`; the description is a NUL-terminated buffer of the stub's, copied
+        // at once.
+        unsafe {
+            (
+                (self.misuse)(),
+                CStr::from_ptr((self.last_misuse)())
+                    .to_string_lossy()
+                    .into_owned(),
+            )
+        }
+    }
+
+    /// Makes no context current on this thread, without counting a call.
+    pub fn unbind(&self) {
+        // SAFETY: as `reset`.
+        unsafe { (self.unbind)() }
+    }
+
+    /// Sets the CUDA version `cuDriverGetVersion` reports (13010 by default).
+    pub fn set_driver_version(&self, version: i32) {
+        // SAFETY: as `reset`.
+        unsafe { (self.set_driver_version)(version) }
+    }
+}
+
+/// What became of [`install`].
+pub enum Installed {
+    /// The stub is built and the variables point at it.
+    Ready(&'static Stub),
+    /// No C compiler (or not Linux), outside CI: the reason to print.
+    Skipped(String),
+}
+
+/// Builds the stub into a temporary directory under the target directory, points the three
+/// library variables at it, loads it for the three crates (then removes the file, which stays
+/// mapped) and returns its control functions. Call it first in `main`, before any other thread
+/// starts and before anything loads a CUDA library.
+///
+/// Without a C compiler the tests are skipped, except under `CI`, where that is a failure
+/// (this panics); a compile error is always a failure.
+pub fn install() -> Installed {
+    if !cfg!(target_os = "linux") {
+        return Installed::Skipped("the stub driver is built for Linux only".into());
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("cuda-safe-stub-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("a temporary directory under the target directory");
+    let library = dir.path().join("libcuda_safe_stub.so");
+    if let Err(reason) = compile(&library) {
+        if std::env::var_os("CI").is_some() {
+            panic!("CI is set, so the stub driver must build: {reason}");
+        }
+        return Installed::Skipped(reason);
+    }
+    for variable in [
+        cuda_safe::sys::LIBCUDA_PATH_ENV,
+        cuda_safe::nvrtc_sys::LIBNVRTC_PATH_ENV,
+        cuda_safe::nvml_sys::LIBNVML_PATH_ENV,
+    ] {
+        // SAFETY: `install` runs first in `main`, before any other thread exists, so nothing
+        // reads the environment concurrently.
+        unsafe { std::env::set_var(variable, &library) };
+    }
+    let loaded = [
+        cuda_safe::sys::driver().map(|driver| driver.library().path().to_owned()),
+        cuda_safe::nvrtc_sys::nvrtc().map(|nvrtc| nvrtc.library().path().to_owned()),
+        cuda_safe::nvml_sys::nvml().map(|nvml| nvml.library().path().to_owned()),
+    ];
+    for path in loaded {
+        assert_eq!(
+            path.expect("the stub loads"),
+            library,
+            "the stub is what loaded"
+        );
+    }
+    Installed::Ready(Box::leak(Box::new(open(&library))))
+}
+
+/// Compiles the sources into `output`; the error says why not (no compiler, or its errors).
+fn compile(output: &Path) -> Result<(), String> {
+    let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/stub");
+    let compiler = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+    let result = Command::new(&compiler)
+        .args([
+            "-shared", "-fPIC", "-std=c11", "-O1", "-Wall", "-Wextra", "-o",
+        ])
+        .arg(output)
+        .args(SOURCES.map(|source| sources.join(source)))
+        .output();
+    match result {
+        Err(error) => Err(format!(
+            "no C compiler: running {} failed ({error}); install gcc (or set CC) to run these tests",
+            compiler.to_string_lossy()
+        )),
+        Ok(done) if !done.status.success() => panic!(
+            "the stub driver does not compile ({}):\n{}",
+            done.status,
+            String::from_utf8_lossy(&done.stderr)
+        ),
+        Ok(done) => {
+            let warnings = String::from_utf8_lossy(&done.stderr);
+            if !warnings.trim().is_empty() {
+                println!("the stub driver compiles with warnings:\n{warnings}");
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Loads the stub's control functions.
+fn open(path: &Path) -> Stub {
+    // SAFETY: the stub's initialisers are the C runtime's only; it is the library the three
+    // variables name, so the crate's loaders open this same handle.
+    let library = unsafe { libloading::Library::new(path) }.expect("the stub driver loads");
+    macro_rules! function {
+        ($name:literal) => {
+            // SAFETY: the stub exports `$name` with the C signature of the field it fills (see
+            // stub_control.c and libcuda_stub.c); the copy stays valid while `_library` lives.
+            *unsafe { library.get(concat!($name, "\0").as_bytes()) }
+                .expect(concat!("the stub exports ", $name))
+        };
+    }
+    Stub {
+        reset: function!("stub_reset"),
+        disarm: function!("stub_disarm"),
+        fail: function!("stub_fail"),
+        faults_pending: function!("stub_faults_pending"),
+        calls: function!("stub_calls"),
+        log_len: function!("stub_log_len"),
+        log_name: function!("stub_log_name"),
+        log_arg: function!("stub_log_arg"),
+        log_clear: function!("stub_log_clear"),
+        live: function!("stub_live"),
+        misuse: function!("stub_misuse"),
+        last_misuse: function!("stub_last_misuse"),
+        unbind: function!("stub_unbind"),
+        set_driver_version: function!("stub_set_driver_version"),
+        _library: library,
+    }
+}
+
+/// The error lines the crate logged since the last [`take_error_logs`].
+static ERROR_LINES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Keeps error-level lines (a failed release on drop) in [`ERROR_LINES`]; drops the rest.
+struct ErrorLogger;
+
+impl log::Log for ErrorLogger {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        metadata.level() == log::Level::Error
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        if self.enabled(record.metadata()) {
+            let mut lines = ERROR_LINES.lock().unwrap_or_else(|e| e.into_inner());
+            lines.push(record.args().to_string());
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+/// Installs the error-line logger (once per process).
+pub fn install_logger() {
+    log::set_logger(&ErrorLogger).expect("no other logger");
+    log::set_max_level(log::LevelFilter::Error);
+}
+
+/// The error lines logged since the last call.
+pub fn take_error_logs() -> Vec<String> {
+    std::mem::take(&mut *ERROR_LINES.lock().unwrap_or_else(|e| e.into_inner()))
+}

@@ -1,0 +1,51 @@
+/*
+ * A fake CUDA driver, NVRTC and NVML for CPU tests of cuda-safe: shared declarations.
+ *
+ * The three libraries are compiled into one shared object, loaded through CUDA_SAFE_LIBCUDA,
+ * CUDA_SAFE_LIBNVRTC and CUDA_SAFE_LIBNVML at once, so one set of control functions (stub_*)
+ * sees every call. No CUDA header is used: handles are pointers to the stub's own objects,
+ * results are ints with the header's values. The stub is single-threaded, like the tests.
+ */
+#ifndef CUDA_SAFE_STUB_H
+#define CUDA_SAFE_STUB_H
+
+#include <stddef.h>
+
+/* Kinds of objects whose live count the tests read (stub_live). */
+enum kind {
+    K_CONTEXT, /* primary-context retains */
+    K_GREEN,   /* green contexts */
+    K_STREAM,
+    K_EVENT,
+    K_POOL,    /* created pools (not the default pool) */
+    K_ALLOC,   /* pool, pinned and managed allocations */
+    K_LIBRARY,
+    K_PROGRAM, /* NVRTC programs */
+    K_NVML,    /* NVML initialisations */
+    K_COUNT
+};
+
+/* Counts and logs a call of `name` (with `arg`, for calls whose argument tells the tests
+ * something), and returns the code of an armed fault it triggers, or 0. */
+int stub_enter(const char *name, long arg);
+
+/* Records a misuse of the API (a dead or foreign handle, a call needing a context with none
+ * current, a range past an allocation): a bug of the caller, which the tests assert never
+ * happens. */
+void stub_misuse_note(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+/* Adds `delta` to the live count of `kind`. */
+void stub_live_add(enum kind kind, long delta);
+
+/* Counts the call, returning the injected code when a fault fires. */
+#define ENTER(name)                                                                            \
+    do {                                                                                       \
+        int injected_ = stub_enter(name, 0);                                                   \
+        if (injected_ != 0)                                                                    \
+            return injected_;                                                                  \
+    } while (0)
+
+/* Resets the driver's own state between cases (the checkpoint state machine). */
+void stub_driver_reset(void);
+
+#endif
