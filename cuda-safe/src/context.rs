@@ -25,8 +25,8 @@ use crate::error::{Result, cu};
 use crate::event::{Event, EventOptions};
 use crate::handle::{Owned, Release, assert_send_sync};
 use crate::stream::{Stream, StreamOptions};
+use crate::sys::Driver;
 use crate::sys::{CUcontext, CUdevResource, CUdevResourceDesc, CUgreenCtx, CUgreenCtxCreate_flags};
-use crate::sys::{CUresult, Driver};
 
 /// A CUDA context; cloning is cheap and shares it.
 ///
@@ -336,13 +336,14 @@ impl Release for ContextInner {
 }
 
 /// Destroys a green context, first unbinding it from the calling thread if it is current there
-/// (so the thread is not left with a dangling current context).
+/// (so the thread is not left with a dangling current context). If the thread's current
+/// context cannot be read, the green context is not destroyed (the error is returned): leaking
+/// it is better than leaving a thread bound to a destroyed context.
 fn destroy_green(driver: &'static Driver, raw: CUcontext, green: CUgreenCtx) -> Result<()> {
     let mut current = std::ptr::null_mut();
     // SAFETY: valid out-pointer.
-    if let Ok(CUresult::CUDA_SUCCESS) = unsafe { driver.cuCtxGetCurrent(&mut current) }
-        && current == raw
-    {
+    unsafe { cu!(driver, cuCtxGetCurrent(&mut current)) }?;
+    if current == raw {
         // SAFETY: setting no context current is always valid.
         unsafe { cu!(driver, cuCtxSetCurrent(std::ptr::null_mut())) }?;
     }

@@ -39,7 +39,10 @@ struct program {
 
 static const char PTX[] = "//\n// cuda-safe stub PTX\n//\n.version 8.5\n.target sm_90\n"
                           ".address_size 64\n\n.visible .entry twice(\n)\n{\n\tret;\n}\n";
-static const unsigned char CUBIN[64] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0x33};
+/* A minimal CUBIN the crate's image check accepts: an ELF64 little-endian header for EM_CUDA
+ * (190) with a 64-byte header size and no sections or segments. */
+static const unsigned char CUBIN[64] = {
+    0x7f, 'E', 'L', 'F', 2, 1, 1, 0x33, [18] = 190, [20] = 1, [52] = 64};
 static const unsigned char LTOIR[32] = {'L', 'T', 'O', 'I', 'R', 0};
 static const char COMPILE_LOG[] = "stub.cu(1): error: #error directive\n";
 static const int ARCHS[] = {75, 80, 86, 87, 89, 90, 100, 120};

@@ -193,7 +193,10 @@ fn a_disk_that_stays_full_fails_the_put_and_counts_it() {
     let error = cache
         .put(&CacheKey::from_bytes([2; 32]), &program(2))
         .unwrap_err();
-    assert!(matches!(error, crate::error::Error::CacheIo { .. }), "{error}");
+    assert!(
+        matches!(error, crate::error::Error::CacheIo { .. }),
+        "{error}"
+    );
     let stats = cache.stats().unwrap();
     assert_eq!(
         (stats.entries, stats.evictions, stats.failed_stores),
