@@ -14,7 +14,9 @@
 #   RUN_BENCHES=1        run the benchmarks too (they are skipped otherwise)
 #   RUN_FLOOR=1          run the C floors too: bench/driver_floor (driver API) and
 #                        bench/nvml_floor (NVML getters)
-#   EXAMPLE_ARGS_<name>  extra arguments for example <name>, split on blanks
+#   EXAMPLE_ARGS_<name>  extra arguments for example <name>, split on blanks (defaults: monitor
+#                        takes 5 samples, bandwidth sweeps up to 64 MiB and draws into the log
+#                        folder; set the variable, even empty, to change that)
 #   ITEM_TIMEOUT         seconds one item may run before it is stopped and failed (default 300;
 #                        0: no limit)
 set -u
@@ -169,6 +171,10 @@ run_item() {
     say "=== $label: $status (exit $rc, ${secs}s) ==="
     record "$status" "$secs" "$label"
 }
+
+# Examples that would run until interrupted, or for long, get bounded arguments by default.
+: "${EXAMPLE_ARGS_monitor=-c 5}"
+: "${EXAMPLE_ARGS_bandwidth=--max-mib 64 --svg $logdir/bandwidth.svg}"
 
 for abi in cuda-12 cuda-13; do
     for kind in tests examples benches; do
