@@ -83,6 +83,25 @@ fn refuse(what: &str, image: &[u8], problem: String) -> Error {
 }
 
 /// Little-endian fields of an image, read where they must lie within it.
+/// What a field is, for an error message: plain text, or a function that writes it, so that a
+/// loop over a table's entries formats nothing unless one of them is wrong.
+trait Describe {
+    /// The description.
+    fn describe(&self) -> String;
+}
+
+impl Describe for &str {
+    fn describe(&self) -> String {
+        (*self).to_owned()
+    }
+}
+
+impl<F: Fn() -> String> Describe for F {
+    fn describe(&self) -> String {
+        self()
+    }
+}
+
 struct Fields<'a> {
     bytes: &'a [u8],
 }
@@ -97,55 +116,76 @@ impl<'a> Fields<'a> {
     }
 
     /// `N` bytes at `at`, or why not.
-    fn array<const N: usize>(&self, at: u64, what: &str) -> Result<[u8; N], String> {
-        let end = end_of(at, N as u64, self.len(), what)?;
-        // `end_of` checked `at + N <= len`, so both fit a `usize` and the range is in bounds.
-        let slice = self
-            .bytes
-            .get(at as usize..end as usize)
-            .ok_or_else(|| past(what, end, self.len()))?;
-        slice.try_into().map_err(|_| past(what, end, self.len()))
+    #[inline]
+    fn array<const N: usize>(&self, at: u64, what: impl Describe) -> Result<[u8; N], String> {
+        usize::try_from(at)
+            .ok()
+            .and_then(|at| self.bytes.get(at..))
+            .and_then(<[u8]>::first_chunk::<N>)
+            .copied()
+            .ok_or_else(|| self.outside(at, N as u64, &what))
     }
 
-    fn u8(&self, at: u64, what: &str) -> Result<u8, String> {
+    #[inline]
+    fn u8(&self, at: u64, what: impl Describe) -> Result<u8, String> {
         self.array::<1>(at, what).map(|[byte]| byte)
     }
 
-    fn u16(&self, at: u64, what: &str) -> Result<u16, String> {
+    #[inline]
+    fn u16(&self, at: u64, what: impl Describe) -> Result<u16, String> {
         self.array(at, what).map(u16::from_le_bytes)
     }
 
-    fn u32(&self, at: u64, what: &str) -> Result<u32, String> {
+    #[inline]
+    fn u32(&self, at: u64, what: impl Describe) -> Result<u32, String> {
         self.array(at, what).map(u32::from_le_bytes)
     }
 
-    fn u64(&self, at: u64, what: &str) -> Result<u64, String> {
+    #[inline]
+    fn u64(&self, at: u64, what: impl Describe) -> Result<u64, String> {
         self.array(at, what).map(u64::from_le_bytes)
     }
 
     /// The `size` bytes at `offset`, or why not.
-    fn slice(&self, offset: u64, size: u64, what: &str) -> Result<&'a [u8], String> {
-        let end = end_of(offset, size, self.len(), what)?;
-        self.bytes
-            .get(offset as usize..end as usize)
-            .ok_or_else(|| past(what, end, self.len()))
+    #[inline]
+    fn slice(&self, offset: u64, size: u64, what: impl Describe) -> Result<&'a [u8], String> {
+        let bytes = self.bytes;
+        usize::try_from(offset)
+            .ok()
+            .zip(usize::try_from(size).ok())
+            .and_then(|(offset, size)| bytes.get(offset..)?.get(..size))
+            .ok_or_else(|| self.outside(offset, size, &what))
+    }
+
+    /// Why the `size` bytes at `offset` are not all in the image.
+    #[cold]
+    fn outside(&self, offset: u64, size: u64, what: &impl Describe) -> String {
+        match end_of(offset, size, self.len(), what) {
+            // Within the length but not addressable here (a 32-bit host): past it all the same.
+            Ok(end) => past(what, end, self.len()),
+            Err(why) => why,
+        }
     }
 }
 
 /// Where `size` bytes from `offset` end, if within `len`; else why not (an overflowing end
 /// is reported as past any length).
-fn end_of(offset: u64, size: u64, len: u64, what: &str) -> Result<u64, String> {
+fn end_of(offset: u64, size: u64, len: u64, what: &impl Describe) -> Result<u64, String> {
     match offset.checked_add(size) {
         Some(end) if end <= len => Ok(end),
         Some(end) => Err(past(what, end, len)),
         None => Err(format!(
-            "{what} ({size} bytes at byte {offset}) ends past the end of any image"
+            "{} ({size} bytes at byte {offset}) ends past the end of any image",
+            what.describe()
         )),
     }
 }
 
-fn past(what: &str, end: u64, len: u64) -> String {
-    format!("{what} ends at byte {end} of a {len}-byte image")
+fn past(what: &impl Describe, end: u64, len: u64) -> String {
+    format!(
+        "{} ends at byte {end} of a {len}-byte image",
+        what.describe()
+    )
 }
 
 #[cfg(test)]

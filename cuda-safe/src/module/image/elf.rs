@@ -11,7 +11,7 @@
 //! symbol indexes in range); the program header table (56-byte entries) and every segment's
 //! file bytes. All offset arithmetic is checked.
 
-use super::Fields;
+use super::{Describe, Fields};
 
 /// The first bytes of an ELF file.
 pub(super) const MAGIC: &[u8] = b"\x7fELF";
@@ -122,38 +122,57 @@ fn sections(fields: &Fields<'_>) -> Result<Vec<Section>, String> {
     let table = count
         .checked_mul(SECTION_HEADER_SIZE)
         .ok_or_else(|| format!("its section header table of {count} entries is too large"))?;
-    fields.slice(
-        offset,
-        table,
-        &format!("the section header table ({count} entries at byte {offset})"),
-    )?;
-    (0..count)
-        .map(|index| section(fields, offset + index * SECTION_HEADER_SIZE, index))
-        .collect()
+    fields.slice(offset, table, || {
+        format!("the section header table ({count} entries at byte {offset})")
+    })?;
+    // The table lies within the image, so `count` is bounded by its length.
+    let mut sections = Vec::with_capacity(usize::try_from(count).unwrap_or(0));
+    for index in 0..count {
+        sections.push(section(
+            fields,
+            offset + index * SECTION_HEADER_SIZE,
+            index,
+        )?);
+    }
+    Ok(sections)
 }
 
 fn section(fields: &Fields<'_>, at: u64, index: u64) -> Result<Section, String> {
-    let what = format!("section header {index}");
-    let field = |offset: u64| at.checked_add(offset).ok_or_else(|| what.clone());
+    let header: [u8; SECTION_HEADER_SIZE as usize] =
+        fields.array(at, || format!("section header {index}"))?;
+    let u32_at = |offset: usize| {
+        u32::from_le_bytes([
+            header[offset],
+            header[offset + 1],
+            header[offset + 2],
+            header[offset + 3],
+        ])
+    };
+    let u64_at = |offset: usize| u64::from(u32_at(offset)) | u64::from(u32_at(offset + 4)) << 32;
     Ok(Section {
-        name: fields.u32(field(0)?, &what)?,
-        kind: fields.u32(field(4)?, &what)?,
-        offset: fields.u64(field(24)?, &what)?,
-        size: fields.u64(field(32)?, &what)?,
-        link: fields.u32(field(40)?, &what)?,
-        info: fields.u32(field(44)?, &what)?,
-        entry_size: fields.u64(field(56)?, &what)?,
+        name: u32_at(0),
+        kind: u32_at(4),
+        offset: u64_at(24),
+        size: u64_at(32),
+        link: u32_at(40),
+        info: u32_at(44),
+        entry_size: u64_at(56),
     })
 }
 
 /// The section at `index`, or why there is none.
-fn linked<'s>(sections: &'s [Section], index: u64, by: &str) -> Result<&'s Section, String> {
+fn linked<'s>(
+    sections: &'s [Section],
+    index: u64,
+    by: impl Describe,
+) -> Result<&'s Section, String> {
     usize::try_from(index)
         .ok()
         .and_then(|index| sections.get(index))
         .ok_or_else(|| {
             format!(
-                "{by} names section {index}, past the {} sections",
+                "{} names section {index}, past the {} sections",
+                by.describe(),
                 sections.len()
             )
         })
@@ -162,7 +181,7 @@ fn linked<'s>(sections: &'s [Section], index: u64, by: &str) -> Result<&'s Secti
 fn check_sections(fields: &Fields<'_>, sections: &[Section]) -> Result<(), String> {
     for (index, section) in sections.iter().enumerate() {
         if section.kind != SHT_NOBITS {
-            fields.slice(section.offset, section.size, &format!("section {index}"))?;
+            fields.slice(section.offset, section.size, || format!("section {index}"))?;
         }
     }
     let names = match fields.u16(62, "e_shstrndx")? {
@@ -199,7 +218,7 @@ fn check_sections(fields: &Fields<'_>, sections: &[Section]) -> Result<(), Strin
 }
 
 fn check_strings(fields: &Fields<'_>, section: &Section, index: usize) -> Result<(), String> {
-    let bytes = fields.slice(section.offset, section.size, &format!("section {index}"))?;
+    let bytes = fields.slice(section.offset, section.size, || format!("section {index}"))?;
     match bytes.last() {
         None | Some(0) => Ok(()),
         Some(_) => Err(format!(
@@ -232,28 +251,31 @@ fn check_symbols(
     index: usize,
 ) -> Result<(), String> {
     let count = entries(section, index, SYMBOL_SIZE, "symbol table")?;
-    let by = format!("symbol table section {index}");
-    let strings = linked(sections, u64::from(section.link), &by)?;
+    let by = || format!("symbol table section {index}");
+    let strings = linked(sections, u64::from(section.link), by)?;
     if strings.kind != SHT_STRTAB {
         return Err(format!(
-            "{by} links to section {}, which is not a string table",
+            "{} links to section {}, which is not a string table",
+            by(),
             section.link
         ));
     }
     for symbol in 0..count {
         let at = section.offset + symbol * SYMBOL_SIZE;
-        let what = format!("symbol {symbol} of section {index}");
-        let name = fields.u32(at, &what)?;
+        let what = || format!("symbol {symbol} of section {index}");
+        let name = fields.u32(at, what)?;
         if name != 0 && u64::from(name) >= strings.size {
             return Err(format!(
-                "{what} is named at byte {name} of a {}-byte string table",
+                "{} is named at byte {name} of a {}-byte string table",
+                what(),
                 strings.size
             ));
         }
-        let home = fields.u16(at + 6, &what)?;
+        let home = fields.u16(at + 6, what)?;
         if home != 0 && home < SHN_LORESERVE && usize::from(home) >= sections.len() {
             return Err(format!(
-                "{what} is in section {home}, past the {} sections",
+                "{} is in section {home}, past the {} sections",
+                what(),
                 sections.len()
             ));
         }
@@ -269,25 +291,27 @@ fn check_relocations(
     entry: u64,
 ) -> Result<(), String> {
     let count = entries(section, index, entry, "relocation")?;
-    let by = format!("relocation section {index}");
-    let symbols = linked(sections, u64::from(section.link), &by)?;
-    linked(sections, u64::from(section.info), &by)?;
+    let by = || format!("relocation section {index}");
+    let symbols = linked(sections, u64::from(section.link), by)?;
+    linked(sections, u64::from(section.info), by)?;
     let symbol_count = match symbols.kind {
         SHT_SYMTAB | SHT_DYNSYM => symbols.size / SYMBOL_SIZE,
         _ => {
             return Err(format!(
-                "{by} links to section {}, which is not a symbol table",
+                "{} links to section {}, which is not a symbol table",
+                by(),
                 section.link
             ));
         }
     };
     for relocation in 0..count {
         let at = section.offset + relocation * entry;
-        let what = format!("relocation {relocation} of section {index}");
-        let symbol = fields.u64(at + 8, &what)? >> 32;
+        let what = || format!("relocation {relocation} of section {index}");
+        let symbol = fields.u64(at + 8, what)? >> 32;
         if symbol >= symbol_count {
             return Err(format!(
-                "{what} names symbol {symbol} of a table of {symbol_count}"
+                "{} names symbol {symbol} of a table of {symbol_count}",
+                what()
             ));
         }
     }
@@ -309,17 +333,15 @@ fn check_segments(fields: &Fields<'_>, first: Option<&Section>) -> Result<(), St
             "its program headers are {entry_size} bytes, not {PROGRAM_HEADER_SIZE}"
         ));
     }
-    fields.slice(
-        offset,
-        count * PROGRAM_HEADER_SIZE,
-        &format!("the program header table ({count} entries at byte {offset})"),
-    )?;
+    fields.slice(offset, count * PROGRAM_HEADER_SIZE, || {
+        format!("the program header table ({count} entries at byte {offset})")
+    })?;
     for segment in 0..count {
         let at = offset + segment * PROGRAM_HEADER_SIZE;
-        let what = format!("segment {segment}");
-        let file_offset = fields.u64(at + 8, &what)?;
-        let file_size = fields.u64(at + 32, &what)?;
-        fields.slice(file_offset, file_size, &what)?;
+        let what = || format!("segment {segment}");
+        let file_offset = fields.u64(at + 8, what)?;
+        let file_size = fields.u64(at + 32, what)?;
+        fields.slice(file_offset, file_size, what)?;
     }
     Ok(())
 }

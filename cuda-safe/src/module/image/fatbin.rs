@@ -80,11 +80,11 @@ fn check_parts(fields: &Fields<'_>, start: u64, end: u64) -> Result<(), String> 
     while at < end {
         let what = format!("part {index} (at byte {at})");
         within(at, PART_HEADER_SIZE, &format!("the header of {what}"))?;
-        let kind = fields.u16(at, &what)?;
-        let header_size = u64::from(fields.u32(at + 4, &what)?);
-        let payload_size = fields.u64(at + 8, &what)?;
-        let compressed_size = u64::from(fields.u32(at + 16, &what)?);
-        let flags = fields.u64(at + 40, &what)?;
+        let kind = fields.u16(at, what.as_str())?;
+        let header_size = u64::from(fields.u32(at + 4, what.as_str())?);
+        let payload_size = fields.u64(at + 8, what.as_str())?;
+        let compressed_size = u64::from(fields.u32(at + 16, what.as_str())?);
+        let flags = fields.u64(at + 40, what.as_str())?;
         if header_size < PART_HEADER_SIZE {
             return Err(format!(
                 "{what} has a {header_size}-byte header, less than {PART_HEADER_SIZE}"
@@ -100,7 +100,7 @@ fn check_parts(fields: &Fields<'_>, start: u64, end: u64) -> Result<(), String> 
         }
         if kind == KIND_ELF && !compressed {
             // The ELF file may be followed by padding within its payload.
-            let payload = fields.slice(payload_at, payload_size, &what)?;
+            let payload = fields.slice(payload_at, payload_size, what.as_str())?;
             elf::check(payload).map_err(|problem| format!("the CUBIN in {what}: {problem}"))?;
         }
         at = next;
