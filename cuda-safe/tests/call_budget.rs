@@ -1,6 +1,6 @@
 //! The driver-call budget of the hot paths, counted with the stub driver of `tests/stub`: after
 //! warm-up, each operation makes exactly the driver calls it wraps (a launch is
-//! `cuLaunchKernelEx` and nothing else), in a primary context and in a green context, and a
+//! `cuLaunchKernel` and nothing else), in a primary context and in a green context, and a
 //! `KernelCache` hit makes none. One more call creeping in fails the test. Prints every
 //! operation's calls.
 //!
@@ -115,7 +115,7 @@ fn measure(
     let rows = vec![
         row(
             "launch",
-            &["cuLaunchKernelEx"],
+            &["cuLaunchKernel"],
             // SAFETY: the stub's `twice` doubles the N floats `x` holds.
             calls(stub, || unsafe {
                 launch(&stream, &config, &kernel, (&mut x, N))

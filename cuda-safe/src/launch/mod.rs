@@ -68,7 +68,9 @@ fn check_args(
     Ok(())
 }
 
-/// Launches `kernel` on `stream` with `config` and `args` (`cuLaunchKernelEx`).
+/// Launches `kernel` on `stream` with `config` and `args`: one `cuLaunchKernel`, or one
+/// `cuLaunchKernelEx` when the configuration has launch attributes (a cluster, a cooperative
+/// launch).
 ///
 /// The configuration is checked against the stream's device and the arguments against the
 /// kernel's parameter list before anything reaches the driver; the launch itself is queued.
@@ -104,7 +106,7 @@ fn check_args(
 /// - the kernel's code stays loaded until the launch completes: keep the [`Kernel`] (or its
 ///   [`ObjectCode`](crate::ObjectCode)) alive, or synchronize the stream before dropping the
 ///   last handle.
-#[doc(alias = "cuLaunchKernelEx")]
+#[doc(alias = "cuLaunchKernel", alias = "cuLaunchKernelEx")]
 #[inline]
 pub unsafe fn launch<A: KernelArgs>(
     stream: &Stream,
@@ -125,6 +127,35 @@ pub unsafe fn launch<A: KernelArgs>(
     };
     let launched = args.with_params(|pointers, sizes, names| {
         check_args(kernel, stream, sizes, names)?;
+        let parameters = if pointers.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            pointers.as_mut_ptr()
+        };
+        if config.cluster.is_none() && !config.cooperative {
+            // SAFETY: one pointer per parameter, each to a value of the parameter's size
+            // (checked when the driver says), alive on this stack frame; a `CUkernel` is a
+            // valid `CUfunction` for `cuLaunchKernel` and launches in the stream's context.
+            // What the kernel does with its arguments is the caller's promise.
+            return unsafe {
+                cu!(
+                    kernel.driver(),
+                    cuLaunchKernel(
+                        kernel.as_raw() as CUfunction,
+                        config.grid.x,
+                        config.grid.y,
+                        config.grid.z,
+                        config.block.x,
+                        config.block.y,
+                        config.block.z,
+                        config.shared_mem,
+                        stream.as_raw(),
+                        parameters,
+                        std::ptr::null_mut(),
+                    )
+                )
+            };
+        }
         let mut attributes = [CUlaunchAttribute::default(); 2];
         let mut count = 0;
         if let Some(cluster) = config.cluster {
@@ -151,15 +182,7 @@ pub unsafe fn launch<A: KernelArgs>(
             attrs: attributes.as_mut_ptr(),
             numAttrs: count as u32,
         };
-        let parameters = if pointers.is_empty() {
-            std::ptr::null_mut()
-        } else {
-            pointers.as_mut_ptr()
-        };
-        // SAFETY: the configuration and attributes live on this stack frame; one pointer per
-        // parameter, each to a value of the parameter's size (checked when the driver says);
-        // the kernel is context-independent and launches in the stream's context. What the
-        // kernel does with its arguments is the caller's promise.
+        // SAFETY: as above; the configuration and attributes live on this stack frame.
         unsafe {
             cu!(
                 kernel.driver(),

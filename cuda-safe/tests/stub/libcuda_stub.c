@@ -1351,13 +1351,10 @@ struct launch_config {
     unsigned attribute_count;
 };
 
-CUresult cuLaunchKernelEx(const struct launch_config *config, struct kernel *function,
-                          void **params, void **extra) {
-    DRIVER("cuLaunchKernelEx");
-    if (config == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (stream_context(config->stream, "cuLaunchKernelEx") == NULL ||
-        !valid_kernel(function, "cuLaunchKernelEx"))
+/* One launch, whichever entry point it came through (`api`, for misuse reports). */
+static CUresult launch(const char *api, const struct launch_config *config,
+                       struct kernel *function, void **params, void **extra) {
+    if (stream_context(config->stream, api) == NULL || !valid_kernel(function, api))
         return CUDA_ERROR_INVALID_HANDLE;
     const unsigned block_limit[3] = {1024, 1024, 64};
     unsigned long long threads = 1;
@@ -1376,12 +1373,29 @@ CUresult cuLaunchKernelEx(const struct launch_config *config, struct kernel *fun
         memcpy(&x, params[0], sizeof x);
         memcpy(&n, params[1], sizeof n);
         if (n > 0)
-            CHECK(check_range(x, n * sizeof(float), 0, "cuLaunchKernelEx (twice)"));
+            CHECK(check_range(x, n * sizeof(float), 0, api));
         float *values = (float *)(uintptr_t)x;
         for (size_t i = 0; i < n; i++)
             values[i] *= 2.0f;
     }
     return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchKernelEx(const struct launch_config *config, struct kernel *function,
+                          void **params, void **extra) {
+    DRIVER("cuLaunchKernelEx");
+    if (config == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    return launch("cuLaunchKernelEx", config, function, params, extra);
+}
+
+CUresult cuLaunchKernel(struct kernel *function, unsigned grid_x, unsigned grid_y,
+                        unsigned grid_z, unsigned block_x, unsigned block_y, unsigned block_z,
+                        unsigned shared, void *stream, void **params, void **extra) {
+    DRIVER("cuLaunchKernel");
+    const struct launch_config config = {
+        {grid_x, grid_y, grid_z}, {block_x, block_y, block_z}, shared, stream, NULL, 0};
+    return launch("cuLaunchKernel", &config, function, params, extra);
 }
 
 /* ---- Green contexts. ---- */

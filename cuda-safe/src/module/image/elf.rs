@@ -161,11 +161,7 @@ fn section(fields: &Fields<'_>, at: u64, index: u64) -> Result<Section, String> 
 }
 
 /// The section at `index`, or why there is none.
-fn linked<'s>(
-    sections: &'s [Section],
-    index: u64,
-    by: impl Describe,
-) -> Result<&'s Section, String> {
+fn linked(sections: &[Section], index: u64, by: impl Describe) -> Result<&Section, String> {
     usize::try_from(index)
         .ok()
         .and_then(|index| sections.get(index))
