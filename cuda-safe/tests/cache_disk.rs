@@ -6,7 +6,8 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use cuda_safe::cache::{
-    CacheKey, CodeKind, CompiledCode, FileStreamProgramCache, ProgramCache, STALE_TEMP_AGE,
+    CacheKey, CodeKind, CompiledCode, FileStreamProgramCache, ProgramCache, RECENCY_GRANULARITY,
+    STALE_TEMP_AGE,
 };
 use tempfile::TempDir;
 
@@ -219,6 +220,14 @@ fn the_least_recently_used_file_is_evicted_first() {
     let cache = cache.with_max_bytes(3 * size);
     for n in 1..=3 {
         cache.put(&key(n), &program(n, 100)).unwrap();
+        // Written longer ago than a hit leaves alone, oldest first.
+        let written = SystemTime::now() - RECENCY_GRANULARITY * (10 - n as u32);
+        fs::File::options()
+            .append(true)
+            .open(cache.entry_path(&key(n)))
+            .unwrap()
+            .set_modified(written)
+            .unwrap();
     }
     assert!(cache.get(&key(1)).unwrap().is_some());
     cache.put(&key(4), &program(4, 100)).unwrap();
@@ -231,6 +240,12 @@ fn the_least_recently_used_file_is_evicted_first() {
         (3, 3 * size, 1)
     );
     assert_eq!(cache.get(&key(2)).unwrap(), None);
+
+    // A hit on an entry used within the granularity writes nothing.
+    let path = cache.entry_path(&key(1));
+    let before = fs::metadata(&path).unwrap().modified().unwrap();
+    assert!(cache.get(&key(1)).unwrap().is_some());
+    assert_eq!(fs::metadata(&path).unwrap().modified().unwrap(), before);
 }
 
 #[test]

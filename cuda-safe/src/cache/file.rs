@@ -24,6 +24,11 @@ use crate::error::Result;
 /// A live writer's file is younger, so it is never removed under the writer.
 pub const STALE_TEMP_AGE: Duration = Duration::from_secs(5 * 60);
 
+/// How stale a hit entry's recency stamp (its modification time) may be before the hit
+/// refreshes it: within this, hits cost no write, and least-recently-used eviction cannot tell
+/// entries apart.
+pub const RECENCY_GRANULARITY: Duration = Duration::from_secs(60);
+
 /// The largest entry file the cache writes or reads: 1 GiB. A `put` of a larger program is
 /// not stored (counted in [`CacheStats::rejected`]); a larger file at an entry's place is
 /// refused from its size, before anything of it is read.
@@ -45,8 +50,8 @@ pub const MAX_ENTRY_BYTES: u64 = 1 << 30;
 /// - A `put` writes a temp file in `<root>/tmp/`, fsyncs it, and renames it over the entry, so
 ///   readers see the old entry or the new one, never a mix. Files are created `0600`.
 /// - With a byte cap ([`with_max_bytes`](Self::with_max_bytes)), each `put` then removes the
-///   least recently used entries (a hit refreshes the file's modification time) until the
-///   entry files and the temp files fit, never the entry it just wrote. An entry is removed
+///   least recently used entries (a hit refreshes the file's modification time once it is
+///   older than [`RECENCY_GRANULARITY`]) until the entry files and the temp files fit, never the entry it just wrote. An entry is removed
 ///   only if it is still the file the scan saw: one another process has since replaced or read
 ///   is left in place. While several processes write at once the directory may exceed the cap
 ///   by about one entry per writer, until the next `put`. When the disk is full, a capped
@@ -258,37 +263,43 @@ impl FileStreamProgramCache {
         {
             return self.discard(path, id);
         }
-        let mut header = [0u8; HEADER_LEN];
-        if let Err(error) = file.read_exact(&mut header) {
-            return match error.kind() {
-                io::ErrorKind::UnexpectedEof => self.discard(path, id),
-                _ => unreadable(path, &error),
-            };
-        }
-        let Ok(payload_len) = format::payload_len(key, &header) else {
-            return self.discard(path, id);
-        };
-        // The stated length must account for the file's size exactly, which bounds the read.
-        let Some(file_len) = payload_len
-            .checked_add(HEADER_LEN as u64)
-            .filter(|&stated| stated == len)
-            .and_then(|stated| usize::try_from(stated).ok())
-        else {
-            return self.discard(path, id);
+        // The whole file in one read: its size, from `fstat`, bounds the buffer.
+        let Ok(file_len) = usize::try_from(len) else {
+            return None;
         };
         let mut bytes = Vec::new();
         if bytes.try_reserve_exact(file_len).is_err() {
             // A sound entry too large to hold in memory now: a miss, and left in place.
             return None;
         }
-        bytes.extend_from_slice(&header);
-        if let Err(error) = (&mut file).take(payload_len).read_to_end(&mut bytes) {
-            return unreadable(path, &error);
+        bytes.resize(file_len, 0);
+        if let Err(error) = file.read_exact(&mut bytes) {
+            return match error.kind() {
+                io::ErrorKind::UnexpectedEof => self.discard(path, id),
+                _ => unreadable(path, &error),
+            };
+        }
+        // The stated payload length must account for the file's size exactly.
+        let header: &[u8; HEADER_LEN] = bytes.first_chunk()?;
+        let sized = format::payload_len(key, header)
+            .ok()
+            .and_then(|payload| payload.checked_add(HEADER_LEN as u64))
+            == Some(len);
+        if !sized {
+            return self.discard(path, id);
         }
         match format::decode(key, &bytes) {
             Ok(program) => {
-                // Best effort: a file that cannot be touched is only evicted a little early.
-                let _ = file.set_modified(recency_stamp());
+                if metadata
+                    .modified()
+                    .ok()
+                    .and_then(|modified| modified.elapsed().ok())
+                    .is_none_or(|age| age >= RECENCY_GRANULARITY)
+                {
+                    // Best effort: a file that cannot be touched is only evicted a little
+                    // early.
+                    let _ = file.set_modified(recency_stamp());
+                }
                 Some(program)
             }
             Err(_) => self.discard(path, id),

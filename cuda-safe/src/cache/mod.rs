@@ -60,7 +60,9 @@ mod temp;
 mod tiered;
 
 pub use crate::code::{CodeKind, CompiledCode};
-pub use file::{EntryInfo, FileStreamProgramCache, MAX_ENTRY_BYTES, STALE_TEMP_AGE};
+pub use file::{
+    EntryInfo, FileStreamProgramCache, MAX_ENTRY_BYTES, RECENCY_GRANULARITY, STALE_TEMP_AGE,
+};
 pub use key::{CacheKey, CacheKeyBuilder, KEY_SCHEMA_VERSION};
 pub use memory::InMemoryProgramCache;
 pub use stats::CacheStats;
