@@ -45,6 +45,7 @@ pub use nvrtc_sys;
 
 // Ground: no driver object, used by everything above.
 mod abi;
+mod callback;
 mod code;
 mod driver;
 mod error;

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 const FLOORS: &[(&str, u32)] = &[
     // Ground: no driver object.
     ("abi", 0),
+    ("callback", 0),
     ("code", 0),
     ("driver", 0),
     ("error", 0),
