@@ -326,7 +326,15 @@ fn buffer_views_are_checked_against_the_buffer() {
 /// Queues `spin` for `ms` milliseconds on `stream` (one block: it holds the stream, not the GPU).
 fn spin_on(setup: &Setup, stream: &Stream, ms: u64) {
     // SAFETY: spin reads the clock and touches no memory.
-    unsafe { launch(stream, &LaunchConfig::new(1, 1), &setup.spin, (ms * 1_000_000,)) }.unwrap();
+    unsafe {
+        launch(
+            stream,
+            &LaunchConfig::new(1, 1),
+            &setup.spin,
+            (ms * 1_000_000,),
+        )
+    }
+    .unwrap();
 }
 
 /// DLPack's stream rule, both ways: the consumer's stream waits for the producer's queued work
@@ -348,8 +356,8 @@ fn dlpack_export_is_ordered_on_the_consumer_stream() {
 
     // The producer is still busy at export: the consumer's work must wait for it.
     spin_on(&setup, buffer.stream(), 200);
-    let view = StridedMemoryView::from_buffer(buffer, &[n as i64], Layout::C, DLDataType::F32)
-        .unwrap();
+    let view =
+        StridedMemoryView::from_buffer(buffer, &[n as i64], Layout::C, DLDataType::F32).unwrap();
     let exported = view.into_dlpack_versioned(Some(&consumer)).unwrap();
     let consumer_start = marker(&consumer);
     assert!(
@@ -381,7 +389,10 @@ fn dlpack_export_is_ordered_on_the_consumer_stream() {
     unsafe { ((*exported).deleter.unwrap())(exported) };
     let unordered = marker(&setup.stream);
     unordered.sync().unwrap();
-    assert!(!consumer.query().unwrap(), "the consumer's spin is still running");
+    assert!(
+        !consumer.query().unwrap(),
+        "the consumer's spin is still running"
+    );
     consumer.sync().unwrap();
 }
 
