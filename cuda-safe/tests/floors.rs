@@ -28,6 +28,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("ordering", 2),
     ("stream", 2),
     // What runs on the core.
+    ("graph", 3),
     ("green", 3),
     ("kernel", 3),
     ("launch", 3),
