@@ -22,7 +22,7 @@ use crate::launch::{Keep, KernelArgs, LaunchConfig, check_args};
 use crate::memory::{Buffer, FillPlan, fill_plan};
 use crate::sys::{
     CUDA_HOST_NODE_PARAMS, CUDA_KERNEL_NODE_PARAMS, CUDA_MEM_ALLOC_NODE_PARAMS, CUDA_MEMCPY3D,
-    CUDA_MEMSET_NODE_PARAMS, CUdeviceptr, CUgraphNode, CUmemAllocationHandleType,
+    CUDA_MEMSET_NODE_PARAMS, CUdeviceptr, CUfunction, CUgraphNode, CUmemAllocationHandleType,
     CUmemAllocationType, CUmemPoolProps, CUmemorytype,
 };
 
@@ -46,17 +46,32 @@ pub(super) fn plain_config(config: &LaunchConfig) -> Result<()> {
     Ok(())
 }
 
-/// The driver's description of a launch of `kernel` in `context` with `config`, reading its
-/// arguments through `pointers` (which must outlive the call it is passed to).
+/// The function `kernel` is in `context` (`cuKernelGetFunction`, with `context` made current):
+/// what a kernel node names, resolved once per node.
+#[doc(alias = "cuKernelGetFunction")]
+pub(super) fn function_in(kernel: &Kernel, context: &Context) -> Result<CUfunction> {
+    let _current = context.scoped()?;
+    let mut function: CUfunction = std::ptr::null_mut();
+    // SAFETY: a loaded kernel (kept by `kernel`) and a valid out-pointer; `context` is current.
+    unsafe {
+        cu!(
+            kernel.driver(),
+            cuKernelGetFunction(&mut function, kernel.as_raw())
+        )
+    }?;
+    Ok(function)
+}
+
+/// The driver's description of a launch of `function` with `config`, reading its arguments
+/// through `pointers` (which must outlive the call it is passed to).
 #[inline(always)]
 pub(super) fn kernel_params(
-    kernel: &Kernel,
-    context: &Context,
+    function: CUfunction,
     config: &LaunchConfig,
     pointers: &mut [*mut c_void],
 ) -> CUDA_KERNEL_NODE_PARAMS {
     CUDA_KERNEL_NODE_PARAMS {
-        func: std::ptr::null_mut(),
+        func: function,
         gridDimX: config.grid.x,
         gridDimY: config.grid.y,
         gridDimZ: config.grid.z,
@@ -70,9 +85,9 @@ pub(super) fn kernel_params(
             pointers.as_mut_ptr()
         },
         extra: std::ptr::null_mut(),
-        // With `func` null, the driver runs `kern` in `ctx`.
-        kern: kernel.as_raw(),
-        ctx: context.as_raw(),
+        // Unused when `func` is set.
+        kern: std::ptr::null_mut(),
+        ctx: std::ptr::null_mut(),
     }
 }
 
@@ -158,12 +173,13 @@ impl Graph {
         config.validate(self.context.launch_limits()?)?;
         let context = &self.context;
         args.with_params(|_, sizes, names| check_args(kernel, context, sizes, names))?;
+        let function = function_in(kernel, context)?;
         let mut keep: Vec<Keep> = vec![Box::new(kernel.clone())];
         args.keep_alive(&mut keep);
         self.keep(keep)?;
-        let (graph, driver, context) = (self.as_raw(), self.driver(), &self.context);
+        let (graph, driver) = (self.as_raw(), self.driver());
         let raw = args.with_params(|pointers, _, _| -> Result<CUgraphNode> {
-            let params = kernel_params(kernel, context, config, pointers);
+            let params = kernel_params(function, config, pointers);
             let mut node: CUgraphNode = std::ptr::null_mut();
             // SAFETY: the description and the argument values it points to live on this
             // stack frame (the driver copies them); the dependencies are nodes of this graph;
@@ -186,6 +202,7 @@ impl Graph {
             node: self.node(raw),
             kernel: kernel.clone(),
             config: *config,
+            function,
         })
     }
 

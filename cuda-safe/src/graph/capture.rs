@@ -30,7 +30,7 @@
 
 use std::fmt;
 
-use super::build::plain_config;
+use super::build::{function_in, plain_config};
 use super::{Graph, KernelNode, Node, keep, next_id};
 use crate::abi;
 use crate::error::{Error, Result, cu};
@@ -221,6 +221,7 @@ impl Capture {
         args: A,
     ) -> Result<KernelNode> {
         plain_config(config)?;
+        let function = function_in(kernel, self.stream.context())?;
         let mut keep: Vec<Keep> = vec![Box::new(kernel.clone())];
         args.keep_alive(&mut keep);
         // SAFETY: the caller's promise, as for `launch`.
@@ -253,6 +254,7 @@ impl Capture {
             },
             kernel: kernel.clone(),
             config: *config,
+            function,
         })
     }
 

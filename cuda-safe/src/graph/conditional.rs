@@ -101,9 +101,9 @@ fn requirement(
 
 impl Graph {
     /// A new condition for this graph's conditional nodes (`cuGraphConditionalHandleCreate`).
-    /// With `default`, every replay starts with that value; without, the value is whatever a
-    /// kernel last set (0 at first). Each handle must be used by one conditional node of this
-    /// graph, or instantiation fails.
+    /// With `default`, every replay starts with that value; without, a kernel must set it
+    /// before the node tests it (it keeps what was last set). Each handle must be used by one
+    /// conditional node of this graph, or instantiation fails.
     ///
     /// # Errors
     ///
@@ -257,7 +257,7 @@ impl Graph {
     }
 
     /// Copies each of `bodies` into the body graph the driver made for it (`out[i]`), as one
-    /// child node; an empty body stays empty.
+    /// child node; an empty body gets one empty node.
     fn fill_bodies(&self, out: *mut CUgraph, bodies: &[&Graph]) -> Result<()> {
         if out.is_null() {
             return Err(Error::unexpected(
@@ -268,10 +268,17 @@ impl Graph {
         // SAFETY: the driver's array of one body graph per body, owned by the node.
         let targets = unsafe { std::slice::from_raw_parts(out, bodies.len()) };
         for (&target, body) in targets.iter().zip(bodies) {
+            let mut child: CUgraphNode = std::ptr::null_mut();
             if body.nodes()?.is_empty() {
+                // SAFETY: the node's body graph; valid out-pointer.
+                unsafe {
+                    cu!(
+                        self.driver(),
+                        cuGraphAddEmptyNode(&mut child, target, std::ptr::null(), 0)
+                    )
+                }?;
                 continue;
             }
-            let mut child: CUgraphNode = std::ptr::null_mut();
             // SAFETY: the node's body graph and the caller's body are valid; the driver copies
             // the body.
             unsafe {

@@ -243,7 +243,7 @@ impl GraphExec {
         let (exec, driver, context) = (self.handle.raw, self.handle.driver, &self.graph.context);
         args.with_params(|pointers, sizes, names| {
             check_args(&node.kernel, context, sizes, names)?;
-            let params = kernel_params(&node.kernel, context, &node.config, pointers);
+            let params = kernel_params(node.function, &node.config, pointers);
             // SAFETY: the description and the values it points to live on this stack frame
             // (the driver copies them); a kernel node of the graph this executable was made
             // from; what the kernel does with the arguments is the caller's promise.

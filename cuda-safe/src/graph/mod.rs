@@ -76,7 +76,9 @@ use crate::error::{Error, Result, cu};
 use crate::handle::{Owned, Release};
 use crate::kernel::Kernel;
 use crate::launch::{Keep, LaunchConfig};
-use crate::sys::{CUdeviceptr, CUgraph, CUgraphNode, CUgraphNodeType, CUuserObject, Driver};
+use crate::sys::{
+    CUdeviceptr, CUfunction, CUgraph, CUgraphNode, CUgraphNodeType, CUuserObject, Driver,
+};
 
 /// The id of the next graph (or capture): node handles carry their graph's id, so a node is
 /// never used in another graph.
@@ -124,7 +126,15 @@ pub struct KernelNode {
     node: Node,
     kernel: Kernel,
     config: LaunchConfig,
+    /// The kernel's function in the graph's context, resolved when the node was named.
+    function: CUfunction,
 }
+
+// SAFETY: the function handle is immutable and valid while `kernel` keeps its code loaded;
+// the driver accepts it from any thread.
+unsafe impl Send for KernelNode {}
+// SAFETY: as above; nothing in the node changes after it is made.
+unsafe impl Sync for KernelNode {}
 
 impl KernelNode {
     /// The node, to name it as a dependency.
@@ -313,6 +323,7 @@ impl Graph {
     ) -> Result<KernelNode> {
         let raw = self.raw_node(node)?;
         build::plain_config(config)?;
+        let function = build::function_in(kernel, &self.context)?;
         let mut kind = CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY;
         // SAFETY: a node of this live graph; valid out-pointer.
         unsafe { cu!(self.driver(), cuGraphNodeGetType(raw, &mut kind)) }?;
@@ -326,6 +337,7 @@ impl Graph {
             node,
             kernel: kernel.clone(),
             config: *config,
+            function,
         })
     }
 

@@ -28,8 +28,8 @@ mod resource;
 mod slice;
 
 pub use buffer::Buffer;
-pub(crate) use fill::{FillPlan, plan as fill_plan};
 pub use device_pool::{DeviceMemoryResource, PoolOptions};
+pub(crate) use fill::{FillPlan, plan as fill_plan};
 pub use host::{ManagedMemoryResource, PinnedMemoryResource};
 pub use resource::MemoryResource;
 pub use slice::{DeviceSlice, DeviceSliceMut};
