@@ -5,25 +5,32 @@ use std::path::Path;
 
 use super::files::make_executable;
 
-/// The C program that measures the driver-API floor, relative to the workspace root.
-const DRIVER_FLOOR_SRC: &str = "../shared/bench/driver_floor.c";
+/// Where the shared C floors live, relative to the workspace root.
+const SHARED_BENCH_DIR: &str = "../shared/bench";
 
-/// Copies the C driver-API floor into `bench/` of the bundle (writable, whatever the source's
-/// mode), or warns when it is missing.
-pub(super) fn copy_driver_floor(root: &Path, out: &Path) -> Result<(), String> {
-    let src = root.join(DRIVER_FLOOR_SRC);
-    if !src.is_file() {
-        eprintln!(
-            "gpu-bundle: warning: {} not found; the bundle has no driver floor",
-            src.display()
-        );
-        return Ok(());
+/// The shared C programs that measure the driver-API floors: `driver_floor.c` (compile, load,
+/// launch, memory) and `graph_floor.c` (graphs and host callbacks).
+const SHARED_FLOORS: &[&str] = &["driver_floor.c", "graph_floor.c"];
+
+/// Copies each shared C floor into `bench/` of the bundle (writable, whatever the source's
+/// mode), or warns for each one missing.
+pub(super) fn copy_shared_floors(root: &Path, out: &Path) -> Result<(), String> {
+    for name in SHARED_FLOORS {
+        let src = root.join(SHARED_BENCH_DIR).join(name);
+        if !src.is_file() {
+            eprintln!(
+                "gpu-bundle: warning: {} not found; the bundle lacks that floor",
+                src.display()
+            );
+            continue;
+        }
+        let dir = out.join("bench");
+        fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        let dest = dir.join(name);
+        let text = fs::read(&src).map_err(|e| format!("reading {}: {e}", src.display()))?;
+        fs::write(&dest, text).map_err(|e| format!("writing {}: {e}", dest.display()))?;
     }
-    let dir = out.join("bench");
-    fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    let dest = dir.join("driver_floor.c");
-    let text = fs::read(&src).map_err(|e| format!("reading {}: {e}", src.display()))?;
-    fs::write(&dest, text).map_err(|e| format!("writing {}: {e}", dest.display()))
+    Ok(())
 }
 
 /// Copies the repository's own `bench/` files (C floors, benchmark scripts) into `bench/` of
@@ -65,13 +72,16 @@ mod tests {
         fs::write(root.join("bench/run_it.sh"), "true").expect("write");
         fs::create_dir_all(dir.join("shared/bench")).expect("mkdir");
         fs::write(dir.join("shared/bench/driver_floor.c"), "floor").expect("write");
+        fs::write(dir.join("shared/bench/graph_floor.c"), "graphs").expect("write");
+        fs::write(dir.join("shared/bench/other_floor.c"), "not listed").expect("write");
         let out = dir.join("out");
-        copy_driver_floor(&root, &out).expect("floor copied");
+        copy_shared_floors(&root, &out).expect("floors copied");
         copy_bench_sources(&root, &out).expect("bench copied");
         assert_eq!(
             list_files(&out),
             Ok(vec![
                 ("bench/driver_floor.c".to_owned(), 5),
+                ("bench/graph_floor.c".to_owned(), 6),
                 ("bench/nvml_floor.c".to_owned(), 9),
                 ("bench/run_it.sh".to_owned(), 4)
             ])
@@ -97,7 +107,7 @@ mod tests {
         let root = dir.join("ws");
         fs::create_dir_all(&root).expect("mkdir");
         let out = dir.join("out");
-        copy_driver_floor(&root, &out).expect("a missing floor only warns");
+        copy_shared_floors(&root, &out).expect("a missing floor only warns");
         copy_bench_sources(&root, &out).expect("a missing bench/ is skipped");
         assert!(!out.exists());
         fs::remove_dir_all(&dir).expect("cleanup");

@@ -6,7 +6,7 @@
 //! gpu-bundle/
 //!   run.sh                                  runs everything, writes run.log and summary.txt
 //!   MANIFEST.txt                            git commit, dirty count, every file and its size
-//!   bench/driver_floor.c                    the C driver-API floor (from ../shared/bench/)
+//!   bench/driver_floor.c, graph_floor.c     the C driver-API floors (from ../shared/bench/)
 //!   bench/*.c                               the repository's own C floors (nvml_floor.c, ...)
 //!   cuda-12/{tests,examples,benches}/NAME   executables built with the default features
 //!   cuda-13/{tests,examples,benches}/NAME   built with --no-default-features --features cuda-13
@@ -74,7 +74,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         interop::build_interop(&root, &cargo, abi, &out)?;
     }
     interop::copy_interop_scripts(&root, &out)?;
-    bench::copy_driver_floor(&root, &out)?;
+    bench::copy_shared_floors(&root, &out)?;
     bench::copy_bench_sources(&root, &out)?;
     manifest::write_manifest(&root, &out)?;
 
