@@ -60,6 +60,7 @@ mod conditional;
 mod dot;
 mod exec;
 mod keep;
+mod memory;
 
 pub use capture::{Capture, CaptureMode, CaptureStatus};
 pub use conditional::ConditionalHandle;
