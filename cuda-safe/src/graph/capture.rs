@@ -221,7 +221,6 @@ impl Capture {
         args: A,
     ) -> Result<KernelNode> {
         plain_config(config)?;
-        let function = function_in(kernel, self.stream.context())?;
         let mut keep: Vec<Keep> = vec![Box::new(kernel.clone())];
         args.keep_alive(&mut keep);
         // SAFETY: the caller's promise, as for `launch`.
@@ -247,6 +246,8 @@ impl Capture {
         };
         let object = keep::retain(driver, info.graph, keep)?;
         self.retained.push(object);
+        // After the launch, which loaded the kernel into the context if it was not yet.
+        let function = function_in(kernel, self.stream.context())?;
         Ok(KernelNode {
             node: Node {
                 raw: node,
