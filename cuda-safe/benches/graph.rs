@@ -131,7 +131,12 @@ fn run() -> Result<bool> {
     stream.sync()?;
 
     // Update one kernel node's arguments in place (the first node: v = 2, then back).
-    let first = exec.graph().nodes()?[0];
+    let first = exec
+        .graph()
+        .nodes()?
+        .first()
+        .copied()
+        .ok_or_else(|| cuda_safe::Error::invalid_argument("the captured graph has no node"))?;
     let node = exec.graph().kernel_node(first, &add, &one)?;
     for (rep, time) in times.iter_mut().enumerate() {
         let value = if rep % 2 == 1 { 1i32 } else { 2 };
