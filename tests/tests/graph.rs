@@ -541,26 +541,33 @@ fn capture_modes_forbid_unsafe_calls_where_documented() {
         (CaptureMode::Relaxed, true, true),
     ];
     for (mode, here, elsewhere) in expectations {
-        // SAFETY: nothing is recorded.
-        let capture = unsafe { Capture::begin(&setup.stream, mode) }.unwrap();
-        let (local, other) = (
-            raw_alloc(&setup.context),
-            raw_alloc_elsewhere(&setup.context),
-        );
-        println!("{mode:?}: here {local:?}, elsewhere {other:?}");
-        assert_eq!(local.is_ok(), here, "{mode:?} here");
-        assert_eq!(other.is_ok(), elsewhere, "{mode:?} elsewhere");
-        for refused in [local, other].into_iter().filter_map(Result::err) {
-            assert!(is_capture_code(refused), "{mode:?}: {}", refused.0);
+        // One capture per call: a refused call invalidates the capture it would touch.
+        for (on_this_thread, allowed) in [(true, here), (false, elsewhere)] {
+            // SAFETY: nothing is recorded.
+            let capture = unsafe { Capture::begin(&setup.stream, mode) }.unwrap();
+            let outcome = if on_this_thread {
+                raw_alloc(&setup.context)
+            } else {
+                raw_alloc_elsewhere(&setup.context)
+            };
+            println!("{mode:?}, on this thread: {on_this_thread}: {outcome:?}");
+            assert_eq!(
+                outcome.is_ok(),
+                allowed,
+                "{mode:?}, on this thread: {on_this_thread}"
+            );
+            if let Err(code) = outcome {
+                assert!(is_capture_code(code), "{mode:?}: {}", code.0);
+            }
+            match capture.end() {
+                Ok(graph) => assert!(graph.nodes().unwrap().is_empty()),
+                Err(error) => assert!(error.is_capture_error(), "{error}"),
+            }
+            assert_eq!(
+                Capture::status_of(&setup.stream).unwrap(),
+                CaptureStatus::Idle
+            );
         }
-        match capture.end() {
-            Ok(graph) => assert!(graph.nodes().unwrap().is_empty()),
-            Err(error) => assert!(error.is_capture_error(), "{error}"),
-        }
-        assert_eq!(
-            Capture::status_of(&setup.stream).unwrap(),
-            CaptureStatus::Idle
-        );
     }
 }
 
