@@ -14,7 +14,8 @@
 //!
 //! A stream also runs Rust closures on the host in its order ([`Stream::launch_host_func`]);
 //! a panic in one is caught and reported by the stream's next [`sync`](Stream::sync),
-//! [`query`](Stream::query) or `launch_host_func`.
+//! [`query`](Stream::query) or `launch_host_func` (the crate's own waits on the stream, in
+//! copies to the host or frees, leave it for those).
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -213,9 +214,16 @@ impl Stream {
     #[doc(alias = "cuStreamSynchronize")]
     #[inline]
     pub fn sync(&self) -> Result<()> {
-        // SAFETY: the stream is valid while `self` lives.
-        unsafe { cu!(self.inner.driver, cuStreamSynchronize(self.inner.raw)) }?;
+        self.drain()?;
         self.inner.panics.check()
+    }
+
+    /// Blocks until all work queued so far has finished, leaving a host function's panic for
+    /// the user's next call: the crate's own waits (a host view, a pinned buffer's free) use it.
+    #[inline]
+    pub(crate) fn drain(&self) -> Result<()> {
+        // SAFETY: the stream is valid while `self` lives.
+        unsafe { cu!(self.inner.driver, cuStreamSynchronize(self.inner.raw)) }
     }
 
     /// Whether all work queued so far has finished, without blocking.
