@@ -8,7 +8,8 @@
 use crate::error::{Error, Result, cu};
 use crate::nvml_sys::{self, Nvml, nvmlDevice_t};
 use crate::sys::{
-    CUdevResource, CUevent, CUmemLocation, CUmemLocationType, Driver, if_abi12, if_abi13,
+    CUdevResource, CUevent, CUgraph, CUgraphNode, CUgraphNodeParams, CUmemLocation,
+    CUmemLocationType, CUstream, CUstreamCaptureStatus, Driver, if_abi12, if_abi13,
 };
 
 /// The ABI the driver bindings were generated for (12 or 13).
@@ -165,6 +166,156 @@ pub(crate) fn checkpoint_restore(
     unsafe { cu!(driver, cuCheckpointProcessRestore(pid, &mut args)) }
 }
 
+/// `list` as the pointer a driver call takes for an array: null when empty.
+fn array_ptr<T>(list: &[T]) -> *const T {
+    if list.is_empty() {
+        std::ptr::null()
+    } else {
+        list.as_ptr()
+    }
+}
+
+/// Adds a node described by `params` to `graph`, after `dependencies`: `cuGraphAddNode` (CUDA
+/// 12.2) under 12, `cuGraphAddNode_v2` (12.3, which adds per-edge data; none is given) under
+/// 13, whose header names only that one.
+///
+/// # Safety
+///
+/// `graph` and every dependency must be valid (the dependencies nodes of `graph`), and
+/// `params` a node description valid for its type.
+pub(crate) unsafe fn graph_add_node(
+    driver: &'static Driver,
+    graph: CUgraph,
+    dependencies: &[CUgraphNode],
+    params: &mut CUgraphNodeParams,
+) -> Result<CUgraphNode> {
+    let mut node: CUgraphNode = std::ptr::null_mut();
+    let (deps, count) = (array_ptr(dependencies), dependencies.len());
+    let _ = (driver, graph, deps, count, &params);
+    if_abi12! {
+        // SAFETY: valid out-pointer; the rest is the caller's promise.
+        unsafe { cu!(driver, cuGraphAddNode(&mut node, graph, deps, count, params)) }?;
+    }
+    if_abi13! {
+        // SAFETY: as above; no edge data (null) means default edges.
+        unsafe {
+            cu!(
+                driver,
+                cuGraphAddNode_v2(&mut node, graph, deps, std::ptr::null(), count, params)
+            )
+        }?;
+    }
+    Ok(node)
+}
+
+/// Adds the edge `from -> to` to `graph`: `cuGraphAddDependencies` under 12,
+/// `cuGraphAddDependencies_v2` (12.3, with per-edge data; none is given) under 13.
+///
+/// # Safety
+///
+/// `graph` must be valid and both nodes belong to it.
+pub(crate) unsafe fn graph_add_dependency(
+    driver: &'static Driver,
+    graph: CUgraph,
+    from: CUgraphNode,
+    to: CUgraphNode,
+) -> Result<()> {
+    let _ = (driver, graph, from, to);
+    if_abi12! {
+        // SAFETY: one valid node on each side; the rest is the caller's promise.
+        unsafe { cu!(driver, cuGraphAddDependencies(graph, &from, &to, 1)) }?;
+    }
+    if_abi13! {
+        // SAFETY: as above; no edge data.
+        unsafe { cu!(driver, cuGraphAddDependencies_v2(graph, &from, &to, std::ptr::null(), 1)) }?;
+    }
+    Ok(())
+}
+
+/// What `cuStreamGetCaptureInfo` says of a stream.
+pub(crate) struct CaptureInfo {
+    /// Whether the stream captures.
+    pub(crate) status: CUstreamCaptureStatus,
+    /// The capture's id, unique in the process (0 when not capturing).
+    pub(crate) id: u64,
+    /// The graph being captured into (null when not capturing).
+    pub(crate) graph: CUgraph,
+    /// The nodes the stream's next captured work will depend on (the driver's array, valid
+    /// until the stream's next call).
+    dependencies: *const CUgraphNode,
+    count: usize,
+}
+
+impl CaptureInfo {
+    /// The nodes the stream's next captured work will depend on.
+    ///
+    /// # Safety
+    ///
+    /// No call may have been made on the stream since the query.
+    pub(crate) unsafe fn dependencies(&self) -> &[CUgraphNode] {
+        if self.dependencies.is_null() || self.count == 0 {
+            return &[];
+        }
+        // SAFETY: the driver's array of `count` nodes, valid until the stream's next call.
+        unsafe { std::slice::from_raw_parts(self.dependencies, self.count) }
+    }
+}
+
+/// A stream's capture status, capture id, graph and current dependencies:
+/// `cuStreamGetCaptureInfo_v2` (11.3) under 12, `cuStreamGetCaptureInfo_v3` (12.3, which adds
+/// edge data; none is asked for) under 13.
+///
+/// # Safety
+///
+/// `stream` must be valid.
+pub(crate) unsafe fn stream_capture_info(
+    driver: &'static Driver,
+    stream: CUstream,
+) -> Result<CaptureInfo> {
+    let mut info = CaptureInfo {
+        status: CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE,
+        id: 0,
+        graph: std::ptr::null_mut(),
+        dependencies: std::ptr::null(),
+        count: 0,
+    };
+    let _ = (driver, stream);
+    if_abi12! {
+        // SAFETY: every out-pointer is valid; the stream is the caller's promise.
+        unsafe {
+            cu!(
+                driver,
+                cuStreamGetCaptureInfo_v2(
+                    stream,
+                    &mut info.status,
+                    &mut info.id,
+                    &mut info.graph,
+                    &mut info.dependencies,
+                    &mut info.count,
+                )
+            )
+        }?;
+    }
+    if_abi13! {
+        // SAFETY: as above; no edge data is asked for (null).
+        unsafe {
+            cu!(
+                driver,
+                cuStreamGetCaptureInfo_v3(
+                    stream,
+                    &mut info.status,
+                    &mut info.id,
+                    &mut info.graph,
+                    &mut info.dependencies,
+                    std::ptr::null_mut(),
+                    &mut info.count,
+                )
+            )
+        }?;
+    }
+    Ok(info)
+}
+
 /// The GPU die temperature in degrees Celsius: `nvmlDeviceGetTemperature` under 12 (every CUDA
 /// 12 driver has it), `nvmlDeviceGetTemperatureV` under 13 (which replaces it).
 ///
@@ -245,6 +396,58 @@ mod tests {
         }
         let plain = checkpoint_restore(driver, 1, &[]).unwrap_err();
         assert!(plain.is_symbol_missing(), "{plain}");
+    }
+
+    /// The symbol a call failed to find (it never reached C).
+    fn missing_symbol(error: Error) -> &'static str {
+        match error {
+            Error::Load(crate::sys::LoadError::SymbolMissing { symbol, .. }) => symbol,
+            other => panic!("the call reached further than the symbol lookup: {other}"),
+        }
+    }
+
+    #[test]
+    fn graph_calls_use_each_abis_entry_points() {
+        let driver = driver_without_symbols();
+        let mut params = CUgraphNodeParams::default();
+        // SAFETY: the fake driver resolves no symbol, so nothing reaches C.
+        let add = unsafe { graph_add_node(driver, std::ptr::null_mut(), &[], &mut params) };
+        // SAFETY: as above.
+        let edge = unsafe {
+            graph_add_dependency(
+                driver,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        };
+        // SAFETY: as above.
+        let info = unsafe { stream_capture_info(driver, std::ptr::null_mut()) };
+        let symbols = [
+            missing_symbol(add.unwrap_err()),
+            missing_symbol(edge.unwrap_err()),
+            missing_symbol(info.err().expect("no driver")),
+        ];
+        if MAJOR < 13 {
+            assert_eq!(
+                symbols,
+                [
+                    "cuGraphAddNode",
+                    "cuGraphAddDependencies",
+                    "cuStreamGetCaptureInfo_v2"
+                ]
+            );
+        } else {
+            assert_eq!(
+                symbols,
+                [
+                    "cuGraphAddNode_v2",
+                    "cuGraphAddDependencies_v2",
+                    "cuStreamGetCaptureInfo_v3"
+                ]
+            );
+        }
+        assert_eq!(array_ptr::<u8>(&[]), std::ptr::null());
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::fmt;
 use crate::ffi::static_str;
 use crate::nvml_sys::{self, nvmlReturn_t};
 use crate::nvrtc_sys::{self, nvrtcResult};
-use crate::sys::{CUresult, CudaVersion, LoadError};
+use crate::sys::{CUgraphExecUpdateResult, CUresult, CudaVersion, LoadError};
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -27,8 +27,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A CUDA driver call failed.
-    #[error("{api} failed: {name} ({message})")]
+    /// A CUDA driver call failed. Errors of stream capture (codes 900 to 908) also say what
+    /// usually causes them ([`Error::is_capture_error`]).
+    #[error("{api} failed: {name} ({message}){}", CaptureHint(*code))]
     Cuda {
         /// The driver function, as exported (`cuMemAllocFromPoolAsync`).
         api: &'static str,
@@ -118,6 +119,25 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
+    /// A host callback (a stream's host function or a graph's host node) panicked. The panic
+    /// was caught on the driver's thread and is reported once, by the next call on the stream
+    /// or graph that queued it.
+    #[error("a host callback panicked: {message}{}", MorePanics(*count))]
+    CallbackPanicked {
+        /// The first panic's message.
+        message: Box<str>,
+        /// How many callbacks panicked since the last report (at least 1).
+        count: usize,
+    },
+    /// `cuGraphExecUpdate` refused to update an executable graph from another graph; the
+    /// executable is unchanged and still runs as before.
+    #[error("cuGraphExecUpdate refused the update: {detail}")]
+    GraphUpdateRefused {
+        /// The driver's reason.
+        reason: CUgraphExecUpdateResult,
+        /// What the reason means.
+        detail: &'static str,
+    },
     /// A kernel cache was told to assume one NVRTC version and another is loaded.
     #[error("the kernel cache assumes NVRTC {assumed}, but NVRTC {loaded} is loaded")]
     NvrtcVersionMismatch {
@@ -200,6 +220,17 @@ impl Error {
             ),
             Self::Nvml { code, .. } => *code == nvmlReturn_t::NVML_ERROR_NOT_SUPPORTED,
             other => other.cause().is_some_and(Error::is_not_supported),
+        }
+    }
+
+    /// Whether the driver refused work because of a stream capture: work not allowed while a
+    /// stream captures (a synchronization, the legacy default stream, a call prohibited by the
+    /// capture's mode), a capture that was invalidated, not joined, merged or ended on the
+    /// wrong thread (`CUDA_ERROR_STREAM_CAPTURE_*`, `CUDA_ERROR_CAPTURED_EVENT`).
+    pub fn is_capture_error(&self) -> bool {
+        match self {
+            Self::Cuda { code, .. } => capture_hint(*code).is_some(),
+            other => other.cause().is_some_and(Error::is_capture_error),
         }
     }
 
@@ -310,9 +341,15 @@ impl Error {
 /// Calls a CUDA driver entry point and checks its result, naming the function once so the API
 /// in an error is always the call made: `unsafe { cu!(driver, cuStreamSynchronize(stream)) }`
 /// is `Result<()>`. The caller's `unsafe` block covers the call.
+///
+/// Debug builds first refuse a call made from inside a host callback
+/// ([`refuse_inside_callback`](crate::callback::refuse_inside_callback)).
 macro_rules! cu {
     ($driver:expr, $function:ident($($argument:expr),* $(,)?)) => {
-        $crate::error::check(stringify!($function), $driver.$function($($argument),*))
+        match $crate::callback::refuse_inside_callback(stringify!($function)) {
+            Ok(()) => $crate::error::check(stringify!($function), $driver.$function($($argument),*)),
+            Err(error) => Err(error),
+        }
     };
 }
 
@@ -320,7 +357,12 @@ macro_rules! cu {
 /// when done.
 macro_rules! cu_ready {
     ($driver:expr, $function:ident($($argument:expr),* $(,)?)) => {
-        $crate::error::check_ready(stringify!($function), $driver.$function($($argument),*))
+        match $crate::callback::refuse_inside_callback(stringify!($function)) {
+            Ok(()) => {
+                $crate::error::check_ready(stringify!($function), $driver.$function($($argument),*))
+            }
+            Err(error) => Err(error),
+        }
     };
 }
 
@@ -378,6 +420,69 @@ pub(crate) fn check_nvml(api: &'static str, result: Result<nvmlReturn_t, LoadErr
         Ok(nvmlReturn_t::NVML_SUCCESS) => Ok(()),
         Ok(code) => Err(Error::nvml(api, code)),
         Err(error) => Err(Error::Load(error)),
+    }
+}
+
+/// What usually causes a stream-capture error, for the codes that are one.
+fn capture_hint(code: CUresult) -> Option<&'static str> {
+    Some(match code {
+        CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED => {
+            "the operation is not allowed while the stream (or, by the capture's mode, another \
+             stream of this thread or process) is being captured: a synchronization, a query, \
+             a call on the legacy default stream or a synchronous allocation; it invalidated \
+             the capture, which must be ended before the stream is used again"
+        }
+        CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED => {
+            "an operation that is not allowed during capture invalidated the capture, so no \
+             graph was made; the capture has ended and the stream can be used again"
+        }
+        CUresult::CUDA_ERROR_STREAM_CAPTURE_MERGE => {
+            "the operation would merge two separate captures"
+        }
+        CUresult::CUDA_ERROR_STREAM_CAPTURE_UNMATCHED => "the capture was not begun on this stream",
+        CUresult::CUDA_ERROR_STREAM_CAPTURE_UNJOINED => {
+            "a stream forked into the capture (it waited on an event recorded in it) was not \
+             joined back: make the capturing stream wait for it before ending"
+        }
+        CUresult::CUDA_ERROR_STREAM_CAPTURE_ISOLATION => {
+            "the operation would make a captured stream depend on work outside the capture"
+        }
+        CUresult::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT => {
+            "the operation would make the legacy default stream depend on a capturing \
+             blocking stream; capture on non-blocking streams"
+        }
+        CUresult::CUDA_ERROR_CAPTURED_EVENT => {
+            "the event was last recorded during a capture, so it cannot be queried or waited \
+             on outside it"
+        }
+        CUresult::CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD => {
+            "a global or thread-local capture must be ended on the thread that began it"
+        }
+        _ => return None,
+    })
+}
+
+/// The explanation appended to a driver error's text when it is a capture error.
+struct CaptureHint(CUresult);
+
+impl fmt::Display for CaptureHint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match capture_hint(self.0) {
+            Some(hint) => write!(f, "; {hint}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// ` (and N more)` after the first panic's message, when several callbacks panicked.
+struct MorePanics(usize);
+
+impl fmt::Display for MorePanics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            0 | 1 => Ok(()),
+            count => write!(f, " (and {} more)", count - 1),
+        }
     }
 }
 
@@ -536,6 +641,58 @@ mod tests {
         ));
         assert!(!cu_ready!(Fake, cuStreamQuery(CUresult::CUDA_ERROR_NOT_READY)).unwrap());
         assert!(cu_ready!(Fake, cuStreamQuery(CUresult::CUDA_SUCCESS)).unwrap());
+    }
+
+    #[test]
+    fn capture_errors_are_explained_and_recognised() {
+        let error = Error::cuda(
+            "cuStreamSynchronize",
+            CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+        );
+        assert!(error.is_capture_error());
+        assert!(
+            error.to_string().contains("not allowed while the stream"),
+            "{error}"
+        );
+        let ended = Error::cuda(
+            "cuStreamEndCapture",
+            CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+        );
+        assert!(ended.to_string().contains("can be used again"), "{ended}");
+        for code in 900..=908 {
+            assert!(
+                Error::cuda("cuStreamEndCapture", CUresult(code)).is_capture_error(),
+                "{code}"
+            );
+        }
+        let plain = Error::cuda("cuMemAlloc_v2", CUresult::CUDA_ERROR_OUT_OF_MEMORY);
+        assert!(!plain.is_capture_error());
+        assert!(!plain.to_string().contains("; "), "{plain}");
+    }
+
+    #[test]
+    fn callback_panics_and_refused_updates_say_what_happened() {
+        let one = Error::CallbackPanicked {
+            message: "index out of bounds".into(),
+            count: 1,
+        };
+        assert_eq!(
+            one.to_string(),
+            "a host callback panicked: index out of bounds"
+        );
+        let three = Error::CallbackPanicked {
+            message: "boom".into(),
+            count: 3,
+        };
+        assert!(three.to_string().ends_with("boom (and 2 more)"), "{three}");
+        let refused = Error::GraphUpdateRefused {
+            reason: CUgraphExecUpdateResult::CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED,
+            detail: "the graphs' topologies differ",
+        };
+        assert!(
+            refused.to_string().contains("topologies differ"),
+            "{refused}"
+        );
     }
 
     #[test]

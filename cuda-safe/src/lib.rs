@@ -3,7 +3,8 @@
 //! with checked arguments ([`launch`]), manage devices, contexts, streams, events and memory
 //! ([`Device`], [`Context`], [`Stream`], [`Event`], [`DeviceMemoryResource`], [`Buffer`]),
 //! cache compiled programs ([`cache`], [`KernelCache`]), split a GPU's SMs between jobs (green
-//! contexts: [`SplitRequest`], [`Device::create_green_context`]) and watch GPUs through NVML
+//! contexts: [`SplitRequest`], [`Device::create_green_context`]), record work once and replay
+//! it as a CUDA graph ([`Graph`], [`Capture`], [`GraphExec`]) and watch GPUs through NVML
 //! ([`system`]).
 //!
 //! ```no_run
@@ -45,6 +46,7 @@ pub use nvrtc_sys;
 
 // Ground: no driver object, used by everything above.
 mod abi;
+mod callback;
 mod code;
 mod driver;
 mod error;
@@ -64,6 +66,7 @@ mod ordering;
 mod stream;
 
 // Floor 3: what runs on the core.
+mod graph;
 mod green;
 mod kernel;
 mod launch;
@@ -85,6 +88,10 @@ pub use device::{Device, DeviceProperties, LaunchLimits, MemInfo};
 pub use driver::cuda_driver_version;
 pub use error::{Error, Result};
 pub use event::{Event, EventOptions};
+pub use graph::{
+    Capture, CaptureMode, CaptureStatus, ConditionalHandle, DotFlags, Graph, GraphAllocation,
+    GraphExec, InstantiateOptions, KernelNode, Node,
+};
 pub use green::{
     DeviceResources, GreenContextOptions, PartitionRules, SmResource, SmSplit, SplitPlan,
     SplitRequest, WorkqueueConfig,
@@ -119,6 +126,7 @@ mod workspace_docs {
         Readme: "README.md",
         Architecture: "docs/architecture.md",
         GettingStarted: "docs/getting-started.md",
+        Graphs: "docs/graphs.md",
         GreenContexts: "docs/green-contexts.md",
         Interop: "docs/interop.md",
         MigratingFromCudaCore: "docs/migrating-from-cuda-core.md",

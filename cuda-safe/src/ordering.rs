@@ -117,7 +117,7 @@ impl<'a> ForeignStreams<'a> {
         match ordered {
             Ok(()) => Ok(()),
             Err(error) => {
-                stream.sync()?;
+                stream.drain()?;
                 Err(Error::LaunchOrdering {
                     source: Box::new(error),
                 })

@@ -11,17 +11,23 @@
 //! urgent.sync()?;
 //! # Ok::<(), cuda_safe::Error>(())
 //! ```
+//!
+//! A stream also runs Rust closures on the host in its order ([`Stream::launch_host_func`]);
+//! a panic in one is caught and reported by the stream's next [`sync`](Stream::sync),
+//! [`query`](Stream::query) or `launch_host_func` (the crate's own waits on the stream, in
+//! copies to the host or frees, leave it for those).
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
+use crate::callback::{self, PanicSlot};
 use crate::context::Context;
 use crate::device::Device;
 use crate::error::{Error, Result, cu, cu_ready};
 use crate::event::{Event, EventOptions};
 use crate::handle::{Owned, Release, assert_send_sync};
 use crate::ordering;
-use crate::sys::{CUstream, CUstream_flags, Driver};
+use crate::sys::{CUstream, CUstream_flags, CUstreamCaptureStatus, Driver};
 
 /// How to create a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +63,9 @@ struct StreamInner {
     owned: bool,
     /// An untimed event this stream records to let other streams wait for it, made on first use.
     marker: OnceLock<Event>,
+    /// Panics of host functions queued here, until the next call reports them (shared with
+    /// the queued callbacks, which may outlive the stream).
+    panics: Arc<PanicSlot>,
 }
 
 // SAFETY: a CUstream may be used from any thread; the handle is immutable after creation.
@@ -163,6 +172,7 @@ impl Stream {
                 driver,
                 owned,
                 marker: OnceLock::new(),
+                panics: Arc::default(),
             })),
         }
     }
@@ -196,18 +206,89 @@ impl Stream {
     }
 
     /// Blocks until all work queued so far has finished.
+    ///
+    /// # Errors
+    ///
+    /// The driver's error; [`Error::CallbackPanicked`] (after the wait) when a host function
+    /// queued on this stream panicked since the last report.
     #[doc(alias = "cuStreamSynchronize")]
     #[inline]
     pub fn sync(&self) -> Result<()> {
+        self.drain()?;
+        self.inner.panics.check()
+    }
+
+    /// Blocks until all work queued so far has finished, leaving a host function's panic for
+    /// the user's next call: the crate's own waits (a host view, a pinned buffer's free) use it.
+    #[inline]
+    pub(crate) fn drain(&self) -> Result<()> {
         // SAFETY: the stream is valid while `self` lives.
         unsafe { cu!(self.inner.driver, cuStreamSynchronize(self.inner.raw)) }
     }
 
     /// Whether all work queued so far has finished, without blocking.
+    ///
+    /// # Errors
+    ///
+    /// The driver's error; [`Error::CallbackPanicked`] when the work has finished and a host
+    /// function queued on this stream panicked since the last report.
     #[doc(alias = "cuStreamQuery")]
     pub fn query(&self) -> Result<bool> {
         // SAFETY: the stream is valid while `self` lives.
-        unsafe { cu_ready!(self.inner.driver, cuStreamQuery(self.inner.raw)) }
+        let done = unsafe { cu_ready!(self.inner.driver, cuStreamQuery(self.inner.raw)) }?;
+        if done {
+            self.inner.panics.check()?;
+        }
+        Ok(done)
+    }
+
+    /// Queues `f` to run once on a host thread of the driver when the work queued so far has
+    /// finished; work queued later waits for it (`cuLaunchHostFunc`).
+    ///
+    /// `f` runs under `catch_unwind`: a panic never reaches the driver, and the stream's next
+    /// [`sync`](Self::sync), [`query`](Self::query) or `launch_host_func` reports it as
+    /// [`Error::CallbackPanicked`]. One box is allocated per call.
+    ///
+    /// `f` must not call CUDA, directly or by dropping what it owns (a buffer, a stream, a
+    /// kernel): the driver may deadlock or fail. Debug builds refuse every call this crate
+    /// would make from there with [`Error::InvalidArgument`]. Move such values out in a channel
+    /// instead of dropping them inside.
+    ///
+    /// # Errors
+    ///
+    /// Nothing is queued when:
+    /// - [`Error::CallbackPanicked`]: an earlier host function of this stream panicked (the
+    ///   report clears it; call again to queue `f`);
+    /// - [`Error::InvalidArgument`]: the stream is being captured, where a host function would
+    ///   become a graph node run at every replay (add a host node to a graph instead);
+    /// - [`Error::Cuda`]: the driver refuses.
+    #[doc(alias = "cuLaunchHostFunc")]
+    pub fn launch_host_func<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
+        self.inner.panics.check()?;
+        let driver = self.inner.driver;
+        let mut status = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        // SAFETY: valid stream and out-pointer.
+        unsafe { cu!(driver, cuStreamIsCapturing(self.inner.raw, &mut status)) }?;
+        if status != CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+            return Err(Error::invalid_argument(
+                "a host function cannot be queued on a capturing stream: it would run at every \
+                 replay of the graph; add a host node (Graph::add_host) instead",
+            ));
+        }
+        let data = callback::boxed_once(f, self.inner.panics.clone());
+        // SAFETY: the trampoline matches the boxed closure's type; the driver runs it once
+        // (which frees the box) after the stream's queued work.
+        let queued = unsafe {
+            cu!(
+                driver,
+                cuLaunchHostFunc(self.inner.raw, Some(callback::run_once::<F>), data)
+            )
+        };
+        if queued.is_err() {
+            // SAFETY: the driver refused the callback, so nothing else holds `data`.
+            unsafe { callback::drop_once::<F>(data) };
+        }
+        queued
     }
 
     /// Records `event` at this point of the stream.

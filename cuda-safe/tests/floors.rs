@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 const FLOORS: &[(&str, u32)] = &[
     // Ground: no driver object.
     ("abi", 0),
+    ("callback", 0),
     ("code", 0),
     ("driver", 0),
     ("error", 0),
@@ -27,6 +28,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("ordering", 2),
     ("stream", 2),
     // What runs on the core.
+    ("graph", 3),
     ("green", 3),
     ("kernel", 3),
     ("launch", 3),

@@ -1,8 +1,11 @@
 //! Kernel arguments: values passed by their bytes ([`DeviceRepr`]), memory handles passed by
 //! their device address and ordered on their stream ([`KernelArg`]), and tuples of up to 16
-//! of them laid out on the stack ([`KernelArgs`]).
+//! of them laid out on the stack ([`KernelArgs`]). A shared buffer (`Arc<Buffer>`) passes its
+//! address too, and a graph node made with it keeps the buffer alive.
 
+use std::any::Any;
 use std::ffi::c_void;
+use std::sync::Arc;
 
 use crate::memory::{Buffer, DeviceSlice, DeviceSliceMut};
 use crate::stream::Stream;
@@ -39,6 +42,9 @@ unsafe impl DeviceRepr for half::f16 {}
 // SAFETY: `half::bf16` is a `#[repr(transparent)]` u16 with the bits of `__nv_bfloat16`.
 unsafe impl DeviceRepr for half::bf16 {}
 
+/// Something a graph node keeps alive for as long as a graph or executable may run it.
+pub(crate) type Keep = Box<dyn Any + Send>;
+
 /// One kernel argument: what it passes (its [`DeviceRepr`] value).
 pub trait KernelArg {
     /// The value the kernel receives.
@@ -50,6 +56,13 @@ pub trait KernelArg {
     /// work (the buffer's free) after the launch.
     #[inline(always)]
     fn stream(&self) -> Option<&Stream> {
+        None
+    }
+    /// What a graph node made with this argument must keep alive while the graph may run (an
+    /// `Arc<Buffer>` keeps its buffer); nothing for values and borrowed memory. Called when a
+    /// node is added, never on a launch.
+    #[inline(always)]
+    fn keep_alive(&self) -> Option<Box<dyn Any + Send>> {
         None
     }
 }
@@ -86,6 +99,30 @@ memory_args!(
     [T: bytemuck::Pod] &mut DeviceSliceMut<'_, T>,
 );
 
+/// Implements [`KernelArg`] for shared buffers: their address, ordered on their stream, and
+/// the buffer kept alive by a graph node made with it.
+macro_rules! shared_buffer_args {
+    ($($ty:ty),* $(,)?) => {$(
+        impl KernelArg for $ty {
+            type Repr = CUdeviceptr;
+            #[inline(always)]
+            fn to_repr(&self) -> CUdeviceptr {
+                self.as_raw()
+            }
+            #[inline(always)]
+            fn stream(&self) -> Option<&Stream> {
+                Some(Buffer::stream(self))
+            }
+            fn keep_alive(&self) -> Option<Box<dyn Any + Send>> {
+                let buffer: Arc<Buffer> = Arc::clone(self);
+                Some(Box::new(buffer))
+            }
+        }
+    )*};
+}
+
+shared_buffer_args!(Arc<Buffer>, &Arc<Buffer>);
+
 impl<T: bytemuck::Pod> KernelArg for DeviceSlice<'_, T> {
     type Repr = CUdeviceptr;
     #[inline(always)]
@@ -109,6 +146,10 @@ pub trait KernelArgs {
 
     /// Calls `f` with the stream of each argument that has one ([`KernelArg::stream`]).
     fn for_each_stream<'a>(&'a self, f: &mut dyn FnMut(&'a Stream));
+
+    /// Adds to `keep` what a graph node made with these arguments keeps alive
+    /// ([`KernelArg::keep_alive`]).
+    fn keep_alive(&self, keep: &mut Vec<Box<dyn Any + Send>>);
 }
 
 macro_rules! kernel_args {
@@ -133,6 +174,12 @@ macro_rules! kernel_args {
                     f(stream);
                 })*
             }
+
+            fn keep_alive(&self, keep: &mut Vec<Box<dyn Any + Send>>) {
+                $(if let Some(item) = self.$index.keep_alive() {
+                    keep.push(item);
+                })*
+            }
         }
     )*};
 }
@@ -147,6 +194,8 @@ impl KernelArgs for () {
     }
 
     fn for_each_stream<'a>(&'a self, _f: &mut dyn FnMut(&'a Stream)) {}
+
+    fn keep_alive(&self, _keep: &mut Vec<Box<dyn Any + Send>>) {}
 }
 
 kernel_args!(
@@ -198,6 +247,37 @@ mod tests {
         let mut streams = 0;
         args.for_each_stream(&mut |_| streams += 1);
         assert_eq!(streams, 0, "scalars have no stream");
+        let mut keep = Vec::new();
+        args.keep_alive(&mut keep);
+        assert!(keep.is_empty(), "scalars keep nothing alive");
         ().with_params(|pointers, sizes, _| assert!(pointers.is_empty() && sizes.is_empty()));
+    }
+
+    /// An argument that keeps a shared value alive, as `Arc<Buffer>` does.
+    struct Shared(Arc<u32>);
+
+    impl KernelArg for Shared {
+        type Repr = u32;
+        fn to_repr(&self) -> u32 {
+            *self.0
+        }
+        fn keep_alive(&self) -> Option<Box<dyn Any + Send>> {
+            Some(Box::new(self.0.clone()))
+        }
+    }
+
+    #[test]
+    fn arguments_hand_graph_nodes_what_they_keep_alive() {
+        let value = Arc::new(7u32);
+        let args = (1u8, Shared(value.clone()), Shared(value.clone()));
+        let mut keep = Vec::new();
+        args.keep_alive(&mut keep);
+        assert_eq!(keep.len(), 2);
+        assert_eq!(Arc::strong_count(&value), 5);
+        let kept = keep[0].downcast_ref::<Arc<u32>>().expect("the Arc itself");
+        assert_eq!(**kept, 7);
+        drop(keep);
+        drop(args);
+        assert_eq!(Arc::strong_count(&value), 1);
     }
 }

@@ -27,24 +27,27 @@
 mod args;
 mod config;
 
+pub(crate) use args::Keep;
 pub use args::{DeviceRepr, KernelArg, KernelArgs};
 pub use config::{Dim3, LaunchConfig};
 
+use crate::context::Context;
 use crate::error::{Error, Result, cu};
 use crate::kernel::Kernel;
 use crate::ordering::ForeignStreams;
 use crate::stream::Stream;
 use crate::sys::{CUfunction, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig, CUresult};
 
-/// Checks the arguments against the kernel's parameter list, when the driver gave one.
+/// Checks the arguments against the kernel's parameter list (read in `context` the first
+/// time), when the driver gives one.
 #[inline]
-fn check_args(
+pub(crate) fn check_args(
     kernel: &Kernel,
-    stream: &Stream,
+    context: &Context,
     sizes: &[usize],
     names: &[&'static str],
 ) -> Result<()> {
-    let Some(params) = kernel.params_in(stream.context()) else {
+    let Some(params) = kernel.params_in(context) else {
         return Ok(());
     };
     if params.len() != sizes.len() {
@@ -126,7 +129,7 @@ pub unsafe fn launch<A: KernelArgs>(
         None
     };
     let launched = args.with_params(|pointers, sizes, names| {
-        check_args(kernel, stream, sizes, names)?;
+        check_args(kernel, stream.context(), sizes, names)?;
         let parameters = if pointers.is_empty() {
             std::ptr::null_mut()
         } else {

@@ -271,7 +271,7 @@ impl Buffer {
         if self.inner.host_needs_idle_device {
             self.inner.stream.context().sync()?;
         } else {
-            self.inner.stream.sync()?;
+            self.inner.stream.drain()?;
         }
         Ok(len)
     }

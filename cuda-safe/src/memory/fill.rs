@@ -20,7 +20,8 @@ pub(crate) enum Word {
 }
 
 impl Word {
-    fn bytes(self) -> usize {
+    /// The word's width in bytes.
+    pub(crate) fn bytes(self) -> usize {
         match self {
             Word::U8 => 1,
             Word::U16 => 2,

@@ -122,7 +122,7 @@ unsafe impl MemoryResource for HostMemory {
 
     unsafe fn deallocate_raw(&self, ptr: CUdeviceptr, _size: usize, stream: &Stream) -> Result<()> {
         // Not stream-ordered: wait until nothing queued on the buffer's stream can touch it.
-        stream.sync()?;
+        stream.drain()?;
         let _current = self.context.scoped()?;
         match self.kind {
             // SAFETY: `ptr` came from cuMemHostAlloc and its stream has drained.

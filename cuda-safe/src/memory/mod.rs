@@ -29,6 +29,7 @@ mod slice;
 
 pub use buffer::Buffer;
 pub use device_pool::{DeviceMemoryResource, PoolOptions};
+pub(crate) use fill::{FillPlan, plan as fill_plan};
 pub use host::{ManagedMemoryResource, PinnedMemoryResource};
 pub use resource::MemoryResource;
 pub use slice::{DeviceSlice, DeviceSliceMut};

@@ -161,7 +161,7 @@ impl<'a, T: Pod> DeviceSlice<'a, T> {
             size_of_val(dst),
         )?;
         if !dst.is_empty() {
-            self.stream.sync()?;
+            self.stream.drain()?;
         }
         Ok(())
     }
@@ -261,7 +261,7 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
             size_of_val(src),
         )?;
         if !src.is_empty() {
-            self.stream.sync()?;
+            self.stream.drain()?;
         }
         Ok(())
     }

@@ -10,8 +10,8 @@ use super::files::make_executable;
 const SHARED_FLOORS_DIR: &str = "../shared/bench";
 
 /// The shared C floors the benchmarks are measured against: the driver API (launch, memory,
-/// compile, green contexts) and a fresh process's on-disk cache hit.
-const SHARED_FLOORS: &[&str] = &["driver_floor.c", "disk_hit_floor.c"];
+/// compile, green contexts), a fresh process's on-disk cache hit, and graphs and host callbacks.
+const SHARED_FLOORS: &[&str] = &["driver_floor.c", "disk_hit_floor.c", "graph_floor.c"];
 
 /// Copies the shared C floors into `bench/` of the bundle (writable, whatever the sources'
 /// modes), warning for each one that is missing.
@@ -74,6 +74,7 @@ mod tests {
         fs::create_dir_all(dir.join("shared/bench")).expect("mkdir");
         fs::write(dir.join("shared/bench/driver_floor.c"), "floor").expect("write");
         fs::write(dir.join("shared/bench/disk_hit_floor.c"), "disk").expect("write");
+        fs::write(dir.join("shared/bench/graph_floor.c"), "graphs").expect("write");
         fs::write(dir.join("shared/bench/other_floor.c"), "not listed").expect("write");
         let out = dir.join("out");
         copy_shared_floors(&root, &out).expect("floors copied");
@@ -83,6 +84,7 @@ mod tests {
             Ok(vec![
                 ("bench/disk_hit_floor.c".to_owned(), 4),
                 ("bench/driver_floor.c".to_owned(), 5),
+                ("bench/graph_floor.c".to_owned(), 6),
                 ("bench/nvml_floor.c".to_owned(), 9),
                 ("bench/run_it.sh".to_owned(), 4)
             ])

@@ -1,0 +1,368 @@
+//! Memory nodes: memsets and copies of buffers the graph keeps alive (or of raw addresses,
+//! `unsafe`), and graph allocations, valid between their allocation and free nodes.
+
+use std::sync::Arc;
+
+use bytemuck::Pod;
+
+use super::build::array_ptr;
+use super::{Graph, GraphAllocation, Node};
+use crate::abi;
+use crate::error::{Error, Result, cu};
+use crate::launch::Keep;
+use crate::memory::{Buffer, FillPlan, fill_plan};
+use crate::sys::{
+    CUDA_MEM_ALLOC_NODE_PARAMS, CUDA_MEMCPY3D, CUDA_MEMSET_NODE_PARAMS, CUdeviceptr, CUgraphNode,
+    CUmemAllocationHandleType, CUmemAllocationType, CUmemPoolProps, CUmemorytype,
+};
+
+/// A memset node's description: `count` words at `dst` set from `value`'s bytes, which must
+/// repeat every 1, 2 or 4 bytes.
+fn memset_params<T: Pod>(
+    dst: CUdeviceptr,
+    value: T,
+    count: usize,
+) -> Result<CUDA_MEMSET_NODE_PARAMS> {
+    let bytes = bytemuck::bytes_of(&value);
+    let total = count
+        .checked_mul(bytes.len())
+        .ok_or_else(|| Error::invalid_argument("the memset's size overflows the address space"))?;
+    if total == 0 {
+        return Err(Error::invalid_argument(
+            "a memset node needs at least one byte to set",
+        ));
+    }
+    match fill_plan(bytes) {
+        FillPlan::Uniform { word, value } => Ok(CUDA_MEMSET_NODE_PARAMS {
+            dst,
+            pitch: 0,
+            value,
+            elementSize: word.bytes() as u32,
+            width: total / word.bytes(),
+            height: 1,
+        }),
+        FillPlan::Columns { .. } => Err(Error::invalid_argument(format!(
+            "a memset node writes a value whose bytes repeat every 1, 2 or 4 bytes; {} bytes \
+             that do not ({}) need a kernel",
+            bytes.len(),
+            std::any::type_name::<T>()
+        ))),
+    }
+}
+
+/// A 1-D copy's description between two unified addresses.
+fn memcpy_params(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUDA_MEMCPY3D {
+    CUDA_MEMCPY3D {
+        srcMemoryType: CUmemorytype::CU_MEMORYTYPE_UNIFIED,
+        srcDevice: src,
+        dstMemoryType: CUmemorytype::CU_MEMORYTYPE_UNIFIED,
+        dstDevice: dst,
+        WidthInBytes: bytes,
+        Height: 1,
+        Depth: 1,
+        ..Default::default()
+    }
+}
+
+impl Graph {
+    /// Adds a memset node, after `dependencies`, that sets every element of `dst` to `value`
+    /// (`cuGraphAddMemsetNode`); the graph keeps `dst` alive. `value`'s bytes must repeat every
+    /// 1, 2 or 4 bytes (any integer or float of up to 32 bits, or zero of any type), and `dst`
+    /// hold a whole number of them.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a dependency of another graph, an empty buffer, a size
+    /// that is not a whole number of `T`s or a value the driver cannot set in one node; the
+    /// driver's error.
+    #[doc(alias = "cuGraphAddMemsetNode")]
+    pub fn add_memset<T: Pod>(
+        &mut self,
+        dependencies: &[Node],
+        dst: &Arc<Buffer>,
+        value: T,
+    ) -> Result<Node> {
+        let count = dst.as_slice::<T>()?.len();
+        let keep: Vec<Keep> = vec![Box::new(Arc::clone(dst))];
+        // SAFETY: `count` values of `T` fit `dst` (checked), which the graph keeps alive.
+        unsafe { self.memset_node(dependencies, dst.as_raw(), value, count, keep) }
+    }
+
+    /// Adds a memset node that sets `count` values at the address `dst` to `value`, as
+    /// [`add_memset`](Self::add_memset) does for a buffer.
+    ///
+    /// # Errors
+    ///
+    /// As [`add_memset`](Self::add_memset).
+    ///
+    /// # Safety
+    ///
+    /// `dst` must start `count` values of `T` in the graph's context (aligned for the word
+    /// written), allocated whenever the node runs: for as long as this graph or an executable
+    /// made from it may run, or, for a [`GraphAllocation`], between its allocation and free.
+    #[doc(alias = "cuGraphAddMemsetNode")]
+    pub unsafe fn add_memset_raw<T: Pod>(
+        &mut self,
+        dependencies: &[Node],
+        dst: CUdeviceptr,
+        value: T,
+        count: usize,
+    ) -> Result<Node> {
+        // SAFETY: the caller's promise.
+        unsafe { self.memset_node(dependencies, dst, value, count, Vec::new()) }
+    }
+
+    /// # Safety
+    ///
+    /// As [`add_memset_raw`](Self::add_memset_raw), `keep` holding what keeps `dst` alive.
+    unsafe fn memset_node<T: Pod>(
+        &mut self,
+        dependencies: &[Node],
+        dst: CUdeviceptr,
+        value: T,
+        count: usize,
+        keep: Vec<Keep>,
+    ) -> Result<Node> {
+        let deps = self.raw_nodes(dependencies)?;
+        let params = memset_params(dst, value, count)?;
+        self.keep(keep)?;
+        let mut node: CUgraphNode = std::ptr::null_mut();
+        // SAFETY: a valid description of memory the caller vouches for; the dependencies are
+        // nodes of this graph.
+        unsafe {
+            cu!(
+                self.driver(),
+                cuGraphAddMemsetNode(
+                    &mut node,
+                    self.as_raw(),
+                    array_ptr(&deps),
+                    deps.len(),
+                    &params,
+                    self.context.as_raw(),
+                )
+            )
+        }?;
+        Ok(self.node(node))
+    }
+
+    /// Adds a copy node, after `dependencies`, that copies `src` into `dst`, which must be the
+    /// same size (`cuGraphAddMemcpyNode`); the graph keeps both alive. Either may be device,
+    /// pinned or managed memory.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a dependency of another graph, sizes that differ or
+    /// empty buffers; the driver's error.
+    #[doc(alias = "cuGraphAddMemcpyNode")]
+    pub fn add_memcpy(
+        &mut self,
+        dependencies: &[Node],
+        dst: &Arc<Buffer>,
+        src: &Arc<Buffer>,
+    ) -> Result<Node> {
+        if dst.len() != src.len() {
+            return Err(Error::invalid_argument(format!(
+                "a copy node copies between buffers of one size, not {} into {} bytes",
+                src.len(),
+                dst.len()
+            )));
+        }
+        let keep: Vec<Keep> = vec![Box::new(Arc::clone(dst)), Box::new(Arc::clone(src))];
+        // SAFETY: both buffers hold `len` bytes and the graph keeps them alive.
+        unsafe { self.memcpy_node(dependencies, dst.as_raw(), src.as_raw(), dst.len(), keep) }
+    }
+
+    /// Adds a copy node that copies `bytes` bytes from the address `src` to `dst`, as
+    /// [`add_memcpy`](Self::add_memcpy) does for buffers.
+    ///
+    /// # Errors
+    ///
+    /// As [`add_memcpy`](Self::add_memcpy).
+    ///
+    /// # Safety
+    ///
+    /// Both addresses must start `bytes` bytes that the graph's context can reach (device,
+    /// pinned or managed memory), allocated whenever the node runs (see
+    /// [`add_memset_raw`](Self::add_memset_raw)), and not overlap.
+    #[doc(alias = "cuGraphAddMemcpyNode")]
+    pub unsafe fn add_memcpy_raw(
+        &mut self,
+        dependencies: &[Node],
+        dst: CUdeviceptr,
+        src: CUdeviceptr,
+        bytes: usize,
+    ) -> Result<Node> {
+        // SAFETY: the caller's promise.
+        unsafe { self.memcpy_node(dependencies, dst, src, bytes, Vec::new()) }
+    }
+
+    /// # Safety
+    ///
+    /// As [`add_memcpy_raw`](Self::add_memcpy_raw), `keep` holding what keeps both alive.
+    unsafe fn memcpy_node(
+        &mut self,
+        dependencies: &[Node],
+        dst: CUdeviceptr,
+        src: CUdeviceptr,
+        bytes: usize,
+        keep: Vec<Keep>,
+    ) -> Result<Node> {
+        let deps = self.raw_nodes(dependencies)?;
+        if bytes == 0 {
+            return Err(Error::invalid_argument(
+                "a copy node needs at least one byte to copy",
+            ));
+        }
+        let params = memcpy_params(dst, src, bytes);
+        self.keep(keep)?;
+        let mut node: CUgraphNode = std::ptr::null_mut();
+        // SAFETY: a valid 1-D copy of memory the caller vouches for; the dependencies are nodes
+        // of this graph.
+        unsafe {
+            cu!(
+                self.driver(),
+                cuGraphAddMemcpyNode(
+                    &mut node,
+                    self.as_raw(),
+                    array_ptr(&deps),
+                    deps.len(),
+                    &params,
+                    self.context.as_raw(),
+                )
+            )
+        }?;
+        Ok(self.node(node))
+    }
+    /// Adds a node, after `dependencies`, that allocates `bytes` bytes of device memory on the
+    /// graph's device at every replay (`cuGraphAddMemAllocNode`). The memory is valid for the
+    /// nodes that run after this one and before a free node ([`add_mem_free`](Self::add_mem_free));
+    /// an allocation not freed in the graph stays allocated after a replay, and the graph
+    /// cannot be launched again until it is freed (unless instantiated with
+    /// [`InstantiateOptions::auto_free_on_launch`](super::InstantiateOptions::auto_free_on_launch)).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a dependency of another graph or zero bytes; the
+    /// driver's error (a graph holding allocation nodes cannot be a child or be cloned).
+    #[doc(alias = "cuGraphAddMemAllocNode")]
+    pub fn add_mem_alloc(
+        &mut self,
+        dependencies: &[Node],
+        bytes: usize,
+    ) -> Result<GraphAllocation> {
+        let deps = self.raw_nodes(dependencies)?;
+        if bytes == 0 {
+            return Err(Error::invalid_argument(
+                "a graph allocation needs at least one byte",
+            ));
+        }
+        let ordinal = i32::try_from(self.context.device().ordinal())
+            .map_err(|_| Error::invalid_argument("the device ordinal is over i32::MAX"))?;
+        let mut params = CUDA_MEM_ALLOC_NODE_PARAMS {
+            poolProps: CUmemPoolProps {
+                allocType: CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
+                handleTypes: CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
+                location: abi::device_location(ordinal),
+                ..Default::default()
+            },
+            bytesize: bytes,
+            ..Default::default()
+        };
+        let _current = self.context.scoped()?;
+        let mut node: CUgraphNode = std::ptr::null_mut();
+        // SAFETY: a valid description (no access descriptors: the device's own access);
+        // dependencies of this graph; the driver writes the address into `params.dptr`.
+        unsafe {
+            cu!(
+                self.driver(),
+                cuGraphAddMemAllocNode(
+                    &mut node,
+                    self.as_raw(),
+                    array_ptr(&deps),
+                    deps.len(),
+                    &mut params,
+                )
+            )
+        }?;
+        Ok(GraphAllocation {
+            node: self.node(node),
+            ptr: params.dptr,
+            size: bytes,
+        })
+    }
+
+    /// Adds a node, after `dependencies`, that frees `allocation` at every replay
+    /// (`cuGraphAddMemFreeNode`). Name as dependencies every node that uses the memory.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a dependency or an allocation of another graph; the
+    /// driver's error.
+    #[doc(alias = "cuGraphAddMemFreeNode")]
+    pub fn add_mem_free(
+        &mut self,
+        dependencies: &[Node],
+        allocation: &GraphAllocation,
+    ) -> Result<Node> {
+        let deps = self.raw_nodes(dependencies)?;
+        self.raw_node(allocation.node)?;
+        let _current = self.context.scoped()?;
+        let mut node: CUgraphNode = std::ptr::null_mut();
+        // SAFETY: the address of an allocation node of this graph; dependencies of this graph.
+        unsafe {
+            cu!(
+                self.driver(),
+                cuGraphAddMemFreeNode(
+                    &mut node,
+                    self.as_raw(),
+                    array_ptr(&deps),
+                    deps.len(),
+                    allocation.ptr,
+                )
+            )
+        }?;
+        Ok(self.node(node))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memsets_take_values_whose_bytes_repeat_in_words() {
+        let params = memset_params(0x1000, 2.5f32, 8).unwrap();
+        assert_eq!(
+            (params.dst, params.elementSize, params.width, params.height),
+            (0x1000, 4, 8, 1)
+        );
+        assert_eq!(params.value, 2.5f32.to_bits());
+        let bytes = memset_params(0x1000, 7u8, 3).unwrap();
+        assert_eq!((bytes.elementSize, bytes.width, bytes.value), (1, 3, 7));
+        let zeros = memset_params(0x1000, 0f64, 4).unwrap();
+        assert_eq!(
+            (zeros.elementSize, zeros.width),
+            (1, 32),
+            "zero repeats every byte"
+        );
+        let halves = memset_params(0x1000, 0x0102u16, 5).unwrap();
+        assert_eq!((halves.elementSize, halves.width), (2, 5));
+
+        let error = memset_params(0x1000, 1.5f64, 4).unwrap_err();
+        assert!(error.to_string().contains("need a kernel"), "{error}");
+        assert!(memset_params(0x1000, 1u32, 0).is_err(), "nothing to set");
+        assert!(memset_params(0x1000, 1u32, usize::MAX).is_err(), "overflow");
+    }
+
+    #[test]
+    fn copies_are_one_dimensional_between_unified_addresses() {
+        let params = memcpy_params(0x2000, 0x1000, 64);
+        assert_eq!((params.dstDevice, params.srcDevice), (0x2000, 0x1000));
+        assert_eq!(
+            (params.WidthInBytes, params.Height, params.Depth),
+            (64, 1, 1)
+        );
+        assert_eq!(params.srcMemoryType, CUmemorytype::CU_MEMORYTYPE_UNIFIED);
+        assert_eq!(params.dstMemoryType, CUmemorytype::CU_MEMORYTYPE_UNIFIED);
+    }
+}
