@@ -294,6 +294,10 @@ impl Graph {
                 cuGraphGetNodes(self.as_raw(), std::ptr::null_mut(), &mut count)
             )
         }?;
+        if count == 0 {
+            // An empty graph: the driver refuses a count of 0 with an array.
+            return Ok(Vec::new());
+        }
         let mut raw = vec![std::ptr::null_mut(); count];
         // SAFETY: `raw` has room for `count` nodes; the driver writes at most that many and
         // says how many it wrote.
