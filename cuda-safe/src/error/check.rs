@@ -1,0 +1,94 @@
+//! Checking a library call's outcome: the `check*` functions, and the macros that call an
+//! entry point and check it under the function's own name ([`cu!`], [`cu_ready!`], [`nvrtc!`],
+//! [`nvml!`]).
+
+use crate::nvml_sys::nvmlReturn_t;
+use crate::nvrtc_sys::nvrtcResult;
+use crate::sys::{CUresult, LoadError};
+
+use super::{Error, Result};
+
+/// Calls a CUDA driver entry point and checks its result, naming the function once so the API
+/// in an error is always the call made: `unsafe { cu!(driver, cuStreamSynchronize(stream)) }`
+/// is `Result<()>`. The caller's `unsafe` block covers the call.
+///
+/// Debug builds first refuse a call made from inside a host callback
+/// ([`refuse_inside_callback`](crate::callback::refuse_inside_callback)).
+macro_rules! cu {
+    ($driver:expr, $function:ident($($argument:expr),* $(,)?)) => {
+        match $crate::callback::refuse_inside_callback(stringify!($function)) {
+            Ok(()) => $crate::error::check(stringify!($function), $driver.$function($($argument),*)),
+            Err(error) => Err(error),
+        }
+    };
+}
+
+/// [`cu!`] for a query whose `CUDA_ERROR_NOT_READY` means "not yet": `Result<bool>`, `true`
+/// when done.
+macro_rules! cu_ready {
+    ($driver:expr, $function:ident($($argument:expr),* $(,)?)) => {
+        match $crate::callback::refuse_inside_callback(stringify!($function)) {
+            Ok(()) => {
+                $crate::error::check_ready(stringify!($function), $driver.$function($($argument),*))
+            }
+            Err(error) => Err(error),
+        }
+    };
+}
+
+/// [`cu!`] for NVRTC: `unsafe { nvrtc!(nvrtc, nvrtcVersion(&mut major, &mut minor)) }`.
+macro_rules! nvrtc {
+    ($nvrtc:expr, $function:ident($($argument:expr),* $(,)?)) => {
+        $crate::error::check_nvrtc(stringify!($function), $nvrtc.$function($($argument),*))
+    };
+}
+
+/// [`cu!`] for NVML: `unsafe { nvml!(nvml, nvmlDeviceGetCount_v2(&mut count)) }`.
+macro_rules! nvml {
+    ($nvml:expr, $function:ident($($argument:expr),* $(,)?)) => {
+        $crate::error::check_nvml(stringify!($function), $nvml.$function($($argument),*))
+    };
+}
+
+pub(crate) use {cu, cu_ready, nvml, nvrtc};
+
+/// Turns a driver call's outcome into `Result<()>`; the error path is out of line. Called
+/// through [`cu!`], which names the call.
+#[inline(always)]
+pub(crate) fn check(api: &'static str, result: Result<CUresult, LoadError>) -> Result<()> {
+    match result {
+        Ok(CUresult::CUDA_SUCCESS) => Ok(()),
+        Ok(code) => Err(Error::cuda(api, code)),
+        Err(error) => Err(Error::Load(error)),
+    }
+}
+
+/// Turns a query's outcome into "done?": `CUDA_SUCCESS` is done, `CUDA_ERROR_NOT_READY` is not
+/// yet, anything else an error.
+#[inline]
+pub(crate) fn check_ready(api: &'static str, result: Result<CUresult, LoadError>) -> Result<bool> {
+    match result {
+        Ok(CUresult::CUDA_ERROR_NOT_READY) => Ok(false),
+        other => check(api, other).map(|()| true),
+    }
+}
+
+/// Turns an NVRTC call's outcome into `Result<()>` (through [`nvrtc!`]).
+#[inline]
+pub(crate) fn check_nvrtc(api: &'static str, result: Result<nvrtcResult, LoadError>) -> Result<()> {
+    match result {
+        Ok(nvrtcResult::NVRTC_SUCCESS) => Ok(()),
+        Ok(code) => Err(Error::nvrtc(api, code, None)),
+        Err(error) => Err(Error::Load(error)),
+    }
+}
+
+/// Turns an NVML call's outcome into `Result<()>` (through [`nvml!`]).
+#[inline]
+pub(crate) fn check_nvml(api: &'static str, result: Result<nvmlReturn_t, LoadError>) -> Result<()> {
+    match result {
+        Ok(nvmlReturn_t::NVML_SUCCESS) => Ok(()),
+        Ok(code) => Err(Error::nvml(api, code)),
+        Err(error) => Err(Error::Load(error)),
+    }
+}
