@@ -167,13 +167,14 @@ pub fn run_gpu_tests(tests: &[GpuTest]) -> ExitCode {
 /// }
 /// ```
 ///
-/// Each name is a `fn()` of the file, which fails its test by panicking. A test function left
-/// out of the list is dead code, which the lints reject. A file in `tests/tests/` needs its
-/// `[[test]]` entry with `harness = false`: under libtest its `main` never runs, and it reports
-/// no tests.
+/// Each name is a `fn()` of the file, which fails its test by panicking; in a test split into
+/// modules (`tests/tests/graph/main.rs`), a path to one, which is also the test's name
+/// (`capture::capture_in_global_mode_records_launches`). A test function left out of the list
+/// is dead code, which the lints reject. A file in `tests/tests/` needs its `[[test]]` entry
+/// with `harness = false`: under libtest its `main` never runs, and it reports no tests.
 #[macro_export]
 macro_rules! gpu_tests {
-    ($($test:ident),+ $(,)?) => {
+    ($($test:path),+ $(,)?) => {
         $crate::run_gpu_tests(&[$((stringify!($test), $test as fn())),+])
     };
 }
