@@ -10,10 +10,15 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
 
-/// The C sources, compiled together.
-const SOURCES: [&str; 4] = [
+/// The C sources, compiled together: the control functions, the driver (`cuda_*.c`, sharing
+/// `cuda_stub.h`), NVRTC and NVML.
+const SOURCES: [&str; 8] = [
     "stub_control.c",
-    "libcuda_stub.c",
+    "cuda_misc.c",
+    "cuda_device.c",
+    "cuda_memory.c",
+    "cuda_code.c",
+    "cuda_green.c",
     "libnvrtc_stub.c",
     "libnvml_stub.c",
 ];
@@ -264,7 +269,7 @@ fn open(path: &Path) -> Stub {
     macro_rules! function {
         ($name:literal) => {
             // SAFETY: the stub exports `$name` with the C signature of the field it fills (see
-            // stub_control.c and libcuda_stub.c); the copy stays valid while `_library` lives.
+            // stub_control.c and cuda_misc.c); the copy stays valid while `_library` lives.
             *unsafe { library.get(concat!($name, "\0").as_bytes()) }
                 .expect(concat!("the stub exports ", $name))
         };

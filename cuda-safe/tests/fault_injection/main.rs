@@ -1,0 +1,143 @@
+//! Every public operation that calls the driver (or NVRTC, or NVML), driven through every
+//! failure, with the stub driver of `tests/stub`.
+//!
+//! For each operation a clean run records the calls it makes, and those its result's drop
+//! makes; then each call in turn is failed with each code (out of memory, illegal address, not
+//! supported, launch failure and a code from a future driver; NVRTC's and NVML's own for their
+//! calls) and the case checks that:
+//! - nothing panics;
+//! - the operation returns the error naming exactly the failed call and its code (with the
+//!   driver's name for it, or the crate's fallback for an unknown code), or, for a failure in a
+//!   release path (a `Drop` inside the operation, a current-context guard restoring), returns
+//!   the value and logs exactly one error line naming them; a few failures are absorbed by
+//!   design, each listed with the operation and why;
+//! - no object outlives the case (the stub's live counts return to where they were), except
+//!   the one object whose release failed;
+//! - a failure injected into a release on drop logs exactly one error line and is not retried;
+//! - the crate never misuses the driver meanwhile (a destroyed or foreign handle, a call
+//!   needing a context with none current, a copy past an allocation).
+//!
+//! A `main` of its own (`harness = false`): the stub is built and the library variables are set
+//! before anything else runs; the cases run one after the other on this thread. Prints one
+//! line per operation and a summary; exits nonzero on any failure.
+//!
+//! The sources: `case.rs` runs one case of an operation (the `Op`s and their faults),
+//! `fixtures.rs` makes what the operations work on, `ops/` lists the operations by area,
+//! `check.rs` checks a faulted run against the clean one, `matrix.rs` runs an operation's
+//! matrix of faults, and `standalone.rs` holds the cases outside the matrix.
+
+mod case;
+mod check;
+mod fixtures;
+mod matrix;
+mod ops;
+mod standalone;
+#[path = "../stub/mod.rs"]
+mod stub;
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use crate::case::report_panics;
+use crate::matrix::run_matrix;
+use crate::ops::operations;
+use crate::standalone::{error_texts, first_use, old_driver, sanity};
+use crate::stub::{Installed, KINDS};
+
+fn main() -> ExitCode {
+    let stub = match stub::install() {
+        Installed::Ready(stub) => stub,
+        Installed::Skipped(reason) => {
+            println!("fault_injection: skipped: {reason}");
+            return ExitCode::SUCCESS;
+        }
+    };
+    stub::install_logger();
+    report_panics();
+    let mut failed = 0usize;
+    let mut faults = 0usize;
+    let mut operations_run = 0usize;
+    let mut gap_cases = 0usize;
+    let mut report_group = |name: &str, detail: &str, group_faults: usize, failures: &[String]| {
+        faults += group_faults;
+        let verdict = if failures.is_empty() { "ok" } else { "FAIL" };
+        println!("{verdict:<4} {name:<58} {detail}");
+        for failure in failures.iter().take(12) {
+            println!("       {failure}");
+        }
+        if failures.len() > 12 {
+            println!("       ... and {} more", failures.len() - 12);
+        }
+        failed += failures.len();
+    };
+
+    let (first_faults, first_failures) = first_use(stub);
+    report_group(
+        "first use (cuInit, nvrtcVersion)",
+        &format!("{first_faults} faults"),
+        first_faults,
+        &first_failures,
+    );
+    let sanity_failures = sanity(stub).unwrap_or_else(|error| vec![format!("failed: {error}")]);
+    report_group("the stub through the crate", "", 0, &sanity_failures);
+    let (text_faults, text_failures) = error_texts(stub);
+    report_group(
+        "error texts (cuGetErrorName, cuGetErrorString)",
+        &format!("{text_faults} faults"),
+        text_faults,
+        &text_failures,
+    );
+    report_group(
+        "an older driver (documented Unsupported)",
+        "",
+        0,
+        &old_driver(stub),
+    );
+
+    let scratch = tempfile::tempdir().expect("a scratch directory");
+    let ops = operations(scratch.path());
+    for op in &ops {
+        let report = run_matrix(stub, op);
+        operations_run += 1;
+        let mut detail = String::new();
+        let _ = write!(
+            detail,
+            "{} call(s) + {} on drop: {} faults",
+            report.calls, report.drop_calls, report.faults
+        );
+        report_group(&op.name, &detail, report.faults, &report.failures);
+        for (gap, seen) in &report.gaps {
+            gap_cases += seen;
+            println!(
+                "       KNOWN GAP ({seen} cases, {} #{}): {}",
+                gap.call, gap.nth, gap.why
+            );
+        }
+        for absorbed in &op.absorbed {
+            let which: Vec<String> = absorbed.nths.iter().map(|nth| format!(" #{nth}")).collect();
+            println!(
+                "       absorbed by design: {}{}: {}",
+                absorbed.call,
+                which.join(","),
+                absorbed.why
+            );
+        }
+    }
+    let live = stub.live();
+    println!(
+        "fault_injection: {operations_run} operations, {faults} injected faults ({gap_cases} \
+         showing known gaps), {failed} failure(s); live at the end (leaked by the failed \
+         releases): {}",
+        KINDS
+            .iter()
+            .zip(live)
+            .map(|(kind, count)| format!("{kind} {count}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,96 @@
+//! The operations of checkpoints and of NVML (`cuda_safe::system`).
+
+use cuda_safe::checkpoint::{GpuPair, Process};
+use cuda_safe::{Device, system};
+
+use crate::case::{Op, op};
+use crate::fixtures::device;
+
+pub(crate) fn checkpoint_and_nvml_operations(ops: &mut Vec<Op>) {
+    const PID: u32 = 4242;
+    let process = || Process::new(PID).expect("a process");
+    ops.push(op("checkpoint::Process::new", || (), |_| Process::new(PID)));
+    ops.push(op("Process::state", process, |p| p.state()));
+    ops.push(op("Process::restore_thread_id", process, |p| {
+        p.restore_thread_id()
+    }));
+    ops.push(op("Process::lock", process, |p| p.lock(None)));
+    ops.push(op(
+        "Process::checkpoint",
+        move || {
+            let p = process();
+            p.lock(None).expect("locked");
+            p
+        },
+        |p| p.checkpoint(),
+    ));
+    ops.push(op(
+        "Process::restore",
+        move || {
+            let p = process();
+            p.lock(None).expect("locked");
+            p.checkpoint().expect("checkpointed");
+            p
+        },
+        |p| p.restore(),
+    ));
+    if cuda_safe::sys::ABI_MAJOR >= 13 {
+        ops.push(op(
+            "Process::restore_remapped",
+            move || {
+                let p = process();
+                p.lock(None).expect("locked");
+                p.checkpoint().expect("checkpointed");
+                let uuid = device().uuid().expect("the UUID");
+                (
+                    p,
+                    GpuPair {
+                        old: uuid,
+                        new: uuid,
+                    },
+                )
+            },
+            |(p, pair)| p.restore_remapped(&[*pair]),
+        ));
+    }
+    ops.push(op(
+        "Process::unlock",
+        move || {
+            let p = process();
+            p.lock(None).expect("locked");
+            p
+        },
+        |p| p.unlock(),
+    ));
+    ops.push(op(
+        "system::Session::new",
+        || (),
+        |_| system::Session::new(),
+    ));
+    let session = || system::Session::new().expect("NVML");
+    ops.push(op("Session::device_count", session, |s| s.device_count()));
+    ops.push(op("Session::driver_version", session, |s| {
+        s.driver_version()
+    }));
+    ops.push(op("Session::nvml_version", session, |s| s.nvml_version()));
+    ops.push(op("Session::cuda_driver_version", session, |s| {
+        s.cuda_driver_version()
+    }));
+    ops.push(op(
+        "system::Device::from_index",
+        || (),
+        |_| system::Device::from_index(0),
+    ));
+    let gpu = || system::Device::from_index(0).expect("an NVML device");
+    ops.push(op("system::Device::name", gpu, |g| g.name()));
+    ops.push(op("system::Device::uuid", gpu, |g| g.uuid()));
+    ops.push(op("system::Device::memory_info", gpu, |g| g.memory_info()));
+    ops.push(op("system::Device::temperature_c", gpu, |g| {
+        g.temperature_c()
+    }));
+    ops.push(op("system::Device::power_usage_mw", gpu, |g| {
+        g.power_usage_mw()
+    }));
+    ops.push(op("Device::to_nvml", device, |d| d.to_nvml()));
+    ops.push(op("Device::from_nvml", gpu, Device::from_nvml));
+}

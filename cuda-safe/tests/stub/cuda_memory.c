@@ -1,0 +1,360 @@
+/*
+ * The fake libcuda's memory: allocations (host memory, never reused), memory pools, pinned and
+ * managed memory, copies and memsets. See cuda_stub.h.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_stub.h"
+
+struct pool {
+    struct object head;
+    int is_default;
+    unsigned long long max_size, used, used_high, reserved, reserved_high, threshold;
+};
+
+enum alloc_kind { A_POOL, A_HOST, A_MANAGED };
+
+struct allocation {
+    CUdeviceptr ptr;
+    size_t size;
+    enum alloc_kind kind;
+    struct pool *pool;
+    int alive;
+    int abandoned;
+    struct allocation *next;
+};
+
+static struct allocation *allocations; /* every allocation ever made, newest first */
+static struct pool default_pool = {{MAGIC, T_POOL, 1, 0}, 1, 0, 0, 0, 0, 0, 0};
+
+static struct allocation *find_allocation(CUdeviceptr address, int alive) {
+    for (struct allocation *a = allocations; a != NULL; a = a->next) {
+        if (a->alive == alive && address >= a->ptr && address - a->ptr < a->size)
+            return a;
+    }
+    return NULL;
+}
+
+/* Checks `size` bytes at `address`: inside one live allocation, or (when `host_ok`) outside
+ * every allocation ever made (host memory). */
+CUresult check_range(CUdeviceptr address, size_t size, int host_ok, const char *api) {
+    struct allocation *live = find_allocation(address, 1);
+    if (live != NULL) {
+        if (size > live->size - (address - live->ptr)) {
+            stub_misuse_note("%s: %zu bytes at %#llx run past an allocation of %zu bytes", api,
+                             size, address, live->size);
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        return CUDA_SUCCESS;
+    }
+    if (find_allocation(address, 0) != NULL) {
+        stub_misuse_note("%s: %#llx was freed", api, address);
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    }
+    if (!host_ok) {
+        stub_misuse_note("%s: %#llx is not device memory", api, address);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
+static void abandon_allocation(CUdeviceptr ptr) {
+    struct allocation *a = find_allocation(ptr, 1);
+    if (a != NULL && a->ptr == ptr)
+        a->abandoned = 1;
+}
+
+static CUdeviceptr allocate(size_t size, enum alloc_kind kind, struct pool *pool) {
+    unsigned char *memory = malloc(size);
+    if (memory == NULL)
+        return 0;
+    memset(memory, 0xCD, size); /* fresh memory is not zero: fills must write it */
+    struct allocation *a = calloc(1, sizeof *a);
+    if (a == NULL)
+        abort();
+    a->ptr = (CUdeviceptr)(uintptr_t)memory;
+    a->size = size;
+    a->kind = kind;
+    a->pool = pool;
+    a->alive = 1;
+    a->next = allocations;
+    allocations = a;
+    stub_live_add(K_ALLOC, 1);
+    return a->ptr;
+}
+
+/* Frees the live allocation starting at `ptr` of `kind` (its memory is kept, never reused). */
+static CUresult release(CUdeviceptr ptr, enum alloc_kind kind, const char *api) {
+    struct allocation *a = find_allocation(ptr, 1);
+    if (a == NULL || a->ptr != ptr || a->kind != kind) {
+        stub_misuse_note("%s: %#llx is not a live allocation of this kind", api, ptr);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    a->alive = 0;
+    if (a->pool != NULL)
+        a->pool->used -= a->size;
+    stub_live_add(K_ALLOC, -1);
+    return CUDA_SUCCESS;
+}
+
+/* Counts the live allocations of `pool`. */
+static size_t live_allocations_of(const struct pool *pool) {
+    size_t count = 0;
+    for (struct allocation *a = allocations; a != NULL; a = a->next)
+        count += a->alive && !a->abandoned && a->pool == pool;
+    return count;
+}
+
+/* ---- Memory information. ---- */
+
+CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
+    DRIVER("cuMemGetInfo_v2");
+    CHECK(need_current("cuMemGetInfo_v2"));
+    if (free_bytes == NULL || total == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t used = 0;
+    for (struct allocation *a = allocations; a != NULL; a = a->next)
+        used += a->alive ? a->size : 0;
+    *total = TOTAL_MEMORY;
+    *free_bytes = TOTAL_MEMORY - used;
+    return CUDA_SUCCESS;
+}
+
+/* ---- Memory pools. ---- */
+
+#define POOL_ATTR_RELEASE_THRESHOLD 4
+#define POOL_ATTR_RESERVED_MEM_CURRENT 5
+#define POOL_ATTR_RESERVED_MEM_HIGH 6
+#define POOL_ATTR_USED_MEM_CURRENT 7
+#define POOL_ATTR_USED_MEM_HIGH 8
+
+CUresult cuDeviceGetDefaultMemPool(struct pool **pool, CUdevice device) {
+    DRIVER("cuDeviceGetDefaultMemPool");
+    CHECK(check_device(device, "cuDeviceGetDefaultMemPool"));
+    if (pool == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pool = &default_pool;
+    return CUDA_SUCCESS;
+}
+
+/* Reads the properties' maxSize (offset 24 in both ABIs' CUmemPoolProps). */
+CUresult cuMemPoolCreate(struct pool **pool, const unsigned char *props) {
+    DRIVER("cuMemPoolCreate");
+    if (pool == NULL || props == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct pool *made = make(sizeof *made, T_POOL);
+    memcpy(&made->max_size, props + 24, sizeof(size_t));
+    stub_live_add(K_POOL, 1);
+    *pool = made;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolDestroy(struct pool *pool) {
+    DRIVER("cuMemPoolDestroy");
+    if (!valid(pool, T_POOL, "cuMemPoolDestroy"))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (pool->is_default) {
+        stub_misuse_note("cuMemPoolDestroy: the default pool");
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    size_t outstanding = live_allocations_of(pool);
+    if (outstanding != 0)
+        stub_misuse_note("cuMemPoolDestroy: %zu allocations of the pool are alive", outstanding);
+    pool->head.alive = 0;
+    stub_live_add(K_POOL, -1);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolSetAttribute(struct pool *pool, int attribute, void *value) {
+    DRIVER("cuMemPoolSetAttribute");
+    if (!valid(pool, T_POOL, "cuMemPoolSetAttribute"))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (value == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    unsigned long long number;
+    switch (attribute) {
+    case 1: case 2: case 3:
+        return CUDA_SUCCESS;
+    case POOL_ATTR_RELEASE_THRESHOLD:
+        memcpy(&pool->threshold, value, sizeof pool->threshold);
+        return CUDA_SUCCESS;
+    case POOL_ATTR_RESERVED_MEM_HIGH:
+    case POOL_ATTR_USED_MEM_HIGH:
+        memcpy(&number, value, sizeof number);
+        if (number != 0)
+            return CUDA_ERROR_INVALID_VALUE;
+        if (attribute == POOL_ATTR_RESERVED_MEM_HIGH)
+            pool->reserved_high = pool->reserved;
+        else
+            pool->used_high = pool->used;
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+CUresult cuMemPoolGetAttribute(struct pool *pool, int attribute, void *value) {
+    DRIVER("cuMemPoolGetAttribute");
+    if (!valid(pool, T_POOL, "cuMemPoolGetAttribute"))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (value == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    unsigned long long number;
+    switch (attribute) {
+    case 1: case 2: case 3: {
+        int yes = 1;
+        memcpy(value, &yes, sizeof yes);
+        return CUDA_SUCCESS;
+    }
+    case POOL_ATTR_RELEASE_THRESHOLD: number = pool->threshold; break;
+    case POOL_ATTR_RESERVED_MEM_CURRENT: number = pool->reserved; break;
+    case POOL_ATTR_RESERVED_MEM_HIGH: number = pool->reserved_high; break;
+    case POOL_ATTR_USED_MEM_CURRENT: number = pool->used; break;
+    case POOL_ATTR_USED_MEM_HIGH: number = pool->used_high; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    memcpy(value, &number, sizeof number);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolTrimTo(struct pool *pool, size_t keep) {
+    DRIVER("cuMemPoolTrimTo");
+    if (!valid(pool, T_POOL, "cuMemPoolTrimTo"))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (pool->reserved > keep)
+        pool->reserved = keep > pool->used ? keep : pool->used;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *ptr, size_t size, struct pool *pool, void *stream) {
+    DRIVER("cuMemAllocFromPoolAsync");
+    if (!valid(pool, T_POOL, "cuMemAllocFromPoolAsync") ||
+        stream_context(stream, "cuMemAllocFromPoolAsync") == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (ptr == NULL || size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (pool->max_size != 0 && pool->used + size > pool->max_size)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUdeviceptr made = allocate(size, A_POOL, pool);
+    if (made == 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    pool->used += size;
+    if (pool->used > pool->used_high)
+        pool->used_high = pool->used;
+    if (pool->used > pool->reserved)
+        pool->reserved = pool->used;
+    if (pool->reserved > pool->reserved_high)
+        pool->reserved_high = pool->reserved;
+    *ptr = made;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemFreeAsync(CUdeviceptr ptr, void *stream) {
+    DRIVER_RELEASE("cuMemFreeAsync", abandon_allocation(ptr));
+    if (stream_context(stream, "cuMemFreeAsync") == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return release(ptr, A_POOL, "cuMemFreeAsync");
+}
+
+/* ---- Pinned and managed memory. ---- */
+
+CUresult cuMemHostAlloc(void **ptr, size_t size, unsigned flags) {
+    DRIVER("cuMemHostAlloc");
+    CHECK(need_current("cuMemHostAlloc"));
+    if (ptr == NULL || size == 0 || (flags & ~15u) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUdeviceptr made = allocate(size, A_HOST, NULL);
+    if (made == 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *ptr = (void *)(uintptr_t)made;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemFreeHost(void *ptr) {
+    DRIVER_RELEASE("cuMemFreeHost", abandon_allocation((CUdeviceptr)(uintptr_t)ptr));
+    CHECK(need_current("cuMemFreeHost"));
+    return release((CUdeviceptr)(uintptr_t)ptr, A_HOST, "cuMemFreeHost");
+}
+
+CUresult cuMemAllocManaged(CUdeviceptr *ptr, size_t size, unsigned flags) {
+    DRIVER("cuMemAllocManaged");
+    CHECK(need_current("cuMemAllocManaged"));
+    if (ptr == NULL || size == 0 || (flags != 1 && flags != 2))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUdeviceptr made = allocate(size, A_MANAGED, NULL);
+    if (made == 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *ptr = made;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemFree_v2(CUdeviceptr ptr) {
+    DRIVER_RELEASE("cuMemFree_v2", abandon_allocation(ptr));
+    CHECK(need_current("cuMemFree_v2"));
+    return release(ptr, A_MANAGED, "cuMemFree_v2");
+}
+
+/* ---- Copies and memsets, done at once on the host. ---- */
+
+CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, void *stream) {
+    DRIVER("cuMemcpyAsync");
+    if (stream_context(stream, "cuMemcpyAsync") == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    CHECK(check_range(dst, bytes, 1, "cuMemcpyAsync"));
+    CHECK(check_range(src, bytes, 1, "cuMemcpyAsync"));
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes);
+    return CUDA_SUCCESS;
+}
+
+/* Writes `height` rows of `width` words of `word` bytes, `pitch` bytes apart. */
+static CUresult memset_2d(const char *api, CUdeviceptr dst, size_t pitch, unsigned value,
+                          size_t word, size_t width, size_t height, void *stream) {
+    if (stream_context(stream, api) == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (width == 0 || height == 0)
+        return CUDA_SUCCESS;
+    if (dst % word != 0 || (height > 1 && pitch < width * word))
+        return CUDA_ERROR_INVALID_VALUE;
+    CHECK(check_range(dst, (height - 1) * pitch + width * word, 0, api));
+    for (size_t row = 0; row < height; row++) {
+        unsigned char *start = (unsigned char *)(uintptr_t)(dst + row * pitch);
+        for (size_t i = 0; i < width; i++)
+            memcpy(start + i * word, &value, word); /* little-endian: the low bytes */
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t count, void *stream) {
+    DRIVER("cuMemsetD8Async");
+    return memset_2d("cuMemsetD8Async", dst, count, value, 1, count, 1, stream);
+}
+
+CUresult cuMemsetD16Async(CUdeviceptr dst, unsigned short value, size_t count, void *stream) {
+    DRIVER("cuMemsetD16Async");
+    return memset_2d("cuMemsetD16Async", dst, count * 2, value, 2, count, 1, stream);
+}
+
+CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned value, size_t count, void *stream) {
+    DRIVER("cuMemsetD32Async");
+    return memset_2d("cuMemsetD32Async", dst, count * 4, value, 4, count, 1, stream);
+}
+
+CUresult cuMemsetD2D8Async(CUdeviceptr dst, size_t pitch, unsigned char value, size_t width,
+                           size_t height, void *stream) {
+    DRIVER("cuMemsetD2D8Async");
+    return memset_2d("cuMemsetD2D8Async", dst, pitch, value, 1, width, height, stream);
+}
+
+CUresult cuMemsetD2D16Async(CUdeviceptr dst, size_t pitch, unsigned short value, size_t width,
+                            size_t height, void *stream) {
+    DRIVER("cuMemsetD2D16Async");
+    return memset_2d("cuMemsetD2D16Async", dst, pitch, value, 2, width, height, stream);
+}
+
+CUresult cuMemsetD2D32Async(CUdeviceptr dst, size_t pitch, unsigned value, size_t width,
+                            size_t height, void *stream) {
+    DRIVER("cuMemsetD2D32Async");
+    return memset_2d("cuMemsetD2D32Async", dst, pitch, value, 4, width, height, stream);
+}

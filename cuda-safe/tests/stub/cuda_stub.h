@@ -1,0 +1,170 @@
+/*
+ * A fake libcuda: one sm_90-like device with 132 SMs, its primary context, green contexts,
+ * streams, events, memory pools, pinned and managed memory, libraries and kernels, every
+ * handle a stub object. Allocations are host memory, so copies and memsets round-trip, and
+ * the kernel `twice` (float *x, size_t n) doubles x[0..n) when launched. Both ABIs are served:
+ * every entry point cuda-safe calls under CUDA 12 or 13 is exported by the name it resolves
+ * (`cuEventElapsedTime` and `cuEventElapsedTime_v2` both), and the structs it fills have one
+ * layout in both (the fields written are at the same offsets).
+ *
+ * A handle the stub did not make, or one already destroyed, a call that needs a current
+ * context with none, and a copy or memset past an allocation are misuses (stub_misuse): the
+ * real driver would fail or corrupt memory, and the tests assert they never happen. Freed
+ * memory is never reused, so a use after free is caught too.
+ *
+ * A stream, event or allocation whose release fails by injection is abandoned: it stays live
+ * in the counts (the caller leaked it), and destroying its context or pool later is no misuse
+ * (the real driver reclaims it then).
+ *
+ * This header is the driver's internal one, shared by its sources: cuda_misc.c (state, checks,
+ * initialisation, error strings, checkpoints), cuda_device.c (the device, contexts, streams,
+ * events), cuda_memory.c (allocations, pools, copies, memsets), cuda_code.c (libraries,
+ * kernels, launches) and cuda_green.c (resources and green contexts). Everything declared here
+ * is hidden: the shared object exports the CUDA entry points and the stub_* functions only.
+ */
+#ifndef CUDA_SAFE_CUDA_STUB_H
+#define CUDA_SAFE_CUDA_STUB_H
+
+#include <stddef.h>
+
+#include "stub.h"
+
+#pragma GCC visibility push(hidden)
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+
+enum {
+    CUDA_SUCCESS = 0,
+    CUDA_ERROR_INVALID_VALUE = 1,
+    CUDA_ERROR_OUT_OF_MEMORY = 2,
+    CUDA_ERROR_NOT_INITIALIZED = 3,
+    CUDA_ERROR_INVALID_DEVICE = 101,
+    CUDA_ERROR_INVALID_CONTEXT = 201,
+    CUDA_ERROR_FILE_NOT_FOUND = 301,
+    CUDA_ERROR_INVALID_HANDLE = 400,
+    CUDA_ERROR_ILLEGAL_STATE = 401,
+    CUDA_ERROR_NOT_FOUND = 500,
+    CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+    CUDA_ERROR_CONTEXT_IS_DESTROYED = 709,
+    CUDA_ERROR_INVALID_RESOURCE_TYPE = 914,
+    CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION = 915,
+};
+
+/* ---- The device. ---- */
+
+#define SM_COUNT 132
+#define SM_GRANULARITY 8 /* sm_90: groups of at least 8 SMs, in multiples of 8 */
+#define TOTAL_MEMORY 150754820096ULL
+#define SHARED_OPTIN 232448
+#define DEVICE_NAME "NVIDIA H200 (cuda-safe stub)"
+
+/* ---- Objects. ---- */
+
+#define MAGIC 0x5C0DA5AFu
+
+enum type { T_CONTEXT = 1, T_GREEN, T_STREAM, T_EVENT, T_POOL, T_LIBRARY, T_KERNEL, T_DESC };
+
+/* The head of every object. The context and the stream are shared by the sources; the other
+ * objects are each one file's own (the event, pool, library, kernel, green context and
+ * resource descriptor). */
+struct object {
+    unsigned magic;
+    enum type type;
+    int alive;
+    int abandoned;
+};
+
+struct context {
+    struct object head;
+    unsigned sm_count;
+};
+
+struct stream {
+    struct object head;
+    struct context *context;
+    unsigned flags;
+    int priority;
+};
+
+/* ---- Shared state (cuda_misc.c). ---- */
+
+extern int initialised;
+extern __thread struct context *current; /* the calling thread's current context */
+extern int process_state;                /* CUprocessState of the checkpoint calls' process */
+
+/* ---- Objects and checks (cuda_misc.c). ---- */
+
+/* A new live object of `type`, zeroed past its head (aborts when out of memory). */
+void *make(size_t size, enum type type);
+
+/* Whether `handle` is a live object of `type` (a misuse is noted otherwise). */
+int valid(const void *handle, enum type type, const char *api);
+
+/* The error for a context that is not usable (destroyed, or none), with the misuse noted. */
+CUresult context_error(struct context *context, const char *api);
+
+/* context_error of the current context. */
+CUresult need_current(const char *api);
+
+/* Marks the live object `handle` of `type`, whose release failed by injection, abandoned. */
+void abandon(void *handle, enum type type);
+
+/* The stream a call is queued on: a stub stream, or the legacy / per-thread default stream of
+ * the current context. NULL (with the misuse noted) when unusable. */
+struct context *stream_context(const void *handle, const char *api);
+
+/* Every entry point but cuInit, cuDriverGetVersion and the error strings: counted, faults
+ * injected, and refused before cuInit. */
+#define DRIVER(name)                                                                           \
+    do {                                                                                       \
+        ENTER(name);                                                                           \
+        if (!initialised) {                                                                    \
+            stub_misuse_note("%s before cuInit", name);                                        \
+            return CUDA_ERROR_NOT_INITIALIZED;                                                 \
+        }                                                                                      \
+    } while (0)
+
+/* A release: counted, and a fault injected into it abandons the object (see the top). */
+#define DRIVER_RELEASE(name, abandoning)                                                       \
+    do {                                                                                       \
+        int injected_ = stub_enter(name, 0);                                                   \
+        if (injected_ != 0) {                                                                  \
+            abandoning;                                                                        \
+            return injected_;                                                                  \
+        }                                                                                      \
+        if (!initialised) {                                                                    \
+            stub_misuse_note("%s before cuInit", name);                                        \
+            return CUDA_ERROR_NOT_INITIALIZED;                                                 \
+        }                                                                                      \
+    } while (0)
+
+/* Returns the result of `call` when it is an error. */
+#define CHECK(call)                                                                            \
+    do {                                                                                       \
+        CUresult checked_ = (call);                                                            \
+        if (checked_ != CUDA_SUCCESS)                                                          \
+            return checked_;                                                                   \
+    } while (0)
+
+/* ---- The device, contexts, streams (cuda_device.c). ---- */
+
+/* Checks that `device` is the one device (a misuse is noted otherwise). */
+CUresult check_device(CUdevice device, const char *api);
+
+/* Counts the live streams and events of `context`, which destroying it would destroy too. */
+size_t live_children(const struct context *context);
+
+/* A new stream of `context` (its priority clamped to the device's range). */
+struct stream *new_stream(struct context *context, unsigned flags, int priority);
+
+/* ---- Allocations (cuda_memory.c). ---- */
+
+/* Checks `size` bytes at `address`: inside one live allocation, or (when `host_ok`) outside
+ * every allocation ever made (host memory). */
+CUresult check_range(CUdeviceptr address, size_t size, int host_ok, const char *api);
+
+#pragma GCC visibility pop
+
+#endif
