@@ -41,6 +41,7 @@
 //! from its own floor or those below, naming the defining module; this root only re-exports.
 
 pub use cuda_sys as sys;
+pub use nvjitlink_sys;
 pub use nvml_sys;
 pub use nvrtc_sys;
 
