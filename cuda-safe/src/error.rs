@@ -13,6 +13,7 @@ use std::ffi::c_char;
 use std::fmt;
 
 use crate::ffi::static_str;
+use crate::nvjitlink_sys::nvJitLinkResult;
 use crate::nvml_sys::{self, nvmlReturn_t};
 use crate::nvrtc_sys::{self, nvrtcResult};
 use crate::sys::{CUgraphExecUpdateResult, CUresult, CudaVersion, LoadError};
@@ -51,6 +52,29 @@ pub enum Error {
         message: &'static str,
         /// The program log, for compile failures.
         log: Option<Box<str>>,
+    },
+    /// An nvJitLink call failed (a failed link is [`Error::Link`] around this one).
+    #[error("{api} failed: {name} ({message})")]
+    NvJitLink {
+        /// The nvJitLink function (`nvJitLinkComplete`).
+        api: &'static str,
+        /// The raw result code.
+        code: nvJitLinkResult,
+        /// The code's name in `nvJitLink.h` (`NVJITLINK_ERROR_PTX_COMPILE`).
+        name: &'static str,
+        /// What the code means, from the header's comments (nvJitLink has no message call).
+        message: &'static str,
+    },
+    /// A link failed: the linker's call error is the [`source`](std::error::Error::source),
+    /// `log` holds its error log, its info log and the options used.
+    #[error("{source}{}", LogSuffix(Some(log)))]
+    Link {
+        /// The failed linker call ([`Error::NvJitLink`], or [`Error::Cuda`] from the driver
+        /// linker).
+        #[source]
+        source: Box<Error>,
+        /// The linker's error log, then its info log, then the options used.
+        log: Box<str>,
     },
     /// An NVML call failed.
     #[error("{api} failed: {message}")]
@@ -183,10 +207,20 @@ impl Error {
         }
     }
 
-    /// The error this one wraps, if any ([`Error::LaunchOrdering`]'s cause).
+    /// The error this one wraps, if any ([`Error::LaunchOrdering`]'s and [`Error::Link`]'s
+    /// cause).
     fn cause(&self) -> Option<&Error> {
         match self {
-            Self::LaunchOrdering { source } => Some(source),
+            Self::LaunchOrdering { source } | Self::Link { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
+    /// The log of a failed link ([`Error::Link`]): the linker's error and info logs and the
+    /// options used.
+    pub fn link_log(&self) -> Option<&str> {
+        match self {
+            Self::Link { log, .. } => Some(log),
             _ => None,
         }
     }
@@ -219,6 +253,8 @@ impl Error {
                     | CUresult::CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC
             ),
             Self::Nvml { code, .. } => *code == nvmlReturn_t::NVML_ERROR_NOT_SUPPORTED,
+            // NVJITLINK_ERROR_UNSUPPORTED_ARCH, which only the CUDA 13 header names.
+            Self::NvJitLink { code, .. } => code.0 == 17,
             other => other.cause().is_some_and(Error::is_not_supported),
         }
     }
@@ -312,6 +348,20 @@ impl Error {
         }
     }
 
+    /// Builds [`Error::NvJitLink`], naming the code from the header (nvJitLink has no call
+    /// that describes its codes).
+    #[cold]
+    #[inline(never)]
+    pub fn nvjitlink(api: &'static str, code: nvJitLinkResult) -> Self {
+        let (name, message) = nvjitlink_code(code);
+        Self::NvJitLink {
+            api,
+            code,
+            name,
+            message,
+        }
+    }
+
     /// Builds [`Error::Nvml`], asking NVML for the code's message.
     #[cold]
     #[inline(never)]
@@ -373,6 +423,13 @@ macro_rules! nvrtc {
     };
 }
 
+/// [`cu!`] for nvJitLink: `unsafe { nvjitlink!(nvjitlink, nvJitLinkComplete(handle)) }`.
+macro_rules! nvjitlink {
+    ($nvjitlink:expr, $function:ident($($argument:expr),* $(,)?)) => {
+        $crate::error::check_nvjitlink(stringify!($function), $nvjitlink.$function($($argument),*))
+    };
+}
+
 /// [`cu!`] for NVML: `unsafe { nvml!(nvml, nvmlDeviceGetCount_v2(&mut count)) }`.
 macro_rules! nvml {
     ($nvml:expr, $function:ident($($argument:expr),* $(,)?)) => {
@@ -380,7 +437,7 @@ macro_rules! nvml {
     };
 }
 
-pub(crate) use {cu, cu_ready, nvml, nvrtc};
+pub(crate) use {cu, cu_ready, nvjitlink, nvml, nvrtc};
 
 /// Turns a driver call's outcome into `Result<()>`; the error path is out of line. Called
 /// through [`cu!`], which names the call.
@@ -410,6 +467,70 @@ pub(crate) fn check_nvrtc(api: &'static str, result: Result<nvrtcResult, LoadErr
         Ok(nvrtcResult::NVRTC_SUCCESS) => Ok(()),
         Ok(code) => Err(Error::nvrtc(api, code, None)),
         Err(error) => Err(Error::Load(error)),
+    }
+}
+
+/// Turns an nvJitLink call's outcome into `Result<()>` (through [`nvjitlink!`]).
+#[inline]
+pub(crate) fn check_nvjitlink(
+    api: &'static str,
+    result: Result<nvJitLinkResult, LoadError>,
+) -> Result<()> {
+    match result {
+        Ok(nvJitLinkResult::NVJITLINK_SUCCESS) => Ok(()),
+        Ok(code) => Err(Error::nvjitlink(api, code)),
+        Err(error) => Err(Error::Load(error)),
+    }
+}
+
+/// The name and meaning of an nvJitLink result code, as `nvJitLink.h` gives them (the codes
+/// from 10 on are CUDA 13's; a CUDA 12 library maps them onto older ones).
+fn nvjitlink_code(code: nvJitLinkResult) -> (&'static str, &'static str) {
+    match code.0 {
+        0 => ("NVJITLINK_SUCCESS", "success"),
+        1 => ("NVJITLINK_ERROR_UNRECOGNIZED_OPTION", "unrecognized option"),
+        2 => (
+            "NVJITLINK_ERROR_MISSING_ARCH",
+            "option -arch=sm_NN not given",
+        ),
+        3 => ("NVJITLINK_ERROR_INVALID_INPUT", "invalid input"),
+        4 => ("NVJITLINK_ERROR_PTX_COMPILE", "PTX compilation failed"),
+        5 => (
+            "NVJITLINK_ERROR_NVVM_COMPILE",
+            "NVVM (LTO) compilation failed",
+        ),
+        6 => ("NVJITLINK_ERROR_INTERNAL", "internal error"),
+        7 => ("NVJITLINK_ERROR_THREADPOOL", "thread pool error"),
+        8 => ("NVJITLINK_ERROR_UNRECOGNIZED_INPUT", "unrecognized input"),
+        9 => ("NVJITLINK_ERROR_FINALIZE", "finalizer error"),
+        10 => ("NVJITLINK_ERROR_NULL_INPUT", "null input"),
+        11 => (
+            "NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS",
+            "incompatible options",
+        ),
+        12 => (
+            "NVJITLINK_ERROR_INCORRECT_INPUT_TYPE",
+            "incorrect input type",
+        ),
+        13 => ("NVJITLINK_ERROR_ARCH_MISMATCH", "architecture mismatch"),
+        14 => (
+            "NVJITLINK_ERROR_OUTDATED_LIBRARY",
+            "nvJitLink is older than the input",
+        ),
+        15 => ("NVJITLINK_ERROR_MISSING_FATBIN", "missing fatbin"),
+        16 => (
+            "NVJITLINK_ERROR_UNRECOGNIZED_ARCH",
+            "unrecognized -arch value",
+        ),
+        17 => (
+            "NVJITLINK_ERROR_UNSUPPORTED_ARCH",
+            "unsupported -arch value",
+        ),
+        18 => ("NVJITLINK_ERROR_LTO_NOT_ENABLED", "the input needs -lto"),
+        _ => (
+            "an unknown nvJitLink result code",
+            "newer than these bindings",
+        ),
     }
 }
 
@@ -542,6 +663,39 @@ mod tests {
         };
         let text = error.to_string();
         assert!(text.contains("nvrtcCompileProgram failed: NVRTC_ERROR_COMPILATION\nk.cu(1)"));
+    }
+
+    #[test]
+    fn link_errors_name_the_code_and_carry_the_log() {
+        let call = Error::nvjitlink(
+            "nvJitLinkComplete",
+            nvJitLinkResult::NVJITLINK_ERROR_PTX_COMPILE,
+        );
+        assert_eq!(
+            call.to_string(),
+            "nvJitLinkComplete failed: NVJITLINK_ERROR_PTX_COMPILE (PTX compilation failed)"
+        );
+        let unknown = Error::nvjitlink("nvJitLinkComplete", nvJitLinkResult(77));
+        assert!(unknown.to_string().contains("unknown"), "{unknown}");
+        let link = Error::Link {
+            source: Box::new(call),
+            log: "error   : Undefined reference to '_Z5scalef' in 'a.ltoir'\noptions: []".into(),
+        };
+        let text = link.to_string();
+        assert!(text.starts_with("nvJitLinkComplete failed"), "{text}");
+        assert!(text.contains("\nerror   : Undefined reference"), "{text}");
+        assert!(link.link_log().unwrap().contains("Undefined reference"));
+        assert!(std::error::Error::source(&link).is_some());
+        assert!(!link.is_not_supported());
+        let arch = Error::nvjitlink("nvJitLinkCreate", nvJitLinkResult(17));
+        assert!(arch.is_not_supported());
+        assert!(
+            Error::Link {
+                source: Box::new(arch),
+                log: "".into()
+            }
+            .is_not_supported()
+        );
     }
 
     #[test]

@@ -71,6 +71,7 @@ mod graph;
 mod green;
 mod kernel;
 mod launch;
+mod link;
 mod module;
 mod program;
 
@@ -100,6 +101,7 @@ pub use green::{
 pub use kernel::{Kernel, KernelAttributes, KernelOccupancy, ParamInfo};
 pub use kernels::KernelCache;
 pub use launch::{DeviceRepr, Dim3, KernelArg, KernelArgs, LaunchConfig, launch};
+pub use link::{LinkInput, LinkInputKind, LinkedCode, Linker, LinkerBackend, LinkerOptions};
 pub use memory::{
     Buffer, DeviceMemoryResource, DeviceSlice, DeviceSliceMut, ManagedMemoryResource,
     MemoryResource, PinnedMemoryResource, PoolOptions,
