@@ -132,6 +132,7 @@ mod workspace_docs {
         Graphs: "docs/graphs.md",
         GreenContexts: "docs/green-contexts.md",
         Interop: "docs/interop.md",
+        LinkingAndTma: "docs/linking-and-tma.md",
         MigratingFromCudaCore: "docs/migrating-from-cuda-core.md",
         MigratingFromCudarc: "docs/migrating-from-cudarc.md",
         Nvml: "docs/nvml.md",
