@@ -100,7 +100,11 @@ pub use green::{
 };
 pub use kernel::{Kernel, KernelAttributes, KernelOccupancy, ParamInfo};
 pub use kernels::KernelCache;
-pub use launch::{DeviceRepr, Dim3, KernelArg, KernelArgs, LaunchConfig, launch};
+pub use launch::{
+    AccessPolicyWindow, AccessProperty, AttributeSupport, ClusterScheduling, DeviceRepr, Dim3,
+    KernelArg, KernelArgs, LaunchAttributes, LaunchConfig, MemSyncDomain, MemSyncDomainMap,
+    ProgrammaticEvent, launch, launch_with,
+};
 pub use link::{LinkInput, LinkInputKind, LinkedCode, Linker, LinkerBackend, LinkerOptions};
 pub use memory::{
     Buffer, DeviceMemoryResource, DeviceSlice, DeviceSliceMut, ManagedMemoryResource,
