@@ -37,7 +37,9 @@ pub struct LaunchAttributes<'a> {
     /// `trigger_at_block_start`), for another stream to wait on. Compute capability 9.0 on.
     pub programmatic_event: Option<ProgrammaticEvent<'a>>,
     /// A preferred cluster shape the scheduler uses where it fits, falling back to the
-    /// configuration's cluster (a multiple of it per axis; CUDA 12.8 drivers on).
+    /// configuration's cluster (a multiple of it along x and y, equal along z, dividing the
+    /// grid; CUDA 12.8 drivers on). A driver that refuses it on the device is reported as
+    /// [`Error::Unsupported`].
     pub preferred_cluster: Option<Dim3>,
     /// How clusters are spread over the GPU (needs a cluster launch).
     pub cluster_scheduling: Option<ClusterScheduling>,
@@ -147,7 +149,7 @@ pub struct AttributeSupport {
 
 impl AttributeSupport {
     /// What `stream`'s device, context and driver support.
-    pub(crate) fn of(stream: &Stream) -> Result<Self> {
+    pub fn of(stream: &Stream) -> Result<Self> {
         let device = stream.device();
         let attribute = |which| device.attribute(which).map(|value| value.max(0) as u32);
         Ok(Self {
@@ -224,6 +226,12 @@ impl LaunchAttributes<'_> {
                     "a preferred cluster shape needs LaunchConfig::cluster (the fallback shape)",
                 );
             };
+            if preferred.z != cluster.z {
+                return invalid(format!(
+                    "the preferred cluster {preferred:?} must equal the cluster {cluster:?} \
+                     along z"
+                ));
+            }
             let axes = [
                 (preferred.x, cluster.x, config.grid.x),
                 (preferred.y, cluster.y, config.grid.y),

@@ -257,12 +257,26 @@ pub unsafe fn launch_with<A: KernelArgs>(
         unsafe { launch_ex(kernel, config, stream.as_raw(), parameters, attributes) }
     });
     if let Err(error) = launched {
-        return Err(explain_launch_error(error, stream, config, kernel));
+        return Err(match attributes.preferred_cluster {
+            Some(_) if refused_as_unsupported(&error) => Error::unsupported(
+                "preferred cluster dimensions",
+                format!("the driver refused them on this device: {error}"),
+            ),
+            _ => explain_launch_error(error, stream, config, kernel),
+        });
+    }
+    if let Some(programmatic) = attributes.programmatic_event {
+        programmatic.event.note_recorded();
     }
     match others {
         Some(others) => others.after_launch(stream),
         None => Ok(()),
     }
+}
+
+/// Whether the driver's answer to a launch means "not on this device".
+fn refused_as_unsupported(error: &Error) -> bool {
+    error.is_not_supported() || error.cuda_code() == Some(CUresult::CUDA_ERROR_INVALID_VALUE)
 }
 
 /// One `cuLaunchKernelEx` with the configuration's cluster and cooperation and `attributes`,

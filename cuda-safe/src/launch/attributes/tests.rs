@@ -112,6 +112,12 @@ fn preferred_clusters_need_a_new_driver_and_fitting_shapes() {
     assert!(odd.to_string().contains("multiple of the cluster"), "{odd}");
     let grid = refusal(preferred(Dim3::from(128)), clustered(), H200);
     assert!(grid.to_string().contains("grid"), "{grid}");
+    let deep = LaunchConfig {
+        cluster: Some(Dim3::from((2, 1, 2))),
+        ..LaunchConfig::new((64, 1, 4), 128)
+    };
+    let z = refusal(preferred(Dim3::from((4, 1, 4))), deep, H200);
+    assert!(z.to_string().contains("along z"), "{z}");
 }
 
 #[test]
