@@ -74,6 +74,7 @@ mod launch;
 mod link;
 mod module;
 mod program;
+mod tma;
 
 // Beside: NVML, on the ground floor only.
 pub mod system;
@@ -115,6 +116,10 @@ pub use program::{
     CompiledProgram, CppStandard, Program, ProgramOptions, nvrtc_supported_archs, nvrtc_version,
 };
 pub use stream::{Stream, StreamOptions};
+pub use tma::{
+    Im2colOptions, Interleave, L2Promotion, MAX_RANK as TENSOR_MAP_MAX_RANK, Swizzle, TensorMap,
+    TensorMapDataType, TensorOptions, TiledOptions,
+};
 pub use uuid::{Uuid, UuidParseError};
 
 /// The Rust blocks of the workspace's Markdown files, as doctests of this crate. `build.rs`

@@ -35,6 +35,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("link", 3),
     ("module", 3),
     ("program", 3),
+    ("tma", 3),
     // Top.
     ("checkpoint", 5),
     ("dlpack", 5),
