@@ -6,7 +6,14 @@
 //!   files (`link_cuda_core_ms`) when a Python with `cuda.core` is found (`$CUDA_CORE_PYTHON`,
 //!   `python3` on the path, or `/opt/torch/.venv/bin/python3`).
 //!
+//! - a 2-D tile copy of an 8192 x 8192 float matrix through TMA tensor maps
+//!   (`tma_copy_gbs`, the kernel of `examples/tma/copy.cu`) against `cuMemcpy2DAsync` of the
+//!   same region (`memcpy2d_gbs`), bytes read plus bytes written over GPU time.
+//!
 //! Prints `FIG name value unit` lines (`bench/run_benchmarks.sh` collects them).
+
+#[path = "../examples/tma/common.rs"]
+mod tma;
 
 use std::io::Write;
 use std::path::Path;
@@ -17,6 +24,7 @@ use cuda_safe::{
     CodeKind, Device, Event, EventOptions, LaunchConfig, LinkInput, Linker, LinkerOptions,
     ObjectCode, Program, ProgramOptions, Result, Stream, launch,
 };
+use tma::Matrix;
 
 /// The unit that defines the device function.
 const LIBRARY: &str = r#"
@@ -64,23 +72,10 @@ fn kernel_us(code: &ObjectCode, stream: &Stream, device: &Device) -> Result<f64>
     let pool = device.default_memory_resource()?;
     let mut x = pool.allocate_from_host(&vec![0.5f32; N], stream)?;
     let config = LaunchConfig::for_num_elements(N, 256)?;
-    let timing = EventOptions {
-        timing: true,
-        ..Default::default()
-    };
-    let (start, end) = (device.create_event(timing)?, device.create_event(timing)?);
-    let mut times = Vec::with_capacity(REPS);
-    for rep in 0..=REPS {
-        start.record(stream)?;
-        // SAFETY: iterate(float*, int) updates N floats, which the buffer holds.
-        unsafe { launch(stream, &config, &kernel, (&mut x, N as i32))? };
-        end.record(stream)?;
-        end.sync()?;
-        if rep > 0 {
-            times.push(Event::elapsed(&start, &end)?.as_secs_f64() * 1e6);
-        }
-    }
-    Ok(median(&mut times))
+    // SAFETY: iterate(float*, int) updates N floats, which the buffer holds.
+    median_us(device, stream, || unsafe {
+        launch(stream, &config, &kernel, (&mut x, N as i32))
+    })
 }
 
 fn run() -> Result<()> {
@@ -125,6 +120,69 @@ fn run() -> Result<()> {
     fig("lto_over_whole", lto_us / whole_us, "ratio");
     fig("link_nvjitlink_ms", median(&mut link_ms), "ms");
     cuda_core_link(library.bytes(), kernel.bytes(), &arch);
+    tma_figures(&device, &stream)
+}
+
+/// The median GPU time of `work` on `stream` over [`REPS`] runs after one warm-up, in
+/// microseconds.
+fn median_us(
+    device: &Device,
+    stream: &Stream,
+    mut work: impl FnMut() -> Result<()>,
+) -> Result<f64> {
+    let timing = EventOptions {
+        timing: true,
+        ..Default::default()
+    };
+    let (start, end) = (device.create_event(timing)?, device.create_event(timing)?);
+    work()?;
+    let mut times = Vec::with_capacity(REPS);
+    for _ in 0..REPS {
+        start.record(stream)?;
+        work()?;
+        end.record(stream)?;
+        end.sync()?;
+        times.push(Event::elapsed(&start, &end)?.as_secs_f64() * 1e6);
+    }
+    Ok(median(&mut times))
+}
+
+/// The TMA tile copy's GB/s against `cuMemcpy2DAsync`'s on the same matrix (checked once).
+fn tma_figures(device: &Device, stream: &Stream) -> Result<()> {
+    if device.compute_capability()?.0 < 9 {
+        println!("note: no TMA figures: the device is older than compute capability 9.0");
+        return Ok(());
+    }
+    let matrix = Matrix {
+        width: 8192,
+        height: 8192,
+        pitch: 8192 * 4,
+    };
+    let pool = device.default_memory_resource()?;
+    let host: Vec<u32> = (0..matrix.bytes() as u32 / 4)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    let src = pool.allocate_from_host(&host, stream)?;
+    let mut dst = pool.allocate_zeroed::<u32>(host.len(), stream)?;
+    let kernel = tma::kernel(device)?;
+    let (src_map, dst_map) = (matrix.map(&src)?, matrix.map(&dst)?);
+    // SAFETY: the maps describe `src` and `dst`, which outlive every queued copy (the stream
+    // is synchronised before they drop).
+    let copy = || unsafe { tma::copy(stream, &kernel, &matrix, &src_map, &dst_map) };
+    copy()?;
+    if dst.to_vec::<u32>()? != host {
+        return Err(cuda_safe::Error::invalid_argument("the TMA copy is wrong"));
+    }
+    let tma_us = median_us(device, stream, copy)?;
+    let memcpy_us = median_us(device, stream, || {
+        tma::memcpy_2d(stream, &matrix, &src, &mut dst)
+    })?;
+    stream.sync()?;
+    let moved = 2.0 * (matrix.width * matrix.height * 4) as f64;
+    println!("note: TMA tiles of {} x {} floats", tma::BOX_W, tma::BOX_H);
+    fig("tma_copy_gbs", moved / tma_us / 1e3, "GB/s");
+    fig("memcpy2d_gbs", moved / memcpy_us / 1e3, "GB/s");
+    fig("tma_over_memcpy2d", memcpy_us / tma_us, "ratio");
     Ok(())
 }
 
