@@ -33,11 +33,11 @@ extern "C" __global__ void tma_copy(const __grid_constant__ TensorMap src,
     asm volatile("{\n\t"
                  ".reg .pred P1;\n\t"
                  "LAB_WAIT:\n\t"
-                 "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], 0;\n\t"
+                 "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n\t"
                  "@P1 bra DONE;\n\t"
                  "bra LAB_WAIT;\n\t"
                  "DONE:\n\t"
-                 "}" :: "r"(bar) : "memory");
+                 "}" :: "r"(bar), "r"(0u) : "memory");
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
                  :: "l"(dst_map), "r"(x), "r"(y), "r"(smem) : "memory");
