@@ -12,6 +12,12 @@ use std::borrow::Cow;
 use std::ffi::c_char;
 use std::fmt;
 
+mod capture;
+mod nvjitlink_codes;
+
+use capture::{CaptureHint, capture_hint};
+use nvjitlink_codes::nvjitlink_code;
+
 use crate::ffi::static_str;
 use crate::nvjitlink_sys::nvJitLinkResult;
 use crate::nvml_sys::{self, nvmlReturn_t};
@@ -483,57 +489,6 @@ pub(crate) fn check_nvjitlink(
     }
 }
 
-/// The name and meaning of an nvJitLink result code, as `nvJitLink.h` gives them (the codes
-/// from 10 on are CUDA 13's; a CUDA 12 library maps them onto older ones).
-fn nvjitlink_code(code: nvJitLinkResult) -> (&'static str, &'static str) {
-    match code.0 {
-        0 => ("NVJITLINK_SUCCESS", "success"),
-        1 => ("NVJITLINK_ERROR_UNRECOGNIZED_OPTION", "unrecognized option"),
-        2 => (
-            "NVJITLINK_ERROR_MISSING_ARCH",
-            "option -arch=sm_NN not given",
-        ),
-        3 => ("NVJITLINK_ERROR_INVALID_INPUT", "invalid input"),
-        4 => ("NVJITLINK_ERROR_PTX_COMPILE", "PTX compilation failed"),
-        5 => (
-            "NVJITLINK_ERROR_NVVM_COMPILE",
-            "NVVM (LTO) compilation failed",
-        ),
-        6 => ("NVJITLINK_ERROR_INTERNAL", "internal error"),
-        7 => ("NVJITLINK_ERROR_THREADPOOL", "thread pool error"),
-        8 => ("NVJITLINK_ERROR_UNRECOGNIZED_INPUT", "unrecognized input"),
-        9 => ("NVJITLINK_ERROR_FINALIZE", "finalizer error"),
-        10 => ("NVJITLINK_ERROR_NULL_INPUT", "null input"),
-        11 => (
-            "NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS",
-            "incompatible options",
-        ),
-        12 => (
-            "NVJITLINK_ERROR_INCORRECT_INPUT_TYPE",
-            "incorrect input type",
-        ),
-        13 => ("NVJITLINK_ERROR_ARCH_MISMATCH", "architecture mismatch"),
-        14 => (
-            "NVJITLINK_ERROR_OUTDATED_LIBRARY",
-            "nvJitLink is older than the input",
-        ),
-        15 => ("NVJITLINK_ERROR_MISSING_FATBIN", "missing fatbin"),
-        16 => (
-            "NVJITLINK_ERROR_UNRECOGNIZED_ARCH",
-            "unrecognized -arch value",
-        ),
-        17 => (
-            "NVJITLINK_ERROR_UNSUPPORTED_ARCH",
-            "unsupported -arch value",
-        ),
-        18 => ("NVJITLINK_ERROR_LTO_NOT_ENABLED", "the input needs -lto"),
-        _ => (
-            "an unknown nvJitLink result code",
-            "newer than these bindings",
-        ),
-    }
-}
-
 /// Turns an NVML call's outcome into `Result<()>` (through [`nvml!`]).
 #[inline]
 pub(crate) fn check_nvml(api: &'static str, result: Result<nvmlReturn_t, LoadError>) -> Result<()> {
@@ -541,57 +496,6 @@ pub(crate) fn check_nvml(api: &'static str, result: Result<nvmlReturn_t, LoadErr
         Ok(nvmlReturn_t::NVML_SUCCESS) => Ok(()),
         Ok(code) => Err(Error::nvml(api, code)),
         Err(error) => Err(Error::Load(error)),
-    }
-}
-
-/// What usually causes a stream-capture error, for the codes that are one.
-fn capture_hint(code: CUresult) -> Option<&'static str> {
-    Some(match code {
-        CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED => {
-            "the operation is not allowed while the stream (or, by the capture's mode, another \
-             stream of this thread or process) is being captured: a synchronization, a query, \
-             a call on the legacy default stream or a synchronous allocation; it invalidated \
-             the capture, which must be ended before the stream is used again"
-        }
-        CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED => {
-            "an operation that is not allowed during capture invalidated the capture, so no \
-             graph was made; the capture has ended and the stream can be used again"
-        }
-        CUresult::CUDA_ERROR_STREAM_CAPTURE_MERGE => {
-            "the operation would merge two separate captures"
-        }
-        CUresult::CUDA_ERROR_STREAM_CAPTURE_UNMATCHED => "the capture was not begun on this stream",
-        CUresult::CUDA_ERROR_STREAM_CAPTURE_UNJOINED => {
-            "a stream forked into the capture (it waited on an event recorded in it) was not \
-             joined back: make the capturing stream wait for it before ending"
-        }
-        CUresult::CUDA_ERROR_STREAM_CAPTURE_ISOLATION => {
-            "the operation would make a captured stream depend on work outside the capture"
-        }
-        CUresult::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT => {
-            "the operation would make the legacy default stream depend on a capturing \
-             blocking stream; capture on non-blocking streams"
-        }
-        CUresult::CUDA_ERROR_CAPTURED_EVENT => {
-            "the event was last recorded during a capture, so it cannot be queried or waited \
-             on outside it"
-        }
-        CUresult::CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD => {
-            "a global or thread-local capture must be ended on the thread that began it"
-        }
-        _ => return None,
-    })
-}
-
-/// The explanation appended to a driver error's text when it is a capture error.
-struct CaptureHint(CUresult);
-
-impl fmt::Display for CaptureHint {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match capture_hint(self.0) {
-            Some(hint) => write!(f, "; {hint}"),
-            None => Ok(()),
-        }
     }
 }
 
@@ -663,39 +567,6 @@ mod tests {
         };
         let text = error.to_string();
         assert!(text.contains("nvrtcCompileProgram failed: NVRTC_ERROR_COMPILATION\nk.cu(1)"));
-    }
-
-    #[test]
-    fn link_errors_name_the_code_and_carry_the_log() {
-        let call = Error::nvjitlink(
-            "nvJitLinkComplete",
-            nvJitLinkResult::NVJITLINK_ERROR_PTX_COMPILE,
-        );
-        assert_eq!(
-            call.to_string(),
-            "nvJitLinkComplete failed: NVJITLINK_ERROR_PTX_COMPILE (PTX compilation failed)"
-        );
-        let unknown = Error::nvjitlink("nvJitLinkComplete", nvJitLinkResult(77));
-        assert!(unknown.to_string().contains("unknown"), "{unknown}");
-        let link = Error::Link {
-            source: Box::new(call),
-            log: "error   : Undefined reference to '_Z5scalef' in 'a.ltoir'\noptions: []".into(),
-        };
-        let text = link.to_string();
-        assert!(text.starts_with("nvJitLinkComplete failed"), "{text}");
-        assert!(text.contains("\nerror   : Undefined reference"), "{text}");
-        assert!(link.link_log().unwrap().contains("Undefined reference"));
-        assert!(std::error::Error::source(&link).is_some());
-        assert!(!link.is_not_supported());
-        let arch = Error::nvjitlink("nvJitLinkCreate", nvJitLinkResult(17));
-        assert!(arch.is_not_supported());
-        assert!(
-            Error::Link {
-                source: Box::new(arch),
-                log: "".into()
-            }
-            .is_not_supported()
-        );
     }
 
     #[test]
@@ -795,33 +666,6 @@ mod tests {
         ));
         assert!(!cu_ready!(Fake, cuStreamQuery(CUresult::CUDA_ERROR_NOT_READY)).unwrap());
         assert!(cu_ready!(Fake, cuStreamQuery(CUresult::CUDA_SUCCESS)).unwrap());
-    }
-
-    #[test]
-    fn capture_errors_are_explained_and_recognised() {
-        let error = Error::cuda(
-            "cuStreamSynchronize",
-            CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
-        );
-        assert!(error.is_capture_error());
-        assert!(
-            error.to_string().contains("not allowed while the stream"),
-            "{error}"
-        );
-        let ended = Error::cuda(
-            "cuStreamEndCapture",
-            CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
-        );
-        assert!(ended.to_string().contains("can be used again"), "{ended}");
-        for code in 900..=908 {
-            assert!(
-                Error::cuda("cuStreamEndCapture", CUresult(code)).is_capture_error(),
-                "{code}"
-            );
-        }
-        let plain = Error::cuda("cuMemAlloc_v2", CUresult::CUDA_ERROR_OUT_OF_MEMORY);
-        assert!(!plain.is_capture_error());
-        assert!(!plain.to_string().contains("; "), "{plain}");
     }
 
     #[test]
