@@ -15,6 +15,13 @@ use crate::sys::{
 /// The ABI the driver bindings were generated for (12 or 13).
 pub(crate) const MAJOR: u32 = crate::sys::ABI_MAJOR;
 
+/// The alignment of `CUtensorMap` in the headers: 64 bytes under CUDA 12, 128 under CUDA 13
+/// (the driver needs 64 for the map it encodes; the bindings' type has the header's).
+pub(crate) const TENSOR_MAP_ALIGN: usize = {
+    if_abi12! { 64 }
+    if_abi13! { 128 }
+};
+
 /// A device location (`CU_MEM_LOCATION_TYPE_DEVICE`, `ordinal`): the id moved into a union in
 /// CUDA 13.
 pub(crate) fn device_location(ordinal: i32) -> CUmemLocation {
@@ -380,6 +387,13 @@ mod tests {
         if_abi12! { assert_eq!(location.id, 3); }
         // SAFETY: the id is the union's only variant set.
         if_abi13! { assert_eq!(unsafe { location.__bindgen_anon_1.id }, 3); }
+    }
+
+    #[test]
+    fn tensor_maps_have_each_abis_alignment() {
+        assert_eq!(align_of::<crate::sys::CUtensorMap>(), TENSOR_MAP_ALIGN);
+        assert_eq!(size_of::<crate::sys::CUtensorMap>(), 128);
+        assert_eq!(TENSOR_MAP_ALIGN, if MAJOR < 13 { 64 } else { 128 });
     }
 
     #[test]

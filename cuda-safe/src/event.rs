@@ -127,6 +127,12 @@ impl Event {
         Ok(())
     }
 
+    /// Notes that a launch will record the event (a programmatic event), so that
+    /// [`sync`](Self::sync) and [`elapsed`](Self::elapsed) wait for it.
+    pub(crate) fn note_recorded(&self) {
+        self.inner.recorded.store(true, Ordering::Relaxed);
+    }
+
     /// Whether the event has been recorded at least once.
     pub fn is_recorded(&self) -> bool {
         self.inner.recorded.load(Ordering::Relaxed)

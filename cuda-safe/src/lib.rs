@@ -41,6 +41,7 @@
 //! from its own floor or those below, naming the defining module; this root only re-exports.
 
 pub use cuda_sys as sys;
+pub use nvjitlink_sys;
 pub use nvml_sys;
 pub use nvrtc_sys;
 
@@ -70,8 +71,10 @@ mod graph;
 mod green;
 mod kernel;
 mod launch;
+mod link;
 mod module;
 mod program;
+mod tma;
 
 // Beside: NVML, on the ground floor only.
 pub mod system;
@@ -98,7 +101,12 @@ pub use green::{
 };
 pub use kernel::{Kernel, KernelAttributes, KernelOccupancy, ParamInfo};
 pub use kernels::KernelCache;
-pub use launch::{DeviceRepr, Dim3, KernelArg, KernelArgs, LaunchConfig, launch};
+pub use launch::{
+    AccessPolicyWindow, AccessProperty, AttributeSupport, ClusterScheduling, DeviceRepr, Dim3,
+    KernelArg, KernelArgs, LaunchAttributes, LaunchConfig, MemSyncDomain, MemSyncDomainMap,
+    ProgrammaticEvent, launch, launch_with,
+};
+pub use link::{LinkInput, LinkInputKind, LinkedCode, Linker, LinkerBackend, LinkerOptions};
 pub use memory::{
     Buffer, DeviceMemoryResource, DeviceSlice, DeviceSliceMut, ManagedMemoryResource,
     MemoryResource, PinnedMemoryResource, PoolOptions,
@@ -108,6 +116,10 @@ pub use program::{
     CompiledProgram, CppStandard, Program, ProgramOptions, nvrtc_supported_archs, nvrtc_version,
 };
 pub use stream::{Stream, StreamOptions};
+pub use tma::{
+    Im2colOptions, Interleave, L2Promotion, MAX_RANK as TENSOR_MAP_MAX_RANK, Swizzle, TensorMap,
+    TensorMapDataType, TensorOptions, TiledOptions,
+};
 pub use uuid::{Uuid, UuidParseError};
 
 /// The Rust blocks of the workspace's Markdown files, as doctests of this crate. `build.rs`
@@ -129,6 +141,7 @@ mod workspace_docs {
         Graphs: "docs/graphs.md",
         GreenContexts: "docs/green-contexts.md",
         Interop: "docs/interop.md",
+        LinkingAndTma: "docs/linking-and-tma.md",
         MigratingFromCudaCore: "docs/migrating-from-cuda-core.md",
         MigratingFromCudarc: "docs/migrating-from-cudarc.md",
         Nvml: "docs/nvml.md",

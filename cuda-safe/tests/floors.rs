@@ -32,8 +32,10 @@ const FLOORS: &[(&str, u32)] = &[
     ("green", 3),
     ("kernel", 3),
     ("launch", 3),
+    ("link", 3),
     ("module", 3),
     ("program", 3),
+    ("tma", 3),
     // Top.
     ("checkpoint", 5),
     ("dlpack", 5),
@@ -45,7 +47,7 @@ const FLOORS: &[(&str, u32)] = &[
 const BESIDE: &str = "system";
 
 /// Paths through the root that are not modules of this crate: the re-exported `-sys` crates.
-const EXTERNAL: &[&str] = &["sys", "nvrtc_sys", "nvml_sys"];
+const EXTERNAL: &[&str] = &["sys", "nvrtc_sys", "nvml_sys", "nvjitlink_sys"];
 
 fn floor_of(module: &str) -> Option<u32> {
     FLOORS
@@ -119,6 +121,7 @@ fn violations() -> Vec<String> {
             let place = format!("{}:{}", file.display(), number + 1);
             if (code.contains("check(\"") && module != "error")
                 || code.contains("check_nvrtc(\"")
+                || code.contains("check_nvjitlink(\"")
                 || code.contains("check_nvml(\"") && !file.ends_with("system/text.rs")
             {
                 problems.push(format!(

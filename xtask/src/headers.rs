@@ -15,6 +15,11 @@ pub const CUDA_TYPEDEFS_H: &str = "cudaTypedefs.h";
 pub const NVRTC_H: &str = "nvrtc.h";
 /// The NVML header.
 pub const NVML_H: &str = "nvml.h";
+/// The nvJitLink header.
+pub const NVJITLINK_H: &str = "nvJitLink.h";
+
+/// Every header a set holds.
+const ALL_HEADERS: [&str; 5] = [CUDA_H, CUDA_TYPEDEFS_H, NVRTC_H, NVML_H, NVJITLINK_H];
 
 /// One set of headers of one CUDA major version, gathered in one include directory.
 #[derive(Debug)]
@@ -23,7 +28,7 @@ pub struct HeaderSet {
     pub major: u32,
     /// `CUDA_VERSION` from `cuda.h` (`13050`).
     pub cuda_version: u32,
-    /// The directory holding `cuda.h`, `cudaTypedefs.h`, `nvrtc.h` and `nvml.h`.
+    /// The directory holding `cuda.h`, `cudaTypedefs.h`, `nvrtc.h`, `nvml.h` and `nvJitLink.h`.
     pub include_dir: PathBuf,
     /// Where each header came from, by header file name, for the generated files' preamble.
     pub sources: Vec<(&'static str, String)>,
@@ -76,6 +81,13 @@ const WHEELS_12: &[Wheel] = &[
         sha256: "8bb367913c62cb65be9ae386c58dbf573f1f9e2f01cae54abb87bf5f63c6069e",
         headers: &[NVML_H],
     },
+    Wheel {
+        name: "nvidia-nvjitlink-cu12",
+        version: "12.9.86",
+        file_name: "nvidia_nvjitlink_cu12-12.9.86-py3-none-manylinux2010_x86_64.manylinux_2_12_x86_64.whl",
+        sha256: "e3f1171dbdc83c5932a45f0f4c99180a70de9bd2718c1ab77d14104f6d7147f9",
+        headers: &[NVJITLINK_H],
+    },
 ];
 
 /// The newest CUDA 13 header wheels on PyPI when the bindings were generated.
@@ -100,6 +112,13 @@ const WHEELS_13: &[Wheel] = &[
         file_name: "nvidia_nvml_dev-13.4.92-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
         sha256: "90b65cebefd02a1e695675177c9d7886f48322906ce5c03398e8cb27cc5ad2d6",
         headers: &[NVML_H],
+    },
+    Wheel {
+        name: "nvidia-nvjitlink",
+        version: "13.5.37",
+        file_name: "nvidia_nvjitlink-13.5.37-py3-none-manylinux2010_x86_64.manylinux_2_12_x86_64.whl",
+        sha256: "280d7cb9649704145f074b8dbde500de04ce02d0872e066e20a83c17bcaa93eb",
+        headers: &[NVJITLINK_H],
     },
 ];
 
@@ -142,7 +161,7 @@ pub fn from_wheels(workspace: &Path) -> Result<Vec<HeaderSet>, String> {
 pub fn from_toolkit(cuda_home: &Path) -> Result<HeaderSet, String> {
     let include_dir = cuda_home.join("include");
     let source = format!("the CUDA toolkit at {}", cuda_home.display());
-    let sources = [CUDA_H, CUDA_TYPEDEFS_H, NVRTC_H, NVML_H]
+    let sources = ALL_HEADERS
         .into_iter()
         .map(|header| (header, source.clone()))
         .collect();
@@ -154,7 +173,7 @@ fn header_set(
     include_dir: PathBuf,
     sources: Vec<(&'static str, String)>,
 ) -> Result<HeaderSet, String> {
-    for header in [CUDA_H, CUDA_TYPEDEFS_H, NVRTC_H, NVML_H] {
+    for header in ALL_HEADERS {
         let path = include_dir.join(header);
         if !path.is_file() {
             return Err(format!("{} is missing", path.display()));

@@ -1,7 +1,7 @@
 //! `cargo xtask`: the project's tasks that are not plain cargo commands.
 //!
 //! - `cargo xtask bindgen [--from-wheels | --cuda-home DIR] [--check]`: regenerate the raw
-//!   bindings of `cuda-sys`, `nvrtc-sys` and `nvml-sys`, or check the committed ones for drift.
+//!   bindings of `cuda-sys`, `nvrtc-sys`, `nvml-sys` and `nvjitlink-sys`, or check the committed ones for drift.
 //! - `cargo xtask gpu-bundle [--out DIR]`: build the GPU tests, examples and benchmarks in
 //!   release mode and write a folder that runs them on a GPU machine without Rust.
 

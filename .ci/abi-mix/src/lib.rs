@@ -2,9 +2,9 @@
 //! and each intermediate crate must have built against it.
 
 const _: () = {
-    let [driver, nvrtc, nvml] = wants_12::ABI_MAJORS;
+    let [driver, nvrtc, nvml, nvjitlink] = wants_12::ABI_MAJORS;
     assert!(
-        driver == 13 && nvrtc == 13 && nvml == 13,
+        driver == 13 && nvrtc == 13 && nvml == 13 && nvjitlink == 13,
         "with cuda-12 and cuda-13 both on, every -sys crate compiles the CUDA 13 ABI"
     );
 };

@@ -40,6 +40,7 @@ mod dtype;
 mod export;
 mod import;
 mod layout;
+mod tma;
 mod view;
 
 pub use abi::{

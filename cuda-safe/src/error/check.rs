@@ -1,7 +1,8 @@
 //! Checking a library call's outcome: the `check*` functions, and the macros that call an
 //! entry point and check it under the function's own name ([`cu!`], [`cu_ready!`], [`nvrtc!`],
-//! [`nvml!`]).
+//! [`nvjitlink!`], [`nvml!`]).
 
+use crate::nvjitlink_sys::nvJitLinkResult;
 use crate::nvml_sys::nvmlReturn_t;
 use crate::nvrtc_sys::nvrtcResult;
 use crate::sys::{CUresult, LoadError};
@@ -43,6 +44,13 @@ macro_rules! nvrtc {
     };
 }
 
+/// [`cu!`] for nvJitLink: `unsafe { nvjitlink!(nvjitlink, nvJitLinkComplete(handle)) }`.
+macro_rules! nvjitlink {
+    ($nvjitlink:expr, $function:ident($($argument:expr),* $(,)?)) => {
+        $crate::error::check_nvjitlink(stringify!($function), $nvjitlink.$function($($argument),*))
+    };
+}
+
 /// [`cu!`] for NVML: `unsafe { nvml!(nvml, nvmlDeviceGetCount_v2(&mut count)) }`.
 macro_rules! nvml {
     ($nvml:expr, $function:ident($($argument:expr),* $(,)?)) => {
@@ -50,7 +58,7 @@ macro_rules! nvml {
     };
 }
 
-pub(crate) use {cu, cu_ready, nvml, nvrtc};
+pub(crate) use {cu, cu_ready, nvjitlink, nvml, nvrtc};
 
 /// Turns a driver call's outcome into `Result<()>`; the error path is out of line. Called
 /// through [`cu!`], which names the call.
@@ -79,6 +87,19 @@ pub(crate) fn check_nvrtc(api: &'static str, result: Result<nvrtcResult, LoadErr
     match result {
         Ok(nvrtcResult::NVRTC_SUCCESS) => Ok(()),
         Ok(code) => Err(Error::nvrtc(api, code, None)),
+        Err(error) => Err(Error::Load(error)),
+    }
+}
+
+/// Turns an nvJitLink call's outcome into `Result<()>` (through [`nvjitlink!`]).
+#[inline]
+pub(crate) fn check_nvjitlink(
+    api: &'static str,
+    result: Result<nvJitLinkResult, LoadError>,
+) -> Result<()> {
+    match result {
+        Ok(nvJitLinkResult::NVJITLINK_SUCCESS) => Ok(()),
+        Ok(code) => Err(Error::nvjitlink(api, code)),
         Err(error) => Err(Error::Load(error)),
     }
 }

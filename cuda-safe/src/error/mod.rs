@@ -13,15 +13,23 @@ use std::ffi::c_char;
 use std::fmt;
 
 use crate::ffi::static_str;
+use crate::nvjitlink_sys::nvJitLinkResult;
 use crate::nvml_sys::{self, nvmlReturn_t};
 use crate::nvrtc_sys::{self, nvrtcResult};
 use crate::sys::{CUgraphExecUpdateResult, CUresult, CudaVersion, LoadError};
 
+mod capture;
 mod check;
+mod nvjitlink_codes;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use check::{check, check_nvml, check_nvrtc, check_ready, cu, cu_ready, nvml, nvrtc};
+use capture::{CaptureHint, capture_hint};
+pub(crate) use check::{
+    check, check_nvjitlink, check_nvml, check_nvrtc, check_ready, cu, cu_ready, nvjitlink, nvml,
+    nvrtc,
+};
+use nvjitlink_codes::nvjitlink_code;
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -57,6 +65,29 @@ pub enum Error {
         message: &'static str,
         /// The program log, for compile failures.
         log: Option<Box<str>>,
+    },
+    /// An nvJitLink call failed (a failed link is [`Error::Link`] around this one).
+    #[error("{api} failed: {name} ({message})")]
+    NvJitLink {
+        /// The nvJitLink function (`nvJitLinkComplete`).
+        api: &'static str,
+        /// The raw result code.
+        code: nvJitLinkResult,
+        /// The code's name in `nvJitLink.h` (`NVJITLINK_ERROR_PTX_COMPILE`).
+        name: &'static str,
+        /// What the code means, from the header's comments (nvJitLink has no message call).
+        message: &'static str,
+    },
+    /// A link failed: the linker's call error is the [`source`](std::error::Error::source),
+    /// `log` holds its error log, its info log and the options used.
+    #[error("{source}{}", LogSuffix(Some(log)))]
+    Link {
+        /// The failed linker call ([`Error::NvJitLink`], or [`Error::Cuda`] from the driver
+        /// linker).
+        #[source]
+        source: Box<Error>,
+        /// The linker's error log, then its info log, then the options used.
+        log: Box<str>,
     },
     /// An NVML call failed.
     #[error("{api} failed: {message}")]
@@ -189,10 +220,20 @@ impl Error {
         }
     }
 
-    /// The error this one wraps, if any ([`Error::LaunchOrdering`]'s cause).
+    /// The error this one wraps, if any ([`Error::LaunchOrdering`]'s and [`Error::Link`]'s
+    /// cause).
     fn cause(&self) -> Option<&Error> {
         match self {
-            Self::LaunchOrdering { source } => Some(source),
+            Self::LaunchOrdering { source } | Self::Link { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
+    /// The log of a failed link ([`Error::Link`]): the linker's error and info logs and the
+    /// options used.
+    pub fn link_log(&self) -> Option<&str> {
+        match self {
+            Self::Link { log, .. } => Some(log),
             _ => None,
         }
     }
@@ -225,6 +266,8 @@ impl Error {
                     | CUresult::CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC
             ),
             Self::Nvml { code, .. } => *code == nvmlReturn_t::NVML_ERROR_NOT_SUPPORTED,
+            // NVJITLINK_ERROR_UNSUPPORTED_ARCH, which only the CUDA 13 header names.
+            Self::NvJitLink { code, .. } => code.0 == 17,
             other => other.cause().is_some_and(Error::is_not_supported),
         }
     }
@@ -318,6 +361,20 @@ impl Error {
         }
     }
 
+    /// Builds [`Error::NvJitLink`], naming the code from the header (nvJitLink has no call
+    /// that describes its codes).
+    #[cold]
+    #[inline(never)]
+    pub fn nvjitlink(api: &'static str, code: nvJitLinkResult) -> Self {
+        let (name, message) = nvjitlink_code(code);
+        Self::NvJitLink {
+            api,
+            code,
+            name,
+            message,
+        }
+    }
+
     /// Builds [`Error::Nvml`], asking NVML for the code's message.
     #[cold]
     #[inline(never)]
@@ -340,57 +397,6 @@ impl Error {
         match self {
             Self::Nvml { code, .. } => Some(*code),
             _ => None,
-        }
-    }
-}
-
-/// What usually causes a stream-capture error, for the codes that are one.
-fn capture_hint(code: CUresult) -> Option<&'static str> {
-    Some(match code {
-        CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED => {
-            "the operation is not allowed while the stream (or, by the capture's mode, another \
-             stream of this thread or process) is being captured: a synchronization, a query, \
-             a call on the legacy default stream or a synchronous allocation; it invalidated \
-             the capture, which must be ended before the stream is used again"
-        }
-        CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED => {
-            "an operation that is not allowed during capture invalidated the capture, so no \
-             graph was made; the capture has ended and the stream can be used again"
-        }
-        CUresult::CUDA_ERROR_STREAM_CAPTURE_MERGE => {
-            "the operation would merge two separate captures"
-        }
-        CUresult::CUDA_ERROR_STREAM_CAPTURE_UNMATCHED => "the capture was not begun on this stream",
-        CUresult::CUDA_ERROR_STREAM_CAPTURE_UNJOINED => {
-            "a stream forked into the capture (it waited on an event recorded in it) was not \
-             joined back: make the capturing stream wait for it before ending"
-        }
-        CUresult::CUDA_ERROR_STREAM_CAPTURE_ISOLATION => {
-            "the operation would make a captured stream depend on work outside the capture"
-        }
-        CUresult::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT => {
-            "the operation would make the legacy default stream depend on a capturing \
-             blocking stream; capture on non-blocking streams"
-        }
-        CUresult::CUDA_ERROR_CAPTURED_EVENT => {
-            "the event was last recorded during a capture, so it cannot be queried or waited \
-             on outside it"
-        }
-        CUresult::CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD => {
-            "a global or thread-local capture must be ended on the thread that began it"
-        }
-        _ => return None,
-    })
-}
-
-/// The explanation appended to a driver error's text when it is a capture error.
-struct CaptureHint(CUresult);
-
-impl fmt::Display for CaptureHint {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match capture_hint(self.0) {
-            Some(hint) => write!(f, "; {hint}"),
-            None => Ok(()),
         }
     }
 }

@@ -25,10 +25,15 @@
 //! are checked before launching. Nothing is allocated on the heap.
 
 mod args;
+mod attributes;
 mod config;
 
 pub(crate) use args::Keep;
 pub use args::{DeviceRepr, KernelArg, KernelArgs};
+pub use attributes::{
+    AccessPolicyWindow, AccessProperty, AttributeSupport, ClusterScheduling, LaunchAttributes,
+    MemSyncDomain, MemSyncDomainMap, ProgrammaticEvent,
+};
 pub use config::{Dim3, LaunchConfig};
 
 use crate::context::Context;
@@ -36,7 +41,37 @@ use crate::error::{Error, Result, cu};
 use crate::kernel::Kernel;
 use crate::ordering::ForeignStreams;
 use crate::stream::Stream;
-use crate::sys::{CUfunction, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig, CUresult};
+use crate::sys::{
+    CUfunction, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig, CUresult, CUstream,
+};
+
+/// The size of a `CUtensorMap`, which a kernel must take at a 64-byte aligned offset.
+const TENSOR_MAP_BYTES: usize = 128;
+
+/// Refuses a tensor-map argument whose parameter is not 64-byte aligned (another argument of
+/// 128 bytes passes).
+#[cold]
+fn misaligned_tensor_map(
+    kernel: &Kernel,
+    index: usize,
+    offset: usize,
+    names: &[&'static str],
+) -> Result<()> {
+    if !names
+        .get(index)
+        .is_some_and(|name| name.ends_with("TensorMap"))
+    {
+        return Ok(());
+    }
+    Err(Error::invalid_argument(format!(
+        "parameter {index} of kernel `{}` takes a TensorMap at offset {offset}, which is not          64-byte aligned: declare it `const __grid_constant__ CUtensorMap` (alignas(64))",
+        kernel.name()
+    )))
+}
+
+/// Attribute slots on the stack for one `cuLaunchKernelEx`: the cluster shape, cooperation,
+/// and every [`LaunchAttributes`] field.
+const ATTRIBUTE_SLOTS: usize = 10;
 
 /// Checks the arguments against the kernel's parameter list (read in `context` the first
 /// time), when the driver gives one.
@@ -59,6 +94,9 @@ pub(crate) fn check_args(
         )));
     }
     for (index, (param, &size)) in params.iter().zip(sizes).enumerate() {
+        if size == TENSOR_MAP_BYTES && !param.offset.is_multiple_of(64) {
+            misaligned_tensor_map(kernel, index, param.offset, names)?;
+        }
         if param.size != size {
             return Err(Error::invalid_argument(format!(
                 "parameter {index} of kernel `{}` is {} bytes, the argument ({}) is {size}",
@@ -159,42 +197,14 @@ pub unsafe fn launch<A: KernelArgs>(
                 )
             };
         }
-        let mut attributes = [CUlaunchAttribute::default(); 2];
-        let mut count = 0;
-        if let Some(cluster) = config.cluster {
-            attributes[count].id = CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-            attributes[count].value.clusterDim.x = cluster.x;
-            attributes[count].value.clusterDim.y = cluster.y;
-            attributes[count].value.clusterDim.z = cluster.z;
-            count += 1;
-        }
-        if config.cooperative {
-            attributes[count].id = CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-            attributes[count].value.cooperative = 1;
-            count += 1;
-        }
-        let launch_config = CUlaunchConfig {
-            gridDimX: config.grid.x,
-            gridDimY: config.grid.y,
-            gridDimZ: config.grid.z,
-            blockDimX: config.block.x,
-            blockDimY: config.block.y,
-            blockDimZ: config.block.z,
-            sharedMemBytes: config.shared_mem,
-            hStream: stream.as_raw(),
-            attrs: attributes.as_mut_ptr(),
-            numAttrs: count as u32,
-        };
-        // SAFETY: as above; the configuration and attributes live on this stack frame.
+        // SAFETY: as above.
         unsafe {
-            cu!(
-                kernel.driver(),
-                cuLaunchKernelEx(
-                    &launch_config,
-                    kernel.as_raw() as CUfunction,
-                    parameters,
-                    std::ptr::null_mut(),
-                )
+            launch_ex(
+                kernel,
+                config,
+                stream.as_raw(),
+                parameters,
+                &LaunchAttributes::default(),
             )
         }
     });
@@ -204,6 +214,153 @@ pub unsafe fn launch<A: KernelArgs>(
     match others {
         Some(others) => others.after_launch(stream),
         None => Ok(()),
+    }
+}
+
+/// Launches `kernel` as [`launch`] does, with launch `attributes` beyond the configuration's
+/// cluster and cooperation: always one `cuLaunchKernelEx`, its attribute array on the stack.
+///
+/// ```no_run
+/// use cuda_safe::{launch_with, Device, LaunchAttributes, LaunchConfig, ObjectCode};
+///
+/// let device = Device::new(0)?;
+/// let stream = device.create_stream(Default::default())?;
+/// let code = ObjectCode::from_file("pdl.cubin")?;
+/// let (producer, consumer) = (code.get_kernel("producer")?, code.get_kernel("consumer")?);
+/// let mut data = device.default_memory_resource()?.allocate(4 << 20, &stream)?;
+/// let config = LaunchConfig::new(1024, 256);
+/// // SAFETY: both kernels take one float* to 1M floats, which the buffer holds.
+/// unsafe {
+///     cuda_safe::launch(&stream, &config, &producer, (&mut data,))?;
+///     // The consumer may start while the producer runs; it waits for it in
+///     // cudaGridDependencySynchronize().
+///     let pdl = LaunchAttributes { programmatic_stream_serialization: true, ..Default::default() };
+///     launch_with(&stream, &config, &pdl, &consumer, (&mut data,))?;
+/// }
+/// # Ok::<(), cuda_safe::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// As [`launch`], and before anything is queued, as [`LaunchAttributes::validate`] against the
+/// stream's device, context and driver ([`Error::Unsupported`] for what they lack), and
+/// [`Error::InvalidArgument`] for a programmatic event with timing or IPC, or of another
+/// context.
+///
+/// # Safety
+///
+/// As [`launch`]. A programmatic dependent launch lets the kernel start before the previous
+/// one on the stream ends: it must call `cudaGridDependencySynchronize()` (or
+/// `griddepcontrol.wait`) before touching what the previous kernel writes.
+#[doc(alias = "cuLaunchKernelEx")]
+pub unsafe fn launch_with<A: KernelArgs>(
+    stream: &Stream,
+    config: &LaunchConfig,
+    attributes: &LaunchAttributes<'_>,
+    kernel: &Kernel,
+    args: A,
+) -> Result<()> {
+    config.validate(stream.context().launch_limits()?)?;
+    if attributes.count() > 0 {
+        attributes.validate(config, &AttributeSupport::of(stream)?)?;
+        attributes.validate_event(stream)?;
+    }
+    let foreign = ForeignStreams::any(stream, |each| args.for_each_stream(each));
+    let others = if foreign {
+        let others = ForeignStreams::gather(stream, |each| args.for_each_stream(each));
+        others.before_launch(stream)?;
+        Some(others)
+    } else {
+        None
+    };
+    let launched = args.with_params(|pointers, sizes, names| {
+        check_args(kernel, stream.context(), sizes, names)?;
+        let parameters = if pointers.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            pointers.as_mut_ptr()
+        };
+        // SAFETY: as in `launch`; the attributes were checked above.
+        unsafe { launch_ex(kernel, config, stream.as_raw(), parameters, attributes) }
+    });
+    if let Err(error) = launched {
+        return Err(match attributes.preferred_cluster {
+            Some(_) if refused_as_unsupported(&error) => Error::unsupported(
+                "preferred cluster dimensions",
+                format!("the driver refused them on this device: {error}"),
+            ),
+            _ => explain_launch_error(error, stream, config, kernel),
+        });
+    }
+    if let Some(programmatic) = attributes.programmatic_event {
+        programmatic.event.note_recorded();
+    }
+    match others {
+        Some(others) => others.after_launch(stream),
+        None => Ok(()),
+    }
+}
+
+/// Whether the driver's answer to a launch means "not on this device".
+fn refused_as_unsupported(error: &Error) -> bool {
+    error.is_not_supported() || error.cuda_code() == Some(CUresult::CUDA_ERROR_INVALID_VALUE)
+}
+
+/// One `cuLaunchKernelEx` with the configuration's cluster and cooperation and `attributes`,
+/// the attribute array on this stack frame.
+///
+/// # Safety
+///
+/// `parameters` holds one pointer per kernel parameter to a value of its size (or is null for
+/// none), alive for the call; `stream` is a live stream of the context the kernel launches in;
+/// `attributes` were validated.
+#[inline]
+unsafe fn launch_ex(
+    kernel: &Kernel,
+    config: &LaunchConfig,
+    stream: CUstream,
+    parameters: *mut *mut std::ffi::c_void,
+    attributes: &LaunchAttributes<'_>,
+) -> Result<()> {
+    let mut slots = [CUlaunchAttribute::default(); ATTRIBUTE_SLOTS];
+    let mut count = 0;
+    if let Some(cluster) = config.cluster {
+        slots[count].id = CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        slots[count].value.clusterDim.x = cluster.x;
+        slots[count].value.clusterDim.y = cluster.y;
+        slots[count].value.clusterDim.z = cluster.z;
+        count += 1;
+    }
+    if config.cooperative {
+        slots[count].id = CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+        slots[count].value.cooperative = 1;
+        count += 1;
+    }
+    count += attributes.write(&mut slots[count..]);
+    let launch_config = CUlaunchConfig {
+        gridDimX: config.grid.x,
+        gridDimY: config.grid.y,
+        gridDimZ: config.grid.z,
+        blockDimX: config.block.x,
+        blockDimY: config.block.y,
+        blockDimZ: config.block.z,
+        sharedMemBytes: config.shared_mem,
+        hStream: stream,
+        attrs: slots.as_mut_ptr(),
+        numAttrs: count as u32,
+    };
+    // SAFETY: the configuration and attributes live on this stack frame; the rest is the
+    // caller's promise.
+    unsafe {
+        cu!(
+            kernel.driver(),
+            cuLaunchKernelEx(
+                &launch_config,
+                kernel.as_raw() as CUfunction,
+                parameters,
+                std::ptr::null_mut(),
+            )
+        )
     }
 }
 

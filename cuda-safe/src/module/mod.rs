@@ -135,7 +135,8 @@ impl ObjectCode {
     ///
     /// # Errors
     ///
-    /// [`Error::Unsupported`] for LTO-IR, which must be linked first;
+    /// [`Error::Unsupported`] for LTO-IR, which must be linked first
+    /// ([`Linker`](crate::Linker), whose output loads here);
     /// [`Error::InvalidArgument`] for bytes that are not a complete image of the kind they
     /// claim (checked as [`from_cubin`](Self::from_cubin) and [`from_ptx`](Self::from_ptx)
     /// check), as from a damaged cache entry.
@@ -145,7 +146,7 @@ impl ObjectCode {
         match code.kind() {
             CodeKind::LtoIr => Err(Error::unsupported(
                 "loading LTO-IR",
-                "LTO-IR must be linked into a CUBIN (nvJitLink) before it can be loaded",
+                "LTO-IR must be linked into a CUBIN first (Linker, with LinkerOptions::lto)",
             )),
             CodeKind::Ptx => Self::load_ptx(code.bytes(), names),
             CodeKind::Cubin => {

@@ -10,7 +10,7 @@ use crate::code::CodeKind;
 use crate::error::{Error, Result};
 
 /// The digits and suffix of `arch` (`"90a"` for `"sm_90a"`), or an error saying what is wrong.
-pub(super) fn digits(arch: &str) -> Result<&str> {
+pub(crate) fn digits(arch: &str) -> Result<&str> {
     let bare = arch
         .strip_prefix("sm_")
         .or_else(|| arch.strip_prefix("compute_"))

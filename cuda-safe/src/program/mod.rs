@@ -53,7 +53,7 @@
 //! # Ok::<(), cuda_safe::Error>(())
 //! ```
 
-mod arch;
+pub(crate) mod arch;
 mod cached;
 mod compile;
 mod compiled;

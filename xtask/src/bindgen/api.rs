@@ -24,7 +24,7 @@ pub(super) struct Api {
 
 /// The recipes, one per header; each header of each CUDA major becomes `src/v<major>.rs` of
 /// its crate.
-pub(super) const APIS: [Api; 3] = [
+pub(super) const APIS: [Api; 4] = [
     Api {
         crate_dir: "cuda-sys",
         header: headers::CUDA_H,
@@ -54,5 +54,17 @@ pub(super) const APIS: [Api; 3] = [
         functions: "nvml[A-Z].*",
         types: "nvml[A-Za-z0-9_]*",
         vars: "(NVML|nvml)[A-Za-z0-9_]*",
+    },
+    Api {
+        crate_dir: "nvjitlink-sys",
+        header: headers::NVJITLINK_H,
+        struct_name: "NvJitLink",
+        library: "nvJitLink (`libnvJitLink`)",
+        prefix: "nvJitLink",
+        // The header's versioned exports (`__nvJitLinkCreate_13_5`) are read too: they carry
+        // the signatures its inline wrappers forward to.
+        functions: "(__)?nvJitLink[A-Z].*",
+        types: "nvJitLink[A-Za-z0-9_]*",
+        vars: "NVJITLINK_[A-Za-z0-9_]*",
     },
 ];

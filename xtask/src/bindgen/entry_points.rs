@@ -125,6 +125,10 @@ fn method(
     let mut doc = format!(" Calls `{symbol}`");
     if let Some((api_name, _)) = aliases.iter().find(|(_, target)| *target == symbol) {
         doc.push_str(&format!(" (what `{api_name}` names in the header)"));
+    } else if let Some((_, versioned)) = aliases.iter().find(|(name, _)| *name == symbol) {
+        doc.push_str(&format!(
+            ", the plain export of what the header's inline wrapper calls as `{versioned}`"
+        ));
     }
     if let Some(version) = since_of(&symbol, since) {
         doc.push_str(&format!(

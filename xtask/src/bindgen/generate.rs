@@ -12,7 +12,7 @@ use super::api::Api;
 use super::entry_points::{entry_point_struct, entry_point_table};
 use super::format::format_file;
 use super::nvml::nvml_struct_versions;
-use super::scan::{function_macros, introduced_versions};
+use super::scan::{function_macros, inline_wrappers, introduced_versions};
 use crate::headers::{self, HeaderSet};
 
 /// Generates the complete, formatted file of one header.
@@ -65,7 +65,24 @@ pub(super) fn generate(api: &Api, set: &HeaderSet) -> Result<String, String> {
 
     let function_names: BTreeSet<String> =
         functions.iter().map(|sig| sig.ident.to_string()).collect();
-    let aliases = function_macros(&header_text, api.prefix, &function_names);
+    let wrappers = inline_wrappers(&header_text, api.prefix, &function_names);
+    let aliases = if wrappers.is_empty() {
+        function_macros(&header_text, api.prefix, &function_names)
+    } else {
+        // nvJitLink: the header's inline `nvJitLinkCreate` forwards to the versioned export
+        // `__nvJitLinkCreate_13_5`, which only libraries at least as new as the header have.
+        // Every libnvJitLink (12.0 on, both majors) also exports the plain name with the same
+        // signature, which the header declares under NVJITLINK_NO_INLINE: the method takes
+        // the API name and resolves that export, so a build with newer headers runs on an
+        // older library. The versioned names stay listed in VERSIONED_NAMES.
+        for sig in &mut functions {
+            let symbol = sig.ident.to_string();
+            if let Some((name, _)) = wrappers.iter().find(|(_, target)| *target == symbol) {
+                sig.ident = syn::Ident::new(name, sig.ident.span());
+            }
+        }
+        wrappers
+    };
     let since = if api.header == headers::CUDA_H {
         let typedefs = read(&set.header(headers::CUDA_TYPEDEFS_H))?;
         introduced_versions(&typedefs)

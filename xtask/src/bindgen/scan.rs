@@ -30,6 +30,30 @@ pub(super) fn function_macros(
     seen.into_iter().collect()
 }
 
+/// `static inline` wrappers whose body forwards to one of the generated functions, as
+/// `nvJitLink.h` maps each API name to its versioned export
+/// (`nvJitLinkCreate` -> `__nvJitLinkCreate_13_5`): (wrapper name, target), by name.
+pub(super) fn inline_wrappers(
+    header: &str,
+    prefix: &str,
+    functions: &BTreeSet<String>,
+) -> Vec<(String, String)> {
+    let pattern = format!(
+        r"static\s+inline\s+[A-Za-z0-9_]+\s+({prefix}[A-Za-z0-9_]+)\s*\([^)]*\)\s*(?://[^\n]*\s*)?\{{\s*return\s+([A-Za-z0-9_]+)\s*\("
+    );
+    let Ok(regex) = Regex::new(&pattern) else {
+        return Vec::new();
+    };
+    let mut seen = BTreeMap::new();
+    for captures in regex.captures_iter(header) {
+        let (name, target) = (&captures[1], &captures[2]);
+        if name != target && functions.contains(target) {
+            seen.insert(name.to_owned(), target.to_owned());
+        }
+    }
+    seen.into_iter().collect()
+}
+
 /// From `cudaTypedefs.h`: each function's `PFN_<base>_v<version>` versions, oldest first
 /// (per-thread-stream variants left out).
 pub(super) fn introduced_versions(typedefs: &str) -> BTreeMap<String, Vec<u32>> {
@@ -89,6 +113,44 @@ mod tests {
             vec![
                 ("cuMemAlloc".to_owned(), "cuMemAlloc_v2".to_owned()),
                 ("cuMemcpyHtoD".to_owned(), "cuMemcpyHtoD_v2".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn finds_inline_wrappers_of_versioned_exports() {
+        let header = "\
+extern nvJitLinkResult __nvJitLinkCreate_13_5(nvJitLinkHandle *handle);
+#ifndef NVJITLINK_NO_INLINE
+static inline nvJitLinkResult nvJitLinkCreate(
+  nvJitLinkHandle *handle,
+  const char **options)
+{
+  return __nvJitLinkCreate_13_5 (handle, numOptions, options);
+}
+#endif
+static inline nvJitLinkResult nvJitLinkAddData(
+  const char *name) // name can be null
+{
+  return __nvJitLinkAddData_13_5 (handle, inputType, data, size, name);
+}
+static inline nvJitLinkResult nvJitLinkOther(void) { return nvJitLinkNotGenerated(); }
+";
+        let functions: BTreeSet<String> = ["__nvJitLinkCreate_13_5", "__nvJitLinkAddData_13_5"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            inline_wrappers(header, "nvJitLink", &functions),
+            vec![
+                (
+                    "nvJitLinkAddData".to_owned(),
+                    "__nvJitLinkAddData_13_5".to_owned()
+                ),
+                (
+                    "nvJitLinkCreate".to_owned(),
+                    "__nvJitLinkCreate_13_5".to_owned()
+                ),
             ]
         );
     }

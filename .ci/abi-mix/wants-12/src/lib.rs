@@ -3,11 +3,12 @@
 
 use cuda_sys::{CUmemLocation, CUmemLocationType, if_abi12, if_abi13};
 
-/// The ABI each -sys crate compiled: driver API, NVRTC, NVML.
-pub const ABI_MAJORS: [u32; 3] = [
+/// The ABI each -sys crate compiled: driver API, NVRTC, NVML, nvJitLink.
+pub const ABI_MAJORS: [u32; 4] = [
     cuda_sys::ABI_MAJOR,
     nvrtc_sys::ABI_MAJOR,
     nvml_sys::ABI_MAJOR,
+    nvjitlink_sys::ABI_MAJOR,
 ];
 
 /// A device location for `ordinal`, whichever ABI the driver bindings have.

@@ -20,6 +20,10 @@ pub const CPER_CURSOR_START: nvml_sys::nvmlCPERCursorHandle_t =
 /// The NVRTC headers' version, from CUDA 13.
 pub const NVRTC_HEADERS: u32 = nvrtc_sys::HEADER_CUDA_VERSION;
 
+/// An nvJitLink result code that only the CUDA 13 header names.
+pub const LTO_NOT_ENABLED: nvjitlink_sys::nvJitLinkResult =
+    nvjitlink_sys::nvJitLinkResult::NVJITLINK_ERROR_LTO_NOT_ENABLED;
+
 /// Green-context workqueues, a CUDA 13 feature, through the safe layer.
 pub fn workqueues(device: &cuda_safe::Device) -> cuda_safe::Result<cuda_safe::WorkqueueConfig> {
     device.resources().workqueue_config()

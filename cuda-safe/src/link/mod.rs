@@ -1,0 +1,368 @@
+//! Linking device code at run time, as `cuda.core`'s `Linker`: LTO-IR, PTX, CUBIN, fatbin,
+//! objects and archives into one CUBIN (or PTX), with nvJitLink, falling back to the driver's
+//! linker where nvJitLink is absent.
+//!
+//! ```no_run
+//! use cuda_safe::cache::InMemoryProgramCache;
+//! use cuda_safe::{CodeKind, LinkInput, Linker, LinkerOptions, Program, ProgramOptions};
+//!
+//! // Two translation units as LTO-IR: `scale` is defined in one and called from the other.
+//! let options = ProgramOptions { relocatable_device_code: true, ..Default::default() };
+//! let library = Program::new("__device__ float scale(float x) { return 3.0f * x; }", options.clone())?
+//!     .compile(CodeKind::LtoIr)?;
+//! let kernel = Program::new(
+//!     r#"__device__ float scale(float x);
+//!        extern "C" __global__ void k(float* x) { x[threadIdx.x] = scale(x[threadIdx.x]); }"#,
+//!     options,
+//! )?
+//! .compile(CodeKind::LtoIr)?;
+//!
+//! let mut linker = Linker::new(LinkerOptions { lto: true, ..Default::default() })?;
+//! linker.add(LinkInput::from_compiled(library.code(), "library.ltoir")?);
+//! linker.add(LinkInput::from_compiled(kernel.code(), "kernel.ltoir")?);
+//! let cache = InMemoryProgramCache::new(64 << 20);
+//! let linked = linker.link_cached(CodeKind::Cubin, &cache)?; // a second call is a hit
+//! let k = linked.load()?.get_kernel("k")?;
+//! # Ok::<(), cuda_safe::Error>(())
+//! ```
+//!
+//! A failed link is [`Error::Link`]: the linker call's error as its source, and the linker's
+//! error log, info log and the flags used as its log ([`Error::link_log`]).
+
+mod driver;
+mod input;
+mod nvjitlink;
+mod options;
+
+pub use input::{LinkInput, LinkInputKind};
+pub use options::{LinkerBackend, LinkerOptions};
+
+use crate::cache::{CacheKey, ProgramCache};
+use crate::code::{CodeKind, CompiledCode};
+use crate::error::{Error, Result};
+use crate::module::ObjectCode;
+
+/// What a backend returns: the linked bytes and its info log.
+struct Linked {
+    bytes: Vec<u8>,
+    info_log: String,
+}
+
+/// A set of inputs and [`LinkerOptions`] to link into one CUBIN or PTX image.
+///
+/// Linking does not change it: it can be linked for both targets, from several threads.
+#[derive(Debug, Clone)]
+pub struct Linker {
+    options: LinkerOptions,
+    inputs: Vec<LinkInput>,
+    lowered_names: Vec<(String, String)>,
+}
+
+/// The result of a link: the image as [`CompiledCode`] (loadable, cacheable), the linker's
+/// info log, the flags and which backend linked it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkedCode {
+    code: CompiledCode,
+    info_log: String,
+    options: Vec<String>,
+    backend: LinkerBackend,
+    from_cache: bool,
+}
+
+impl Linker {
+    /// A linker with checked `options` and no inputs.
+    ///
+    /// # Errors
+    ///
+    /// As [`LinkerOptions::validate`].
+    pub fn new(options: LinkerOptions) -> Result<Self> {
+        options.validate()?;
+        Ok(Self {
+            options,
+            inputs: Vec::new(),
+            lowered_names: Vec::new(),
+        })
+    }
+
+    /// Adds one input, after those already added.
+    pub fn add(&mut self, input: LinkInput) -> &mut Self {
+        self.inputs.push(input);
+        self
+    }
+
+    /// Adds compiled code ([`Program::compile`](crate::Program::compile)'s output) named
+    /// `name`, and keeps its name-expression map, so the linked image resolves templated
+    /// kernels by the expression ([`ObjectCode::get_kernel`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`LinkInput::from_compiled`].
+    pub fn add_compiled(&mut self, code: &CompiledCode, name: &str) -> Result<&mut Self> {
+        let input = LinkInput::from_compiled(code, name)?;
+        for pair in code.lowered_names() {
+            if !self.lowered_names.contains(pair) {
+                self.lowered_names.push(pair.clone());
+            }
+        }
+        Ok(self.add(input))
+    }
+
+    /// The options.
+    pub fn options(&self) -> &LinkerOptions {
+        &self.options
+    }
+
+    /// The inputs, in the order added.
+    pub fn inputs(&self) -> &[LinkInput] {
+        &self.inputs
+    }
+
+    /// The backend a link would use now: the one the options ask for, or under
+    /// [`LinkerBackend::Auto`] nvJitLink when `libnvJitLink` loads, else the driver linker.
+    pub fn backend(&self) -> LinkerBackend {
+        match self.options.backend {
+            LinkerBackend::Auto if crate::nvjitlink_sys::nvjitlink().is_ok() => {
+                LinkerBackend::NvJitLink
+            }
+            LinkerBackend::Auto => LinkerBackend::Driver,
+            chosen => chosen,
+        }
+    }
+
+    /// Links every input into a `target` image (CUBIN, or PTX with `lto`).
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::InvalidArgument`] with no inputs, for LTO-IR inputs without `lto`, and as
+    ///   [`LinkerOptions::to_flags`];
+    /// - [`Error::Unsupported`] when the driver linker would link (nvJitLink is absent, or
+    ///   [`LinkerBackend::Driver`]) and the link needs what it lacks: LTO-IR, PTX output, or
+    ///   an nvJitLink-only option (named);
+    /// - [`Error::Link`] when the linker refuses an option or an input or fails to link
+    ///   (undefined symbols, an architecture mismatch): the call's error, with the error
+    ///   log, the info log and the flags;
+    /// - [`Error::Load`] when [`LinkerBackend::NvJitLink`] is asked for and cannot be loaded.
+    #[doc(alias(
+        "nvJitLinkCreate",
+        "nvJitLinkAddData",
+        "nvJitLinkComplete",
+        "nvJitLinkGetLinkedCubin",
+        "nvJitLinkGetLinkedPtx",
+        "nvJitLinkGetErrorLog",
+        "nvJitLinkGetInfoLog",
+        "nvJitLinkDestroy",
+        "cuLinkCreate",
+        "cuLinkAddData",
+        "cuLinkComplete",
+        "cuLinkDestroy"
+    ))]
+    pub fn link(&self, target: CodeKind) -> Result<LinkedCode> {
+        let plan = self.plan(target)?;
+        self.link_with(target, &plan)
+    }
+
+    /// The key a cache stores this link to `target` under: the backend and its version
+    /// (nvJitLink's, or the driver's for its linker), the target and architecture, the exact
+    /// flags, and a digest of every input (kind, name, bytes, in order) and of the name map.
+    ///
+    /// # Errors
+    ///
+    /// As [`Linker::link`] before any linking; [`Error::Load`] when the backend cannot be
+    /// loaded to ask its version.
+    pub fn cache_key(&self, target: CodeKind) -> Result<CacheKey> {
+        let plan = self.plan(target)?;
+        self.key_for(target, &plan, &plan.version()?)
+    }
+
+    /// Links to `target` through `cache`: a hit returns the stored image (with an empty info
+    /// log, [`LinkedCode::from_cache`] true) and links nothing, in this process or another
+    /// one sharing a file cache; a miss links and stores. A cache that fails to read or write
+    /// is logged and treated as a miss; a failed link is never stored.
+    ///
+    /// # Errors
+    ///
+    /// As [`Linker::cache_key`], then as [`Linker::link`].
+    pub fn link_cached(&self, target: CodeKind, cache: &dyn ProgramCache) -> Result<LinkedCode> {
+        let plan = self.plan(target)?;
+        let version = plan.version()?;
+        self.fetch_or_link(target, cache, plan, &version)
+    }
+
+    /// The entry for `plan` made by the backend `version` from `cache`, or, on a miss, the
+    /// link, stored there.
+    fn fetch_or_link(
+        &self,
+        target: CodeKind,
+        cache: &dyn ProgramCache,
+        plan: Plan,
+        version: &str,
+    ) -> Result<LinkedCode> {
+        let key = self.key_for(target, &plan, version)?;
+        match cache.get(&key) {
+            Ok(Some(code)) if code.kind() == target => {
+                return Ok(LinkedCode {
+                    code,
+                    info_log: String::new(),
+                    options: plan.flags,
+                    backend: plan.backend,
+                    from_cache: true,
+                });
+            }
+            Ok(_) => {}
+            Err(error) => {
+                log::warn!("cuda-safe: reading program cache entry {key} failed, linking: {error}")
+            }
+        }
+        let linked = self.link_with(target, &plan)?;
+        if let Err(error) = cache.put(&key, &linked.code) {
+            log::warn!("cuda-safe: storing program cache entry {key} failed: {error}");
+        }
+        Ok(linked)
+    }
+
+    /// Which backend, architecture and flags a link to `target` uses, every check made.
+    fn plan(&self, target: CodeKind) -> Result<Plan> {
+        if self.inputs.is_empty() {
+            return Err(Error::invalid_argument("a link needs at least one input"));
+        }
+        if !self.options.lto
+            && let Some(input) = self
+                .inputs
+                .iter()
+                .find(|i| i.kind() == LinkInputKind::LtoIr)
+        {
+            return Err(Error::invalid_argument(format!(
+                "{} is LTO-IR: set LinkerOptions::lto to link it",
+                input.name()
+            )));
+        }
+        let digits = self.options.resolve_arch()?;
+        let flags = self.options.render(target, &digits)?;
+        let backend = self.backend();
+        if backend == LinkerBackend::Driver
+            && let Some(refusal) = driver::refusal(&self.options, &self.inputs, target)
+        {
+            return Err(refusal);
+        }
+        Ok(Plan {
+            digits,
+            flags,
+            backend,
+        })
+    }
+
+    /// Links with a plan made by [`Linker::plan`].
+    fn link_with(&self, target: CodeKind, plan: &Plan) -> Result<LinkedCode> {
+        let linked = match plan.backend {
+            LinkerBackend::Driver => {
+                driver::link(&self.inputs, &self.options, &plan.digits, &plan.flags)?
+            }
+            _ => nvjitlink::link(&self.inputs, &plan.flags, target)?,
+        };
+        Ok(LinkedCode {
+            code: CompiledCode::new(target, linked.bytes, self.lowered_names.clone()),
+            info_log: linked.info_log,
+            options: plan.flags.clone(),
+            backend: plan.backend,
+            from_cache: false,
+        })
+    }
+
+    /// The cache key for `plan`, with the backend's version given.
+    fn key_for(&self, target: CodeKind, plan: &Plan, version: &str) -> Result<CacheKey> {
+        let digest = input::digest(&self.inputs, &self.lowered_names);
+        let arch = format!("sm_{}", plan.digits);
+        CacheKey::builder("")
+            .compiler(plan.backend.name(), version)
+            .target(target, &arch)
+            .program_name("link")
+            .options(&plan.flags)
+            .caller_digest(&digest)
+            .build()
+    }
+}
+
+/// One link's resolved choices.
+struct Plan {
+    digits: String,
+    flags: Vec<String>,
+    backend: LinkerBackend,
+}
+
+impl Plan {
+    /// The backend's version, as a cache key spells it.
+    fn version(&self) -> Result<String> {
+        match self.backend {
+            LinkerBackend::Driver => driver::version(),
+            _ => nvjitlink::version(),
+        }
+    }
+}
+
+impl LinkedCode {
+    /// The linked image as compiled code: bytes, kind and name map.
+    pub fn code(&self) -> &CompiledCode {
+        &self.code
+    }
+
+    /// The image, taken out.
+    pub fn into_code(self) -> CompiledCode {
+        self.code
+    }
+
+    /// The image's bytes (PTX with its NUL terminator).
+    pub fn bytes(&self) -> &[u8] {
+        self.code.bytes()
+    }
+
+    /// CUBIN or PTX.
+    pub fn kind(&self) -> CodeKind {
+        self.code.kind()
+    }
+
+    /// The linker's info log (empty unless `verbose` or `time`, and from a cache).
+    pub fn info_log(&self) -> &str {
+        &self.info_log
+    }
+
+    /// The flags of the link, in order.
+    pub fn options(&self) -> &[String] {
+        &self.options
+    }
+
+    /// The backend that linked it (for a cache hit, the one that would have).
+    pub fn backend(&self) -> LinkerBackend {
+        self.backend
+    }
+
+    /// Whether the image came from a cache without linking.
+    pub fn from_cache(&self) -> bool {
+        self.from_cache
+    }
+
+    /// Loads the image ([`ObjectCode::from_compiled`]), keeping its name map.
+    ///
+    /// # Errors
+    ///
+    /// As [`ObjectCode::from_compiled`].
+    #[doc(alias = "cuLibraryLoadData")]
+    pub fn load(&self) -> Result<ObjectCode> {
+        ObjectCode::from_compiled(&self.code)
+    }
+}
+
+/// A failed link's log: the error log, the info log (each when not empty), then the flags.
+fn failure_log(error_log: &str, info_log: &str, flags: &[String]) -> String {
+    let mut log = String::new();
+    for part in [error_log.trim_end(), info_log.trim_end()] {
+        if !part.is_empty() {
+            log.push_str(part);
+            log.push('\n');
+        }
+    }
+    log.push_str(&format!("options: {flags:?}"));
+    log
+}
+
+#[cfg(test)]
+mod tests;
