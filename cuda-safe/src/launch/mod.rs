@@ -45,30 +45,6 @@ use crate::sys::{
     CUfunction, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig, CUresult, CUstream,
 };
 
-/// The size of a `CUtensorMap`, which a kernel must take at a 64-byte aligned offset.
-const TENSOR_MAP_BYTES: usize = 128;
-
-/// Refuses a tensor-map argument whose parameter is not 64-byte aligned (another argument of
-/// 128 bytes passes).
-#[cold]
-fn misaligned_tensor_map(
-    kernel: &Kernel,
-    index: usize,
-    offset: usize,
-    names: &[&'static str],
-) -> Result<()> {
-    if !names
-        .get(index)
-        .is_some_and(|name| name.ends_with("TensorMap"))
-    {
-        return Ok(());
-    }
-    Err(Error::invalid_argument(format!(
-        "parameter {index} of kernel `{}` takes a TensorMap at offset {offset}, which is not          64-byte aligned: declare it `const __grid_constant__ CUtensorMap` (alignas(64))",
-        kernel.name()
-    )))
-}
-
 /// Attribute slots on the stack for one `cuLaunchKernelEx`: the cluster shape, cooperation,
 /// and every [`LaunchAttributes`] field.
 const ATTRIBUTE_SLOTS: usize = 10;
@@ -94,9 +70,6 @@ pub(crate) fn check_args(
         )));
     }
     for (index, (param, &size)) in params.iter().zip(sizes).enumerate() {
-        if size == TENSOR_MAP_BYTES && !param.offset.is_multiple_of(64) {
-            misaligned_tensor_map(kernel, index, param.offset, names)?;
-        }
         if param.size != size {
             return Err(Error::invalid_argument(format!(
                 "parameter {index} of kernel `{}` is {} bytes, the argument ({}) is {size}",

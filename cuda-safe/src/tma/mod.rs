@@ -39,8 +39,11 @@ use crate::sys::{
 
 /// An encoded TMA descriptor: 128 opaque bytes, aligned as the driver needs (64 bytes under
 /// CUDA 12, the header's 128 under CUDA 13). Pass it to a kernel by value (or as
-/// `&TensorMap`) for a `const __grid_constant__ CUtensorMap` parameter; the launch checks that
-/// the parameter lies at a 64-byte aligned offset.
+/// `&TensorMap`) for a `const __grid_constant__ CUtensorMap` parameter. The parameter's type
+/// must be 64-byte aligned (`CUtensorMap` is, as is a 128-byte `alignas(64)` struct): the
+/// launch cannot check it, because the driver reports offsets within the parameter area and
+/// where that area starts in constant memory is the architecture's (on sm_90 a correctly
+/// aligned first parameter is at offset 48).
 ///
 /// The map holds the tensor's address: the memory must stay allocated while kernels use it,
 /// which `launch`'s safety contract already asks of every address a kernel reaches.
