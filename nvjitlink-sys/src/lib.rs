@@ -20,11 +20,14 @@
 //!
 //! The header maps each API name to a versioned export through a `static inline` wrapper
 //! (`nvJitLinkCreate` calls `__nvJitLinkCreate_13_5`), so a C program built with it needs a
-//! library at least as new as the header. Every libnvJitLink (12.0 on, both majors) also
+//! library at least as new as the header. Every libnvJitLink from 12.3 on (both majors) also
 //! exports the plain names with the same signatures, which the header declares when
 //! `NVJITLINK_NO_INLINE` is defined. The methods here take the API names and resolve those
 //! plain exports, as the loader resolves every library: a build with newer headers runs on an
 //! older nvJitLink (a CUDA 13.0 toolkit's, say) until it calls a function that library lacks.
+//! nvJitLink 12.0 to 12.2 export only versioned names: every call there is
+//! [`LoadError::SymbolMissing`](cuda_loader::LoadError::SymbolMissing), which `cuda-safe`'s
+//! `Linker` checks for before choosing nvJitLink.
 //! [`VERSIONED_NAMES`] lists the header's mapping, `(API name, versioned export)`.
 //!
 //! The library is `$CUDA_SAFE_LIBNVJITLINK` when that variable is set (and then only that

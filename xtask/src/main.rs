@@ -2,8 +2,9 @@
 //!
 //! - `cargo xtask bindgen [--from-wheels | --cuda-home DIR] [--check]`: regenerate the raw
 //!   bindings of `cuda-sys`, `nvrtc-sys`, `nvml-sys` and `nvjitlink-sys`, or check the committed ones for drift.
-//! - `cargo xtask gpu-bundle [--out DIR]`: build the GPU tests, examples and benchmarks in
-//!   release mode and write a folder that runs them on a GPU machine without Rust.
+//! - `cargo xtask gpu-bundle [--out DIR] [--only FILTER]...`: build the GPU tests, examples and
+//!   benchmarks in release mode and write a folder that runs them (or the ones a filter keeps) on
+//!   a GPU machine without Rust.
 
 mod bindgen;
 mod bundle;
@@ -15,7 +16,8 @@ const USAGE: &str = "\
 usage:
   cargo xtask bindgen [--from-wheels] [--check]   generate from the pinned PyPI header wheels (default)
   cargo xtask bindgen --cuda-home DIR [--check]   generate the file of DIR's CUDA major version
-  cargo xtask gpu-bundle [--out DIR]              build the GPU bundle (default target/gpu-bundle)";
+  cargo xtask gpu-bundle [--out DIR] [--only FILTER]...
+                                                  build the GPU bundle (default target/gpu-bundle)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -301,6 +301,12 @@ impl LaunchAttributes<'_> {
                     window.hit_ratio
                 ));
             }
+            if window.miss == AccessProperty::Persisting {
+                return invalid(
+                    "an access-policy window's miss property must be Normal or Streaming \
+                     (cuda.h's missProp), not Persisting",
+                );
+            }
         }
         Ok(())
     }

@@ -258,7 +258,7 @@ pub unsafe fn launch_with<A: KernelArgs>(
     });
     if let Err(error) = launched {
         return Err(match attributes.preferred_cluster {
-            Some(_) if refused_as_unsupported(&error) => Error::unsupported(
+            Some(_) if error.is_not_supported() => Error::unsupported(
                 "preferred cluster dimensions",
                 format!("the driver refused them on this device: {error}"),
             ),
@@ -272,11 +272,6 @@ pub unsafe fn launch_with<A: KernelArgs>(
         Some(others) => others.after_launch(stream),
         None => Ok(()),
     }
-}
-
-/// Whether the driver's answer to a launch means "not on this device".
-fn refused_as_unsupported(error: &Error) -> bool {
-    error.is_not_supported() || error.cuda_code() == Some(CUresult::CUDA_ERROR_INVALID_VALUE)
 }
 
 /// One `cuLaunchKernelEx` with the configuration's cluster and cooperation and `attributes`,

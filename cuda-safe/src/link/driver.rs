@@ -41,7 +41,8 @@ pub(super) fn jit_target(digits: &str) -> Result<u32> {
     let number: u32 = number
         .parse()
         .map_err(|_| Error::invalid_argument(format!("architecture {digits:?} has no number")))?;
-    Ok(base + number)
+    base.checked_add(number)
+        .ok_or_else(|| Error::invalid_argument(format!("architecture {digits:?} is out of range")))
 }
 
 /// A `CUlinkState`, destroyed exactly once through [`Owned`].
@@ -235,6 +236,8 @@ mod tests {
         assert_eq!(jit_target("90a").unwrap(), 65_536 + 90);
         assert_eq!(jit_target("100f").unwrap(), 131_072 + 100);
         assert!(jit_target("x").is_err());
+        let error = jit_target("4294967000a").unwrap_err();
+        assert!(error.to_string().contains("out of range"), "{error}");
     }
 
     #[test]

@@ -118,12 +118,11 @@ impl Linker {
     }
 
     /// The backend a link would use now: the one the options ask for, or under
-    /// [`LinkerBackend::Auto`] nvJitLink when `libnvJitLink` loads, else the driver linker.
+    /// [`LinkerBackend::Auto`] nvJitLink when `libnvJitLink` loads and exports the plain entry
+    /// points this crate calls (12.3 on), else the driver linker.
     pub fn backend(&self) -> LinkerBackend {
         match self.options.backend {
-            LinkerBackend::Auto if crate::nvjitlink_sys::nvjitlink().is_ok() => {
-                LinkerBackend::NvJitLink
-            }
+            LinkerBackend::Auto if nvjitlink_usable() => LinkerBackend::NvJitLink,
             LinkerBackend::Auto => LinkerBackend::Driver,
             chosen => chosen,
         }
@@ -362,6 +361,24 @@ fn failure_log(error_log: &str, info_log: &str, flags: &[String]) -> String {
     }
     log.push_str(&format!("options: {flags:?}"));
     log
+}
+
+/// Whether `libnvJitLink` loads and exports the plain `nvJitLinkCreate` and `nvJitLinkVersion`:
+/// nvJitLink 12.0 to 12.2 export only the versioned names (`__nvJitLinkCreate_12_0`), so
+/// [`LinkerBackend::Auto`] links through the driver there instead of failing at the first call.
+fn nvjitlink_usable() -> bool {
+    crate::nvjitlink_sys::nvjitlink().is_ok_and(|nvjitlink| {
+        let library = nvjitlink.library();
+        ["nvJitLinkCreate", "nvJitLinkVersion"]
+            .iter()
+            .all(|wanted| {
+                library
+                    .entry_points()
+                    .iter()
+                    .position(|entry| entry.name() == *wanted)
+                    .is_some_and(|index| library.has(index))
+            })
+    })
 }
 
 #[cfg(test)]

@@ -71,7 +71,7 @@ pub(super) fn generate(api: &Api, set: &HeaderSet) -> Result<String, String> {
     } else {
         // nvJitLink: the header's inline `nvJitLinkCreate` forwards to the versioned export
         // `__nvJitLinkCreate_13_5`, which only libraries at least as new as the header have.
-        // Every libnvJitLink (12.0 on, both majors) also exports the plain name with the same
+        // Every libnvJitLink (12.3 on, both majors) also exports the plain name with the same
         // signature, which the header declares under NVJITLINK_NO_INLINE: the method takes
         // the API name and resolves that export, so a build with newer headers runs on an
         // older library. The versioned names stay listed in VERSIONED_NAMES.

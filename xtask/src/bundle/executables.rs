@@ -5,20 +5,21 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::PROFILE;
+use super::args::Args;
 use super::cargo::{parse_artifact, run_cargo};
 use super::files::{make_executable, mib};
 use super::metadata::Package;
 use super::plan::{Abi, Kind};
 
-/// Builds `kind` of `package` for `abi` and copies each executable into the bundle;
-/// `copied` maps each bundle path written so far to its source, to catch clashing names.
+/// Builds `kind` of `package` for `abi` and copies each executable `selection` keeps into the
+/// bundle; `copied` maps each bundle path written so far to its source, to catch clashing names.
 pub(super) fn build_and_copy(
     root: &Path,
     cargo: &str,
     abi: &Abi,
-    kind: Kind,
-    package: &Package,
+    (kind, package): (Kind, &Package),
     out: &Path,
+    selection: &Args,
     copied: &mut BTreeMap<PathBuf, PathBuf>,
 ) -> Result<(), String> {
     let mut args: Vec<&str> = kind.cargo_args().to_vec();
@@ -30,6 +31,9 @@ pub(super) fn build_and_copy(
     let dir = out.join(abi.name).join(kind.dir());
     fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     for artifact in lines.iter().filter_map(|line| parse_artifact(line, kind)) {
+        if !selection.keeps(&format!("{}/{}/{}", abi.name, kind.dir(), artifact.name)) {
+            continue;
+        }
         let dest = dir.join(&artifact.name);
         if let Some(earlier) = copied.get(&dest) {
             if *earlier == artifact.executable {

@@ -1,4 +1,4 @@
-//! `cargo xtask gpu-bundle [--out DIR]`: build the GPU integration tests, the examples and the
+//! `cargo xtask gpu-bundle [--out DIR] [--only FILTER]...`: build the GPU integration tests, the examples and the
 //! benchmarks for both CUDA ABIs in the `bundle` profile (release code, symbols stripped), and
 //! write a folder that runs them on a GPU machine that has no Rust toolchain:
 //!
@@ -13,6 +13,10 @@
 //!   cuda-{12,13}/lib/libcuda_safe_interop.so  the DLPack interop proof's C ABI library
 //!   interop/                                its Python driver and run_interop.sh (not run by run.sh)
 //! ```
+//!
+//! `--only FILTER` (repeatable) keeps only the executables whose `abi/kind/name` contains one of
+//! the filters, as `run.sh FILTER` matches them: everything is still built, but a run that
+//! needs a few items carries a bundle small enough to travel beside the repository.
 
 mod args;
 mod bench;
@@ -37,15 +41,17 @@ use script::RUN_SH;
 /// The cargo profile the bundle is built in (root `Cargo.toml`: release, stripped).
 const PROFILE: &str = "bundle";
 
-/// The most the bundle may weigh: the device tool carries at most 64 MiB of ignored files.
+/// The most the bundle may weigh: the device tool carries at most 64 MiB, the repository's
+/// files included.
 const SIZE_LIMIT: u64 = 64 * 1024 * 1024;
 
 /// Builds the bundle: `args` are the arguments after `gpu-bundle`.
 pub fn run(args: &[String]) -> Result<(), String> {
     let root = crate::workspace_root();
-    let out = match args::parse_args(args)? {
+    let args = args::parse_args(args)?;
+    let out = match &args.out {
         Some(dir) => {
-            std::path::absolute(&dir).map_err(|e| format!("resolving {}: {e}", dir.display()))?
+            std::path::absolute(dir).map_err(|e| format!("resolving {}: {e}", dir.display()))?
         }
         None => root.join("target").join("gpu-bundle"),
     };
@@ -69,7 +75,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let mut copied = BTreeMap::new();
     for abi in &ABIS {
         for &(kind, package) in &plan {
-            executables::build_and_copy(&root, &cargo, abi, kind, package, &out, &mut copied)?;
+            executables::build_and_copy(
+                &root,
+                &cargo,
+                abi,
+                (kind, package),
+                &out,
+                &args,
+                &mut copied,
+            )?;
         }
         interop::build_interop(&root, &cargo, abi, &out)?;
     }
@@ -87,7 +101,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
     );
     if total > SIZE_LIMIT {
         return Err(format!(
-            "the bundle is {}, over the {} the device tool carries; drop items or shrink them",
+            "the bundle is {}, over the {} the device tool carries (with the repository's own \
+             files); keep only the items a run needs with `--only FILTER`",
             mib(total),
             mib(SIZE_LIMIT)
         ));

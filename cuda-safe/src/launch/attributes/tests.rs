@@ -182,6 +182,13 @@ fn windows_are_checked_against_the_device() {
         (window(1024, 1.5), "hit ratio"),
         (window(1024, -0.1), "hit ratio"),
         (window(1024, f32::NAN), "hit ratio"),
+        (
+            AccessPolicyWindow {
+                miss: AccessProperty::Persisting,
+                ..window(1024, 0.5)
+            },
+            "miss property",
+        ),
     ] {
         let error = refusal(with(bad), clustered(), H200);
         assert!(error.to_string().contains(rule), "{error}");
