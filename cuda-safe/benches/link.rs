@@ -119,6 +119,12 @@ fn run() -> Result<()> {
     fig("whole_kernel_us", whole_us, "us");
     fig("lto_over_whole", lto_us / whole_us, "ratio");
     fig("link_nvjitlink_ms", median(&mut link_ms), "ms");
+    if let Ok(nvjitlink) = cuda_safe::nvjitlink_sys::nvjitlink() {
+        println!(
+            "note: nvJitLink from {}",
+            nvjitlink.library().path().display()
+        );
+    }
     cuda_core_link(library.bytes(), kernel.bytes(), &arch);
     tma_figures(&device, &stream)
 }
@@ -222,6 +228,11 @@ for _ in range({LINK_REPS}):
     start = time.perf_counter()
     Linker(*units, options=options).link("cubin")
     times.append((time.perf_counter() - start) * 1e3)
+try:
+    from cuda.bindings import nvjitlink
+    print("note: cuda.core's nvJitLink is %d.%d" % tuple(nvjitlink.version()))
+except Exception as error:
+    print("note: cuda.core's nvJitLink version unknown: %s" % error)
 print("FIG link_cuda_core_ms %.4f ms" % statistics.median(times))
 "#,
         dir = dir.display().to_string(),
@@ -241,7 +252,7 @@ print("FIG link_cuda_core_ms %.4f ms" % statistics.median(times))
     println!("note: cuda.core link not timed ({})", reasons.join("; "));
 }
 
-/// Runs `script` with `python` and returns its FIG line.
+/// Runs `script` with `python` and returns its FIG line, after its note lines.
 fn run_python(python: &str, script: &str, dir: &Path) -> std::result::Result<String, String> {
     let mut child = Command::new(python)
         .arg("-")
@@ -261,7 +272,10 @@ fn run_python(python: &str, script: &str, dir: &Path) -> std::result::Result<Str
         .map_err(|error| error.to_string())?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     match stdout.lines().find(|line| line.starts_with("FIG ")) {
-        Some(line) if output.status.success() => Ok(line.to_owned()),
+        Some(line) if output.status.success() => {
+            let notes = stdout.lines().filter(|line| line.starts_with("note: "));
+            Ok(notes.chain([line]).collect::<Vec<_>>().join("\n"))
+        }
         _ => {
             let stderr = String::from_utf8_lossy(&output.stderr);
             Err(stderr.lines().last().unwrap_or("no output").to_owned())
