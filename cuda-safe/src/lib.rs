@@ -53,6 +53,7 @@ mod driver;
 mod error;
 mod ffi;
 mod handle;
+mod user_file;
 mod uuid;
 
 // Floor 1: compiled bytes by key.

@@ -17,6 +17,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("error", 0),
     ("ffi", 0),
     ("handle", 0),
+    ("user_file", 0),
     ("uuid", 0),
     // Compiled bytes by key.
     ("cache", 1),

@@ -168,12 +168,11 @@ impl LinkInput {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a file that cannot be read or is empty.
+    /// [`Error::InvalidArgument`] for a file that cannot be read, is not a regular file (a FIFO, a
+    /// device, a directory) or is empty.
     pub fn from_file_as(path: impl AsRef<Path>, kind: LinkInputKind) -> Result<Self> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|error| {
-            Error::invalid_argument(format!("cannot read {}: {error}", path.display()))
-        })?;
+        let bytes = crate::user_file::read_regular(path)?;
         Self::from_bytes(kind, path.display().to_string(), bytes)
     }
 

@@ -182,3 +182,15 @@ fn linkers_and_images_are_send_and_sync() {
     assert_send_sync::<Linker>();
     assert_send_sync::<LinkedCode>();
 }
+
+#[test]
+fn a_file_input_that_is_not_a_regular_file_is_refused_at_once() {
+    let error = LinkInput::from_file_as("/dev/zero", LinkInputKind::Cubin).unwrap_err();
+    assert!(
+        error.to_string().contains("not a regular file (a device)"),
+        "{error}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let error = LinkInput::from_file_as(dir.path(), LinkInputKind::Object).unwrap_err();
+    assert!(error.to_string().contains("a directory"), "{error}");
+}

@@ -114,14 +114,12 @@ impl ObjectCode {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a file that cannot be read (with the system's reason)
-    /// or is not a complete image; the driver's error when it refuses the image.
+    /// [`Error::InvalidArgument`] for a file that cannot be read (with the system's reason),
+    /// is not a regular file (a FIFO, a device, a directory) or is not a complete image; the driver's error when it refuses the image.
     #[doc(alias = "cuLibraryLoadFromFile")]
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|error| {
-            Error::invalid_argument(format!("cannot read {}: {error}", path.display()))
-        })?;
+        let bytes = crate::user_file::read_regular(path)?;
         match image::Format::of(&bytes) {
             image::Format::Cubin => Self::from_cubin(&bytes),
             image::Format::Fatbin => Self::from_fatbin(&bytes),
