@@ -233,6 +233,7 @@ impl Graph {
         }?;
         Ok(self.node(node))
     }
+
     /// Adds a node, after `dependencies`, that allocates `bytes` bytes of device memory on the
     /// graph's device at every replay (`cuGraphAddMemAllocNode`). The memory is valid for the
     /// nodes that run after this one and before a free node ([`add_mem_free`](Self::add_mem_free));
