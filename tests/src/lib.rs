@@ -189,6 +189,35 @@ pub fn check(api: &str, result: Result<CUresult, cuda_sys::LoadError>) {
     }
 }
 
+/// The variable naming how many GPUs a run must have: with `CUDA_SAFE_REQUIRE_GPUS=2`, a test
+/// that needs two GPUs fails where fewer are visible instead of skipping.
+pub const REQUIRE_GPUS_ENV: &str = "CUDA_SAFE_REQUIRE_GPUS";
+
+/// The first `count` devices, for a test that needs several GPUs; `None` (after printing why)
+/// where fewer are visible, so the test passes as skipped on a smaller machine, unless
+/// [`REQUIRE_GPUS_ENV`] asks for at least `count`, when it panics instead.
+#[track_caller]
+pub fn devices(count: usize) -> Option<Vec<cuda_safe::Device>> {
+    let visible = cuda_safe::Device::count().expect("cuDeviceGetCount");
+    if visible >= count {
+        return Some(
+            (0..count)
+                .map(|ordinal| cuda_safe::Device::new(ordinal).expect("cuDeviceGet"))
+                .collect(),
+        );
+    }
+    let required = std::env::var(REQUIRE_GPUS_ENV)
+        .ok()
+        .and_then(|value| value.parse::<usize>().ok())
+        .unwrap_or(0);
+    assert!(
+        required < count,
+        "this test needs {count} GPUs and {REQUIRE_GPUS_ENV}={required}, but {visible} visible"
+    );
+    eprintln!("skipped: this test needs {count} GPUs, {visible} visible");
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
