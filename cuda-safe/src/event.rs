@@ -200,6 +200,42 @@ impl Event {
         Ok(handle.reserved.map(|byte| byte as u8))
     }
 
+    /// Opens, in `context`, an event another process created with [`EventOptions::ipc`] and
+    /// shared through [`ipc_handle`](Self::ipc_handle). Streams of this process can
+    /// [`wait`](Stream::wait) on it and record it, and [`sync`](Self::sync) waits for the
+    /// other process's work; it has no timing. It stays valid after the other process destroys
+    /// its event, until this one is dropped.
+    ///
+    /// # Errors
+    ///
+    /// The driver's error: `CUDA_ERROR_INVALID_VALUE` for a handle of no live event, or one
+    /// opened in the process that created it.
+    #[doc(alias = "cuIpcOpenEventHandle")]
+    pub fn open_ipc(context: &Context, handle: &[u8; 64]) -> Result<Self> {
+        let raw_handle = CUipcEventHandle {
+            reserved: handle.map(|byte| byte as std::ffi::c_char),
+        };
+        let _current = context.scoped()?;
+        let driver = context.driver();
+        let mut raw: CUevent = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; the handle is passed by value; the context is current.
+        unsafe { cu!(driver, cuIpcOpenEventHandle(&mut raw, raw_handle)) }?;
+        Ok(Self {
+            inner: Owned::new(EventInner {
+                raw,
+                context: context.clone(),
+                driver,
+                options: EventOptions {
+                    ipc: true,
+                    ..EventOptions::default()
+                },
+                // Another process records it: waits and syncs must not take it as never
+                // recorded.
+                recorded: AtomicBool::new(true),
+            }),
+        })
+    }
+
     /// Destroys the event now, returning the driver's error (dropping only logs it).
     #[doc(alias = "cuEventDestroy")]
     pub fn close(self) -> Result<()> {

@@ -70,10 +70,13 @@ mod stream;
 // Floor 3: what runs on the core.
 mod graph;
 mod green;
+#[cfg(unix)]
+pub mod ipc;
 mod kernel;
 mod launch;
 mod link;
 mod module;
+mod peer;
 mod program;
 mod tma;
 
@@ -109,10 +112,11 @@ pub use launch::{
 };
 pub use link::{LinkInput, LinkInputKind, LinkedCode, Linker, LinkerBackend, LinkerOptions};
 pub use memory::{
-    Buffer, DeviceMemoryResource, DeviceSlice, DeviceSliceMut, ManagedMemoryResource,
-    MemoryResource, PinnedMemoryResource, PoolOptions,
+    Buffer, DeviceMemoryResource, DeviceSlice, DeviceSliceMut, IpcHandleType,
+    ManagedMemoryResource, MemoryResource, PinnedMemoryResource, PoolOptions,
 };
 pub use module::ObjectCode;
+pub use peer::PeerAttributes;
 pub use program::{
     CompiledProgram, CppStandard, Program, ProgramOptions, nvrtc_supported_archs, nvrtc_version,
 };

@@ -31,10 +31,12 @@ const FLOORS: &[(&str, u32)] = &[
     // What runs on the core.
     ("graph", 3),
     ("green", 3),
+    ("ipc", 3),
     ("kernel", 3),
     ("launch", 3),
     ("link", 3),
     ("module", 3),
+    ("peer", 3),
     ("program", 3),
     ("tma", 3),
     // Top.

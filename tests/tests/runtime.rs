@@ -273,7 +273,7 @@ fn an_owned_pool_respects_its_limit() {
         &device,
         PoolOptions {
             max_size: Some(64 << 20),
-            release_threshold: None,
+            ..Default::default()
         },
     )
     .unwrap();

@@ -119,6 +119,28 @@ pub enum Error {
     /// `Event::elapsed` on an event that was never recorded.
     #[error("the event has not been recorded")]
     EventNotRecorded,
+    /// Sending or receiving on an IPC channel failed at the operating system.
+    #[error("IPC channel: {what} failed: {source}")]
+    IpcIo {
+        /// What was being done (`sending a buffer`).
+        what: &'static str,
+        /// The operating system's error (shared, so that `Error` stays `Clone`).
+        source: std::sync::Arc<std::io::Error>,
+    },
+    /// The other end of an IPC channel sent something this end did not expect: another kind
+    /// of message than the one asked for, or a malformed one.
+    #[error("IPC channel: {detail}")]
+    IpcProtocol {
+        /// What was expected and what came.
+        detail: Cow<'static, str>,
+    },
+    /// The other end of an IPC channel closed it (its process exited or was killed) before
+    /// the message asked for came.
+    #[error("IPC channel: the other process closed the channel while {what}")]
+    IpcPeerGone {
+        /// What this end was waiting for.
+        what: &'static str,
+    },
     /// A file operation of a program cache failed.
     #[error("program cache at {}: {source}", path.display())]
     CacheIo {

@@ -7,6 +7,7 @@ use bytemuck::Pod;
 
 use super::resource::MemoryResource;
 use super::slice::{DeviceSlice, DeviceSliceMut, element_count};
+use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::handle::{Owned, Release, assert_send_sync};
 use crate::stream::Stream;
@@ -29,6 +30,8 @@ struct Allocation {
     size: usize,
     host_accessible: bool,
     host_needs_idle_device: bool,
+    // The device whose memory this is (`None` for host memory), for copies between devices.
+    home: Option<Device>,
     resource: Arc<dyn MemoryResource>,
     stream: Stream,
 }
@@ -92,6 +95,11 @@ impl Buffer {
                 size,
                 host_accessible: resource.is_host_accessible(),
                 host_needs_idle_device: resource.host_access_needs_idle_device(),
+                home: if resource.is_host_accessible() {
+                    None
+                } else {
+                    resource.device()
+                },
                 resource,
                 stream: stream.clone(),
             }),
@@ -156,6 +164,7 @@ impl Buffer {
             self.inner.ptr,
             len,
             &self.inner.stream,
+            self.inner.home,
         ))
     }
 
@@ -170,6 +179,7 @@ impl Buffer {
             self.inner.ptr,
             len,
             &self.inner.stream,
+            self.inner.home,
         ))
     }
 

@@ -12,8 +12,8 @@ use crate::error::{Error, Result, cu};
 use crate::handle::{Owned, Release, assert_send_sync};
 use crate::stream::Stream;
 use crate::sys::{
-    CUdeviceptr, CUmemAllocationHandleType, CUmemAllocationType, CUmemPool_attribute,
-    CUmemPoolProps, CUmemoryPool, Driver,
+    CUdevice_attribute, CUdeviceptr, CUmemAllocationHandleType, CUmemAllocationType,
+    CUmemPool_attribute, CUmemPoolProps, CUmemoryPool, Driver,
 };
 
 /// Options of a pool created with [`DeviceMemoryResource::new_pool`].
@@ -24,6 +24,41 @@ pub struct PoolOptions {
     /// Bytes the pool keeps reserved after a synchronization instead of returning them to the
     /// driver (`None`: keep everything, so freed memory is always reused).
     pub release_threshold: Option<u64>,
+    /// Make the pool shareable with other processes through this kind of handle (`None`: not
+    /// shareable). See the `ipc` module (`cuda_safe::ipc`) for exporting and importing it.
+    pub ipc: Option<IpcHandleType>,
+}
+
+/// The kind of operating-system handle a shareable pool is exported as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IpcHandleType {
+    /// A POSIX file descriptor, passed to another process over a UNIX socket (Linux).
+    PosixFd,
+    /// A fabric handle: 64 bytes that any process of the same NVLink fabric (IMEX domain) can
+    /// import, sent by any means.
+    Fabric,
+}
+
+impl IpcHandleType {
+    /// The driver's handle type.
+    pub(crate) fn raw(self) -> CUmemAllocationHandleType {
+        match self {
+            Self::PosixFd => CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+            Self::Fabric => CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_FABRIC,
+        }
+    }
+}
+
+/// Where a pool came from.
+#[derive(Clone, Copy)]
+enum PoolOrigin {
+    /// The device's default pool: not ours to destroy.
+    Default,
+    /// Made by `new_pool`, shareable through this handle type if any.
+    Created(Option<IpcHandleType>),
+    /// Imported from another process through this handle type.
+    Imported(IpcHandleType),
 }
 
 /// Device memory from a stream-ordered pool: the device's default pool, or one this handle
@@ -45,6 +80,10 @@ static DEFAULT_POOLS: Mutex<Vec<(usize, DeviceMemoryResource)>> = Mutex::new(Vec
 struct DevicePool {
     raw: CUmemoryPool,
     owned: bool,
+    // How the pool is shared with other processes, if it is.
+    ipc: Option<IpcHandleType>,
+    // Imported from another process: it maps that process's allocations and allocates none.
+    imported: bool,
     device: Device,
     // Keeps the primary context (and with it the pool's memory) alive.
     _context: Context,
@@ -91,7 +130,7 @@ impl DeviceMemoryResource {
         let mut raw: CUmemoryPool = std::ptr::null_mut();
         // SAFETY: valid out-pointer and device.
         unsafe { cu!(driver, cuDeviceGetDefaultMemPool(&mut raw, device.as_raw())) }?;
-        let resource = Self::from_pool(raw, false, device, context);
+        let resource = Self::from_pool(raw, PoolOrigin::Default, device, context);
         resource.set_release_threshold(u64::MAX)?;
         Ok(resource)
     }
@@ -101,7 +140,8 @@ impl DeviceMemoryResource {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a `max_size` of 0; the driver's error.
+    /// [`Error::InvalidArgument`] for a `max_size` of 0; [`Error::Unsupported`] for an `ipc`
+    /// handle type the device's pools cannot be shared with; the driver's error.
     #[doc(alias = "cuMemPoolCreate")]
     pub fn new_pool(device: &Device, options: PoolOptions) -> Result<Self> {
         if options.max_size == Some(0) {
@@ -109,12 +149,30 @@ impl DeviceMemoryResource {
                 "a pool's max_size must be more than 0",
             ));
         }
+        if let Some(handle_type) = options.ipc {
+            let supported = device
+                .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES)?
+                as u32;
+            if supported & handle_type.raw().0 == 0 {
+                return Err(Error::unsupported(
+                    "shareable memory pools",
+                    format!(
+                        "device {} cannot share pools through {handle_type:?} handles \
+                         (CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES is {supported:#x})",
+                        device.ordinal()
+                    ),
+                ));
+            }
+        }
         let context = device.context()?;
         let driver = device.driver();
         let location = abi::device_location(device.ordinal() as i32);
         let props = CUmemPoolProps {
             allocType: CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
-            handleTypes: CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
+            handleTypes: options.ipc.map_or(
+                CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
+                IpcHandleType::raw,
+            ),
             location,
             maxSize: options.max_size.unwrap_or(0),
             ..Default::default()
@@ -122,16 +180,39 @@ impl DeviceMemoryResource {
         let mut raw: CUmemoryPool = std::ptr::null_mut();
         // SAFETY: valid out-pointer and fully initialised properties.
         unsafe { cu!(driver, cuMemPoolCreate(&mut raw, &props)) }?;
-        let resource = Self::from_pool(raw, true, device, context);
+        let resource = Self::from_pool(raw, PoolOrigin::Created(options.ipc), device, context);
         resource.set_release_threshold(options.release_threshold.unwrap_or(u64::MAX))?;
         Ok(resource)
     }
 
-    fn from_pool(raw: CUmemoryPool, owned: bool, device: &Device, context: Context) -> Self {
+    /// The resource over a pool imported from another process (`cuMemPoolImportFromShareableHandle`),
+    /// which it owns and destroys with its last handle and buffer.
+    pub(crate) fn from_imported(
+        raw: CUmemoryPool,
+        handle_type: IpcHandleType,
+        device: &Device,
+    ) -> Result<Self> {
+        let context = device.context()?;
+        Ok(Self::from_pool(
+            raw,
+            PoolOrigin::Imported(handle_type),
+            device,
+            context,
+        ))
+    }
+
+    fn from_pool(raw: CUmemoryPool, origin: PoolOrigin, device: &Device, context: Context) -> Self {
+        let (owned, ipc, imported) = match origin {
+            PoolOrigin::Default => (false, None, false),
+            PoolOrigin::Created(ipc) => (true, ipc, false),
+            PoolOrigin::Imported(handle_type) => (true, Some(handle_type), true),
+        };
         Self {
             inner: Arc::new(Owned::new(DevicePool {
                 raw,
                 owned,
+                ipc,
+                imported,
                 device: *device,
                 _context: context,
                 driver: device.driver(),
@@ -142,6 +223,22 @@ impl DeviceMemoryResource {
     /// The raw pool handle.
     pub fn as_raw(&self) -> CUmemoryPool {
         self.inner.raw
+    }
+
+    /// The device whose memory the pool holds.
+    pub(crate) fn home(&self) -> Device {
+        self.inner.device
+    }
+
+    /// How the pool can be shared with other processes (`None`: it cannot).
+    pub fn ipc_handle_type(&self) -> Option<IpcHandleType> {
+        self.inner.ipc
+    }
+
+    /// Whether the pool was imported from another process: it maps that process's buffers
+    /// and cannot allocate.
+    pub fn is_imported(&self) -> bool {
+        self.inner.imported
     }
 
     /// Whether this resource owns (and will destroy) its pool.
@@ -212,6 +309,11 @@ typed_allocations!(DeviceMemoryResource, "cuMemAllocFromPoolAsync");
 unsafe impl MemoryResource for DevicePool {
     #[inline]
     fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<CUdeviceptr> {
+        if self.imported {
+            return Err(Error::invalid_argument(
+                "a pool imported from another process cannot allocate; import its buffers",
+            ));
+        }
         if stream.device() != &self.device {
             return Err(Error::invalid_argument(format!(
                 "the stream belongs to device {}, the pool to device {}",
@@ -267,6 +369,8 @@ impl fmt::Debug for DevicePool {
         f.debug_struct("DevicePool")
             .field("raw", &self.raw)
             .field("owned", &self.owned)
+            .field("ipc", &self.ipc)
+            .field("imported", &self.imported)
             .field("device", &self.device.ordinal())
             .finish()
     }

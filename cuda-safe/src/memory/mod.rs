@@ -28,7 +28,7 @@ mod resource;
 mod slice;
 
 pub use buffer::Buffer;
-pub use device_pool::{DeviceMemoryResource, PoolOptions};
+pub use device_pool::{DeviceMemoryResource, IpcHandleType, PoolOptions};
 pub(crate) use fill::{FillPlan, plan as fill_plan};
 pub use host::{ManagedMemoryResource, PinnedMemoryResource};
 pub use resource::MemoryResource;

@@ -6,6 +6,7 @@ use std::ops::{Bound, RangeBounds};
 use bytemuck::Pod;
 
 use super::fill;
+use crate::device::Device;
 use crate::error::{Error, Result, cu};
 use crate::ordering::across_streams;
 use crate::stream::Stream;
@@ -20,6 +21,7 @@ pub struct DeviceSlice<'a, T> {
     ptr: CUdeviceptr,
     len: usize,
     stream: &'a Stream,
+    home: Option<Device>,
     _elements: PhantomData<&'a [T]>,
 }
 
@@ -29,6 +31,7 @@ pub struct DeviceSliceMut<'a, T> {
     ptr: CUdeviceptr,
     len: usize,
     stream: &'a Stream,
+    home: Option<Device>,
     _elements: PhantomData<&'a mut [T]>,
 }
 
@@ -100,13 +103,48 @@ fn copy_async(stream: &Stream, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize)
     }
 }
 
+/// Queues `bytes` bytes from `src`'s memory on its device to `dst`'s on another, on `stream`.
+fn peer_copy_async(
+    stream: &Stream,
+    (dst, dst_device): (CUdeviceptr, &Device),
+    (src, src_device): (CUdeviceptr, &Device),
+    bytes: usize,
+) -> Result<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    let (dst_context, src_context) = (dst_device.context()?, src_device.context()?);
+    // SAFETY: the callers pass ranges they checked against live allocations of those devices,
+    // whose primary contexts are held for the call.
+    unsafe {
+        cu!(
+            stream.driver(),
+            cuMemcpyPeerAsync(
+                dst,
+                dst_context.as_raw(),
+                src,
+                src_context.as_raw(),
+                bytes,
+                stream.as_raw()
+            )
+        )
+    }
+}
+
 impl<'a, T: Pod> DeviceSlice<'a, T> {
-    /// A view of `len` elements at `ptr`, whose operations are queued on `stream`.
-    pub(crate) fn from_parts(ptr: CUdeviceptr, len: usize, stream: &'a Stream) -> Self {
+    /// A view of `len` elements at `ptr`, whose operations are queued on `stream`; `home` is
+    /// the device whose memory it is (`None` for host memory).
+    pub(crate) fn from_parts(
+        ptr: CUdeviceptr,
+        len: usize,
+        stream: &'a Stream,
+        home: Option<Device>,
+    ) -> Self {
         Self {
             ptr,
             len,
             stream,
+            home,
             _elements: PhantomData,
         }
     }
@@ -143,6 +181,7 @@ impl<'a, T: Pod> DeviceSlice<'a, T> {
             self.ptr + (start * size_of::<T>()) as u64,
             end - start,
             self.stream,
+            self.home,
         ))
     }
 
@@ -196,12 +235,19 @@ impl<'a, T: Pod> DeviceSlice<'a, T> {
 }
 
 impl<'a, T: Pod> DeviceSliceMut<'a, T> {
-    /// An exclusive view of `len` elements at `ptr`, whose operations are queued on `stream`.
-    pub(crate) fn from_parts(ptr: CUdeviceptr, len: usize, stream: &'a Stream) -> Self {
+    /// An exclusive view of `len` elements at `ptr`, whose operations are queued on `stream`;
+    /// `home` as for [`DeviceSlice::from_parts`].
+    pub(crate) fn from_parts(
+        ptr: CUdeviceptr,
+        len: usize,
+        stream: &'a Stream,
+        home: Option<Device>,
+    ) -> Self {
         Self {
             ptr,
             len,
             stream,
+            home,
             _elements: PhantomData,
         }
     }
@@ -229,7 +275,7 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
 
     /// A shared view of the same elements.
     pub fn as_slice(&self) -> DeviceSlice<'_, T> {
-        DeviceSlice::from_parts(self.ptr, self.len, self.stream)
+        DeviceSlice::from_parts(self.ptr, self.len, self.stream, self.home)
     }
 
     /// A narrower exclusive view.
@@ -243,6 +289,7 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
             self.ptr + (start * size_of::<T>()) as u64,
             end - start,
             self.stream,
+            self.home,
         ))
     }
 
@@ -307,16 +354,22 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
     }
 
     /// Queues a copy from another view of the same length (device, pinned or managed memory),
-    /// ordered after the work already queued on the source's stream.
+    /// ordered after the work already queued on the source's stream. Between the memory of two
+    /// devices it is a peer copy (`cuMemcpyPeerAsync`), direct where the devices can reach each
+    /// other, staged by the driver through the host where they cannot.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] when the lengths differ; the driver's error.
+    #[doc(alias = "cuMemcpyAsync", alias = "cuMemcpyPeerAsync")]
     pub fn copy_from(&mut self, src: &DeviceSlice<'_, T>) -> Result<()> {
         same_length("device copy", self.len, src.len)?;
         let bytes = self.len * size_of::<T>();
-        across_streams(self.stream, src.stream, || {
-            copy_async(self.stream, self.ptr, src.ptr, bytes)
+        across_streams(self.stream, src.stream, || match (self.home, src.home) {
+            (Some(to), Some(from)) if to != from => {
+                peer_copy_async(self.stream, (self.ptr, &to), (src.ptr, &from), bytes)
+            }
+            _ => copy_async(self.stream, self.ptr, src.ptr, bytes),
         })
     }
 }

@@ -19,6 +19,7 @@ pub(crate) fn memory_operations(ops: &mut Vec<Op>) {
             PoolOptions {
                 max_size: Some(1 << 20),
                 release_threshold: Some(0),
+                ..Default::default()
             },
         )
     }));
