@@ -6,7 +6,8 @@
 #   ROUNDS  rounds of every program (default 5); medians and per-round ratios are reported
 #   FILTER  only Rust benchmarks whose "abi/name" contains FILTER (floors always run)
 # environment: OUT (folder for bench.log, bench.json, bench-table.txt; default logs/ in the
-# bundle), ABIS (default "cuda-12 cuda-13"), BENCH_EXAMPLES (examples that print FIG lines and
+# bundle), FLOORS (only these floors, by name without .c: "multi_gpu_floor nccl_floor"; default
+# all), ABIS (default "cuda-12 cuda-13"), BENCH_EXAMPLES (examples that print FIG lines and
 # run in the rounds too; default "green_isolation"), BENCH_CPU (the core every program is pinned to,
 # so that floor and crate run alike; default 2; empty: no pinning), THREAD_CPUS (the cores the
 # multi-threaded programs, those named *threads*, are pinned to instead; default 2-9).
@@ -44,6 +45,7 @@ floors=()
 for src in "$here"/*_floor.c; do
     [ -f "$src" ] || continue
     name=$(basename "$src" .c)
+    [ -n "${FLOORS:-}" ] && [[ " $FLOORS " != *" $name "* ]] && continue
     libs="-lcuda -lnvrtc -lpthread -lm"
     grep -q '<nvml.h>' "$src" && libs="$libs -l:libnvidia-ml.so.1"
     # shellcheck disable=SC2086
