@@ -2,7 +2,7 @@
 //! buffers, events and the release of imported buffers.
 
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -182,11 +182,20 @@ impl Channel {
     ///
     /// As [`DeviceMemoryResource::export_pool`]; [`Error::IpcIo`] or [`Error::IpcPeerGone`].
     pub fn send_pool(&self, pool: &DeviceMemoryResource) -> Result<()> {
-        match pool.export_pool()? {
-            ExportedPool::PosixFd(fd) => self.send(Kind::Pool, &[POOL_BY_FD], Some(fd_of(&fd))),
+        self.send_exported_pool(&pool.export_pool()?)
+    }
+
+    /// Sends a pool exported already (its file descriptor stays open here).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IpcIo`] or [`Error::IpcPeerGone`].
+    pub fn send_exported_pool(&self, pool: &ExportedPool) -> Result<()> {
+        match pool {
+            ExportedPool::PosixFd(fd) => self.send(Kind::Pool, &[POOL_BY_FD], Some(fd.as_fd())),
             ExportedPool::Fabric(data) => {
                 let mut payload = vec![POOL_BY_FABRIC];
-                payload.extend_from_slice(&data);
+                payload.extend_from_slice(data);
                 self.send(Kind::Pool, &payload, None)
             }
         }
@@ -196,17 +205,28 @@ impl Channel {
     ///
     /// # Errors
     ///
-    /// [`Error::IpcProtocol`] for another message; as [`DeviceMemoryResource::import_pool`].
+    /// As [`recv_exported_pool`](Self::recv_exported_pool) and
+    /// [`DeviceMemoryResource::import_pool`].
     pub fn recv_pool(&self, device: &Device) -> Result<DeviceMemoryResource> {
+        DeviceMemoryResource::import_pool(device, self.recv_exported_pool()?)
+    }
+
+    /// Receives a pool without importing it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IpcProtocol`] for another message; [`Error::IpcIo`] or
+    /// [`Error::IpcPeerGone`].
+    pub fn recv_exported_pool(&self) -> Result<ExportedPool> {
         let (payload, fd) = self.recv(Kind::Pool)?;
-        let exported = match (payload.as_slice(), fd) {
-            ([POOL_BY_FD], Some(fd)) => ExportedPool::PosixFd(fd),
-            ([POOL_BY_FABRIC, data @ ..], None) if data.len() == 64 => {
-                ExportedPool::Fabric(data.try_into().unwrap_or([0; 64]))
-            }
-            _ => return Err(malformed(Kind::Pool)),
-        };
-        DeviceMemoryResource::import_pool(device, exported)
+        match (payload.as_slice(), fd) {
+            ([POOL_BY_FD], Some(fd)) => Ok(ExportedPool::PosixFd(fd)),
+            ([POOL_BY_FABRIC, data @ ..], None) => data
+                .try_into()
+                .map(ExportedPool::Fabric)
+                .map_err(|_| malformed(Kind::Pool)),
+            _ => Err(malformed(Kind::Pool)),
+        }
     }
 
     /// Sends a buffer of a shareable pool ([`Buffer::export_ipc`], which waits for the
@@ -217,7 +237,15 @@ impl Channel {
     ///
     /// As [`Buffer::export_ipc`]; [`Error::IpcIo`] or [`Error::IpcPeerGone`].
     pub fn send_buffer(&self, buffer: &Buffer) -> Result<()> {
-        let descriptor = buffer.export_ipc()?;
+        self.send_buffer_descriptor(&buffer.export_ipc()?)
+    }
+
+    /// Sends a buffer's descriptor made already.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IpcIo`] or [`Error::IpcPeerGone`].
+    pub fn send_buffer_descriptor(&self, descriptor: &IpcBufferDescriptor) -> Result<()> {
         self.send(Kind::Buffer, &descriptor.to_bytes(), None)
     }
 
@@ -227,13 +255,21 @@ impl Channel {
     ///
     /// # Errors
     ///
-    /// [`Error::IpcProtocol`] for another message; as
+    /// As [`recv_buffer_descriptor`](Self::recv_buffer_descriptor) and
     /// [`DeviceMemoryResource::import_buffer`].
     pub fn recv_buffer(&self, pool: &DeviceMemoryResource, stream: &Stream) -> Result<Buffer> {
+        pool.import_buffer(&self.recv_buffer_descriptor()?, stream)
+    }
+
+    /// Receives a buffer's descriptor without mapping it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IpcProtocol`] for another message; [`Error::IpcIo`] or
+    /// [`Error::IpcPeerGone`].
+    pub fn recv_buffer_descriptor(&self) -> Result<IpcBufferDescriptor> {
         let (payload, _) = self.recv(Kind::Buffer)?;
-        let descriptor =
-            IpcBufferDescriptor::from_bytes(&payload).map_err(|_| malformed(Kind::Buffer))?;
-        pool.import_buffer(&descriptor, stream)
+        IpcBufferDescriptor::from_bytes(&payload).map_err(|_| malformed(Kind::Buffer))
     }
 
     /// Sends an event created with [`EventOptions::ipc`](crate::EventOptions::ipc).
@@ -373,12 +409,6 @@ impl Channel {
             .map_err(|error| gone_or(error, what))?;
         Ok((payload, fd))
     }
-}
-
-/// `fd` borrowed for a send.
-fn fd_of(fd: &OwnedFd) -> BorrowedFd<'_> {
-    use std::os::fd::AsFd;
-    fd.as_fd()
 }
 
 /// What this end was doing when a message of `kind` did not come.
@@ -544,7 +574,7 @@ mod tests {
         assert_eq!(b.recv_bytes().unwrap(), b"hello");
         // A descriptor beside a message arrives as a new descriptor of the same file.
         let file = tempfile_with(b"shared through SCM_RIGHTS");
-        a.send(Kind::Pool, &[POOL_BY_FD], Some(fd_of(&file)))
+        a.send(Kind::Pool, &[POOL_BY_FD], Some(file.as_fd()))
             .unwrap();
         let (payload, fd) = b.recv(Kind::Pool).unwrap();
         assert_eq!(payload, [POOL_BY_FD]);

@@ -10,8 +10,14 @@ use super::files::make_executable;
 const SHARED_FLOORS_DIR: &str = "../shared/bench";
 
 /// The shared C floors the benchmarks are measured against: the driver API (launch, memory,
-/// compile, green contexts), a fresh process's on-disk cache hit, and graphs and host callbacks.
-const SHARED_FLOORS: &[&str] = &["driver_floor.c", "disk_hit_floor.c", "graph_floor.c"];
+/// compile, green contexts), a fresh process's on-disk cache hit, graphs and host callbacks, and
+/// two GPUs and two processes (peer copies, IPC pools, VMM).
+const SHARED_FLOORS: &[&str] = &[
+    "driver_floor.c",
+    "disk_hit_floor.c",
+    "graph_floor.c",
+    "multi_gpu_floor.c",
+];
 
 /// Copies the shared C floors into `bench/` of the bundle (writable, whatever the sources'
 /// modes), warning for each one that is missing.

@@ -6,7 +6,7 @@
 //! gpu-bundle/
 //!   run.sh                                  runs everything, writes run.log and summary.txt
 //!   MANIFEST.txt                            git commit, dirty count, every file and its size
-//!   bench/{driver,disk_hit,graph}_floor.c  the shared C floors (from ../shared/bench/)
+//!   bench/{driver,disk_hit,graph,multi_gpu}_floor.c  the shared C floors (from ../shared/bench/)
 //!   bench/*.c                               the repository's own C floors (nvml_floor.c, ...)
 //!   cuda-12/{tests,examples,benches}/NAME   executables built with the default features
 //!   cuda-13/{tests,examples,benches}/NAME   built with --no-default-features --features cuda-13
