@@ -112,7 +112,7 @@ fn parent() -> Result<ExitCode> {
 
     println!(
         "parent: shared {} MiB with the child (pid {})",
-        LEN * 4 >> 20,
+        (LEN * 4) >> 20,
         child.id()
     );
     println!(
