@@ -190,7 +190,9 @@ impl Event {
             ));
         }
         let mut handle = CUipcEventHandle::default();
-        // SAFETY: valid out-pointer; the event is an IPC event.
+        // The driver looks the event up in the current context.
+        let _current = self.inner.context.scoped()?;
+        // SAFETY: valid out-pointer; the event is an IPC event of the current context.
         unsafe {
             cu!(
                 self.inner.driver,

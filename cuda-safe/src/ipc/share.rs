@@ -8,7 +8,7 @@ use crate::device::Device;
 use crate::error::{Error, Result, cu};
 use crate::memory::{Buffer, DeviceMemoryResource, IpcHandleType};
 use crate::stream::Stream;
-use crate::sys::{CUdeviceptr, CUmemFabricHandle, CUmemPoolPtrExportData, CUmemoryPool};
+use crate::sys::{CUdeviceptr, CUmemFabricHandle, CUmemPoolPtrExportData, CUmemoryPool, CUresult};
 
 /// A shareable pool as exported by [`DeviceMemoryResource::export_pool`]: what another
 /// process needs to import it ([`DeviceMemoryResource::import_pool`]).
@@ -81,14 +81,42 @@ impl IpcBufferDescriptor {
     }
 }
 
+/// Where the driver's IMEX channels appear: a fabric handle needs access to one.
+const IMEX_CHANNELS: &str = "/dev/nvidia-caps-imex-channels";
+
+/// Errors unless this process can open an IMEX channel, without which the driver refuses to
+/// export fabric handles (and, on driver 580, then crashes when the pool is destroyed).
+fn imex_channel() -> Result<()> {
+    let readable = std::fs::read_dir(IMEX_CHANNELS).is_ok_and(|entries| {
+        entries.flatten().any(|entry| {
+            entry.file_name().to_string_lossy().starts_with("channel")
+                && std::fs::File::open(entry.path()).is_ok()
+        })
+    });
+    if readable {
+        Ok(())
+    } else {
+        Err(Error::unsupported(
+            "fabric handles",
+            format!(
+                "no IMEX channel is open to this process ({IMEX_CHANNELS}/channel*): fabric \
+                 handles need the IMEX service of a multi-node NVLink system; share pools on one \
+                 machine through IpcHandleType::PosixFd"
+            ),
+        ))
+    }
+}
+
 impl DeviceMemoryResource {
     /// Exports the pool for another process: a new file descriptor (or a fabric handle) for
     /// it. Only pools made with [`PoolOptions::ipc`](crate::PoolOptions::ipc) can be exported.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a pool made without `ipc` or one imported here; the
-    /// driver's error.
+    /// [`Error::InvalidArgument`] for a pool made without `ipc` or one imported here;
+    /// [`Error::Unsupported`] for a fabric pool where no IMEX channel is open to this process;
+    /// the driver's error. A fabric pool whose export the driver refuses is never destroyed
+    /// (left to the process's end): on driver 580, destroying it then crashes the process.
     #[doc(alias = "cuMemPoolExportToShareableHandle")]
     pub fn export_pool(&self) -> Result<ExportedPool> {
         let handle_type = match self.ipc_handle_type() {
@@ -124,6 +152,7 @@ impl DeviceMemoryResource {
                 Ok(ExportedPool::PosixFd(unsafe { OwnedFd::from_raw_fd(fd) }))
             }
             IpcHandleType::Fabric => {
+                imex_channel()?;
                 let mut handle = CUmemFabricHandle { data: [0; 64] };
                 // SAFETY: a fabric handle is a CUmemFabricHandle, which `handle` is.
                 unsafe {
@@ -136,7 +165,8 @@ impl DeviceMemoryResource {
                             0
                         )
                     )
-                }?;
+                }
+                .inspect_err(|_| self.keep_until_exit())?;
                 Ok(ExportedPool::Fabric(handle.data))
             }
         }
@@ -236,7 +266,8 @@ impl DeviceMemoryResource {
 }
 
 impl Buffer {
-    /// Describes the buffer for another process that imported its pool
+    /// Describes the buffer for another process that imported its pool, exported before
+    /// ([`DeviceMemoryResource::export_pool`])
     /// ([`DeviceMemoryResource::import_buffer`]). Waits for the buffer's stream first, so that
     /// the allocation (and every write queued before) is complete when the other process maps
     /// it. The buffer must stay alive until the other process has dropped its import: see the
@@ -244,8 +275,9 @@ impl Buffer {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for an empty buffer; the driver's error
-    /// (`CUDA_ERROR_INVALID_VALUE` for memory not from a shareable pool).
+    /// [`Error::InvalidArgument`] for an empty buffer, for memory not from a shareable pool,
+    /// and before its pool has been exported (the driver shares a pool's buffers only once
+    /// the pool itself is exported); the driver's error.
     #[doc(alias = "cuMemPoolExportPointer")]
     pub fn export_ipc(&self) -> Result<IpcBufferDescriptor> {
         if self.is_empty() {
@@ -261,7 +293,18 @@ impl Buffer {
                 self.stream().driver(),
                 cuMemPoolExportPointer(&mut data, self.as_raw())
             )
-        }?;
+        }
+        .map_err(|error| {
+            if error.cuda_code() == Some(CUresult::CUDA_ERROR_INVALID_VALUE) {
+                Error::invalid_argument(format!(
+                    "{error}: the buffer is not from a shareable pool, or its pool has not been \
+                     exported yet (export the pool first: DeviceMemoryResource::export_pool or \
+                     Channel::send_pool)"
+                ))
+            } else {
+                error
+            }
+        })?;
         Ok(IpcBufferDescriptor {
             data: data.reserved,
             size: self.len() as u64,

@@ -1,6 +1,7 @@
 //! Device memory from a stream-ordered pool (`cuMemAllocFromPoolAsync` / `cuMemFreeAsync`).
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::buffer::Buffer;
@@ -84,6 +85,8 @@ struct DevicePool {
     ipc: Option<IpcHandleType>,
     // Imported from another process: it maps that process's allocations and allocates none.
     imported: bool,
+    // Left to the process's end instead of destroyed (see `keep_until_exit`).
+    kept: AtomicBool,
     device: Device,
     // Keeps the primary context (and with it the pool's memory) alive.
     _context: Context,
@@ -213,6 +216,7 @@ impl DeviceMemoryResource {
                 owned,
                 ipc,
                 imported,
+                kept: AtomicBool::new(false),
                 device: *device,
                 _context: context,
                 driver: device.driver(),
@@ -239,6 +243,13 @@ impl DeviceMemoryResource {
     /// and cannot allocate.
     pub fn is_imported(&self) -> bool {
         self.inner.imported
+    }
+
+    /// Makes the last handle leave the pool to the process's end instead of destroying it: for
+    /// a pool the driver cannot destroy safely (on driver 580, destroying a fabric pool whose
+    /// export was refused crashes the process).
+    pub(crate) fn keep_until_exit(&self) {
+        self.inner.kept.store(true, Ordering::Relaxed);
     }
 
     /// Whether this resource owns (and will destroy) its pool.
@@ -356,6 +367,15 @@ impl Release for DevicePool {
 
     fn release(&mut self) -> Result<()> {
         if !self.owned {
+            return Ok(());
+        }
+        if self.kept.load(Ordering::Relaxed) {
+            log::warn!(
+                "memory pool {:?} of device {} is left to the process's end: the driver refused \
+                 its export, after which destroying it would crash",
+                self.raw,
+                self.device.ordinal()
+            );
             return Ok(());
         }
         // SAFETY: the pool is owned and every buffer from it is gone (they hold this value);
