@@ -145,7 +145,7 @@ fn child(socket: &str) -> Result<ExitCode> {
     let exported = channel.recv_exported_pool()?;
     let descriptor = channel.recv_buffer_descriptor()?;
     let started = Instant::now();
-    let pool = DeviceMemoryResource::import_pool(&device, exported)?;
+    let pool = DeviceMemoryResource::import_pool(exported)?;
     let mut shared = pool.import_buffer(&descriptor, &stream)?;
     let import_us = started.elapsed().as_secs_f64() * 1e6;
 

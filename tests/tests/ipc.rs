@@ -194,7 +194,7 @@ fn child(role: &str, path: &str) -> Result<(), Error> {
     channel.set_timeout(Some(Duration::from_secs(120)))?;
     let device = Device::new(0)?;
     let stream = device.create_stream(StreamOptions::default())?;
-    let pool = channel.recv_pool(&device)?;
+    let pool = channel.recv_pool()?;
     assert!(pool.is_imported());
     assert!(matches!(
         pool.allocate(4096, &stream),

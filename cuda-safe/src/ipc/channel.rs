@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::share::{ExportedPool, IpcBufferDescriptor};
+use super::share::{ExportedPool, IpcBufferDescriptor, PoolHandle};
 use crate::context::Context;
-use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::memory::{Buffer, DeviceMemoryResource};
 use crate::stream::Stream;
+use crate::uuid::Uuid;
 
 /// Every message starts with these bytes, then its kind and its payload's length.
 const MAGIC: [u8; 4] = *b"CSIP";
@@ -62,9 +62,12 @@ impl Kind {
     }
 }
 
-/// The pool message's first payload byte: how the pool travels.
+/// A pool message holds its device's UUID (16 bytes), then how the pool travels (1 byte: a
+/// file descriptor beside the message, or a fabric handle of 64 bytes after this byte).
 const POOL_BY_FD: u8 = 1;
 const POOL_BY_FABRIC: u8 = 2;
+/// The length of a pool message carrying a fabric handle.
+const POOL_BYTES_FABRIC: usize = 16 + 1 + 64;
 
 /// How the other process answered [`Channel::wait_released`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,24 +194,29 @@ impl Channel {
     ///
     /// [`Error::IpcIo`] or [`Error::IpcPeerGone`].
     pub fn send_exported_pool(&self, pool: &ExportedPool) -> Result<()> {
-        match pool {
-            ExportedPool::PosixFd(fd) => self.send(Kind::Pool, &[POOL_BY_FD], Some(fd.as_fd())),
-            ExportedPool::Fabric(data) => {
-                let mut payload = vec![POOL_BY_FABRIC];
+        let mut payload = Vec::with_capacity(POOL_BYTES_FABRIC);
+        payload.extend_from_slice(&pool.device_uuid().0);
+        match pool.handle() {
+            PoolHandle::PosixFd(fd) => {
+                payload.push(POOL_BY_FD);
+                self.send(Kind::Pool, &payload, Some(fd.as_fd()))
+            }
+            PoolHandle::Fabric(data) => {
+                payload.push(POOL_BY_FABRIC);
                 payload.extend_from_slice(data);
                 self.send(Kind::Pool, &payload, None)
             }
         }
     }
 
-    /// Receives a pool and imports it on `device` ([`DeviceMemoryResource::import_pool`]).
+    /// Receives a pool and imports it on its device ([`DeviceMemoryResource::import_pool`]).
     ///
     /// # Errors
     ///
     /// As [`recv_exported_pool`](Self::recv_exported_pool) and
     /// [`DeviceMemoryResource::import_pool`].
-    pub fn recv_pool(&self, device: &Device) -> Result<DeviceMemoryResource> {
-        DeviceMemoryResource::import_pool(device, self.recv_exported_pool()?)
+    pub fn recv_pool(&self) -> Result<DeviceMemoryResource> {
+        DeviceMemoryResource::import_pool(self.recv_exported_pool()?)
     }
 
     /// Receives a pool without importing it.
@@ -219,14 +227,17 @@ impl Channel {
     /// [`Error::IpcPeerGone`].
     pub fn recv_exported_pool(&self) -> Result<ExportedPool> {
         let (payload, fd) = self.recv(Kind::Pool)?;
-        match (payload.as_slice(), fd) {
-            ([POOL_BY_FD], Some(fd)) => Ok(ExportedPool::PosixFd(fd)),
-            ([POOL_BY_FABRIC, data @ ..], None) => data
-                .try_into()
-                .map(ExportedPool::Fabric)
-                .map_err(|_| malformed(Kind::Pool)),
-            _ => Err(malformed(Kind::Pool)),
-        }
+        let (uuid, handle) = payload
+            .split_first_chunk::<16>()
+            .ok_or_else(|| malformed(Kind::Pool))?;
+        let handle = match (handle, fd) {
+            ([POOL_BY_FD], Some(fd)) => PoolHandle::PosixFd(fd),
+            ([POOL_BY_FABRIC, data @ ..], None) => {
+                PoolHandle::Fabric(data.try_into().map_err(|_| malformed(Kind::Pool))?)
+            }
+            _ => return Err(malformed(Kind::Pool)),
+        };
+        Ok(ExportedPool::new(handle, Uuid(*uuid)))
     }
 
     /// Sends a buffer of a shareable pool ([`Buffer::export_ipc`], which waits for the
@@ -596,6 +607,35 @@ mod tests {
         assert!(matches!(
             a.send_bytes(&long),
             Err(Error::InvalidArgument(_))
+        ));
+    }
+
+    #[test]
+    fn a_pool_travels_with_its_device_and_descriptor() {
+        let (a, b) = Channel::pair().unwrap();
+        let uuid = Uuid(std::array::from_fn(|i| i as u8 + 1));
+        let pool = ExportedPool::new(PoolHandle::PosixFd(tempfile_with(b"pool")), uuid);
+        a.send_exported_pool(&pool).unwrap();
+        let got = b.recv_exported_pool().unwrap();
+        assert_eq!(got.device_uuid(), uuid);
+        assert!(matches!(got.handle(), PoolHandle::PosixFd(_)));
+        let fabric = ExportedPool::new(PoolHandle::Fabric([9; 64]), uuid);
+        a.send_exported_pool(&fabric).unwrap();
+        let got = b.recv_exported_pool().unwrap();
+        assert!(matches!(got.handle(), PoolHandle::Fabric(data) if *data == [9; 64]));
+        // A pool message that says "descriptor" but carries none is malformed.
+        let mut payload = uuid.0.to_vec();
+        payload.push(POOL_BY_FD);
+        a.send(Kind::Pool, &payload, None).unwrap();
+        let error = b.recv_exported_pool().unwrap_err();
+        assert!(
+            error.to_string().contains("memory pool arrived malformed"),
+            "{error}"
+        );
+        a.send(Kind::Pool, &[POOL_BY_FD], None).unwrap();
+        assert!(matches!(
+            b.recv_exported_pool(),
+            Err(Error::IpcProtocol { .. })
         ));
     }
 

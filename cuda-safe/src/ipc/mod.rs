@@ -49,4 +49,4 @@ mod channel;
 mod share;
 
 pub use channel::{Channel, Listener, MAX_MESSAGE_BYTES, Released};
-pub use share::{ExportedPool, IpcBufferDescriptor};
+pub use share::{ExportedPool, IpcBufferDescriptor, PoolHandle};

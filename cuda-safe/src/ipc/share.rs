@@ -9,11 +9,20 @@ use crate::error::{Error, Result, cu};
 use crate::memory::{Buffer, DeviceMemoryResource, IpcHandleType};
 use crate::stream::Stream;
 use crate::sys::{CUdeviceptr, CUmemFabricHandle, CUmemPoolPtrExportData, CUmemoryPool, CUresult};
+use crate::uuid::Uuid;
 
-/// A shareable pool as exported by [`DeviceMemoryResource::export_pool`]: what another
-/// process needs to import it ([`DeviceMemoryResource::import_pool`]).
+/// A shareable pool as exported by [`DeviceMemoryResource::export_pool`]: the operating
+/// system's handle to it and the UUID of its device, what another process needs to import it
+/// ([`DeviceMemoryResource::import_pool`]).
 #[derive(Debug)]
-pub enum ExportedPool {
+pub struct ExportedPool {
+    handle: PoolHandle,
+    device: Uuid,
+}
+
+/// The operating system's handle to a shareable pool.
+#[derive(Debug)]
+pub enum PoolHandle {
     /// A file descriptor (this process's; send it over a UNIX socket, as
     /// [`Channel::send_pool`](super::Channel::send_pool) does).
     PosixFd(OwnedFd),
@@ -22,11 +31,28 @@ pub enum ExportedPool {
 }
 
 impl ExportedPool {
+    /// A pool another process exported, from its parts (for callers with a transport of
+    /// their own): its handle and its device's UUID ([`Device::uuid`]).
+    pub fn new(handle: PoolHandle, device: Uuid) -> Self {
+        Self { handle, device }
+    }
+
+    /// The handle.
+    pub fn handle(&self) -> &PoolHandle {
+        &self.handle
+    }
+
+    /// The UUID of the pool's device, the same in every process whatever the device's ordinal
+    /// there.
+    pub fn device_uuid(&self) -> Uuid {
+        self.device
+    }
+
     /// The handle type.
     pub fn handle_type(&self) -> IpcHandleType {
-        match self {
-            Self::PosixFd(_) => IpcHandleType::PosixFd,
-            Self::Fabric(_) => IpcHandleType::Fabric,
+        match self.handle {
+            PoolHandle::PosixFd(_) => IpcHandleType::PosixFd,
+            PoolHandle::Fabric(_) => IpcHandleType::Fabric,
         }
     }
 }
@@ -149,7 +175,11 @@ impl DeviceMemoryResource {
                     )
                 }?;
                 // SAFETY: the driver opened `fd` for this process and hands it over.
-                Ok(ExportedPool::PosixFd(unsafe { OwnedFd::from_raw_fd(fd) }))
+                let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+                Ok(ExportedPool::new(
+                    PoolHandle::PosixFd(fd),
+                    self.home().uuid()?,
+                ))
             }
             IpcHandleType::Fabric => {
                 imex_channel()?;
@@ -167,27 +197,34 @@ impl DeviceMemoryResource {
                     )
                 }
                 .inspect_err(|_| self.keep_until_exit())?;
-                Ok(ExportedPool::Fabric(handle.data))
+                Ok(ExportedPool::new(
+                    PoolHandle::Fabric(handle.data),
+                    self.home().uuid()?,
+                ))
             }
         }
     }
 
-    /// Imports, on `device`, a pool another process exported. The result maps that process's
-    /// buffers ([`import_buffer`](Self::import_buffer)) and allocates nothing; it is destroyed
-    /// with its last handle and buffer. A file descriptor is closed once imported.
+    /// Imports a pool another process exported, on its device (found here by UUID). The
+    /// result maps that process's buffers ([`import_buffer`](Self::import_buffer)) and
+    /// allocates nothing; it is destroyed with its last handle and buffer. A file descriptor
+    /// is closed once imported.
     ///
     /// # Errors
     ///
-    /// The driver's error (for instance for a descriptor that is not a pool's).
+    /// [`Error::InvalidArgument`] when the pool's device is not visible in this process (see
+    /// `CUDA_VISIBLE_DEVICES`); the driver's error (for instance for a descriptor that is not
+    /// a pool's).
     #[doc(alias = "cuMemPoolImportFromShareableHandle")]
-    pub fn import_pool(device: &Device, pool: ExportedPool) -> Result<Self> {
+    pub fn import_pool(pool: ExportedPool) -> Result<Self> {
+        let device = Device::from_uuid(pool.device)?;
         let context = device.context()?;
         let _current = context.scoped()?;
         let handle_type = pool.handle_type();
         let driver = device.driver();
         let mut raw: CUmemoryPool = std::ptr::null_mut();
-        match &pool {
-            ExportedPool::PosixFd(fd) => {
+        match &pool.handle {
+            PoolHandle::PosixFd(fd) => {
                 // The driver takes a POSIX handle as the descriptor's value in the pointer.
                 let handle = fd.as_raw_fd() as usize as *mut std::ffi::c_void;
                 // SAFETY: valid out-pointer; `fd` is open for the call.
@@ -198,7 +235,7 @@ impl DeviceMemoryResource {
                     )
                 }?;
             }
-            ExportedPool::Fabric(data) => {
+            PoolHandle::Fabric(data) => {
                 let mut handle = CUmemFabricHandle { data: *data };
                 // SAFETY: valid out-pointer; a fabric handle is passed by address.
                 unsafe {
@@ -215,7 +252,7 @@ impl DeviceMemoryResource {
             }
         }
         drop(pool);
-        Self::from_imported(raw, handle_type, device)
+        Self::from_imported(raw, handle_type, &device)
     }
 
     /// Maps, in this process, a buffer of the pool this one was imported from. The buffer
