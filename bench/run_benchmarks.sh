@@ -4,7 +4,8 @@
 #
 # usage (on the GPU machine, from anywhere): bash <bundle>/bench/run_benchmarks.sh [ROUNDS] [FILTER]
 #   ROUNDS  rounds of every program (default 5); medians and per-round ratios are reported
-#   FILTER  only Rust benchmarks whose "abi/name" contains FILTER (floors always run)
+#   FILTER  only Rust benchmarks whose "abi/name" contains FILTER, or one of its comma-separated
+#           parts ("peer_copy,ipc_pool"); floors always run (FLOORS selects them)
 # environment: OUT (folder for bench.log, bench.json, bench-table.txt; default logs/ in the
 # bundle), FLOORS (only these floors, by name without .c: "multi_gpu_floor nccl_floor"; default
 # all), ABIS (default "cuda-12 cuda-13"), BENCH_EXAMPLES (examples that print FIG lines and
@@ -41,6 +42,17 @@ run_one() {
     timeout 300 "${prefix[@]}" "$1" >>"$log" 2>&1 || echo "!!! exit $?" >>"$log"
 }
 
+# matches_filter ITEM: whether ITEM contains one of FILTER's comma-separated parts.
+matches_filter() {
+    local part
+    local -a parts
+    IFS=, read -ra parts <<<"$filter"
+    for part in "${parts[@]}"; do
+        [ -n "$part" ] && [[ "$1" == *"$part"* ]] && return 0
+    done
+    return 1
+}
+
 floors=()
 for src in "$here"/*_floor.c; do
     [ -f "$src" ] || continue
@@ -63,7 +75,7 @@ for abi in ${ABIS:-cuda-12 cuda-13}; do
         case "$bin" in */*) ;; *) bin="$bundle/$abi/examples/$bin" ;; esac
         [ -x "$bin" ] || continue
         item="$abi/$(basename "$bin")"
-        [ -n "$filter" ] && [[ "$item" != *"$filter"* ]] && continue
+        [ -n "$filter" ] && ! matches_filter "$item" && continue
         benches+=("$bin")
     done
 done
