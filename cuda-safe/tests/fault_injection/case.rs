@@ -94,7 +94,7 @@ pub(crate) enum Failure {
     Panic(String),
 }
 
-/// A failure an operation absorbs by design, and why.
+/// A failure an operation absorbs (or only logs) by design, and why.
 pub(crate) struct Absorbed {
     /// The call, as [`Call`] displays it.
     pub(crate) call: &'static str,
@@ -117,6 +117,10 @@ pub(crate) struct Op {
     pub(crate) name: String,
     /// Calls whose failure the operation absorbs by design: it succeeds and logs nothing.
     pub(crate) absorbed: Vec<Absorbed>,
+    /// Calls whose failure the operation only logs by design (besides the releases and the
+    /// guards restoring "no context" that every operation logs): it succeeds and logs one
+    /// line.
+    pub(crate) logged: Vec<Absorbed>,
     /// The operation is itself a release (a `close`): a failure returns, and may leak the one
     /// object released.
     pub(crate) releases: bool,
@@ -206,6 +210,7 @@ pub(crate) fn op<F: 'static, R: 'static>(
     Op {
         name: name.into(),
         absorbed: Vec::new(),
+        logged: Vec::new(),
         releases: false,
         exec: Box::new(exec),
     }
@@ -225,6 +230,18 @@ impl Op {
         why: &'static str,
     ) -> Self {
         self.absorbed.push(Absorbed { call, nths, why });
+        self
+    }
+
+    /// Some calls (the `nths`, from 1) of a name whose failure the operation only logs by
+    /// design: a current-context guard restoring the caller's context, for instance.
+    pub(crate) fn logs_nth(
+        mut self,
+        call: &'static str,
+        nths: &'static [usize],
+        why: &'static str,
+    ) -> Self {
+        self.logged.push(Absorbed { call, nths, why });
         self
     }
 

@@ -178,7 +178,12 @@ pub(crate) fn check(
             let release = RELEASES.contains(&call.name.as_str());
             // A release inside an operation, or a guard restoring "no context", can only log;
             // a `close` returns its error.
-            let logged = call.unbinds() || (release && !op.releases);
+            let logged = call.unbinds()
+                || (release && !op.releases)
+                || op
+                    .logged
+                    .iter()
+                    .any(|listed| listed.covers(call, fault.nth));
             let may_leak = op.releases || call.unbinds() || release;
             if !seen.drop_logs.is_empty() {
                 return Err(format!("the result's drop logged {:?}", seen.drop_logs));

@@ -1,4 +1,5 @@
-//! The fixtures the operations run on: code images, devices, streams, buffers, kernels.
+//! The fixtures the operations run on: code images, devices (the stub has two), streams,
+//! buffers, kernels.
 
 use std::cell::RefCell;
 
@@ -41,24 +42,39 @@ pub(crate) const SOURCE: &str = "extern \"C\" __global__ void twice(float* x, si
 /// Elements of the fixtures' buffers.
 pub(crate) const N: usize = 1024;
 
+/// Device 0, where the operations run unless they say otherwise.
 pub(crate) fn device() -> Device {
-    Device::new(0).expect("the stub's device")
+    device_of(0)
+}
+
+/// The device of `ordinal`: 0, or 1 for operations between devices.
+pub(crate) fn device_of(ordinal: usize) -> Device {
+    Device::new(ordinal).expect("one of the stub's devices")
 }
 
 pub(crate) fn stream() -> Stream {
-    device()
+    stream_of(0)
+}
+
+pub(crate) fn stream_of(ordinal: usize) -> Stream {
+    device_of(ordinal)
         .create_stream(StreamOptions::default())
         .expect("a stream")
 }
 
 pub(crate) fn pool() -> DeviceMemoryResource {
-    device()
+    pool_of(0)
+}
+
+pub(crate) fn pool_of(ordinal: usize) -> DeviceMemoryResource {
+    device_of(ordinal)
         .default_memory_resource()
         .expect("the default pool")
 }
 
+/// A buffer of N floats from the default pool of `stream`'s device.
 pub(crate) fn buffer(stream: &Stream) -> Buffer {
-    pool()
+    pool_of(stream.device().ordinal())
         .allocate_from_host(&[1.5f32; N], stream)
         .expect("a buffer")
 }
@@ -129,20 +145,35 @@ pub(crate) fn launch_twice(fixture: &LaunchFixture, stream: &Stream) -> Result<(
     unsafe { launch(stream, &fixture.config, &fixture.kernel, (&mut *buffer, N)) }
 }
 
-/// Releases the primary context (and forgets the default pool) so the operation retains it
-/// again; dropping the guard makes both again, so the next case starts as this one did.
-pub(crate) struct Cold;
+/// Releases a device's primary context (and forgets its default pool) so the operation
+/// retains it again; dropping the guard makes both again, so the next case starts as this one
+/// did.
+pub(crate) struct Cold(usize);
 
 impl Cold {
+    /// Device 0 cold.
     pub(crate) fn new() -> Self {
-        assert!(device().release_primary_context(), "the context was kept");
-        Cold
+        Self::of(0)
+    }
+
+    /// The device of `ordinal` cold.
+    pub(crate) fn of(ordinal: usize) -> Self {
+        assert!(
+            device_of(ordinal).release_primary_context(),
+            "the context was kept"
+        );
+        Cold(ordinal)
+    }
+
+    /// Only the guard, for device 0: for an operation that releases the context itself.
+    pub(crate) fn on_drop() -> Self {
+        Cold(0)
     }
 }
 
 impl Drop for Cold {
     fn drop(&mut self) {
-        pool();
+        pool_of(self.0);
     }
 }
 

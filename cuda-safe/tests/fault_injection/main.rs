@@ -41,7 +41,7 @@ use std::process::ExitCode;
 use crate::case::report_panics;
 use crate::matrix::run_matrix;
 use crate::ops::operations;
-use crate::standalone::{error_texts, first_use, old_driver, sanity};
+use crate::standalone::{error_texts, first_use, old_driver, sanity, two_devices_and_ipc};
 use crate::stub::{Installed, KINDS};
 
 fn main() -> ExitCode {
@@ -80,6 +80,14 @@ fn main() -> ExitCode {
     );
     let sanity_failures = sanity(stub).unwrap_or_else(|error| vec![format!("failed: {error}")]);
     report_group("the stub through the crate", "", 0, &sanity_failures);
+    let pair_failures =
+        two_devices_and_ipc(stub).unwrap_or_else(|error| vec![format!("failed: {error}")]);
+    report_group(
+        "two devices and IPC through the crate",
+        "",
+        0,
+        &pair_failures,
+    );
     let (text_faults, text_failures) = error_texts(stub);
     report_group(
         "error texts (cuGetErrorName, cuGetErrorString)",
@@ -95,7 +103,7 @@ fn main() -> ExitCode {
     );
 
     let scratch = tempfile::tempdir().expect("a scratch directory");
-    let ops = operations(scratch.path());
+    let ops = operations(scratch.path(), stub);
     for op in &ops {
         let report = run_matrix(stub, op);
         operations_run += 1;
@@ -113,13 +121,18 @@ fn main() -> ExitCode {
                 gap.call, gap.nth, gap.why
             );
         }
-        for absorbed in &op.absorbed {
-            let which: Vec<String> = absorbed.nths.iter().map(|nth| format!(" #{nth}")).collect();
+        let listed = op
+            .absorbed
+            .iter()
+            .map(|listed| ("absorbed", listed))
+            .chain(op.logged.iter().map(|listed| ("logged", listed)));
+        for (how, listed) in listed {
+            let which: Vec<String> = listed.nths.iter().map(|nth| format!(" #{nth}")).collect();
             println!(
-                "       absorbed by design: {}{}: {}",
-                absorbed.call,
+                "       {how} by design: {}{}: {}",
+                listed.call,
                 which.join(","),
-                absorbed.why
+                listed.why
             );
         }
     }

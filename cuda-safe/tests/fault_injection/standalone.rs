@@ -1,18 +1,22 @@
-//! The cases outside the matrix: first use, error texts, an older driver, and a fault-free
-//! run of the stub through the crate.
+//! The cases outside the matrix: first use, error texts, an older driver, and fault-free runs
+//! of the stub through the crate (one device; two devices and IPC).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use cuda_safe::checkpoint::Process;
+use cuda_safe::sys::CUresult;
 use cuda_safe::{
-    CodeKind, Device, Error, LaunchConfig, Program, Result, SplitRequest, StreamOptions, Uuid,
-    launch,
+    CodeKind, Device, DeviceMemoryResource, Error, Event, EventOptions, IpcHandleType,
+    LaunchConfig, PoolOptions, Program, Result, SplitRequest, StreamOptions, Uuid, launch,
 };
 
 use crate::case::{CUDA_CODES, codes_for, panic_message};
 use crate::check::names_fault;
-use crate::fixtures::{N, arch_90, device, pool, program, stream};
-use crate::stub::{self, Stub};
+use crate::fixtures::{N, arch_90, device, device_of, pool, pool_of, program, stream, stream_of};
+use crate::stub::{self, KINDS, Stub};
+
+/// The index of exported pools' descriptors in the live counts.
+const FD: usize = KINDS.len() - 1;
 
 /// The calls made only until they first succeed, failed before anything else runs: `cuInit`
 /// (through the first `Device::count`) and `nvrtcVersion` (through `nvrtc_version`). Each
@@ -160,8 +164,96 @@ pub(crate) fn sanity(stub: &Stub) -> Result<Vec<String>> {
     if !device().release_primary_context() || stub.live() != before {
         failures.push(format!("objects left: {before:?} -> {:?}", stub.live()));
     }
-    // Every operation below starts with the primary context and the default pool made.
+    // Every operation below starts with both devices' primary contexts and default pools made.
     pool();
+    pool_of(1);
+    let (misuses, last) = stub.misuse();
+    if misuses != 0 {
+        failures.push(format!("misuses: {misuses}, last: {last}"));
+    }
+    let logs = stub::take_error_logs();
+    if !logs.is_empty() {
+        failures.push(format!("logged: {logs:?}"));
+    }
+    Ok(failures)
+}
+
+/// The stub's second device and IPC through the crate, fault-free: a peer copy moves the
+/// bytes, peer and pool access are idempotent, an imported buffer is the exporter's memory, a
+/// buffer is exported only once its pool is, an IPC event opens only in another process, and
+/// every object (exported descriptors included) goes back.
+pub(crate) fn two_devices_and_ipc(stub: &Stub) -> Result<Vec<String>> {
+    let mut failures = Vec::new();
+    let before = stub.live();
+    {
+        let (near, far) = (device(), device_of(1));
+        let (stream, far_stream) = (stream(), stream_of(1));
+        let source = pool_of(1).allocate_from_host(&[2.5f32; N], &far_stream)?;
+        let mut copy = pool().allocate_zeroed::<f32>(N, &stream)?;
+        copy.copy_from(&source)?;
+        if copy.to_vec::<f32>()? != [2.5f32; N] {
+            failures.push("a peer copy did not move the bytes".into());
+        }
+        for _ in 0..2 {
+            near.enable_peer_access(&far)?;
+        }
+        for _ in 0..2 {
+            near.disable_peer_access(&far)?;
+        }
+        let pool = pool();
+        pool.grant_access(&far)?;
+        let granted = pool.is_accessible_from(&far)?;
+        pool.revoke_access(&far)?;
+        if !granted || pool.is_accessible_from(&far)? || !pool.is_accessible_from(&near)? {
+            failures.push("pool access is not what was granted".into());
+        }
+
+        let shareable = DeviceMemoryResource::new_pool(
+            &near,
+            PoolOptions {
+                ipc: Some(IpcHandleType::PosixFd),
+                ..Default::default()
+            },
+        )?;
+        let buffer = shareable.allocate_from_host(&[7u32; N], &stream)?;
+        match buffer.export_ipc() {
+            Err(error @ Error::InvalidArgument(_))
+                if error.to_string().contains("export the pool first") => {}
+            other => failures.push(format!("a buffer exported before its pool: {other:?}")),
+        }
+        let exported = shareable.export_pool()?;
+        let open_fds = stub.live()[FD] - before[FD];
+        let descriptor = buffer.export_ipc()?;
+        let imported = DeviceMemoryResource::import_pool(exported)?;
+        if open_fds != 1 || stub.live()[FD] != before[FD] {
+            failures.push(format!(
+                "an exported pool's descriptor: {open_fds} open, then {} left",
+                stub.live()[FD] - before[FD]
+            ));
+        }
+        let mut import = imported.import_buffer(&descriptor, &stream)?;
+        let read = import.to_vec::<u32>()?;
+        import.fill(9u32)?;
+        if read != [7u32; N] || buffer.to_vec::<u32>()? != [9u32; N] {
+            failures.push("an imported buffer is not the exporter's memory".into());
+        }
+        drop(import);
+
+        let event = near.create_event(EventOptions {
+            ipc: true,
+            ..Default::default()
+        })?;
+        match Event::open_ipc(&near.context()?, &event.ipc_handle()?) {
+            Err(error) if error.cuda_code() == Some(CUresult::CUDA_ERROR_INVALID_CONTEXT) => {}
+            other => failures.push(format!("an event opened by its own process: {other:?}")),
+        }
+        let foreign = stub.as_other_process(|| event.ipc_handle())?;
+        let opened = Event::open_ipc(&near.context()?, &foreign)?;
+        stream.wait(&opened)?;
+    }
+    if stub.live() != before {
+        failures.push(format!("objects left: {before:?} -> {:?}", stub.live()));
+    }
     let (misuses, last) = stub.misuse();
     if misuses != 0 {
         failures.push(format!("misuses: {misuses}, last: {last}"));

@@ -1,6 +1,6 @@
 /*
- * The fake libcuda's device (an H200's attributes), primary context, streams and events. See
- * cuda_stub.h.
+ * The fake libcuda's devices (two H200s: their attributes, UUIDs and PCI addresses), primary
+ * contexts, streams and events. See cuda_stub.h.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -9,17 +9,13 @@
 
 #include "cuda_stub.h"
 
-struct event {
-    struct object head;
-    struct context *context;
-    unsigned flags;
-    int recorded;
-};
-
+/* Device 1's UUID differs in its last byte. */
 static const unsigned char DEVICE_UUID[16] = {0x5a, 0x7e, 0x11, 0x3c, 0x90, 0x0d, 0x4b, 0x6e,
                                               0x8f, 0x21, 0xc4, 0x07, 0xd3, 0x59, 0xaa, 0x02};
+/* PCI bus numbers (CU_DEVICE_ATTRIBUTE_PCI_BUS_ID). */
+static const int PCI_BUS[DEVICE_COUNT] = {0x19, 0x3b};
 
-/* The UUID's bytes, for the NVML stub (which writes the same GPU's UUID). */
+/* Device 0's UUID, for the NVML stub (whose one GPU is device 0). */
 const unsigned char *stub_device_uuid(void) {
     return DEVICE_UUID;
 }
@@ -46,7 +42,7 @@ static const struct attribute ATTRIBUTES[] = {
     {18, 0},           /* INTEGRATED */
     {31, 1},           /* CONCURRENT_KERNELS */
     {32, 1},           /* ECC_ENABLED */
-    {33, 0x19},        /* PCI_BUS_ID */
+    {33, 0},           /* PCI_BUS_ID: per device (PCI_BUS) */
     {34, 0},           /* PCI_DEVICE_ID */
     {37, 6144},        /* GLOBAL_MEMORY_BUS_WIDTH */
     {38, 52428800},    /* L2_CACHE_SIZE */
@@ -65,17 +61,18 @@ static const struct attribute ATTRIBUTES[] = {
     {97, SHARED_OPTIN}, /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
     {106, 32},         /* MAX_BLOCKS_PER_MULTIPROCESSOR */
     {115, 1},          /* MEMORY_POOLS_SUPPORTED */
+    {119, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR}, /* MEMPOOL_SUPPORTED_HANDLE_TYPES */
     {120, 1},          /* CLUSTER_LAUNCH */
 };
 #define ATTRIBUTE_LIMIT 162 /* CU_DEVICE_ATTRIBUTE_MAX of the CUDA 13 headers */
 
-static struct context *primary; /* the primary context while retained */
-static int primary_retains;
+static struct context *primary[DEVICE_COUNT]; /* each device's primary context while retained */
+static int primary_retains[DEVICE_COUNT];
 
 /* ---- Devices. ---- */
 
 CUresult check_device(CUdevice device, const char *api) {
-    if (device != 0) {
+    if (device < 0 || device >= DEVICE_COUNT) {
         stub_misuse_note("%s: device %d was not returned by cuDeviceGet", api, device);
         return CUDA_ERROR_INVALID_DEVICE;
     }
@@ -86,7 +83,7 @@ CUresult cuDeviceGetCount(int *count) {
     DRIVER("cuDeviceGetCount");
     if (count == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    *count = 1;
+    *count = DEVICE_COUNT;
     return CUDA_SUCCESS;
 }
 
@@ -94,9 +91,9 @@ CUresult cuDeviceGet(CUdevice *device, int ordinal) {
     DRIVER("cuDeviceGet");
     if (device == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if (ordinal != 0)
+    if (ordinal < 0 || ordinal >= DEVICE_COUNT)
         return CUDA_ERROR_INVALID_DEVICE;
-    *device = 0;
+    *device = ordinal;
     return CUDA_SUCCESS;
 }
 
@@ -115,6 +112,7 @@ CUresult cuDeviceGetUuid_v2(unsigned char *uuid, CUdevice device) {
     if (uuid == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     memcpy(uuid, DEVICE_UUID, 16);
+    uuid[15] = (unsigned char)(uuid[15] + device);
     return CUDA_SUCCESS;
 }
 
@@ -123,7 +121,7 @@ CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice device) {
     CHECK(check_device(device, "cuDeviceGetPCIBusId"));
     if (id == NULL || len <= 0)
         return CUDA_ERROR_INVALID_VALUE;
-    snprintf(id, (size_t)len, "0000:19:00.0");
+    snprintf(id, (size_t)len, "0000:%02x:00.0", PCI_BUS[device]);
     return CUDA_SUCCESS;
 }
 
@@ -146,16 +144,8 @@ CUresult cuDeviceGetAttribute(int *value, int attribute, CUdevice device) {
         if (ATTRIBUTES[i].id == attribute)
             *value = ATTRIBUTES[i].value;
     }
-    return CUDA_SUCCESS;
-}
-
-CUresult cuDeviceCanAccessPeer(int *can, CUdevice device, CUdevice peer) {
-    DRIVER("cuDeviceCanAccessPeer");
-    CHECK(check_device(device, "cuDeviceCanAccessPeer"));
-    CHECK(check_device(peer, "cuDeviceCanAccessPeer"));
-    if (can == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    *can = 0;
+    if (attribute == 33)
+        *value = PCI_BUS[device];
     return CUDA_SUCCESS;
 }
 
@@ -166,33 +156,36 @@ CUresult cuDevicePrimaryCtxRetain(struct context **context, CUdevice device) {
     CHECK(check_device(device, "cuDevicePrimaryCtxRetain"));
     if (context == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if (primary == NULL) {
-        primary = make(sizeof *primary, T_CONTEXT);
-        primary->sm_count = SM_COUNT;
+    if (primary[device] == NULL) {
+        primary[device] = make(sizeof *primary[device], T_CONTEXT);
+        primary[device]->device = device;
+        primary[device]->sm_count = SM_COUNT;
     }
-    primary_retains++;
+    primary_retains[device]++;
     stub_live_add(K_CONTEXT, 1);
-    *context = primary;
+    *context = primary[device];
     return CUDA_SUCCESS;
 }
 
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) {
     DRIVER("cuDevicePrimaryCtxRelease_v2");
     CHECK(check_device(device, "cuDevicePrimaryCtxRelease_v2"));
-    if (primary_retains == 0) {
-        stub_misuse_note("cuDevicePrimaryCtxRelease_v2: the primary context is not retained");
+    if (primary_retains[device] == 0) {
+        stub_misuse_note("cuDevicePrimaryCtxRelease_v2: the primary context of device %d is not "
+                         "retained",
+                         device);
         return CUDA_ERROR_INVALID_CONTEXT;
     }
-    primary_retains--;
+    primary_retains[device]--;
     stub_live_add(K_CONTEXT, -1);
-    if (primary_retains == 0) {
-        size_t children = live_children(primary);
+    if (primary_retains[device] == 0) {
+        size_t children = live_children(primary[device]);
         if (children != 0)
-            stub_misuse_note("cuDevicePrimaryCtxRelease_v2: the primary context is destroyed "
-                             "with %zu streams or events alive",
-                             children);
-        primary->head.alive = 0;
-        primary = NULL; /* the next retain makes a new one */
+            stub_misuse_note("cuDevicePrimaryCtxRelease_v2: the primary context of device %d is "
+                             "destroyed with %zu streams or events alive",
+                             device, children);
+        primary[device]->head.alive = 0;
+        primary[device] = NULL; /* the next retain makes a new one; its peers go with it */
     }
     return CUDA_SUCCESS;
 }
@@ -222,7 +215,7 @@ CUresult cuCtxGetDevice(CUdevice *device) {
     CHECK(need_current("cuCtxGetDevice"));
     if (device == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    *device = 0;
+    *device = current->device;
     return CUDA_SUCCESS;
 }
 
@@ -331,8 +324,14 @@ CUresult cuStreamGetFlags(struct stream *stream, unsigned *flags) {
 
 /* ---- Events. ---- */
 
-#define CU_EVENT_DISABLE_TIMING 2u
-#define CU_EVENT_INTERPROCESS 4u
+struct event *new_event(struct context *context, unsigned flags) {
+    struct event *event = make(sizeof *event, T_EVENT);
+    event->context = context;
+    event->flags = flags;
+    remember((void ***)&events, &event_count, event);
+    stub_live_add(K_EVENT, 1);
+    return event;
+}
 
 CUresult cuStreamWaitEvent(void *stream, struct event *event, unsigned flags) {
     DRIVER("cuStreamWaitEvent");
@@ -351,12 +350,7 @@ CUresult cuEventCreate(struct event **event, unsigned flags) {
         return CUDA_ERROR_INVALID_VALUE;
     if ((flags & CU_EVENT_INTERPROCESS) && !(flags & CU_EVENT_DISABLE_TIMING))
         return CUDA_ERROR_INVALID_VALUE;
-    struct event *made = make(sizeof *made, T_EVENT);
-    made->context = current;
-    made->flags = flags;
-    remember((void ***)&events, &event_count, made);
-    stub_live_add(K_EVENT, 1);
-    *event = made;
+    *event = new_event(current, flags);
     return CUDA_SUCCESS;
 }
 
@@ -419,15 +413,4 @@ CUresult cuEventElapsedTime(float *ms, struct event *start, struct event *end) {
 CUresult cuEventElapsedTime_v2(float *ms, struct event *start, struct event *end) {
     DRIVER("cuEventElapsedTime_v2");
     return elapsed("cuEventElapsedTime_v2", ms, start, end);
-}
-
-CUresult cuIpcGetEventHandle(unsigned char *handle, struct event *event) {
-    DRIVER("cuIpcGetEventHandle");
-    if (!valid(event, T_EVENT, "cuIpcGetEventHandle"))
-        return CUDA_ERROR_INVALID_HANDLE;
-    if (handle == NULL || !(event->flags & CU_EVENT_INTERPROCESS))
-        return CUDA_ERROR_INVALID_VALUE;
-    memset(handle, 0, 64);
-    memcpy(handle, &event, sizeof event);
-    return CUDA_SUCCESS;
 }

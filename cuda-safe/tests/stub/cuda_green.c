@@ -146,6 +146,7 @@ CUresult cuGreenCtxCreate(struct green **green, struct desc *desc, CUdevice devi
         return CUDA_ERROR_INVALID_VALUE;
     struct green *made = make(sizeof *made, T_GREEN);
     made->context = make(sizeof *made->context, T_CONTEXT);
+    made->context->device = device;
     made->context->sm_count = desc->sm_count;
     stub_live_add(K_GREEN, 1);
     *green = made;

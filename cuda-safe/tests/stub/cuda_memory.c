@@ -1,33 +1,23 @@
 /*
  * The fake libcuda's memory: allocations (host memory, never reused), memory pools, pinned and
  * managed memory, copies and memsets. See cuda_stub.h.
+ *
+ * A shareable pool's allocations are shared anonymous mappings, so that an import of one
+ * (cuda_ipc.c) can map the same pages at another address, as another process would.
  */
+#define _GNU_SOURCE /* mremap */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "cuda_stub.h"
 
-struct pool {
-    struct object head;
-    int is_default;
-    unsigned long long max_size, used, used_high, reserved, reserved_high, threshold;
-};
-
-enum alloc_kind { A_POOL, A_HOST, A_MANAGED };
-
-struct allocation {
-    CUdeviceptr ptr;
-    size_t size;
-    enum alloc_kind kind;
-    struct pool *pool;
-    int alive;
-    int abandoned;
-    struct allocation *next;
-};
-
 static struct allocation *allocations; /* every allocation ever made, newest first */
-static struct pool default_pool = {{MAGIC, T_POOL, 1, 0}, 1, 0, 0, 0, 0, 0, 0};
+static struct pool default_pools[DEVICE_COUNT] = {
+    {.head = {MAGIC, T_POOL, 1, 0}, .is_default = 1, .device = 0},
+    {.head = {MAGIC, T_POOL, 1, 0}, .is_default = 1, .device = 1},
+};
 
 static struct allocation *find_allocation(CUdeviceptr address, int alive) {
     for (struct allocation *a = allocations; a != NULL; a = a->next) {
@@ -35,6 +25,10 @@ static struct allocation *find_allocation(CUdeviceptr address, int alive) {
             return a;
     }
     return NULL;
+}
+
+struct allocation *find_live_allocation(CUdeviceptr address) {
+    return find_allocation(address, 1);
 }
 
 /* Checks `size` bytes at `address`: inside one live allocation, or (when `host_ok`) outside
@@ -66,11 +60,8 @@ static void abandon_allocation(CUdeviceptr ptr) {
         a->abandoned = 1;
 }
 
-static CUdeviceptr allocate(size_t size, enum alloc_kind kind, struct pool *pool) {
-    unsigned char *memory = malloc(size);
-    if (memory == NULL)
-        return 0;
-    memset(memory, 0xCD, size); /* fresh memory is not zero: fills must write it */
+static struct allocation *record(void *memory, size_t size, enum alloc_kind kind,
+                                  struct pool *pool) {
     struct allocation *a = calloc(1, sizeof *a);
     if (a == NULL)
         abort();
@@ -82,7 +73,40 @@ static CUdeviceptr allocate(size_t size, enum alloc_kind kind, struct pool *pool
     a->next = allocations;
     allocations = a;
     stub_live_add(K_ALLOC, 1);
-    return a->ptr;
+    return a;
+}
+
+static CUdeviceptr allocate(size_t size, enum alloc_kind kind, struct pool *pool) {
+    unsigned char *memory;
+    if (pool != NULL && pool->handle_types != 0) {
+        memory = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (memory == MAP_FAILED)
+            return 0;
+    } else {
+        memory = malloc(size);
+        if (memory == NULL)
+            return 0;
+    }
+    memset(memory, 0xCD, size); /* fresh memory is not zero: fills must write it */
+    return record(memory, size, kind, pool)->ptr;
+}
+
+struct allocation *map_import(struct allocation *source, struct pool *pool) {
+    /* An old size of 0 maps the shared pages once more, at a new address. */
+    void *memory = mremap((void *)(uintptr_t)source->ptr, 0, source->size, MREMAP_MAYMOVE);
+    if (memory == MAP_FAILED)
+        return NULL;
+    struct allocation *a = record(memory, source->size, A_POOL, pool);
+    a->source = source;
+    return a;
+}
+
+/* Counts the live, not abandoned imports of `source`. */
+static size_t live_imports_of(const struct allocation *source) {
+    size_t count = 0;
+    for (struct allocation *a = allocations; a != NULL; a = a->next)
+        count += a->alive && !a->abandoned && a->source == source;
+    return count;
 }
 
 /* Frees the live allocation starting at `ptr` of `kind` (its memory is kept, never reused). */
@@ -92,8 +116,12 @@ static CUresult release(CUdeviceptr ptr, enum alloc_kind kind, const char *api) 
         stub_misuse_note("%s: %#llx is not a live allocation of this kind", api, ptr);
         return CUDA_ERROR_INVALID_VALUE;
     }
+    if (live_imports_of(a) != 0)
+        stub_misuse_note("%s: %#llx is freed while another process maps it (it must drop its "
+                         "import first)",
+                         api, ptr);
     a->alive = 0;
-    if (a->pool != NULL)
+    if (a->pool != NULL && a->source == NULL)
         a->pool->used -= a->size;
     stub_live_add(K_ALLOC, -1);
     return CUDA_SUCCESS;
@@ -135,16 +163,28 @@ CUresult cuDeviceGetDefaultMemPool(struct pool **pool, CUdevice device) {
     CHECK(check_device(device, "cuDeviceGetDefaultMemPool"));
     if (pool == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    *pool = &default_pool;
+    *pool = &default_pools[device];
     return CUDA_SUCCESS;
 }
 
-/* Reads the properties' maxSize (offset 24 in both ABIs' CUmemPoolProps). */
+/* Reads the properties' handleTypes (offset 4), location (type at 8, id at 12) and maxSize
+ * (offset 24): the same offsets in both ABIs' CUmemPoolProps. */
 CUresult cuMemPoolCreate(struct pool **pool, const unsigned char *props) {
     DRIVER("cuMemPoolCreate");
     if (pool == NULL || props == NULL)
         return CUDA_ERROR_INVALID_VALUE;
+    int location[2];
+    unsigned handle_types;
+    memcpy(location, props + 8, sizeof location);
+    memcpy(&handle_types, props + 4, sizeof handle_types);
+    if (location[0] != 1 /* CU_MEM_LOCATION_TYPE_DEVICE */)
+        return CUDA_ERROR_INVALID_VALUE;
+    CHECK(check_device(location[1], "cuMemPoolCreate"));
+    if ((handle_types & ~CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) != 0)
+        return CUDA_ERROR_NOT_SUPPORTED; /* what the device attribute says */
     struct pool *made = make(sizeof *made, T_POOL);
+    made->device = location[1];
+    made->handle_types = handle_types;
     memcpy(&made->max_size, props + 24, sizeof(size_t));
     stub_live_add(K_POOL, 1);
     *pool = made;
@@ -235,6 +275,10 @@ CUresult cuMemAllocFromPoolAsync(CUdeviceptr *ptr, size_t size, struct pool *poo
         return CUDA_ERROR_INVALID_HANDLE;
     if (ptr == NULL || size == 0)
         return CUDA_ERROR_INVALID_VALUE;
+    if (pool->source != NULL) {
+        stub_misuse_note("cuMemAllocFromPoolAsync: an imported pool cannot allocate");
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     if (pool->max_size != 0 && pool->used + size > pool->max_size)
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUdeviceptr made = allocate(size, A_POOL, pool);

@@ -84,6 +84,7 @@ struct context *stream_context(const void *handle, const char *api) {
 
 void stub_driver_reset(void) {
     process_state = 0;
+    ipc_reset();
 }
 
 /* ---- Control functions of the driver (exported for the tests). ---- */
@@ -135,6 +136,7 @@ static const struct error_text ERRORS[] = {
     {200, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
     {201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
     {209, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
+    {217, "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED", "peer access is not supported between these two devices"},
     {218, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
     {222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain."},
     {301, "CUDA_ERROR_FILE_NOT_FOUND", "file not found"},
@@ -144,7 +146,10 @@ static const struct error_text ERRORS[] = {
     {600, "CUDA_ERROR_NOT_READY", "device not ready"},
     {700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
     {701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
+    {704, "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED", "peer access is already enabled"},
+    {705, "CUDA_ERROR_PEER_ACCESS_NOT_ENABLED", "peer access has not been enabled"},
     {709, "CUDA_ERROR_CONTEXT_IS_DESTROYED", "context is destroyed"},
+    {711, "CUDA_ERROR_TOO_MANY_PEERS", "peer mapping resources exhausted"},
     {719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
     {800, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
     {801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},

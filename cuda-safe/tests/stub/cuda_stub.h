@@ -1,7 +1,8 @@
 /*
- * A fake libcuda: one sm_90-like device with 132 SMs, its primary context, green contexts,
- * streams, events, memory pools, pinned and managed memory, libraries and kernels, every
- * handle a stub object. Allocations are host memory, so copies and memsets round-trip, and
+ * A fake libcuda: two sm_90-like devices with 132 SMs each (an NVLink pair: each can access
+ * the other), their primary contexts, green contexts, streams, events, memory pools (shareable
+ * with "other processes" through file descriptors), pinned and managed memory, libraries and
+ * kernels, every handle a stub object. Allocations are host memory, so copies and memsets round-trip, and
  * the kernel `twice` (float *x, size_t n) doubles x[0..n) when launched. Both ABIs are served:
  * every entry point cuda-safe calls under CUDA 12 or 13 is exported by the name it resolves
  * (`cuEventElapsedTime` and `cuEventElapsedTime_v2` both), and the structs it fills have one
@@ -18,8 +19,10 @@
  *
  * This header is the driver's internal one, shared by its sources: cuda_misc.c (state, checks,
  * initialisation, error strings, checkpoints), cuda_device.c (the device, contexts, streams,
- * events), cuda_memory.c (allocations, pools, copies, memsets), cuda_code.c (libraries,
- * kernels, launches) and cuda_green.c (resources and green contexts). Everything declared here
+ * events), cuda_memory.c (allocations, pools, copies, memsets), cuda_peer.c (peer attributes,
+ * peer access, pool access, peer copies), cuda_ipc.c (shareable pools, their buffers and IPC
+ * events), cuda_code.c (libraries, kernels, launches) and cuda_green.c (resources and green
+ * contexts). Everything declared here
  * is hidden: the shared object exports the CUDA entry points and the stub_* functions only.
  */
 #ifndef CUDA_SAFE_CUDA_STUB_H
@@ -42,18 +45,24 @@ enum {
     CUDA_ERROR_NOT_INITIALIZED = 3,
     CUDA_ERROR_INVALID_DEVICE = 101,
     CUDA_ERROR_INVALID_CONTEXT = 201,
+    CUDA_ERROR_PEER_ACCESS_UNSUPPORTED = 217,
     CUDA_ERROR_FILE_NOT_FOUND = 301,
     CUDA_ERROR_INVALID_HANDLE = 400,
     CUDA_ERROR_ILLEGAL_STATE = 401,
     CUDA_ERROR_NOT_FOUND = 500,
     CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+    CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
+    CUDA_ERROR_PEER_ACCESS_NOT_ENABLED = 705,
     CUDA_ERROR_CONTEXT_IS_DESTROYED = 709,
+    CUDA_ERROR_TOO_MANY_PEERS = 711,
+    CUDA_ERROR_NOT_SUPPORTED = 801,
     CUDA_ERROR_INVALID_RESOURCE_TYPE = 914,
     CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION = 915,
 };
 
-/* ---- The device. ---- */
+/* ---- The devices: two alike, but for their UUID and PCI address. ---- */
 
+#define DEVICE_COUNT 2
 #define SM_COUNT 132
 #define SM_GRANULARITY 8 /* sm_90: groups of at least 8 SMs, in multiples of 8 */
 #define TOTAL_MEMORY 150754820096ULL
@@ -76,9 +85,13 @@ struct object {
     int abandoned;
 };
 
+#define MAX_PEERS 8
+
 struct context {
     struct object head;
+    CUdevice device;
     unsigned sm_count;
+    struct context *peers[MAX_PEERS]; /* contexts whose memory this one may access */
 };
 
 struct stream {
@@ -86,6 +99,45 @@ struct stream {
     struct context *context;
     unsigned flags;
     int priority;
+};
+
+#define CU_EVENT_DISABLE_TIMING 2u
+#define CU_EVENT_INTERPROCESS 4u
+
+struct event {
+    struct object head;
+    struct context *context;
+    unsigned flags;
+    int recorded;
+};
+
+#define CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR 1u
+#define CU_MEM_ACCESS_FLAGS_PROT_NONE 0u
+#define CU_MEM_ACCESS_FLAGS_PROT_READ 1u
+#define CU_MEM_ACCESS_FLAGS_PROT_READWRITE 3u
+
+struct pool {
+    struct object head;
+    int is_default;
+    CUdevice device;
+    unsigned long long max_size, used, used_high, reserved, reserved_high, threshold;
+    unsigned handle_types;            /* CU_MEM_HANDLE_TYPE_* it can be exported as */
+    int exported;                     /* exported once: its buffers can be exported */
+    struct pool *source;              /* imported: the pool it was imported from */
+    unsigned access[DEVICE_COUNT];    /* CU_MEM_ACCESS_FLAGS_* of other devices */
+};
+
+enum alloc_kind { A_POOL, A_HOST, A_MANAGED };
+
+struct allocation {
+    CUdeviceptr ptr;
+    size_t size;
+    enum alloc_kind kind;
+    struct pool *pool;
+    struct allocation *source; /* imported: the exporter's allocation it maps */
+    int alive;
+    int abandoned;
+    struct allocation *next;
 };
 
 /* ---- Shared state (cuda_misc.c). ---- */
@@ -150,7 +202,7 @@ struct context *stream_context(const void *handle, const char *api);
 
 /* ---- The device, contexts, streams (cuda_device.c). ---- */
 
-/* Checks that `device` is the one device (a misuse is noted otherwise). */
+/* Checks that `device` is one of the devices (a misuse is noted otherwise). */
 CUresult check_device(CUdevice device, const char *api);
 
 /* Counts the live streams and events of `context`, which destroying it would destroy too. */
@@ -159,11 +211,26 @@ size_t live_children(const struct context *context);
 /* A new stream of `context` (its priority clamped to the device's range). */
 struct stream *new_stream(struct context *context, unsigned flags, int priority);
 
+/* A new event of `context`. */
+struct event *new_event(struct context *context, unsigned flags);
+
 /* ---- Allocations (cuda_memory.c). ---- */
 
 /* Checks `size` bytes at `address`: inside one live allocation, or (when `host_ok`) outside
  * every allocation ever made (host memory). */
 CUresult check_range(CUdeviceptr address, size_t size, int host_ok, const char *api);
+
+/* The live allocation holding `address`, or NULL. */
+struct allocation *find_live_allocation(CUdeviceptr address);
+
+/* A new allocation of `size` bytes from `pool` that maps the memory of `source` (an import),
+ * or NULL when the mapping fails. */
+struct allocation *map_import(struct allocation *source, struct pool *pool);
+
+/* ---- Shareable pools (cuda_ipc.c). ---- */
+
+/* Forgets the state of the last case (the process the tests play). */
+void ipc_reset(void);
 
 #pragma GCC visibility pop
 

@@ -1,8 +1,8 @@
 //! The fake CUDA driver, NVRTC and NVML of `tests/stub/*.c`: compiled with the C compiler into
 //! one shared object, loaded in place of the three libraries through `CUDA_SAFE_LIBCUDA`,
 //! `CUDA_SAFE_LIBNVRTC` and `CUDA_SAFE_LIBNVML`, and controlled through its `stub_*` functions
-//! (call counts and log, injected faults, live objects, misuses). Also a `log` logger that
-//! keeps the crate's error lines, so a test can count what a `Drop` logged.
+//! (call counts and log, injected faults, live objects, misuses, playing another process). Also a
+//! `log` logger that keeps the crate's error lines, so a test can count what a `Drop` logged.
 
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::fmt;
@@ -12,24 +12,27 @@ use std::sync::Mutex;
 
 /// The C sources, compiled together: the control functions, the driver (`cuda_*.c`, sharing
 /// `cuda_stub.h`), NVRTC and NVML.
-const SOURCES: [&str; 8] = [
+const SOURCES: [&str; 10] = [
     "stub_control.c",
     "cuda_misc.c",
     "cuda_device.c",
     "cuda_memory.c",
+    "cuda_peer.c",
+    "cuda_ipc.c",
     "cuda_code.c",
     "cuda_green.c",
     "libnvrtc_stub.c",
     "libnvml_stub.c",
 ];
 
-/// The kinds of objects the stub counts, in the order of [`Live`].
-pub const KINDS: [&str; 9] = [
-    "context", "green", "stream", "event", "pool", "alloc", "library", "program", "nvml",
+/// The kinds of objects the stub counts, in the order of [`Live`] (`fd`: descriptors of exported
+/// pools open in the process).
+pub const KINDS: [&str; 10] = [
+    "context", "green", "stream", "event", "pool", "alloc", "library", "program", "nvml", "fd",
 ];
 
 /// Live objects per kind of [`KINDS`].
-pub type Live = [i64; 9];
+pub type Live = [i64; 10];
 
 /// One call the stub answered: the exported name and, for `cuCtxSetCurrent`, whether it set a
 /// context (1) or none (0).
@@ -74,6 +77,7 @@ pub struct Stub {
     last_misuse: unsafe extern "C" fn() -> *const c_char,
     unbind: unsafe extern "C" fn(),
     set_driver_version: unsafe extern "C" fn(c_int),
+    play_other_process: unsafe extern "C" fn(c_int),
     /// Keeps the functions above loaded (for the whole process: the stub is never unloaded).
     _library: libloading::Library,
 }
@@ -173,6 +177,17 @@ impl Stub {
     pub fn set_driver_version(&self, version: i32) {
         // SAFETY: as `reset`.
         unsafe { (self.set_driver_version)(version) }
+    }
+
+    /// Runs `make` as another process: the IPC event handles it takes carry another process
+    /// id, so this process can open them (the driver refuses a process's own).
+    pub fn as_other_process<T>(&self, make: impl FnOnce() -> T) -> T {
+        // SAFETY: as `reset`.
+        unsafe { (self.play_other_process)(1) };
+        let made = make();
+        // SAFETY: as `reset`.
+        unsafe { (self.play_other_process)(0) };
+        made
     }
 }
 
@@ -289,6 +304,7 @@ fn open(path: &Path) -> Stub {
         last_misuse: function!("stub_last_misuse"),
         unbind: function!("stub_unbind"),
         set_driver_version: function!("stub_set_driver_version"),
+        play_other_process: function!("stub_play_other_process"),
         _library: library,
     }
 }

@@ -22,6 +22,7 @@ enum kind {
     K_LIBRARY,
     K_PROGRAM, /* NVRTC programs */
     K_NVML,    /* NVML initialisations */
+    K_FD,      /* open file descriptors of exported pools (counted when read) */
     K_COUNT
 };
 
@@ -45,7 +46,11 @@ void stub_live_add(enum kind kind, long delta);
             return injected_;                                                                  \
     } while (0)
 
-/* Resets the driver's own state between cases (the checkpoint state machine). */
+/* Resets the driver's own state between cases (the checkpoint state machine, the process the
+ * tests play). */
 void stub_driver_reset(void);
+
+/* The file descriptors of exported pools open in this process now (K_FD). */
+__attribute__((visibility("hidden"))) long open_pool_fds(void);
 
 #endif

@@ -40,7 +40,7 @@ static unsigned long misuse_count;
 static char last_misuse[512];
 
 static const char *const KIND_NAMES[K_COUNT] = {
-    "context", "green", "stream", "event", "pool", "alloc", "library", "program", "nvml",
+    "context", "green", "stream", "event", "pool", "alloc", "library", "program", "nvml", "fd",
 };
 
 static struct counter *counter_for(const char *name) {
@@ -162,7 +162,7 @@ void stub_log_clear(void) {
 long long stub_live(const char *kind) {
     for (size_t i = 0; i < K_COUNT; i++) {
         if (strcmp(KIND_NAMES[i], kind) == 0)
-            return live[i];
+            return i == K_FD ? open_pool_fds() : live[i];
     }
     return -1;
 }

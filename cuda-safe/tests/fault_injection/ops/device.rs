@@ -52,7 +52,7 @@ pub(crate) fn device_operations(ops: &mut Vec<Op>) {
     ops.push(op(
         "Device::release_primary_context",
         // The operation releases the context itself; the guard only makes it again.
-        || (Cold, device()),
+        || (Cold::on_drop(), device()),
         |(_, d)| Ok(d.release_primary_context()),
     ));
     ops.push(op(

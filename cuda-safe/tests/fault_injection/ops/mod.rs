@@ -4,12 +4,20 @@ mod checkpoint_nvml;
 mod code;
 mod device;
 mod green;
+mod ipc;
 mod memory;
+mod peer;
 
 use crate::case::Op;
+use crate::stub::Stub;
+
+/// Why a current-context guard's failure to restore the caller's context is logged, not
+/// returned: the operation's work is done by then.
+pub(crate) const RESTORE: &str = "the guard restoring the caller's context only logs \
+                                  (ScopedCurrent::drop)";
 
 /// Every operation of the matrix.
-pub(crate) fn operations(scratch: &std::path::Path) -> Vec<Op> {
+pub(crate) fn operations(scratch: &std::path::Path, stub: &'static Stub) -> Vec<Op> {
     let mut ops = Vec::new();
     device::device_operations(&mut ops);
     device::stream_and_event_operations(&mut ops);
@@ -17,5 +25,7 @@ pub(crate) fn operations(scratch: &std::path::Path) -> Vec<Op> {
     code::code_operations(&mut ops, scratch);
     green::green_operations(&mut ops);
     checkpoint_nvml::checkpoint_and_nvml_operations(&mut ops);
+    peer::peer_operations(&mut ops);
+    ipc::ipc_operations(&mut ops, stub);
     ops
 }
