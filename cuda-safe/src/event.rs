@@ -210,8 +210,8 @@ impl Event {
     ///
     /// # Errors
     ///
-    /// The driver's error: `CUDA_ERROR_INVALID_VALUE` for a handle of no live event, or one
-    /// opened in the process that created it.
+    /// The driver's error: `CUDA_ERROR_INVALID_CONTEXT` for a handle opened in the process
+    /// that created it (which uses the event itself), another for a handle of no live event.
     #[doc(alias = "cuIpcOpenEventHandle")]
     pub fn open_ipc(context: &Context, handle: &[u8; 64]) -> Result<Self> {
         let raw_handle = CUipcEventHandle {

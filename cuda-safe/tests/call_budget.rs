@@ -1,8 +1,9 @@
 //! The driver-call budget of the hot paths, counted with the stub driver of `tests/stub`: after
 //! warm-up, each operation makes exactly the driver calls it wraps (a launch is
-//! `cuLaunchKernel` and nothing else), in a primary context and in a green context, and a
-//! `KernelCache` hit makes none. One more call creeping in fails the test. Prints every
-//! operation's calls.
+//! `cuLaunchKernel` and nothing else), in a primary context and in a green context, a copy
+//! between the stub's two devices is `cuMemcpyPeerAsync` (looking up both devices' primary
+//! contexts costs no driver call once they are retained), and a `KernelCache` hit makes none.
+//! One more call creeping in fails the test. Prints every operation's calls.
 //!
 //! A `main` of its own (`harness = false`): the stub is built and the library variables are set
 //! before anything else runs.
@@ -175,6 +176,60 @@ fn measure(
     Ok(rows)
 }
 
+/// Copies between the two devices' buffers (`Buffer::copy_from`). On one stream (a buffer moved to the other's
+/// stream) a copy is the peer copy alone; across the devices' streams it is the peer copy
+/// between the cross-stream ordering every copy across streams makes (the destination's stream
+/// waits for the source's marker, then the source's waits for the destination's).
+fn peer_copies(stub: &Stub) -> Result<Vec<Row>> {
+    let (near, far) = (Device::new(0)?, Device::new(1)?);
+    near.context()?.bind()?;
+    let near_stream = near.create_stream(Default::default())?;
+    let far_stream = far.create_stream(Default::default())?;
+    let mut x = near
+        .default_memory_resource()?
+        .allocate_from_host(&[1.0f32; N], &near_stream)?;
+    let mut y = far
+        .default_memory_resource()?
+        .allocate_zeroed::<f32>(N, &far_stream)?;
+    let ordered = [
+        "cuEventRecord",
+        "cuStreamWaitEvent",
+        "cuMemcpyPeerAsync",
+        "cuEventRecord",
+        "cuStreamWaitEvent",
+    ];
+    let row = |operation, expected: &[&'static str], counted| Row {
+        operation,
+        place: "peer",
+        expected: expected.to_vec(),
+        counted,
+    };
+    let mut rows = vec![
+        row(
+            "peer copy 0<-1 (2 streams)",
+            &ordered,
+            calls(stub, || x.copy_from(&y)),
+        ),
+        row(
+            "peer copy 1<-0 (2 streams)",
+            &ordered,
+            calls(stub, || y.copy_from(&x)),
+        ),
+    ];
+    y.set_stream(&near_stream)?;
+    rows.push(row(
+        "peer copy 0<-1 (1 stream)",
+        &["cuMemcpyPeerAsync"],
+        calls(stub, || x.copy_from(&y)),
+    ));
+    rows.push(row(
+        "peer copy 1<-0 (1 stream)",
+        &["cuMemcpyPeerAsync"],
+        calls(stub, || y.copy_from(&x)),
+    ));
+    Ok(rows)
+}
+
 /// A `KernelCache` hit: no driver or NVRTC call at all.
 fn kernel_cache_hit(stub: &Stub) -> Result<Row> {
     let kernels = KernelCache::new(InMemoryProgramCache::new(1 << 20));
@@ -198,6 +253,7 @@ fn run(stub: &Stub) -> Result<Vec<Row>> {
     let device = Device::new(0)?;
     let mut rows = measure(stub, &device, &device.context()?, "primary")?;
     rows.extend(measure(stub, &device, &green_context(&device)?, "green")?);
+    rows.extend(peer_copies(stub)?);
     rows.push(kernel_cache_hit(stub)?);
     Ok(rows)
 }

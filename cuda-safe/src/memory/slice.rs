@@ -6,6 +6,7 @@ use std::ops::{Bound, RangeBounds};
 use bytemuck::Pod;
 
 use super::fill;
+use crate::context::Context;
 use crate::device::Device;
 use crate::error::{Error, Result, cu};
 use crate::ordering::across_streams;
@@ -103,6 +104,13 @@ fn copy_async(stream: &Stream, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize)
     }
 }
 
+/// `device`'s primary context, for naming the device's memory in a peer copy: the one its
+/// buffers keep alive, looked up without pinning it again (a copy must not undo
+/// [`Device::release_primary_context`]); retained only when nothing holds it.
+fn primary_of(device: &Device) -> Result<Context> {
+    Context::live_primary(device).map_or_else(|| device.context(), Ok)
+}
+
 /// Queues `bytes` bytes from `src`'s memory on its device to `dst`'s on another, on `stream`.
 fn peer_copy_async(
     stream: &Stream,
@@ -113,7 +121,7 @@ fn peer_copy_async(
     if bytes == 0 {
         return Ok(());
     }
-    let (dst_context, src_context) = (dst_device.context()?, src_device.context()?);
+    let (dst_context, src_context) = (primary_of(dst_device)?, primary_of(src_device)?);
     // SAFETY: the callers pass ranges they checked against live allocations of those devices,
     // whose primary contexts are held for the call.
     unsafe {

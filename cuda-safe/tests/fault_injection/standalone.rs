@@ -15,7 +15,9 @@ use crate::check::names_fault;
 use crate::fixtures::{N, arch_90, device, device_of, pool, pool_of, program, stream, stream_of};
 use crate::stub::{self, KINDS, Stub};
 
-/// The index of exported pools' descriptors in the live counts.
+/// The indices of primary-context retains and of exported pools' descriptors in the live
+/// counts.
+const CONTEXT: usize = 0;
 const FD: usize = KINDS.len() - 1;
 
 /// The calls made only until they first succeed, failed before anything else runs: `cuInit`
@@ -180,8 +182,9 @@ pub(crate) fn sanity(stub: &Stub) -> Result<Vec<String>> {
 
 /// The stub's second device and IPC through the crate, fault-free: a peer copy moves the
 /// bytes, peer and pool access are idempotent, an imported buffer is the exporter's memory, a
-/// buffer is exported only once its pool is, an IPC event opens only in another process, and
-/// every object (exported descriptors included) goes back.
+/// buffer is exported only once its pool is, an IPC event opens only in another process, a
+/// copy leaves a released primary context released, and every object (exported descriptors
+/// included) goes back.
 pub(crate) fn two_devices_and_ipc(stub: &Stub) -> Result<Vec<String>> {
     let mut failures = Vec::new();
     let before = stub.live();
@@ -251,6 +254,20 @@ pub(crate) fn two_devices_and_ipc(stub: &Stub) -> Result<Vec<String>> {
         let opened = Event::open_ipc(&near.context()?, &foreign)?;
         stream.wait(&opened)?;
     }
+    // A copy from a device whose primary context was let go leaves it let go: released once
+    // the buffers and streams using it are dropped.
+    let retained = stub.live()[CONTEXT];
+    {
+        let (stream, far_stream) = (stream(), stream_of(1));
+        let far_buffer = pool_of(1).allocate_zeroed::<f32>(N, &far_stream)?;
+        let mut near_buffer = pool().allocate_zeroed::<f32>(N, &stream)?;
+        device_of(1).release_primary_context();
+        near_buffer.copy_from(&far_buffer)?;
+    }
+    if stub.live()[CONTEXT] != retained - 1 {
+        failures.push("a peer copy kept a released primary context retained".into());
+    }
+    pool_of(1); // made again, as every operation expects
     if stub.live() != before {
         failures.push(format!("objects left: {before:?} -> {:?}", stub.live()));
     }
