@@ -181,7 +181,8 @@ pub(crate) fn sanity(stub: &Stub) -> Result<Vec<String>> {
 }
 
 /// The stub's second device and IPC through the crate, fault-free: a peer copy moves the
-/// bytes, peer and pool access are idempotent, an imported buffer is the exporter's memory, a
+/// bytes, peer and pool access are idempotent, a fabric pool is refused where the devices share
+/// pools through descriptors only, an imported buffer is the exporter's memory, a
 /// buffer is exported only once its pool is, an IPC event opens only in another process, a
 /// copy leaves a released primary context released, and every object (exported descriptors
 /// included) goes back.
@@ -211,6 +212,16 @@ pub(crate) fn two_devices_and_ipc(stub: &Stub) -> Result<Vec<String>> {
             failures.push("pool access is not what was granted".into());
         }
 
+        let fabric = PoolOptions {
+            ipc: Some(IpcHandleType::Fabric),
+            ..Default::default()
+        };
+        match DeviceMemoryResource::new_pool(&near, fabric) {
+            Err(error @ Error::Unsupported { .. }) if error.is_not_supported() => {}
+            other => failures.push(format!(
+                "a fabric pool where only descriptors are: {other:?}"
+            )),
+        }
         let shareable = DeviceMemoryResource::new_pool(
             &near,
             PoolOptions {
