@@ -76,6 +76,7 @@ mod link;
 mod module;
 mod program;
 mod tma;
+mod vmm;
 
 // Beside: NVML, on the ground floor only.
 pub mod system;
@@ -122,6 +123,11 @@ pub use tma::{
     TensorMapDataType, TensorOptions, TiledOptions,
 };
 pub use uuid::{Uuid, UuidParseError};
+pub use vmm::{
+    Access, FabricHandle, Granularity, GrowableBuffer, Growth, VirtualMapping,
+    VirtualMemoryResource, VirtualMemoryResourceOptions, VmmHandleType, VmmLocation,
+    VmmShareDescriptor,
+};
 
 /// The Rust blocks of the workspace's Markdown files, as doctests of this crate. `build.rs`
 /// sets `workspace_docs` only inside the workspace: a published crate lacks these files.

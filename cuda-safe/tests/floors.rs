@@ -37,6 +37,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("module", 3),
     ("program", 3),
     ("tma", 3),
+    ("vmm", 3),
     // Top.
     ("checkpoint", 5),
     ("dlpack", 5),
