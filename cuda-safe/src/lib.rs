@@ -73,6 +73,7 @@ mod green;
 mod kernel;
 mod launch;
 mod link;
+pub mod managed;
 mod module;
 mod program;
 mod tma;
@@ -109,6 +110,7 @@ pub use launch::{
     ProgrammaticEvent, launch, launch_with,
 };
 pub use link::{LinkInput, LinkInputKind, LinkedCode, Linker, LinkerBackend, LinkerOptions};
+pub use managed::{Advice, MemoryLocation, RangeAttributes};
 pub use memory::{
     Buffer, DeviceMemoryResource, DeviceSlice, DeviceSliceMut, ManagedMemoryResource,
     MemoryResource, PinnedMemoryResource, PoolOptions,

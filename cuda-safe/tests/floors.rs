@@ -34,6 +34,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("kernel", 3),
     ("launch", 3),
     ("link", 3),
+    ("managed", 3),
     ("module", 3),
     ("program", 3),
     ("tma", 3),
