@@ -68,6 +68,7 @@ mod ordering;
 mod stream;
 
 // Floor 3: what runs on the core.
+mod copies;
 mod graph;
 mod green;
 mod kernel;
@@ -90,6 +91,10 @@ mod nvml_bridge;
 
 pub use code::{CodeKind, CompiledCode};
 pub use context::{Context, ScopedCurrent};
+pub use copies::{
+    ArrayDescriptor, ArrayFormat, Copy3d, CudaArray, HostPitched, HostPitchedMut, Offset3, Pitched,
+    PitchedBuffer, PitchedMut,
+};
 pub use device::{Device, DeviceProperties, LaunchLimits, MemInfo};
 pub use driver::cuda_driver_version;
 pub use error::{Error, Result};

@@ -29,6 +29,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("ordering", 2),
     ("stream", 2),
     // What runs on the core.
+    ("copies", 3),
     ("graph", 3),
     ("green", 3),
     ("kernel", 3),
