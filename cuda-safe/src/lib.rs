@@ -158,6 +158,7 @@ mod workspace_docs {
         LinkingAndTma: "docs/linking-and-tma.md",
         MigratingFromCudaCore: "docs/migrating-from-cuda-core.md",
         MigratingFromCudarc: "docs/migrating-from-cudarc.md",
+        MultiGpuVmm: "docs/multi-gpu-vmm.md",
         Nvml: "docs/nvml.md",
         Performance: "docs/performance.md",
         ProgramCache: "docs/program-cache.md",
