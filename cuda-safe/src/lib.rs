@@ -131,8 +131,8 @@ pub use tma::{
 };
 pub use uuid::{Uuid, UuidParseError};
 pub use vmm::{
-    Access, FabricHandle, Granularity, GrowableBuffer, Growth, VirtualMapping,
-    VirtualMemoryResource, VirtualMemoryResourceOptions, VmmHandleType, VmmLocation,
+    FabricHandle, GrowableBuffer, Growth, VirtualMapping, VirtualMemoryResource,
+    VirtualMemoryResourceOptions, VmmAccess, VmmGranularity, VmmHandleType, VmmLocation,
     VmmShareDescriptor,
 };
 

@@ -12,8 +12,9 @@ use std::process::{Command, ExitCode};
 
 use cuda_gpu_tests::{check, devices, gpu_tests};
 use cuda_safe::{
-    Access, CodeKind, Device, Error, Growth, LaunchConfig, Program, ProgramOptions, Stream,
-    VirtualMemoryResource, VirtualMemoryResourceOptions, VmmHandleType, VmmShareDescriptor, launch,
+    CodeKind, Device, Error, Growth, LaunchConfig, Program, ProgramOptions, Stream,
+    VirtualMemoryResource, VirtualMemoryResourceOptions, VmmAccess, VmmHandleType,
+    VmmShareDescriptor, launch,
 };
 
 const MIB: usize = 1 << 20;
@@ -218,7 +219,7 @@ fn a_second_device_reads_through_access_set_later() {
     let mut buffer = vmm
         .growable(granularity, 4 * granularity, &owner_stream)
         .unwrap();
-    buffer.set_access(&[(reader, Access::Read)]).unwrap();
+    buffer.set_access(&[(reader, VmmAccess::Read)]).unwrap();
     buffer.grow(2 * granularity).unwrap(); // the new chunk gets the reader's access too
     let values = pattern(2 * granularity / 4, 7);
     buffer

@@ -4,7 +4,7 @@ use std::fmt;
 
 use bytemuck::Pod;
 
-use super::options::{Access, plan_growth};
+use super::options::{VmmAccess, plan_growth};
 use super::region::{Region, create_handle, release_handle};
 use super::resource::{VirtualMemoryResource, grant_descs};
 use crate::error::Result;
@@ -185,7 +185,7 @@ impl GrowableBuffer {
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for an empty list; the
     /// driver's.
     #[doc(alias = "cuMemSetAccess")]
-    pub fn set_access(&mut self, grants: &[(crate::device::Device, Access)]) -> Result<()> {
+    pub fn set_access(&mut self, grants: &[(crate::device::Device, VmmAccess)]) -> Result<()> {
         let descs = grant_descs(grants)?;
         self.region.set_access_all(&descs)?;
         for desc in descs {

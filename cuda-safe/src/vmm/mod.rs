@@ -31,6 +31,8 @@ mod resource;
 mod share;
 
 pub use growable::{GrowableBuffer, Growth};
-pub use options::{Access, Granularity, VirtualMemoryResourceOptions, VmmHandleType, VmmLocation};
+pub use options::{
+    VirtualMemoryResourceOptions, VmmAccess, VmmGranularity, VmmHandleType, VmmLocation,
+};
 pub use resource::{VirtualMapping, VirtualMemoryResource};
 pub use share::{FabricHandle, VmmShareDescriptor};

@@ -46,7 +46,7 @@ impl VmmHandleType {
 
 /// Which allocation granularity sizes are rounded to (`cuda.core`'s `granularity`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Granularity {
+pub enum VmmGranularity {
     /// The smallest the driver accepts.
     Minimum,
     /// The one the driver recommends for performance (the default; 2 MiB on an H200).
@@ -54,7 +54,7 @@ pub enum Granularity {
     Recommended,
 }
 
-impl Granularity {
+impl VmmGranularity {
     pub(super) fn raw(self) -> CUmemAllocationGranularity_flags {
         match self {
             Self::Minimum => CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_MINIMUM,
@@ -67,7 +67,7 @@ impl Granularity {
 
 /// What a device may do with the memory (`cuda.core`'s `self_access` / `peer_access`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Access {
+pub enum VmmAccess {
     /// Read and write (the default).
     #[default]
     ReadWrite,
@@ -75,7 +75,7 @@ pub enum Access {
     Read,
 }
 
-impl Access {
+impl VmmAccess {
     pub(super) fn raw(self) -> CUmemAccess_flags {
         match self {
             Self::ReadWrite => CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
@@ -97,7 +97,7 @@ pub struct VirtualMemoryResourceOptions {
     /// The handle type the memory can be exported as (`None`: not exportable).
     pub handle_type: Option<VmmHandleType>,
     /// Which granularity sizes are rounded up to.
-    pub granularity: Granularity,
+    pub granularity: VmmGranularity,
     /// Ask for memory that RDMA devices can reach (GPUDirect RDMA; checked against
     /// `CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED`).
     pub gpu_direct_rdma: bool,
@@ -108,9 +108,9 @@ pub struct VirtualMemoryResourceOptions {
     /// Other devices given access to every allocation (with `peer_access`).
     pub peers: Vec<Device>,
     /// The resource's own device's access.
-    pub self_access: Access,
+    pub self_access: VmmAccess,
     /// The peers' access.
-    pub peer_access: Access,
+    pub peer_access: VmmAccess,
     /// The most bytes one allocation or growable buffer may reach (`None`: no limit beyond
     /// the device's memory); a larger request is refused before the driver.
     pub max_size: Option<usize>,

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::growable::GrowableBuffer;
 use super::options::{
-    Access, VirtualMemoryResourceOptions, VmmLocation, check_alignment, round_up,
+    VirtualMemoryResourceOptions, VmmAccess, VmmLocation, check_alignment, round_up,
 };
 use super::region::Region;
 use crate::abi;
@@ -65,7 +65,7 @@ unsafe impl Send for VmmInner {}
 unsafe impl Sync for VmmInner {}
 
 /// An access descriptor for the device with `ordinal`.
-pub(super) fn access_desc(ordinal: usize, access: Access) -> CUmemAccessDesc {
+pub(super) fn access_desc(ordinal: usize, access: VmmAccess) -> CUmemAccessDesc {
     CUmemAccessDesc {
         location: abi::device_location(ordinal as i32),
         flags: access.raw(),
@@ -248,15 +248,21 @@ impl VirtualMemoryResource {
     }
 
     /// A buffer of `size` bytes (rounded up to the granularity) inside a reservation of
-    /// `reserve` bytes (at least `size`), whose mapped part [grows](GrowableBuffer::grow) in
-    /// place. Its operations and its release are ordered on `stream`.
+    /// `reserve` bytes (at least `size`, at most `max_size`, rounded up), whose mapped part
+    /// [grows](GrowableBuffer::grow) in place. Its operations and its release are ordered on
+    /// `stream`.
     ///
     /// # Errors
     ///
-    /// As [`round_up`](Self::round_up) for `size` and `reserve`; the driver's.
+    /// As [`round_up`](Self::round_up) for `size`; the driver's.
     pub fn growable(&self, size: usize, reserve: usize, stream: &Stream) -> Result<GrowableBuffer> {
         let mapped = self.round_up(size)?;
-        let reserved = self.round_up(reserve.max(mapped))?;
+        let reserve = self
+            .inner
+            .options
+            .max_size
+            .map_or(reserve, |max| reserve.min(max));
+        let reserved = round_up(reserve.max(mapped), self.inner.granularity, None)?;
         let mut region = self.inner.map_region(reserved, mapped)?;
         region.set_stream(Some(stream.clone()));
         Ok(GrowableBuffer::from_parts(region, self.clone(), stream))
@@ -389,7 +395,7 @@ impl VirtualMapping {
     /// [`Error::InvalidArgument`] for an empty list; the driver's (a device that cannot reach
     /// the memory).
     #[doc(alias = "cuMemSetAccess")]
-    pub fn set_access(&self, grants: &[(Device, Access)]) -> Result<()> {
+    pub fn set_access(&self, grants: &[(Device, VmmAccess)]) -> Result<()> {
         let access = grant_descs(grants)?;
         self.region.set_access_all(&access)
     }
@@ -409,7 +415,7 @@ impl VirtualMapping {
 }
 
 /// The access descriptors for `grants`, refusing an empty list.
-pub(super) fn grant_descs(grants: &[(Device, Access)]) -> Result<Vec<CUmemAccessDesc>> {
+pub(super) fn grant_descs(grants: &[(Device, VmmAccess)]) -> Result<Vec<CUmemAccessDesc>> {
     if grants.is_empty() {
         return Err(Error::invalid_argument(
             "set_access needs at least one device",
@@ -438,7 +444,7 @@ mod tests {
 
     #[test]
     fn access_descriptors_name_the_device_and_the_protection() {
-        let desc = access_desc(3, Access::Read);
+        let desc = access_desc(3, VmmAccess::Read);
         assert_eq!(abi::location_id(&desc.location), 3);
         assert_eq!(
             desc.location.type_,
