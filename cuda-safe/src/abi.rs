@@ -8,8 +8,8 @@
 use crate::error::{Error, Result, cu};
 use crate::nvml_sys::{self, Nvml, nvmlDevice_t};
 use crate::sys::{
-    CUdevResource, CUevent, CUgraph, CUgraphNode, CUgraphNodeParams, CUmemLocation,
-    CUmemLocationType, CUstream, CUstreamCaptureStatus, Driver, if_abi12, if_abi13,
+    CUdevResource, CUdeviceptr, CUevent, CUgraph, CUgraphNode, CUgraphNodeParams, CUmem_advise,
+    CUmemLocation, CUmemLocationType, CUstream, CUstreamCaptureStatus, Driver, if_abi12, if_abi13,
 };
 
 /// The ABI the driver bindings were generated for (12 or 13).
@@ -25,14 +25,97 @@ pub(crate) const TENSOR_MAP_ALIGN: usize = {
 /// A device location (`CU_MEM_LOCATION_TYPE_DEVICE`, `ordinal`): the id moved into a union in
 /// CUDA 13.
 pub(crate) fn device_location(ordinal: i32) -> CUmemLocation {
+    location(CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, ordinal)
+}
+
+/// A location of any type with its id (a device ordinal, a host NUMA node, or 0 for the
+/// host): the id moved into a union in CUDA 13.
+pub(crate) fn location(kind: CUmemLocationType, id: i32) -> CUmemLocation {
     #[allow(unused_mut)]
     let mut location = CUmemLocation {
-        type_: CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+        type_: kind,
         ..Default::default()
     };
-    if_abi12! { location.id = ordinal; }
-    if_abi13! { location.__bindgen_anon_1.id = ordinal; }
+    if_abi12! { location.id = id; }
+    if_abi13! { location.__bindgen_anon_1.id = id; }
     location
+}
+
+/// The id of a location (its device ordinal or NUMA node), in either layout.
+pub(crate) fn location_id(location: &CUmemLocation) -> i32 {
+    if_abi12! { return location.id; }
+    // SAFETY: every location the crate builds or the driver returns sets the `id` variant
+    // (the `localized` one is the same four bytes seen as two bytes and padding).
+    if_abi13! { return unsafe { location.__bindgen_anon_1.id }; }
+    #[allow(unreachable_code)]
+    0
+}
+
+/// Under the CUDA 12 ABI, the `CUdevice` the plain (pre-12.2) entry points take for a location
+/// they can name: a device's ordinal, or `CU_DEVICE_CPU` for the host; `None` for locations
+/// only the `_v2` entry points know (host NUMA nodes).
+#[cfg_attr(not(test), allow(dead_code))]
+fn legacy_device(location: &CUmemLocation) -> Option<crate::sys::CUdevice> {
+    match location.type_ {
+        CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE => Some(location_id(location)),
+        CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST => Some(crate::sys::CU_DEVICE_CPU),
+        _ => None,
+    }
+}
+
+/// Queues a prefetch of managed memory to `location` on `stream`. Under 12 the plain
+/// `cuMemPrefetchAsync` (every CUDA 12 driver) takes a device or the host, and
+/// `cuMemPrefetchAsync_v2` (12.2) is used only for host NUMA nodes; under 13 the header names
+/// only the `CUmemLocation` form (`cuMemPrefetchAsync_v2`).
+///
+/// # Safety
+///
+/// `ptr..ptr + bytes` must be memory the driver can prefetch (managed memory) and `stream`
+/// valid.
+pub(crate) unsafe fn mem_prefetch(
+    driver: &'static Driver,
+    ptr: CUdeviceptr,
+    bytes: usize,
+    location: CUmemLocation,
+    stream: CUstream,
+) -> Result<()> {
+    if_abi12! {
+        if let Some(device) = legacy_device(&location) {
+            // SAFETY: the range and stream are the caller's promise.
+            return unsafe { cu!(driver, cuMemPrefetchAsync(ptr, bytes, device, stream)) };
+        }
+    }
+    // SAFETY: as above; no flags are defined.
+    unsafe {
+        cu!(
+            driver,
+            cuMemPrefetchAsync_v2(ptr, bytes, location, 0, stream)
+        )
+    }
+}
+
+/// Gives the driver `advice` about managed memory, for `location` (ignored by the read-mostly
+/// advice): the plain `cuMemAdvise` under 12 where it can name the location, else
+/// `cuMemAdvise_v2` (as for [`mem_prefetch`]).
+///
+/// # Safety
+///
+/// `ptr..ptr + bytes` must be managed memory.
+pub(crate) unsafe fn mem_advise(
+    driver: &'static Driver,
+    ptr: CUdeviceptr,
+    bytes: usize,
+    advice: CUmem_advise,
+    location: CUmemLocation,
+) -> Result<()> {
+    if_abi12! {
+        if let Some(device) = legacy_device(&location) {
+            // SAFETY: the range is the caller's promise.
+            return unsafe { cu!(driver, cuMemAdvise(ptr, bytes, advice, device)) };
+        }
+    }
+    // SAFETY: as above.
+    unsafe { cu!(driver, cuMemAdvise_v2(ptr, bytes, advice, location)) }
 }
 
 /// The GPU time between two recorded events, in milliseconds: `cuEventElapsedTime` under 12,
@@ -387,6 +470,59 @@ mod tests {
         if_abi12! { assert_eq!(location.id, 3); }
         // SAFETY: the id is the union's only variant set.
         if_abi13! { assert_eq!(unsafe { location.__bindgen_anon_1.id }, 3); }
+    }
+
+    #[test]
+    fn locations_keep_their_type_and_id_in_either_layout() {
+        let node = location(CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST_NUMA, 1);
+        assert_eq!(
+            node.type_,
+            CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST_NUMA
+        );
+        assert_eq!(location_id(&node), 1);
+        assert_eq!(location_id(&device_location(5)), 5);
+        assert_eq!(legacy_device(&device_location(2)), Some(2));
+        let host = location(CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST, 0);
+        assert_eq!(legacy_device(&host), Some(crate::sys::CU_DEVICE_CPU));
+        assert_eq!(legacy_device(&node), None);
+    }
+
+    #[test]
+    fn managed_hints_use_each_abis_entry_points() {
+        let driver = driver_without_symbols();
+        let host = location(CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST, 0);
+        let node = location(CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST_NUMA, 0);
+        let advice = CUmem_advise::CU_MEM_ADVISE_SET_READ_MOSTLY;
+        // SAFETY: the fake driver resolves no symbol, so nothing reaches C.
+        let symbols = unsafe {
+            [
+                missing_symbol(mem_prefetch(driver, 0, 1, host, std::ptr::null_mut()).unwrap_err()),
+                missing_symbol(mem_prefetch(driver, 0, 1, node, std::ptr::null_mut()).unwrap_err()),
+                missing_symbol(mem_advise(driver, 0, 1, advice, host).unwrap_err()),
+                missing_symbol(mem_advise(driver, 0, 1, advice, node).unwrap_err()),
+            ]
+        };
+        if MAJOR < 13 {
+            assert_eq!(
+                symbols,
+                [
+                    "cuMemPrefetchAsync",
+                    "cuMemPrefetchAsync_v2",
+                    "cuMemAdvise",
+                    "cuMemAdvise_v2"
+                ]
+            );
+        } else {
+            assert_eq!(
+                symbols,
+                [
+                    "cuMemPrefetchAsync_v2",
+                    "cuMemPrefetchAsync_v2",
+                    "cuMemAdvise_v2",
+                    "cuMemAdvise_v2"
+                ]
+            );
+        }
     }
 
     #[test]

@@ -68,6 +68,7 @@ mod ordering;
 mod stream;
 
 // Floor 3: what runs on the core.
+mod copies;
 mod graph;
 mod green;
 #[cfg(unix)]
@@ -75,10 +76,12 @@ pub mod ipc;
 mod kernel;
 mod launch;
 mod link;
+pub mod managed;
 mod module;
 mod peer;
 mod program;
 mod tma;
+mod vmm;
 
 // Beside: NVML, on the ground floor only.
 pub mod system;
@@ -91,6 +94,10 @@ mod nvml_bridge;
 
 pub use code::{CodeKind, CompiledCode};
 pub use context::{Context, ScopedCurrent};
+pub use copies::{
+    ArrayDescriptor, ArrayFormat, Copy3d, CudaArray, HostPitched, HostPitchedMut, Offset3, Pitched,
+    PitchedBuffer, PitchedMut,
+};
 pub use device::{Device, DeviceProperties, LaunchLimits, MemInfo};
 pub use driver::cuda_driver_version;
 pub use error::{Error, Result};
@@ -111,6 +118,7 @@ pub use launch::{
     ProgrammaticEvent, launch, launch_with,
 };
 pub use link::{LinkInput, LinkInputKind, LinkedCode, Linker, LinkerBackend, LinkerOptions};
+pub use managed::{Advice, MemoryLocation, RangeAttributes};
 pub use memory::{
     Buffer, DeviceMemoryResource, DeviceSlice, DeviceSliceMut, IpcHandleType,
     ManagedMemoryResource, MemoryResource, PinnedMemoryResource, PoolOptions,
@@ -126,6 +134,10 @@ pub use tma::{
     TensorMapDataType, TensorOptions, TiledOptions,
 };
 pub use uuid::{Uuid, UuidParseError};
+pub use vmm::{
+    FabricHandle, GrowableBuffer, Growth, VirtualMapping, VirtualMemoryResource,
+    VirtualMemoryResourceOptions, VmmAccess, VmmGranularity, VmmLocation, VmmShareDescriptor,
+};
 
 /// The Rust blocks of the workspace's Markdown files, as doctests of this crate. `build.rs`
 /// sets `workspace_docs` only inside the workspace: a published crate lacks these files.

@@ -15,6 +15,7 @@ use crate::event::Event;
 use crate::memory::{Buffer, DeviceMemoryResource};
 use crate::stream::Stream;
 use crate::uuid::Uuid;
+use crate::vmm::VmmShareDescriptor;
 
 /// Every message starts with these bytes, then its kind and its payload's length.
 const MAGIC: [u8; 4] = *b"CSIP";
@@ -22,6 +23,9 @@ const MAGIC: [u8; 4] = *b"CSIP";
 const HEADER_BYTES: usize = 12;
 /// The longest payload [`Channel::send_bytes`] sends and any message may carry.
 pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
+/// The most virtual-memory chunks [`Channel::send_vmm_chunks`] sends at once (a file
+/// descriptor each).
+pub const MAX_VMM_CHUNKS: usize = 1 << 16;
 
 /// What a message holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +40,10 @@ enum Kind {
     Released = 4,
     /// The caller's own bytes.
     Bytes = 5,
+    /// How many virtual-memory chunks follow.
+    VmmChunks = 6,
+    /// One virtual-memory chunk: its file descriptor beside it, its descriptor in it.
+    VmmChunk = 7,
 }
 
 impl Kind {
@@ -46,6 +54,8 @@ impl Kind {
             Self::Event,
             Self::Released,
             Self::Bytes,
+            Self::VmmChunks,
+            Self::VmmChunk,
         ]
         .into_iter()
         .find(|kind| *kind as u32 == value)
@@ -58,6 +68,8 @@ impl Kind {
             Self::Event => "an event",
             Self::Released => "a release notice",
             Self::Bytes => "bytes",
+            Self::VmmChunks => "a count of virtual-memory chunks",
+            Self::VmmChunk => "a virtual-memory chunk",
         }
     }
 }
@@ -336,6 +348,57 @@ impl Channel {
         }
     }
 
+    /// Sends virtual-memory chunks exported as file descriptors
+    /// ([`VirtualMapping::export_fds`](crate::VirtualMapping::export_fds),
+    /// [`GrowableBuffer::export_fds`](crate::GrowableBuffer::export_fds)): each descriptor with
+    /// its file descriptor, in order.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for more than [`MAX_VMM_CHUNKS`] chunks; [`Error::IpcIo`] or
+    /// [`Error::IpcPeerGone`].
+    pub fn send_vmm_chunks(&self, chunks: &[(OwnedFd, VmmShareDescriptor)]) -> Result<()> {
+        if chunks.len() > MAX_VMM_CHUNKS {
+            return Err(Error::invalid_argument(format!(
+                "a channel sends at most {MAX_VMM_CHUNKS} chunks at once, not {}",
+                chunks.len()
+            )));
+        }
+        self.send(Kind::VmmChunks, &(chunks.len() as u32).to_le_bytes(), None)?;
+        for (fd, descriptor) in chunks {
+            self.send(Kind::VmmChunk, &descriptor.to_bytes(), Some(fd.as_fd()))?;
+        }
+        Ok(())
+    }
+
+    /// Receives what [`send_vmm_chunks`](Self::send_vmm_chunks) sent, for
+    /// [`VirtualMemoryResource::import_fds`](crate::VirtualMemoryResource::import_fds) (which
+    /// checks the descriptors).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IpcProtocol`] for another message or a chunk without its file descriptor;
+    /// [`Error::IpcIo`] or [`Error::IpcPeerGone`].
+    pub fn recv_vmm_chunks(&self) -> Result<Vec<(OwnedFd, VmmShareDescriptor)>> {
+        let (payload, _) = self.recv(Kind::VmmChunks)?;
+        let count = payload
+            .as_slice()
+            .try_into()
+            .map(u32::from_le_bytes)
+            .map_err(|_| malformed(Kind::VmmChunks))? as usize;
+        if count > MAX_VMM_CHUNKS {
+            return Err(malformed(Kind::VmmChunks));
+        }
+        (0..count)
+            .map(|_| {
+                let (payload, fd) = self.recv(Kind::VmmChunk)?;
+                let descriptor = VmmShareDescriptor::from_bytes(&payload)
+                    .map_err(|_| malformed(Kind::VmmChunk))?;
+                Ok((fd.ok_or_else(|| malformed(Kind::VmmChunk))?, descriptor))
+            })
+            .collect()
+    }
+
     /// Sends the caller's own bytes (at most [`MAX_MESSAGE_BYTES`]).
     ///
     /// # Errors
@@ -430,6 +493,7 @@ fn waiting(kind: Kind) -> &'static str {
         Kind::Event => "waiting for an event",
         Kind::Released => "waiting for a release notice",
         Kind::Bytes => "waiting for bytes",
+        Kind::VmmChunks | Kind::VmmChunk => "waiting for virtual-memory chunks",
     }
 }
 

@@ -48,5 +48,5 @@
 mod channel;
 mod share;
 
-pub use channel::{Channel, Listener, MAX_MESSAGE_BYTES, Released};
+pub use channel::{Channel, Listener, MAX_MESSAGE_BYTES, MAX_VMM_CHUNKS, Released};
 pub use share::{ExportedPool, IpcBufferDescriptor, PoolHandle};

@@ -107,32 +107,6 @@ impl IpcBufferDescriptor {
     }
 }
 
-/// Where the driver's IMEX channels appear: a fabric handle needs access to one.
-const IMEX_CHANNELS: &str = "/dev/nvidia-caps-imex-channels";
-
-/// Errors unless this process can open an IMEX channel, without which the driver refuses to
-/// export fabric handles (and, on driver 580, then crashes when the pool is destroyed).
-fn imex_channel() -> Result<()> {
-    let readable = std::fs::read_dir(IMEX_CHANNELS).is_ok_and(|entries| {
-        entries.flatten().any(|entry| {
-            entry.file_name().to_string_lossy().starts_with("channel")
-                && std::fs::File::open(entry.path()).is_ok()
-        })
-    });
-    if readable {
-        Ok(())
-    } else {
-        Err(Error::unsupported(
-            "fabric handles",
-            format!(
-                "no IMEX channel is open to this process ({IMEX_CHANNELS}/channel*): fabric \
-                 handles need the IMEX service of a multi-node NVLink system; share pools on one \
-                 machine through IpcHandleType::PosixFd"
-            ),
-        ))
-    }
-}
-
 impl DeviceMemoryResource {
     /// Exports the pool for another process: a new file descriptor (or a fabric handle) for
     /// it. Only pools made with [`PoolOptions::ipc`](crate::PoolOptions::ipc) can be exported.
@@ -182,7 +156,7 @@ impl DeviceMemoryResource {
                 ))
             }
             IpcHandleType::Fabric => {
-                imex_channel()?;
+                handle_type.usable_here()?;
                 let mut handle = CUmemFabricHandle { data: [0; 64] };
                 // SAFETY: a fabric handle is a CUmemFabricHandle, which `handle` is.
                 unsafe {

@@ -49,6 +49,41 @@ impl IpcHandleType {
             Self::Fabric => CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_FABRIC,
         }
     }
+
+    /// The name in messages (`"posix_fd"`, as `cuda.core` spells it).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::PosixFd => "posix_fd",
+            Self::Fabric => "fabric",
+        }
+    }
+
+    /// Errors unless this process can use the handle type: a fabric handle needs an IMEX
+    /// channel open to it, without which the driver refuses every export (and, on driver 580,
+    /// then crashes destroying the pool it refused).
+    pub(crate) fn usable_here(self) -> Result<()> {
+        const IMEX_CHANNELS: &str = "/dev/nvidia-caps-imex-channels";
+        if self == Self::PosixFd {
+            return Ok(());
+        }
+        let open = std::fs::read_dir(IMEX_CHANNELS).is_ok_and(|entries| {
+            entries.flatten().any(|entry| {
+                entry.file_name().to_string_lossy().starts_with("channel")
+                    && std::fs::File::open(entry.path()).is_ok()
+            })
+        });
+        if open {
+            return Ok(());
+        }
+        Err(Error::unsupported(
+            "fabric handles",
+            format!(
+                "no IMEX channel is open to this process ({IMEX_CHANNELS}/channel*): fabric \
+                 handles need the IMEX service of a multi-node NVLink system; share memory on \
+                 one machine through IpcHandleType::PosixFd"
+            ),
+        ))
+    }
 }
 
 /// Where a pool came from.
@@ -153,6 +188,7 @@ impl DeviceMemoryResource {
             ));
         }
         if let Some(handle_type) = options.ipc {
+            handle_type.usable_here()?;
             let supported = device
                 .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES)?
                 as u32;

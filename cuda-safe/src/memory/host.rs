@@ -152,6 +152,10 @@ unsafe impl MemoryResource for HostMemory {
     fn host_access_needs_idle_device(&self) -> bool {
         self.needs_idle_device
     }
+
+    fn is_managed(&self) -> bool {
+        self.kind == HostKind::Managed
+    }
 }
 
 impl fmt::Debug for HostMemory {

@@ -53,6 +53,12 @@ pub unsafe trait MemoryResource: Send + Sync + fmt::Debug {
     fn host_access_needs_idle_device(&self) -> bool {
         false
     }
+
+    /// Whether the memory is managed (`cuMemAllocManaged`): migrated between host and devices
+    /// on demand, so prefetches and advice apply to it.
+    fn is_managed(&self) -> bool {
+        false
+    }
 }
 
 /// Implements [`MemoryResource`] for a handle by forwarding to its shared inner resource.
@@ -90,6 +96,10 @@ macro_rules! forward_memory_resource {
 
             fn host_access_needs_idle_device(&self) -> bool {
                 self.inner.host_access_needs_idle_device()
+            }
+
+            fn is_managed(&self) -> bool {
+                self.inner.is_managed()
             }
         }
     )*};
@@ -194,5 +204,9 @@ unsafe impl<T: MemoryResource + Release> MemoryResource for Owned<T> {
 
     fn host_access_needs_idle_device(&self) -> bool {
         (**self).host_access_needs_idle_device()
+    }
+
+    fn is_managed(&self) -> bool {
+        (**self).is_managed()
     }
 }
