@@ -7,8 +7,8 @@
  * - a pool's buffer can be exported only once the pool itself has been exported
  *   (CUDA_ERROR_INVALID_VALUE before, which the crate turns into a clear error);
  * - an exported pool's file descriptor is the caller's to close: each is a real descriptor (a
- *   memfd naming the pool), and those open are counted as live objects (K_FD), so a leaked one
- *   is caught;
+ *   memfd naming the pool), and those open (VMM chunks' too, cuda_vmm.c) are counted as live
+ *   objects (K_FD), so a leaked one is caught;
  * - an imported buffer is unmapped with cuMemFreeAsync, which never frees the exporter's
  *   memory; the exporter freeing a buffer still imported is a misuse;
  * - cuIpcGetEventHandle needs the event's context current (a misuse otherwise, answered
@@ -23,15 +23,15 @@
 #define _GNU_SOURCE /* memfd_create */
 #include <dirent.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "cuda_stub.h"
 
-/* The memfd name of an exported pool's descriptor, as /proc/self/fd shows it. */
-#define POOL_FD_NAME "cuda-safe-stub-pool"
-#define POOL_FD_LINK "/memfd:" POOL_FD_NAME
+/* How /proc/self/fd shows an exported descriptor (a memfd named SHARED_FD_PREFIX...). */
+#define SHARED_FD_LINK "/memfd:" SHARED_FD_PREFIX
 
 /* What an exported pool's descriptor holds, and the head of a buffer's descriptor and of an
  * event's handle: a tag and the process that made it. */
@@ -109,11 +109,28 @@ long open_pool_fds(void) {
         ssize_t len = readlinkat(dirfd(fds), entry->d_name, link, sizeof link - 1);
         if (len > 0) {
             link[len] = '\0';
-            count += strncmp(link, POOL_FD_LINK, strlen(POOL_FD_LINK)) == 0;
+            count += strncmp(link, SHARED_FD_LINK, strlen(SHARED_FD_LINK)) == 0;
         }
     }
     closedir(fds);
     return count;
+}
+
+int export_fd(const char *what, const void *record, size_t size) {
+    char name[64];
+    snprintf(name, sizeof name, SHARED_FD_PREFIX "%s", what);
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (write(fd, record, size) != (ssize_t)size) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int read_fd_record(int fd, void *record, size_t size) {
+    return pread(fd, record, size, 0) == (ssize_t)size ? 0 : -1;
 }
 
 /* ---- Pools. ---- */
@@ -130,14 +147,10 @@ CUresult cuMemPoolExportToShareableHandle(void *handle, struct pool *pool, int t
     if (handle == NULL || flags != 0 || type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ||
         !(pool->handle_types & (unsigned)type))
         return CUDA_ERROR_INVALID_VALUE;
-    int fd = memfd_create(POOL_FD_NAME, MFD_CLOEXEC);
+    struct pool_record record = {head_of(POOL_TAG), pool};
+    int fd = export_fd("pool", &record, sizeof record);
     if (fd < 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    struct pool_record record = {head_of(POOL_TAG), pool};
-    if (write(fd, &record, sizeof record) != (ssize_t)sizeof record) {
-        close(fd);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
     pool->exported = 1;
     memcpy(handle, &fd, sizeof fd);
     return CUDA_SUCCESS;
@@ -151,8 +164,7 @@ CUresult cuMemPoolImportFromShareableHandle(struct pool **pool, void *handle, in
         return CUDA_ERROR_INVALID_VALUE;
     struct pool_record record;
     int fd = (int)(intptr_t)handle;
-    if (pread(fd, &record, sizeof record, 0) != (ssize_t)sizeof record ||
-        !tagged(&record.head, POOL_TAG) || !alive(record.pool, T_POOL) ||
+    if (read_fd_record(fd, &record, sizeof record) != 0 || !tagged(&record.head, POOL_TAG) || !alive(record.pool, T_POOL) ||
         !record.pool->exported)
         return CUDA_ERROR_INVALID_VALUE;
     struct pool *made = make(sizeof *made, T_POOL);

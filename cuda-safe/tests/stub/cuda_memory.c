@@ -36,6 +36,11 @@ struct allocation *find_live_allocation(CUdeviceptr address) {
 CUresult check_range(CUdeviceptr address, size_t size, int host_ok, const char *api) {
     struct allocation *live = find_allocation(address, 1);
     if (live != NULL) {
+        if (live->inaccessible) {
+            stub_misuse_note("%s: %#llx is mapped, but no device was granted access", api,
+                             address);
+            return CUDA_ERROR_ILLEGAL_ADDRESS;
+        }
         if (size > live->size - (address - live->ptr)) {
             stub_misuse_note("%s: %zu bytes at %#llx run past an allocation of %zu bytes", api,
                              size, address, live->size);
@@ -60,8 +65,7 @@ static void abandon_allocation(CUdeviceptr ptr) {
         a->abandoned = 1;
 }
 
-static struct allocation *record(void *memory, size_t size, enum alloc_kind kind,
-                                  struct pool *pool) {
+struct allocation *track(void *memory, size_t size, enum alloc_kind kind, struct pool *pool) {
     struct allocation *a = calloc(1, sizeof *a);
     if (a == NULL)
         abort();
@@ -69,26 +73,27 @@ static struct allocation *record(void *memory, size_t size, enum alloc_kind kind
     a->size = size;
     a->kind = kind;
     a->pool = pool;
+    a->device = pool != NULL ? pool->device : -1;
     a->alive = 1;
     a->next = allocations;
     allocations = a;
-    stub_live_add(K_ALLOC, 1);
     return a;
 }
 
-static CUdeviceptr allocate(size_t size, enum alloc_kind kind, struct pool *pool) {
+struct allocation *allocate(size_t size, enum alloc_kind kind, struct pool *pool) {
     unsigned char *memory;
     if (pool != NULL && pool->handle_types != 0) {
         memory = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         if (memory == MAP_FAILED)
-            return 0;
+            return NULL;
     } else {
         memory = malloc(size);
         if (memory == NULL)
-            return 0;
+            return NULL;
     }
     memset(memory, 0xCD, size); /* fresh memory is not zero: fills must write it */
-    return record(memory, size, kind, pool)->ptr;
+    stub_live_add(K_ALLOC, 1);
+    return track(memory, size, kind, pool);
 }
 
 struct allocation *map_import(struct allocation *source, struct pool *pool) {
@@ -96,8 +101,9 @@ struct allocation *map_import(struct allocation *source, struct pool *pool) {
     void *memory = mremap((void *)(uintptr_t)source->ptr, 0, source->size, MREMAP_MAYMOVE);
     if (memory == MAP_FAILED)
         return NULL;
-    struct allocation *a = record(memory, source->size, A_POOL, pool);
+    struct allocation *a = track(memory, source->size, A_POOL, pool);
     a->source = source;
+    stub_live_add(K_ALLOC, 1);
     return a;
 }
 
@@ -281,8 +287,8 @@ CUresult cuMemAllocFromPoolAsync(CUdeviceptr *ptr, size_t size, struct pool *poo
     }
     if (pool->max_size != 0 && pool->used + size > pool->max_size)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    CUdeviceptr made = allocate(size, A_POOL, pool);
-    if (made == 0)
+    struct allocation *made = allocate(size, A_POOL, pool);
+    if (made == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     pool->used += size;
     if (pool->used > pool->used_high)
@@ -291,7 +297,7 @@ CUresult cuMemAllocFromPoolAsync(CUdeviceptr *ptr, size_t size, struct pool *poo
         pool->reserved = pool->used;
     if (pool->reserved > pool->reserved_high)
         pool->reserved_high = pool->reserved;
-    *ptr = made;
+    *ptr = made->ptr;
     return CUDA_SUCCESS;
 }
 
@@ -309,10 +315,10 @@ CUresult cuMemHostAlloc(void **ptr, size_t size, unsigned flags) {
     CHECK(need_current("cuMemHostAlloc"));
     if (ptr == NULL || size == 0 || (flags & ~15u) != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    CUdeviceptr made = allocate(size, A_HOST, NULL);
-    if (made == 0)
+    struct allocation *made = allocate(size, A_HOST, NULL);
+    if (made == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    *ptr = (void *)(uintptr_t)made;
+    *ptr = (void *)(uintptr_t)made->ptr;
     return CUDA_SUCCESS;
 }
 
@@ -327,17 +333,37 @@ CUresult cuMemAllocManaged(CUdeviceptr *ptr, size_t size, unsigned flags) {
     CHECK(need_current("cuMemAllocManaged"));
     if (ptr == NULL || size == 0 || (flags != 1 && flags != 2))
         return CUDA_ERROR_INVALID_VALUE;
-    CUdeviceptr made = allocate(size, A_MANAGED, NULL);
-    if (made == 0)
+    struct allocation *made = allocate(size, A_MANAGED, NULL);
+    if (made == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    *ptr = made;
+    *ptr = made->ptr;
     return CUDA_SUCCESS;
 }
 
+/* Frees managed memory and cuMemAllocPitch's device memory. */
 CUresult cuMemFree_v2(CUdeviceptr ptr) {
     DRIVER_RELEASE("cuMemFree_v2", abandon_allocation(ptr));
     CHECK(need_current("cuMemFree_v2"));
-    return release(ptr, A_MANAGED, "cuMemFree_v2");
+    const struct allocation *a = find_allocation(ptr, 1);
+    return release(ptr, a != NULL && a->kind == A_DEVICE ? A_DEVICE : A_MANAGED, "cuMemFree_v2");
+}
+
+/* Rows padded to 512 bytes, as the driver's texture alignment. */
+CUresult cuMemAllocPitch_v2(CUdeviceptr *ptr, size_t *pitch, size_t width, size_t height,
+                            unsigned element_size) {
+    DRIVER("cuMemAllocPitch_v2");
+    CHECK(need_current("cuMemAllocPitch_v2"));
+    if (ptr == NULL || pitch == NULL || width == 0 || height == 0 ||
+        (element_size != 4 && element_size != 8 && element_size != 16))
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t padded = (width + 511) / 512 * 512;
+    struct allocation *made = allocate(padded * height, A_DEVICE, NULL);
+    if (made == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    made->device = current->device;
+    *ptr = made->ptr;
+    *pitch = padded;
+    return CUDA_SUCCESS;
 }
 
 /* ---- Copies and memsets, done at once on the host. ---- */

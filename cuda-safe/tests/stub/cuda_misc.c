@@ -8,8 +8,9 @@
 
 #include "cuda_stub.h"
 
-static const char *const TYPE_NAMES[] = {"?",    "context", "green context", "stream", "event",
-                                         "pool", "library", "kernel",        "resource desc"};
+static const char *const TYPE_NAMES[] = {
+    "?",       "context", "green context", "stream", "event",     "pool",
+    "library", "kernel",  "resource desc", "chunk",  "CUDA array"};
 
 int initialised;
 static int driver_version = 13010;

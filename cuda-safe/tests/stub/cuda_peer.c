@@ -161,7 +161,7 @@ static CUresult check_side(CUdeviceptr address, struct context *context, size_t 
     CHECK(context_error(context, "cuMemcpyPeerAsync"));
     CHECK(check_range(address, bytes, 0, "cuMemcpyPeerAsync"));
     const struct allocation *a = find_live_allocation(address);
-    if (a->pool == NULL || a->pool->device != context->device) {
+    if (a->device != context->device) {
         stub_misuse_note("cuMemcpyPeerAsync: the %s %#llx is not memory of device %d", side,
                          address, context->device);
         return CUDA_ERROR_INVALID_VALUE;

@@ -1,12 +1,13 @@
 /*
  * A fake libcuda: two sm_90-like devices with 132 SMs each (an NVLink pair: each can access
  * the other), their primary contexts, green contexts, streams, events, memory pools (shareable
- * with "other processes" through file descriptors), pinned and managed memory, libraries and
- * kernels, every handle a stub object. Allocations are host memory, so copies and memsets round-trip, and
- * the kernel `twice` (float *x, size_t n) doubles x[0..n) when launched. Both ABIs are served:
- * every entry point cuda-safe calls under CUDA 12 or 13 is exported by the name it resolves
- * (`cuEventElapsedTime` and `cuEventElapsedTime_v2` both), and the structs it fills have one
- * layout in both (the fields written are at the same offsets).
+ * with "other processes" through file descriptors), pinned and managed memory, pitched memory,
+ * CUDA arrays, virtual memory, libraries and kernels, every handle a stub object. Allocations
+ * are host memory, so copies and memsets round-trip, and the kernel `twice` (float *x,
+ * size_t n) doubles x[0..n) when launched. Both ABIs are served: every entry point cuda-safe
+ * calls under CUDA 12 or 13 is exported by the name it resolves (`cuEventElapsedTime` and
+ * `cuEventElapsedTime_v2` both), and the structs it fills have one layout in both (the fields
+ * written are at the same offsets).
  *
  * A handle the stub did not make, or one already destroyed, a call that needs a current
  * context with none, and a copy or memset past an allocation are misuses (stub_misuse): the
@@ -18,12 +19,13 @@
  * (the real driver reclaims it then).
  *
  * This header is the driver's internal one, shared by its sources: cuda_misc.c (state, checks,
- * initialisation, error strings, checkpoints), cuda_device.c (the device, contexts, streams,
- * events), cuda_memory.c (allocations, pools, copies, memsets), cuda_peer.c (peer attributes,
- * peer access, pool access, peer copies), cuda_ipc.c (shareable pools, their buffers and IPC
- * events), cuda_code.c (libraries, kernels, launches) and cuda_green.c (resources and green
- * contexts). Everything declared here
- * is hidden: the shared object exports the CUDA entry points and the stub_* functions only.
+ * initialisation, error strings, checkpoints), cuda_device.c (the devices, contexts, streams,
+ * events), cuda_memory.c (allocations, pools, pitched memory, copies, memsets), cuda_managed.c
+ * (managed memory's hints), cuda_vmm.c (virtual memory), cuda_copy.c (arrays, 2-D and 3-D
+ * copies), cuda_peer.c (peer attributes, peer access, pool access, peer copies), cuda_ipc.c
+ * (shareable pools, their buffers and IPC events), cuda_code.c (libraries, kernels, launches)
+ * and cuda_green.c (resources and green contexts). Everything declared here is hidden: the
+ * shared object exports the CUDA entry points and the stub_* functions only.
  */
 #ifndef CUDA_SAFE_CUDA_STUB_H
 #define CUDA_SAFE_CUDA_STUB_H
@@ -73,7 +75,18 @@ enum {
 
 #define MAGIC 0x5C0DA5AFu
 
-enum type { T_CONTEXT = 1, T_GREEN, T_STREAM, T_EVENT, T_POOL, T_LIBRARY, T_KERNEL, T_DESC };
+enum type {
+    T_CONTEXT = 1,
+    T_GREEN,
+    T_STREAM,
+    T_EVENT,
+    T_POOL,
+    T_LIBRARY,
+    T_KERNEL,
+    T_DESC,
+    T_CHUNK, /* a VMM physical allocation */
+    T_ARRAY,
+};
 
 /* The head of every object. The context and the stream are shared by the sources; the other
  * objects are each one file's own (the event, pool, library, kernel, green context and
@@ -127,7 +140,19 @@ struct pool {
     unsigned access[DEVICE_COUNT];    /* CU_MEM_ACCESS_FLAGS_* of other devices */
 };
 
-enum alloc_kind { A_POOL, A_HOST, A_MANAGED };
+/* Pool, pinned and managed memory; cuMemAllocPitch's device memory; a VMM mapping. */
+enum alloc_kind { A_POOL, A_HOST, A_MANAGED, A_DEVICE, A_VMM };
+
+/* Where managed memory was advised to live or prefetched to: a CUmemLocationType (0: none)
+ * and its id. */
+struct place {
+    int type;
+    int id;
+};
+
+#define CU_MEM_LOCATION_TYPE_DEVICE 1
+#define CU_MEM_LOCATION_TYPE_HOST 2
+#define CU_MEM_LOCATION_TYPE_HOST_NUMA 3
 
 struct allocation {
     CUdeviceptr ptr;
@@ -135,8 +160,14 @@ struct allocation {
     enum alloc_kind kind;
     struct pool *pool;
     struct allocation *source; /* imported: the exporter's allocation it maps */
+    CUdevice device;           /* whose memory it is; -1 for host and managed memory */
+    int inaccessible;          /* a VMM mapping no device was granted access to yet */
     int alive;
     int abandoned;
+    /* Managed memory's hints (cuda_managed.c). */
+    int read_mostly;
+    struct place preferred, prefetched;
+    unsigned accessed_by; /* bit d: device d; bit DEVICE_COUNT: the host */
     struct allocation *next;
 };
 
@@ -202,6 +233,10 @@ struct context *stream_context(const void *handle, const char *api);
 
 /* ---- The device, contexts, streams (cuda_device.c). ---- */
 
+/* CU_DEVICE_CPU and CU_DEVICE_INVALID, where a call takes a device. */
+#define CU_DEVICE_CPU (-1)
+#define CU_DEVICE_INVALID (-2)
+
 /* Checks that `device` is one of the devices (a misuse is noted otherwise). */
 CUresult check_device(CUdevice device, const char *api);
 
@@ -223,6 +258,14 @@ CUresult check_range(CUdeviceptr address, size_t size, int host_ok, const char *
 /* The live allocation holding `address`, or NULL. */
 struct allocation *find_live_allocation(CUdeviceptr address);
 
+/* A new allocation of `size` bytes of `kind` (from `pool`, if any), filled with a pattern and
+ * counted as live; NULL when out of memory. */
+struct allocation *allocate(size_t size, enum alloc_kind kind, struct pool *pool);
+
+/* Records `size` bytes at `memory` as an allocation of `kind` (not counted as live: a VMM
+ * mapping, whose range and chunk are). */
+struct allocation *track(void *memory, size_t size, enum alloc_kind kind, struct pool *pool);
+
 /* A new allocation of `size` bytes from `pool` that maps the memory of `source` (an import),
  * or NULL when the mapping fails. */
 struct allocation *map_import(struct allocation *source, struct pool *pool);
@@ -231,6 +274,16 @@ struct allocation *map_import(struct allocation *source, struct pool *pool);
 
 /* Forgets the state of the last case (the process the tests play). */
 void ipc_reset(void);
+
+/* The prefix of the memfd names of exported handles (pools, VMM chunks), whose descriptors
+ * open in the process are counted (K_FD). */
+#define SHARED_FD_PREFIX "cuda-safe-stub-"
+
+/* A new memfd named SHARED_FD_PREFIX `what`, holding `size` bytes of `record`; -1 on failure. */
+int export_fd(const char *what, const void *record, size_t size);
+
+/* Reads `size` bytes of the record an exported descriptor holds; 0 on success. */
+int read_fd_record(int fd, void *record, size_t size);
 
 #pragma GCC visibility pop
 

@@ -12,11 +12,14 @@ use std::sync::Mutex;
 
 /// The C sources, compiled together: the control functions, the driver (`cuda_*.c`, sharing
 /// `cuda_stub.h`), NVRTC and NVML.
-const SOURCES: [&str; 10] = [
+const SOURCES: [&str; 13] = [
     "stub_control.c",
     "cuda_misc.c",
     "cuda_device.c",
     "cuda_memory.c",
+    "cuda_managed.c",
+    "cuda_vmm.c",
+    "cuda_copy.c",
     "cuda_peer.c",
     "cuda_ipc.c",
     "cuda_code.c",
@@ -25,14 +28,16 @@ const SOURCES: [&str; 10] = [
     "libnvml_stub.c",
 ];
 
-/// The kinds of objects the stub counts, in the order of [`Live`] (`fd`: descriptors of exported
-/// pools open in the process).
-pub const KINDS: [&str; 10] = [
-    "context", "green", "stream", "event", "pool", "alloc", "library", "program", "nvml", "fd",
+/// The kinds of objects the stub counts, in the order of [`Live`] (`range` and `chunk`: VMM
+/// reservations and physical allocations; `fd`, last: descriptors of exported pools and chunks
+/// open in the process).
+pub const KINDS: [&str; 13] = [
+    "context", "green", "stream", "event", "pool", "alloc", "library", "program", "nvml", "range",
+    "chunk", "array", "fd",
 ];
 
 /// Live objects per kind of [`KINDS`].
-pub type Live = [i64; 10];
+pub type Live = [i64; 13];
 
 /// One call the stub answered: the exported name and, for `cuCtxSetCurrent`, whether it set a
 /// context (1) or none (0).

@@ -22,7 +22,10 @@ enum kind {
     K_LIBRARY,
     K_PROGRAM, /* NVRTC programs */
     K_NVML,    /* NVML initialisations */
-    K_FD,      /* open file descriptors of exported pools (counted when read) */
+    K_RANGE,   /* VMM address reservations */
+    K_CHUNK,   /* VMM physical allocations (made or imported) */
+    K_ARRAY,   /* CUDA arrays */
+    K_FD,      /* open file descriptors of exported pools and chunks (counted when read) */
     K_COUNT
 };
 
@@ -50,7 +53,7 @@ void stub_live_add(enum kind kind, long delta);
  * tests play). */
 void stub_driver_reset(void);
 
-/* The file descriptors of exported pools open in this process now (K_FD). */
+/* The file descriptors of exported pools and VMM chunks open in this process now (K_FD). */
 __attribute__((visibility("hidden"))) long open_pool_fds(void);
 
 #endif

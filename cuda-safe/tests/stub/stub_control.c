@@ -40,7 +40,8 @@ static unsigned long misuse_count;
 static char last_misuse[512];
 
 static const char *const KIND_NAMES[K_COUNT] = {
-    "context", "green", "stream", "event", "pool", "alloc", "library", "program", "nvml", "fd",
+    "context", "green", "stream", "event", "pool", "alloc", "library",
+    "program", "nvml",  "range",  "chunk", "array", "fd",
 };
 
 static struct counter *counter_for(const char *name) {
