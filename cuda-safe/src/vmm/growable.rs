@@ -169,6 +169,9 @@ impl GrowableBuffer {
         moved.take_handles(&mut self.region);
         moved.set_stream(Some(self.stream.clone()));
         std::mem::swap(&mut self.region, &mut moved);
+        // The stream was drained just above: the old range's release need not wait for it
+        // again (a second wait would cost a driver call, and its failure would leak the range).
+        moved.set_stream(None);
         // The old range now owns no handle: closing it unmaps its mappings and frees it. The
         // buffer is whole in its new range whatever happens here, so a failure is logged.
         if let Err(error) = moved.close() {

@@ -124,6 +124,9 @@ pub(crate) struct Op {
     /// The operation is itself a release (a `close`): a failure returns, and may leak the one
     /// object released.
     pub(crate) releases: bool,
+    /// How many driver objects the one object a failed release leaks holds (1, but a virtual
+    /// memory range with its chunks), and why.
+    pub(crate) leak: (i64, &'static str),
     pub(crate) exec: Exec,
 }
 
@@ -212,6 +215,7 @@ pub(crate) fn op<F: 'static, R: 'static>(
         absorbed: Vec::new(),
         logged: Vec::new(),
         releases: false,
+        leak: (1, ""),
         exec: Box::new(exec),
     }
 }
@@ -242,6 +246,12 @@ impl Op {
         why: &'static str,
     ) -> Self {
         self.logged.push(Absorbed { call, nths, why });
+        self
+    }
+
+    /// Says that the one object a failed release leaks holds `objects` driver objects.
+    pub(crate) fn leaking(mut self, objects: i64, why: &'static str) -> Self {
+        self.leak = (objects, why);
         self
     }
 

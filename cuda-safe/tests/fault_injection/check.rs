@@ -7,7 +7,11 @@ use crate::stub::{Call, KINDS};
 
 /// Calls that give an object back: a failure leaks that object, and inside an operation (not a
 /// `close`) it is logged, not returned.
-const RELEASES: [&str; 11] = [
+const RELEASES: [&str; 15] = [
+    "cuMemUnmap",
+    "cuMemRelease",
+    "cuMemAddressFree",
+    "cuArrayDestroy",
     "cuStreamDestroy_v2",
     "cuEventDestroy_v2",
     "cuMemPoolDestroy",
@@ -176,15 +180,15 @@ pub(crate) fn check(
                 .iter()
                 .any(|absorbed| absorbed.covers(call, fault.nth));
             let release = RELEASES.contains(&call.name.as_str());
-            // A release inside an operation, or a guard restoring "no context", can only log;
-            // a `close` returns its error.
-            let logged = call.unbinds()
-                || (release && !op.releases)
-                || op
-                    .logged
-                    .iter()
-                    .any(|listed| listed.covers(call, fault.nth));
-            let may_leak = op.releases || call.unbinds() || release;
+            // A release inside an operation, a guard restoring "no context", or a call the
+            // operation lists, can only log (and may leak what it was releasing); a `close`
+            // returns its error.
+            let listed = op
+                .logged
+                .iter()
+                .any(|listed| listed.covers(call, fault.nth));
+            let logged = call.unbinds() || (release && !op.releases) || listed;
+            let may_leak = op.releases || call.unbinds() || release || listed;
             if !seen.drop_logs.is_empty() {
                 return Err(format!("the result's drop logged {:?}", seen.drop_logs));
             }
@@ -205,7 +209,7 @@ pub(crate) fn check(
                 }
             }
             not_retried(call, clean, seen)?;
-            check_live(clean, seen, i64::from(may_leak))
+            check_live(clean, seen, i64::from(may_leak) * op.leak.0)
         }
         Phase::Drop => {
             match &seen.outcome {
@@ -215,7 +219,7 @@ pub(crate) fn check(
             }
             one_line(&seen.drop_logs, &call.name, fault.code)?;
             not_retried(call, clean, seen)?;
-            check_live(clean, seen, 1)
+            check_live(clean, seen, op.leak.0)
         }
     }
 }

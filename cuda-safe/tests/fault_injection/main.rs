@@ -12,7 +12,7 @@
 //!   the value and logs exactly one error line naming them; a few failures are absorbed by
 //!   design, each listed with the operation and why;
 //! - no object outlives the case (the stub's live counts return to where they were), except
-//!   the one object whose release failed;
+//!   the one object whose release failed (a virtual memory range counts with its chunks);
 //! - a failure injected into a release on drop logs exactly one error line and is not retried;
 //! - the crate never misuses the driver meanwhile (a destroyed or foreign handle, a call
 //!   needing a context with none current, a copy past an allocation).
@@ -41,7 +41,9 @@ use std::process::ExitCode;
 use crate::case::report_panics;
 use crate::matrix::run_matrix;
 use crate::ops::operations;
-use crate::standalone::{error_texts, first_use, old_driver, sanity, two_devices_and_ipc};
+use crate::standalone::{
+    error_texts, first_use, memory_models, old_driver, sanity, two_devices_and_ipc,
+};
 use crate::stub::{Installed, KINDS};
 
 fn main() -> ExitCode {
@@ -88,6 +90,14 @@ fn main() -> ExitCode {
         0,
         &pair_failures,
     );
+    let model_failures =
+        memory_models(stub).unwrap_or_else(|error| vec![format!("failed: {error}")]);
+    report_group(
+        "virtual memory, managed hints, 2-D/3-D copies through the crate",
+        "",
+        0,
+        &model_failures,
+    );
     let (text_faults, text_failures) = error_texts(stub);
     report_group(
         "error texts (cuGetErrorName, cuGetErrorString)",
@@ -133,6 +143,12 @@ fn main() -> ExitCode {
                 listed.call,
                 which.join(","),
                 listed.why
+            );
+        }
+        if op.leak.0 != 1 {
+            println!(
+                "       a failed release leaks {} driver objects by design: {}",
+                op.leak.0, op.leak.1
             );
         }
     }

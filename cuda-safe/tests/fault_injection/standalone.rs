@@ -1,13 +1,17 @@
 //! The cases outside the matrix: first use, error texts, an older driver, and fault-free runs
-//! of the stub through the crate (one device; two devices and IPC).
+//! of the stub through the crate (one device; two devices and IPC; virtual memory, managed
+//! hints and 2-D/3-D copies).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use cuda_safe::checkpoint::Process;
 use cuda_safe::sys::CUresult;
 use cuda_safe::{
-    CodeKind, Device, DeviceMemoryResource, Error, Event, EventOptions, IpcHandleType,
-    LaunchConfig, PoolOptions, Program, Result, SplitRequest, StreamOptions, Uuid, launch,
+    Advice, ArrayDescriptor, ArrayFormat, CodeKind, Copy3d, CudaArray, Device,
+    DeviceMemoryResource, Error, Event, EventOptions, Growth, HostPitched, HostPitchedMut,
+    IpcHandleType, LaunchConfig, ManagedMemoryResource, MemoryLocation, PitchedBuffer, PoolOptions,
+    Program, RangeAttributes, Result, SplitRequest, StreamOptions, Uuid, VirtualMemoryResource,
+    VirtualMemoryResourceOptions, launch,
 };
 
 use crate::case::{CUDA_CODES, codes_for, panic_message};
@@ -279,6 +283,83 @@ pub(crate) fn two_devices_and_ipc(stub: &Stub) -> Result<Vec<String>> {
         failures.push("a peer copy kept a released primary context retained".into());
     }
     pool_of(1); // made again, as every operation expects
+    if stub.live() != before {
+        failures.push(format!("objects left: {before:?} -> {:?}", stub.live()));
+    }
+    let (misuses, last) = stub.misuse();
+    if misuses != 0 {
+        failures.push(format!("misuses: {misuses}, last: {last}"));
+    }
+    let logs = stub::take_error_logs();
+    if !logs.is_empty() {
+        failures.push(format!("logged: {logs:?}"));
+    }
+    Ok(failures)
+}
+
+/// Virtual memory, managed memory's hints and 2-D/3-D copies through the crate, fault-free: a
+/// growable buffer keeps its bytes through growing in place and moving, memory is usable only
+/// once mapped with access, advice and prefetches read back as range attributes, and a 3-D
+/// box round-trips through pitched memory and an array.
+pub(crate) fn memory_models(stub: &Stub) -> Result<Vec<String>> {
+    let mut failures = Vec::new();
+    let before = stub.live();
+    {
+        let stream = stream();
+        let vmm = VirtualMemoryResource::new(&device(), VirtualMemoryResourceOptions::default())?;
+        let granularity = vmm.granularity();
+        let mut growing = vmm.growable(granularity, 2 * granularity, &stream)?;
+        growing.as_mut_slice::<u32>()?.fill(7)?;
+        growing.grow(2 * granularity)?;
+        let start = growing.as_raw();
+        let moved = growing.grow(3 * granularity)?;
+        let words = growing.as_slice::<u32>()?.to_vec()?;
+        let kept = words[..granularity / 4].iter().all(|&word| word == 7);
+        if moved != (Growth::Moved { from: start }) || !kept || growing.chunk_count() != 3 {
+            failures.push(format!(
+                "a growable buffer moved {moved:?}, its bytes kept: {kept}"
+            ));
+        }
+
+        let managed = ManagedMemoryResource::new(&device())?.allocate_zeroed::<f32>(N, &stream)?;
+        managed.advise(Advice::SetReadMostly)?;
+        managed.advise(Advice::SetPreferredLocation(MemoryLocation::Device(0)))?;
+        managed.advise(Advice::SetAccessedBy(MemoryLocation::Device(1)))?;
+        managed.prefetch(MemoryLocation::Host)?;
+        let attributes = managed.range_attributes()?;
+        let expected = RangeAttributes {
+            read_mostly: true,
+            preferred_location: Some(MemoryLocation::Device(0)),
+            last_prefetch_location: Some(MemoryLocation::Host),
+            accessed_by: vec![MemoryLocation::Device(1)],
+        };
+        if attributes != expected {
+            failures.push(format!("range attributes: {attributes:?}"));
+        }
+
+        let (width, rows, slices) = (16 * 4, 8, 3);
+        let data: Vec<f32> = (0..16 * rows * slices).map(|i| i as f32).collect();
+        let whole = Copy3d::boxed(width, rows, slices);
+        let mut pitched = PitchedBuffer::allocate(&stream, width, rows, slices, 4)?;
+        pitched
+            .view_mut::<f32>()?
+            .copy_from_host(&HostPitched::new(&data, width, rows)?, &whole)?;
+        let descriptor = ArrayDescriptor {
+            width: 16,
+            height: rows,
+            depth: slices,
+            format: ArrayFormat::F32,
+            channels: 1,
+        };
+        let mut array = CudaArray::new(&stream, descriptor)?;
+        array.copy_from(&pitched.view::<f32>()?, &whole)?;
+        let mut back = vec![0f32; data.len()];
+        array.copy_to_host(&mut HostPitchedMut::new(&mut back, width, rows)?, &whole)?;
+        if back != data {
+            failures
+                .push("a 3-D box did not round-trip through pitched memory and an array".into());
+        }
+    }
     if stub.live() != before {
         failures.push(format!("objects left: {before:?} -> {:?}", stub.live()));
     }

@@ -41,6 +41,15 @@ CUresult check_range(CUdeviceptr address, size_t size, int host_ok, const char *
                              address);
             return CUDA_ERROR_ILLEGAL_ADDRESS;
         }
+        /* Virtual memory mapped back to back is one range. */
+        while (live->kind == A_VMM && size > live->size - (address - live->ptr)) {
+            struct allocation *next = find_allocation(live->ptr + live->size, 1);
+            if (next == NULL || next->kind != A_VMM || next->inaccessible)
+                break;
+            size -= live->size - (address - live->ptr);
+            address = next->ptr;
+            live = next;
+        }
         if (size > live->size - (address - live->ptr)) {
             stub_misuse_note("%s: %zu bytes at %#llx run past an allocation of %zu bytes", api,
                              size, address, live->size);

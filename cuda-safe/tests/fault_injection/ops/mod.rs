@@ -2,11 +2,14 @@
 
 mod checkpoint_nvml;
 mod code;
+mod copies;
 mod device;
 mod green;
 mod ipc;
+mod managed;
 mod memory;
 mod peer;
+mod vmm;
 
 use crate::case::Op;
 use crate::stub::Stub;
@@ -27,5 +30,8 @@ pub(crate) fn operations(scratch: &std::path::Path, stub: &'static Stub) -> Vec<
     checkpoint_nvml::checkpoint_and_nvml_operations(&mut ops);
     peer::peer_operations(&mut ops);
     ipc::ipc_operations(&mut ops, stub);
+    vmm::vmm_operations(&mut ops);
+    managed::managed_operations(&mut ops);
+    copies::copy_operations(&mut ops);
     ops
 }

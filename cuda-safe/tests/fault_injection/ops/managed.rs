@@ -1,0 +1,70 @@
+//! The operations of managed memory's hints: prefetches, advice, range attributes.
+
+use cuda_safe::{Advice, Buffer, ManagedMemoryResource, MemoryLocation, Stream};
+
+use crate::case::{Op, op};
+use crate::fixtures::{N, device, stream};
+
+/// A managed buffer of N floats on a stream of its own.
+fn managed() -> (Buffer, Stream) {
+    let stream = stream();
+    let buffer = ManagedMemoryResource::new(&device())
+        .expect("managed memory")
+        .allocate_zeroed::<f32>(N, &stream)
+        .expect("a managed buffer");
+    (buffer, stream)
+}
+
+pub(crate) fn managed_operations(ops: &mut Vec<Op>) {
+    let places = [
+        ("device 0", MemoryLocation::Device(0)),
+        ("device 1", MemoryLocation::Device(1)),
+        ("the host", MemoryLocation::Host),
+    ];
+    for (name, to) in places {
+        ops.push(op(
+            format!("Buffer::prefetch (to {name})"),
+            managed,
+            move |(b, _)| b.prefetch(to),
+        ));
+    }
+    let advice = [
+        ("read mostly", Advice::SetReadMostly),
+        ("unset read mostly", Advice::UnsetReadMostly),
+        (
+            "preferred location",
+            Advice::SetPreferredLocation(MemoryLocation::Device(0)),
+        ),
+        ("unset preferred location", Advice::UnsetPreferredLocation),
+        (
+            "accessed by device 1",
+            Advice::SetAccessedBy(MemoryLocation::Device(1)),
+        ),
+        (
+            "unset accessed by the host",
+            Advice::UnsetAccessedBy(MemoryLocation::Host),
+        ),
+    ];
+    for (name, advice) in advice {
+        ops.push(op(
+            format!("Buffer::advise ({name})"),
+            managed,
+            move |(b, _)| b.advise(advice),
+        ));
+    }
+    ops.push(op(
+        "Buffer::range_attributes",
+        || {
+            let (buffer, stream) = managed();
+            buffer.advise(Advice::SetReadMostly).expect("advised");
+            buffer
+                .advise(Advice::SetAccessedBy(MemoryLocation::Device(1)))
+                .expect("advised");
+            buffer
+                .prefetch(MemoryLocation::Device(0))
+                .expect("prefetched");
+            (buffer, stream)
+        },
+        |(b, _)| b.range_attributes(),
+    ));
+}
