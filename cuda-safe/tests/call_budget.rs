@@ -2,7 +2,8 @@
 //! warm-up, each operation makes exactly the driver calls it wraps (a launch is
 //! `cuLaunchKernel` and nothing else), in a primary context and in a green context, a copy
 //! between the stub's two devices is `cuMemcpyPeerAsync` (looking up both devices' primary
-//! contexts costs no driver call once they are retained), and a `KernelCache` hit makes none.
+//! contexts costs no driver call once they are retained), a virtual memory mapping is the four
+//! calls of a hand-written one (and its release the three), and a `KernelCache` hit makes none.
 //! One more call creeping in fails the test. Prints every operation's calls.
 //!
 //! A `main` of its own (`harness = false`): the stub is built and the library variables are set
@@ -16,8 +17,10 @@ use std::process::ExitCode;
 
 use cuda_safe::cache::InMemoryProgramCache;
 use cuda_safe::{
-    CodeKind, Context, Device, Event, EventOptions, GreenContextOptions, KernelCache, LaunchConfig,
-    ObjectCode, Program, ProgramOptions, Result, SplitRequest, launch,
+    CodeKind, Context, Copy3d, Device, Event, EventOptions, GreenContextOptions, KernelCache,
+    LaunchConfig, ManagedMemoryResource, MemoryLocation, ObjectCode, PitchedBuffer, Program,
+    ProgramOptions, Result, SplitRequest, VirtualMemoryResource, VirtualMemoryResourceOptions,
+    launch,
 };
 use stub::{Call, Installed, KINDS, Stub};
 
@@ -230,6 +233,62 @@ fn peer_copies(stub: &Stub) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
+/// A virtual memory mapping (exactly the four calls of a hand-written allocation, and the
+/// three of its release), a 2-D copy, and a managed prefetch.
+fn memory_models(stub: &Stub) -> Result<Vec<Row>> {
+    let device = Device::new(0)?;
+    device.context()?.bind()?;
+    let stream = device.create_stream(Default::default())?;
+    let vmm = VirtualMemoryResource::new(&device, VirtualMemoryResourceOptions::default())?;
+    let mut pitched = PitchedBuffer::allocate(&stream, 256, 16, 1, 4)?;
+    let source = device
+        .default_memory_resource()?
+        .allocate_zeroed::<f32>(64 * 16, &stream)?;
+    let managed = ManagedMemoryResource::new(&device)?.allocate_zeroed::<f32>(N, &stream)?;
+    let prefetch = if cuda_safe::sys::ABI_MAJOR >= 13 {
+        "cuMemPrefetchAsync_v2"
+    } else {
+        "cuMemPrefetchAsync"
+    };
+    let row = |operation, expected: &[&'static str], counted| Row {
+        operation,
+        place: "primary",
+        expected: expected.to_vec(),
+        counted,
+    };
+    Ok(vec![
+        row(
+            "VirtualMemoryResource::map",
+            &[
+                "cuMemAddressReserve",
+                "cuMemCreate",
+                "cuMemMap",
+                "cuMemSetAccess",
+            ],
+            calls(stub, || vmm.map(1 << 20)),
+        ),
+        row(
+            "VirtualMapping (drop)",
+            &["cuMemUnmap", "cuMemRelease", "cuMemAddressFree"],
+            drop_calls(stub, || vmm.map(1 << 20)),
+        ),
+        row(
+            "PitchedMut::copy_from (2-D)",
+            &["cuMemcpy2DAsync_v2"],
+            calls(stub, || {
+                pitched
+                    .view_mut::<f32>()?
+                    .copy_from(&source.pitched::<f32>(256, 16)?, &Copy3d::rect(256, 16))
+            }),
+        ),
+        row(
+            "Buffer::prefetch (managed)",
+            &[prefetch],
+            calls(stub, || managed.prefetch(MemoryLocation::Device(0))),
+        ),
+    ])
+}
+
 /// A `KernelCache` hit: no driver or NVRTC call at all.
 fn kernel_cache_hit(stub: &Stub) -> Result<Row> {
     let kernels = KernelCache::new(InMemoryProgramCache::new(1 << 20));
@@ -254,6 +313,7 @@ fn run(stub: &Stub) -> Result<Vec<Row>> {
     let mut rows = measure(stub, &device, &device.context()?, "primary")?;
     rows.extend(measure(stub, &device, &green_context(&device)?, "green")?);
     rows.extend(peer_copies(stub)?);
+    rows.extend(memory_models(stub)?);
     rows.push(kernel_cache_hit(stub)?);
     Ok(rows)
 }
