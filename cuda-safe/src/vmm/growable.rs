@@ -9,7 +9,7 @@ use super::region::{Region, create_handle, release_handle};
 use super::resource::{VirtualMemoryResource, grant_descs};
 use crate::error::Result;
 use crate::handle::{Owned, assert_send_sync, log_drop_error};
-use crate::memory::{DeviceSlice, DeviceSliceMut, element_count};
+use crate::memory::{DeviceSlice, DeviceSliceMut, Placement, element_count};
 use crate::stream::Stream;
 use crate::sys::{CUdeviceptr, CUmemAccessDesc};
 
@@ -214,7 +214,10 @@ impl GrowableBuffer {
             self.as_raw(),
             len,
             &self.stream,
-            Some(*self.resource.device()),
+            Placement {
+                home: Some(*self.resource.device()),
+                needs_context: true,
+            },
         ))
     }
 
@@ -229,7 +232,10 @@ impl GrowableBuffer {
             self.as_raw(),
             len,
             &self.stream,
-            Some(*self.resource.device()),
+            Placement {
+                home: Some(*self.resource.device()),
+                needs_context: true,
+            },
         ))
     }
 
