@@ -16,7 +16,7 @@ use crate::ffi::static_str;
 use crate::nvjitlink_sys::nvJitLinkResult;
 use crate::nvml_sys::{self, nvmlReturn_t};
 use crate::nvrtc_sys::{self, nvrtcResult};
-use crate::sys::{CUgraphExecUpdateResult, CUresult, CudaVersion, LoadError};
+use crate::sys::{CUgraphExecUpdateResult, CUresult, CudaVersion, Introduced, LoadError};
 
 mod capture;
 mod check;
@@ -308,10 +308,11 @@ impl Error {
         }
     }
 
-    /// The CUDA version that introduced a missing symbol, when known.
+    /// The CUDA version that introduced a missing symbol, when known (an NCCL symbol's
+    /// release is in the [`LoadError`] itself).
     pub fn missing_since(&self) -> Option<CudaVersion> {
         match self {
-            Self::Load(LoadError::SymbolMissing { since, .. }) => *since,
+            Self::Load(LoadError::SymbolMissing { since, .. }) => since.and_then(Introduced::cuda),
             _ => None,
         }
     }
