@@ -41,6 +41,8 @@
 //! from its own floor or those below, naming the defining module; this root only re-exports.
 
 pub use cuda_sys as sys;
+#[cfg(feature = "nccl")]
+pub use nccl_sys;
 pub use nvjitlink_sys;
 pub use nvml_sys;
 pub use nvrtc_sys;
@@ -79,6 +81,9 @@ mod tma;
 
 // Beside: NVML, on the ground floor only.
 pub mod system;
+// Beside, above the driver core: collectives on NCCL.
+#[cfg(feature = "nccl")]
+pub mod nccl;
 
 // Top: built from the floors below.
 pub mod checkpoint;
