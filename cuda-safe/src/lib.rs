@@ -154,4 +154,10 @@ mod workspace_docs {
         Performance: "docs/performance.md",
         ProgramCache: "docs/program-cache.md",
     }
+
+    // Its blocks use `cuda_safe::nccl`, which exists with the feature only.
+    #[cfg(feature = "nccl")]
+    markdown! {
+        Collectives: "docs/collectives.md",
+    }
 }
