@@ -495,13 +495,17 @@ fn child_main(scenario: &str) -> ExitCode {
             ExitCode::SUCCESS
         }
         "dead-peer" => {
+            // One collective together, so every connection is up; then rank 1 leaves.
+            let mut buffer = pool
+                .allocate_from_host(&[1.0f32; 1 << 20], &stream)
+                .unwrap();
+            comm.all_reduce_in_place::<f32>(&mut buffer, ReduceOp::Sum, &stream)
+                .unwrap();
+            comm.wait_with_timeout(&stream, TIMEOUT).unwrap();
             if rank == 1 {
                 // Gone mid-way, without a word to rank 0.
                 std::process::exit(0);
             }
-            let mut buffer = pool
-                .allocate_from_host(&[1.0f32; 1 << 20], &stream)
-                .unwrap();
             let waited = comm
                 .all_reduce_in_place::<f32>(&mut buffer, ReduceOp::Sum, &stream)
                 .and_then(|()| comm.wait_with_timeout(&stream, DEAD_PEER_TIMEOUT));
