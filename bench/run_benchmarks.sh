@@ -9,7 +9,7 @@
 # environment: OUT (folder for bench.log, bench.json, bench-table.txt; default logs/ in the
 # bundle), FLOORS (only these floors, by name without .c: "multi_gpu_floor nccl_floor"; default
 # all), ABIS (default "cuda-12 cuda-13"), BENCH_EXAMPLES (examples that print FIG lines and
-# run in the rounds too; default "green_isolation"), BENCH_CPU (the core every program is pinned to,
+# run in the rounds too; default "green_isolation allreduce"), BENCH_CPU (the core every program is pinned to,
 # so that floor and crate run alike; default 2; empty: no pinning), THREAD_CPUS (the cores the
 # multi-threaded programs, those named *threads*, are pinned to instead; default 2-9).
 set -u
@@ -60,6 +60,8 @@ for src in "$here"/*_floor.c; do
     [ -n "${FLOORS:-}" ] && [[ " $FLOORS " != *" $name "* ]] && continue
     libs="-lcuda -lnvrtc -lpthread -lm"
     grep -q '<nvml.h>' "$src" && libs="$libs -l:libnvidia-ml.so.1"
+    # NCCL's floor calls the runtime and NCCL (installed system-wide where it runs).
+    grep -q '<nccl.h>' "$src" && libs="$libs -lcudart -lnccl"
     # shellcheck disable=SC2086
     if gcc -O2 -o "$tmp/$name" "$src" -I$cuda/include -L$cuda/lib64 -L$cuda/lib64/stubs $libs \
         >>"$log" 2>&1; then
@@ -71,7 +73,7 @@ done
 
 benches=()
 for abi in ${ABIS:-cuda-12 cuda-13}; do
-    for bin in "$bundle/$abi"/benches/* ${BENCH_EXAMPLES-green_isolation}; do
+    for bin in "$bundle/$abi"/benches/* ${BENCH_EXAMPLES-green_isolation allreduce}; do
         case "$bin" in */*) ;; *) bin="$bundle/$abi/examples/$bin" ;; esac
         [ -x "$bin" ] || continue
         item="$abi/$(basename "$bin")"

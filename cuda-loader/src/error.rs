@@ -3,7 +3,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::CudaVersion;
+use crate::Introduced;
 
 /// One place the loader tried to open a library from, and why it failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,8 +39,9 @@ pub enum LoadError {
         path: PathBuf,
         /// The exported symbol that was looked up (`cuKernelGetParamInfo`).
         symbol: &'static str,
-        /// The CUDA version that introduced the symbol, when the headers say so.
-        since: Option<CudaVersion>,
+        /// The release that introduced the symbol (a CUDA or an NCCL version), when the
+        /// headers say so.
+        since: Option<Introduced>,
     },
 }
 
@@ -61,12 +62,12 @@ impl fmt::Display for AttemptList<'_> {
     }
 }
 
-struct SinceNote(Option<CudaVersion>);
+struct SinceNote(Option<Introduced>);
 
 impl fmt::Display for SinceNote {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
-            Some(version) => write!(f, " (introduced in CUDA {version}; update the driver)"),
+            Some(release) => write!(f, " (introduced in {release}; {})", release.remedy()),
             None => Ok(()),
         }
     }

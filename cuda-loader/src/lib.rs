@@ -32,4 +32,4 @@ mod version;
 pub use error::{Attempt, LoadError};
 pub use library::{EntryPoint, Library};
 pub use spec::LibrarySpec;
-pub use version::CudaVersion;
+pub use version::{CudaVersion, Introduced, NcclVersion};

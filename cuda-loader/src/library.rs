@@ -4,20 +4,30 @@ use std::ffi::CStr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::{Attempt, CudaVersion, LibrarySpec, LoadError};
+use crate::{Attempt, CudaVersion, Introduced, LibrarySpec, LoadError, NcclVersion};
 
-/// One exported function of a library: its symbol and the CUDA version that introduced it.
+/// One exported function of a library: its symbol and the release that introduced it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EntryPoint {
     symbol: &'static CStr,
-    since: Option<CudaVersion>,
+    since: Option<Introduced>,
 }
 
 impl EntryPoint {
     /// An entry point named `symbol`, introduced in CUDA `since` (`12040`) when known.
     pub const fn new(symbol: &'static CStr, since: Option<u32>) -> Self {
         let since = match since {
-            Some(version) => Some(CudaVersion(version)),
+            Some(version) => Some(Introduced::Cuda(CudaVersion(version))),
+            None => None,
+        };
+        Self { symbol, since }
+    }
+
+    /// An entry point of NCCL named `symbol`, introduced in the NCCL release whose
+    /// `NCCL_VERSION_CODE` is `since` (`21800`) when known.
+    pub const fn nccl(symbol: &'static CStr, since: Option<u32>) -> Self {
+        let since = match since {
+            Some(version) => Some(Introduced::Nccl(NcclVersion(version))),
             None => None,
         };
         Self { symbol, since }
@@ -33,8 +43,14 @@ impl EntryPoint {
         self.symbol.to_str().unwrap_or("<non-UTF-8 symbol>")
     }
 
-    /// The CUDA version that introduced this symbol, when the headers say so.
+    /// The CUDA version that introduced this symbol, when the headers say so (`None` for an
+    /// NCCL entry point: see [`introduced`](Self::introduced)).
     pub fn since(&self) -> Option<CudaVersion> {
+        self.since.and_then(Introduced::cuda)
+    }
+
+    /// The release (CUDA or NCCL) that introduced this symbol, when the headers say so.
+    pub fn introduced(&self) -> Option<Introduced> {
         self.since
     }
 }
@@ -190,7 +206,7 @@ impl<const N: usize> Library<N> {
                 library: self.name,
                 path: self.path.clone(),
                 symbol: entry.name(),
-                since: entry.since(),
+                since: entry.introduced(),
             });
         }
         Ok(address)
@@ -222,12 +238,13 @@ mod tests {
     use std::path::PathBuf;
     use std::sync::atomic::Ordering;
 
-    static LIBC_ENTRY_POINTS: [EntryPoint; 2] = [
+    static LIBC_ENTRY_POINTS: [EntryPoint; 3] = [
         EntryPoint::new(c"getpid", None),
         EntryPoint::new(c"cuNoSuchEntryPoint_v9", Some(12040)),
+        EntryPoint::nccl(c"ncclNoSuchEntryPoint", Some(21800)),
     ];
 
-    fn libc() -> Library<2> {
+    fn libc() -> Library<3> {
         // SAFETY: libc's initialisers have run already in this process; only lookups happen,
         // and the only function ever called is `getpid`, with its real signature.
         unsafe { Library::open_first("libc", [PathBuf::from("libc.so.6")], &LIBC_ENTRY_POINTS) }
@@ -304,7 +321,7 @@ mod tests {
                 ..
             } => {
                 assert_eq!(*symbol, "cuNoSuchEntryPoint_v9");
-                assert_eq!(since.map(|v| v.0), Some(12040));
+                assert_eq!(since.and_then(|v| v.cuda()).map(|v| v.0), Some(12040));
                 assert_eq!(path, &PathBuf::from("libc.so.6"));
             }
             other => panic!("wrong error: {other:?}"),
@@ -312,6 +329,19 @@ mod tests {
         let message = error.to_string();
         assert!(message.contains("cuNoSuchEntryPoint_v9"), "{message}");
         assert!(message.contains("CUDA 12.4"), "{message}");
+    }
+
+    #[test]
+    fn a_missing_nccl_symbol_names_the_nccl_release() {
+        let library = libc();
+        assert_eq!(library.entry_points()[2].since(), None);
+        // SAFETY: never called; the lookup fails.
+        let error = unsafe { library.get::<unsafe extern "C" fn() -> i32>(2) }.unwrap_err();
+        let message = error.to_string();
+        assert!(
+            message.contains("introduced in NCCL 2.18; update NCCL"),
+            "{message}"
+        );
     }
 
     #[test]
@@ -353,6 +383,6 @@ mod tests {
     #[test]
     fn library_is_send_and_sync() {
         fn assert_send_sync<T: Send + Sync>() {}
-        assert_send_sync::<Library<2>>();
+        assert_send_sync::<Library<3>>();
     }
 }

@@ -1,4 +1,5 @@
-//! CUDA version numbers as the headers encode them (`12040` is CUDA 12.4).
+//! Version numbers as the headers encode them: CUDA's (`12040` is CUDA 12.4) and NCCL's
+//! (`21803` is NCCL 2.18.3), and which release of its library introduced an entry point.
 
 use std::fmt;
 
@@ -27,9 +28,135 @@ impl fmt::Display for CudaVersion {
     }
 }
 
+/// An NCCL version in `NCCL_VERSION_CODE`'s encoding: `10000 * major + 100 * minor + patch`
+/// from NCCL 2.9 on (`22803` is 2.28.3), `1000 * major + 100 * minor + patch` before it
+/// (`2708` is 2.7.8), as the header's `NCCL_VERSION(X, Y, Z)` macro and `ncclGetVersion` give it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NcclVersion(pub u32);
+
+impl NcclVersion {
+    /// The code of version `major.minor.patch`, as `NCCL_VERSION(major, minor, patch)`.
+    pub const fn new(major: u32, minor: u32, patch: u32) -> Self {
+        if major <= 2 && minor <= 8 {
+            Self(major * 1000 + minor * 100 + patch)
+        } else {
+            Self(major * 10000 + minor * 100 + patch)
+        }
+    }
+
+    /// Whether the code uses the old encoding (before 2.9: `1000 * major + ...`).
+    const fn is_old_encoding(self) -> bool {
+        self.0 < 10000
+    }
+
+    /// The major version (`2` for `22803`).
+    pub const fn major(self) -> u32 {
+        if self.is_old_encoding() {
+            self.0 / 1000
+        } else {
+            self.0 / 10000
+        }
+    }
+
+    /// The minor version (`28` for `22803`).
+    pub const fn minor(self) -> u32 {
+        if self.is_old_encoding() {
+            (self.0 % 1000) / 100
+        } else {
+            (self.0 % 10000) / 100
+        }
+    }
+
+    /// The patch level (`3` for `22803`).
+    pub const fn patch(self) -> u32 {
+        self.0 % 100
+    }
+}
+
+impl fmt::Display for NcclVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.major(), self.minor(), self.patch())
+    }
+}
+
+/// The release of its library that introduced an entry point, as the headers tell it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Introduced {
+    /// A CUDA release (the driver, or a toolkit library), from `cudaTypedefs.h`.
+    Cuda(CudaVersion),
+    /// An NCCL release: the first NCCL header (at minor-version granularity) declaring it.
+    Nccl(NcclVersion),
+}
+
+impl Introduced {
+    /// The CUDA version, when a CUDA release introduced the entry point.
+    pub const fn cuda(self) -> Option<CudaVersion> {
+        match self {
+            Self::Cuda(version) => Some(version),
+            Self::Nccl(_) => None,
+        }
+    }
+
+    /// The NCCL version, when an NCCL release introduced the entry point.
+    pub const fn nccl(self) -> Option<NcclVersion> {
+        match self {
+            Self::Nccl(version) => Some(version),
+            Self::Cuda(_) => None,
+        }
+    }
+
+    /// What to update to get the entry point.
+    pub(crate) const fn remedy(self) -> &'static str {
+        match self {
+            Self::Cuda(_) => "update the driver",
+            Self::Nccl(_) => "update NCCL",
+        }
+    }
+}
+
+impl fmt::Display for Introduced {
+    /// `CUDA 12.4`, or `NCCL 2.18` (an NCCL entry point is dated by its minor release).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Cuda(version) => write!(f, "CUDA {version}"),
+            Self::Nccl(version) => write!(f, "NCCL {}.{}", version.major(), version.minor()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::CudaVersion;
+    use super::{CudaVersion, Introduced, NcclVersion};
+
+    #[test]
+    fn nccl_codes_follow_both_encodings() {
+        assert_eq!(NcclVersion::new(2, 28, 3), NcclVersion(22803));
+        assert_eq!(NcclVersion::new(2, 7, 8), NcclVersion(2708));
+        assert_eq!(NcclVersion(22803).to_string(), "2.28.3");
+        assert_eq!(NcclVersion(2708).to_string(), "2.7.8");
+        assert_eq!(
+            (
+                NcclVersion(21900).major(),
+                NcclVersion(21900).minor(),
+                NcclVersion(21900).patch()
+            ),
+            (2, 19, 0)
+        );
+        assert!(NcclVersion::new(2, 18, 0) < NcclVersion::new(2, 28, 3));
+        assert_eq!(
+            Introduced::Nccl(NcclVersion(21800)).to_string(),
+            "NCCL 2.18"
+        );
+        assert_eq!(
+            Introduced::Cuda(CudaVersion(12040)).to_string(),
+            "CUDA 12.4"
+        );
+        assert_eq!(Introduced::Cuda(CudaVersion(12040)).nccl(), None);
+        assert_eq!(
+            Introduced::Nccl(NcclVersion(21800)).nccl(),
+            Some(NcclVersion(21800))
+        );
+    }
 
     #[test]
     fn splits_major_and_minor() {

@@ -259,6 +259,7 @@ fn supported(result: Result<()>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::sys::CUresult;
+    use crate::sys::Introduced;
     use std::path::PathBuf;
 
     #[test]
@@ -288,7 +289,7 @@ mod tests {
             library: "the CUDA driver (libcuda)",
             path: PathBuf::from("libcuda.so.1"),
             symbol: "cuCheckpointProcessLock",
-            since: Some(CudaVersion(12080)),
+            since: Some(Introduced::Cuda(CudaVersion(12080))),
         };
         let error = supported(Err(Error::Load(missing))).unwrap_err();
         assert!(matches!(error, Error::Unsupported { .. }), "{error}");

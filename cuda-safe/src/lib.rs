@@ -41,6 +41,8 @@
 //! from its own floor or those below, naming the defining module; this root only re-exports.
 
 pub use cuda_sys as sys;
+#[cfg(feature = "nccl")]
+pub use nccl_sys;
 pub use nvjitlink_sys;
 pub use nvml_sys;
 pub use nvrtc_sys;
@@ -85,6 +87,9 @@ mod vmm;
 
 // Beside: NVML, on the ground floor only.
 pub mod system;
+// Beside, above the driver core: collectives on NCCL.
+#[cfg(feature = "nccl")]
+pub mod nccl;
 
 // Top: built from the floors below.
 pub mod checkpoint;
@@ -165,5 +170,11 @@ mod workspace_docs {
         Nvml: "docs/nvml.md",
         Performance: "docs/performance.md",
         ProgramCache: "docs/program-cache.md",
+    }
+
+    // Its blocks use `cuda_safe::nccl`, which exists with the feature only.
+    #[cfg(feature = "nccl")]
+    markdown! {
+        Collectives: "docs/collectives.md",
     }
 }

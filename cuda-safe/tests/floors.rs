@@ -42,6 +42,8 @@ const FLOORS: &[(&str, u32)] = &[
     ("program", 3),
     ("tma", 3),
     ("vmm", 3),
+    // Beside, above the driver core (it may use floors 0 to 2 only; see ABOVE_CORE).
+    ("nccl", 4),
     // Top.
     ("checkpoint", 5),
     ("dlpack", 5),
@@ -52,8 +54,12 @@ const FLOORS: &[(&str, u32)] = &[
 /// The NVML wing: beside the floors, on the ground floor only.
 const BESIDE: &str = "system";
 
+/// Modules beside the floors that stand on the driver core: they may use floors 0 to 2 (not
+/// floor 3), and only the top may use them.
+const ABOVE_CORE: &[&str] = &["nccl"];
+
 /// Paths through the root that are not modules of this crate: the re-exported `-sys` crates.
-const EXTERNAL: &[&str] = &["sys", "nvrtc_sys", "nvml_sys", "nvjitlink_sys"];
+const EXTERNAL: &[&str] = &["sys", "nvrtc_sys", "nvml_sys", "nvjitlink_sys", "nccl_sys"];
 
 fn floor_of(module: &str) -> Option<u32> {
     FLOORS
@@ -128,6 +134,7 @@ fn violations() -> Vec<String> {
             if (code.contains("check(\"") && module != "error")
                 || code.contains("check_nvrtc(\"")
                 || code.contains("check_nvjitlink(\"")
+                || code.contains("check_nccl(\"")
                 || code.contains("check_nvml(\"") && !file.ends_with("system/text.rs")
             {
                 problems.push(format!(
@@ -163,6 +170,10 @@ fn violations() -> Vec<String> {
                 let allowed = match own {
                     // The NVML wing stands beside the floors, on the ground only.
                     None => target == 0,
+                    // Beside, above the core: the driver core and below.
+                    Some(_) if ABOVE_CORE.contains(&module.as_str()) => target <= 2,
+                    // Only the top sees what stands above the core.
+                    Some(floor) if ABOVE_CORE.contains(&segment.as_str()) => floor >= 5,
                     // Only the top sees the NVML wing.
                     Some(floor) if target == u32::MAX => floor >= 5,
                     Some(floor) => target <= floor,

@@ -185,7 +185,7 @@ fn a_library_without_the_symbol_gives_the_typed_error() {
     match &error {
         LoadError::SymbolMissing { symbol, since, .. } => {
             assert_eq!(*symbol, "cuKernelGetParamInfo");
-            assert_eq!(since.map(|v| v.to_string()), Some("12.4".to_owned()));
+            assert_eq!(since.map(|v| v.to_string()), Some("CUDA 12.4".to_owned()));
         }
         other => panic!("unexpected error {other:?}"),
     }

@@ -92,7 +92,7 @@ use std::sync::OnceLock;
 
 pub use abi::ABI_MAJOR;
 pub use bindings::*;
-pub use cuda_loader::{CudaVersion, EntryPoint, Library, LibrarySpec, LoadError};
+pub use cuda_loader::{CudaVersion, EntryPoint, Introduced, Library, LibrarySpec, LoadError};
 
 /// The environment variable that names an explicit path to `libnvJitLink`.
 pub const LIBNVJITLINK_PATH_ENV: &str = "CUDA_SAFE_LIBNVJITLINK";

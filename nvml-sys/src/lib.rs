@@ -88,7 +88,7 @@ use std::sync::OnceLock;
 pub use abi::ABI_MAJOR;
 pub use bindings::*;
 pub use consts::*;
-pub use cuda_loader::{CudaVersion, EntryPoint, Library, LibrarySpec, LoadError};
+pub use cuda_loader::{CudaVersion, EntryPoint, Introduced, Library, LibrarySpec, LoadError};
 
 /// The environment variable that names an explicit path to `libnvidia-ml`.
 pub const LIBNVML_PATH_ENV: &str = "CUDA_SAFE_LIBNVML";

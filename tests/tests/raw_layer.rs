@@ -136,7 +136,7 @@ fn a_symbol_newer_than_the_driver_is_a_typed_error() {
         match error {
             LoadError::SymbolMissing { symbol, since, .. } => {
                 assert_eq!(symbol, entry.name());
-                assert_eq!(since, entry.since());
+                assert_eq!(since, entry.introduced());
             }
             other => panic!("unexpected error {other:?}"),
         }

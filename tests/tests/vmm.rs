@@ -199,11 +199,29 @@ fn the_floor_path_maps_and_unmaps_a_gib() {
 fn a_thread_without_a_current_context_maps() {
     let device = Device::new(0).unwrap();
     let vmm = VirtualMemoryResource::new(&device, Default::default()).unwrap();
+    let stream = device.create_stream(Default::default()).unwrap();
     std::thread::spawn(move || {
         // No context is current on this new thread.
         let mapping = vmm.map(1).unwrap();
         assert_eq!(mapping.len(), vmm.granularity());
         mapping.close().unwrap();
+        // Buffers of the resource copy on their stream, whatever is current.
+        let values = pattern(1024, 3);
+        let mut buffer = vmm.allocate_array::<u32>(1024, &stream).unwrap();
+        buffer.copy_from_host(&values).unwrap();
+        assert_eq!(buffer.to_vec::<u32>().unwrap(), values);
+        let mut growable = vmm.growable(4096, 4 * vmm.granularity(), &stream).unwrap();
+        growable.grow(2 * vmm.granularity()).unwrap();
+        let values = pattern(2 * vmm.granularity() / 4, 4);
+        growable
+            .as_mut_slice::<u32>()
+            .unwrap()
+            .copy_from_host(&values)
+            .unwrap();
+        assert_eq!(
+            growable.as_slice::<u32>().unwrap().to_vec().unwrap(),
+            values
+        );
     })
     .join()
     .unwrap();
@@ -276,6 +294,7 @@ fn peers_in_the_options_get_access_to_every_allocation() {
     .unwrap();
     let mapping = vmm.map(1).unwrap();
     let values = pattern(1024, 8);
+    gpus[0].set_current().unwrap(); // the raw synchronous copies need a current context
     write_raw(mapping.as_raw(), &values);
     gpus[1].set_current().unwrap();
     let stream = gpus[1].create_stream(Default::default()).unwrap();

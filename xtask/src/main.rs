@@ -1,7 +1,8 @@
 //! `cargo xtask`: the project's tasks that are not plain cargo commands.
 //!
-//! - `cargo xtask bindgen [--from-wheels | --cuda-home DIR] [--check]`: regenerate the raw
-//!   bindings of `cuda-sys`, `nvrtc-sys`, `nvml-sys` and `nvjitlink-sys`, or check the committed ones for drift.
+//! - `cargo xtask bindgen [--from-wheels | --cuda-home DIR] [--only CRATE]... [--check]`:
+//!   regenerate the raw bindings of `cuda-sys`, `nvrtc-sys`, `nvml-sys`, `nvjitlink-sys` and
+//!   `nccl-sys` (or only the named crates'), or check the committed ones for drift.
 //! - `cargo xtask gpu-bundle [--out DIR] [--only FILTER]...`: build the GPU tests, examples and
 //!   benchmarks in release mode and write a folder that runs them (or the ones a filter keeps) on
 //!   a GPU machine without Rust.
@@ -9,6 +10,7 @@
 mod bindgen;
 mod bundle;
 mod headers;
+mod nccl_header;
 
 use std::process::ExitCode;
 
@@ -16,6 +18,8 @@ const USAGE: &str = "\
 usage:
   cargo xtask bindgen [--from-wheels] [--check]   generate from the pinned PyPI header wheels (default)
   cargo xtask bindgen --cuda-home DIR [--check]   generate the file of DIR's CUDA major version
+                                                  (nccl.h always comes from its pinned wheels)
+  cargo xtask bindgen ... --only CRATE            only this crate's files (nccl-sys, cuda-sys, ...)
   cargo xtask gpu-bundle [--out DIR] [--only FILTER]...
                                                   build the GPU bundle (default target/gpu-bundle)";
 

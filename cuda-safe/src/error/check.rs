@@ -58,6 +58,18 @@ macro_rules! nvml {
     };
 }
 
+/// [`cu!`] for NCCL: `unsafe { nccl!(nccl, ncclGroupEnd()) }`. `ncclInProgress` counts as
+/// success: a non-blocking communicator's call was accepted and finishes in the background
+/// (its completion and its errors are polled with `ncclCommGetAsyncError`).
+#[cfg(feature = "nccl")]
+macro_rules! nccl {
+    ($nccl:expr, $function:ident($($argument:expr),* $(,)?)) => {
+        $crate::error::check_nccl(stringify!($function), $nccl.$function($($argument),*))
+    };
+}
+
+#[cfg(feature = "nccl")]
+pub(crate) use nccl;
 pub(crate) use {cu, cu_ready, nvjitlink, nvml, nvrtc};
 
 /// Turns a driver call's outcome into `Result<()>`; the error path is out of line. Called
@@ -100,6 +112,21 @@ pub(crate) fn check_nvjitlink(
     match result {
         Ok(nvJitLinkResult::NVJITLINK_SUCCESS) => Ok(()),
         Ok(code) => Err(Error::nvjitlink(api, code)),
+        Err(error) => Err(Error::Load(error)),
+    }
+}
+
+/// Turns an NCCL call's outcome into `Result<()>` (through [`nccl!`]).
+#[cfg(feature = "nccl")]
+#[inline(always)]
+pub(crate) fn check_nccl(
+    api: &'static str,
+    result: Result<crate::nccl_sys::ncclResult_t, LoadError>,
+) -> Result<()> {
+    use crate::nccl_sys::ncclResult_t;
+    match result {
+        Ok(ncclResult_t::ncclSuccess | ncclResult_t::ncclInProgress) => Ok(()),
+        Ok(code) => Err(Error::nccl(api, code)),
         Err(error) => Err(Error::Load(error)),
     }
 }

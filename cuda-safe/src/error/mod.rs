@@ -13,10 +13,12 @@ use std::ffi::c_char;
 use std::fmt;
 
 use crate::ffi::static_str;
+#[cfg(feature = "nccl")]
+use crate::nccl_sys::{self, ncclResult_t};
 use crate::nvjitlink_sys::nvJitLinkResult;
 use crate::nvml_sys::{self, nvmlReturn_t};
 use crate::nvrtc_sys::{self, nvrtcResult};
-use crate::sys::{CUgraphExecUpdateResult, CUresult, CudaVersion, LoadError};
+use crate::sys::{CUgraphExecUpdateResult, CUresult, CudaVersion, Introduced, LoadError};
 
 mod capture;
 mod check;
@@ -29,6 +31,8 @@ pub(crate) use check::{
     check, check_nvjitlink, check_nvml, check_nvrtc, check_ready, cu, cu_ready, nvjitlink, nvml,
     nvrtc,
 };
+#[cfg(feature = "nccl")]
+pub(crate) use check::{check_nccl, nccl};
 use nvjitlink_codes::nvjitlink_code;
 
 /// `Result` with this crate's [`Error`].
@@ -197,6 +201,49 @@ pub enum Error {
         /// What the reason means.
         detail: &'static str,
     },
+    /// An NCCL call failed. `last_error` is `ncclGetLastError`'s text, when NCCL had one.
+    #[cfg(feature = "nccl")]
+    #[error("{api} failed: {name}{}", NcclDetail(last_error.as_deref()))]
+    Nccl {
+        /// The NCCL function (`ncclAllReduce`).
+        api: &'static str,
+        /// The raw result code.
+        code: ncclResult_t,
+        /// `ncclGetErrorString` of the code.
+        name: &'static str,
+        /// `ncclGetLastError`: NCCL's message about the last failure.
+        last_error: Option<Box<str>>,
+    },
+    /// A communicator reported an asynchronous error (`ncclCommGetAsyncError`): a peer died,
+    /// the network failed, or a collective went wrong on the GPU. The communicator cannot be
+    /// used any more; the call that saw this has aborted it.
+    #[cfg(feature = "nccl")]
+    #[error("the NCCL communicator failed: {name}{}", NcclDetail(last_error.as_deref()))]
+    NcclAsync {
+        /// The asynchronous error's code.
+        code: ncclResult_t,
+        /// `ncclGetErrorString` of the code.
+        name: &'static str,
+        /// `ncclGetLastError`: NCCL's message about the failure.
+        last_error: Option<Box<str>>,
+    },
+    /// NCCL work did not finish within the time given; the communicator was aborted, so no
+    /// rank waits for a dead peer forever.
+    #[cfg(feature = "nccl")]
+    #[error(
+        "NCCL work did not finish within {waited:?} (a peer may be dead); the communicator was \
+         aborted"
+    )]
+    NcclTimeout {
+        /// How long the caller waited.
+        waited: std::time::Duration,
+    },
+    /// Starting the ranks of a job failed: a launcher variable (`RANK`, `WORLD_SIZE`,
+    /// `LOCAL_RANK`, `MASTER_ADDR`, `MASTER_PORT`) is missing or invalid, or exchanging the
+    /// unique id with rank 0 failed.
+    #[cfg(feature = "nccl")]
+    #[error("NCCL bootstrap: {0}")]
+    NcclBootstrap(Cow<'static, str>),
     /// A kernel cache was told to assume one NVRTC version and another is loaded.
     #[error("the kernel cache assumes NVRTC {assumed}, but NVRTC {loaded} is loaded")]
     NvrtcVersionMismatch {
@@ -330,10 +377,11 @@ impl Error {
         }
     }
 
-    /// The CUDA version that introduced a missing symbol, when known.
+    /// The CUDA version that introduced a missing symbol, when known (an NCCL symbol's
+    /// release is in the [`LoadError`] itself).
     pub fn missing_since(&self) -> Option<CudaVersion> {
         match self {
-            Self::Load(LoadError::SymbolMissing { since, .. }) => *since,
+            Self::Load(LoadError::SymbolMissing { since, .. }) => since.and_then(Introduced::cuda),
             _ => None,
         }
     }
@@ -414,11 +462,87 @@ impl Error {
         }
     }
 
+    /// Builds [`Error::Nccl`], asking NCCL for the code's name and its last error's text.
+    #[cfg(feature = "nccl")]
+    #[cold]
+    #[inline(never)]
+    pub fn nccl(api: &'static str, code: ncclResult_t) -> Self {
+        let (name, last_error) = nccl_texts(code);
+        Self::Nccl {
+            api,
+            code,
+            name,
+            last_error,
+        }
+    }
+
+    /// Builds [`Error::NcclAsync`] for a communicator's asynchronous error.
+    #[cfg(feature = "nccl")]
+    #[cold]
+    #[inline(never)]
+    pub fn nccl_async(code: ncclResult_t) -> Self {
+        let (name, last_error) = nccl_texts(code);
+        Self::NcclAsync {
+            code,
+            name,
+            last_error,
+        }
+    }
+
+    /// NCCL's result code, for [`Error::Nccl`] and [`Error::NcclAsync`].
+    #[cfg(feature = "nccl")]
+    pub fn nccl_code(&self) -> Option<ncclResult_t> {
+        match self {
+            Self::Nccl { code, .. } | Self::NcclAsync { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
     /// NVML's return code, for [`Error::Nvml`].
     pub fn nvml_code(&self) -> Option<nvmlReturn_t> {
         match self {
             Self::Nvml { code, .. } => Some(*code),
             _ => None,
+        }
+    }
+}
+
+/// `ncclGetErrorString` of `code` and `ncclGetLastError`'s text (for the last failure on this
+/// thread or anywhere: NCCL keeps one), when NCCL is loaded.
+#[cfg(feature = "nccl")]
+fn nccl_texts(code: ncclResult_t) -> (&'static str, Option<Box<str>>) {
+    let Ok(nccl) = nccl_sys::nccl() else {
+        return ("an NCCL error (NCCL is not loaded)", None);
+    };
+    // SAFETY: ncclGetErrorString accepts any code and returns a static string.
+    let name = unsafe { nccl.ncclGetErrorString(code) }
+        .ok()
+        // SAFETY: the string is static and NUL-terminated.
+        .and_then(|text| unsafe { static_str(text) })
+        .unwrap_or("an unknown NCCL error code");
+    // SAFETY: ncclGetLastError takes a communicator or null and returns a NUL-terminated
+    // string NCCL owns; it is copied at once.
+    let last = unsafe { nccl.ncclGetLastError(std::ptr::null_mut()) }
+        .ok()
+        .filter(|text| !text.is_null())
+        // SAFETY: non-null, NUL-terminated, alive until NCCL's next error; copied here.
+        .map(|text| unsafe { std::ffi::CStr::from_ptr(text) }.to_string_lossy())
+        .map(|text| text.trim().to_owned())
+        .filter(|text| !text.is_empty())
+        .map(String::into_boxed_str);
+    (name, last)
+}
+
+/// `: <last error>` after an NCCL error's name, when NCCL said more.
+#[cfg(feature = "nccl")]
+struct NcclDetail<'a>(Option<&'a str>);
+
+#[cfg(feature = "nccl")]
+impl fmt::Display for NcclDetail<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(text) => write!(f, " ({text})"),
+            None => Ok(()),
         }
     }
 }

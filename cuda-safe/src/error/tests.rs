@@ -20,7 +20,7 @@ fn check_maps_success_codes_and_load_errors() {
         library: "the CUDA driver (libcuda)",
         path: PathBuf::from("libcuda.so.1"),
         symbol: "cuDevSmResourceSplit",
-        since: Some(CudaVersion(13010)),
+        since: Some(Introduced::Cuda(CudaVersion(13010))),
     };
     let error = check("cuDevSmResourceSplit", Err(missing)).unwrap_err();
     assert!(error.is_symbol_missing());
@@ -81,7 +81,7 @@ fn predicates_cover_every_library_and_wrapped_causes() {
             library: "the CUDA driver (libcuda)",
             path: PathBuf::from("libcuda.so.1"),
             symbol: "cuDevSmResourceSplit",
-            since: Some(CudaVersion(13010)),
+            since: Some(Introduced::Cuda(CudaVersion(13010))),
         }),
     ] {
         assert!(unsupported.is_not_supported(), "{unsupported}");

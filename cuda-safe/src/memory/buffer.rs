@@ -6,8 +6,7 @@ use std::sync::Arc;
 use bytemuck::Pod;
 
 use super::resource::MemoryResource;
-use super::slice::{DeviceSlice, DeviceSliceMut, element_count};
-use crate::device::Device;
+use super::slice::{DeviceSlice, DeviceSliceMut, Placement, element_count};
 use crate::error::{Error, Result};
 use crate::handle::{Owned, Release, assert_send_sync};
 use crate::stream::Stream;
@@ -30,8 +29,8 @@ struct Allocation {
     size: usize,
     host_accessible: bool,
     host_needs_idle_device: bool,
-    // The device whose memory this is (`None` for host memory), for copies between devices.
-    home: Option<Device>,
+    // Where the memory lives, for copies (between devices; needing a current context).
+    placement: Placement,
     resource: Arc<dyn MemoryResource>,
     stream: Stream,
 }
@@ -95,10 +94,13 @@ impl Buffer {
                 size,
                 host_accessible: resource.is_host_accessible(),
                 host_needs_idle_device: resource.host_access_needs_idle_device(),
-                home: if resource.is_host_accessible() {
-                    None
-                } else {
-                    resource.device()
+                placement: Placement {
+                    home: if resource.is_host_accessible() {
+                        None
+                    } else {
+                        resource.device()
+                    },
+                    needs_context: resource.copies_need_current_context(),
                 },
                 resource,
                 stream: stream.clone(),
@@ -164,7 +166,7 @@ impl Buffer {
             self.inner.ptr,
             len,
             &self.inner.stream,
-            self.inner.home,
+            self.inner.placement,
         ))
     }
 
@@ -179,7 +181,7 @@ impl Buffer {
             self.inner.ptr,
             len,
             &self.inner.stream,
-            self.inner.home,
+            self.inner.placement,
         ))
     }
 

@@ -33,5 +33,5 @@ pub(crate) use fill::{FillPlan, plan as fill_plan};
 pub use host::{ManagedMemoryResource, PinnedMemoryResource};
 pub use resource::MemoryResource;
 pub(crate) use resource::{forward_memory_resource, typed_allocations};
-pub(crate) use slice::element_count;
 pub use slice::{DeviceSlice, DeviceSliceMut};
+pub(crate) use slice::{Placement, element_count};

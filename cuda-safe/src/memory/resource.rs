@@ -23,7 +23,8 @@ use crate::sys::CUdeviceptr;
 ///   read and written by the host through the returned address (once the GPU work queued on
 ///   it is done, and, when [`host_access_needs_idle_device`](Self::host_access_needs_idle_device)
 ///   is true, once the whole device is idle);
-/// - the answers of the `is_*` and `host_access_needs_idle_device` methods never change.
+/// - the answers of the `is_*`, `host_access_needs_idle_device` and
+///   `copies_need_current_context` methods never change.
 pub unsafe trait MemoryResource: Send + Sync + fmt::Debug {
     /// Allocates `size` bytes (more than 0), ordered on `stream` where the resource supports
     /// stream-ordered allocation. Returns the address, which is valid on the device (and on the
@@ -51,6 +52,14 @@ pub unsafe trait MemoryResource: Send + Sync + fmt::Debug {
     /// memory on devices without concurrent managed access); host views then wait for the
     /// whole context rather than the buffer's stream.
     fn host_access_needs_idle_device(&self) -> bool {
+        false
+    }
+
+    /// Whether copies to and from the memory need its device's context current on the calling
+    /// thread: virtual memory mappings, for which `cuMemcpyAsync` with a host side answers
+    /// `CUDA_ERROR_INVALID_VALUE` where no context is current. Views of such memory make the
+    /// stream's context current around their copies and fills; others make no extra call.
+    fn copies_need_current_context(&self) -> bool {
         false
     }
 
@@ -96,6 +105,10 @@ macro_rules! forward_memory_resource {
 
             fn host_access_needs_idle_device(&self) -> bool {
                 self.inner.host_access_needs_idle_device()
+            }
+
+            fn copies_need_current_context(&self) -> bool {
+                self.inner.copies_need_current_context()
             }
 
             fn is_managed(&self) -> bool {
@@ -204,6 +217,10 @@ unsafe impl<T: MemoryResource + Release> MemoryResource for Owned<T> {
 
     fn host_access_needs_idle_device(&self) -> bool {
         (**self).host_access_needs_idle_device()
+    }
+
+    fn copies_need_current_context(&self) -> bool {
+        (**self).copies_need_current_context()
     }
 
     fn is_managed(&self) -> bool {

@@ -22,7 +22,7 @@ pub struct DeviceSlice<'a, T> {
     ptr: CUdeviceptr,
     len: usize,
     stream: &'a Stream,
-    home: Option<Device>,
+    placement: Placement,
     _elements: PhantomData<&'a [T]>,
 }
 
@@ -32,7 +32,7 @@ pub struct DeviceSliceMut<'a, T> {
     ptr: CUdeviceptr,
     len: usize,
     stream: &'a Stream,
-    home: Option<Device>,
+    placement: Placement,
     _elements: PhantomData<&'a mut [T]>,
 }
 
@@ -111,6 +111,32 @@ fn primary_of(device: &Device) -> Result<Context> {
     Context::live_primary(device).map_or_else(|| device.context(), Ok)
 }
 
+/// Where a view's memory lives, as its buffer's resource says: what copies need to know.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Placement {
+    /// The device whose memory it is (`None` for host memory): copies between two devices'
+    /// memory are peer copies.
+    pub(crate) home: Option<Device>,
+    /// Whether copies and fills need the stream's context current
+    /// ([`MemoryResource::copies_need_current_context`](super::MemoryResource::copies_need_current_context)).
+    pub(crate) needs_context: bool,
+}
+
+/// Runs `copy` with `stream`'s context current when one of `placements` needs it, else
+/// straight (no extra driver call).
+fn in_context(
+    stream: &Stream,
+    placements: &[Placement],
+    copy: impl FnOnce() -> Result<()>,
+) -> Result<()> {
+    if placements.iter().any(|placement| placement.needs_context) {
+        let _current = stream.context().scoped()?;
+        copy()
+    } else {
+        copy()
+    }
+}
+
 /// Queues `bytes` bytes from `src`'s memory on its device to `dst`'s on another, on `stream`.
 fn peer_copy_async(
     stream: &Stream,
@@ -140,19 +166,19 @@ fn peer_copy_async(
 }
 
 impl<'a, T: Pod> DeviceSlice<'a, T> {
-    /// A view of `len` elements at `ptr`, whose operations are queued on `stream`; `home` is
-    /// the device whose memory it is (`None` for host memory).
+    /// A view of `len` elements at `ptr`, whose operations are queued on `stream`, of memory
+    /// placed as `placement` says.
     pub(crate) fn from_parts(
         ptr: CUdeviceptr,
         len: usize,
         stream: &'a Stream,
-        home: Option<Device>,
+        placement: Placement,
     ) -> Self {
         Self {
             ptr,
             len,
             stream,
-            home,
+            placement,
             _elements: PhantomData,
         }
     }
@@ -189,7 +215,7 @@ impl<'a, T: Pod> DeviceSlice<'a, T> {
             self.ptr + (start * size_of::<T>()) as u64,
             end - start,
             self.stream,
-            self.home,
+            self.placement,
         ))
     }
 
@@ -201,12 +227,14 @@ impl<'a, T: Pod> DeviceSlice<'a, T> {
     #[doc(alias = "cuMemcpyAsync")]
     pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
         same_length("device-to-host copy", dst.len(), self.len)?;
-        copy_async(
-            self.stream,
-            dst.as_mut_ptr() as CUdeviceptr,
-            self.ptr,
-            size_of_val(dst),
-        )?;
+        in_context(self.stream, &[self.placement], || {
+            copy_async(
+                self.stream,
+                dst.as_mut_ptr() as CUdeviceptr,
+                self.ptr,
+                size_of_val(dst),
+            )
+        })?;
         if !dst.is_empty() {
             self.stream.drain()?;
         }
@@ -233,29 +261,31 @@ impl<'a, T: Pod> DeviceSlice<'a, T> {
     /// As [`copy_to_host`](Self::copy_to_host).
     pub unsafe fn copy_to_host_async(&self, dst: &mut [T]) -> Result<()> {
         same_length("device-to-host copy", dst.len(), self.len)?;
-        copy_async(
-            self.stream,
-            dst.as_mut_ptr() as CUdeviceptr,
-            self.ptr,
-            size_of_val(dst),
-        )
+        in_context(self.stream, &[self.placement], || {
+            copy_async(
+                self.stream,
+                dst.as_mut_ptr() as CUdeviceptr,
+                self.ptr,
+                size_of_val(dst),
+            )
+        })
     }
 }
 
 impl<'a, T: Pod> DeviceSliceMut<'a, T> {
     /// An exclusive view of `len` elements at `ptr`, whose operations are queued on `stream`;
-    /// `home` as for [`DeviceSlice::from_parts`].
+    /// `placement` as for [`DeviceSlice::from_parts`].
     pub(crate) fn from_parts(
         ptr: CUdeviceptr,
         len: usize,
         stream: &'a Stream,
-        home: Option<Device>,
+        placement: Placement,
     ) -> Self {
         Self {
             ptr,
             len,
             stream,
-            home,
+            placement,
             _elements: PhantomData,
         }
     }
@@ -283,7 +313,7 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
 
     /// A shared view of the same elements.
     pub fn as_slice(&self) -> DeviceSlice<'_, T> {
-        DeviceSlice::from_parts(self.ptr, self.len, self.stream, self.home)
+        DeviceSlice::from_parts(self.ptr, self.len, self.stream, self.placement)
     }
 
     /// A narrower exclusive view.
@@ -297,7 +327,7 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
             self.ptr + (start * size_of::<T>()) as u64,
             end - start,
             self.stream,
-            self.home,
+            self.placement,
         ))
     }
 
@@ -309,12 +339,14 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
     #[doc(alias = "cuMemcpyAsync")]
     pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
         same_length("host-to-device copy", self.len, src.len())?;
-        copy_async(
-            self.stream,
-            self.ptr,
-            src.as_ptr() as CUdeviceptr,
-            size_of_val(src),
-        )?;
+        in_context(self.stream, &[self.placement], || {
+            copy_async(
+                self.stream,
+                self.ptr,
+                src.as_ptr() as CUdeviceptr,
+                size_of_val(src),
+            )
+        })?;
         if !src.is_empty() {
             self.stream.drain()?;
         }
@@ -333,12 +365,14 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
     /// As [`copy_from_host`](Self::copy_from_host).
     pub unsafe fn copy_from_host_async(&mut self, src: &[T]) -> Result<()> {
         same_length("host-to-device copy", self.len, src.len())?;
-        copy_async(
-            self.stream,
-            self.ptr,
-            src.as_ptr() as CUdeviceptr,
-            size_of_val(src),
-        )
+        in_context(self.stream, &[self.placement], || {
+            copy_async(
+                self.stream,
+                self.ptr,
+                src.as_ptr() as CUdeviceptr,
+                size_of_val(src),
+            )
+        })
     }
 
     /// Queues setting every element to `value` (see [`Buffer::fill`](crate::Buffer::fill) for
@@ -348,17 +382,19 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
         if self.len == 0 {
             return Ok(());
         }
-        // SAFETY: `len` values of `T` start at `ptr`, inside the buffer this view borrows
-        // exclusively, aligned for `T` (checked when the view was made).
-        unsafe {
-            fill::fill(
-                self.stream.driver(),
-                self.stream.as_raw(),
-                self.ptr,
-                bytemuck::bytes_of(&value),
-                self.len,
-            )
-        }
+        in_context(self.stream, &[self.placement], || {
+            // SAFETY: `len` values of `T` start at `ptr`, inside the buffer this view borrows
+            // exclusively, aligned for `T` (checked when the view was made).
+            unsafe {
+                fill::fill(
+                    self.stream.driver(),
+                    self.stream.as_raw(),
+                    self.ptr,
+                    bytemuck::bytes_of(&value),
+                    self.len,
+                )
+            }
+        })
     }
 
     /// Queues a copy from another view of the same length (device, pinned or managed memory),
@@ -373,11 +409,16 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
     pub fn copy_from(&mut self, src: &DeviceSlice<'_, T>) -> Result<()> {
         same_length("device copy", self.len, src.len)?;
         let bytes = self.len * size_of::<T>();
-        across_streams(self.stream, src.stream, || match (self.home, src.home) {
-            (Some(to), Some(from)) if to != from => {
-                peer_copy_async(self.stream, (self.ptr, &to), (src.ptr, &from), bytes)
-            }
-            _ => copy_async(self.stream, self.ptr, src.ptr, bytes),
+        let placements = [self.placement, src.placement];
+        across_streams(self.stream, src.stream, || {
+            in_context(self.stream, &placements, || {
+                match (self.placement.home, src.placement.home) {
+                    (Some(to), Some(from)) if to != from => {
+                        peer_copy_async(self.stream, (self.ptr, &to), (src.ptr, &from), bytes)
+                    }
+                    _ => copy_async(self.stream, self.ptr, src.ptr, bytes),
+                }
+            })
         })
     }
 }

@@ -9,7 +9,7 @@ use super::region::{Region, create_handle, release_handle};
 use super::resource::{VirtualMemoryResource, grant_descs};
 use crate::error::Result;
 use crate::handle::{Owned, assert_send_sync, log_drop_error};
-use crate::memory::{DeviceSlice, DeviceSliceMut, element_count};
+use crate::memory::{DeviceSlice, DeviceSliceMut, Placement, element_count};
 use crate::stream::Stream;
 use crate::sys::{CUdeviceptr, CUmemAccessDesc};
 
@@ -217,7 +217,10 @@ impl GrowableBuffer {
             self.as_raw(),
             len,
             &self.stream,
-            Some(*self.resource.device()),
+            Placement {
+                home: Some(*self.resource.device()),
+                needs_context: true,
+            },
         ))
     }
 
@@ -232,7 +235,10 @@ impl GrowableBuffer {
             self.as_raw(),
             len,
             &self.stream,
-            Some(*self.resource.device()),
+            Placement {
+                home: Some(*self.resource.device()),
+                needs_context: true,
+            },
         ))
     }
 

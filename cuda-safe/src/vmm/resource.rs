@@ -329,6 +329,10 @@ unsafe impl MemoryResource for VmmInner {
     fn device(&self) -> Option<Device> {
         Some(self.device)
     }
+
+    fn copies_need_current_context(&self) -> bool {
+        true
+    }
 }
 
 impl fmt::Debug for VmmInner {

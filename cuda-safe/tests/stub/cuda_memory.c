@@ -383,6 +383,15 @@ CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, void *str
         return CUDA_ERROR_INVALID_HANDLE;
     CHECK(check_range(dst, bytes, 1, "cuMemcpyAsync"));
     CHECK(check_range(src, bytes, 1, "cuMemcpyAsync"));
+    /* As the driver (seen on the H200): a copy between virtual memory and the host needs a
+     * current context. */
+    const struct allocation *to = find_live_allocation(dst), *from = find_live_allocation(src);
+    if (current == NULL && ((to != NULL && to->kind == A_VMM && from == NULL) ||
+                            (from != NULL && from->kind == A_VMM && to == NULL))) {
+        stub_misuse_note("cuMemcpyAsync: a copy between virtual memory and the host with no "
+                         "context current");
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes);
     return CUDA_SUCCESS;
 }

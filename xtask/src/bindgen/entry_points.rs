@@ -9,10 +9,56 @@ use quote::{format_ident, quote};
 use super::api::Api;
 use super::scan::since_of;
 
+/// Which release introduced each entry point, as the library's headers tell it.
+pub(super) enum Dating<'a> {
+    /// CUDA: each base name's `PFN_<name>_v<version>` versions in `cudaTypedefs.h`.
+    Cuda(&'a BTreeMap<String, Vec<u32>>),
+    /// NCCL: the `NCCL_VERSION_CODE` (patch 0) of the first header declaring each function.
+    Nccl(&'a BTreeMap<String, u32>),
+}
+
+impl Dating<'_> {
+    /// The version code that introduced `symbol`, when known.
+    fn since(&self, symbol: &str) -> Option<u32> {
+        match self {
+            Self::Cuda(versions) => since_of(symbol, versions),
+            Self::Nccl(versions) => versions.get(symbol).copied(),
+        }
+    }
+
+    /// The entry point's row in `ENTRY_POINTS`.
+    fn row(&self, symbol: &Literal, name: &str) -> TokenStream {
+        let version = match self.since(name) {
+            Some(version) => {
+                let version = Literal::u32_unsuffixed(version);
+                quote!(Some(#version))
+            }
+            None => quote!(None),
+        };
+        match self {
+            Self::Cuda(_) => quote!(::cuda_loader::EntryPoint::new(#symbol, #version)),
+            Self::Nccl(_) => quote!(::cuda_loader::EntryPoint::nccl(#symbol, #version)),
+        }
+    }
+
+    /// `, since CUDA 12.4` / `, since NCCL 2.18` for the method's doc.
+    fn note(&self, symbol: &str) -> Option<String> {
+        let version = self.since(symbol)?;
+        Some(match self {
+            Self::Cuda(_) => format!(", since CUDA {}.{}", version / 1000, (version % 1000) / 10),
+            Self::Nccl(_) => format!(
+                ", since NCCL {}.{}",
+                version / 10000,
+                (version % 10000) / 100
+            ),
+        })
+    }
+}
+
 /// `pub static ENTRY_POINTS` and `ENTRY_POINT_COUNT`.
 pub(super) fn entry_point_table(
     functions: &[syn::Signature],
-    since: &BTreeMap<String, Vec<u32>>,
+    since: &Dating<'_>,
 ) -> Result<TokenStream, String> {
     let count = Literal::usize_unsuffixed(functions.len());
     let rows = functions
@@ -22,14 +68,7 @@ pub(super) fn entry_point_table(
             let symbol = CString::new(name.clone())
                 .map_err(|e| format!("symbol {name} holds a NUL byte: {e}"))?;
             let symbol = Literal::c_string(&symbol);
-            let version = match since_of(&name, since) {
-                Some(version) => {
-                    let version = Literal::u32_unsuffixed(version);
-                    quote!(Some(#version))
-                }
-                None => quote!(None),
-            };
-            Ok(quote!(::cuda_loader::EntryPoint::new(#symbol, #version)))
+            Ok(since.row(&symbol, &name))
         })
         .collect::<Result<Vec<_>, String>>()?;
     Ok(quote! {
@@ -47,7 +86,7 @@ pub(super) fn entry_point_struct(
     api: &Api,
     functions: &[syn::Signature],
     aliases: &[(String, String)],
-    since: &BTreeMap<String, Vec<u32>>,
+    since: &Dating<'_>,
 ) -> Result<TokenStream, String> {
     let name = format_ident!("{}", api.struct_name);
     let struct_doc = format!(
@@ -97,7 +136,7 @@ fn method(
     index: usize,
     sig: &syn::Signature,
     aliases: &[(String, String)],
-    since: &BTreeMap<String, Vec<u32>>,
+    since: &Dating<'_>,
 ) -> Result<TokenStream, String> {
     let ident = &sig.ident;
     let symbol = ident.to_string();
@@ -130,12 +169,8 @@ fn method(
             ", the plain export of what the header's inline wrapper calls as `{versioned}`"
         ));
     }
-    if let Some(version) = since_of(&symbol, since) {
-        doc.push_str(&format!(
-            ", since CUDA {}.{}",
-            version / 1000,
-            (version % 1000) / 10
-        ));
+    if let Some(note) = since.note(&symbol) {
+        doc.push_str(&note);
     }
     doc.push('.');
     let slot = Literal::usize_unsuffixed(index);

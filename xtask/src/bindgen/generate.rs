@@ -9,7 +9,7 @@ use proc_macro2::{Literal, TokenStream};
 use quote::quote;
 
 use super::api::Api;
-use super::entry_points::{entry_point_struct, entry_point_table};
+use super::entry_points::{Dating, entry_point_struct, entry_point_table};
 use super::format::format_file;
 use super::nvml::nvml_struct_versions;
 use super::scan::{function_macros, inline_wrappers, introduced_versions};
@@ -20,9 +20,82 @@ pub(super) fn generate(api: &Api, set: &HeaderSet) -> Result<String, String> {
     let header_path = set.header(api.header);
     // Macros continued over several lines are read as one line.
     let header_text = read(&header_path)?.replace("\\\n", " ");
+    let (items, mut functions) = bindgen_items(api, &header_path, &[&set.include_dir])?;
+
+    let function_names: BTreeSet<String> =
+        functions.iter().map(|sig| sig.ident.to_string()).collect();
+    let wrappers = inline_wrappers(&header_text, api.prefix, &function_names);
+    let aliases = if wrappers.is_empty() {
+        function_macros(&header_text, api.prefix, &function_names)
+    } else {
+        // nvJitLink: the header's inline `nvJitLinkCreate` forwards to the versioned export
+        // `__nvJitLinkCreate_13_5`, which only libraries at least as new as the header have.
+        // Every libnvJitLink (12.3 on, both majors) also exports the plain name with the same
+        // signature, which the header declares under NVJITLINK_NO_INLINE: the method takes
+        // the API name and resolves that export, so a build with newer headers runs on an
+        // older library. The versioned names stay listed in VERSIONED_NAMES.
+        for sig in &mut functions {
+            let symbol = sig.ident.to_string();
+            if let Some((name, _)) = wrappers.iter().find(|(_, target)| *target == symbol) {
+                sig.ident = syn::Ident::new(name, sig.ident.span());
+            }
+        }
+        wrappers
+    };
+    let since = if api.header == headers::CUDA_H {
+        let typedefs = read(&set.header(headers::CUDA_TYPEDEFS_H))?;
+        introduced_versions(&typedefs)
+    } else {
+        BTreeMap::new()
+    };
+    let struct_versions = if api.header == headers::NVML_H {
+        nvml_struct_versions(&header_text, &items)?
+    } else {
+        TokenStream::new()
+    };
+
+    let preamble = preamble(api, set);
+    let cuda_version = Literal::u32_unsuffixed(set.cuda_version);
+    let dating = Dating::Cuda(&since);
+    let entry_points = entry_point_table(&functions, &dating)?;
+    let alias_rows = aliases
+        .iter()
+        .map(|(api_name, symbol)| quote!((#api_name, #symbol)));
+    let struct_tokens = entry_point_struct(api, &functions, &aliases, &dating)?;
+
+    let tokens = quote! {
+        #(#![doc = #preamble])*
+        #(#items)*
+
+        /// `CUDA_VERSION` of the `cuda.h` these bindings were generated with.
+        pub const HEADER_CUDA_VERSION: u32 = #cuda_version;
+
+        /// Function macros of the header: (name used in C, exported symbol it expands to).
+        pub const VERSIONED_NAMES: &[(&str, &str)] = &[#(#alias_rows),*];
+
+        #struct_versions
+        #entry_points
+        #struct_tokens
+    };
+    let file = syn::parse2::<syn::File>(tokens)
+        .map_err(|e| format!("generated code for {} does not parse: {e}", api.header))?;
+    format_file(&file, api.header)
+}
+
+/// bindgen's output for one header: its items, and the signatures of its functions (which
+/// become methods instead of `extern` declarations).
+pub(super) fn bindgen_items(
+    api: &Api,
+    header_path: &Path,
+    include_dirs: &[&Path],
+) -> Result<(Vec<syn::Item>, Vec<syn::Signature>), String> {
     let raw = bindgen::Builder::default()
         .header(header_path.display().to_string())
-        .clang_arg(format!("-I{}", set.include_dir.display()))
+        .clang_args(
+            include_dirs
+                .iter()
+                .map(|dir| format!("-I{}", dir.display())),
+        )
         .allowlist_function(api.functions)
         .allowlist_type(api.types)
         .allowlist_var(api.vars)
@@ -62,64 +135,7 @@ pub(super) fn generate(api: &Api, set: &HeaderSet) -> Result<String, String> {
             other => items.push(other),
         }
     }
-
-    let function_names: BTreeSet<String> =
-        functions.iter().map(|sig| sig.ident.to_string()).collect();
-    let wrappers = inline_wrappers(&header_text, api.prefix, &function_names);
-    let aliases = if wrappers.is_empty() {
-        function_macros(&header_text, api.prefix, &function_names)
-    } else {
-        // nvJitLink: the header's inline `nvJitLinkCreate` forwards to the versioned export
-        // `__nvJitLinkCreate_13_5`, which only libraries at least as new as the header have.
-        // Every libnvJitLink (12.3 on, both majors) also exports the plain name with the same
-        // signature, which the header declares under NVJITLINK_NO_INLINE: the method takes
-        // the API name and resolves that export, so a build with newer headers runs on an
-        // older library. The versioned names stay listed in VERSIONED_NAMES.
-        for sig in &mut functions {
-            let symbol = sig.ident.to_string();
-            if let Some((name, _)) = wrappers.iter().find(|(_, target)| *target == symbol) {
-                sig.ident = syn::Ident::new(name, sig.ident.span());
-            }
-        }
-        wrappers
-    };
-    let since = if api.header == headers::CUDA_H {
-        let typedefs = read(&set.header(headers::CUDA_TYPEDEFS_H))?;
-        introduced_versions(&typedefs)
-    } else {
-        BTreeMap::new()
-    };
-    let struct_versions = if api.header == headers::NVML_H {
-        nvml_struct_versions(&header_text, &items)?
-    } else {
-        TokenStream::new()
-    };
-
-    let preamble = preamble(api, set);
-    let cuda_version = Literal::u32_unsuffixed(set.cuda_version);
-    let entry_points = entry_point_table(&functions, &since)?;
-    let alias_rows = aliases
-        .iter()
-        .map(|(api_name, symbol)| quote!((#api_name, #symbol)));
-    let struct_tokens = entry_point_struct(api, &functions, &aliases, &since)?;
-
-    let tokens = quote! {
-        #(#![doc = #preamble])*
-        #(#items)*
-
-        /// `CUDA_VERSION` of the `cuda.h` these bindings were generated with.
-        pub const HEADER_CUDA_VERSION: u32 = #cuda_version;
-
-        /// Function macros of the header: (name used in C, exported symbol it expands to).
-        pub const VERSIONED_NAMES: &[(&str, &str)] = &[#(#alias_rows),*];
-
-        #struct_versions
-        #entry_points
-        #struct_tokens
-    };
-    let file = syn::parse2::<syn::File>(tokens)
-        .map_err(|e| format!("generated code for {} does not parse: {e}", api.header))?;
-    format_file(&file, api.header)
+    Ok((items, functions))
 }
 
 /// The file's inner doc lines: which header of which CUDA it binds, and how it was generated.
@@ -144,7 +160,7 @@ fn preamble(api: &Api, set: &HeaderSet) -> [String; 5] {
 }
 
 /// The bindgen version, for the preamble (kept equal to the pinned one by a test).
-const BINDGEN_VERSION: &str = "0.73.2";
+pub(super) const BINDGEN_VERSION: &str = "0.73.2";
 
 /// Reads a text file.
 pub(super) fn read(path: &Path) -> Result<String, String> {

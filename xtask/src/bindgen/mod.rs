@@ -1,6 +1,7 @@
 //! `cargo xtask bindgen`: generates the raw bindings and the lazily loading entry-point tables.
 //!
-//! For each header (`cuda.h`, `nvrtc.h`, `nvml.h`) of each CUDA major, bindgen produces the
+//! For each header (`cuda.h`, `nvrtc.h`, `nvml.h`, `nvJitLink.h`) of each CUDA major, and for
+//! `nccl.h` once (NCCL's ABI does not follow the CUDA major; see [`nccl`]), bindgen produces the
 //! types and constants; the function declarations it finds become methods of one struct
 //! (`Driver`, `Nvrtc`, `Nvml`) that resolve their symbol through `cuda-loader` on first use.
 //! The symbol of each method is the name clang sees after the header's macros, so it is the
@@ -12,6 +13,7 @@ mod api;
 mod entry_points;
 mod format;
 mod generate;
+mod nccl;
 mod nvml;
 mod scan;
 
@@ -30,6 +32,8 @@ struct Options {
     cuda_home: Option<PathBuf>,
     /// `--check`: compare with the committed files instead of writing them.
     check: bool,
+    /// `--only CRATE` (repeatable): generate only these crates' files (`nccl-sys`).
+    only: Vec<String>,
 }
 
 /// Reads the task's arguments (those after `bindgen`).
@@ -40,6 +44,12 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
         match arg.as_str() {
             "--check" => options.check = true,
             "--from-wheels" => options.cuda_home = None,
+            "--only" => {
+                let krate = args
+                    .next()
+                    .ok_or("--only needs a crate directory (nccl-sys)")?;
+                options.only.push(krate.clone());
+            }
             "--cuda-home" => {
                 let dir = args.next().ok_or("--cuda-home needs a directory")?;
                 options.cuda_home = Some(PathBuf::from(dir));
@@ -54,27 +64,43 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
 pub fn run(args: &[String]) -> Result<(), String> {
     let options = parse_args(args)?;
     let root = crate::workspace_root();
-    let sets = match &options.cuda_home {
-        Some(dir) => vec![headers::from_toolkit(dir)?],
-        None => headers::from_wheels(&root)?,
+    let wanted = |krate: &str| options.only.is_empty() || options.only.iter().any(|k| k == krate);
+    let sets = if !APIS.iter().any(|api| wanted(api.crate_dir)) {
+        Vec::new()
+    } else {
+        match &options.cuda_home {
+            Some(dir) => vec![headers::from_toolkit(dir)?],
+            None => headers::from_wheels(&root)?,
+        }
     };
     let mut drifted = Vec::new();
+    let mut outputs = Vec::new();
     for set in &sets {
-        for api in &APIS {
-            let code = generate(api, set)?;
+        for api in APIS.iter().filter(|api| wanted(api.crate_dir)) {
             let path = root
                 .join(api.crate_dir)
                 .join("src")
                 .join(format!("v{}.rs", set.major));
-            let committed = fs::read_to_string(&path).ok();
-            if committed.as_deref() == Some(code.as_str()) {
-                println!("unchanged {}", path.display());
-            } else if options.check {
-                drifted.push(path.display().to_string());
-            } else {
-                fs::write(&path, &code).map_err(|e| format!("writing {}: {e}", path.display()))?;
-                println!("wrote {}", path.display());
-            }
+            outputs.push((path, generate(api, set)?));
+        }
+    }
+    // nccl.h is not part of a CUDA toolkit: it always comes from its pinned wheels.
+    if wanted(nccl::NCCL_API.crate_dir) {
+        let nccl_path = root
+            .join(nccl::NCCL_API.crate_dir)
+            .join("src")
+            .join(nccl::OUTPUT);
+        outputs.push((nccl_path, nccl::generate_nccl(&root)?));
+    }
+    for (path, code) in outputs {
+        let committed = fs::read_to_string(&path).ok();
+        if committed.as_deref() == Some(code.as_str()) {
+            println!("unchanged {}", path.display());
+        } else if options.check {
+            drifted.push(path.display().to_string());
+        } else {
+            fs::write(&path, &code).map_err(|e| format!("writing {}: {e}", path.display()))?;
+            println!("wrote {}", path.display());
         }
     }
     if drifted.is_empty() {
@@ -101,6 +127,9 @@ mod tests {
         let options = parse_args(&strings(&["--cuda-home", "/opt/cuda", "--check"])).unwrap();
         assert_eq!(options.cuda_home, Some(PathBuf::from("/opt/cuda")));
         assert!(options.check);
+        let options = parse_args(&strings(&["--only", "nccl-sys"])).unwrap();
+        assert_eq!(options.only, ["nccl-sys"]);
+        assert!(parse_args(&strings(&["--only"])).is_err());
         assert!(parse_args(&strings(&["--cuda-home"])).is_err());
         assert!(parse_args(&strings(&["--frobnicate"])).is_err());
     }

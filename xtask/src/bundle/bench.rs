@@ -10,13 +10,15 @@ use super::files::make_executable;
 const SHARED_FLOORS_DIR: &str = "../shared/bench";
 
 /// The shared C floors the benchmarks are measured against: the driver API (launch, memory,
-/// compile, green contexts), a fresh process's on-disk cache hit, graphs and host callbacks, and
-/// two GPUs and two processes (peer copies, IPC pools, VMM).
+/// compile, green contexts), a fresh process's on-disk cache hit, graphs and host callbacks,
+/// two GPUs and two processes (peer copies, IPC pools, VMM), and NCCL's all-reduce across the
+/// GPUs of one process.
 const SHARED_FLOORS: &[&str] = &[
     "driver_floor.c",
     "disk_hit_floor.c",
     "graph_floor.c",
     "multi_gpu_floor.c",
+    "nccl_floor.c",
 ];
 
 /// Copies the shared C floors into `bench/` of the bundle (writable, whatever the sources'
@@ -81,6 +83,7 @@ mod tests {
         fs::write(dir.join("shared/bench/driver_floor.c"), "floor").expect("write");
         fs::write(dir.join("shared/bench/disk_hit_floor.c"), "disk").expect("write");
         fs::write(dir.join("shared/bench/graph_floor.c"), "graphs").expect("write");
+        fs::write(dir.join("shared/bench/nccl_floor.c"), "nccl").expect("write");
         fs::write(dir.join("shared/bench/other_floor.c"), "not listed").expect("write");
         let out = dir.join("out");
         copy_shared_floors(&root, &out).expect("floors copied");
@@ -91,6 +94,7 @@ mod tests {
                 ("bench/disk_hit_floor.c".to_owned(), 4),
                 ("bench/driver_floor.c".to_owned(), 5),
                 ("bench/graph_floor.c".to_owned(), 6),
+                ("bench/nccl_floor.c".to_owned(), 4),
                 ("bench/nvml_floor.c".to_owned(), 9),
                 ("bench/run_it.sh".to_owned(), 4)
             ])

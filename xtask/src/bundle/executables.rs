@@ -9,7 +9,7 @@ use super::args::Args;
 use super::cargo::{parse_artifact, run_cargo};
 use super::files::{make_executable, mib};
 use super::metadata::Package;
-use super::plan::{Abi, Kind};
+use super::plan::{Abi, Kind, optional_feature_args};
 
 /// Builds `kind` of `package` for `abi` and copies each executable `selection` keeps into the
 /// bundle; `copied` maps each bundle path written so far to its source, to catch clashing names.
@@ -25,6 +25,7 @@ pub(super) fn build_and_copy(
     let mut args: Vec<&str> = kind.cargo_args().to_vec();
     args.extend(["--profile", PROFILE, "-p", &package.name]);
     args.extend(abi.cargo_args);
+    args.extend(optional_feature_args(package));
     args.push("--message-format=json-render-diagnostics");
     let lines = run_cargo(root, cargo, &args)?;
 

@@ -26,6 +26,19 @@ pub(super) const ABIS: [Abi; 2] = [
     },
 ];
 
+/// Optional features the bundle turns on in every package that has them: NCCL's collectives
+/// (the `nccl` GPU tests and the `allreduce` examples).
+pub(super) const OPTIONAL_FEATURES: &[&str] = &["nccl"];
+
+/// The `--features` arguments of [`OPTIONAL_FEATURES`] that `package` declares.
+pub(super) fn optional_feature_args(package: &Package) -> Vec<&'static str> {
+    OPTIONAL_FEATURES
+        .iter()
+        .filter(|wanted| package.features.iter().any(|feature| feature == *wanted))
+        .flat_map(|feature| ["--features", feature])
+        .collect()
+}
+
 /// The kinds of executables bundled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Kind {
@@ -121,6 +134,15 @@ mod tests {
                 (Kind::Bench, "cuda-safe"),
             ]
         );
+    }
+
+    #[test]
+    fn optional_features_are_asked_for_where_declared() {
+        let mut with = package(TESTS_PACKAGE, false, false);
+        with.features.push("nccl".to_owned());
+        assert_eq!(optional_feature_args(&with), ["--features", "nccl"]);
+        let without = package("cuda-sys", true, false);
+        assert!(optional_feature_args(&without).is_empty());
     }
 
     #[test]

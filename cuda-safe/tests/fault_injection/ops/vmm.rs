@@ -131,6 +131,14 @@ fn mapping_operations(ops: &mut Vec<Op>) {
         .releasing(),
     );
     ops.push(op(
+        "Buffer::to_vec (virtual memory, no context current)",
+        || {
+            let s = stream();
+            (plain().allocate(4 * N, &s).expect("a buffer"), s)
+        },
+        |(b, _)| b.to_vec::<f32>(),
+    ));
+    ops.push(op(
         "Buffer::copy_from (pool memory into virtual memory)",
         || {
             let s = stream();

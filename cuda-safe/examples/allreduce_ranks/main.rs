@@ -1,0 +1,128 @@
+//! All-reduce with one process per GPU, as `torchrun` runs a job: started without `RANK`, it
+//! launches itself once per GPU with `RANK`, `WORLD_SIZE`, `LOCAL_RANK`, `MASTER_ADDR`
+//! (127.0.0.1) and `MASTER_PORT` (a free port) set and waits for them; each rank takes its
+//! GPU, gets the unique id from rank 0 over TCP and joins (`ncclCommInitRank`), then measures
+//! as the `allreduce` example does (the method of `bench/nccl_floor.c`). Rank 0 prints the
+//! table and the `FIG` lines.
+//!
+//! ```text
+//! cargo run --release -p cuda-safe --features nccl --example allreduce_ranks
+//! ```
+//!
+//! Under a launcher of your own, set the five variables and start it once per GPU. Every rank
+//! keeps NVLink multicast off (`NCCL_NVLS_ENABLE=0`). Without a driver, a GPU or NCCL it prints
+//! one line saying what is missing and exits with status 1.
+
+#[path = "../allreduce/measure.rs"]
+mod measure;
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use cuda_safe::nccl::{self, Communicator, Launcher, RANK, ReduceOp};
+use cuda_safe::{Device, Result, StreamOptions};
+
+/// How long a rank waits for the others to join and for each size's work.
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+fn main() -> ExitCode {
+    // SAFETY: first thing in main, before any thread starts.
+    unsafe { nccl::disable_nvls_in_process() };
+    let result = if std::env::var_os(RANK).is_some() {
+        rank()
+    } else {
+        launch()
+    };
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            eprintln!("error: a rank failed or a sum was wrong");
+            ExitCode::FAILURE
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The parent: one rank per GPU (at most 8), then their exit statuses.
+fn launch() -> Result<bool> {
+    let ranks = Device::count()?.min(8);
+    if ranks == 0 {
+        return Err(cuda_safe::Error::invalid_argument("no GPU found"));
+    }
+    println!(
+        "nccl {}, {ranks} ranks (one process per GPU)",
+        nccl::version()?
+    );
+    let program = std::env::current_exe()
+        .map_err(|e| cuda_safe::Error::invalid_argument(format!("finding this program: {e}")))?;
+    let launcher = Launcher::local(ranks)?;
+    let mut children = launcher.spawn(program, std::iter::empty::<&str>())?;
+    let mut all_right = true;
+    for (rank, child) in children.iter_mut().enumerate() {
+        let status = child.wait().map_err(|e| {
+            cuda_safe::Error::invalid_argument(format!("waiting for rank {rank}: {e}"))
+        })?;
+        if !status.success() {
+            eprintln!("rank {rank} exited with {status}");
+            all_right = false;
+        }
+    }
+    Ok(all_right)
+}
+
+/// One rank.
+fn rank() -> Result<bool> {
+    let start = Instant::now();
+    let comm = Communicator::from_env(TIMEOUT)?;
+    let init_ms = start.elapsed().as_secs_f64() * 1e3;
+    let (rank, ranks) = (comm.rank()?, comm.size()?);
+    let device = *comm.device();
+    if rank == 0 {
+        println!("FIG nccl_comm_init_rank {init_ms:.1} ms");
+    }
+    let stream = device.create_stream(StreamOptions::default())?;
+    let largest = measure::SIZES[measure::SIZES.len() - 1];
+    let mut buffer = device
+        .default_memory_resource()?
+        .allocate(largest, &stream)?;
+    let mut whole = buffer.as_mut_slice::<f32>()?;
+    if rank == 0 {
+        measure::print_header(ranks);
+    }
+    let mut all_right = true;
+    for bytes in measure::SIZES {
+        let count = bytes / size_of::<f32>();
+        whole.slice_mut(..count)?.fill(1.0)?;
+        let micros = measure::time(
+            bytes,
+            || {
+                nccl::group(|| {
+                    let mut part = whole.slice_mut(..count)?;
+                    comm.all_reduce_in_place::<f32>(&mut part, ReduceOp::Sum, &stream)
+                })
+            },
+            || comm.wait_with_timeout(&stream, TIMEOUT),
+        )?;
+        let mut first = [0f32];
+        whole.slice_mut(..1)?.as_slice().copy_to_host(&mut first)?;
+        let row = measure::Row {
+            bytes,
+            micros,
+            value: first[0],
+            expected: measure::expected(bytes, ranks),
+        };
+        if rank == 0 {
+            all_right &= measure::print_row(&row, ranks);
+        } else {
+            all_right &= row.value == row.expected;
+        }
+    }
+    comm.finalize()?;
+    if rank == 0 {
+        println!("DONE");
+    }
+    Ok(all_right)
+}

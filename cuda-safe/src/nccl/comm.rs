@@ -1,0 +1,501 @@
+//! `Communicator`: one rank of an NCCL communicator, bound to one GPU.
+
+use std::cell::Cell;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::clique::Clique;
+use super::config::CommConfig;
+use super::id::UniqueId;
+use super::library::library;
+use crate::context::Context;
+use crate::device::Device;
+use crate::error::{Error, Result, nccl};
+use crate::handle::{Owned, Release, log_drop_error};
+use crate::nccl_sys::{NCCL_SPLIT_NOCOLOR, Nccl, ncclComm_t, ncclResult_t};
+
+/// How often a wait polls NCCL and the stream.
+pub(crate) const POLL_INTERVAL: Duration = Duration::from_micros(50);
+
+/// One rank of an NCCL communicator: the handle NCCL calls take, the GPU it runs on, and its
+/// rank among the communicator's ranks.
+///
+/// Made for every GPU of this process at once ([`init_all`](Self::init_all)), or one rank per
+/// process from a [`UniqueId`] ([`init_rank`](Self::init_rank),
+/// [`init_rank_with`](Self::init_rank_with), or [`from_env`](Self::from_env) under a
+/// `torchrun`-style launcher), or split from another ([`split`](Self::split)). Dropping it
+/// destroys it (`ncclCommDestroy`); [`close`](Self::close) returns the error,
+/// [`finalize`](Self::finalize) first flushes its work, and [`abort`](Self::abort) stops it
+/// without waiting.
+///
+/// It is `Send` but not `Sync`: NCCL does not allow two threads to use one communicator at
+/// once.
+#[must_use = "a communicator is destroyed when dropped"]
+pub struct Communicator {
+    inner: Owned<CommInner>,
+}
+
+pub(crate) struct CommInner {
+    /// Null once aborted.
+    raw: Cell<ncclComm_t>,
+    pub(crate) nccl: &'static Nccl,
+    pub(crate) device: Device,
+    /// The device's primary context, which NCCL (through the CUDA runtime) uses: kept retained
+    /// while the communicator lives.
+    _context: Context,
+    non_blocking: bool,
+    /// `(rank, ranks)`, read from NCCL on first use.
+    shape: Cell<Option<(usize, usize)>>,
+    /// The all-GPU clique this rank belongs to, and its rank there.
+    pub(crate) clique: Option<(Arc<Clique>, usize)>,
+}
+
+// SAFETY: an NCCL communicator may be used from any thread, one thread at a time; `Cell` keeps
+// `CommInner` from being `Sync`, so no two threads share it.
+unsafe impl Send for CommInner {}
+
+impl Release for CommInner {
+    const WHAT: &'static str = "NCCL communicator";
+
+    fn release(&mut self) -> Result<()> {
+        let raw = self.raw.replace(std::ptr::null_mut());
+        if raw.is_null() {
+            return Ok(());
+        }
+        // SAFETY: `raw` is a live communicator owned here, destroyed once.
+        unsafe { nccl!(self.nccl, ncclCommDestroy(raw)) }
+    }
+}
+
+impl Communicator {
+    /// Owns `raw`, made on `device`; destroys it if the device's primary context cannot be
+    /// retained.
+    fn wrap(
+        raw: ncclComm_t,
+        nccl: &'static Nccl,
+        device: Device,
+        non_blocking: bool,
+        clique: Option<(Arc<Clique>, usize)>,
+    ) -> Result<Self> {
+        match device.context() {
+            Ok(context) => Ok(Self {
+                inner: Owned::new(CommInner {
+                    raw: Cell::new(raw),
+                    nccl,
+                    device,
+                    _context: context,
+                    non_blocking,
+                    shape: Cell::new(None),
+                    clique,
+                }),
+            }),
+            Err(error) => {
+                // SAFETY: `raw` is a live communicator nobody else owns; destroyed once.
+                if let Err(destroyed) = unsafe { nccl!(nccl, ncclCommDestroy(raw)) } {
+                    log_drop_error(CommInner::WHAT, &destroyed);
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// One communicator per device, all in this process, ranked in the order given
+    /// (`ncclCommInitAll`). Collectives on them are then made from one thread inside
+    /// [`group`](super::group), and each rank's calls are checked against the others' (the
+    /// same collective, count, type, operator and root) before they reach NCCL.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for no device or one listed twice; NCCL's error.
+    #[doc(alias = "ncclCommInitAll")]
+    pub fn init_all(devices: &[Device]) -> Result<Vec<Self>> {
+        check_devices(devices)?;
+        let nccl = library()?;
+        let ordinals = devices
+            .iter()
+            .map(|device| c_int(device.ordinal(), "device ordinal"))
+            .collect::<Result<Vec<i32>>>()?;
+        let count = c_int(devices.len(), "device count")?;
+        // Every primary context exists (and stays retained) before NCCL makes its streams in
+        // them.
+        let _contexts = devices
+            .iter()
+            .map(Device::context)
+            .collect::<Result<Vec<_>>>()?;
+        let mut raw = vec![std::ptr::null_mut(); devices.len()];
+        // SAFETY: `raw` has room for `count` handles and `ordinals` lists `count` devices.
+        unsafe {
+            nccl!(
+                nccl,
+                ncclCommInitAll(raw.as_mut_ptr(), count, ordinals.as_ptr())
+            )?
+        };
+        let clique = Arc::new(Clique::new(devices.len()));
+        let mut communicators = Vec::with_capacity(devices.len());
+        for (rank, (handle, device)) in raw.into_iter().zip(devices).enumerate() {
+            let communicator =
+                Self::wrap(handle, nccl, *device, false, Some((clique.clone(), rank)))?;
+            communicator.inner.shape.set(Some((rank, devices.len())));
+            communicators.push(communicator);
+        }
+        Ok(communicators)
+    }
+
+    /// This process's rank `rank` of `ranks`, on `device`, joining the communicator `id` names
+    /// (`ncclCommInitRank`). Every rank must call it (in its own process or thread, or inside
+    /// one [`group`](super::group)); it returns when all have joined.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for `rank >= ranks`; NCCL's error.
+    #[doc(alias = "ncclCommInitRank")]
+    pub fn init_rank(device: &Device, ranks: usize, rank: usize, id: &UniqueId) -> Result<Self> {
+        check_rank(rank, ranks)?;
+        let nccl = library()?;
+        let (c_ranks, c_rank) = (c_int(ranks, "rank count")?, c_int(rank, "rank")?);
+        let context = device.context()?;
+        let _current = context.scoped()?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: `raw` is a valid place for the handle; the device's primary context is
+        // current, which is how NCCL learns the device.
+        unsafe {
+            nccl!(
+                nccl,
+                ncclCommInitRank(&mut raw, c_ranks, id.as_raw(), c_rank)
+            )?
+        };
+        Self::wrap(raw, nccl, *device, false, None)
+    }
+
+    /// [`init_rank`](Self::init_rank) with options (`ncclCommInitRankConfig`, NCCL 2.14 and
+    /// later). A non-blocking communicator (`blocking: Some(false)`) is polled until it is
+    /// ready, and aborted when [`CommConfig::init_timeout`] passes first.
+    ///
+    /// # Errors
+    ///
+    /// As [`init_rank`](Self::init_rank); [`Error::NcclTimeout`] when the timeout passed;
+    /// [`Error::NcclAsync`] when creation failed in the background; a missing entry point
+    /// ([`Error::is_not_supported`]) before NCCL 2.14.
+    #[doc(alias = "ncclCommInitRankConfig")]
+    pub fn init_rank_with(
+        device: &Device,
+        ranks: usize,
+        rank: usize,
+        id: &UniqueId,
+        config: &CommConfig,
+    ) -> Result<Self> {
+        check_rank(rank, ranks)?;
+        let nccl = library()?;
+        let (c_ranks, c_rank) = (c_int(ranks, "rank count")?, c_int(rank, "rank")?);
+        let mut raw_config = config.to_raw()?;
+        let context = device.context()?;
+        let _current = context.scoped()?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: `raw` is a valid place for the handle; the config and its strings live
+        // until the call returns (NCCL copies it); the device's context is current.
+        let called = unsafe {
+            nccl!(
+                nccl,
+                ncclCommInitRankConfig(
+                    &mut raw,
+                    c_ranks,
+                    id.as_raw(),
+                    c_rank,
+                    raw_config.as_mut_ptr()
+                )
+            )
+        };
+        // A failed non-blocking creation may still have handed out a handle to destroy.
+        let communicator = if raw.is_null() {
+            called?;
+            return Err(Error::unexpected(
+                "ncclCommInitRankConfig",
+                "succeeded without a communicator",
+            ));
+        } else {
+            Self::wrap(raw, nccl, *device, config.is_non_blocking(), None)?
+        };
+        called?;
+        communicator.wait_ready(config.init_timeout)?;
+        Ok(communicator)
+    }
+
+    /// Splits this communicator (`ncclCommSplit`, NCCL 2.18 and later): the ranks that pass
+    /// the same `color` form a new communicator, ranked by `key` (then by their rank here);
+    /// `None` (`NCCL_SPLIT_NOCOLOR`) takes no part and gets `None`. Every rank of this
+    /// communicator must call it (for all-GPU communicators, inside one
+    /// [`group`](super::group)). `config` of `None` inherits this communicator's.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a color past `i32::MAX`; NCCL's error; a missing entry
+    /// point ([`Error::is_not_supported`]) before NCCL 2.18.
+    #[doc(alias = "ncclCommSplit")]
+    pub fn split(
+        &self,
+        color: Option<u32>,
+        key: i32,
+        config: Option<&CommConfig>,
+    ) -> Result<Option<Self>> {
+        let parent = self.handle()?;
+        let color = match color {
+            Some(color) => c_int(color as usize, "color")?,
+            None => NCCL_SPLIT_NOCOLOR,
+        };
+        let mut raw_config = config.map(CommConfig::to_raw).transpose()?;
+        let config_ptr = raw_config
+            .as_mut()
+            .map_or(std::ptr::null_mut(), |raw| raw.as_mut_ptr());
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: `parent` is live; `raw` is a valid place for the handle; the config (or
+        // null) lives until the call returns.
+        unsafe {
+            nccl!(
+                self.inner.nccl,
+                ncclCommSplit(parent, color, key, &mut raw, config_ptr)
+            )?
+        };
+        if raw.is_null() {
+            return Ok(None);
+        }
+        let non_blocking = config.map_or(self.inner.non_blocking, CommConfig::is_non_blocking);
+        Self::wrap(raw, self.inner.nccl, self.inner.device, non_blocking, None).map(Some)
+    }
+
+    /// The communicator's handle for NCCL calls.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] once the communicator was aborted (by
+    /// [`wait_with_timeout`](Self::wait_with_timeout) or an asynchronous error).
+    #[inline]
+    pub fn as_raw(&self) -> Result<ncclComm_t> {
+        self.handle()
+    }
+
+    #[inline]
+    pub(crate) fn handle(&self) -> Result<ncclComm_t> {
+        let raw = self.inner.raw.get();
+        if raw.is_null() {
+            return Err(Error::invalid_argument(
+                "the NCCL communicator was aborted and cannot be used",
+            ));
+        }
+        Ok(raw)
+    }
+
+    pub(crate) fn inner(&self) -> &CommInner {
+        &self.inner
+    }
+
+    /// The GPU this rank runs on.
+    pub fn device(&self) -> &Device {
+        &self.inner.device
+    }
+
+    /// This rank's place among the communicator's ranks (`ncclCommUserRank`).
+    ///
+    /// # Errors
+    ///
+    /// NCCL's error (a communicator split inside a group is known only once the group ended).
+    #[doc(alias = "ncclCommUserRank")]
+    pub fn rank(&self) -> Result<usize> {
+        self.shape().map(|(rank, _)| rank)
+    }
+
+    /// How many ranks the communicator has (`ncclCommCount`).
+    ///
+    /// # Errors
+    ///
+    /// As [`rank`](Self::rank).
+    #[doc(alias = "ncclCommCount")]
+    pub fn size(&self) -> Result<usize> {
+        self.shape().map(|(_, ranks)| ranks)
+    }
+
+    /// `(rank, ranks)`, asked once.
+    pub(crate) fn shape(&self) -> Result<(usize, usize)> {
+        if let Some(shape) = self.inner.shape.get() {
+            return Ok(shape);
+        }
+        let raw = self.handle()?;
+        let (mut rank, mut ranks) = (0, 0);
+        // SAFETY: `raw` is live; both are valid places for an int.
+        unsafe {
+            nccl!(self.inner.nccl, ncclCommUserRank(raw, &mut rank))?;
+            nccl!(self.inner.nccl, ncclCommCount(raw, &mut ranks))?;
+        }
+        let shape = (
+            usize::try_from(rank).map_err(|_| Error::unexpected("ncclCommUserRank", "negative"))?,
+            usize::try_from(ranks).map_err(|_| Error::unexpected("ncclCommCount", "negative"))?,
+        );
+        self.inner.shape.set(Some(shape));
+        Ok(shape)
+    }
+
+    /// Whether calls on this communicator return before they finish.
+    pub fn is_non_blocking(&self) -> bool {
+        self.inner.non_blocking
+    }
+
+    /// Polls `ncclCommGetAsyncError` until the communicator is ready (a non-blocking one may
+    /// still be connecting), aborting it when `timeout` passes first.
+    pub(crate) fn wait_ready(&self, timeout: Option<Duration>) -> Result<()> {
+        let start = Instant::now();
+        loop {
+            match self.poll_async() {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err(error) => {
+                    self.abort_now()?;
+                    return Err(error);
+                }
+            }
+            if let Some(timeout) = timeout
+                && start.elapsed() >= timeout
+            {
+                self.abort_now()?;
+                return Err(Error::NcclTimeout { waited: timeout });
+            }
+            std::thread::sleep(POLL_INTERVAL);
+        }
+    }
+
+    /// `ncclCommGetAsyncError`: `Ok(true)` when the communicator is fine and idle of pending
+    /// operations, `Ok(false)` while a non-blocking call is still in progress.
+    pub(crate) fn poll_async(&self) -> Result<bool> {
+        let raw = self.handle()?;
+        let mut state = ncclResult_t::ncclSuccess;
+        // SAFETY: `raw` is live; `state` is a valid place for a result.
+        unsafe { nccl!(self.inner.nccl, ncclCommGetAsyncError(raw, &mut state))? };
+        match state {
+            ncclResult_t::ncclSuccess => Ok(true),
+            ncclResult_t::ncclInProgress => Ok(false),
+            code => Err(Error::nccl_async(code)),
+        }
+    }
+
+    /// Stops the communicator now (`ncclCommAbort`): its queued work is cancelled and every
+    /// later call on it fails.
+    pub(crate) fn abort_now(&self) -> Result<()> {
+        let raw = self.inner.raw.replace(std::ptr::null_mut());
+        if raw.is_null() {
+            return Ok(());
+        }
+        // SAFETY: `raw` was live and is aborted (and freed) once; the handle is cleared.
+        unsafe { nccl!(self.inner.nccl, ncclCommAbort(raw)) }
+    }
+
+    /// Aborts the communicator (`ncclCommAbort`): frees it without waiting for its work,
+    /// which is cancelled. For a rank whose peers are gone.
+    ///
+    /// # Errors
+    ///
+    /// NCCL's error.
+    #[doc(alias = "ncclCommAbort")]
+    pub fn abort(self) -> Result<()> {
+        self.abort_now()
+    }
+
+    /// Flushes the communicator's work and releases its resources in step with the other
+    /// ranks (`ncclCommFinalize`, NCCL 2.14 and later, waited for), then destroys it.
+    ///
+    /// # Errors
+    ///
+    /// NCCL's error, or [`Error::NcclAsync`] when finalizing failed in the background.
+    #[doc(alias = "ncclCommFinalize")]
+    pub fn finalize(self) -> Result<()> {
+        let raw = self.handle()?;
+        // SAFETY: `raw` is live.
+        unsafe { nccl!(self.inner.nccl, ncclCommFinalize(raw))? };
+        self.wait_ready(None)?;
+        self.close()
+    }
+
+    /// Destroys the communicator (`ncclCommDestroy`), returning NCCL's error (dropping it does
+    /// the same and logs the error).
+    ///
+    /// # Errors
+    ///
+    /// NCCL's error.
+    #[doc(alias = "ncclCommDestroy")]
+    pub fn close(self) -> Result<()> {
+        self.inner.close()
+    }
+}
+
+/// `value` as a C `int`.
+fn c_int(value: usize, what: &str) -> Result<i32> {
+    i32::try_from(value)
+        .map_err(|_| Error::invalid_argument(format!("{what} {value} is past i32::MAX")))
+}
+
+fn check_rank(rank: usize, ranks: usize) -> Result<()> {
+    if ranks == 0 || rank >= ranks {
+        return Err(Error::invalid_argument(format!(
+            "rank {rank} of {ranks}: a rank is below the rank count, which is at least 1"
+        )));
+    }
+    Ok(())
+}
+
+fn check_devices(devices: &[Device]) -> Result<()> {
+    if devices.is_empty() {
+        return Err(Error::invalid_argument(
+            "ncclCommInitAll needs at least one device",
+        ));
+    }
+    for (index, device) in devices.iter().enumerate() {
+        if devices[..index]
+            .iter()
+            .any(|other| other.ordinal() == device.ordinal())
+        {
+            return Err(Error::invalid_argument(format!(
+                "device {} is listed twice: NCCL needs one rank per GPU",
+                device.ordinal()
+            )));
+        }
+    }
+    Ok(())
+}
+
+impl fmt::Debug for Communicator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Communicator")
+            .field("raw", &self.inner.raw.get())
+            .field("device", &self.inner.device.ordinal())
+            .field("shape", &self.inner.shape.get())
+            .field("non_blocking", &self.inner.non_blocking)
+            .finish()
+    }
+}
+
+impl fmt::Debug for CommInner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CommInner")
+            .field("raw", &self.raw.get())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_and_counts_are_checked() {
+        assert!(check_rank(0, 1).is_ok());
+        assert!(check_rank(3, 4).is_ok());
+        assert!(matches!(check_rank(4, 4), Err(Error::InvalidArgument(_))));
+        assert!(check_rank(0, 0).is_err());
+        assert!(c_int(1 << 40, "rank").is_err());
+        assert!(check_devices(&[]).is_err());
+    }
+
+    #[test]
+    fn a_communicator_is_send_not_sync() {
+        fn send<T: Send>() {}
+        send::<Communicator>();
+    }
+}

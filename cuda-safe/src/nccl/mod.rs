@@ -1,0 +1,70 @@
+//! Collectives on NCCL: communicators across GPUs and processes, and all-reduce, broadcast,
+//! reduce, all-gather, reduce-scatter and send/receive on this crate's buffers and streams
+//! (feature `nccl`; `libnccl.so.2` is loaded at run time).
+//!
+//! One process driving every GPU:
+//!
+//! ```no_run
+//! use cuda_safe::Device;
+//! use cuda_safe::nccl::{self, Communicator, ReduceOp};
+//!
+//! let devices = Device::all()?;
+//! let comms = Communicator::init_all(&devices)?;
+//! let mut work = Vec::new();
+//! for device in &devices {
+//!     let stream = device.create_stream(Default::default())?;
+//!     let buffer = device.default_memory_resource()?.allocate_from_host(&[1.0f32; 1024], &stream)?;
+//!     work.push((stream, buffer));
+//! }
+//! nccl::group(|| {
+//!     for (comm, (stream, buffer)) in comms.iter().zip(&mut work) {
+//!         comm.all_reduce_in_place::<f32>(buffer, ReduceOp::Sum, stream)?;
+//!     }
+//!     Ok(())
+//! })?;
+//! assert_eq!(work[0].1.to_vec::<f32>()?[0], devices.len() as f32);
+//! # Ok::<(), cuda_safe::Error>(())
+//! ```
+//!
+//! One process per GPU, started by a launcher that sets `RANK`, `WORLD_SIZE`, `LOCAL_RANK`,
+//! `MASTER_ADDR` and `MASTER_PORT` ([`Launcher`], or `torchrun`):
+//! [`Communicator::from_env`]. `docs/collectives.md` has the recipes.
+//!
+//! Every call checks what it can before NCCL sees it: lengths (all-gather's receive buffer is
+//! the send length times the ranks, reduce-scatter's send buffer the receive length times the
+//! ranks), roots and peers, the memory's and the stream's device against the communicator's,
+//! and for the communicators of [`Communicator::init_all`] every rank's call against the
+//! others'. Collectives are queued on the stream given and ordered with the buffers' own
+//! streams as kernel launches are. Failures are typed: [`Error::Nccl`](crate::Error::Nccl),
+//! [`Error::NcclAsync`](crate::Error::NcclAsync) (polled), and
+//! [`Error::NcclTimeout`](crate::Error::NcclTimeout) from
+//! [`Communicator::wait_with_timeout`], which aborts a communicator whose peer is gone.
+//!
+//! Every process this module starts has NVLink multicast off (`NCCL_NVLS_ENABLE=0`; see
+//! [`Launcher`] and [`disable_nvls_in_process`]).
+
+mod bootstrap;
+mod clique;
+mod collective;
+mod comm;
+mod config;
+mod group;
+mod id;
+mod launch;
+mod library;
+mod register;
+mod types;
+mod wait;
+
+pub use bootstrap::{LOCAL_RANK, MASTER_ADDR, MASTER_PORT, RANK, RankEnv, WORLD_SIZE};
+pub use collective::{CollectiveSource, CollectiveTarget, View};
+pub use comm::Communicator;
+pub use config::CommConfig;
+pub use group::{Group, group};
+pub use id::UniqueId;
+pub use launch::{Launcher, NVLS_ENABLE, disable_nvls_in_process, free_port, nvls_disabled};
+pub use library::{MIN_NCCL_VERSION, version};
+pub use register::Registered;
+pub use types::{NcclType, ReduceOp};
+
+pub use crate::nccl_sys::NcclVersion;

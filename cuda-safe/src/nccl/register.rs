@@ -1,0 +1,126 @@
+//! User-buffer registration (`ncclCommRegister`): NCCL reads and writes a registered buffer
+//! directly, without copying through its own staging buffers.
+
+use std::ffi::c_void;
+use std::fmt;
+use std::mem::ManuallyDrop;
+
+use super::comm::Communicator;
+use crate::error::{Error, Result, nccl};
+use crate::handle::log_drop_error;
+use crate::memory::Buffer;
+
+/// A buffer registered with a communicator: it holds the buffer (so it cannot be freed while
+/// NCCL knows it) and deregisters it when dropped or on [`into_buffer`](Self::into_buffer).
+/// Collectives take it through [`buffer`](Self::buffer) and
+/// [`buffer_mut`](Self::buffer_mut).
+#[must_use = "the buffer is deregistered when this is dropped"]
+pub struct Registered<'c> {
+    comm: &'c Communicator,
+    buffer: Buffer,
+    handle: *mut c_void,
+}
+
+impl Communicator {
+    /// Registers `buffer` with this communicator (`ncclCommRegister`, NCCL 2.19 and later),
+    /// for zero-copy collectives on it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for an empty buffer or one of another device; NCCL's error;
+    /// a missing entry point before NCCL 2.19 ([`Error::is_not_supported`]). The buffer is
+    /// dropped (freed in order on its stream) on error.
+    #[doc(alias = "ncclCommRegister")]
+    pub fn register(&self, buffer: Buffer) -> Result<Registered<'_>> {
+        let raw = self.handle()?;
+        if buffer.is_empty() {
+            return Err(Error::invalid_argument(
+                "an empty buffer cannot be registered",
+            ));
+        }
+        let device = buffer
+            .memory_resource()
+            .device()
+            .unwrap_or(*buffer.stream().device());
+        if !buffer.is_device_accessible() || device.ordinal() != self.device().ordinal() {
+            return Err(Error::invalid_argument(format!(
+                "only device memory of the communicator's device ({}) can be registered",
+                self.device().ordinal()
+            )));
+        }
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: `raw` is live; the buffer's `len` bytes at its address are device memory
+        // that stays allocated until the registration is undone (the guard holds it).
+        unsafe {
+            nccl!(
+                self.inner().nccl,
+                ncclCommRegister(
+                    raw,
+                    buffer.as_raw() as *mut c_void,
+                    buffer.len(),
+                    &mut handle
+                )
+            )?
+        };
+        Ok(Registered {
+            comm: self,
+            buffer,
+            handle,
+        })
+    }
+}
+
+impl Registered<'_> {
+    /// The registered buffer.
+    pub fn buffer(&self) -> &Buffer {
+        &self.buffer
+    }
+
+    /// The registered buffer, to write (collectives in place).
+    pub fn buffer_mut(&mut self) -> &mut Buffer {
+        &mut self.buffer
+    }
+
+    /// Deregisters the buffer (`ncclCommDeregister`) and gives it back.
+    ///
+    /// # Errors
+    ///
+    /// NCCL's error (the buffer is then dropped).
+    #[doc(alias = "ncclCommDeregister")]
+    pub fn into_buffer(self) -> Result<Buffer> {
+        let mut this = ManuallyDrop::new(self);
+        let deregistered = this.deregister();
+        // SAFETY: `this` is never used again and its destructor never runs, so the buffer is
+        // moved out exactly once.
+        let buffer = unsafe { std::ptr::read(&this.buffer) };
+        deregistered.map(|()| buffer)
+    }
+
+    fn deregister(&mut self) -> Result<()> {
+        let handle = std::mem::replace(&mut self.handle, std::ptr::null_mut());
+        if handle.is_null() {
+            return Ok(());
+        }
+        let raw = self.comm.handle()?;
+        // SAFETY: `handle` came from ncclCommRegister on this live communicator and is
+        // deregistered once.
+        unsafe { nccl!(self.comm.inner().nccl, ncclCommDeregister(raw, handle)) }
+    }
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        if let Err(error) = self.deregister() {
+            log_drop_error("NCCL buffer registration", &error);
+        }
+    }
+}
+
+impl fmt::Debug for Registered<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registered")
+            .field("buffer", &self.buffer)
+            .field("handle", &self.handle)
+            .finish()
+    }
+}

@@ -1,0 +1,52 @@
+//! Failure: a communicator's asynchronous errors, and waiting that gives up on a dead peer.
+
+use std::time::{Duration, Instant};
+
+use super::comm::{Communicator, POLL_INTERVAL};
+use crate::error::{Error, Result};
+use crate::stream::Stream;
+
+impl Communicator {
+    /// Checks the communicator for an asynchronous error (`ncclCommGetAsyncError`): a peer
+    /// that died, a network failure, a fault in a collective. On one, the communicator is
+    /// aborted (it cannot be used any more) and the error returned.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NcclAsync`] with NCCL's code and message; NCCL's error for the query itself.
+    #[doc(alias = "ncclCommGetAsyncError")]
+    pub fn async_error(&self) -> Result<()> {
+        match self.poll_async() {
+            Ok(_) => Ok(()),
+            Err(error) => {
+                self.abort_now()?;
+                Err(error)
+            }
+        }
+    }
+
+    /// Waits until `stream` has finished its queued work (this communicator's collectives on
+    /// it included), polling the stream and the communicator's asynchronous error. When the
+    /// communicator fails, or `timeout` passes first, the communicator is aborted (its
+    /// kernels stop, so the stream drains) and the error returned: a rank whose peer died does
+    /// not wait forever.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NcclAsync`] when the communicator failed; [`Error::NcclTimeout`] when the time
+    /// ran out; the driver's error for the stream.
+    pub fn wait_with_timeout(&self, stream: &Stream, timeout: Duration) -> Result<()> {
+        let start = Instant::now();
+        loop {
+            if stream.query()? {
+                return self.async_error();
+            }
+            self.async_error()?;
+            if start.elapsed() >= timeout {
+                self.abort_now()?;
+                return Err(Error::NcclTimeout { waited: timeout });
+            }
+            std::thread::sleep(POLL_INTERVAL);
+        }
+    }
+}

@@ -1,0 +1,549 @@
+//! Collectives on NCCL across two GPUs (feature `nccl`): every collective for several types
+//! and sizes (0 and odd counts included), in place and not, in one process
+//! (`ncclCommInitAll`, group calls) and in two (this binary re-run as rank processes through
+//! the crate's launcher, env-bootstrapped); send/receive; split communicators; the checks made
+//! before NCCL; and a dead peer: one rank process exits mid-way, the other sees an error and
+//! aborts within its timeout.
+//!
+//! Each test needs two GPUs (`cuda_gpu_tests::devices(2)`): it skips with the reason on fewer,
+//! and fails instead under `CUDA_SAFE_REQUIRE_GPUS=2`. Every process keeps NVLink multicast off
+//! (`NCCL_NVLS_ENABLE=0`), and the rank processes check that they inherited it.
+
+use std::fmt::Debug;
+use std::process::{Child, ExitCode};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use cuda_gpu_tests::{devices, gpu_tests};
+use cuda_safe::nccl::{self, Communicator, Group, Launcher, NcclType, ReduceOp};
+use cuda_safe::{Buffer, Device, Error, Stream};
+
+/// Set in a rank process's environment: the scenario it runs.
+const CHILD_ENV: &str = "CUDA_SAFE_NCCL_TEST_CHILD";
+/// How long anything here may wait for NCCL or a rank process.
+const TIMEOUT: Duration = Duration::from_secs(120);
+/// The dead-peer scenario's wait: short, so the test shows the abort.
+const DEAD_PEER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One test at a time: communicators of concurrent tests on the same GPUs can deadlock each
+/// other's kernels, so each test holds this while it runs.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Element types whose small integers are exact (f16 and bf16 too, below 256).
+trait Value: NcclType + PartialEq + Debug {
+    fn of(value: u32) -> Self;
+}
+
+macro_rules! values {
+    ($($ty:ty => $convert:expr,)*) => {$(
+        impl Value for $ty {
+            fn of(value: u32) -> Self {
+                $convert(value)
+            }
+        }
+    )*};
+}
+
+values! {
+    f32 => |v| v as f32,
+    f64 => |v| v as f64,
+    half::f16 => |v| half::f16::from_f32(v as f32),
+    half::bf16 => |v| half::bf16::from_f32(v as f32),
+    i32 => |v| v as i32,
+    u8 => |v| v as u8,
+    i64 => |v| v as i64,
+    u32 => |v| v,
+}
+
+/// Rank `rank`'s element `index`: small, different per rank and per place.
+fn element(rank: usize, index: usize) -> u32 {
+    (index % 50) as u32 + rank as u32 + 1
+}
+
+/// Two communicators of this process, one per GPU, and a stream on each.
+struct Ranks {
+    devices: Vec<Device>,
+    comms: Vec<Communicator>,
+    streams: Vec<Stream>,
+}
+
+fn ranks() -> Option<Ranks> {
+    let devices = devices(2)?;
+    let comms = Communicator::init_all(&devices).expect("ncclCommInitAll");
+    let streams = devices
+        .iter()
+        .map(|device| device.create_stream(Default::default()).unwrap())
+        .collect();
+    Some(Ranks {
+        devices,
+        comms,
+        streams,
+    })
+}
+
+impl Ranks {
+    /// Rank `rank`'s buffer holding `values`.
+    fn upload<T: Value>(&self, rank: usize, values: &[T]) -> Buffer {
+        self.devices[rank]
+            .default_memory_resource()
+            .unwrap()
+            .allocate_from_host(values, &self.streams[rank])
+            .unwrap()
+    }
+
+    fn filled<T: Value>(&self, rank: usize, count: usize) -> Buffer {
+        let values: Vec<T> = (0..count).map(|i| T::of(element(rank, i))).collect();
+        self.upload(rank, &values)
+    }
+
+    fn zeroed<T: Value>(&self, rank: usize, count: usize) -> Buffer {
+        self.upload(rank, &vec![T::of(0); count])
+    }
+
+    fn sync(&self) {
+        for (comm, stream) in self.comms.iter().zip(&self.streams) {
+            comm.wait_with_timeout(stream, TIMEOUT).unwrap();
+        }
+    }
+}
+
+const COUNTS: [usize; 5] = [0, 1, 7, 1000, 4097];
+
+fn all_reduce_of<T: Value>(ranks: &Ranks) {
+    for count in COUNTS {
+        let sends: Vec<Buffer> = (0..2).map(|rank| ranks.filled::<T>(rank, count)).collect();
+        let mut recvs: Vec<Buffer> = (0..2).map(|rank| ranks.zeroed::<T>(rank, count)).collect();
+        let mut in_place: Vec<Buffer> = (0..2).map(|rank| ranks.filled::<T>(rank, count)).collect();
+        nccl::group(|| {
+            for rank in 0..2 {
+                let (comm, stream) = (&ranks.comms[rank], &ranks.streams[rank]);
+                comm.all_reduce::<T>(&sends[rank], &mut recvs[rank], ReduceOp::Sum, stream)?;
+                comm.all_reduce_in_place::<T>(&mut in_place[rank], ReduceOp::Max, stream)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        ranks.sync();
+        let sum: Vec<T> = (0..count)
+            .map(|i| T::of(element(0, i) + element(1, i)))
+            .collect();
+        let max: Vec<T> = (0..count).map(|i| T::of(element(1, i))).collect();
+        for rank in 0..2 {
+            assert_eq!(
+                recvs[rank].to_vec::<T>().unwrap(),
+                sum,
+                "sum, count {count}"
+            );
+            assert_eq!(
+                in_place[rank].to_vec::<T>().unwrap(),
+                max,
+                "max, count {count}"
+            );
+        }
+    }
+}
+
+fn all_reduce_is_right_for_every_type_and_size() {
+    let _serial = serial();
+    let Some(ranks) = ranks() else { return };
+    all_reduce_of::<f32>(&ranks);
+    all_reduce_of::<f64>(&ranks);
+    all_reduce_of::<half::f16>(&ranks);
+    all_reduce_of::<half::bf16>(&ranks);
+    all_reduce_of::<i32>(&ranks);
+    all_reduce_of::<u8>(&ranks);
+    all_reduce_of::<i64>(&ranks);
+}
+
+fn rooted_and_gathering_collectives_of<T: Value>(ranks: &Ranks) {
+    for count in COUNTS {
+        // Broadcast from rank 1, and in place from rank 0.
+        let sends: Vec<Buffer> = (0..2).map(|rank| ranks.filled::<T>(rank, count)).collect();
+        let mut recvs: Vec<Buffer> = (0..2).map(|rank| ranks.zeroed::<T>(rank, count)).collect();
+        let mut in_place: Vec<Buffer> = (0..2).map(|rank| ranks.filled::<T>(rank, count)).collect();
+        let mut reduced: Vec<Buffer> = (0..2).map(|rank| ranks.zeroed::<T>(rank, count)).collect();
+        nccl::group(|| {
+            for rank in 0..2 {
+                let (comm, stream) = (&ranks.comms[rank], &ranks.streams[rank]);
+                comm.broadcast::<T>(&sends[rank], &mut recvs[rank], 1, stream)?;
+                comm.broadcast_in_place::<T>(&mut in_place[rank], 0, stream)?;
+                comm.reduce::<T>(&sends[rank], &mut reduced[rank], ReduceOp::Sum, 0, stream)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        ranks.sync();
+        let of = |rank: usize| -> Vec<T> { (0..count).map(|i| T::of(element(rank, i))).collect() };
+        let sum: Vec<T> = (0..count)
+            .map(|i| T::of(element(0, i) + element(1, i)))
+            .collect();
+        for rank in 0..2 {
+            assert_eq!(
+                recvs[rank].to_vec::<T>().unwrap(),
+                of(1),
+                "broadcast {count}"
+            );
+            assert_eq!(
+                in_place[rank].to_vec::<T>().unwrap(),
+                of(0),
+                "in place {count}"
+            );
+        }
+        assert_eq!(reduced[0].to_vec::<T>().unwrap(), sum, "reduce {count}");
+
+        // All-gather: each rank sends `count`, receives 2 x `count`; in place, the own part
+        // sits at rank x count.
+        let mut gathered: Vec<Buffer> = (0..2)
+            .map(|rank| ranks.zeroed::<T>(rank, 2 * count))
+            .collect();
+        let mut gathered_in_place: Vec<Buffer> = (0..2)
+            .map(|rank| {
+                let mut values = vec![T::of(0); 2 * count];
+                for i in 0..count {
+                    values[rank * count + i] = T::of(element(rank, i));
+                }
+                ranks.upload(rank, &values)
+            })
+            .collect();
+        // Reduce-scatter: each rank sends 2 x `count`, receives `count`.
+        let wide: Vec<Buffer> = (0..2)
+            .map(|rank| ranks.filled::<T>(rank, 2 * count))
+            .collect();
+        let mut scattered: Vec<Buffer> =
+            (0..2).map(|rank| ranks.zeroed::<T>(rank, count)).collect();
+        let mut scattered_in_place: Vec<Buffer> = (0..2)
+            .map(|rank| ranks.filled::<T>(rank, 2 * count))
+            .collect();
+        nccl::group(|| {
+            for rank in 0..2 {
+                let (comm, stream) = (&ranks.comms[rank], &ranks.streams[rank]);
+                comm.all_gather::<T>(&sends[rank], &mut gathered[rank], stream)?;
+                comm.all_gather_in_place::<T>(&mut gathered_in_place[rank], stream)?;
+                comm.reduce_scatter::<T>(&wide[rank], &mut scattered[rank], ReduceOp::Sum, stream)?;
+                comm.reduce_scatter_in_place::<T>(
+                    &mut scattered_in_place[rank],
+                    ReduceOp::Sum,
+                    stream,
+                )?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        ranks.sync();
+        let both: Vec<T> = of(0).into_iter().chain(of(1)).collect();
+        let wide_sum = |i: usize| T::of(element(0, i) + element(1, i));
+        for rank in 0..2 {
+            assert_eq!(
+                gathered[rank].to_vec::<T>().unwrap(),
+                both,
+                "all-gather {count}"
+            );
+            assert_eq!(
+                gathered_in_place[rank].to_vec::<T>().unwrap(),
+                both,
+                "all-gather in place {count}"
+            );
+            let part: Vec<T> = (rank * count..(rank + 1) * count).map(wide_sum).collect();
+            assert_eq!(
+                scattered[rank].to_vec::<T>().unwrap(),
+                part,
+                "reduce-scatter {count}"
+            );
+            let in_place = scattered_in_place[rank].to_vec::<T>().unwrap();
+            assert_eq!(
+                &in_place[rank * count..(rank + 1) * count],
+                part.as_slice(),
+                "reduce-scatter in place {count}"
+            );
+        }
+    }
+}
+
+fn broadcast_reduce_gather_and_scatter_are_right() {
+    let _serial = serial();
+    let Some(ranks) = ranks() else { return };
+    rooted_and_gathering_collectives_of::<f32>(&ranks);
+    rooted_and_gathering_collectives_of::<i32>(&ranks);
+    rooted_and_gathering_collectives_of::<half::bf16>(&ranks);
+    rooted_and_gathering_collectives_of::<u8>(&ranks);
+}
+
+fn send_and_receive_swap_buffers() {
+    let _serial = serial();
+    let Some(ranks) = ranks() else { return };
+    for count in [0, 1, 4097] {
+        let sends: Vec<Buffer> = (0..2)
+            .map(|rank| ranks.filled::<u32>(rank, count))
+            .collect();
+        let mut recvs: Vec<Buffer> = (0..2)
+            .map(|rank| ranks.zeroed::<u32>(rank, count))
+            .collect();
+        // The guard form of a group, ended explicitly.
+        let group = Group::start().unwrap();
+        for rank in 0..2 {
+            let (comm, stream) = (&ranks.comms[rank], &ranks.streams[rank]);
+            comm.send::<u32>(&sends[rank], 1 - rank, stream).unwrap();
+            comm.recv::<u32>(&mut recvs[rank], 1 - rank, stream)
+                .unwrap();
+        }
+        group.end().unwrap();
+        ranks.sync();
+        for (rank, recv) in recvs.iter().enumerate() {
+            let expected: Vec<u32> = (0..count).map(|i| element(1 - rank, i)).collect();
+            assert_eq!(recv.to_vec::<u32>().unwrap(), expected);
+        }
+    }
+}
+
+fn split_communicators_work_on_their_own() {
+    let _serial = serial();
+    let Some(ranks) = ranks() else { return };
+    // Each rank alone (color = its rank), and both together in reverse order (key).
+    let alone = nccl::group(|| {
+        ranks
+            .comms
+            .iter()
+            .enumerate()
+            .map(|(rank, comm)| comm.split(Some(rank as u32), 0, None))
+            .collect::<cuda_safe::Result<Vec<_>>>()
+    })
+    .unwrap();
+    for comm in alone.iter().flatten() {
+        assert_eq!(comm.size().unwrap(), 1);
+        assert_eq!(comm.rank().unwrap(), 0);
+    }
+    let reversed = nccl::group(|| {
+        ranks
+            .comms
+            .iter()
+            .enumerate()
+            .map(|(rank, comm)| comm.split(Some(7), -(rank as i32), None))
+            .collect::<cuda_safe::Result<Vec<_>>>()
+    })
+    .unwrap();
+    let reversed: Vec<Communicator> = reversed.into_iter().map(Option::unwrap).collect();
+    assert_eq!(reversed[0].rank().unwrap(), 1);
+    assert_eq!(reversed[1].rank().unwrap(), 0);
+    let mut buffers: Vec<Buffer> = (0..2).map(|rank| ranks.filled::<f32>(rank, 33)).collect();
+    nccl::group(|| {
+        for rank in 0..2 {
+            reversed[rank].all_reduce_in_place::<f32>(
+                &mut buffers[rank],
+                ReduceOp::Sum,
+                &ranks.streams[rank],
+            )?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    for (comm, stream) in reversed.iter().zip(&ranks.streams) {
+        comm.wait_with_timeout(stream, TIMEOUT).unwrap();
+    }
+    let sum: Vec<f32> = (0..33)
+        .map(|i| (element(0, i) + element(1, i)) as f32)
+        .collect();
+    assert_eq!(buffers[1].to_vec::<f32>().unwrap(), sum);
+    // No color: no communicator, on both ranks.
+    let none = nccl::group(|| {
+        ranks
+            .comms
+            .iter()
+            .map(|comm| comm.split(None, 0, None))
+            .collect::<cuda_safe::Result<Vec<_>>>()
+    })
+    .unwrap();
+    assert!(none.iter().all(Option::is_none));
+    for comm in reversed.into_iter().chain(alone.into_iter().flatten()) {
+        comm.close().unwrap();
+    }
+}
+
+fn mismatches_are_refused_before_nccl() {
+    let _serial = serial();
+    let Some(ranks) = ranks() else { return };
+    let send = ranks.filled::<f32>(0, 8);
+    let mut short = ranks.zeroed::<f32>(0, 15);
+    // All-gather's receive buffer is send x ranks.
+    let error = ranks.comms[0]
+        .all_gather::<f32>(&send, &mut short, &ranks.streams[0])
+        .unwrap_err();
+    assert!(matches!(error, Error::InvalidArgument(_)), "{error}");
+    // Memory of the other GPU.
+    let mut elsewhere = ranks.filled::<f32>(1, 8);
+    let error = ranks.comms[0]
+        .all_reduce_in_place::<f32>(&mut elsewhere, ReduceOp::Sum, &ranks.streams[0])
+        .unwrap_err();
+    assert!(error.to_string().contains("device"), "{error}");
+    // A root past the last rank.
+    let mut buffer = ranks.filled::<f32>(0, 8);
+    assert!(
+        ranks.comms[0]
+            .broadcast_in_place::<f32>(&mut buffer, 2, &ranks.streams[0])
+            .is_err()
+    );
+    // Rank 1 asks for another count than rank 0: refused, then the right call completes the
+    // group.
+    let mut buffers: Vec<Buffer> = (0..2).map(|rank| ranks.filled::<f32>(rank, 16)).collect();
+    let (first, second) = buffers.split_at_mut(1);
+    let mut wrong = second[0].as_mut_slice::<f32>().unwrap();
+    nccl::group(|| {
+        ranks.comms[0].all_reduce_in_place::<f32>(
+            &mut first[0],
+            ReduceOp::Sum,
+            &ranks.streams[0],
+        )?;
+        let mut part = wrong.slice_mut(..8)?;
+        let refused =
+            ranks.comms[1].all_reduce_in_place::<f32>(&mut part, ReduceOp::Sum, &ranks.streams[1]);
+        assert!(
+            matches!(&refused, Err(Error::InvalidArgument(text)) if text.contains("rank 1 calls")),
+            "{refused:?}"
+        );
+        ranks.comms[1].all_reduce_in_place::<f32>(&mut wrong, ReduceOp::Sum, &ranks.streams[1])
+    })
+    .unwrap();
+    ranks.sync();
+}
+
+/// Starts this binary as two rank processes running `scenario`, and waits for both.
+fn run_ranks(scenario: &str) -> Vec<std::process::ExitStatus> {
+    let launcher = Launcher::local(2).unwrap();
+    let program = std::env::current_exe().unwrap();
+    let mut children: Vec<Child> = (0..2)
+        .map(|rank| {
+            launcher
+                .command(&program, rank)
+                .env(CHILD_ENV, scenario)
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let deadline = Instant::now() + TIMEOUT;
+    let mut statuses = Vec::new();
+    for child in &mut children {
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                statuses.push(status);
+                break;
+            }
+            if Instant::now() >= deadline {
+                let _ = child.kill();
+                statuses.push(child.wait().unwrap());
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    statuses
+}
+
+fn two_processes_reduce_and_broadcast() {
+    let _serial = serial();
+    if devices(2).is_none() {
+        return;
+    }
+    let statuses = run_ranks("collectives");
+    assert!(
+        statuses.iter().all(|status| status.success()),
+        "{statuses:?}"
+    );
+}
+
+fn a_dead_peer_is_detected_and_aborted() {
+    let _serial = serial();
+    if devices(2).is_none() {
+        return;
+    }
+    let statuses = run_ranks("dead-peer");
+    // Rank 0 passes only when its wait ended in an NCCL error or the timeout (it aborted).
+    assert!(statuses[0].success(), "rank 0: {:?}", statuses[0]);
+}
+
+/// A rank process: joins through the launcher's variables, then runs `scenario`.
+fn child_main(scenario: &str) -> ExitCode {
+    if !nccl::nvls_disabled() {
+        eprintln!("rank process started without NCCL_NVLS_ENABLE=0");
+        return ExitCode::FAILURE;
+    }
+    let comm = Communicator::from_env(TIMEOUT).expect("joining the job");
+    let (rank, ranks) = (comm.rank().unwrap(), comm.size().unwrap());
+    let device = *comm.device();
+    let stream = device.create_stream(Default::default()).unwrap();
+    let pool = device.default_memory_resource().unwrap();
+    match scenario {
+        "collectives" => {
+            let values: Vec<f32> = (0..1001).map(|i| element(rank, i) as f32).collect();
+            let mut buffer = pool.allocate_from_host(&values, &stream).unwrap();
+            comm.all_reduce_in_place::<f32>(&mut buffer, ReduceOp::Sum, &stream)
+                .unwrap();
+            let mut root = pool
+                .allocate_from_host(&[rank as i64 + 100; 3], &stream)
+                .unwrap();
+            comm.broadcast_in_place::<i64>(&mut root, 1, &stream)
+                .unwrap();
+            comm.wait_with_timeout(&stream, TIMEOUT).unwrap();
+            let sum: Vec<f32> = (0..1001)
+                .map(|i| (0..ranks).map(|r| element(r, i)).sum::<u32>() as f32)
+                .collect();
+            assert_eq!(buffer.to_vec::<f32>().unwrap(), sum);
+            assert_eq!(root.to_vec::<i64>().unwrap(), [101; 3]);
+            comm.finalize().unwrap();
+            ExitCode::SUCCESS
+        }
+        "dead-peer" => {
+            // One collective together, so every connection is up; then rank 1 leaves.
+            let mut buffer = pool
+                .allocate_from_host(&[1.0f32; 1 << 20], &stream)
+                .unwrap();
+            comm.all_reduce_in_place::<f32>(&mut buffer, ReduceOp::Sum, &stream)
+                .unwrap();
+            comm.wait_with_timeout(&stream, TIMEOUT).unwrap();
+            if rank == 1 {
+                // Gone mid-way, without a word to rank 0.
+                std::process::exit(0);
+            }
+            let waited = comm
+                .all_reduce_in_place::<f32>(&mut buffer, ReduceOp::Sum, &stream)
+                .and_then(|()| comm.wait_with_timeout(&stream, DEAD_PEER_TIMEOUT));
+            match waited {
+                Err(
+                    error @ (Error::NcclTimeout { .. }
+                    | Error::NcclAsync { .. }
+                    | Error::Nccl { .. }),
+                ) => {
+                    eprintln!("rank 0 saw its peer die: {error}");
+                    ExitCode::SUCCESS
+                }
+                other => {
+                    eprintln!("rank 0 expected an NCCL error or a timeout, got {other:?}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        other => {
+            eprintln!("unknown scenario {other}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    // SAFETY: first thing in main, before any thread starts.
+    unsafe { nccl::disable_nvls_in_process() };
+    if let Ok(scenario) = std::env::var(CHILD_ENV) {
+        return child_main(&scenario);
+    }
+    gpu_tests![
+        all_reduce_is_right_for_every_type_and_size,
+        broadcast_reduce_gather_and_scatter_are_right,
+        send_and_receive_swap_buffers,
+        split_communicators_work_on_their_own,
+        mismatches_are_refused_before_nccl,
+        two_processes_reduce_and_broadcast,
+        a_dead_peer_is_detected_and_aborted,
+    ]
+}
