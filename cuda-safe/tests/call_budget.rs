@@ -152,12 +152,16 @@ fn measure(
         ),
         row(
             "Buffer::copy_from_host",
-            &["cuMemcpyAsync", "cuStreamSynchronize"],
+            // The stream's context made current around a copy with a host side (already
+            // current here: one query).
+            &["cuCtxGetCurrent", "cuMemcpyAsync", "cuStreamSynchronize"],
             calls(stub, || x.copy_from_host(&host)),
         ),
         row(
             "Buffer::to_vec",
-            &["cuMemcpyAsync", "cuStreamSynchronize"],
+            // The stream's context made current around a copy with a host side (already
+            // current here: one query).
+            &["cuCtxGetCurrent", "cuMemcpyAsync", "cuStreamSynchronize"],
             calls(stub, || y.to_vec::<f32>()),
         ),
         row(

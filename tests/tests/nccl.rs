@@ -303,28 +303,25 @@ fn split_communicators_work_on_their_own() {
     let _serial = serial();
     let Some(ranks) = ranks() else { return };
     // Each rank alone (color = its rank), and both together in reverse order (key).
-    let alone = nccl::group(|| {
-        ranks
-            .comms
-            .iter()
-            .enumerate()
-            .map(|(rank, comm)| comm.split(Some(rank as u32), 0, None))
-            .collect::<cuda_safe::Result<Vec<_>>>()
-    })
-    .unwrap();
-    for comm in alone.iter().flatten() {
+    let alone = Communicator::split_all(&ranks.comms, &[(Some(0), 0), (Some(1), 0)], None).unwrap();
+    for comm in &alone {
+        let comm = comm.as_ref().expect("each rank has a color");
         assert_eq!(comm.size().unwrap(), 1);
         assert_eq!(comm.rank().unwrap(), 0);
     }
-    let reversed = nccl::group(|| {
-        ranks
-            .comms
-            .iter()
-            .enumerate()
-            .map(|(rank, comm)| comm.split(Some(7), -(rank as i32), None))
-            .collect::<cuda_safe::Result<Vec<_>>>()
-    })
-    .unwrap();
+    // A rank without a color gets no communicator.
+    let one = Communicator::split_all(&ranks.comms, &[(Some(3), 0), (None, 0)], None).unwrap();
+    assert!(one[1].is_none());
+    assert_eq!(one[0].as_ref().unwrap().size().unwrap(), 1);
+    // Ranks of one thread cannot split one by one inside a group: NCCL hands the new
+    // communicator back only at the group's end.
+    let refused = nccl::group(|| ranks.comms[0].split(Some(1), 0, None)).unwrap_err();
+    assert!(
+        matches!(refused, cuda_safe::Error::InvalidArgument(_)),
+        "{refused}"
+    );
+    let reversed =
+        Communicator::split_all(&ranks.comms, &[(Some(7), 0), (Some(7), -1)], None).unwrap();
     let reversed: Vec<Communicator> = reversed.into_iter().map(Option::unwrap).collect();
     assert_eq!(reversed[0].rank().unwrap(), 1);
     assert_eq!(reversed[1].rank().unwrap(), 0);

@@ -143,6 +143,14 @@ fn enqueue(stream: &Stream, copy: &Copy3d, src: &Side, dst: &Side) -> Result<boo
     if !check(copy, &src.shape, &dst.shape)? {
         return Ok(false);
     }
+    // A host side may be pageable memory, which the driver stages through the current
+    // context: make it the stream's (as the linear copies do).
+    let host = |side: &Side| matches!(side.memory, Memory::Host(_) | Memory::HostMut(_));
+    let _current = if host(src) || host(dst) {
+        Some(stream.context().scoped()?)
+    } else {
+        None
+    };
     if copy.is_2d() && !src.layered && !dst.layered {
         let params = params_2d(copy, src, dst);
         // SAFETY: every extent was checked against both sides, which the callers hold alive

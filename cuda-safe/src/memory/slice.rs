@@ -122,6 +122,16 @@ pub(crate) struct Placement {
     pub(crate) needs_context: bool,
 }
 
+/// The host side of a copy: host memory the caller passes may be pageable, and the driver
+/// stages a pageable copy through the current context. With another device's context current
+/// (as NCCL's initialisation leaves one) or none, `cuMemcpyAsync` answers
+/// `CUDA_ERROR_INVALID_VALUE` for some memory: seen on the H200 with pool memory of another
+/// device's context and with virtual memory and no context.
+const HOST: Placement = Placement {
+    home: None,
+    needs_context: true,
+};
+
 /// Runs `copy` with `stream`'s context current when one of `placements` needs it, else
 /// straight (no extra driver call).
 fn in_context(
@@ -227,7 +237,7 @@ impl<'a, T: Pod> DeviceSlice<'a, T> {
     #[doc(alias = "cuMemcpyAsync")]
     pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
         same_length("device-to-host copy", dst.len(), self.len)?;
-        in_context(self.stream, &[self.placement], || {
+        in_context(self.stream, &[self.placement, HOST], || {
             copy_async(
                 self.stream,
                 dst.as_mut_ptr() as CUdeviceptr,
@@ -261,7 +271,7 @@ impl<'a, T: Pod> DeviceSlice<'a, T> {
     /// As [`copy_to_host`](Self::copy_to_host).
     pub unsafe fn copy_to_host_async(&self, dst: &mut [T]) -> Result<()> {
         same_length("device-to-host copy", dst.len(), self.len)?;
-        in_context(self.stream, &[self.placement], || {
+        in_context(self.stream, &[self.placement, HOST], || {
             copy_async(
                 self.stream,
                 dst.as_mut_ptr() as CUdeviceptr,
@@ -339,7 +349,7 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
     #[doc(alias = "cuMemcpyAsync")]
     pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
         same_length("host-to-device copy", self.len, src.len())?;
-        in_context(self.stream, &[self.placement], || {
+        in_context(self.stream, &[self.placement, HOST], || {
             copy_async(
                 self.stream,
                 self.ptr,
@@ -365,7 +375,7 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
     /// As [`copy_from_host`](Self::copy_from_host).
     pub unsafe fn copy_from_host_async(&mut self, src: &[T]) -> Result<()> {
         same_length("host-to-device copy", self.len, src.len())?;
-        in_context(self.stream, &[self.placement], || {
+        in_context(self.stream, &[self.placement, HOST], || {
             copy_async(
                 self.stream,
                 self.ptr,

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::clique::Clique;
 use super::config::CommConfig;
+use super::group::in_group;
 use super::id::UniqueId;
 use super::library::library;
 use crate::context::Context;
@@ -224,13 +225,16 @@ impl Communicator {
     /// Splits this communicator (`ncclCommSplit`, NCCL 2.18 and later): the ranks that pass
     /// the same `color` form a new communicator, ranked by `key` (then by their rank here);
     /// `None` (`NCCL_SPLIT_NOCOLOR`) takes no part and gets `None`. Every rank of this
-    /// communicator must call it (for all-GPU communicators, inside one
-    /// [`group`](super::group)). `config` of `None` inherits this communicator's.
+    /// communicator must call it, each in its own process or thread; ranks driven by one
+    /// thread (all-GPU communicators) split together with [`split_all`](Self::split_all).
+    /// `config` of `None` inherits this communicator's.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a color past `i32::MAX`; NCCL's error; a missing entry
-    /// point ([`Error::is_not_supported`]) before NCCL 2.18.
+    /// [`Error::InvalidArgument`] for a color past `i32::MAX`, or inside a
+    /// [`group`](super::group) (NCCL hands the new communicator back only when the group
+    /// ends: use [`split_all`](Self::split_all)); NCCL's error; a missing entry point
+    /// ([`Error::is_not_supported`]) before NCCL 2.18.
     #[doc(alias = "ncclCommSplit")]
     pub fn split(
         &self,
@@ -238,6 +242,96 @@ impl Communicator {
         key: i32,
         config: Option<&CommConfig>,
     ) -> Result<Option<Self>> {
+        if in_group() {
+            return Err(Error::invalid_argument(
+                "Communicator::split inside a group: NCCL gives the new communicator only at \
+                 the group's end; split ranks of one thread together with Communicator::split_all",
+            ));
+        }
+        let mut raw = std::ptr::null_mut();
+        self.split_into(color, key, config, &mut raw)?;
+        if raw.is_null() {
+            return Ok(None);
+        }
+        let non_blocking = config.map_or(self.inner.non_blocking, CommConfig::is_non_blocking);
+        Self::wrap(raw, self.inner.nccl, self.inner.device, non_blocking, None).map(Some)
+    }
+
+    /// Splits every communicator of `comms` (ranks this thread drives, such as those of
+    /// [`init_all`](Self::init_all)) at once, in one group: `splits[i]` is the color and key
+    /// of `comms[i]`, as for [`split`](Self::split). Returns each rank's new communicator
+    /// (`None` for a `None` color). The new communicators of one color that came from one
+    /// all-GPU clique are a clique again, so their collectives are checked against each other.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `splits` and `comms` differ in length, or for a color
+    /// past `i32::MAX`; NCCL's error (from a split or the group's end).
+    #[doc(alias = "ncclCommSplit")]
+    pub fn split_all(
+        comms: &[Communicator],
+        splits: &[(Option<u32>, i32)],
+        config: Option<&CommConfig>,
+    ) -> Result<Vec<Option<Self>>> {
+        if comms.len() != splits.len() {
+            return Err(Error::invalid_argument(format!(
+                "{} communicators but {} (color, key) pairs",
+                comms.len(),
+                splits.len()
+            )));
+        }
+        let mut raws = vec![std::ptr::null_mut(); comms.len()];
+        super::group(|| {
+            for ((comm, &(color, key)), raw) in comms.iter().zip(splits).zip(&mut raws) {
+                comm.split_into(color, key, config, raw)?;
+            }
+            Ok(())
+        })?;
+        // One clique per color among the new communicators, sized by their count.
+        let mut cliques: Vec<(u32, Arc<Clique>)> = Vec::new();
+        let mut made = Vec::with_capacity(comms.len());
+        for ((comm, &(color, _)), raw) in comms.iter().zip(splits).zip(raws) {
+            let (Some(color), false) = (color, raw.is_null()) else {
+                made.push(None);
+                continue;
+            };
+            let non_blocking = config.map_or(comm.inner.non_blocking, CommConfig::is_non_blocking);
+            let mut child =
+                Self::wrap(raw, comm.inner.nccl, comm.inner.device, non_blocking, None)?;
+            if comm.inner.clique.is_some() {
+                let members = splits
+                    .iter()
+                    .filter(|(other, _)| *other == Some(color))
+                    .count();
+                let clique = match cliques.iter().find(|(known, _)| *known == color) {
+                    Some((_, clique)) => clique.clone(),
+                    None => {
+                        let clique = Arc::new(Clique::new(members));
+                        cliques.push((color, clique.clone()));
+                        clique
+                    }
+                };
+                child.set_clique(clique, child.rank()?);
+            }
+            made.push(Some(child));
+        }
+        Ok(made)
+    }
+
+    /// Makes this communicator rank `rank` of `clique`, whose calls are checked together.
+    fn set_clique(&mut self, clique: Arc<Clique>, rank: usize) {
+        self.inner.clique = Some((clique, rank));
+    }
+
+    /// Calls `ncclCommSplit` for this rank, the new handle into `raw` (null for no color, and
+    /// inside a group until the group ends).
+    fn split_into(
+        &self,
+        color: Option<u32>,
+        key: i32,
+        config: Option<&CommConfig>,
+        raw: &mut ncclComm_t,
+    ) -> Result<()> {
         let parent = self.handle()?;
         let color = match color {
             Some(color) => c_int(color as usize, "color")?,
@@ -247,20 +341,14 @@ impl Communicator {
         let config_ptr = raw_config
             .as_mut()
             .map_or(std::ptr::null_mut(), |raw| raw.as_mut_ptr());
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: `parent` is live; `raw` is a valid place for the handle; the config (or
-        // null) lives until the call returns.
+        // SAFETY: `parent` is live; `raw` is a valid place for the handle, kept by the caller
+        // until the group (if any) ends; the config (or null) lives until the call returns.
         unsafe {
             nccl!(
                 self.inner.nccl,
-                ncclCommSplit(parent, color, key, &mut raw, config_ptr)
-            )?
-        };
-        if raw.is_null() {
-            return Ok(None);
+                ncclCommSplit(parent, color, key, raw, config_ptr)
+            )
         }
-        let non_blocking = config.map_or(self.inner.non_blocking, CommConfig::is_non_blocking);
-        Self::wrap(raw, self.inner.nccl, self.inner.device, non_blocking, None).map(Some)
     }
 
     /// The communicator's handle for NCCL calls.
