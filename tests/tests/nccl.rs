@@ -345,16 +345,13 @@ fn split_communicators_work_on_their_own() {
         .collect();
     assert_eq!(buffers[1].to_vec::<f32>().unwrap(), sum);
     // No color: no communicator, on both ranks.
-    let none = nccl::group(|| {
-        ranks
-            .comms
-            .iter()
-            .map(|comm| comm.split(None, 0, None))
-            .collect::<cuda_safe::Result<Vec<_>>>()
-    })
-    .unwrap();
+    let none = Communicator::split_all(&ranks.comms, &[(None, 0), (None, 0)], None).unwrap();
     assert!(none.iter().all(Option::is_none));
-    for comm in reversed.into_iter().chain(alone.into_iter().flatten()) {
+    for comm in reversed
+        .into_iter()
+        .chain(alone.into_iter().flatten())
+        .chain(one.into_iter().flatten())
+    {
         comm.close().unwrap();
     }
 }
