@@ -189,6 +189,18 @@ pub fn check(api: &str, result: Result<CUresult, cuda_sys::LoadError>) {
     }
 }
 
+/// `n` pseudo-random words from `seed` (xorshift), for data the GPU tests move and check.
+pub fn random_words(n: usize, mut seed: u64) -> Vec<u32> {
+    (0..n)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 16) as u32
+        })
+        .collect()
+}
+
 /// The variable naming how many GPUs a run must have: with `CUDA_SAFE_REQUIRE_GPUS=2`, a test
 /// that needs two GPUs fails where fewer are visible instead of skipping.
 pub const REQUIRE_GPUS_ENV: &str = "CUDA_SAFE_REQUIRE_GPUS";

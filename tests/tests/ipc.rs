@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::time::Duration;
 
-use cuda_gpu_tests::gpu_tests;
+use cuda_gpu_tests::{gpu_tests, random_words};
 use cuda_safe::ipc::{Channel, Listener, Released};
 use cuda_safe::{
     Device, DeviceMemoryResource, Error, Event, EventOptions, IpcHandleType, PoolOptions,
@@ -23,17 +23,6 @@ const WORDS: usize = 16 << 20;
 const HEAD: usize = 1024;
 const HEAD_VALUE: u32 = 0xDEAD_BEEF;
 const FLIP: u32 = 0x5A5A_5A5A;
-
-fn random_words(n: usize, mut seed: u64) -> Vec<u32> {
-    (0..n)
-        .map(|_| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 16) as u32
-        })
-        .collect()
-}
 
 /// What the child reads: the random words with the parent's later head.
 fn expected_after_parent(data: &[u32]) -> Vec<u32> {

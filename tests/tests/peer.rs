@@ -2,23 +2,11 @@
 //! GPU 0's pool memory. Each test skips (with the reason) on a machine with one GPU, and fails
 //! there under `CUDA_SAFE_REQUIRE_GPUS=2`.
 
-use cuda_gpu_tests::{devices, gpu_tests};
+use cuda_gpu_tests::{devices, gpu_tests, random_words};
 use cuda_safe::{
     CodeKind, Device, DeviceMemoryResource, Error, LaunchConfig, PoolOptions, Program,
     ProgramOptions, StreamOptions, launch,
 };
-
-/// Random words from a seed (xorshift).
-fn random_words(n: usize, mut seed: u64) -> Vec<u32> {
-    (0..n)
-        .map(|_| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 16) as u32
-        })
-        .collect()
-}
 
 fn two() -> Option<(Device, Device)> {
     let gpus = devices(2)?;
