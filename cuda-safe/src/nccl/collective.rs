@@ -56,11 +56,55 @@ impl View<'_> {
     }
 }
 
+/// Keeps the collective traits to this crate's memory types: a [`View`]'s length counts
+/// elements of the `T` it was made for, so an outside implementation returning another
+/// type's view (a `DeviceSlice<f32>` as `u64`s) would have NCCL read and write past the memory,
+/// and one making a shared slice a target would have NCCL write through a shared borrow.
+mod sealed {
+    pub trait Source<T> {}
+
+    impl<T: super::NcclType> Source<T> for super::DeviceSlice<'_, T> {}
+    impl<T: super::NcclType> Source<T> for super::DeviceSliceMut<'_, T> {}
+    impl<T: super::NcclType> Source<T> for super::Buffer {}
+
+    pub trait Target<T> {}
+
+    impl<T: super::NcclType> Target<T> for super::DeviceSliceMut<'_, T> {}
+    impl<T: super::NcclType> Target<T> for super::Buffer {}
+}
+
 /// Memory a collective reads: a [`DeviceSlice`], a [`DeviceSliceMut`], or a [`Buffer`] of
 /// `T`s (whose byte size must hold whole, aligned elements). Its stream orders it as a launch
 /// orders its buffers: the collective waits for the stream's queued work and the stream's
 /// later work waits for the collective.
-pub trait CollectiveSource<T: NcclType> {
+///
+/// The trait is sealed: only those three types implement it, so a view's length always
+/// counts `T`s.
+///
+/// ```compile_fail,E0277
+/// use cuda_safe::nccl::{CollectiveSource, NcclType, View};
+/// use cuda_safe::nccl_sys::ncclDataType_t;
+/// use cuda_safe::{DeviceSlice, Result};
+///
+/// #[derive(Clone, Copy)]
+/// #[repr(transparent)]
+/// struct Wide(f64);
+/// // SAFETY: an f64 in the same layout.
+/// unsafe impl bytemuck::Zeroable for Wide {}
+/// // SAFETY: as above.
+/// unsafe impl bytemuck::Pod for Wide {}
+/// // SAFETY: as above.
+/// unsafe impl NcclType for Wide {
+///     const DATA_TYPE: ncclDataType_t = ncclDataType_t::ncclFloat64;
+/// }
+/// // An f32 slice's length passed off as a count of 8-byte elements: refused.
+/// impl CollectiveSource<Wide> for DeviceSlice<'_, f32> {
+///     fn source(&self) -> Result<View<'_>> {
+///         CollectiveSource::<f32>::source(self)
+///     }
+/// }
+/// ```
+pub trait CollectiveSource<T: NcclType>: sealed::Source<T> {
     /// The view NCCL reads.
     ///
     /// # Errors
@@ -70,8 +114,9 @@ pub trait CollectiveSource<T: NcclType> {
     fn source(&self) -> Result<View<'_>>;
 }
 
-/// Memory a collective writes (and, in place, reads): a [`DeviceSliceMut`] or a [`Buffer`].
-pub trait CollectiveTarget<T: NcclType>: CollectiveSource<T> {
+/// Memory a collective writes (and, in place, reads): a [`DeviceSliceMut`] or a [`Buffer`]
+/// (sealed, as [`CollectiveSource`]).
+pub trait CollectiveTarget<T: NcclType>: CollectiveSource<T> + sealed::Target<T> {
     /// The view NCCL writes.
     ///
     /// # Errors
