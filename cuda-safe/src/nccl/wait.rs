@@ -26,10 +26,11 @@ impl Communicator {
     }
 
     /// Waits until `stream` has finished its queued work (this communicator's collectives on
-    /// it included), polling the stream and the communicator's asynchronous error. When the
-    /// communicator fails, or `timeout` passes first, the communicator is aborted (its
-    /// kernels stop, so the stream drains) and the error returned: a rank whose peer died does
-    /// not wait forever.
+    /// it included), polling the communicator's asynchronous error and the stream: done once
+    /// NCCL has nothing in progress (a non-blocking communicator's calls have reached their
+    /// streams) and the stream is idle. When the communicator fails, or `timeout` passes
+    /// first, the communicator is aborted (its kernels stop, so the stream drains) and the
+    /// error returned: a rank whose peer died does not wait forever.
     ///
     /// # Errors
     ///
@@ -38,10 +39,18 @@ impl Communicator {
     pub fn wait_with_timeout(&self, stream: &Stream, timeout: Duration) -> Result<()> {
         let start = Instant::now();
         loop {
-            if stream.query()? {
+            // NCCL first: a non-blocking communicator's call may still be `ncclInProgress`,
+            // its work not yet on the stream, so an idle stream alone proves nothing.
+            let queued = match self.poll_async() {
+                Ok(queued) => queued,
+                Err(error) => {
+                    self.abort_now()?;
+                    return Err(error);
+                }
+            };
+            if queued && stream.query()? {
                 return self.async_error();
             }
-            self.async_error()?;
             if start.elapsed() >= timeout {
                 self.abort_now()?;
                 return Err(Error::NcclTimeout { waited: timeout });
