@@ -32,9 +32,14 @@ fn check_layout<T>(what: &str, pitch: usize, rows: usize) -> Result<()> {
     Ok(())
 }
 
-/// The rows of one slice that fill `len` bytes at `pitch` (at least one).
+/// The rows of one slice that `len` bytes at `pitch` reach (at least one): a last row shorter
+/// than the pitch counts, since a copy may end short of it (the extent check still refuses a
+/// copy that reads past `len`).
 fn rows_of(len: usize, pitch: usize) -> usize {
-    len.checked_div(pitch).unwrap_or(0).max(1)
+    match pitch {
+        0 => 1,
+        pitch => len.div_ceil(pitch).max(1),
+    }
 }
 
 /// A shared view of device memory as rows `pitch` bytes apart, `rows` rows per slice, for 2-D
@@ -265,6 +270,7 @@ impl Buffer {
 
 #[cfg(test)]
 mod tests {
+    use super::super::extent::{Copy3d, check};
     use super::*;
 
     #[test]
@@ -281,5 +287,18 @@ mod tests {
         assert!(HostPitched::new(&data, 16, 0).is_err());
         let mut out = [0u8; 3];
         assert_eq!(HostPitchedMut::rows(&mut out, 8).unwrap().rows, 1);
+    }
+
+    #[test]
+    fn a_tight_last_row_counts_as_a_row() {
+        // 3 rows of 100 bytes at a pitch of 128: the last row holds only its 100 bytes.
+        let data = [0u8; 2 * 128 + 100];
+        let rows = HostPitched::rows(&data, 128).unwrap();
+        assert_eq!(rows.rows, 3);
+        assert!(check(&Copy3d::rect(100, 3), &rows.shape(), &rows.shape()).unwrap());
+        assert!(check(&Copy3d::rect(101, 3), &rows.shape(), &rows.shape()).is_err());
+        assert!(check(&Copy3d::rect(100, 4), &rows.shape(), &rows.shape()).is_err());
+        let mut out = [0u8; 2 * 128 + 100];
+        assert_eq!(HostPitchedMut::rows(&mut out, 128).unwrap().rows, 3);
     }
 }

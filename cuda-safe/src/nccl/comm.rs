@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::clique::Clique;
-use super::config::CommConfig;
+use super::config::{CommConfig, RawConfig};
 use super::group::in_group;
 use super::id::UniqueId;
 use super::library::library;
@@ -248,13 +248,32 @@ impl Communicator {
                  the group's end; split ranks of one thread together with Communicator::split_all",
             ));
         }
+        let color = split_color(color)?;
+        let mut raw_config = config.map(CommConfig::to_raw).transpose()?;
         let mut raw = std::ptr::null_mut();
-        self.split_into(color, key, config, &mut raw)?;
-        if raw.is_null() {
-            return Ok(None);
-        }
-        let non_blocking = config.map_or(self.inner.non_blocking, CommConfig::is_non_blocking);
-        Self::wrap(raw, self.inner.nccl, self.inner.device, non_blocking, None).map(Some)
+        self.split_into(color, key, raw_config.as_mut(), &mut raw)?;
+        let settled = self.settle_split();
+        let child = if raw.is_null() {
+            None
+        } else {
+            let non_blocking = config.map_or(self.inner.non_blocking, CommConfig::is_non_blocking);
+            Some(Self::wrap(
+                raw,
+                self.inner.nccl,
+                self.inner.device,
+                non_blocking,
+                None,
+            )?)
+        };
+        settled?;
+        Ok(child)
+    }
+
+    /// Waits for this communicator's split to finish: a non-blocking parent splits in NCCL's
+    /// background thread, which writes the new handle only when done (the parent answers
+    /// `ncclInProgress` until then), so the handle's place (and the config) must outlive it.
+    fn settle_split(&self) -> Result<()> {
+        self.wait_ready(None)
     }
 
     /// Splits every communicator of `comms` (ranks this thread drives, such as those of
@@ -280,24 +299,60 @@ impl Communicator {
                 splits.len()
             )));
         }
+        if in_group() {
+            return Err(Error::invalid_argument(
+                "Communicator::split_all inside a group: NCCL gives the new communicators only \
+                 at the outermost group's end",
+            ));
+        }
+        // Everything is checked before the group: a refusal inside it would leave the ranks
+        // already queued to split without the others, hanging at the group's end.
+        let colors = splits
+            .iter()
+            .map(|&(color, _)| split_color(color))
+            .collect::<Result<Vec<i32>>>()?;
+        let mut raw_configs = comms
+            .iter()
+            .map(|_| config.map(CommConfig::to_raw).transpose())
+            .collect::<Result<Vec<_>>>()?;
         let mut raws = vec![std::ptr::null_mut(); comms.len()];
         super::group(|| {
-            for ((comm, &(color, key)), raw) in comms.iter().zip(splits).zip(&mut raws) {
-                comm.split_into(color, key, config, raw)?;
+            let places = raws.iter_mut().zip(&mut raw_configs);
+            for (((comm, &(_, key)), &color), (raw, raw_config)) in
+                comms.iter().zip(splits).zip(&colors).zip(places)
+            {
+                comm.split_into(color, key, raw_config.as_mut(), raw)?;
             }
             Ok(())
         })?;
+        // Every parent, even after one failed: NCCL may still be writing the others' handles.
+        let settled = comms
+            .iter()
+            .map(Communicator::settle_split)
+            .fold(Ok(()), Result::and);
+        let mut children = Vec::with_capacity(comms.len());
+        for (comm, raw) in comms.iter().zip(raws) {
+            children.push(if raw.is_null() {
+                None
+            } else {
+                let non_blocking =
+                    config.map_or(comm.inner.non_blocking, CommConfig::is_non_blocking);
+                Some(Self::wrap(
+                    raw,
+                    comm.inner.nccl,
+                    comm.inner.device,
+                    non_blocking,
+                    None,
+                )?)
+            });
+        }
+        settled?;
         // One clique per color among the new communicators, sized by their count.
         let mut cliques: Vec<(u32, Arc<Clique>)> = Vec::new();
-        let mut made = Vec::with_capacity(comms.len());
-        for ((comm, &(color, _)), raw) in comms.iter().zip(splits).zip(raws) {
-            let (Some(color), false) = (color, raw.is_null()) else {
-                made.push(None);
+        for ((comm, &(color, _)), child) in comms.iter().zip(splits).zip(&mut children) {
+            let (Some(color), Some(child)) = (color, child.as_mut()) else {
                 continue;
             };
-            let non_blocking = config.map_or(comm.inner.non_blocking, CommConfig::is_non_blocking);
-            let mut child =
-                Self::wrap(raw, comm.inner.nccl, comm.inner.device, non_blocking, None)?;
             if comm.inner.clique.is_some() {
                 let members = splits
                     .iter()
@@ -311,11 +366,11 @@ impl Communicator {
                         clique
                     }
                 };
-                child.set_clique(clique, child.rank()?);
+                let rank = child.rank()?;
+                child.set_clique(clique, rank);
             }
-            made.push(Some(child));
         }
-        Ok(made)
+        Ok(children)
     }
 
     /// Makes this communicator rank `rank` of `clique`, whose calls are checked together.
@@ -323,26 +378,21 @@ impl Communicator {
         self.inner.clique = Some((clique, rank));
     }
 
-    /// Calls `ncclCommSplit` for this rank, the new handle into `raw` (null for no color, and
-    /// inside a group until the group ends).
+    /// Calls `ncclCommSplit` for this rank, the new handle into `raw` (null for no color; set
+    /// only at the group's end inside one, and only once [`settle_split`](Self::settle_split)
+    /// returns for a non-blocking parent). `raw` and `config` must stay put until then.
     fn split_into(
         &self,
-        color: Option<u32>,
+        color: i32,
         key: i32,
-        config: Option<&CommConfig>,
+        config: Option<&mut RawConfig>,
         raw: &mut ncclComm_t,
     ) -> Result<()> {
         let parent = self.handle()?;
-        let color = match color {
-            Some(color) => c_int(color as usize, "color")?,
-            None => NCCL_SPLIT_NOCOLOR,
-        };
-        let mut raw_config = config.map(CommConfig::to_raw).transpose()?;
-        let config_ptr = raw_config
-            .as_mut()
-            .map_or(std::ptr::null_mut(), |raw| raw.as_mut_ptr());
-        // SAFETY: `parent` is live; `raw` is a valid place for the handle, kept by the caller
-        // until the group (if any) ends; the config (or null) lives until the call returns.
+        let config_ptr = config.map_or(std::ptr::null_mut(), RawConfig::as_mut_ptr);
+        // SAFETY: `parent` is live; `raw` is a valid place for the handle and the config (or
+        // null) a valid config, both kept by the caller until NCCL has finished the split (the
+        // group's end, then `settle_split`).
         unsafe {
             nccl!(
                 self.inner.nccl,
@@ -519,6 +569,14 @@ fn c_int(value: usize, what: &str) -> Result<i32> {
         .map_err(|_| Error::invalid_argument(format!("{what} {value} is past i32::MAX")))
 }
 
+/// The `int` color `ncclCommSplit` takes: `NCCL_SPLIT_NOCOLOR` for none.
+fn split_color(color: Option<u32>) -> Result<i32> {
+    color.map_or(Ok(NCCL_SPLIT_NOCOLOR), |color| {
+        i32::try_from(color)
+            .map_err(|_| Error::invalid_argument(format!("color {color} is past i32::MAX")))
+    })
+}
+
 fn check_rank(rank: usize, ranks: usize) -> Result<()> {
     if ranks == 0 || rank >= ranks {
         return Err(Error::invalid_argument(format!(
@@ -579,6 +637,15 @@ mod tests {
         assert!(check_rank(0, 0).is_err());
         assert!(c_int(1 << 40, "rank").is_err());
         assert!(check_devices(&[]).is_err());
+    }
+
+    #[test]
+    fn split_colors_are_checked_before_nccl() {
+        assert_eq!(split_color(None).unwrap(), NCCL_SPLIT_NOCOLOR);
+        assert_eq!(split_color(Some(7)).unwrap(), 7);
+        assert_eq!(split_color(Some(i32::MAX as u32)).unwrap(), i32::MAX);
+        let past = split_color(Some(1 << 31)).unwrap_err();
+        assert!(matches!(&past, Error::InvalidArgument(text) if text.contains("past i32::MAX")));
     }
 
     #[test]
