@@ -137,8 +137,9 @@ fn params_3d(copy: &Copy3d, src: &Side, dst: &Side) -> CUDA_MEMCPY3D {
     }
 }
 
-/// Checks `copy` against both sides, then queues it on `stream` (the 2-D call when it has
-/// one slice and no side is a layered array). Returns whether anything was queued.
+/// Checks `copy` against both sides, then queues it on `stream` (the 2-D call when it is one
+/// slice at slice 0 on both sides and no side is an array with slices). Returns whether
+/// anything was queued.
 fn enqueue(stream: &Stream, copy: &Copy3d, src: &Side, dst: &Side) -> Result<bool> {
     if !check(copy, &src.shape, &dst.shape)? {
         return Ok(false);

@@ -227,7 +227,8 @@ impl Communicator {
     /// `None` (`NCCL_SPLIT_NOCOLOR`) takes no part and gets `None`. Every rank of this
     /// communicator must call it, each in its own process or thread; ranks driven by one
     /// thread (all-GPU communicators) split together with [`split_all`](Self::split_all).
-    /// `config` of `None` inherits this communicator's.
+    /// `config` of `None` inherits this communicator's. A non-blocking communicator's split is
+    /// waited for (NCCL hands the new communicator over only when it is done).
     ///
     /// # Errors
     ///
@@ -284,8 +285,9 @@ impl Communicator {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] when `splits` and `comms` differ in length, or for a color
-    /// past `i32::MAX`; NCCL's error (from a split or the group's end).
+    /// [`Error::InvalidArgument`] when `splits` and `comms` differ in length, for a color past
+    /// `i32::MAX` (before any rank splits), or inside a [`group`](super::group); NCCL's error
+    /// (from a split, the group's end, or a non-blocking split finishing).
     #[doc(alias = "ncclCommSplit")]
     pub fn split_all(
         comms: &[Communicator],
