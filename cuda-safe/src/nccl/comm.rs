@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::clique::Clique;
-use super::config::{CommConfig, RawConfig};
+use super::config::{CommConfig, ConfigStrings, RawConfig};
 use super::group::in_group;
 use super::id::UniqueId;
 use super::library::library;
@@ -50,6 +50,9 @@ pub(crate) struct CommInner {
     shape: Cell<Option<(usize, usize)>>,
     /// The all-GPU clique this rank belongs to, and its rank there.
     pub(crate) clique: Option<(Arc<Clique>, usize)>,
+    /// The strings of the config it was made with, which NCCL points into
+    /// ([`ConfigStrings`]).
+    strings: ConfigStrings,
 }
 
 // SAFETY: an NCCL communicator may be used from any thread, one thread at a time; `Cell` keeps
@@ -70,14 +73,15 @@ impl Release for CommInner {
 }
 
 impl Communicator {
-    /// Owns `raw`, made on `device`; destroys it if the device's primary context cannot be
-    /// retained.
+    /// Owns `raw`, made on `device` with a config pointing into `strings`; destroys it if the
+    /// device's primary context cannot be retained.
     fn wrap(
         raw: ncclComm_t,
         nccl: &'static Nccl,
         device: Device,
         non_blocking: bool,
         clique: Option<(Arc<Clique>, usize)>,
+        strings: ConfigStrings,
     ) -> Result<Self> {
         match device.context() {
             Ok(context) => Ok(Self {
@@ -89,6 +93,7 @@ impl Communicator {
                     non_blocking,
                     shape: Cell::new(None),
                     clique,
+                    strings,
                 }),
             }),
             Err(error) => {
@@ -136,7 +141,7 @@ impl Communicator {
         let mut communicators = Vec::with_capacity(devices.len());
         for (rank, (handle, device)) in raw.into_iter().zip(devices).enumerate() {
             let communicator =
-                Self::wrap(handle, nccl, *device, false, Some((clique.clone(), rank)))?;
+                Self::wrap(handle, nccl, *device, false, Some((clique.clone(), rank)), None)?;
             communicator.inner.shape.set(Some((rank, devices.len())));
             communicators.push(communicator);
         }
@@ -166,7 +171,7 @@ impl Communicator {
                 ncclCommInitRank(&mut raw, c_ranks, id.as_raw(), c_rank)
             )?
         };
-        Self::wrap(raw, nccl, *device, false, None)
+        Self::wrap(raw, nccl, *device, false, None, None)
     }
 
     /// [`init_rank`](Self::init_rank) with options (`ncclCommInitRankConfig`, NCCL 2.14 and
@@ -215,7 +220,14 @@ impl Communicator {
                 "succeeded without a communicator",
             ));
         } else {
-            Self::wrap(raw, nccl, *device, config.is_non_blocking(), None)?
+            Self::wrap(
+                raw,
+                nccl,
+                *device,
+                config.is_non_blocking(),
+                None,
+                raw_config.strings(),
+            )?
         };
         called?;
         communicator.wait_ready(config.init_timeout)?;
@@ -264,10 +276,17 @@ impl Communicator {
                 self.inner.device,
                 non_blocking,
                 None,
+                self.child_strings(raw_config.as_ref()),
             )?)
         };
         settled?;
         Ok(child)
+    }
+
+    /// The strings a child split with `config` points into: its own config's, or with none
+    /// this communicator's (NCCL copies the parent's config, pointers and all).
+    fn child_strings(&self, config: Option<&RawConfig>) -> ConfigStrings {
+        config.map_or_else(|| self.inner.strings.clone(), RawConfig::strings)
     }
 
     /// Waits for this communicator's split to finish: a non-blocking parent splits in NCCL's
@@ -333,7 +352,7 @@ impl Communicator {
             .map(Communicator::settle_split)
             .fold(Ok(()), Result::and);
         let mut children = Vec::with_capacity(comms.len());
-        for (comm, raw) in comms.iter().zip(raws) {
+        for ((comm, raw), raw_config) in comms.iter().zip(raws).zip(&raw_configs) {
             children.push(if raw.is_null() {
                 None
             } else {
@@ -345,6 +364,7 @@ impl Communicator {
                     comm.inner.device,
                     non_blocking,
                     None,
+                    comm.child_strings(raw_config.as_ref()),
                 )?)
             });
         }

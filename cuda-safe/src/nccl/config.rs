@@ -1,6 +1,7 @@
 //! Communicator options: `ncclConfig_t`, filled as `NCCL_CONFIG_INITIALIZER` does.
 
 use std::ffi::CString;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
@@ -46,17 +47,28 @@ pub struct CommConfig {
     pub init_timeout: Option<Duration>,
 }
 
+/// The C strings a config points into. NCCL keeps the `commName` pointer in the communicator
+/// (not a copy): its profiler reads it while the communicator initialises, which for a
+/// non-blocking one is after the call returned, and a split with no config of its own copies
+/// the pointer into the child. So every communicator holds its config's strings for its life.
+pub(crate) type ConfigStrings = Option<Arc<[CString]>>;
+
 /// An `ncclConfig_t` and the C strings its pointers point into (kept alive beside it).
 #[derive(Debug)]
 pub(crate) struct RawConfig {
     pub(crate) raw: ncclConfig_t,
-    _strings: Vec<CString>,
+    strings: ConfigStrings,
 }
 
 impl RawConfig {
     /// A pointer for NCCL calls; valid while `self` is alive and not moved.
     pub(crate) fn as_mut_ptr(&mut self) -> *mut ncclConfig_t {
         &mut self.raw
+    }
+
+    /// The strings the config points into, for the communicator made with it to keep.
+    pub(crate) fn strings(&self) -> ConfigStrings {
+        self.strings.clone()
     }
 }
 
@@ -105,7 +117,8 @@ impl CommConfig {
         raw.commName = c_string("communicator name", &self.comm_name)?;
         Ok(RawConfig {
             raw,
-            _strings: strings,
+            // The CStrings' heap buffers stay where they are when the vector is moved.
+            strings: (!strings.is_empty()).then(|| Arc::from(strings)),
         })
     }
 }
@@ -156,6 +169,23 @@ mod tests {
         // SAFETY: as above.
         let name = unsafe { std::ffi::CStr::from_ptr(raw.raw.commName) };
         assert_eq!(name.to_str().unwrap(), "ranks");
+    }
+
+    #[test]
+    fn the_strings_outlive_the_config_for_the_communicator() {
+        let config = CommConfig {
+            comm_name: Some("kept".into()),
+            ..CommConfig::default()
+        };
+        let raw = config.to_raw().unwrap();
+        let name = raw.raw.commName;
+        let kept = raw.strings();
+        drop(raw);
+        assert!(kept.is_some());
+        // SAFETY: `kept` holds the CString `name` points into.
+        let text = unsafe { std::ffi::CStr::from_ptr(name) };
+        assert_eq!(text.to_str().unwrap(), "kept");
+        assert!(CommConfig::default().to_raw().unwrap().strings().is_none());
     }
 
     #[test]
