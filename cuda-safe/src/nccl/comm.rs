@@ -140,8 +140,14 @@ impl Communicator {
         let clique = Arc::new(Clique::new(devices.len()));
         let mut communicators = Vec::with_capacity(devices.len());
         for (rank, (handle, device)) in raw.into_iter().zip(devices).enumerate() {
-            let communicator =
-                Self::wrap(handle, nccl, *device, false, Some((clique.clone(), rank)), None)?;
+            let communicator = Self::wrap(
+                handle,
+                nccl,
+                *device,
+                false,
+                Some((clique.clone(), rank)),
+                None,
+            )?;
             communicator.inner.shape.set(Some((rank, devices.len())));
             communicators.push(communicator);
         }
