@@ -97,18 +97,27 @@ impl RankEnv {
             .trim()
             .parse()
             .map_err(|_| bootstrap_error(format!("{MASTER_PORT}={port:?} is not a port number")))?;
-        if world_size == 0 || rank >= world_size {
-            return Err(bootstrap_error(format!(
-                "{RANK}={rank} with {WORLD_SIZE}={world_size}: a rank is below the world size"
-            )));
-        }
-        Ok(Self {
+        let env = Self {
             rank,
             world_size,
             local_rank,
             master_addr,
             master_port,
-        })
+        };
+        env.check_shape()?;
+        Ok(env)
+    }
+
+    /// Refuses a rank outside the world (the fields are public, so a hand-made one is checked
+    /// again before use).
+    fn check_shape(&self) -> Result<()> {
+        let (rank, world_size) = (self.rank, self.world_size);
+        if world_size == 0 || rank >= world_size {
+            return Err(bootstrap_error(format!(
+                "{RANK}={rank} with {WORLD_SIZE}={world_size}: a rank is below the world size"
+            )));
+        }
+        Ok(())
     }
 
     /// The communicator's unique id, handed from rank 0 to every other rank: rank 0 makes it,
@@ -119,8 +128,10 @@ impl RankEnv {
     /// # Errors
     ///
     /// [`Error::NcclBootstrap`] when the address does not resolve, the port cannot be bound,
-    /// or the exchange did not finish in time; NCCL's error from making the id.
+    /// or the exchange did not finish in time, or for a rank outside the world size; NCCL's
+    /// error from making the id.
     pub fn exchange_unique_id(&self, timeout: Duration) -> Result<UniqueId> {
+        self.check_shape()?;
         let deadline = Instant::now() + timeout;
         if self.rank == 0 {
             let id = UniqueId::new()?;
@@ -284,6 +295,28 @@ mod tests {
             outside.to_string().contains("below the world size"),
             "{outside}"
         );
+    }
+
+    #[test]
+    fn a_hand_made_env_outside_the_world_is_refused_before_the_exchange() {
+        let mut env = RankEnv {
+            rank: 0,
+            world_size: 0,
+            local_rank: 0,
+            master_addr: "127.0.0.1".into(),
+            master_port: 1,
+        };
+        // Rank 0 of no ranks once served `world_size - 1` peers: an overflow panic.
+        let error = env
+            .exchange_unique_id(Duration::from_millis(10))
+            .unwrap_err();
+        assert!(
+            matches!(&error, Error::NcclBootstrap(text) if text.contains("below the world size")),
+            "{error}"
+        );
+        env.world_size = 2;
+        env.rank = 2;
+        assert!(env.exchange_unique_id(Duration::from_millis(10)).is_err());
     }
 
     #[test]
