@@ -101,7 +101,11 @@ impl Registered<'_> {
         if handle.is_null() {
             return Ok(());
         }
-        let raw = self.comm.handle()?;
+        let Ok(raw) = self.comm.handle() else {
+            // Aborted: NCCL released the communicator's registrations with it (and the handle
+            // is gone), so there is nothing left to undo.
+            return Ok(());
+        };
         // SAFETY: `handle` came from ncclCommRegister on this live communicator and is
         // deregistered once.
         unsafe { nccl!(self.comm.inner().nccl, ncclCommDeregister(raw, handle)) }
