@@ -19,8 +19,9 @@ pub const fn nccl_version(major: u32, minor: u32, patch: u32) -> u32 {
 /// A config as `NCCL_CONFIG_INITIALIZER` makes it: this header's size, magic and version, and
 /// every attribute undefined (`NCCL_CONFIG_UNDEF_INT`, null), so NCCL uses its defaults.
 ///
-/// An NCCL older than this header reads the fields it knows (it copies at most its own
-/// `sizeof(ncclConfig_t)` and checks `version` before reading newer fields).
+/// An NCCL older than this header reads the fields it knows: from 2.17 on it copies at most its
+/// own `sizeof(ncclConfig_t)` (and checks `version` before reading fields older than it);
+/// 2.14 to 2.16 read `blocking` alone, and take its `NCCL_CONFIG_UNDEF_INT` as blocking.
 pub const fn config_initializer() -> ncclConfig_t {
     ncclConfig_t {
         size: size_of::<ncclConfig_t>(),

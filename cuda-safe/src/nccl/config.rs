@@ -9,7 +9,9 @@ use crate::nccl_sys::{NCCL_CONFIG_UNDEF_INT, config_initializer, ncclConfig_t};
 
 /// How a communicator is made ([`Communicator::init_rank_with`](super::Communicator::init_rank_with),
 /// [`split`](super::Communicator::split)): every field left `None` is NCCL's default (or its
-/// environment variable's value).
+/// environment variable's value). A field newer than the loaded NCCL is ignored by it, without
+/// an error: NCCL 2.14 to 2.16 read only `blocking`; the CTA counts, cluster size and network
+/// need 2.17, `split_share` 2.18 and `comm_name` 2.27.
 ///
 /// ```
 /// use std::time::Duration;
@@ -40,7 +42,7 @@ pub struct CommConfig {
     pub net_name: Option<String>,
     /// Whether a communicator split from this one shares its resources.
     pub split_share: Option<bool>,
-    /// A name for the communicator in NCCL's logs and profiler (NCCL 2.24 and later).
+    /// A name for the communicator in NCCL's logs and profiler (NCCL 2.27 and later).
     pub comm_name: Option<String>,
     /// How long creating a non-blocking communicator may take before it is aborted
     /// ([`Error::NcclTimeout`]); `None` waits as long as it takes. Not an NCCL field.
