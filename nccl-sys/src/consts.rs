@@ -21,7 +21,8 @@ pub const fn nccl_version(major: u32, minor: u32, patch: u32) -> u32 {
 ///
 /// An NCCL older than this header reads the fields it knows: from 2.17 on it copies at most its
 /// own `sizeof(ncclConfig_t)` (and checks `version` before reading fields older than it);
-/// 2.14 to 2.16 read `blocking` alone, and take its `NCCL_CONFIG_UNDEF_INT` as blocking.
+/// 2.14 to 2.16 read `blocking` alone and refuse any value but 0 or 1 (their initializer wrote
+/// 1; `NCCL_CONFIG_UNDEF_INT` came with 2.17), so set it before calling one of them.
 pub const fn config_initializer() -> ncclConfig_t {
     ncclConfig_t {
         size: size_of::<ncclConfig_t>(),

@@ -201,6 +201,7 @@ impl Communicator {
         let nccl = library()?;
         let (c_ranks, c_rank) = (c_int(ranks, "rank count")?, c_int(rank, "rank")?);
         let mut raw_config = config.to_raw()?;
+        raw_config.fit(super::library::version()?);
         let context = device.context()?;
         let _current = context.scoped()?;
         let mut raw = std::ptr::null_mut();

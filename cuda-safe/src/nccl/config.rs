@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::nccl_sys::{NCCL_CONFIG_UNDEF_INT, config_initializer, ncclConfig_t};
+use crate::nccl_sys::{NCCL_CONFIG_UNDEF_INT, NcclVersion, config_initializer, ncclConfig_t};
 
 /// How a communicator is made ([`Communicator::init_rank_with`](super::Communicator::init_rank_with),
 /// [`split`](super::Communicator::split)): every field left `None` is NCCL's default (or its
@@ -66,6 +66,14 @@ impl RawConfig {
     /// A pointer for NCCL calls; valid while `self` is alive and not moved.
     pub(crate) fn as_mut_ptr(&mut self) -> *mut ncclConfig_t {
         &mut self.raw
+    }
+
+    /// Adapts the config to the loaded NCCL: 2.14 to 2.16 refuse a `blocking` other than 0
+    /// or 1 (`ncclInvalidArgument`), so an undefined one becomes their default, 1.
+    pub(crate) fn fit(&mut self, loaded: NcclVersion) {
+        if loaded < NcclVersion::new(2, 17, 0) && self.raw.blocking == NCCL_CONFIG_UNDEF_INT {
+            self.raw.blocking = 1;
+        }
     }
 
     /// The strings the config points into, for the communicator made with it to keep.
@@ -171,6 +179,24 @@ mod tests {
         // SAFETY: as above.
         let name = unsafe { std::ffi::CStr::from_ptr(raw.raw.commName) };
         assert_eq!(name.to_str().unwrap(), "ranks");
+    }
+
+    #[test]
+    fn an_undefined_blocking_is_blocking_for_nccl_before_2_17() {
+        let mut old = CommConfig::default().to_raw().unwrap();
+        old.fit(NcclVersion::new(2, 16, 2));
+        assert_eq!(old.raw.blocking, 1);
+        let mut chosen = CommConfig {
+            blocking: Some(false),
+            ..CommConfig::default()
+        }
+        .to_raw()
+        .unwrap();
+        chosen.fit(NcclVersion::new(2, 14, 3));
+        assert_eq!(chosen.raw.blocking, 0);
+        let mut new = CommConfig::default().to_raw().unwrap();
+        new.fit(NcclVersion::new(2, 17, 1));
+        assert_eq!(new.raw.blocking, NCCL_CONFIG_UNDEF_INT);
     }
 
     #[test]
