@@ -49,6 +49,8 @@ fn mark(stream: &Stream) -> Result<&Event> {
 
 /// Runs `enqueue` (which queues work on `dst`) so that it starts after the work queued on
 /// `src` so far, and so that later work on `src` (such as freeing the source) waits for it.
+/// If that last ordering fails, waits for the queued work itself before returning the error,
+/// so that nothing queued on `src` later can free memory under it.
 pub(crate) fn across_streams(
     dst: &Stream,
     src: &Stream,
@@ -59,7 +61,10 @@ pub(crate) fn across_streams(
     }
     wait_for(dst, src)?;
     enqueue()?;
-    wait_for(src, dst)
+    wait_for(src, dst).or_else(|error| {
+        dst.drain()?;
+        Err(error)
+    })
 }
 
 /// The distinct streams, other than a launch stream, that a launch's buffer arguments are

@@ -80,7 +80,10 @@ pub struct VirtualMemoryResourceOptions {
     pub addr_align: Option<usize>,
     /// Other devices given access to every allocation (with `peer_access`).
     pub peers: Vec<Device>,
-    /// The resource's own device's access.
+    /// The resource's own device's access. With [`VmmAccess::Read`], kernels and copies on
+    /// the device may only read the memory: a fill or a copy into a buffer of the resource
+    /// then faults on the GPU (a sticky error that ends the context), so use it for mappings
+    /// another writer fills, not for buffers this process writes.
     pub self_access: VmmAccess,
     /// The peers' access.
     pub peer_access: VmmAccess,
