@@ -10,7 +10,7 @@ use std::process::{Child, Command};
 use std::time::Duration;
 
 use cuda_gpu_tests::{gpu_tests, random_words};
-use cuda_safe::ipc::{Channel, Listener, Released};
+use cuda_safe::ipc::{Channel, IpcBufferDescriptor, Listener, Released};
 use cuda_safe::{
     Device, DeviceMemoryResource, Error, Event, EventOptions, IpcHandleType, PoolOptions,
     StreamOptions,
@@ -65,6 +65,12 @@ fn a_child_process_reads_and_modifies_a_buffer_ordered_by_ipc_events() {
     let channel = listener.accept().unwrap();
     channel.set_timeout(Some(Duration::from_secs(120))).unwrap();
     channel.send_pool(&pool).unwrap();
+    // First a descriptor claiming twice the buffer's size, which the child must refuse.
+    let honest = buffer.export_ipc().unwrap();
+    let mut bytes = honest.to_bytes();
+    bytes[64..].copy_from_slice(&(2 * honest.size() as u64).to_le_bytes());
+    let lying = IpcBufferDescriptor::from_bytes(&bytes).unwrap();
+    channel.send_buffer_descriptor(&lying).unwrap();
     channel.send_buffer(&buffer).unwrap();
     // Work queued after the export: the child sees it only by waiting for the event.
     buffer
@@ -190,6 +196,11 @@ fn child(role: &str, path: &str) -> Result<(), Error> {
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(pool.export_pool(), Err(Error::InvalidArgument(_))));
+    if role == "modify" {
+        // A descriptor claiming more than the driver mapped is refused (and unmapped).
+        let refused = channel.recv_buffer(&pool, &stream).unwrap_err();
+        assert!(matches!(refused, Error::IpcProtocol { .. }), "{refused}");
+    }
     let mut shared = channel.recv_buffer(&pool, &stream)?;
     assert_eq!(shared.len(), WORDS * 4);
     match role {

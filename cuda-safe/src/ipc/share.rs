@@ -237,8 +237,10 @@ impl DeviceMemoryResource {
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a pool that was not imported, or a `stream` of another
-    /// device; the driver's error (a descriptor of a buffer already freed by its owner).
-    #[doc(alias = "cuMemPoolImportPointer")]
+    /// device; [`Error::IpcProtocol`] for a descriptor claiming more bytes than the driver
+    /// mapped (the mapping is undone); the driver's error (a descriptor of a buffer already
+    /// freed by its owner).
+    #[doc(alias = "cuMemPoolImportPointer", alias = "cuMemGetAddressRange")]
     pub fn import_buffer(
         &self,
         descriptor: &IpcBufferDescriptor,
@@ -268,12 +270,46 @@ impl DeviceMemoryResource {
                 cuMemPoolImportPointer(&mut ptr, self.as_raw(), &mut data)
             )
         }?;
-        // SAFETY: the driver mapped `size` bytes at `ptr` for this process through this pool,
-        // and nothing else owns the mapping; `cuMemFreeAsync` (the pool's free) unmaps it.
+        // The size is the other process's word: check it against what the driver mapped, so
+        // that a wrong one cannot make safe copies reach past the allocation.
+        if let Err(error) = check_mapped(stream, ptr, descriptor.size()) {
+            // SAFETY: `ptr` is the live imported mapping, owned by nothing yet, freed once.
+            let unmapped = unsafe { cu!(stream.driver(), cuMemFreeAsync(ptr, stream.as_raw())) };
+            if let Err(unmapped) = unmapped {
+                log::warn!("unmapping a refused imported buffer failed: {unmapped}");
+            }
+            return Err(error);
+        }
+        // SAFETY: the driver mapped at least `size` bytes at `ptr` for this process through
+        // this pool (checked), and nothing else owns the mapping; `cuMemFreeAsync` (the pool's
+        // free) unmaps it.
         Ok(unsafe {
             Buffer::from_raw_parts(ptr, descriptor.size(), Arc::new(self.clone()), stream)
         })
     }
+}
+
+/// Errors unless the driver's mapping at `ptr` holds at least `size` bytes from `ptr` on.
+fn check_mapped(stream: &Stream, ptr: CUdeviceptr, size: usize) -> Result<()> {
+    let (mut base, mut mapped): (CUdeviceptr, usize) = (0, 0);
+    // SAFETY: valid out-pointers; `ptr` is a live mapping of this process.
+    unsafe {
+        cu!(
+            stream.driver(),
+            cuMemGetAddressRange_v2(&mut base, &mut mapped, ptr)
+        )
+    }?;
+    let available = (base + mapped as u64).saturating_sub(ptr);
+    if size as u64 > available {
+        return Err(Error::IpcProtocol {
+            detail: format!(
+                "the buffer's descriptor claims {size} bytes, but the driver mapped {available} \
+                 from its address"
+            )
+            .into(),
+        });
+    }
+    Ok(())
 }
 
 impl Buffer {

@@ -222,6 +222,20 @@ CUresult cuMemPoolImportPointer(CUdeviceptr *ptr, struct pool *pool, const unsig
     return CUDA_SUCCESS;
 }
 
+/* The allocation holding `ptr`: its base and size (the crate checks an imported buffer's
+   claimed size against it). */
+CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr ptr) {
+    DRIVER("cuMemGetAddressRange_v2");
+    struct allocation *a = find_live_allocation(ptr);
+    if (a == NULL)
+        return CUDA_ERROR_NOT_FOUND;
+    if (base != NULL)
+        *base = a->ptr;
+    if (size != NULL)
+        *size = a->size;
+    return CUDA_SUCCESS;
+}
+
 /* ---- Events. ---- */
 
 CUresult cuIpcGetEventHandle(CUipcEventHandle *handle, struct event *event) {
