@@ -15,7 +15,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use cuda_gpu_tests::{devices, gpu_tests};
-use cuda_safe::nccl::{self, Communicator, Group, Launcher, NcclType, ReduceOp};
+use cuda_safe::nccl::{self, Communicator, Launcher, NcclType, ReduceOp};
 use cuda_safe::{Buffer, Device, Error, Stream};
 
 /// Set in a rank process's environment: the scenario it runs.
@@ -104,6 +104,11 @@ impl Ranks {
         self.upload(rank, &vec![T::of(0); count])
     }
 
+    /// Each rank's communicator and stream.
+    fn each(&self) -> impl Iterator<Item = (&Communicator, &Stream)> {
+        self.comms.iter().zip(&self.streams)
+    }
+
     fn sync(&self) {
         for (comm, stream) in self.comms.iter().zip(&self.streams) {
             comm.wait_with_timeout(stream, TIMEOUT).unwrap();
@@ -118,11 +123,11 @@ fn all_reduce_of<T: Value>(ranks: &Ranks) {
         let sends: Vec<Buffer> = (0..2).map(|rank| ranks.filled::<T>(rank, count)).collect();
         let mut recvs: Vec<Buffer> = (0..2).map(|rank| ranks.zeroed::<T>(rank, count)).collect();
         let mut in_place: Vec<Buffer> = (0..2).map(|rank| ranks.filled::<T>(rank, count)).collect();
-        nccl::group(|| {
-            for rank in 0..2 {
-                let (comm, stream) = (&ranks.comms[rank], &ranks.streams[rank]);
-                comm.all_reduce::<T>(&sends[rank], &mut recvs[rank], ReduceOp::Sum, stream)?;
-                comm.all_reduce_in_place::<T>(&mut in_place[rank], ReduceOp::Max, stream)?;
+        nccl::group(|group| {
+            let each = ranks.each().zip(&sends).zip(&mut recvs).zip(&mut in_place);
+            for ((((comm, stream), send), recv), in_place) in each {
+                group.all_reduce::<T>(comm, send, recv, ReduceOp::Sum, stream)?;
+                group.all_reduce_in_place::<T>(comm, in_place, ReduceOp::Max, stream)?;
             }
             Ok(())
         })
@@ -166,12 +171,13 @@ fn rooted_and_gathering_collectives_of<T: Value>(ranks: &Ranks) {
         let mut recvs: Vec<Buffer> = (0..2).map(|rank| ranks.zeroed::<T>(rank, count)).collect();
         let mut in_place: Vec<Buffer> = (0..2).map(|rank| ranks.filled::<T>(rank, count)).collect();
         let mut reduced: Vec<Buffer> = (0..2).map(|rank| ranks.zeroed::<T>(rank, count)).collect();
-        nccl::group(|| {
-            for rank in 0..2 {
-                let (comm, stream) = (&ranks.comms[rank], &ranks.streams[rank]);
-                comm.broadcast::<T>(&sends[rank], &mut recvs[rank], 1, stream)?;
-                comm.broadcast_in_place::<T>(&mut in_place[rank], 0, stream)?;
-                comm.reduce::<T>(&sends[rank], &mut reduced[rank], ReduceOp::Sum, 0, stream)?;
+        nccl::group(|group| {
+            let each = ranks.each().zip(&sends).zip(&mut recvs);
+            let each = each.zip(&mut in_place).zip(&mut reduced);
+            for (((((comm, stream), send), recv), in_place), reduced) in each {
+                group.broadcast::<T>(comm, send, recv, 1, stream)?;
+                group.broadcast_in_place::<T>(comm, in_place, 0, stream)?;
+                group.reduce::<T>(comm, send, reduced, ReduceOp::Sum, 0, stream)?;
             }
             Ok(())
         })
@@ -218,14 +224,21 @@ fn rooted_and_gathering_collectives_of<T: Value>(ranks: &Ranks) {
         let mut scattered_in_place: Vec<Buffer> = (0..2)
             .map(|rank| ranks.filled::<T>(rank, 2 * count))
             .collect();
-        nccl::group(|| {
-            for rank in 0..2 {
-                let (comm, stream) = (&ranks.comms[rank], &ranks.streams[rank]);
-                comm.all_gather::<T>(&sends[rank], &mut gathered[rank], stream)?;
-                comm.all_gather_in_place::<T>(&mut gathered_in_place[rank], stream)?;
-                comm.reduce_scatter::<T>(&wide[rank], &mut scattered[rank], ReduceOp::Sum, stream)?;
-                comm.reduce_scatter_in_place::<T>(
-                    &mut scattered_in_place[rank],
+        nccl::group(|group| {
+            let each = ranks.each().zip(&sends).zip(&mut gathered);
+            let each = each.zip(&mut gathered_in_place).zip(&wide);
+            let each = each.zip(&mut scattered).zip(&mut scattered_in_place);
+            for (
+                ((((((comm, stream), send), gathered), in_place), wide), scattered),
+                scattered_in_place,
+            ) in each
+            {
+                group.all_gather::<T>(comm, send, gathered, stream)?;
+                group.all_gather_in_place::<T>(comm, in_place, stream)?;
+                group.reduce_scatter::<T>(comm, wide, scattered, ReduceOp::Sum, stream)?;
+                group.reduce_scatter_in_place::<T>(
+                    comm,
+                    scattered_in_place,
                     ReduceOp::Sum,
                     stream,
                 )?;
@@ -282,15 +295,16 @@ fn send_and_receive_swap_buffers() {
         let mut recvs: Vec<Buffer> = (0..2)
             .map(|rank| ranks.zeroed::<u32>(rank, count))
             .collect();
-        // The guard form of a group, ended explicitly.
-        let group = Group::start().unwrap();
-        for rank in 0..2 {
-            let (comm, stream) = (&ranks.comms[rank], &ranks.streams[rank]);
-            comm.send::<u32>(&sends[rank], 1 - rank, stream).unwrap();
-            comm.recv::<u32>(&mut recvs[rank], 1 - rank, stream)
-                .unwrap();
-        }
-        group.end().unwrap();
+        nccl::group(|group| {
+            for (rank, (((comm, stream), send), recv)) in
+                ranks.each().zip(&sends).zip(&mut recvs).enumerate()
+            {
+                group.send::<u32>(comm, send, 1 - rank, stream)?;
+                group.recv::<u32>(comm, recv, 1 - rank, stream)?;
+            }
+            Ok(())
+        })
+        .unwrap();
         ranks.sync();
         for (rank, recv) in recvs.iter().enumerate() {
             let expected: Vec<u32> = (0..count).map(|i| element(1 - rank, i)).collect();
@@ -315,7 +329,7 @@ fn split_communicators_work_on_their_own() {
     assert_eq!(one[0].as_ref().unwrap().size().unwrap(), 1);
     // Ranks of one thread cannot split one by one inside a group: NCCL hands the new
     // communicator back only at the group's end.
-    let refused = nccl::group(|| ranks.comms[0].split(Some(1), 0, None)).unwrap_err();
+    let refused = nccl::group(|_| ranks.comms[0].split(Some(1), 0, None)).unwrap_err();
     assert!(
         matches!(refused, cuda_safe::Error::InvalidArgument(_)),
         "{refused}"
@@ -326,13 +340,9 @@ fn split_communicators_work_on_their_own() {
     assert_eq!(reversed[0].rank().unwrap(), 1);
     assert_eq!(reversed[1].rank().unwrap(), 0);
     let mut buffers: Vec<Buffer> = (0..2).map(|rank| ranks.filled::<f32>(rank, 33)).collect();
-    nccl::group(|| {
-        for rank in 0..2 {
-            reversed[rank].all_reduce_in_place::<f32>(
-                &mut buffers[rank],
-                ReduceOp::Sum,
-                &ranks.streams[rank],
-            )?;
+    nccl::group(|group| {
+        for ((comm, buffer), stream) in reversed.iter().zip(&mut buffers).zip(&ranks.streams) {
+            group.all_reduce_in_place::<f32>(comm, buffer, ReduceOp::Sum, stream)?;
         }
         Ok(())
     })
@@ -379,28 +389,82 @@ fn mismatches_are_refused_before_nccl() {
             .broadcast_in_place::<f32>(&mut buffer, 2, &ranks.streams[0])
             .is_err()
     );
-    // Rank 1 asks for another count than rank 0: refused, then the right call completes the
-    // group.
+    // Rank 1 asks for another count than rank 0: refused when recorded, then the right call
+    // completes the group.
     let mut buffers: Vec<Buffer> = (0..2).map(|rank| ranks.filled::<f32>(rank, 16)).collect();
+    let mut short = ranks.filled::<f32>(1, 8);
+    let mut spare = ranks.filled::<f32>(1, 16);
     let (first, second) = buffers.split_at_mut(1);
-    let mut wrong = second[0].as_mut_slice::<f32>().unwrap();
-    nccl::group(|| {
-        ranks.comms[0].all_reduce_in_place::<f32>(
-            &mut first[0],
-            ReduceOp::Sum,
-            &ranks.streams[0],
-        )?;
-        let mut part = wrong.slice_mut(..8)?;
+    let (comms, streams) = (&ranks.comms, &ranks.streams);
+    nccl::group(|group| {
+        group.all_reduce_in_place::<f32>(&comms[0], &mut first[0], ReduceOp::Sum, &streams[0])?;
         let refused =
-            ranks.comms[1].all_reduce_in_place::<f32>(&mut part, ReduceOp::Sum, &ranks.streams[1]);
+            group.all_reduce_in_place::<f32>(&comms[1], &mut short, ReduceOp::Sum, &streams[1]);
         assert!(
             matches!(&refused, Err(Error::InvalidArgument(text)) if text.contains("rank 1 calls")),
             "{refused:?}"
         );
-        ranks.comms[1].all_reduce_in_place::<f32>(&mut wrong, ReduceOp::Sum, &ranks.streams[1])
+        // The communicator's own call is refused inside a group, naming the Group's.
+        let direct = comms[1].all_reduce_in_place::<f32>(&mut spare, ReduceOp::Sum, &streams[1]);
+        assert!(
+            matches!(&direct, Err(Error::InvalidArgument(text)) if text.contains("Group::all_reduce_in_place")),
+            "{direct:?}"
+        );
+        group.all_reduce_in_place::<f32>(&comms[1], &mut second[0], ReduceOp::Sum, &streams[1])
     })
     .unwrap();
     ranks.sync();
+    let sum: Vec<f32> = (0..16)
+        .map(|i| (element(0, i) + element(1, i)) as f32)
+        .collect();
+    assert_eq!(buffers[1].to_vec::<f32>().unwrap(), sum);
+}
+
+/// A refused group queues nothing: neither a group whose closure passed a refusal on, nor one
+/// whose ranks made different numbers of calls. Had rank 0's all-reduce reached NCCL, it would
+/// wait on the GPU for rank 1 (and the next group's sums would be wrong or hang).
+fn a_refused_group_queues_nothing() {
+    let _serial = serial();
+    let Some(ranks) = ranks() else { return };
+    let (comms, streams) = (&ranks.comms, &ranks.streams);
+    let mut buffers: Vec<Buffer> = (0..2).map(|rank| ranks.filled::<f32>(rank, 16)).collect();
+    let mut short = ranks.filled::<f32>(1, 8);
+    let (first, second) = buffers.split_at_mut(1);
+    let passed_on = nccl::group(|group| {
+        group.all_reduce_in_place::<f32>(&comms[0], &mut first[0], ReduceOp::Sum, &streams[0])?;
+        group.all_reduce_in_place::<f32>(&comms[1], &mut short, ReduceOp::Sum, &streams[1])
+    })
+    .unwrap_err();
+    assert!(
+        matches!(&passed_on, Error::InvalidArgument(text) if text.contains("rank 1 calls")),
+        "{passed_on}"
+    );
+    let incomplete = nccl::group(|group| {
+        group.all_reduce_in_place::<f32>(&comms[0], &mut first[0], ReduceOp::Sum, &streams[0])?;
+        // The refusal ignored: rank 1 makes no call in this group.
+        let _ = group.all_reduce_in_place::<f32>(&comms[1], &mut short, ReduceOp::Sum, &streams[1]);
+        Ok(())
+    })
+    .unwrap_err();
+    assert!(
+        matches!(&incomplete, Error::InvalidArgument(text) if text.contains("rank 1 of an all-GPU")),
+        "{incomplete}"
+    );
+    ranks.sync();
+    let own: Vec<f32> = (0..16).map(|i| element(0, i) as f32).collect();
+    assert_eq!(first[0].to_vec::<f32>().unwrap(), own, "nothing was queued");
+    // The ranks are still level: a matching group sums once.
+    nccl::group(|group| {
+        group.all_reduce_in_place::<f32>(&comms[0], &mut first[0], ReduceOp::Sum, &streams[0])?;
+        group.all_reduce_in_place::<f32>(&comms[1], &mut second[0], ReduceOp::Sum, &streams[1])
+    })
+    .unwrap();
+    ranks.sync();
+    let sum: Vec<f32> = (0..16)
+        .map(|i| (element(0, i) + element(1, i)) as f32)
+        .collect();
+    assert_eq!(buffers[0].to_vec::<f32>().unwrap(), sum);
+    assert_eq!(buffers[1].to_vec::<f32>().unwrap(), sum);
 }
 
 /// Starts this binary as two rank processes running `scenario`, and waits for both.
@@ -537,6 +601,7 @@ fn main() -> ExitCode {
         send_and_receive_swap_buffers,
         split_communicators_work_on_their_own,
         mismatches_are_refused_before_nccl,
+        a_refused_group_queues_nothing,
         two_processes_reduce_and_broadcast,
         a_dead_peer_is_detected_and_aborted,
     ]

@@ -95,13 +95,13 @@ fn rank() -> Result<bool> {
     let mut all_right = true;
     for bytes in measure::SIZES {
         let count = bytes / size_of::<f32>();
-        whole.slice_mut(..count)?.fill(1.0)?;
+        let mut part = whole.slice_mut(..count)?;
+        part.fill(1.0)?;
         let micros = measure::time(
             bytes,
             || {
-                nccl::group(|| {
-                    let mut part = whole.slice_mut(..count)?;
-                    comm.all_reduce_in_place::<f32>(&mut part, ReduceOp::Sum, &stream)
+                nccl::group(|group| {
+                    group.all_reduce_in_place::<f32>(&comm, &mut part, ReduceOp::Sum, &stream)
                 })
             },
             || comm.wait_with_timeout(&stream, TIMEOUT),

@@ -1,15 +1,17 @@
-//! The collectives and point-to-point calls, on this crate's buffers and streams.
+//! The collectives and point-to-point calls, on this crate's buffers and streams: each is
+//! checked into a [`Prepared`] call, which a [`Communicator`] method makes at once and a
+//! [`Group`](super::Group) method records for the group's end.
 
 use std::ffi::c_void;
 
-use super::clique::Call;
+use super::clique::{Call, InGroup};
 use super::comm::Communicator;
-use super::group::{defer_ordering, in_group, note_clique};
+use super::group::refuse_in_group;
 use super::types::{NcclType, ReduceOp};
-use crate::error::{Error, Result, nccl};
+use crate::error::{Error, Result};
 use crate::memory::{Buffer, DeviceSlice, DeviceSliceMut};
-use crate::nccl_sys::{cudaStream_t, ncclComm_t};
-use crate::ordering::ForeignStreams;
+use crate::nccl_sys::{cudaStream_t, ncclComm_t, ncclDataType_t, ncclRedOp_t};
+use crate::ordering::{ForeignStreams, wait_for};
 use crate::stream::Stream;
 use crate::sys::CUdeviceptr;
 
@@ -222,56 +224,321 @@ fn c_rank(value: usize) -> Result<i32> {
         .map_err(|_| Error::invalid_argument(format!("rank {value} is past i32::MAX")))
 }
 
-impl Communicator {
-    /// Queues `call` (an NCCL function taking the communicator and the stream) on `stream`,
-    /// after the checks every call makes: the views and the stream on this rank's device, a
-    /// collective (`what`) matching the other ranks' of an all-GPU clique, and the views' own
-    /// streams ordered around it as a launch's buffers are (at the group's end, inside one).
+/// Which NCCL call a [`Prepared`] call makes, with the arguments only it takes.
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    AllReduce(ncclRedOp_t),
+    Broadcast(i32),
+    Reduce(ncclRedOp_t, i32),
+    AllGather,
+    ReduceScatter(ncclRedOp_t),
+    Send(i32),
+    Recv(i32),
+}
+
+/// One NCCL call, every check passed: the communicator, the stream it runs on, the memory it
+/// reads (`send`) and writes (`recv`; for a send, the same view), the count and type NCCL is
+/// given, and the call as the ranks of an all-GPU clique must agree on it (collectives only).
+/// Made by the same functions for a [`Communicator`] method, which makes the call at once
+/// ([`run`](Self::run)), and for a [`Group`](super::Group) method, which records it.
+#[derive(Debug)]
+pub(crate) struct Prepared<'a> {
+    pub(crate) comm: &'a Communicator,
+    pub(crate) stream: &'a Stream,
+    send: View<'a>,
+    recv: View<'a>,
+    count: usize,
+    data_type: ncclDataType_t,
+    op: Op,
+    what: Option<Call>,
+}
+
+impl<'a> Prepared<'a> {
+    /// The call `op` of `count` `T`s on `comm`, after the checks every call makes: the
+    /// communicator not aborted, the views and the stream on its device.
     #[inline]
-    fn enqueue(
-        &self,
-        what: Option<Call>,
-        stream: &Stream,
-        views: &[View<'_>],
-        call: impl FnOnce(ncclComm_t, cudaStream_t) -> Result<()>,
-    ) -> Result<()> {
-        let raw = self.handle()?;
-        let inner = self.inner();
-        let device = inner.device.ordinal();
-        if stream.device().ordinal() != device || views.iter().any(|view| view.device != device) {
-            return Err(wrong_device(device, stream, views));
+    fn new<T: NcclType>(
+        comm: &'a Communicator,
+        stream: &'a Stream,
+        (send, recv): (View<'a>, View<'a>),
+        count: usize,
+        op: Op,
+    ) -> Result<Self> {
+        comm.handle()?;
+        let device = comm.inner().device.ordinal();
+        if stream.device().ordinal() != device || send.device != device || recv.device != device {
+            return Err(wrong_device(device, stream, &[send, recv]));
         }
-        if let (Some((clique, rank)), Some(what)) = (&inner.clique, what) {
-            clique.check(*rank, what)?;
-            if in_group() {
-                note_clique(clique);
-            }
-        }
-        let c_stream = stream.as_raw() as cudaStream_t;
-        let foreign = ForeignStreams::any(stream, |each| {
-            views.iter().for_each(|view| each(view.stream))
-        });
-        if !foreign {
-            return call(raw, c_stream);
-        }
-        let others = ForeignStreams::gather(stream, |each| {
-            views.iter().for_each(|view| each(view.stream))
-        });
-        others.before_launch(stream)?;
-        call(raw, c_stream)?;
-        if in_group() {
-            let waiters = views
-                .iter()
-                .filter(|view| !view.stream.same_as(stream))
-                .map(|view| view.stream.clone())
-                .collect();
-            defer_ordering(stream, waiters);
-            Ok(())
-        } else {
-            others.after_launch(stream)
-        }
+        let call = |kind, op: Option<ncclRedOp_t>, root: Option<i32>| Call {
+            kind,
+            count,
+            data_type: T::DATA_TYPE.0,
+            op: op.map(|op| op.0),
+            root: root.map(|root| root as usize),
+        };
+        let what = match op {
+            Op::AllReduce(reduce) => Some(call("all-reduce", Some(reduce), None)),
+            Op::Broadcast(root) => Some(call("broadcast", None, Some(root))),
+            Op::Reduce(reduce, root) => Some(call("reduce", Some(reduce), Some(root))),
+            Op::AllGather => Some(call("all-gather", None, None)),
+            Op::ReduceScatter(reduce) => Some(call("reduce-scatter", Some(reduce), None)),
+            Op::Send(_) | Op::Recv(_) => None,
+        };
+        Ok(Self {
+            comm,
+            stream,
+            send,
+            recv,
+            count,
+            data_type: T::DATA_TYPE,
+            op,
+            what,
+        })
     }
 
+    /// All-reduce of `send` into `recv` (of the same length).
+    #[inline]
+    pub(crate) fn all_reduce<T: NcclType>(
+        comm: &'a Communicator,
+        send: View<'a>,
+        recv: View<'a>,
+        op: ReduceOp,
+        stream: &'a Stream,
+    ) -> Result<Self> {
+        same_len("the all-reduce's receive buffer", recv.len, send.len)?;
+        Self::new::<T>(
+            comm,
+            stream,
+            (send, recv),
+            recv.len,
+            Op::AllReduce(op.as_raw()),
+        )
+    }
+
+    /// Broadcast of rank `root`'s `send` into every rank's `recv` (of the same length).
+    pub(crate) fn broadcast<T: NcclType>(
+        comm: &'a Communicator,
+        send: View<'a>,
+        recv: View<'a>,
+        root: usize,
+        stream: &'a Stream,
+    ) -> Result<Self> {
+        same_len("the broadcast's receive buffer", recv.len, send.len)?;
+        check_root("a broadcast", root, comm.size()?)?;
+        let root = c_rank(root)?;
+        Self::new::<T>(comm, stream, (send, recv), recv.len, Op::Broadcast(root))
+    }
+
+    /// Reduce of every rank's `send` into rank `root`'s `recv` (of the same length).
+    pub(crate) fn reduce<T: NcclType>(
+        comm: &'a Communicator,
+        send: View<'a>,
+        recv: View<'a>,
+        (op, root): (ReduceOp, usize),
+        stream: &'a Stream,
+    ) -> Result<Self> {
+        same_len("the reduce's receive buffer", recv.len, send.len)?;
+        check_root("a reduce", root, comm.size()?)?;
+        let root = c_rank(root)?;
+        let op = Op::Reduce(op.as_raw(), root);
+        Self::new::<T>(comm, stream, (send, recv), recv.len, op)
+    }
+
+    /// All-gather of every rank's `send` into `recv` (`send` x ranks long).
+    pub(crate) fn all_gather<T: NcclType>(
+        comm: &'a Communicator,
+        send: View<'a>,
+        recv: View<'a>,
+        stream: &'a Stream,
+    ) -> Result<Self> {
+        let expected = send.len.saturating_mul(comm.size()?);
+        same_len(
+            "the all-gather's receive buffer (send length x ranks)",
+            recv.len,
+            expected,
+        )?;
+        Self::new::<T>(comm, stream, (send, recv), send.len, Op::AllGather)
+    }
+
+    /// All-gather in place: this rank's part of `buffer` (at `rank x len / ranks`) gathered
+    /// into every rank's `buffer`.
+    pub(crate) fn all_gather_in_place<T: NcclType>(
+        comm: &'a Communicator,
+        buffer: View<'a>,
+        stream: &'a Stream,
+    ) -> Result<Self> {
+        let (rank, ranks) = comm.shape()?;
+        let part = per_rank("an in-place all-gather's buffer", buffer.len, ranks)?;
+        let send = buffer.part(rank * part, part, size_of::<T>());
+        Self::new::<T>(comm, stream, (send, buffer), part, Op::AllGather)
+    }
+
+    /// Reduce-scatter of every rank's `send` (`recv` x ranks long) into `recv`.
+    pub(crate) fn reduce_scatter<T: NcclType>(
+        comm: &'a Communicator,
+        send: View<'a>,
+        recv: View<'a>,
+        op: ReduceOp,
+        stream: &'a Stream,
+    ) -> Result<Self> {
+        let expected = recv.len.saturating_mul(comm.size()?);
+        same_len(
+            "the reduce-scatter's send buffer (receive length x ranks)",
+            send.len,
+            expected,
+        )?;
+        let op = Op::ReduceScatter(op.as_raw());
+        Self::new::<T>(comm, stream, (send, recv), recv.len, op)
+    }
+
+    /// Reduce-scatter in place: this rank's part of the reduction lands at `rank x len /
+    /// ranks` in `buffer`.
+    pub(crate) fn reduce_scatter_in_place<T: NcclType>(
+        comm: &'a Communicator,
+        buffer: View<'a>,
+        op: ReduceOp,
+        stream: &'a Stream,
+    ) -> Result<Self> {
+        let (rank, ranks) = comm.shape()?;
+        let part = per_rank("an in-place reduce-scatter's buffer", buffer.len, ranks)?;
+        let recv = buffer.part(rank * part, part, size_of::<T>());
+        let op = Op::ReduceScatter(op.as_raw());
+        Self::new::<T>(comm, stream, (buffer, recv), part, op)
+    }
+
+    /// A send of `view` to rank `peer`.
+    pub(crate) fn send<T: NcclType>(
+        comm: &'a Communicator,
+        view: View<'a>,
+        peer: usize,
+        stream: &'a Stream,
+    ) -> Result<Self> {
+        check_root("a send to a peer", peer, comm.size()?)?;
+        let peer = c_rank(peer)?;
+        Self::new::<T>(comm, stream, (view, view), view.len, Op::Send(peer))
+    }
+
+    /// A receive into `view` from rank `peer`.
+    pub(crate) fn recv<T: NcclType>(
+        comm: &'a Communicator,
+        view: View<'a>,
+        peer: usize,
+        stream: &'a Stream,
+    ) -> Result<Self> {
+        check_root("a receive from a peer", peer, comm.size()?)?;
+        let peer = c_rank(peer)?;
+        Self::new::<T>(comm, stream, (view, view), view.len, Op::Recv(peer))
+    }
+
+    /// The call as a group checks it against the other ranks of its all-GPU clique.
+    pub(crate) fn in_group(&self) -> Option<InGroup<'_>> {
+        let (clique, rank) = self.comm.inner().clique.as_ref()?;
+        Some(InGroup {
+            clique,
+            rank: *rank,
+            call: self.what?,
+        })
+    }
+
+    /// Makes the call now, alone: checked against the other ranks of an all-GPU clique, and
+    /// ordered with the views' own streams as a launch is (it waits for their queued work,
+    /// and their later work waits for it). On a non-blocking communicator, the call is waited
+    /// for until NCCL has queued it, before the streams are ordered after it.
+    #[inline]
+    pub(crate) fn run(self) -> Result<()> {
+        if let (Some((clique, rank)), Some(what)) = (&self.comm.inner().clique, self.what) {
+            clique.check(*rank, what)?;
+        }
+        let raw = self.comm.handle()?;
+        let (send, recv) = (self.send.stream, self.recv.stream);
+        let foreign = ForeignStreams::any(self.stream, |each| {
+            each(send);
+            each(recv);
+        });
+        if !foreign {
+            return self.call_and_settle(raw);
+        }
+        let others = ForeignStreams::gather(self.stream, |each| {
+            each(send);
+            each(recv);
+        });
+        others.before_launch(self.stream)?;
+        let settled = self.call_and_settle(raw);
+        // Ordered even when the wait failed: the communicator was then aborted, so NCCL
+        // queues nothing more on the stream. A refused call queued nothing.
+        others.after_launch(self.stream)?;
+        settled
+    }
+
+    /// The NCCL call, and on `ncclInProgress` (a non-blocking communicator) the wait until
+    /// NCCL has queued it ([`Communicator::settle`], which aborts the communicator when it
+    /// fails).
+    #[inline]
+    fn call_and_settle(&self, raw: ncclComm_t) -> Result<()> {
+        if self.call(raw)? {
+            self.comm.settle()?;
+        }
+        Ok(())
+    }
+
+    /// Makes the call's stream wait for the views' own streams' queued work, before the call.
+    pub(crate) fn order_before(&self) -> Result<()> {
+        wait_for(self.stream, self.send.stream)?;
+        wait_for(self.stream, self.recv.stream)
+    }
+
+    /// Makes the views' own streams' later work wait for the call, once NCCL has queued it.
+    pub(crate) fn order_after(&self) -> Result<()> {
+        wait_for(self.send.stream, self.stream)?;
+        wait_for(self.recv.stream, self.stream)
+    }
+
+    /// The NCCL call on `raw` (this call's communicator's handle): `Ok(true)` when NCCL
+    /// answered `ncclInProgress` (a non-blocking communicator, or inside a group of one).
+    pub(crate) fn call(&self, raw: ncclComm_t) -> Result<bool> {
+        let nccl = self.comm.inner().nccl;
+        let stream = self.stream.as_raw() as cudaStream_t;
+        let (send, recv) = (self.send.ptr(), self.recv.ptr_mut());
+        let (count, data_type) = (self.count, self.data_type);
+        // SAFETY: `send` and `recv` are device memory of the communicator's device holding
+        // what the call reads and writes (`count` elements of the type, times the ranks for
+        // all-gather's `recv` and reduce-scatter's `send`: checked when prepared), borrowed
+        // (`recv` exclusively) until the call is ordered before any later use or free of them:
+        // for `'a` by the caller of a Communicator method, for the whole group by a Group's.
+        unsafe {
+            match self.op {
+                Op::AllReduce(op) => nccl_queued!(
+                    nccl,
+                    ncclAllReduce(send, recv, count, data_type, op, raw, stream)
+                ),
+                Op::Broadcast(root) => nccl_queued!(
+                    nccl,
+                    ncclBroadcast(send, recv, count, data_type, root, raw, stream)
+                ),
+                Op::Reduce(op, root) => nccl_queued!(
+                    nccl,
+                    ncclReduce(send, recv, count, data_type, op, root, raw, stream)
+                ),
+                Op::AllGather => nccl_queued!(
+                    nccl,
+                    ncclAllGather(send, recv, count, data_type, raw, stream)
+                ),
+                Op::ReduceScatter(op) => nccl_queued!(
+                    nccl,
+                    ncclReduceScatter(send, recv, count, data_type, op, raw, stream)
+                ),
+                Op::Send(peer) => {
+                    nccl_queued!(nccl, ncclSend(send, count, data_type, peer, raw, stream))
+                }
+                Op::Recv(peer) => {
+                    nccl_queued!(nccl, ncclRecv(recv, count, data_type, peer, raw, stream))
+                }
+            }
+        }
+    }
+}
+
+impl Communicator {
     /// All-reduce (`ncclAllReduce`): every rank's `recv` gets the reduction of every rank's
     /// `send`, element by element. `send` and `recv` hold the same number of elements on
     /// every rank.
@@ -279,7 +546,10 @@ impl Communicator {
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for lengths that differ, memory or a stream of another
-    /// device, or (all-GPU communicators) a call unlike the other ranks'; NCCL's error.
+    /// device, (all-GPU communicators) a call unlike the other ranks', or inside a
+    /// [`group`](super::group) (use [`Group::all_reduce`](super::Group::all_reduce) there);
+    /// NCCL's error; on a non-blocking communicator, as
+    /// [`wait_with_timeout`](Self::wait_with_timeout) while NCCL queues the call.
     #[doc(alias = "ncclAllReduce")]
     pub fn all_reduce<T: NcclType>(
         &self,
@@ -288,10 +558,8 @@ impl Communicator {
         op: ReduceOp,
         stream: &Stream,
     ) -> Result<()> {
-        let send = send.source()?;
-        let recv = recv.target()?;
-        same_len("the all-reduce's receive buffer", recv.len, send.len)?;
-        self.all_reduce_views::<T>(send, recv, op, stream)
+        refuse_in_group("all_reduce")?;
+        Prepared::all_reduce::<T>(self, send.source()?, recv.target()?, op, stream)?.run()
     }
 
     /// All-reduce in place: `buffer` becomes the reduction of every rank's `buffer`.
@@ -307,45 +575,9 @@ impl Communicator {
         op: ReduceOp,
         stream: &Stream,
     ) -> Result<()> {
+        refuse_in_group("all_reduce_in_place")?;
         let view = buffer.target()?;
-        self.all_reduce_views::<T>(view, view, op, stream)
-    }
-
-    #[inline]
-    fn all_reduce_views<T: NcclType>(
-        &self,
-        send: View<'_>,
-        recv: View<'_>,
-        op: ReduceOp,
-        stream: &Stream,
-    ) -> Result<()> {
-        let what = Call {
-            kind: "all-reduce",
-            count: recv.len,
-            data_type: T::DATA_TYPE.0,
-            op: Some(op.as_raw().0),
-            root: None,
-        };
-        let nccl = self.inner().nccl;
-        self.enqueue(Some(what), stream, &[send, recv], |comm, c_stream| {
-            // SAFETY: both views are device memory of this rank's device holding `len`
-            // elements of `T`, alive and unaliased by the borrows for the call; NCCL's work
-            // is ordered on `stream` before any later use or free of them.
-            unsafe {
-                nccl!(
-                    nccl,
-                    ncclAllReduce(
-                        send.ptr(),
-                        recv.ptr_mut(),
-                        recv.len,
-                        T::DATA_TYPE,
-                        op.as_raw(),
-                        comm,
-                        c_stream
-                    )
-                )
-            }
-        })
+        Prepared::all_reduce::<T>(self, view, view, op, stream)?.run()
     }
 
     /// Broadcast (`ncclBroadcast`): every rank's `recv` gets rank `root`'s `send` (only the
@@ -363,10 +595,8 @@ impl Communicator {
         root: usize,
         stream: &Stream,
     ) -> Result<()> {
-        let send = send.source()?;
-        let recv = recv.target()?;
-        same_len("the broadcast's receive buffer", recv.len, send.len)?;
-        self.broadcast_views::<T>(send, recv, root, stream)
+        refuse_in_group("broadcast")?;
+        Prepared::broadcast::<T>(self, send.source()?, recv.target()?, root, stream)?.run()
     }
 
     /// Broadcast in place: every rank's `buffer` becomes rank `root`'s.
@@ -381,45 +611,9 @@ impl Communicator {
         root: usize,
         stream: &Stream,
     ) -> Result<()> {
+        refuse_in_group("broadcast_in_place")?;
         let view = buffer.target()?;
-        self.broadcast_views::<T>(view, view, root, stream)
-    }
-
-    fn broadcast_views<T: NcclType>(
-        &self,
-        send: View<'_>,
-        recv: View<'_>,
-        root: usize,
-        stream: &Stream,
-    ) -> Result<()> {
-        let ranks = self.size()?;
-        check_root("a broadcast", root, ranks)?;
-        let c_root = c_rank(root)?;
-        let what = Call {
-            kind: "broadcast",
-            count: recv.len,
-            data_type: T::DATA_TYPE.0,
-            op: None,
-            root: Some(root),
-        };
-        let nccl = self.inner().nccl;
-        self.enqueue(Some(what), stream, &[send, recv], |comm, c_stream| {
-            // SAFETY: as in all_reduce_views.
-            unsafe {
-                nccl!(
-                    nccl,
-                    ncclBroadcast(
-                        send.ptr(),
-                        recv.ptr_mut(),
-                        recv.len,
-                        T::DATA_TYPE,
-                        c_root,
-                        comm,
-                        c_stream
-                    )
-                )
-            }
-        })
+        Prepared::broadcast::<T>(self, view, view, root, stream)?.run()
     }
 
     /// Reduce (`ncclReduce`): rank `root`'s `recv` gets the reduction of every rank's `send`
@@ -438,10 +632,9 @@ impl Communicator {
         root: usize,
         stream: &Stream,
     ) -> Result<()> {
-        let send = send.source()?;
-        let recv = recv.target()?;
-        same_len("the reduce's receive buffer", recv.len, send.len)?;
-        self.reduce_views::<T>(send, recv, op, root, stream)
+        refuse_in_group("reduce")?;
+        let (send, recv) = (send.source()?, recv.target()?);
+        Prepared::reduce::<T>(self, send, recv, (op, root), stream)?.run()
     }
 
     /// Reduce in place: rank `root`'s `buffer` becomes the reduction of every rank's.
@@ -457,47 +650,9 @@ impl Communicator {
         root: usize,
         stream: &Stream,
     ) -> Result<()> {
+        refuse_in_group("reduce_in_place")?;
         let view = buffer.target()?;
-        self.reduce_views::<T>(view, view, op, root, stream)
-    }
-
-    fn reduce_views<T: NcclType>(
-        &self,
-        send: View<'_>,
-        recv: View<'_>,
-        op: ReduceOp,
-        root: usize,
-        stream: &Stream,
-    ) -> Result<()> {
-        let ranks = self.size()?;
-        check_root("a reduce", root, ranks)?;
-        let c_root = c_rank(root)?;
-        let what = Call {
-            kind: "reduce",
-            count: recv.len,
-            data_type: T::DATA_TYPE.0,
-            op: Some(op.as_raw().0),
-            root: Some(root),
-        };
-        let nccl = self.inner().nccl;
-        self.enqueue(Some(what), stream, &[send, recv], |comm, c_stream| {
-            // SAFETY: as in all_reduce_views.
-            unsafe {
-                nccl!(
-                    nccl,
-                    ncclReduce(
-                        send.ptr(),
-                        recv.ptr_mut(),
-                        recv.len,
-                        T::DATA_TYPE,
-                        op.as_raw(),
-                        c_root,
-                        comm,
-                        c_stream
-                    )
-                )
-            }
-        })
+        Prepared::reduce::<T>(self, view, view, (op, root), stream)?.run()
     }
 
     /// All-gather (`ncclAllGather`): every rank's `recv` gets every rank's `send`, rank by
@@ -513,16 +668,8 @@ impl Communicator {
         recv: &mut (impl CollectiveTarget<T> + ?Sized),
         stream: &Stream,
     ) -> Result<()> {
-        let ranks = self.size()?;
-        let send = send.source()?;
-        let recv = recv.target()?;
-        let expected = send.len.saturating_mul(ranks);
-        same_len(
-            "the all-gather's receive buffer (send length x ranks)",
-            recv.len,
-            expected,
-        )?;
-        self.all_gather_views::<T>(send, recv, stream)
+        refuse_in_group("all_gather")?;
+        Prepared::all_gather::<T>(self, send.source()?, recv.target()?, stream)?.run()
     }
 
     /// All-gather in place: `buffer` holds one part per rank, and this rank's part (at
@@ -538,43 +685,8 @@ impl Communicator {
         buffer: &mut (impl CollectiveTarget<T> + ?Sized),
         stream: &Stream,
     ) -> Result<()> {
-        let (rank, ranks) = self.shape()?;
-        let recv = buffer.target()?;
-        let part = per_rank("an in-place all-gather's buffer", recv.len, ranks)?;
-        let send = recv.part(rank * part, part, size_of::<T>());
-        self.all_gather_views::<T>(send, recv, stream)
-    }
-
-    fn all_gather_views<T: NcclType>(
-        &self,
-        send: View<'_>,
-        recv: View<'_>,
-        stream: &Stream,
-    ) -> Result<()> {
-        let what = Call {
-            kind: "all-gather",
-            count: send.len,
-            data_type: T::DATA_TYPE.0,
-            op: None,
-            root: None,
-        };
-        let nccl = self.inner().nccl;
-        self.enqueue(Some(what), stream, &[send, recv], |comm, c_stream| {
-            // SAFETY: as in all_reduce_views; `recv` holds `send.len` elements per rank.
-            unsafe {
-                nccl!(
-                    nccl,
-                    ncclAllGather(
-                        send.ptr(),
-                        recv.ptr_mut(),
-                        send.len,
-                        T::DATA_TYPE,
-                        comm,
-                        c_stream
-                    )
-                )
-            }
-        })
+        refuse_in_group("all_gather_in_place")?;
+        Prepared::all_gather_in_place::<T>(self, buffer.target()?, stream)?.run()
     }
 
     /// Reduce-scatter (`ncclReduceScatter`): the reduction of every rank's `send` is split in
@@ -592,16 +704,8 @@ impl Communicator {
         op: ReduceOp,
         stream: &Stream,
     ) -> Result<()> {
-        let ranks = self.size()?;
-        let send = send.source()?;
-        let recv = recv.target()?;
-        let expected = recv.len.saturating_mul(ranks);
-        same_len(
-            "the reduce-scatter's send buffer (receive length x ranks)",
-            send.len,
-            expected,
-        )?;
-        self.reduce_scatter_views::<T>(send, recv, op, stream)
+        refuse_in_group("reduce_scatter")?;
+        Prepared::reduce_scatter::<T>(self, send.source()?, recv.target()?, op, stream)?.run()
     }
 
     /// Reduce-scatter in place: `buffer` is reduced across ranks, and this rank's part of the
@@ -617,55 +721,19 @@ impl Communicator {
         op: ReduceOp,
         stream: &Stream,
     ) -> Result<()> {
-        let (rank, ranks) = self.shape()?;
-        let send = buffer.target()?;
-        let part = per_rank("an in-place reduce-scatter's buffer", send.len, ranks)?;
-        let recv = send.part(rank * part, part, size_of::<T>());
-        self.reduce_scatter_views::<T>(send, recv, op, stream)
-    }
-
-    fn reduce_scatter_views<T: NcclType>(
-        &self,
-        send: View<'_>,
-        recv: View<'_>,
-        op: ReduceOp,
-        stream: &Stream,
-    ) -> Result<()> {
-        let what = Call {
-            kind: "reduce-scatter",
-            count: recv.len,
-            data_type: T::DATA_TYPE.0,
-            op: Some(op.as_raw().0),
-            root: None,
-        };
-        let nccl = self.inner().nccl;
-        self.enqueue(Some(what), stream, &[send, recv], |comm, c_stream| {
-            // SAFETY: as in all_reduce_views; `send` holds `recv.len` elements per rank.
-            unsafe {
-                nccl!(
-                    nccl,
-                    ncclReduceScatter(
-                        send.ptr(),
-                        recv.ptr_mut(),
-                        recv.len,
-                        T::DATA_TYPE,
-                        op.as_raw(),
-                        comm,
-                        c_stream
-                    )
-                )
-            }
-        })
+        refuse_in_group("reduce_scatter_in_place")?;
+        Prepared::reduce_scatter_in_place::<T>(self, buffer.target()?, op, stream)?.run()
     }
 
     /// Sends `send` to rank `peer` (`ncclSend`), which receives it with
     /// [`recv`](Self::recv) of the same length and type. A send and a receive that must
-    /// progress together go inside one [`group`](super::group).
+    /// progress together are recorded in one [`group`](super::group)
+    /// ([`Group::send`](super::Group::send), [`Group::recv`](super::Group::recv)).
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a peer past the last rank or memory of another device;
-    /// NCCL's error.
+    /// [`Error::InvalidArgument`] for a peer past the last rank, memory of another device, or
+    /// inside a group; NCCL's error.
     #[doc(alias = "ncclSend")]
     pub fn send<T: NcclType>(
         &self,
@@ -673,20 +741,8 @@ impl Communicator {
         peer: usize,
         stream: &Stream,
     ) -> Result<()> {
-        check_root("a send to a peer", peer, self.size()?)?;
-        let c_peer = c_rank(peer)?;
-        let view = send.source()?;
-        let nccl = self.inner().nccl;
-        self.enqueue(None, stream, &[view], |comm, c_stream| {
-            // SAFETY: `view` is device memory of this rank's device holding `len` elements of
-            // `T`, alive for the call and ordered on `stream` after it.
-            unsafe {
-                nccl!(
-                    nccl,
-                    ncclSend(view.ptr(), view.len, T::DATA_TYPE, c_peer, comm, c_stream)
-                )
-            }
-        })
+        refuse_in_group("send")?;
+        Prepared::send::<T>(self, send.source()?, peer, stream)?.run()
     }
 
     /// Receives into `recv` what rank `peer` sends (`ncclRecv`).
@@ -701,26 +757,8 @@ impl Communicator {
         peer: usize,
         stream: &Stream,
     ) -> Result<()> {
-        check_root("a receive from a peer", peer, self.size()?)?;
-        let c_peer = c_rank(peer)?;
-        let view = recv.target()?;
-        let nccl = self.inner().nccl;
-        self.enqueue(None, stream, &[view], |comm, c_stream| {
-            // SAFETY: as in `send`; the receive buffer is borrowed exclusively.
-            unsafe {
-                nccl!(
-                    nccl,
-                    ncclRecv(
-                        view.ptr_mut(),
-                        view.len,
-                        T::DATA_TYPE,
-                        c_peer,
-                        comm,
-                        c_stream
-                    )
-                )
-            }
-        })
+        refuse_in_group("recv")?;
+        Prepared::recv::<T>(self, recv.target()?, peer, stream)?.run()
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::clique::Clique;
 use super::config::{CommConfig, ConfigStrings, RawConfig};
-use super::group::in_group;
+use super::group::{in_group, nccl_group};
 use super::id::UniqueId;
 use super::library::library;
 use crate::context::Context;
@@ -18,6 +18,49 @@ use crate::nccl_sys::{NCCL_SPLIT_NOCOLOR, Nccl, ncclComm_t, ncclResult_t};
 
 /// How often a wait polls NCCL and the stream.
 pub(crate) const POLL_INTERVAL: Duration = Duration::from_micros(50);
+
+/// The environment variable that makes NCCL's communicators non-blocking (`0`) when their
+/// config leaves `blocking` undefined, as `ncclCommInitAll` and `ncclCommInitRank` do.
+pub const COMM_BLOCKING: &str = "NCCL_COMM_BLOCKING";
+
+/// Whether a communicator's calls may return `ncclInProgress`, and how long the crate waits
+/// for one to be queued before aborting the communicator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Mode {
+    non_blocking: bool,
+    timeout: Option<Duration>,
+}
+
+impl Mode {
+    /// The mode of a communicator made with `config` (or none): its `blocking` when set,
+    /// else what NCCL takes then, `NCCL_COMM_BLOCKING` (read after NCCL's initialisation,
+    /// which also loads `nccl.conf` into the environment), else blocking. Only reported
+    /// ([`Communicator::is_non_blocking`]): the calls themselves go by NCCL's answer.
+    fn of(config: Option<&CommConfig>) -> Self {
+        let chosen = config.and_then(|config| config.blocking);
+        Self {
+            non_blocking: chosen.map_or_else(env_non_blocking, |blocking| !blocking),
+            timeout: config.and_then(|config| config.init_timeout),
+        }
+    }
+
+    /// The mode of a child split with `config`: its settings where set, else this one's.
+    fn child(self, config: Option<&CommConfig>) -> Self {
+        let Some(config) = config else { return self };
+        Self {
+            non_blocking: config
+                .blocking
+                .map_or(self.non_blocking, |blocking| !blocking),
+            timeout: config.init_timeout.or(self.timeout),
+        }
+    }
+}
+
+/// Whether `NCCL_COMM_BLOCKING` asks for non-blocking communicators (NCCL reads it as an
+/// integer: 0 is non-blocking).
+fn env_non_blocking() -> bool {
+    std::env::var(COMM_BLOCKING).is_ok_and(|value| value.trim().parse::<i64>() == Ok(0))
+}
 
 /// One rank of an NCCL communicator: the handle NCCL calls take, the GPU it runs on, and its
 /// rank among the communicator's ranks.
@@ -31,7 +74,10 @@ pub(crate) const POLL_INTERVAL: Duration = Duration::from_micros(50);
 /// without waiting.
 ///
 /// It is `Send` but not `Sync`: NCCL does not allow two threads to use one communicator at
-/// once.
+/// once. A communicator that a [`group`](super::group) recorded calls on is borrowed by it
+/// until the group has made them, so it cannot be dropped, closed or aborted meanwhile; no
+/// NCCL group is open while the group's closure runs, so destroying another one there acts at
+/// once, as anywhere.
 #[must_use = "a communicator is destroyed when dropped"]
 pub struct Communicator {
     inner: Owned<CommInner>,
@@ -45,7 +91,7 @@ pub(crate) struct CommInner {
     /// The device's primary context, which NCCL (through the CUDA runtime) uses: kept retained
     /// while the communicator lives.
     _context: Context,
-    non_blocking: bool,
+    mode: Mode,
     /// `(rank, ranks)`, read from NCCL on first use.
     shape: Cell<Option<(usize, usize)>>,
     /// The all-GPU clique this rank belongs to, and its rank there.
@@ -79,7 +125,7 @@ impl Communicator {
         raw: ncclComm_t,
         nccl: &'static Nccl,
         device: Device,
-        non_blocking: bool,
+        mode: Mode,
         clique: Option<(Arc<Clique>, usize)>,
         strings: ConfigStrings,
     ) -> Result<Self> {
@@ -90,7 +136,7 @@ impl Communicator {
                     nccl,
                     device,
                     _context: context,
-                    non_blocking,
+                    mode,
                     shape: Cell::new(None),
                     clique,
                     strings,
@@ -138,29 +184,37 @@ impl Communicator {
             )?
         };
         let clique = Arc::new(Clique::new(devices.len()));
+        let mode = Mode::of(None);
         let mut communicators = Vec::with_capacity(devices.len());
         for (rank, (handle, device)) in raw.into_iter().zip(devices).enumerate() {
             let communicator = Self::wrap(
                 handle,
                 nccl,
                 *device,
-                false,
+                mode,
                 Some((clique.clone(), rank)),
                 None,
             )?;
             communicator.inner.shape.set(Some((rank, devices.len())));
             communicators.push(communicator);
         }
+        // Non-blocking under NCCL_COMM_BLOCKING=0: ready only once NCCL says so (one query
+        // each when blocking).
+        for communicator in &communicators {
+            communicator.wait_ready(None)?;
+        }
         Ok(communicators)
     }
 
     /// This process's rank `rank` of `ranks`, on `device`, joining the communicator `id` names
-    /// (`ncclCommInitRank`). Every rank must call it (in its own process or thread, or inside
-    /// one [`group`](super::group)); it returns when all have joined.
+    /// (`ncclCommInitRank`). Every rank must call it, each in its own process or thread; it
+    /// returns when all have joined (and, non-blocking under `NCCL_COMM_BLOCKING=0`, once
+    /// NCCL reports the communicator ready).
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for `rank >= ranks`; NCCL's error.
+    /// [`Error::InvalidArgument`] for `rank >= ranks`; NCCL's error; [`Error::NcclAsync`] when
+    /// a non-blocking creation failed in the background.
     #[doc(alias = "ncclCommInitRank")]
     pub fn init_rank(device: &Device, ranks: usize, rank: usize, id: &UniqueId) -> Result<Self> {
         check_rank(rank, ranks)?;
@@ -171,13 +225,34 @@ impl Communicator {
         let mut raw = std::ptr::null_mut();
         // SAFETY: `raw` is a valid place for the handle; the device's primary context is
         // current, which is how NCCL learns the device.
-        unsafe {
+        let called = unsafe {
             nccl!(
                 nccl,
                 ncclCommInitRank(&mut raw, c_ranks, id.as_raw(), c_rank)
-            )?
+            )
         };
-        Self::wrap(raw, nccl, *device, false, None, None)
+        let communicator = Self::own_created(raw, called, "ncclCommInitRank", |raw| {
+            Self::wrap(raw, nccl, *device, Mode::of(None), None, None)
+        })?;
+        communicator.wait_ready(None)?;
+        Ok(communicator)
+    }
+
+    /// Owns the handle a creation call (`api`, answering `called`) wrote into `raw`: a failed
+    /// non-blocking creation may still have handed one out, which is then destroyed.
+    fn own_created(
+        raw: ncclComm_t,
+        called: Result<()>,
+        api: &'static str,
+        wrap: impl FnOnce(ncclComm_t) -> Result<Self>,
+    ) -> Result<Self> {
+        if raw.is_null() {
+            called?;
+            return Err(Error::unexpected(api, "succeeded without a communicator"));
+        }
+        let communicator = wrap(raw)?;
+        called?;
+        Ok(communicator)
     }
 
     /// [`init_rank`](Self::init_rank) with options (`ncclCommInitRankConfig`, NCCL 2.14 and
@@ -219,24 +294,10 @@ impl Communicator {
                 )
             )
         };
-        // A failed non-blocking creation may still have handed out a handle to destroy.
-        let communicator = if raw.is_null() {
-            called?;
-            return Err(Error::unexpected(
-                "ncclCommInitRankConfig",
-                "succeeded without a communicator",
-            ));
-        } else {
-            Self::wrap(
-                raw,
-                nccl,
-                *device,
-                config.is_non_blocking(),
-                None,
-                raw_config.strings(),
-            )?
-        };
-        called?;
+        let communicator = Self::own_created(raw, called, "ncclCommInitRankConfig", |raw| {
+            let strings = raw_config.strings();
+            Self::wrap(raw, nccl, *device, Mode::of(Some(config)), None, strings)
+        })?;
         communicator.wait_ready(config.init_timeout)?;
         Ok(communicator)
     }
@@ -276,12 +337,11 @@ impl Communicator {
         let child = if raw.is_null() {
             None
         } else {
-            let non_blocking = config.map_or(self.inner.non_blocking, CommConfig::is_non_blocking);
             Some(Self::wrap(
                 raw,
                 self.inner.nccl,
                 self.inner.device,
-                non_blocking,
+                self.inner.mode.child(config),
                 None,
                 self.child_strings(raw_config.as_ref()),
             )?)
@@ -344,14 +404,18 @@ impl Communicator {
             .map(|_| config.map(CommConfig::to_raw).transpose())
             .collect::<Result<Vec<_>>>()?;
         let mut raws = vec![std::ptr::null_mut(); comms.len()];
-        super::group(|| {
+        let Some(first) = comms.first() else {
+            return Ok(Vec::new());
+        };
+        // Crate code only between the group's start and end (see `nccl_group`).
+        nccl_group(first.inner.nccl, || {
             let places = raws.iter_mut().zip(&mut raw_configs);
             for (((comm, &(_, key)), &color), (raw, raw_config)) in
                 comms.iter().zip(splits).zip(&colors).zip(places)
             {
                 comm.split_into(color, key, raw_config.as_mut(), raw)?;
             }
-            Ok(())
+            Ok(false)
         })?;
         // Every parent, even after one failed: NCCL may still be writing the others' handles.
         let settled = comms
@@ -363,13 +427,11 @@ impl Communicator {
             children.push(if raw.is_null() {
                 None
             } else {
-                let non_blocking =
-                    config.map_or(comm.inner.non_blocking, CommConfig::is_non_blocking);
                 Some(Self::wrap(
                     raw,
                     comm.inner.nccl,
                     comm.inner.device,
-                    non_blocking,
+                    comm.inner.mode.child(config),
                     None,
                     comm.child_strings(raw_config.as_ref()),
                 )?)
@@ -501,9 +563,20 @@ impl Communicator {
         Ok(shape)
     }
 
-    /// Whether calls on this communicator return before they finish.
+    /// Whether calls on this communicator return before they finish: its config's
+    /// `blocking`, else (as NCCL decides) `NCCL_COMM_BLOCKING=0` in the environment, else a
+    /// split's parent's. The crate does not rely on it: every call that NCCL answers with
+    /// `ncclInProgress` is waited for until queued.
     pub fn is_non_blocking(&self) -> bool {
-        self.inner.non_blocking
+        self.inner.mode.non_blocking
+    }
+
+    /// Waits until NCCL has queued the work of a call it answered with `ncclInProgress`,
+    /// polling `ncclCommGetAsyncError` for up to the communicator's
+    /// [`init_timeout`](CommConfig::init_timeout) (none: as long as it takes); on an error or
+    /// the timeout the communicator is aborted, so NCCL queues nothing more for it.
+    pub(crate) fn settle(&self) -> Result<()> {
+        self.wait_ready(self.inner.mode.timeout)
     }
 
     /// Polls `ncclCommGetAsyncError` until the communicator is ready (a non-blocking one may
@@ -641,7 +714,7 @@ impl fmt::Debug for Communicator {
             .field("raw", &self.inner.raw.get())
             .field("device", &self.inner.device.ordinal())
             .field("shape", &self.inner.shape.get())
-            .field("non_blocking", &self.inner.non_blocking)
+            .field("non_blocking", &self.inner.mode.non_blocking)
             .finish()
     }
 }
@@ -675,6 +748,39 @@ mod tests {
         assert_eq!(split_color(Some(i32::MAX as u32)).unwrap(), i32::MAX);
         let past = split_color(Some(1 << 31)).unwrap_err();
         assert!(matches!(&past, Error::InvalidArgument(text) if text.contains("past i32::MAX")));
+    }
+
+    #[test]
+    fn the_mode_follows_the_config_then_the_parent() {
+        let timeout = Some(Duration::from_secs(3));
+        let chosen = CommConfig {
+            blocking: Some(false),
+            init_timeout: timeout,
+            ..CommConfig::default()
+        };
+        let mode = Mode::of(Some(&chosen));
+        assert_eq!(
+            mode,
+            Mode {
+                non_blocking: true,
+                timeout
+            }
+        );
+        // A child without a config, or with blocking left undefined, keeps the parent's.
+        assert_eq!(mode.child(None), mode);
+        assert_eq!(mode.child(Some(&CommConfig::default())), mode);
+        let blocking = CommConfig {
+            blocking: Some(true),
+            ..CommConfig::default()
+        };
+        assert_eq!(
+            mode.child(Some(&blocking)),
+            Mode {
+                non_blocking: false,
+                timeout
+            }
+        );
+        assert!(!Mode::of(Some(&blocking)).non_blocking);
     }
 
     #[test]

@@ -44,7 +44,8 @@ pub struct CommConfig {
     pub split_share: Option<bool>,
     /// A name for the communicator in NCCL's logs and profiler (NCCL 2.27 and later).
     pub comm_name: Option<String>,
-    /// How long creating a non-blocking communicator may take before it is aborted
+    /// How long creating a non-blocking communicator, and queueing each of its calls (NCCL
+    /// answers `ncclInProgress` until it has), may take before it is aborted
     /// ([`Error::NcclTimeout`]); `None` waits as long as it takes. Not an NCCL field.
     pub init_timeout: Option<Duration>,
 }
@@ -83,11 +84,6 @@ impl RawConfig {
 }
 
 impl CommConfig {
-    /// Whether calls on the communicator return before they finish.
-    pub(crate) fn is_non_blocking(&self) -> bool {
-        self.blocking == Some(false)
-    }
-
     /// The `ncclConfig_t` of these options: the header's size, magic and version, these fields,
     /// and `NCCL_CONFIG_UNDEF_INT`/null for the others.
     ///
@@ -161,7 +157,6 @@ mod tests {
             comm_name: Some("ranks".into()),
             init_timeout: None,
         };
-        assert!(config.is_non_blocking());
         let raw = config.to_raw().unwrap();
         assert_eq!(
             (

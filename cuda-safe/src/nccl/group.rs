@@ -1,144 +1,419 @@
-//! Group calls (`ncclGroupStart`/`ncclGroupEnd`) as a scope that cannot be left open, and the
-//! stream ordering that has to wait for the group's end.
+//! Group calls as a scope: [`group`] hands its closure a [`Group`], which records the calls
+//! (each checked as it comes) and, once the closure returned `Ok` and the group as a whole
+//! passed its checks, makes them all between one `ncclGroupStart` and `ncclGroupEnd`, then
+//! orders the memory's own streams after them. A refusal therefore queues nothing, and no
+//! NCCL group is ever open while the caller's code runs.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::mem::ManuallyDrop;
 
-use super::clique::Clique;
-use super::library::library;
+use super::clique::{check_complete, check_in_group};
+use super::collective::{CollectiveSource, CollectiveTarget, Prepared};
+use super::comm::Communicator;
+use super::types::{NcclType, ReduceOp};
 use crate::error::{Error, Result, nccl};
-use crate::handle::log_drop_error;
-use crate::ordering::wait_for;
+use crate::nccl_sys::Nccl;
 use crate::stream::Stream;
 
-/// What a group owes when it ends: the collectives queued inside it reach their streams only
-/// at `ncclGroupEnd`, so the streams of their foreign buffers are ordered after them then.
-#[derive(Default)]
-struct GroupState {
-    depth: u32,
-    /// (collective stream, streams whose later work must wait for it).
-    ordering: Vec<(Stream, Vec<Stream>)>,
-    /// The cliques whose ranks called inside the group.
-    cliques: Vec<Arc<Clique>>,
-}
-
 thread_local! {
-    static STATE: RefCell<GroupState> = RefCell::new(GroupState::default());
+    /// Whether this thread is inside [`group`]'s closure.
+    static OPEN: Cell<bool> = const { Cell::new(false) };
+    /// The room of the last group's list of calls, kept so that a group allocates nothing
+    /// once warm. Always empty.
+    static ROOM: Cell<Vec<Prepared<'static>>> = const { Cell::new(Vec::new()) };
 }
 
-/// Whether the calling thread is inside a group.
+/// Whether the calling thread is inside a [`group`]'s closure.
 pub(crate) fn in_group() -> bool {
-    STATE.with(|state| state.borrow().depth > 0)
+    OPEN.with(Cell::get)
 }
 
-/// Orders `waiters` after `stream` at the end of the current group.
-pub(crate) fn defer_ordering(stream: &Stream, waiters: Vec<Stream>) {
-    STATE.with(|state| state.borrow_mut().ordering.push((stream.clone(), waiters)));
+/// Refuses `Communicator::{method}` inside a group, where the call would run before the
+/// group's recorded calls (and, with several ranks on this thread, wait for ranks whose calls
+/// are only recorded): the [`Group`] method of the same name records it instead.
+#[inline]
+pub(crate) fn refuse_in_group(method: &str) -> Result<()> {
+    if in_group() {
+        return Err(refused_in_group(method));
+    }
+    Ok(())
 }
 
-/// Resets `clique`'s call log at the end of the current group.
-pub(crate) fn note_clique(clique: &Arc<Clique>) {
-    STATE.with(|state| {
-        let mut state = state.borrow_mut();
-        if !state.cliques.iter().any(|known| Arc::ptr_eq(known, clique)) {
-            state.cliques.push(clique.clone());
-        }
-    });
+#[cold]
+fn refused_in_group(method: &str) -> Error {
+    Error::invalid_argument(format!(
+        "Communicator::{method} inside nccl::group: record it with Group::{method} on the \
+         group's Group, so that it is made with the group's other calls"
+    ))
 }
 
-/// An open group: NCCL calls made on this thread until it ends are fused into one operation,
-/// which starts at the end. It ends on [`end`](Self::end) (which returns the error) or on drop
-/// (which logs it), so a group cannot be left open. Groups nest; NCCL starts the work when
-/// the outermost ends. It belongs to the thread that started it.
+/// Runs `calls` (crate code only: no caller's code may run while an NCCL group is open)
+/// between `ncclGroupStart` and `ncclGroupEnd`. `ncclGroupEnd` is called whatever `calls`
+/// returned. `Ok(true)` when NCCL answered `ncclInProgress` (a non-blocking communicator's
+/// work is still being queued; poll it).
+pub(crate) fn nccl_group(
+    nccl: &'static Nccl,
+    calls: impl FnOnce() -> Result<bool>,
+) -> Result<bool> {
+    // SAFETY: no arguments; the matching ncclGroupEnd follows below on this thread.
+    unsafe { nccl!(nccl, ncclGroupStart())? };
+    let called = calls();
+    // SAFETY: the group started above is open on this thread.
+    let ended = unsafe { nccl_queued!(nccl, ncclGroupEnd()) };
+    let in_progress = called?;
+    Ok(ended? || in_progress)
+}
+
+/// The calls of one [`group`], recorded: each collective method checks its arguments
+/// (lengths, devices, roots, and for the ranks of [`Communicator::init_all`] the call against
+/// the other ranks' at the same place in the group) and records the call; NCCL sees none of
+/// them before the closure returned `Ok`.
 ///
-/// [`group`] is the closure form.
-#[derive(Debug)]
-#[must_use = "the group ends when dropped"]
-pub struct Group {
-    ended: bool,
+/// Everything a recorded call uses is borrowed for `'env`, which outlives the whole
+/// [`group`] call: the communicator, the memory it reads (shared) and writes (exclusively),
+/// and the stream. So nothing a grouped call uses can be dropped, moved, written or aborted
+/// through its owner before NCCL has queued the call and the memory's streams are ordered
+/// after it. A buffer made inside the closure cannot be borrowed that long:
+///
+/// ```compile_fail,E0597
+/// use cuda_safe::Device;
+/// use cuda_safe::nccl::{self, Communicator, ReduceOp};
+///
+/// let device = Device::new(0)?;
+/// let comms = Communicator::init_all(&[device])?;
+/// let stream = device.create_stream(Default::default())?;
+/// nccl::group(|group| {
+///     let mut local = device.default_memory_resource()?.allocate(64, &stream)?;
+///     // `local` would be freed at the end of the closure, before NCCL used it: refused.
+///     group.all_reduce_in_place::<f32>(&comms[0], &mut local, ReduceOp::Sum, &stream)
+/// })?;
+/// # Ok::<(), cuda_safe::Error>(())
+/// ```
+///
+/// Nor can a communicator or memory a call was recorded on be dropped or written before the
+/// group ends:
+///
+/// ```compile_fail,E0505
+/// use cuda_safe::Device;
+/// use cuda_safe::nccl::{self, Communicator, ReduceOp};
+///
+/// let device = Device::new(0)?;
+/// let mut comms = Communicator::init_all(&[device])?;
+/// let stream = device.create_stream(Default::default())?;
+/// let mut buffer = device.default_memory_resource()?.allocate(64, &stream)?;
+/// let comm = comms.remove(0);
+/// nccl::group(|group| {
+///     group.all_reduce_in_place::<f32>(&comm, &mut buffer, ReduceOp::Sum, &stream)?;
+///     // Destroying the communicator before the group's end: refused.
+///     drop(comm);
+///     Ok(())
+/// })?;
+/// # Ok::<(), cuda_safe::Error>(())
+/// ```
+///
+/// ```compile_fail,E0502
+/// use cuda_safe::Device;
+/// use cuda_safe::nccl::{self, Communicator, ReduceOp};
+///
+/// let device = Device::new(0)?;
+/// let comms = Communicator::init_all(&[device])?;
+/// let stream = device.create_stream(Default::default())?;
+/// let pool = device.default_memory_resource()?;
+/// let mut send = pool.allocate(64, &stream)?;
+/// let mut recv = pool.allocate(64, &stream)?;
+/// nccl::group(|group| {
+///     group.all_reduce::<f32>(&comms[0], &send, &mut recv, ReduceOp::Sum, &stream)?;
+///     // Writing what the all-reduce will read: refused.
+///     send.fill(0f32)
+/// })?;
+/// # Ok::<(), cuda_safe::Error>(())
+/// ```
+///
+/// It belongs to the thread running the group (neither `Send` nor `Sync`). The list of calls
+/// is a vector whose room is kept in a thread-local between groups: a group allocates nothing
+/// once a first group of as many calls has run on the thread.
+pub struct Group<'env> {
+    /// Invariant in `'env` (a `RefCell`'s contents are), so a `Group<'env>` cannot pass for
+    /// one of a shorter lifetime that a local of the closure would satisfy.
+    calls: RefCell<Vec<Prepared<'env>>>,
     _thread: PhantomData<*const ()>,
 }
 
-impl Group {
-    /// Starts a group.
-    ///
-    /// # Errors
-    ///
-    /// NCCL's error, or [`Error::Load`] when NCCL cannot be loaded.
-    #[doc(alias = "ncclGroupStart")]
-    pub fn start() -> Result<Self> {
-        let nccl = library()?;
-        // SAFETY: no arguments; the matching ncclGroupEnd is made by this guard.
-        unsafe { nccl!(nccl, ncclGroupStart())? };
-        STATE.with(|state| state.borrow_mut().depth += 1);
-        Ok(Self {
-            ended: false,
-            _thread: PhantomData,
-        })
-    }
-
-    /// Ends the group: NCCL launches the fused work on its streams (when this is the
-    /// outermost group), and the streams of foreign buffers are ordered after it.
-    ///
-    /// # Errors
-    ///
-    /// NCCL's error (the work may then be partly queued); [`Error::LaunchOrdering`] when
-    /// ordering the buffers' streams failed (the collectives' streams were drained first).
-    #[doc(alias = "ncclGroupEnd")]
-    pub fn end(mut self) -> Result<()> {
-        self.ended = true;
-        finish()
+impl std::fmt::Debug for Group<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Group")
+            .field("calls", &self.calls.borrow().len())
+            .finish()
     }
 }
 
-impl Drop for Group {
+impl<'env> Group<'env> {
+    /// Records `call` after checking it against the calls of its clique's other ranks.
+    fn record(&self, call: Prepared<'env>) -> Result<()> {
+        let mut calls = self.calls.borrow_mut();
+        if let Some(next) = call.in_group() {
+            check_in_group(calls.iter().filter_map(Prepared::in_group), next)?;
+        }
+        calls.push(call);
+        Ok(())
+    }
+
+    /// Records an all-reduce on `comm` ([`Communicator::all_reduce`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for lengths that differ, memory or a stream of another
+    /// device, an aborted communicator, or (all-GPU communicators) a call unlike another
+    /// rank's at the same place in the group; nothing is recorded then.
+    #[doc(alias = "ncclAllReduce")]
+    pub fn all_reduce<T: NcclType>(
+        &self,
+        comm: &'env Communicator,
+        send: &'env (impl CollectiveSource<T> + ?Sized),
+        recv: &'env mut (impl CollectiveTarget<T> + ?Sized),
+        op: ReduceOp,
+        stream: &'env Stream,
+    ) -> Result<()> {
+        let (send, recv) = (send.source()?, recv.target()?);
+        self.record(Prepared::all_reduce::<T>(comm, send, recv, op, stream)?)
+    }
+
+    /// Records an in-place all-reduce ([`Communicator::all_reduce_in_place`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`all_reduce`](Self::all_reduce).
+    #[doc(alias = "ncclAllReduce")]
+    #[inline]
+    pub fn all_reduce_in_place<T: NcclType>(
+        &self,
+        comm: &'env Communicator,
+        buffer: &'env mut (impl CollectiveTarget<T> + ?Sized),
+        op: ReduceOp,
+        stream: &'env Stream,
+    ) -> Result<()> {
+        let view = buffer.target()?;
+        self.record(Prepared::all_reduce::<T>(comm, view, view, op, stream)?)
+    }
+
+    /// Records a broadcast from rank `root` ([`Communicator::broadcast`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`all_reduce`](Self::all_reduce); [`Error::InvalidArgument`] for a root past the last
+    /// rank.
+    #[doc(alias = "ncclBroadcast")]
+    pub fn broadcast<T: NcclType>(
+        &self,
+        comm: &'env Communicator,
+        send: &'env (impl CollectiveSource<T> + ?Sized),
+        recv: &'env mut (impl CollectiveTarget<T> + ?Sized),
+        root: usize,
+        stream: &'env Stream,
+    ) -> Result<()> {
+        let (send, recv) = (send.source()?, recv.target()?);
+        self.record(Prepared::broadcast::<T>(comm, send, recv, root, stream)?)
+    }
+
+    /// Records an in-place broadcast ([`Communicator::broadcast_in_place`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`broadcast`](Self::broadcast).
+    #[doc(alias = "ncclBroadcast")]
+    pub fn broadcast_in_place<T: NcclType>(
+        &self,
+        comm: &'env Communicator,
+        buffer: &'env mut (impl CollectiveTarget<T> + ?Sized),
+        root: usize,
+        stream: &'env Stream,
+    ) -> Result<()> {
+        let view = buffer.target()?;
+        self.record(Prepared::broadcast::<T>(comm, view, view, root, stream)?)
+    }
+
+    /// Records a reduce to rank `root` ([`Communicator::reduce`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`broadcast`](Self::broadcast).
+    #[doc(alias = "ncclReduce")]
+    pub fn reduce<T: NcclType>(
+        &self,
+        comm: &'env Communicator,
+        send: &'env (impl CollectiveSource<T> + ?Sized),
+        recv: &'env mut (impl CollectiveTarget<T> + ?Sized),
+        op: ReduceOp,
+        root: usize,
+        stream: &'env Stream,
+    ) -> Result<()> {
+        let (send, recv) = (send.source()?, recv.target()?);
+        self.record(Prepared::reduce::<T>(comm, send, recv, (op, root), stream)?)
+    }
+
+    /// Records an in-place reduce ([`Communicator::reduce_in_place`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`broadcast`](Self::broadcast).
+    #[doc(alias = "ncclReduce")]
+    pub fn reduce_in_place<T: NcclType>(
+        &self,
+        comm: &'env Communicator,
+        buffer: &'env mut (impl CollectiveTarget<T> + ?Sized),
+        op: ReduceOp,
+        root: usize,
+        stream: &'env Stream,
+    ) -> Result<()> {
+        let view = buffer.target()?;
+        self.record(Prepared::reduce::<T>(comm, view, view, (op, root), stream)?)
+    }
+
+    /// Records an all-gather ([`Communicator::all_gather`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`all_reduce`](Self::all_reduce).
+    #[doc(alias = "ncclAllGather")]
+    pub fn all_gather<T: NcclType>(
+        &self,
+        comm: &'env Communicator,
+        send: &'env (impl CollectiveSource<T> + ?Sized),
+        recv: &'env mut (impl CollectiveTarget<T> + ?Sized),
+        stream: &'env Stream,
+    ) -> Result<()> {
+        let (send, recv) = (send.source()?, recv.target()?);
+        self.record(Prepared::all_gather::<T>(comm, send, recv, stream)?)
+    }
+
+    /// Records an in-place all-gather ([`Communicator::all_gather_in_place`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`all_reduce`](Self::all_reduce); [`Error::InvalidArgument`] when the buffer does
+    /// not split into equal parts.
+    #[doc(alias = "ncclAllGather")]
+    pub fn all_gather_in_place<T: NcclType>(
+        &self,
+        comm: &'env Communicator,
+        buffer: &'env mut (impl CollectiveTarget<T> + ?Sized),
+        stream: &'env Stream,
+    ) -> Result<()> {
+        let view = buffer.target()?;
+        self.record(Prepared::all_gather_in_place::<T>(comm, view, stream)?)
+    }
+
+    /// Records a reduce-scatter ([`Communicator::reduce_scatter`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`all_reduce`](Self::all_reduce).
+    #[doc(alias = "ncclReduceScatter")]
+    pub fn reduce_scatter<T: NcclType>(
+        &self,
+        comm: &'env Communicator,
+        send: &'env (impl CollectiveSource<T> + ?Sized),
+        recv: &'env mut (impl CollectiveTarget<T> + ?Sized),
+        op: ReduceOp,
+        stream: &'env Stream,
+    ) -> Result<()> {
+        let (send, recv) = (send.source()?, recv.target()?);
+        self.record(Prepared::reduce_scatter::<T>(comm, send, recv, op, stream)?)
+    }
+
+    /// Records an in-place reduce-scatter ([`Communicator::reduce_scatter_in_place`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`all_gather_in_place`](Self::all_gather_in_place).
+    #[doc(alias = "ncclReduceScatter")]
+    pub fn reduce_scatter_in_place<T: NcclType>(
+        &self,
+        comm: &'env Communicator,
+        buffer: &'env mut (impl CollectiveTarget<T> + ?Sized),
+        op: ReduceOp,
+        stream: &'env Stream,
+    ) -> Result<()> {
+        let view = buffer.target()?;
+        self.record(Prepared::reduce_scatter_in_place::<T>(
+            comm, view, op, stream,
+        )?)
+    }
+
+    /// Records a send of `send` to rank `peer` ([`Communicator::send`]); the matching
+    /// receive is recorded in the peer's group.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a peer past the last rank, memory or a stream of another
+    /// device, or an aborted communicator.
+    #[doc(alias = "ncclSend")]
+    pub fn send<T: NcclType>(
+        &self,
+        comm: &'env Communicator,
+        send: &'env (impl CollectiveSource<T> + ?Sized),
+        peer: usize,
+        stream: &'env Stream,
+    ) -> Result<()> {
+        self.record(Prepared::send::<T>(comm, send.source()?, peer, stream)?)
+    }
+
+    /// Records a receive into `recv` from rank `peer` ([`Communicator::recv`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`send`](Self::send).
+    #[doc(alias = "ncclRecv")]
+    pub fn recv<T: NcclType>(
+        &self,
+        comm: &'env Communicator,
+        recv: &'env mut (impl CollectiveTarget<T> + ?Sized),
+        peer: usize,
+        stream: &'env Stream,
+    ) -> Result<()> {
+        self.record(Prepared::recv::<T>(comm, recv.target()?, peer, stream)?)
+    }
+}
+
+/// This thread's group while its closure runs: reset on every way out, a panic included.
+struct Open;
+
+impl Open {
+    fn enter() -> Result<Self> {
+        if OPEN.with(|open| open.replace(true)) {
+            return Err(Error::invalid_argument(
+                "nccl::group inside another group: record the calls on the outer group's Group",
+            ));
+        }
+        Ok(Self)
+    }
+}
+
+impl Drop for Open {
     fn drop(&mut self) {
-        if !self.ended
-            && let Err(error) = finish()
-        {
-            log_drop_error("NCCL group", &error);
-        }
+        OPEN.with(|open| open.set(false));
     }
 }
 
-/// `ncclGroupEnd`, then what the outermost group owes.
-fn finish() -> Result<()> {
-    let ended = library().and_then(|nccl| {
-        // SAFETY: a group is open on this thread (the guard started it).
-        unsafe { nccl!(nccl, ncclGroupEnd()) }
-    });
-    let ordering = STATE.with(|state| {
-        let mut state = state.borrow_mut();
-        state.depth = state.depth.saturating_sub(1);
-        if state.depth > 0 {
-            return Vec::new();
-        }
-        // Drained in place, so the list keeps its room: a group of all-GPU ranks allocates
-        // nothing here once warm (taking the vector would allocate again every group).
-        state.cliques.drain(..).for_each(|clique| clique.reset());
-        std::mem::take(&mut state.ordering)
-    });
-    // Ordered even when the end failed: waiting on work that was never queued costs nothing.
-    let ordered = ordering.iter().try_for_each(|(stream, waiters)| {
-        waiters
-            .iter()
-            .try_for_each(|waiter| wait_for(waiter, stream))
-    });
-    if let Err(error) = ordered {
-        for (stream, _) in &ordering {
-            stream.drain()?;
-        }
-        return Err(Error::LaunchOrdering {
-            source: Box::new(error),
-        });
-    }
-    ended
-}
-
-/// Runs `calls` inside a group: the NCCL calls it makes on this thread are fused and start
-/// when it returns. How one thread drives the communicators of several GPUs (each call would
-/// otherwise wait for the other ranks).
+/// Runs `calls` with a [`Group`] that records the NCCL calls it is given, then (when `calls`
+/// returned `Ok`) makes them all as one NCCL group: how one thread drives the communicators of
+/// several GPUs (each call alone would wait for the other ranks), and how sends and receives
+/// that must progress together are made.
+///
+/// The recorded calls are checked as they come and once more together (every rank of an
+/// all-GPU clique with calls in the group made as many, the same), and only then does NCCL see
+/// them: `ncclGroupStart`, every call, `ncclGroupEnd`; then the streams of memory on other
+/// streams are ordered after the calls, as a launch's are. When `calls` returns an error, or
+/// a check fails, nothing is queued. On a non-blocking communicator the group is waited for
+/// until NCCL has queued it.
+///
+/// Inside `calls`, the [`Communicator`] methods that would run before the recorded calls or
+/// wait for them (the collectives, [`split`](Communicator::split),
+/// [`split_all`](Communicator::split_all),
+/// [`wait_with_timeout`](Communicator::wait_with_timeout)) and a nested `group` are refused
+/// with [`Error::InvalidArgument`]. No NCCL group is open while `calls` runs, so dropping,
+/// closing or aborting a communicator the group does not borrow acts at once, as outside.
 ///
 /// ```no_run
 /// use cuda_safe::Device;
@@ -155,9 +430,9 @@ fn finish() -> Result<()> {
 ///     .zip(&streams)
 ///     .map(|(device, stream)| device.default_memory_resource()?.allocate_from_host(&[1.0f32; 256], stream))
 ///     .collect::<cuda_safe::Result<Vec<_>>>()?;
-/// nccl::group(|| {
+/// nccl::group(|group| {
 ///     for ((comm, buffer), stream) in comms.iter().zip(&mut buffers).zip(&streams) {
-///         comm.all_reduce_in_place::<f32>(buffer, ReduceOp::Sum, stream)?;
+///         group.all_reduce_in_place::<f32>(comm, buffer, ReduceOp::Sum, stream)?;
 ///     }
 ///     Ok(())
 /// })?;
@@ -167,42 +442,141 @@ fn finish() -> Result<()> {
 ///
 /// # Errors
 ///
-/// The first error of `calls`, or else the group's end's ([`Group::end`]). The group ends
-/// either way.
-pub fn group<R>(calls: impl FnOnce() -> Result<R>) -> Result<R> {
-    let group = Group::start()?;
-    let result = calls();
-    let ended = group.end();
-    let value = result?;
+/// The error of `calls` (nothing queued); [`Error::InvalidArgument`] inside another group, or
+/// when an all-GPU clique's ranks made different numbers of calls, or a recorded
+/// communicator was aborted meanwhile (nothing queued); NCCL's error from a call or the
+/// group's end; as [`Communicator::wait_with_timeout`] while a non-blocking communicator
+/// queues the group; [`Error::LaunchOrdering`] when ordering the memory's streams failed (the
+/// calls' streams were drained first).
+#[doc(alias = "ncclGroupStart")]
+#[doc(alias = "ncclGroupEnd")]
+pub fn group<'env, R>(calls: impl FnOnce(&Group<'env>) -> Result<R>) -> Result<R> {
+    let open = Open::enter()?;
+    let group = Group {
+        calls: RefCell::new(ROOM.with(Cell::take)),
+        _thread: PhantomData,
+    };
+    let value = calls(&group);
+    drop(open);
+    let recorded = group.calls.into_inner();
+    let ended = match value {
+        Ok(_) => end(&recorded),
+        Err(_) => Ok(()),
+    };
+    ROOM.with(|room| room.set(recycle(recorded)));
+    let value = value?;
     ended.map(|()| value)
+}
+
+/// Makes the recorded `calls`: the checks of the whole group first, so a refusal queues
+/// nothing; then the one NCCL group, the wait for a non-blocking communicator, and the
+/// ordering of the memory's streams.
+fn end(calls: &[Prepared<'_>]) -> Result<()> {
+    let Some(first) = calls.first() else {
+        return Ok(());
+    };
+    check_complete(calls.iter().filter_map(Prepared::in_group))?;
+    // A communicator aborted inside the closure (`async_error`) has no handle left: refused
+    // here, before NCCL sees any call.
+    for call in calls {
+        call.comm.handle()?;
+    }
+    for call in calls {
+        call.order_before()?;
+    }
+    let nccl = first.comm.inner().nccl;
+    let made = nccl_group(nccl, || {
+        calls.iter().try_fold(false, |in_progress, call| {
+            Ok(call.call(call.comm.handle()?)? || in_progress)
+        })
+    });
+    let settled = match made {
+        // Every communicator, even after one failed: each may still be queueing.
+        Ok(true) => calls
+            .iter()
+            .map(|call| call.comm.settle())
+            .fold(Ok(()), Result::and),
+        Ok(false) => Ok(()),
+        Err(error) => Err(error),
+    };
+    // Ordered whatever happened: a refused call or group queued nothing (waiting on nothing
+    // costs nothing), and a communicator whose wait failed was aborted, so NCCL queues nothing
+    // more on its streams.
+    if let Err(error) = calls.iter().try_for_each(Prepared::order_after) {
+        for call in calls {
+            call.stream.drain()?;
+        }
+        return Err(Error::LaunchOrdering {
+            source: Box::new(error),
+        });
+    }
+    settled
+}
+
+/// `calls`'s room, emptied, for the next group on this thread.
+fn recycle(mut calls: Vec<Prepared<'_>>) -> Vec<Prepared<'static>> {
+    calls.clear();
+    let mut calls = ManuallyDrop::new(calls);
+    let (pointer, room) = (calls.as_mut_ptr(), calls.capacity());
+    // SAFETY: the allocation came from a `Vec` of `room` `Prepared`s, and `Prepared<'a>` has
+    // the same layout for every `'a`; the vector is empty, so no value of the shorter
+    // lifetime is in it, and the old vector is never dropped (ManuallyDrop).
+    unsafe { Vec::from_raw_parts(pointer.cast::<Prepared<'static>>(), 0, room) }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nccl::clique::Call;
 
     #[test]
-    fn a_group_end_resets_its_cliques_and_keeps_the_room() {
-        let clique = Arc::new(Clique::new(2));
-        let call = Call {
-            kind: "all-reduce",
-            count: 4,
-            data_type: 7,
-            op: Some(0),
-            root: None,
-        };
-        clique.check(0, call).unwrap();
-        STATE.with(|state| state.borrow_mut().depth = 1);
-        note_clique(&clique);
-        // Without NCCL the end itself fails here; what the group owes is settled anyway.
-        let _ = finish();
+    fn a_failed_closure_queues_nothing_and_closes_the_group() {
+        let failed = group(|_| -> Result<()> {
+            assert!(in_group());
+            Err(Error::invalid_argument("refused"))
+        });
+        assert!(matches!(failed, Err(Error::InvalidArgument(text)) if text == "refused"));
         assert!(!in_group());
-        // Reset: rank 1 starts level with rank 0 again, so another count is no mismatch.
-        clique.check(1, Call { count: 8, ..call }).unwrap();
-        STATE.with(|state| {
-            let state = state.borrow();
-            assert!(state.cliques.is_empty() && state.cliques.capacity() > 0);
+        // An empty group touches no NCCL (there is none here) and returns the value.
+        assert_eq!(group(|_| Ok(7)).unwrap(), 7);
+    }
+
+    #[test]
+    fn groups_do_not_nest_and_direct_calls_are_refused_inside() {
+        let outer = group(|_| {
+            let inner = group(|_| Ok(())).unwrap_err();
+            assert!(
+                inner.to_string().contains("inside another group"),
+                "{inner}"
+            );
+            let direct = refuse_in_group("all_reduce").unwrap_err();
+            assert!(direct.to_string().contains("Group::all_reduce"), "{direct}");
+            Ok(())
+        });
+        assert!(outer.is_ok());
+        assert!(refuse_in_group("all_reduce").is_ok());
+    }
+
+    #[test]
+    fn a_panicking_closure_leaves_no_group_open() {
+        let caught = std::panic::catch_unwind(|| group(|_| -> Result<()> { panic!("inside") }));
+        assert!(caught.is_err());
+        assert!(!in_group());
+    }
+
+    #[test]
+    fn the_room_is_kept_between_groups() {
+        let room: Vec<Prepared<'_>> = Vec::with_capacity(8);
+        let kept = recycle(room);
+        assert!(kept.is_empty() && kept.capacity() >= 8);
+        ROOM.with(|cell| cell.set(kept));
+        group(|group| {
+            assert!(group.calls.borrow().capacity() >= 8);
+            Ok(())
+        })
+        .unwrap();
+        ROOM.with(|cell| {
+            let room = cell.take();
+            assert!(room.is_empty() && room.capacity() >= 8);
         });
     }
 }

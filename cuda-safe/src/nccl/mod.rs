@@ -16,9 +16,9 @@
 //!     let buffer = device.default_memory_resource()?.allocate_from_host(&[1.0f32; 1024], &stream)?;
 //!     work.push((stream, buffer));
 //! }
-//! nccl::group(|| {
+//! nccl::group(|group| {
 //!     for (comm, (stream, buffer)) in comms.iter().zip(&mut work) {
-//!         comm.all_reduce_in_place::<f32>(buffer, ReduceOp::Sum, stream)?;
+//!         group.all_reduce_in_place::<f32>(comm, buffer, ReduceOp::Sum, stream)?;
 //!     }
 //!     Ok(())
 //! })?;
@@ -35,13 +35,29 @@
 //! ranks), roots and peers, the memory's and the stream's device against the communicator's,
 //! and for the communicators of [`Communicator::init_all`] every rank's call against the
 //! others'. Collectives are queued on the stream given and ordered with the buffers' own
-//! streams as kernel launches are. Failures are typed: [`Error::Nccl`](crate::Error::Nccl),
+//! streams as kernel launches are. A [`group`] records its calls, borrowing everything they
+//! use until it ends, and makes them only once all of them passed: a refusal queues nothing.
+//! A call NCCL answers with `ncclInProgress` (a non-blocking communicator, by config or
+//! [`COMM_BLOCKING`]) is waited for until NCCL has queued it, before any stream is ordered
+//! after it. Failures are typed: [`Error::Nccl`](crate::Error::Nccl),
 //! [`Error::NcclAsync`](crate::Error::NcclAsync) (polled), and
 //! [`Error::NcclTimeout`](crate::Error::NcclTimeout) from
 //! [`Communicator::wait_with_timeout`], which aborts a communicator whose peer is gone.
 //!
 //! Every process this module starts has NVLink multicast off (`NCCL_NVLS_ENABLE=0`; see
 //! [`Launcher`] and [`disable_nvls_in_process`]).
+
+/// [`nccl!`](crate::error::nccl) for a call that may finish in the background: `Ok(true)`
+/// when NCCL answered `ncclInProgress` (a non-blocking communicator, whose completion is then
+/// polled with `ncclCommGetAsyncError`), `Ok(false)` when it is done.
+macro_rules! nccl_queued {
+    ($nccl:expr, $function:ident($($argument:expr),* $(,)?)) => {
+        match $nccl.$function($($argument),*) {
+            Ok($crate::nccl_sys::ncclResult_t::ncclInProgress) => Ok(true),
+            other => $crate::error::check_nccl(stringify!($function), other).map(|()| false),
+        }
+    };
+}
 
 mod bootstrap;
 mod clique;
@@ -58,7 +74,7 @@ mod wait;
 
 pub use bootstrap::{LOCAL_RANK, MASTER_ADDR, MASTER_PORT, RANK, RankEnv, WORLD_SIZE};
 pub use collective::{CollectiveSource, CollectiveTarget, View};
-pub use comm::Communicator;
+pub use comm::{COMM_BLOCKING, Communicator};
 pub use config::CommConfig;
 pub use group::{Group, group};
 pub use id::UniqueId;

@@ -3,6 +3,7 @@
 use std::time::{Duration, Instant};
 
 use super::comm::{Communicator, POLL_INTERVAL};
+use super::group::in_group;
 use crate::error::{Error, Result};
 use crate::stream::Stream;
 
@@ -35,8 +36,15 @@ impl Communicator {
     /// # Errors
     ///
     /// [`Error::NcclAsync`] when the communicator failed; [`Error::NcclTimeout`] when the time
-    /// ran out; the driver's error for the stream.
+    /// ran out; the driver's error for the stream; [`Error::InvalidArgument`] inside a
+    /// [`group`](super::group)'s closure (its calls are not made yet).
     pub fn wait_with_timeout(&self, stream: &Stream, timeout: Duration) -> Result<()> {
+        if in_group() {
+            return Err(Error::invalid_argument(
+                "Communicator::wait_with_timeout inside nccl::group: the group's calls are made \
+                 when its closure returns, so wait after nccl::group",
+            ));
+        }
         let start = Instant::now();
         loop {
             // NCCL first: a non-blocking communicator's call may still be `ncclInProgress`,
