@@ -8,12 +8,22 @@ use std::mem::ManuallyDrop;
 use super::comm::Communicator;
 use crate::error::{Error, Result, nccl};
 use crate::handle::log_drop_error;
-use crate::memory::Buffer;
+use bytemuck::Pod;
 
-/// A buffer registered with a communicator: it holds the buffer (so it cannot be freed while
-/// NCCL knows it) and deregisters it when dropped or on [`into_buffer`](Self::into_buffer).
-/// Collectives take it through [`buffer`](Self::buffer) and
-/// [`buffer_mut`](Self::buffer_mut).
+use crate::memory::{Buffer, DeviceSlice, DeviceSliceMut};
+
+/// A buffer registered with a communicator: it owns the buffer (so it cannot be freed while
+/// NCCL knows it) and deregisters it when dropped or on [`into_buffer`](Self::into_buffer),
+/// after waiting for the buffer's stream (which every collective on it is ordered before).
+/// Collectives take its memory as typed views ([`as_slice`](Self::as_slice),
+/// [`as_mut_slice`](Self::as_mut_slice)): no `&mut Buffer` is handed out, since one could be
+/// swapped for another buffer and the registered one freed while registered.
+///
+/// ```compile_fail,E0599
+/// # fn swap(registered: &mut cuda_safe::nccl::Registered<'_>, other: &mut cuda_safe::Buffer) {
+/// std::mem::swap(registered.buffer_mut(), other);
+/// # }
+/// ```
 #[must_use = "the buffer is deregistered when this is dropped"]
 pub struct Registered<'c> {
     comm: &'c Communicator,
@@ -76,16 +86,31 @@ impl Registered<'_> {
         &self.buffer
     }
 
-    /// The registered buffer, to write (collectives in place).
-    pub fn buffer_mut(&mut self) -> &mut Buffer {
-        &mut self.buffer
-    }
-
-    /// Deregisters the buffer (`ncclCommDeregister`) and gives it back.
+    /// A typed view of the registered memory, for collectives to read.
     ///
     /// # Errors
     ///
-    /// NCCL's error (the buffer is then dropped).
+    /// As [`Buffer::as_slice`].
+    pub fn as_slice<T: Pod>(&self) -> Result<DeviceSlice<'_, T>> {
+        self.buffer.as_slice()
+    }
+
+    /// An exclusive typed view of the registered memory, for collectives to write.
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::as_mut_slice`].
+    pub fn as_mut_slice<T: Pod>(&mut self) -> Result<DeviceSliceMut<'_, T>> {
+        self.buffer.as_mut_slice()
+    }
+
+    /// Waits for the buffer's stream, then deregisters the buffer (`ncclCommDeregister`) and
+    /// gives it back.
+    ///
+    /// # Errors
+    ///
+    /// The driver's error from the wait (the buffer then stays registered until the
+    /// communicator is destroyed, and is dropped); NCCL's error (the buffer is then dropped).
     #[doc(alias = "ncclCommDeregister")]
     pub fn into_buffer(self) -> Result<Buffer> {
         let mut this = ManuallyDrop::new(self);
@@ -106,6 +131,10 @@ impl Registered<'_> {
             // is gone), so there is nothing left to undo.
             return Ok(());
         };
+        // Every collective on the memory is ordered before the buffer's stream's later work
+        // (as a launch is): once the stream is idle, none is still using the registration.
+        // When the wait fails, the registration is left to the communicator's destruction.
+        self.buffer.stream().drain()?;
         // SAFETY: `handle` came from ncclCommRegister on this live communicator and is
         // deregistered once.
         unsafe { nccl!(self.comm.inner().nccl, ncclCommDeregister(raw, handle)) }
