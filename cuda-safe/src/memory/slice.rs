@@ -214,6 +214,12 @@ impl<'a, T: Pod> DeviceSlice<'a, T> {
         self.stream
     }
 
+    /// The device whose memory the view is (`None` for host-accessible memory).
+    #[cfg(feature = "nccl")]
+    pub(crate) fn home(&self) -> Option<Device> {
+        self.placement.home
+    }
+
     /// A narrower view.
     ///
     /// # Errors
@@ -319,6 +325,12 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
     /// The stream the view's operations are queued on.
     pub fn stream(&self) -> &'a Stream {
         self.stream
+    }
+
+    /// The device whose memory the view is (`None` for host-accessible memory).
+    #[cfg(feature = "nccl")]
+    pub(crate) fn home(&self) -> Option<Device> {
+        self.placement.home
     }
 
     /// A shared view of the same elements.

@@ -134,7 +134,7 @@ impl<T: NcclType> CollectiveSource<T> for DeviceSlice<'_, T> {
             ptr: self.as_raw(),
             len: self.len(),
             stream: self.stream(),
-            device: self.stream().device().ordinal(),
+            device: self.home().unwrap_or(*self.stream().device()).ordinal(),
         })
     }
 }
@@ -146,7 +146,7 @@ impl<T: NcclType> CollectiveSource<T> for DeviceSliceMut<'_, T> {
             ptr: self.as_raw(),
             len: self.len(),
             stream: self.stream(),
-            device: self.stream().device().ordinal(),
+            device: self.home().unwrap_or(*self.stream().device()).ordinal(),
         })
     }
 }
