@@ -704,6 +704,55 @@ mod tests {
     }
 
     #[test]
+    fn virtual_memory_chunks_cross_with_their_descriptors() {
+        let (a, b) = Channel::pair().unwrap();
+        let mib2 = 2 << 20;
+        let chunks = vec![
+            (
+                tempfile_with(b"first"),
+                VmmShareDescriptor::test_chunk(0, 0, mib2, 2 * mib2),
+            ),
+            (
+                tempfile_with(b"second"),
+                VmmShareDescriptor::test_chunk(1, mib2, mib2, 2 * mib2),
+            ),
+        ];
+        a.send_vmm_chunks(&chunks).unwrap();
+        let got = b.recv_vmm_chunks().unwrap();
+        assert_eq!(got.len(), 2);
+        for ((fd, descriptor), (_, sent)) in got.into_iter().zip(&chunks) {
+            assert_eq!(descriptor, *sent);
+            let mut file = std::fs::File::from(fd);
+            let mut text = String::new();
+            use std::io::Seek;
+            file.rewind().unwrap();
+            file.read_to_string(&mut text).unwrap();
+            assert!(text == "first" || text == "second");
+        }
+        // A chunk without its file descriptor is malformed; so is a count past the limit.
+        a.send(Kind::VmmChunks, &1u32.to_le_bytes(), None).unwrap();
+        a.send(Kind::VmmChunk, &chunks[0].1.to_bytes(), None)
+            .unwrap();
+        let error = b.recv_vmm_chunks().unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("virtual-memory chunk arrived malformed"),
+            "{error}"
+        );
+        a.send(
+            Kind::VmmChunks,
+            &(MAX_VMM_CHUNKS as u32 + 1).to_le_bytes(),
+            None,
+        )
+        .unwrap();
+        assert!(matches!(
+            b.recv_vmm_chunks(),
+            Err(Error::IpcProtocol { .. })
+        ));
+    }
+
+    #[test]
     fn a_closed_channel_is_the_peer_gone() {
         let (a, b) = Channel::pair().unwrap();
         drop(b);

@@ -416,22 +416,30 @@ impl VirtualMemoryResource {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const GRANULARITY: u64 = 2 << 20;
-
-    fn chunk(index: u32, offset: u64, size: u64, total: u64) -> VmmShareDescriptor {
-        VmmShareDescriptor {
+impl VmmShareDescriptor {
+    /// A valid descriptor of a POSIX-fd chunk of device 0 at a 2 MiB granularity, for tests.
+    pub(crate) fn test_chunk(index: u32, offset: u64, size: u64, total: u64) -> Self {
+        Self {
             magic: MAGIC,
             handle_type: IpcHandleType::PosixFd.raw().0,
             device: 0,
             index,
             offset,
             size,
-            granularity: GRANULARITY,
+            granularity: 2 << 20,
             total,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GRANULARITY: u64 = 2 << 20;
+
+    fn chunk(index: u32, offset: u64, size: u64, total: u64) -> VmmShareDescriptor {
+        VmmShareDescriptor::test_chunk(index, offset, size, total)
     }
 
     #[test]
