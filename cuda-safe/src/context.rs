@@ -309,7 +309,7 @@ impl Context {
 
     /// Whether two handles name the same context (what `==` compares).
     pub fn same_as(&self, other: &Context) -> bool {
-        self.inner.raw == other.inner.raw
+        Arc::ptr_eq(&self.inner, &other.inner) || self.inner.raw == other.inner.raw
     }
 
     /// Releases this handle, returning the driver's error if this was the last handle and the

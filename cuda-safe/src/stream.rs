@@ -64,8 +64,20 @@ struct StreamInner {
     /// An untimed event this stream records to let other streams wait for it, made on first use.
     marker: OnceLock<Event>,
     /// Panics of host functions queued here, until the next call reports them (shared with
-    /// the queued callbacks, which may outlive the stream).
-    panics: Arc<PanicSlot>,
+    /// the queued callbacks, which may outlive the stream); made with the first host function,
+    /// so that a stream without any reads nothing beyond this handle to check.
+    panics: OnceLock<Arc<PanicSlot>>,
+}
+
+impl StreamInner {
+    /// Reports a host function's panic kept since the last report.
+    #[inline(always)]
+    fn check_panics(&self) -> Result<()> {
+        match self.panics.get() {
+            Some(slot) => slot.check(),
+            None => Ok(()),
+        }
+    }
 }
 
 // SAFETY: a CUstream may be used from any thread; the handle is immutable after creation.
@@ -172,7 +184,7 @@ impl Stream {
                 driver,
                 owned,
                 marker: OnceLock::new(),
-                panics: Arc::default(),
+                panics: OnceLock::new(),
             })),
         }
     }
@@ -202,7 +214,11 @@ impl Stream {
     /// Whether two handles name the same stream of the same context (what `==` compares).
     #[inline]
     pub fn same_as(&self, other: &Stream) -> bool {
-        self.inner.raw == other.inner.raw && self.inner.context.same_as(&other.inner.context)
+        // Clones share their inner part: no need to read it (a launch asks this of each
+        // buffer argument, usually a clone of the launch stream).
+        Arc::ptr_eq(&self.inner, &other.inner)
+            || (self.inner.raw == other.inner.raw
+                && self.inner.context.same_as(&other.inner.context))
     }
 
     /// Blocks until all work queued so far has finished.
@@ -215,7 +231,7 @@ impl Stream {
     #[inline]
     pub fn sync(&self) -> Result<()> {
         self.drain()?;
-        self.inner.panics.check()
+        self.inner.check_panics()
     }
 
     /// Blocks until all work queued so far has finished, leaving a host function's panic for
@@ -237,7 +253,7 @@ impl Stream {
         // SAFETY: the stream is valid while `self` lives.
         let done = unsafe { cu_ready!(self.inner.driver, cuStreamQuery(self.inner.raw)) }?;
         if done {
-            self.inner.panics.check()?;
+            self.inner.check_panics()?;
         }
         Ok(done)
     }
@@ -264,7 +280,7 @@ impl Stream {
     /// - [`Error::Cuda`]: the driver refuses.
     #[doc(alias = "cuLaunchHostFunc")]
     pub fn launch_host_func<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
-        self.inner.panics.check()?;
+        self.inner.check_panics()?;
         let driver = self.inner.driver;
         let mut status = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
         // SAFETY: valid stream and out-pointer.
@@ -275,7 +291,8 @@ impl Stream {
                  replay of the graph; add a host node (Graph::add_host) instead",
             ));
         }
-        let data = callback::boxed_once(f, self.inner.panics.clone());
+        let slot = self.inner.panics.get_or_init(Arc::default).clone();
+        let data = callback::boxed_once(f, slot);
         // SAFETY: the trampoline matches the boxed closure's type; the driver runs it once
         // (which frees the box) after the stream's queued work.
         let queued = unsafe {

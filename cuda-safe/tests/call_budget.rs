@@ -4,6 +4,7 @@
 //! between the stub's two devices is `cuMemcpyPeerAsync` (looking up both devices' primary
 //! contexts costs no driver call once they are retained), a virtual memory mapping is the four
 //! calls of a hand-written one (and its release the three), and a `KernelCache` hit makes none.
+//! The first launch in a new green context is `cuLaunchKernel` alone too, without warm-up.
 //! One more call creeping in fails the test. Prints every operation's calls.
 //!
 //! A `main` of its own (`harness = false`): the stub is built and the library variables are set
@@ -293,6 +294,32 @@ fn memory_models(stub: &Stub) -> Result<Vec<Row>> {
     ])
 }
 
+/// The first launch in a new green context, on a new stream, of a kernel launched before
+/// elsewhere (its parameter list known): `cuLaunchKernel` alone, without warm-up. A
+/// configuration every device allows needs no look at the device's limits.
+fn first_launch_in_new_context(stub: &Stub, device: &Device) -> Result<Row> {
+    let kernel = ObjectCode::from_ptx(PTX)?.get_kernel("twice")?;
+    let config = LaunchConfig::for_num_elements(N, 256)?;
+    let primary = device.create_stream(Default::default())?;
+    let mut x = device
+        .default_memory_resource()?
+        .allocate_zeroed::<f32>(N, &primary)?;
+    // SAFETY: the stub's `twice` doubles the N floats `x` holds.
+    unsafe { launch(&primary, &config, &kernel, (&mut x, N))? };
+    let green = green_context(device)?;
+    let stream = green.create_stream(Default::default())?;
+    x.set_stream(&stream)?;
+    stub.take_log();
+    // SAFETY: as above.
+    unsafe { launch(&stream, &config, &kernel, (&mut x, N))? };
+    Ok(Row {
+        operation: "first launch, new green context",
+        place: "green",
+        expected: vec!["cuLaunchKernel"],
+        counted: stub.take_log(),
+    })
+}
+
 /// A `KernelCache` hit: no driver or NVRTC call at all.
 fn kernel_cache_hit(stub: &Stub) -> Result<Row> {
     let kernels = KernelCache::new(InMemoryProgramCache::new(1 << 20));
@@ -316,6 +343,7 @@ fn run(stub: &Stub) -> Result<Vec<Row>> {
     let device = Device::new(0)?;
     let mut rows = measure(stub, &device, &device.context()?, "primary")?;
     rows.extend(measure(stub, &device, &green_context(&device)?, "green")?);
+    rows.push(first_launch_in_new_context(stub, &device)?);
     rows.extend(peer_copies(stub)?);
     rows.extend(memory_models(stub)?);
     rows.push(kernel_cache_hit(stub)?);

@@ -115,7 +115,7 @@ impl Graph {
     ) -> Result<KernelNode> {
         let deps = self.raw_nodes(dependencies)?;
         plain_config(config)?;
-        config.validate(self.context.launch_limits()?)?;
+        config.validate_in(&self.context)?;
         let context = &self.context;
         args.with_params(|_, sizes, names| check_args(kernel, context, sizes, names))?;
         let function = function_in(kernel, context)?;

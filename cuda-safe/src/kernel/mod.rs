@@ -19,6 +19,7 @@ mod params;
 pub use attributes::KernelAttributes;
 pub use occupancy::KernelOccupancy;
 pub use params::ParamInfo;
+pub(crate) use params::Params;
 
 use std::ffi::CStr;
 use std::fmt;
@@ -38,7 +39,7 @@ pub struct Kernel {
     name: Arc<str>,
     // Read on first use (the first checked launch), so loading a kernel costs one driver call;
     // shared by the clones, so each reads it at most once between them.
-    params: Arc<OnceLock<Option<Arc<[ParamInfo]>>>>,
+    params: Arc<OnceLock<Option<Params>>>,
     library: Arc<Owned<LoadedLibrary>>,
 }
 
@@ -77,26 +78,27 @@ impl Kernel {
     #[inline]
     pub fn params(&self) -> Option<&[ParamInfo]> {
         match self.params.get() {
-            Some(known) => known.as_deref(),
+            Some(known) => known.as_ref(),
             None => self.read_params(),
         }
+        .map(Params::list)
     }
 
     /// The parameter list, read in `context` (made current for the read) the first time.
     #[inline]
-    pub(crate) fn params_in(&self, context: &Context) -> Option<&[ParamInfo]> {
+    pub(crate) fn params_in(&self, context: &Context) -> Option<&Params> {
         if let Some(known) = self.params.get() {
-            return known.as_deref();
+            return known.as_ref();
         }
         let _current = context.scoped().ok()?;
         self.read_params()
     }
 
     #[cold]
-    fn read_params(&self) -> Option<&[ParamInfo]> {
+    fn read_params(&self) -> Option<&Params> {
         match params::read(self.driver(), self.raw) {
-            ParamRead::Known(list) => self.params.get_or_init(|| Some(list)).as_deref(),
-            ParamRead::Unknowable => self.params.get_or_init(|| None).as_deref(),
+            ParamRead::Known(list) => self.params.get_or_init(|| Some(list)).as_ref(),
+            ParamRead::Unknowable => self.params.get_or_init(|| None).as_ref(),
             ParamRead::NotYet => None,
         }
     }
@@ -142,7 +144,13 @@ impl fmt::Debug for Kernel {
         f.debug_struct("Kernel")
             .field("name", &self.name)
             .field("raw", &self.raw)
-            .field("params", &self.params.get())
+            .field(
+                "params",
+                &self
+                    .params
+                    .get()
+                    .map(|known| known.as_ref().map(Params::list)),
+            )
             .finish()
     }
 }

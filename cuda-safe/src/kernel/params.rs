@@ -1,7 +1,5 @@
 //! A kernel's parameter list, as the driver reports it (`cuKernelGetParamInfo`, CUDA 12.4 on).
 
-use std::sync::Arc;
-
 use crate::sys::{CUkernel, CUresult, Driver, LoadError};
 
 /// One parameter of a kernel, from `cuKernelGetParamInfo`.
@@ -13,10 +11,81 @@ pub struct ParamInfo {
     pub size: usize,
 }
 
+/// A kernel's parameter list, with the sizes also packed in place for the launch check.
+#[derive(Debug)]
+pub(crate) struct Params {
+    list: Box<[ParamInfo]>,
+    /// The sizes of a list of at most [`PACKED`] parameters: the launch check compares them
+    /// without reading the list, which lives elsewhere in memory (one cache line fewer on each
+    /// launch, which counts when launches are far apart and the line has gone cold).
+    packed: Option<PackedSizes>,
+}
+
+/// The most parameters whose sizes are packed.
+const PACKED: usize = 15;
+
+/// Up to [`PACKED`] parameter sizes (each under 64 KiB: a kernel's parameters fit in 32,764
+/// bytes) and their count, in 32 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PackedSizes {
+    count: u16,
+    sizes: [u16; PACKED],
+}
+
+impl PackedSizes {
+    /// `None` for more than [`PACKED`] sizes or a size of 64 KiB or more.
+    #[inline(always)]
+    fn pack(sizes: impl ExactSizeIterator<Item = usize>) -> Option<Self> {
+        let count = sizes.len();
+        if count > PACKED {
+            return None;
+        }
+        let mut packed = Self {
+            count: count as u16,
+            sizes: [0; PACKED],
+        };
+        for (slot, size) in packed.sizes.iter_mut().zip(sizes) {
+            *slot = u16::try_from(size).ok()?;
+        }
+        Some(packed)
+    }
+}
+
+impl Params {
+    pub(super) fn new(list: Vec<ParamInfo>) -> Self {
+        let packed = PackedSizes::pack(list.iter().map(|param| param.size));
+        Self {
+            list: list.into_boxed_slice(),
+            packed,
+        }
+    }
+
+    /// The parameters, in order.
+    pub(crate) fn list(&self) -> &[ParamInfo] {
+        &self.list
+    }
+
+    /// Whether arguments of these `sizes` fit the parameters, one for one.
+    #[inline(always)]
+    pub(crate) fn fit(&self, sizes: &[usize]) -> bool {
+        match self.packed {
+            Some(packed) => PackedSizes::pack(sizes.iter().copied()) == Some(packed),
+            None => {
+                self.list.len() == sizes.len()
+                    && self
+                        .list
+                        .iter()
+                        .zip(sizes)
+                        .all(|(param, &size)| param.size == size)
+            }
+        }
+    }
+}
+
 /// What reading a kernel's parameter list gave.
 pub(super) enum ParamRead {
     /// The list.
-    Known(Arc<[ParamInfo]>),
+    Known(Params),
     /// The driver cannot tell (before CUDA 12.4): no checks.
     Unknowable,
     /// No context was current, or the driver failed for now: a later read may succeed.
@@ -38,7 +107,7 @@ pub(super) fn read(driver: &'static Driver, kernel: CUkernel) -> ParamRead {
         // SAFETY: valid out-pointers and kernel; an index past the end is an error code.
         match unsafe { driver.cuKernelGetParamInfo(kernel, params.len(), &mut offset, &mut size) } {
             Ok(CUresult::CUDA_SUCCESS) => params.push(ParamInfo { offset, size }),
-            Ok(CUresult::CUDA_ERROR_INVALID_VALUE) => return ParamRead::Known(params.into()),
+            Ok(CUresult::CUDA_ERROR_INVALID_VALUE) => return ParamRead::Known(Params::new(params)),
             // The driver cannot tell, now or later.
             Ok(CUresult::CUDA_ERROR_NOT_SUPPORTED) => return ParamRead::Unknowable,
             Err(LoadError::SymbolMissing { .. }) => return ParamRead::Unknowable,
@@ -47,4 +116,60 @@ pub(super) fn read(driver: &'static Driver, kernel: CUkernel) -> ParamRead {
         }
     }
     ParamRead::Unknowable
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn params(sizes: &[usize]) -> Params {
+        let mut offset = 0;
+        Params::new(
+            sizes
+                .iter()
+                .map(|&size| {
+                    let param = ParamInfo { offset, size };
+                    offset += size;
+                    param
+                })
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn short_lists_are_packed_and_long_or_wide_ones_are_not() {
+        assert!(params(&[4, 8, 8, 8, 8]).packed.is_some());
+        assert!(params(&[]).packed.is_some());
+        assert!(params(&[8; PACKED]).packed.is_some());
+        assert!(params(&[8; PACKED + 1]).packed.is_none());
+        assert!(params(&[4, 65_536]).packed.is_none());
+        assert_eq!(params(&[4, 8]).list().len(), 2);
+    }
+
+    #[test]
+    fn arguments_fit_only_one_for_one() {
+        let saxpy = params(&[4, 8, 8, 8, 8]);
+        assert!(saxpy.fit(&[4, 8, 8, 8, 8]));
+        assert!(!saxpy.fit(&[4, 8, 8, 8]));
+        assert!(!saxpy.fit(&[4, 8, 8, 8, 8, 0]));
+        assert!(!saxpy.fit(&[8, 8, 8, 8, 8]));
+        assert!(!saxpy.fit(&[4, 8, 8, 8, 8 + 65_536]));
+        assert!(params(&[]).fit(&[]));
+        assert!(!params(&[]).fit(&[0]));
+    }
+
+    proptest! {
+        /// Packed or not, `fit` says what comparing the lists one for one says.
+        #[test]
+        fn fit_is_the_plain_comparison(
+            kernel in proptest::collection::vec(prop_oneof![1usize..=16, 1usize..70_000], 0..20),
+            args in proptest::collection::vec(prop_oneof![1usize..=16, 1usize..70_000], 0..20),
+            same in any::<bool>(),
+        ) {
+            let args = if same { kernel.clone() } else { args };
+            let plain = kernel == args;
+            prop_assert_eq!(params(&kernel).fit(&args), plain);
+        }
+    }
 }

@@ -1,8 +1,20 @@
 //! How to launch: grid, block, cluster shapes, shared memory and cooperation, checked
 //! against the device's [`LaunchLimits`] before the driver sees them.
 
+use crate::context::Context;
 use crate::device::LaunchLimits;
 use crate::error::{Error, Result};
+
+/// Limits every device this crate can drive has (compute capability 5.0 and newer, the oldest
+/// CUDA 12 supports): a configuration within them needs no look at the device's own.
+const EVERY_DEVICE: LaunchLimits = LaunchLimits {
+    max_threads_per_block: 1024,
+    max_block_dim: [1024, 1024, 64],
+    max_grid_dim: [i32::MAX as u32, 65_535, 65_535],
+    max_shared_memory_per_block_optin: 48 * 1024,
+    cluster_launch: false,
+    cooperative_launch: false,
+};
 
 /// Three dimensions of a grid, block or cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -137,6 +149,48 @@ impl LaunchConfig {
     /// - [`Error::Unsupported`] for clusters before compute capability 9.0, or a cooperative
     ///   launch the device does not support.
     pub fn validate(&self, limits: &LaunchLimits) -> Result<()> {
+        if self.fits(limits) {
+            return Ok(());
+        }
+        self.check(limits)
+    }
+
+    /// Checks the configuration against `context`'s device, reading its limits (once per
+    /// context) only for a configuration beyond what every device allows: a launch of up to
+    /// 1024 threads per block and 48 KiB of dynamic shared memory, without a cluster or
+    /// cooperation, reads nothing but the configuration.
+    ///
+    /// # Errors
+    ///
+    /// As [`validate`](Self::validate); the driver's error reading the limits.
+    #[inline]
+    pub(crate) fn validate_in(&self, context: &Context) -> Result<()> {
+        if self.fits(&EVERY_DEVICE) {
+            return Ok(());
+        }
+        self.check(context.launch_limits()?)
+    }
+
+    /// Whether the configuration is within `limits`, without saying why not.
+    #[inline(always)]
+    fn fits(&self, limits: &LaunchLimits) -> bool {
+        let (grid, block) = (self.grid, self.block);
+        let within = |value: u32, max: u32| (1..=max).contains(&value);
+        self.cluster.is_none()
+            && !self.cooperative
+            && self.shared_mem <= limits.max_shared_memory_per_block_optin
+            && within(grid.x, limits.max_grid_dim[0])
+            && within(grid.y, limits.max_grid_dim[1])
+            && within(grid.z, limits.max_grid_dim[2])
+            && within(block.x, limits.max_block_dim[0])
+            && within(block.y, limits.max_block_dim[1])
+            && within(block.z, limits.max_block_dim[2])
+            && block.volume() <= u64::from(limits.max_threads_per_block)
+    }
+
+    /// [`validate`](Self::validate) without the shortcut: says what is wrong.
+    #[cold]
+    fn check(&self, limits: &LaunchLimits) -> Result<()> {
         let invalid = |what: String| Err(Error::invalid_argument(what));
         if self.grid.volume() == 0 || self.block.volume() == 0 {
             return invalid(format!(
@@ -209,6 +263,74 @@ mod tests {
         cluster_launch: true,
         cooperative_launch: true,
     };
+
+    /// The limits of the smallest device: what every one allows, and no more.
+    const SMALLEST: LaunchLimits = EVERY_DEVICE;
+
+    #[test]
+    fn what_every_device_allows_is_valid_on_each() {
+        for config in [
+            LaunchConfig::new(1, 1),
+            LaunchConfig::new(4096, 256),
+            LaunchConfig::new((i32::MAX as u32, 65_535, 65_535), (1024, 1, 1)),
+            LaunchConfig::new(1, (1, 16, 64)),
+            LaunchConfig {
+                shared_mem: 48 * 1024,
+                ..LaunchConfig::new(1, 32)
+            },
+        ] {
+            assert!(config.fits(&EVERY_DEVICE), "{config:?}");
+            assert!(config.validate(&H200).is_ok(), "{config:?}");
+            assert!(config.validate(&SMALLEST).is_ok(), "{config:?}");
+        }
+    }
+
+    #[test]
+    fn beyond_what_every_device_allows_the_device_decides() {
+        let big_shared = LaunchConfig {
+            shared_mem: 100 * 1024,
+            ..LaunchConfig::new(1, 32)
+        };
+        let cooperative = LaunchConfig {
+            cooperative: true,
+            ..LaunchConfig::new(1, 32)
+        };
+        let clustered = LaunchConfig::clusters(4, 2, 128).unwrap();
+        for config in [big_shared, cooperative, clustered] {
+            assert!(!config.fits(&EVERY_DEVICE), "{config:?}");
+            assert!(config.validate(&H200).is_ok(), "{config:?}");
+            assert!(config.validate(&SMALLEST).is_err(), "{config:?}");
+        }
+        for config in [
+            LaunchConfig::new(0, 32),
+            LaunchConfig::new(1, 0),
+            LaunchConfig::new(1, 2048),
+            LaunchConfig::new(1, (32, 32, 2)),
+            LaunchConfig::new((1, 65_536), 32),
+            LaunchConfig::new(1, (1, 1, 65)),
+        ] {
+            assert!(!config.fits(&EVERY_DEVICE), "{config:?}");
+            assert!(config.validate(&H200).is_err(), "{config:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The shortcut agrees with the full check: within what every device allows, the
+        /// check passes on any device at least as large.
+        #[test]
+        fn the_shortcut_never_accepts_what_the_check_refuses(
+            grid in (0u32..=u32::MAX, 0u32..=70_000, 0u32..=70_000),
+            block in (0u32..=2048, 0u32..=2048, 0u32..=128),
+            shared_mem in 0u32..=300_000,
+        ) {
+            let config = LaunchConfig { shared_mem, ..LaunchConfig::new(grid, block) };
+            proptest::prop_assert_eq!(config.fits(&H200), config.check(&H200).is_ok());
+            if config.fits(&EVERY_DEVICE) {
+                proptest::prop_assert!(config.check(&SMALLEST).is_ok());
+                proptest::prop_assert!(config.check(&H200).is_ok());
+            }
+        }
+    }
 
     #[test]
     fn dims_convert_and_multiply() {

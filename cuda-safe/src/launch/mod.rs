@@ -38,7 +38,7 @@ pub use config::{Dim3, LaunchConfig};
 
 use crate::context::Context;
 use crate::error::{Error, Result, cu};
-use crate::kernel::Kernel;
+use crate::kernel::{Kernel, ParamInfo};
 use crate::ordering::ForeignStreams;
 use crate::stream::Stream;
 use crate::sys::{
@@ -58,28 +58,47 @@ pub(crate) fn check_args(
     sizes: &[usize],
     names: &[&'static str],
 ) -> Result<()> {
-    let Some(params) = kernel.params_in(context) else {
-        return Ok(());
-    };
+    match kernel.params_in(context) {
+        Some(params) if !params.fit(sizes) => {
+            Err(args_mismatch(kernel, params.list(), sizes, names))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// What differs between a kernel's parameters and the arguments given.
+#[cold]
+fn args_mismatch(
+    kernel: &Kernel,
+    params: &[ParamInfo],
+    sizes: &[usize],
+    names: &[&'static str],
+) -> Error {
     if params.len() != sizes.len() {
-        return Err(Error::invalid_argument(format!(
+        return Error::invalid_argument(format!(
             "kernel `{}` takes {} parameters, {} arguments were given",
             kernel.name(),
             params.len(),
             sizes.len()
-        )));
+        ));
     }
-    for (index, (param, &size)) in params.iter().zip(sizes).enumerate() {
-        if param.size != size {
-            return Err(Error::invalid_argument(format!(
-                "parameter {index} of kernel `{}` is {} bytes, the argument ({}) is {size}",
-                kernel.name(),
-                param.size,
-                names.get(index).copied().unwrap_or("?"),
-            )));
-        }
+    let differing = params
+        .iter()
+        .zip(sizes)
+        .enumerate()
+        .find(|(_, (param, size))| param.size != **size);
+    match differing {
+        Some((index, (param, size))) => Error::invalid_argument(format!(
+            "parameter {index} of kernel `{}` is {} bytes, the argument ({}) is {size}",
+            kernel.name(),
+            param.size,
+            names.get(index).copied().unwrap_or("?"),
+        )),
+        None => Error::invalid_argument(format!(
+            "the arguments of kernel `{}` do not fit its parameters",
+            kernel.name()
+        )),
     }
-    Ok(())
 }
 
 /// Launches `kernel` on `stream` with `config` and `args`: one `cuLaunchKernel`, or one
@@ -128,7 +147,7 @@ pub unsafe fn launch<A: KernelArgs>(
     kernel: &Kernel,
     args: A,
 ) -> Result<()> {
-    config.validate(stream.context().launch_limits()?)?;
+    config.validate_in(stream.context())?;
     let foreign = ForeignStreams::any(stream, |each| args.for_each_stream(each));
     let others = if foreign {
         // Everything that can fail before the launch does so here: after it, an error would
@@ -153,7 +172,7 @@ pub unsafe fn launch<A: KernelArgs>(
             // What the kernel does with its arguments is the caller's promise.
             return unsafe {
                 cu!(
-                    kernel.driver(),
+                    stream.driver(),
                     cuLaunchKernel(
                         kernel.as_raw() as CUfunction,
                         config.grid.x,
@@ -233,7 +252,7 @@ pub unsafe fn launch_with<A: KernelArgs>(
     kernel: &Kernel,
     args: A,
 ) -> Result<()> {
-    config.validate(stream.context().launch_limits()?)?;
+    config.validate_in(stream.context())?;
     if attributes.count() > 0 {
         attributes.validate(config, &AttributeSupport::of(stream)?)?;
         attributes.validate_event(stream)?;
