@@ -6,6 +6,13 @@
 //     c  convert each green context to a CUcontext (cuCtxFromGreenCtx), as cuda-safe does
 //     p  probe buffers from the device's default pool (cuMemAllocFromPoolAsync) instead of cuMemAlloc
 //     s  the probe's launch and sync with the probe's green context current (cuCtxSetCurrent)
+//     k  the saxpy kernel's parameters read (cuKernelGetParamInfo) before its first launch,
+//        with the primary context current, as cuda-safe's first launch does
+//     m  the default pool's release threshold set to the maximum (with p), as cuda-safe does
+//     r  the primary context's two streams made with cuStreamCreateWithPriority(flags, 0)
+//     e  before the green probes, the probe's green stream waits once for an event recorded
+//        on the primary probe stream, as cuda-safe's Buffer::set_stream orders the buffers
+//     a  all of c, p, k, m, r and e: the setup calls cuda-safe's green_isolation makes
 //     g  also time each busy probe on the GPU (events around the launch) and read the SM clock
 //        (NVML) after it, printing one DETAIL line per sample: wall us, GPU us, SM MHz
 //     A  in-process A/B instead: two pairs of green contexts on the same SM groups, one pair
@@ -61,7 +68,10 @@ int main(int argc, char** argv) {
   int nbusy = argc > 2 ? atoi(argv[2]) : 8;
   if (nbusy < 1 || nbusy > 4096) nbusy = 8;
   int detail = strchr(flags, 'g') != NULL;
-  int convert = strchr(flags, 'c') != NULL, pool = strchr(flags, 'p') != NULL, current = strchr(flags, 's') != NULL;
+  int as_crate = strchr(flags, 'a') != NULL;
+  int convert = as_crate || strchr(flags, 'c'), pool = as_crate || strchr(flags, 'p'), current = strchr(flags, 's') != NULL;
+  int params = as_crate || strchr(flags, 'k'), threshold = as_crate || strchr(flags, 'm');
+  int priority = as_crate || strchr(flags, 'r'), ordered = as_crate || strchr(flags, 'e');
   CUdevice dev; CUcontext primary;
   CK(cuInit(0)); CK(cuDeviceGet(&dev, 0));
   CK(cuDevicePrimaryCtxRetain(&primary, dev)); CK(cuCtxSetCurrent(primary));
@@ -77,14 +87,23 @@ int main(int argc, char** argv) {
   CUlibrary lib; CK(cuLibraryLoadData(&lib, cubin, NULL, NULL, 0, NULL, NULL, 0));
   CUkernel k;
   CK(cuLibraryGetKernel(&k, lib, "saxpy")); f_saxpy = (CUfunction)k;
+  if (params) {
+    for (size_t i = 0; i < 5; i++) { size_t offset, bytes; CK(cuKernelGetParamInfo(k, i, &offset, &bytes)); }
+  }
   CK(cuLibraryGetKernel(&k, lib, "spin")); f_spin = (CUfunction)k;
 
-  CUstream sa, sb; CK(cuStreamCreate(&sa, CU_STREAM_NON_BLOCKING)); CK(cuStreamCreate(&sb, CU_STREAM_NON_BLOCKING));
+  CUstream sa, sb;
+  if (priority) {
+    CK(cuStreamCreateWithPriority(&sa, CU_STREAM_NON_BLOCKING, 0)); CK(cuStreamCreateWithPriority(&sb, CU_STREAM_NON_BLOCKING, 0));
+  } else {
+    CK(cuStreamCreate(&sa, CU_STREAM_NON_BLOCKING)); CK(cuStreamCreate(&sb, CU_STREAM_NON_BLOCKING));
+  }
   unsigned long long spin_ns = 2000000ULL; void* sargs[] = {&spin_ns};
   unsigned spin_blocks = sms * 2 * 25;
   CUdeviceptr px, py, po;
   if (pool) {
     CUmemoryPool mp; CK(cuDeviceGetDefaultMemPool(&mp, dev));
+    if (threshold) { cuuint64_t most = ~0ULL; CK(cuMemPoolSetAttribute(mp, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &most)); }
     CK(cuMemAllocFromPoolAsync(&px, 4 << 20, mp, sb)); CK(cuMemAllocFromPoolAsync(&py, 4 << 20, mp, sb));
     CK(cuMemAllocFromPoolAsync(&po, 4 << 20, mp, sb)); CK(cuStreamSynchronize(sb));
   } else {
@@ -111,6 +130,10 @@ int main(int argc, char** argv) {
     CK(cuGreenCtxCreate(&g[i], desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
     if (convert || current) CK(cuCtxFromGreenCtx(&gc[i], g[i]));
     CK(cuGreenCtxStreamCreate(&gs[i], g[i], CU_STREAM_NON_BLOCKING, 0));
+  }
+  if (ordered) {
+    CUevent marker; CK(cuEventCreate(&marker, CU_EVENT_DISABLE_TIMING));
+    CK(cuEventRecord(marker, sb)); CK(cuStreamWaitEvent(gs[1], marker, 0));
   }
   if (current) CK(cuCtxSetCurrent(gc[1]));
   nvmlDevice_t nd = NULL; CUevent e0 = NULL, e1 = NULL;

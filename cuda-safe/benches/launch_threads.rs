@@ -3,17 +3,28 @@
 //! synchronizing its stream; throughput is all launches over the wall time from the common
 //! start to the last thread's end (median of 5). The same loop as
 //! `bench/launch_threads_floor.c`, with the same `FIG` names.
+//!
+//! `launch_threads crate raw` measures instead, in one process, the crate's loop against the
+//! floor's raw driver calls (`cuLaunchKernel` + `cuStreamSynchronize` on the same kernel) for
+//! each thread count, alternating A B B A repeat by repeat, and prints the medians of each way
+//! and `FIG launch_throughput_<T>_threads_crate_over_raw`, the median per-pair ratio of their
+//! rates. `raw raw` is the control (two identical ways: the method's own spread).
 
 use std::process::ExitCode;
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Instant;
 
-use cuda_safe::{CodeKind, Device, Kernel, LaunchConfig, Program, ProgramOptions, Result, launch};
+use cuda_safe::sys::{CUfunction, CUresult};
+use cuda_safe::{
+    CodeKind, Device, Error, Kernel, LaunchConfig, Program, ProgramOptions, Result, Stream, launch,
+};
 
 const LAUNCHES: u32 = 20_000;
 const WARMUP: u32 = 1_000;
 const REPEATS: usize = 5;
+/// Pairs of repeats per thread count when two ways are compared.
+const PAIRS: usize = 8;
 
 fn main() -> ExitCode {
     match run() {
@@ -25,7 +36,90 @@ fn main() -> ExitCode {
     }
 }
 
+/// How a thread launches and waits.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Way {
+    /// [`launch`] + [`Stream::sync`].
+    Crate,
+    /// `cuLaunchKernel` + `cuStreamSynchronize`, as the floor.
+    Raw,
+}
+
+impl Way {
+    fn parse(name: &str) -> Result<Self> {
+        match name {
+            "crate" => Ok(Self::Crate),
+            "raw" => Ok(Self::Raw),
+            other => Err(Error::invalid_argument(format!(
+                "unknown way `{other}`: crate or raw"
+            ))),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Crate => "crate",
+            Self::Raw => "raw",
+        }
+    }
+
+    /// `count` launches of `kernel` (no parameters) on `stream`, then a wait for them.
+    fn run(self, kernel: &Kernel, stream: &Stream, count: u32) -> Result<()> {
+        let config = LaunchConfig::new(1, 1);
+        match self {
+            Self::Crate => {
+                for _ in 0..count {
+                    // SAFETY: `empty` takes no arguments and touches no memory.
+                    unsafe { launch(stream, &config, kernel, ())? };
+                }
+                stream.sync()
+            }
+            Self::Raw => {
+                let driver = cuda_safe::sys::driver()?;
+                let (function, raw): (CUfunction, _) = (kernel.as_raw().cast(), stream.as_raw());
+                for _ in 0..count {
+                    // SAFETY: a CUkernel is accepted where a CUfunction is; `empty` takes no
+                    // parameters; `raw` is a live stream of the context the kernel runs in.
+                    let launched = unsafe {
+                        driver.cuLaunchKernel(
+                            function,
+                            1,
+                            1,
+                            1,
+                            1,
+                            1,
+                            1,
+                            0,
+                            raw,
+                            std::ptr::null_mut(),
+                            std::ptr::null_mut(),
+                        )
+                    }?;
+                    check("cuLaunchKernel", launched)?;
+                }
+                // SAFETY: a live stream.
+                check("cuStreamSynchronize", unsafe {
+                    driver.cuStreamSynchronize(raw)
+                }?)
+            }
+        }
+    }
+}
+
+fn check(function: &'static str, code: CUresult) -> Result<()> {
+    if code == CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(Error::cuda(function, code))
+    }
+}
+
 fn run() -> Result<()> {
+    let ways = std::env::args()
+        .skip(1)
+        .filter(|arg| !arg.starts_with("--"))
+        .map(|name| Way::parse(&name))
+        .collect::<Result<Vec<_>>>()?;
     let device = Device::new(0)?;
     device.set_current()?;
     let empty = Program::new(
@@ -35,41 +129,89 @@ fn run() -> Result<()> {
     .compile(CodeKind::Cubin)?
     .load()?
     .get_kernel("empty")?;
-    for threads in [1usize, 2, 4, 8] {
-        let mut rates = (0..REPEATS)
-            .map(|_| throughput(&device, &empty, threads))
-            .collect::<Result<Vec<f64>>>()?;
-        rates.sort_by(f64::total_cmp);
-        println!(
-            "FIG launch_throughput_{threads}_threads {:.1} 1/s",
-            rates[REPEATS / 2]
-        );
+    match ways[..] {
+        [] => floor_figures(&device, &empty)?,
+        [first, second] => compare(&device, &empty, first, second)?,
+        _ => {
+            return Err(Error::invalid_argument(
+                "name no way (the floor's figures) or two ways to compare: crate raw",
+            ));
+        }
     }
     println!("DONE");
     Ok(())
 }
 
-/// Launches per second with `threads` threads.
-fn throughput(device: &Device, kernel: &Kernel, threads: usize) -> Result<f64> {
+/// The floor's figures: the median of 5 repeats of the crate's loop per thread count.
+fn floor_figures(device: &Device, kernel: &Kernel) -> Result<()> {
+    for threads in [1usize, 2, 4, 8] {
+        let mut rates = (0..REPEATS)
+            .map(|_| throughput(device, kernel, threads, Way::Crate))
+            .collect::<Result<Vec<f64>>>()?;
+        println!(
+            "FIG launch_throughput_{threads}_threads {:.1} 1/s",
+            median(&mut rates)
+        );
+    }
+    Ok(())
+}
+
+/// Both ways per thread count, A B B A, and the median per-pair ratio of their rates.
+fn compare(device: &Device, kernel: &Kernel, first: Way, second: Way) -> Result<()> {
+    let (one, two) = (first.name(), second.name());
+    for threads in [1usize, 2, 4, 8] {
+        let (mut ones, mut twos, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+        for pair in 0..PAIRS {
+            let (a, b) = if pair % 2 == 0 {
+                let a = throughput(device, kernel, threads, first)?;
+                (a, throughput(device, kernel, threads, second)?)
+            } else {
+                let b = throughput(device, kernel, threads, second)?;
+                (throughput(device, kernel, threads, first)?, b)
+            };
+            ones.push(a);
+            twos.push(b);
+            ratios.push(a / b);
+        }
+        println!(
+            "FIG launch_throughput_{threads}_threads_{one} {:.1} 1/s",
+            median(&mut ones)
+        );
+        if first != second {
+            println!(
+                "FIG launch_throughput_{threads}_threads_{two} {:.1} 1/s",
+                median(&mut twos)
+            );
+        }
+        println!(
+            "FIG launch_throughput_{threads}_threads_{one}_over_{two} {:.4} ratio",
+            median(&mut ratios)
+        );
+    }
+    Ok(())
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// Launches per second with `threads` threads launching `way`.
+fn throughput(device: &Device, kernel: &Kernel, threads: usize, way: Way) -> Result<f64> {
     let ready = Arc::new(Barrier::new(threads + 1));
     let workers: Vec<_> = (0..threads)
         .map(|_| {
             let (device, kernel, ready) = (*device, kernel.clone(), ready.clone());
             thread::spawn(move || -> Result<Instant> {
                 let stream = device.create_stream(Default::default());
-                let config = LaunchConfig::new(1, 1);
-                let run = |count: u32, stream: &cuda_safe::Stream| -> Result<()> {
-                    for _ in 0..count {
-                        // SAFETY: `empty` takes no arguments and touches no memory.
-                        unsafe { launch(stream, &config, &kernel, ())? };
-                    }
-                    stream.sync()
-                };
-                let warmed = stream.and_then(|stream| run(WARMUP, &stream).map(|()| stream));
+                let warmed = stream.and_then(|stream| {
+                    way.run(&kernel, &stream, WARMUP)?;
+                    Ok(stream)
+                });
                 ready.wait(); // everyone warmed up (or failed)
                 ready.wait(); // the clock starts
                 let stream = warmed?;
-                run(LAUNCHES, &stream)?;
+                way.run(&kernel, &stream, LAUNCHES)?;
                 Ok(Instant::now())
             })
         })
@@ -81,7 +223,7 @@ fn throughput(device: &Device, kernel: &Kernel, threads: usize) -> Result<f64> {
     for worker in workers {
         let finished = worker
             .join()
-            .map_err(|_| cuda_safe::Error::invalid_argument("a launching thread panicked"))??;
+            .map_err(|_| Error::invalid_argument("a launching thread panicked"))??;
         end = end.max(finished);
     }
     Ok(threads as f64 * f64::from(LAUNCHES) / (end - start).as_secs_f64())

@@ -42,22 +42,35 @@ pub(super) fn copy_shared_floors(root: &Path, out: &Path) -> Result<(), String> 
     Ok(())
 }
 
-/// Copies the repository's own `bench/` files (C floors, benchmark scripts) into `bench/` of
-/// the bundle, keeping the executable bit of scripts.
+/// Copies the repository's own `bench/` files (C floors, benchmark scripts) and its folders
+/// (`bench/diag/`, the diagnostic tools) into `bench/` of the bundle, keeping the executable bit
+/// of scripts.
 pub(super) fn copy_bench_sources(root: &Path, out: &Path) -> Result<(), String> {
-    let src_dir = root.join("bench");
-    let Ok(entries) = fs::read_dir(&src_dir) else {
+    copy_tree(&root.join("bench"), &out.join("bench"))
+}
+
+/// Copies the files under `src_dir` into `dir`, folder by folder, making `*.sh` executable; a
+/// missing `src_dir` copies nothing, and links are skipped.
+fn copy_tree(src_dir: &Path, dir: &Path) -> Result<(), String> {
+    let Ok(entries) = fs::read_dir(src_dir) else {
         return Ok(());
     };
-    let dir = out.join("bench");
-    fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     for entry in entries {
         let entry = entry.map_err(|e| format!("reading {}: {e}", src_dir.display()))?;
         let src = entry.path();
-        if !src.is_file() {
+        let dest = dir.join(entry.file_name());
+        // Links are not followed (nor copied): a link to a folder above would never end.
+        let kind = entry
+            .file_type()
+            .map_err(|e| format!("reading {}: {e}", src.display()))?;
+        if kind.is_dir() {
+            copy_tree(&src, &dest)?;
             continue;
         }
-        let dest = dir.join(entry.file_name());
+        if !kind.is_file() {
+            continue;
+        }
         fs::copy(&src, &dest).map_err(|e| format!("copying {}: {e}", src.display()))?;
         if src.extension().is_some_and(|ext| ext == "sh") {
             make_executable(&dest)?;
@@ -79,6 +92,9 @@ mod tests {
         fs::create_dir_all(root.join("bench/data")).expect("mkdir");
         fs::write(root.join("bench/nvml_floor.c"), "int main;").expect("write");
         fs::write(root.join("bench/run_it.sh"), "true").expect("write");
+        fs::create_dir_all(root.join("bench/diag")).expect("mkdir");
+        fs::write(root.join("bench/diag/rounds.sh"), "rounds").expect("write");
+        fs::write(root.join("bench/diag/variants.c"), "int v;").expect("write");
         fs::create_dir_all(dir.join("shared/bench")).expect("mkdir");
         fs::write(dir.join("shared/bench/driver_floor.c"), "floor").expect("write");
         fs::write(dir.join("shared/bench/disk_hit_floor.c"), "disk").expect("write");
@@ -91,6 +107,8 @@ mod tests {
         assert_eq!(
             list_files(&out),
             Ok(vec![
+                ("bench/diag/rounds.sh".to_owned(), 6),
+                ("bench/diag/variants.c".to_owned(), 6),
                 ("bench/disk_hit_floor.c".to_owned(), 4),
                 ("bench/driver_floor.c".to_owned(), 5),
                 ("bench/graph_floor.c".to_owned(), 6),
@@ -109,6 +127,8 @@ mod tests {
                     .mode()
             };
             assert_eq!(mode("run_it.sh") & 0o111, 0o111);
+            assert_eq!(mode("diag/rounds.sh") & 0o111, 0o111);
+            assert_eq!(mode("diag/variants.c") & 0o111, 0);
             assert_eq!(mode("nvml_floor.c") & 0o111, 0);
         }
         fs::remove_dir_all(&dir).expect("cleanup");

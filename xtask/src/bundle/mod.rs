@@ -7,7 +7,8 @@
 //!   run.sh                                  runs everything, writes run.log and summary.txt
 //!   MANIFEST.txt                            git commit, dirty count, every file and its size
 //!   bench/{driver,disk_hit,graph,multi_gpu,nccl}_floor.c  the shared C floors (from ../shared/bench/)
-//!   bench/*.c                               the repository's own C floors (nvml_floor.c, ...)
+//!   bench/*.c, bench/*.sh, bench/*.py       the repository's own C floors and benchmark scripts
+//!   bench/diag/                             the diagnostic tools (bench/diag/README.md)
 //!   cuda-12/{tests,examples,benches}/NAME   executables built with the default features (and
 //!                                           `nccl` where a package has it: the NCCL tests and
 //!                                           the allreduce examples)
