@@ -69,7 +69,7 @@ fn run() -> Result<bool> {
     for bytes in measure::SIZES {
         let count = bytes / size_of::<f32>();
         for slice in &mut whole {
-            slice.slice_mut(..count)?.fill(1.0)?;
+            slice.slice_mut(..count)?.fill(measure::START)?;
         }
         // The parts a group borrows until it ends, made once per size.
         let mut parts = whole
@@ -97,7 +97,7 @@ fn run() -> Result<bool> {
             bytes,
             micros,
             value: first[0],
-            expected: measure::expected(bytes, ranks),
+            sum: measure::Sum::check(first[0], bytes, ranks),
         };
         all_right &= measure::print_row(&row, ranks);
     }

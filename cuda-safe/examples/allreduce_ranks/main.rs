@@ -96,7 +96,7 @@ fn rank() -> Result<bool> {
     for bytes in measure::SIZES {
         let count = bytes / size_of::<f32>();
         let mut part = whole.slice_mut(..count)?;
-        part.fill(1.0)?;
+        part.fill(measure::START)?;
         let micros = measure::time(
             bytes,
             || {
@@ -112,12 +112,12 @@ fn rank() -> Result<bool> {
             bytes,
             micros,
             value: first[0],
-            expected: measure::expected(bytes, ranks),
+            sum: measure::Sum::check(first[0], bytes, ranks),
         };
         if rank == 0 {
             all_right &= measure::print_row(&row, ranks);
         } else {
-            all_right &= row.value == row.expected;
+            all_right &= row.sum.is_right();
         }
     }
     comm.finalize()?;
