@@ -85,86 +85,59 @@ pub struct HostPitchedMut<'a, T> {
     pub(super) rows: usize,
 }
 
-impl<'a, T: Pod> Pitched<'a, T> {
-    /// A view of `len` bytes at `ptr` (checked by the caller: inside one allocation, aligned).
-    pub(super) fn from_parts(
-        ptr: CUdeviceptr,
-        len: usize,
-        pitch: usize,
-        rows: usize,
-        stream: &'a Stream,
-    ) -> Self {
-        Self {
-            ptr,
-            len,
-            pitch,
-            rows,
-            stream,
-            _elements: PhantomData,
+/// What [`Pitched`] and [`PitchedMut`] share: made from checked parts, their pitch, rows,
+/// address and shape.
+macro_rules! device_view_common {
+    ($view:ident) => {
+        impl<'a, T: Pod> $view<'a, T> {
+            /// A view of `len` bytes at `ptr` (checked by the caller: inside one allocation,
+            /// aligned).
+            pub(super) fn from_parts(
+                ptr: CUdeviceptr,
+                len: usize,
+                pitch: usize,
+                rows: usize,
+                stream: &'a Stream,
+            ) -> Self {
+                Self {
+                    ptr,
+                    len,
+                    pitch,
+                    rows,
+                    stream,
+                    _elements: PhantomData,
+                }
+            }
+
+            /// The row pitch in bytes.
+            pub fn pitch(&self) -> usize {
+                self.pitch
+            }
+
+            /// The rows per slice.
+            pub fn rows(&self) -> usize {
+                self.rows
+            }
+
+            /// The device address of the first row.
+            pub fn as_raw(&self) -> CUdeviceptr {
+                self.ptr
+            }
+
+            pub(super) fn shape(&self) -> Shape {
+                linear::<T>(self.len, self.pitch, self.rows)
+            }
         }
-    }
-
-    /// The row pitch in bytes.
-    pub fn pitch(&self) -> usize {
-        self.pitch
-    }
-
-    /// The rows per slice.
-    pub fn rows(&self) -> usize {
-        self.rows
-    }
-
-    /// The device address of the first row.
-    pub fn as_raw(&self) -> CUdeviceptr {
-        self.ptr
-    }
-
-    pub(super) fn shape(&self) -> Shape {
-        linear::<T>(self.len, self.pitch, self.rows)
-    }
+    };
 }
 
-impl<'a, T: Pod> PitchedMut<'a, T> {
-    /// An exclusive view of `len` bytes at `ptr` (checked by the caller).
-    pub(super) fn from_parts(
-        ptr: CUdeviceptr,
-        len: usize,
-        pitch: usize,
-        rows: usize,
-        stream: &'a Stream,
-    ) -> Self {
-        Self {
-            ptr,
-            len,
-            pitch,
-            rows,
-            stream,
-            _elements: PhantomData,
-        }
-    }
+device_view_common!(Pitched);
+device_view_common!(PitchedMut);
 
-    /// The row pitch in bytes.
-    pub fn pitch(&self) -> usize {
-        self.pitch
-    }
-
-    /// The rows per slice.
-    pub fn rows(&self) -> usize {
-        self.rows
-    }
-
-    /// The device address of the first row.
-    pub fn as_raw(&self) -> CUdeviceptr {
-        self.ptr
-    }
-
+impl<T: Pod> PitchedMut<'_, T> {
     /// A shared view of the same memory.
     pub fn as_pitched(&self) -> Pitched<'_, T> {
         Pitched::from_parts(self.ptr, self.len, self.pitch, self.rows, self.stream)
-    }
-
-    pub(super) fn shape(&self) -> Shape {
-        linear::<T>(self.len, self.pitch, self.rows)
     }
 }
 

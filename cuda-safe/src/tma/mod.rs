@@ -248,9 +248,10 @@ impl TensorMap {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] naming the rule broken (rank, alignment, dimension, stride
-    /// multiple of 16, layout, extent past the buffer's end, box limits, box inner bytes
-    /// multiple of 16, swizzle span, element strides, out-of-bounds fill); the driver's error
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming the rule broken (rank,
+    /// alignment, dimension, stride multiple of 16, layout, extent past the buffer's end, box
+    /// limits, box inner bytes multiple of 16, swizzle span, element strides, out-of-bounds
+    /// fill); the driver's error
     /// (a GPU before compute capability 9.0 has no TMA).
     #[doc(alias = "cuTensorMapEncodeTiled")]
     pub fn tiled(
