@@ -9,7 +9,7 @@
 //! way and kills them with SIGKILL in the middle of their `put`s.
 
 use std::fs;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, ErrorKind};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -238,13 +238,17 @@ impl Drop for Writers {
     }
 }
 
-/// The files in `dir` and their total size.
+/// The files in `dir` and their total size. A live writer may rename a file away between the
+/// listing and its `stat`: such a file is gone, and not counted.
 fn files_in(dir: &Path) -> (usize, u64) {
     fs::read_dir(dir)
         .unwrap()
         .fold((0, 0), |(count, bytes), item| {
-            let metadata = item.unwrap().metadata().unwrap();
-            (count + 1, bytes + metadata.len())
+            match item.unwrap().metadata() {
+                Ok(metadata) => (count + 1, bytes + metadata.len()),
+                Err(error) if error.kind() == ErrorKind::NotFound => (count, bytes),
+                Err(error) => panic!("stat in {}: {error}", dir.display()),
+            }
         })
 }
 
