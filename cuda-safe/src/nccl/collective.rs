@@ -265,7 +265,7 @@ impl<'a> Prepared<'a> {
         op: Op,
     ) -> Result<Self> {
         comm.handle()?;
-        let device = comm.inner().device.ordinal();
+        let device = comm.device().ordinal();
         if stream.device().ordinal() != device || send.device != device || recv.device != device {
             return Err(wrong_device(device, stream, &[send, recv]));
         }

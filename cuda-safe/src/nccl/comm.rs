@@ -13,7 +13,7 @@ use super::library::library;
 use crate::context::Context;
 use crate::device::Device;
 use crate::error::{Error, Result, nccl};
-use crate::handle::{Owned, Release, log_drop_error};
+use crate::handle::{Owned, Release};
 use crate::nccl_sys::{NCCL_SPLIT_NOCOLOR, Nccl, ncclComm_t, ncclResult_t};
 
 /// How often a wait polls NCCL and the stream.
@@ -87,10 +87,9 @@ pub(crate) struct CommInner {
     /// Null once aborted.
     raw: Cell<ncclComm_t>,
     pub(crate) nccl: &'static Nccl,
-    pub(crate) device: Device,
     /// The device's primary context, which NCCL (through the CUDA runtime) uses: kept retained
     /// while the communicator lives.
-    _context: Context,
+    context: Context,
     mode: Mode,
     /// `(rank, ranks)`, read from NCCL on first use.
     shape: Cell<Option<(usize, usize)>>,
@@ -119,36 +118,27 @@ impl Release for CommInner {
 }
 
 impl Communicator {
-    /// Owns `raw`, made on `device` with a config pointing into `strings`; destroys it if the
-    /// device's primary context cannot be retained.
+    /// Owns `raw`, made on `context`'s device with a config pointing into `strings`. It cannot
+    /// fail, so a handle NCCL gave is never left unowned (the context was retained before the
+    /// communicator was made).
     fn wrap(
         raw: ncclComm_t,
         nccl: &'static Nccl,
-        device: Device,
+        context: Context,
         mode: Mode,
         clique: Option<(Arc<Clique>, usize)>,
         strings: ConfigStrings,
-    ) -> Result<Self> {
-        match device.context() {
-            Ok(context) => Ok(Self {
-                inner: Owned::new(CommInner {
-                    raw: Cell::new(raw),
-                    nccl,
-                    device,
-                    _context: context,
-                    mode,
-                    shape: Cell::new(None),
-                    clique,
-                    strings,
-                }),
+    ) -> Self {
+        Self {
+            inner: Owned::new(CommInner {
+                raw: Cell::new(raw),
+                nccl,
+                context,
+                mode,
+                shape: Cell::new(None),
+                clique,
+                strings,
             }),
-            Err(error) => {
-                // SAFETY: `raw` is a live communicator nobody else owns; destroyed once.
-                if let Err(destroyed) = unsafe { nccl!(nccl, ncclCommDestroy(raw)) } {
-                    log_drop_error(CommInner::WHAT, &destroyed);
-                }
-                Err(error)
-            }
         }
     }
 
@@ -171,7 +161,7 @@ impl Communicator {
         let count = c_int(devices.len(), "device count")?;
         // Every primary context exists (and stays retained) before NCCL makes its streams in
         // them.
-        let _contexts = devices
+        let contexts = devices
             .iter()
             .map(Device::context)
             .collect::<Result<Vec<_>>>()?;
@@ -186,15 +176,15 @@ impl Communicator {
         let clique = Arc::new(Clique::new(devices.len()));
         let mode = Mode::of(None);
         let mut communicators = Vec::with_capacity(devices.len());
-        for (rank, (handle, device)) in raw.into_iter().zip(devices).enumerate() {
+        for (rank, (handle, context)) in raw.into_iter().zip(contexts).enumerate() {
             let communicator = Self::wrap(
                 handle,
                 nccl,
-                *device,
+                context,
                 mode,
                 Some((clique.clone(), rank)),
                 None,
-            )?;
+            );
             communicator.inner.shape.set(Some((rank, devices.len())));
             communicators.push(communicator);
         }
@@ -232,7 +222,7 @@ impl Communicator {
             )
         };
         let communicator = Self::own_created(raw, called, "ncclCommInitRank", |raw| {
-            Self::wrap(raw, nccl, *device, Mode::of(None), None, None)
+            Self::wrap(raw, nccl, context.clone(), Mode::of(None), None, None)
         })?;
         communicator.wait_ready(None)?;
         Ok(communicator)
@@ -244,13 +234,13 @@ impl Communicator {
         raw: ncclComm_t,
         called: Result<()>,
         api: &'static str,
-        wrap: impl FnOnce(ncclComm_t) -> Result<Self>,
+        wrap: impl FnOnce(ncclComm_t) -> Self,
     ) -> Result<Self> {
         if raw.is_null() {
             called?;
             return Err(Error::unexpected(api, "succeeded without a communicator"));
         }
-        let communicator = wrap(raw)?;
+        let communicator = wrap(raw);
         called?;
         Ok(communicator)
     }
@@ -296,7 +286,14 @@ impl Communicator {
         };
         let communicator = Self::own_created(raw, called, "ncclCommInitRankConfig", |raw| {
             let strings = raw_config.strings();
-            Self::wrap(raw, nccl, *device, Mode::of(Some(config)), None, strings)
+            Self::wrap(
+                raw,
+                nccl,
+                context.clone(),
+                Mode::of(Some(config)),
+                None,
+                strings,
+            )
         })?;
         communicator.wait_ready(config.init_timeout)?;
         Ok(communicator)
@@ -340,11 +337,11 @@ impl Communicator {
             Some(Self::wrap(
                 raw,
                 self.inner.nccl,
-                self.inner.device,
+                self.inner.context.clone(),
                 self.inner.mode.child(config),
                 None,
                 self.child_strings(raw_config.as_ref()),
-            )?)
+            ))
         };
         settled?;
         Ok(child)
@@ -430,11 +427,11 @@ impl Communicator {
                 Some(Self::wrap(
                     raw,
                     comm.inner.nccl,
-                    comm.inner.device,
+                    comm.inner.context.clone(),
                     comm.inner.mode.child(config),
                     None,
                     comm.child_strings(raw_config.as_ref()),
-                )?)
+                ))
             });
         }
         settled?;
@@ -520,7 +517,7 @@ impl Communicator {
 
     /// The GPU this rank runs on.
     pub fn device(&self) -> &Device {
-        &self.inner.device
+        self.inner.context.device()
     }
 
     /// This rank's place among the communicator's ranks (`ncclCommUserRank`).
@@ -712,7 +709,7 @@ impl fmt::Debug for Communicator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Communicator")
             .field("raw", &self.inner.raw.get())
-            .field("device", &self.inner.device.ordinal())
+            .field("device", &self.inner.context.device().ordinal())
             .field("shape", &self.inner.shape.get())
             .field("non_blocking", &self.inner.mode.non_blocking)
             .finish()
