@@ -3,6 +3,7 @@
 use serde_json::Value;
 
 use super::cargo::target_has_kind;
+use super::plan::Kind;
 
 /// What the bundle needs to know of one workspace package.
 #[derive(Debug, PartialEq, Eq)]
@@ -11,10 +12,24 @@ pub(super) struct Package {
     pub(super) name: String,
     /// The names of its features.
     pub(super) features: Vec<String>,
-    /// Whether it has example targets.
-    pub(super) has_examples: bool,
-    /// Whether it has bench targets.
-    pub(super) has_benches: bool,
+    /// Its test, example and bench targets.
+    pub(super) targets: Vec<Target>,
+}
+
+/// One test, example or bench target of a package.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Target {
+    pub(super) name: String,
+    pub(super) kind: Kind,
+    /// The features it needs (`required-features`): without them cargo does not build it.
+    pub(super) required_features: Vec<String>,
+}
+
+impl Package {
+    /// Whether it has targets of `kind`.
+    pub(super) fn has(&self, kind: Kind) -> bool {
+        self.targets.iter().any(|target| target.kind == kind)
+    }
 }
 
 /// Reads the workspace's packages from `cargo metadata --no-deps --format-version 1` output.
@@ -30,29 +45,48 @@ pub(super) fn parse_metadata(json: &str) -> Result<Vec<Package>, String> {
             let name = package["name"]
                 .as_str()
                 .ok_or("reading cargo metadata: a package without a name")?;
-            let has_kind = |wanted: &str| {
-                package["targets"].as_array().is_some_and(|targets| {
-                    targets.iter().any(|target| target_has_kind(target, wanted))
-                })
-            };
             let features = package["features"]
                 .as_object()
                 .map(|features| features.keys().cloned().collect())
                 .unwrap_or_default();
+            let targets = package["targets"]
+                .as_array()
+                .map(|targets| targets.iter().filter_map(parse_target).collect())
+                .unwrap_or_default();
             Ok(Package {
                 name: name.to_owned(),
                 features,
-                has_examples: has_kind("example"),
-                has_benches: has_kind("bench"),
+                targets,
             })
         })
         .collect()
 }
 
+/// A test, example or bench target of `cargo metadata`'s (others are `None`).
+fn parse_target(target: &Value) -> Option<Target> {
+    let kind = [Kind::Test, Kind::Example, Kind::Bench]
+        .into_iter()
+        .find(|kind| target_has_kind(target, kind.metadata_name()))?;
+    let required_features = target["required-features"]
+        .as_array()
+        .map(|features| {
+            features
+                .iter()
+                .filter_map(|feature| feature.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    Some(Target {
+        name: target["name"].as_str()?.to_owned(),
+        kind,
+        required_features,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bundle::testing::package;
+    use crate::bundle::testing::{package, strings};
 
     #[test]
     fn metadata_is_read() {
@@ -61,19 +95,37 @@ mod tests {
              "targets":[{"kind":["lib"],"name":"cuda_sys"},{"kind":["example"],"name":"driver_info"}]},
             {"name":"cuda-safe","features":{"cuda-12":[],"cuda-13":[],"default":["cuda-12"]},
              "targets":[{"kind":["lib"],"name":"cuda_safe"},{"kind":["bench"],"name":"launch"}]},
+            {"name":"gpu-tests","features":{"nccl":[]},
+             "targets":[{"kind":["test"],"name":"nccl","required-features":["nccl"]},
+                        {"kind":["test"],"name":"green"}]},
             {"name":"xtask","features":{},"targets":[{"kind":["bin"],"name":"xtask"}]}
         ],"workspace_members":[]}"#;
         let packages = parse_metadata(json).expect("valid metadata");
         assert_eq!(
             packages,
             vec![
-                package("cuda-sys", true, false),
-                package("cuda-safe", false, true),
+                package("cuda-sys", &[(Kind::Example, "driver_info")]),
+                package("cuda-safe", &[(Kind::Bench, "launch")]),
+                Package {
+                    name: "gpu-tests".to_owned(),
+                    features: strings(&["nccl"]),
+                    targets: vec![
+                        Target {
+                            name: "nccl".to_owned(),
+                            kind: Kind::Test,
+                            required_features: strings(&["nccl"]),
+                        },
+                        Target {
+                            name: "green".to_owned(),
+                            kind: Kind::Test,
+                            required_features: vec![],
+                        },
+                    ],
+                },
                 Package {
                     name: "xtask".to_owned(),
                     features: vec![],
-                    has_examples: false,
-                    has_benches: false,
+                    targets: vec![],
                 },
             ]
         );

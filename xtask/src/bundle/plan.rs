@@ -60,12 +60,39 @@ impl Kind {
         }
     }
 
-    /// The cargo subcommand and target selection that builds this kind.
-    pub(super) fn cargo_args(self) -> &'static [&'static str] {
+    /// The cargo subcommand that builds this kind.
+    pub(super) fn command(self) -> &'static [&'static str] {
         match self {
             Kind::Test => &["test", "--no-run"],
-            Kind::Example => &["build", "--examples"],
-            Kind::Bench => &["build", "--benches"],
+            Kind::Example | Kind::Bench => &["build"],
+        }
+    }
+
+    /// The target selection that builds every target of this kind (a package's tests are all
+    /// that `cargo test --no-run` builds).
+    pub(super) fn every_target(self) -> &'static [&'static str] {
+        match self {
+            Kind::Test => &[],
+            Kind::Example => &["--examples"],
+            Kind::Bench => &["--benches"],
+        }
+    }
+
+    /// The flag that selects one target of this kind by name.
+    pub(super) fn one_target(self) -> &'static str {
+        match self {
+            Kind::Test => "--test",
+            Kind::Example => "--example",
+            Kind::Bench => "--bench",
+        }
+    }
+
+    /// The kind's name in `cargo metadata`.
+    pub(super) fn metadata_name(self) -> &'static str {
+        match self {
+            Kind::Test => "test",
+            Kind::Example => "example",
+            Kind::Bench => "bench",
         }
     }
 }
@@ -83,13 +110,13 @@ pub(super) fn plan_builds(packages: &[Package]) -> Result<Vec<(Kind, &Package)>,
     plan.extend(
         packages
             .iter()
-            .filter(|package| package.has_examples)
+            .filter(|package| package.has(Kind::Example))
             .map(|package| (Kind::Example, package)),
     );
     plan.extend(
         packages
             .iter()
-            .filter(|package| package.has_benches)
+            .filter(|package| package.has(Kind::Bench))
             .map(|package| (Kind::Bench, package)),
     );
     for (kind, package) in &plan {
@@ -116,9 +143,12 @@ mod tests {
     #[test]
     fn plan_covers_tests_examples_and_benches() {
         let packages = vec![
-            package("cuda-sys", true, false),
-            package(TESTS_PACKAGE, false, false),
-            package("cuda-safe", true, true),
+            package("cuda-sys", &[(Kind::Example, "driver_info")]),
+            package(TESTS_PACKAGE, &[]),
+            package(
+                "cuda-safe",
+                &[(Kind::Example, "saxpy"), (Kind::Bench, "launch")],
+            ),
         ];
         let plan: Vec<(Kind, &str)> = plan_builds(&packages)
             .expect("a plan")
@@ -138,21 +168,21 @@ mod tests {
 
     #[test]
     fn optional_features_are_asked_for_where_declared() {
-        let mut with = package(TESTS_PACKAGE, false, false);
+        let mut with = package(TESTS_PACKAGE, &[]);
         with.features.push("nccl".to_owned());
         assert_eq!(optional_feature_args(&with), ["--features", "nccl"]);
-        let without = package("cuda-sys", true, false);
+        let without = package("cuda-sys", &[(Kind::Example, "driver_info")]);
         assert!(optional_feature_args(&without).is_empty());
     }
 
     #[test]
     fn plan_needs_the_tests_package_and_the_abi_features() {
-        let no_tests = vec![package("cuda-sys", true, false)];
+        let no_tests = vec![package("cuda-sys", &[(Kind::Example, "driver_info")])];
         assert!(plan_builds(&no_tests).is_err_and(|e| e.contains(TESTS_PACKAGE)));
 
-        let mut no_feature = package("nvml-sys", true, false);
+        let mut no_feature = package("nvml-sys", &[(Kind::Example, "gpu_info")]);
         no_feature.features = strings(&["cuda-12"]);
-        let packages = vec![package(TESTS_PACKAGE, false, false), no_feature];
+        let packages = vec![package(TESTS_PACKAGE, &[]), no_feature];
         assert!(
             plan_builds(&packages)
                 .is_err_and(|e| e.contains("`nvml-sys`") && e.contains("`cuda-13`"))

@@ -3,20 +3,27 @@
 use std::fs;
 use std::path::PathBuf;
 
-use super::metadata::Package;
+use super::metadata::{Package, Target};
+use super::plan::Kind;
 
 /// The arguments as owned strings, as the task receives them.
 pub(super) fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| (*s).to_owned()).collect()
 }
 
-/// A package with both ABI features.
-pub(super) fn package(name: &str, has_examples: bool, has_benches: bool) -> Package {
+/// A package with both ABI features and `targets`.
+pub(super) fn package(name: &str, targets: &[(Kind, &str)]) -> Package {
     Package {
         name: name.to_owned(),
         features: strings(&["cuda-12", "cuda-13", "default"]),
-        has_examples,
-        has_benches,
+        targets: targets
+            .iter()
+            .map(|&(kind, name)| Target {
+                name: name.to_owned(),
+                kind,
+                required_features: Vec::new(),
+            })
+            .collect(),
     }
 }
 
