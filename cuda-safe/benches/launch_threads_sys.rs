@@ -1,0 +1,367 @@
+//! A diagnostic for launch throughput from threads: `bench/launch_threads_floor.c` written in
+//! Rust over the `-sys` tables alone (the driver and NVRTC, reached as the crate reaches them),
+//! with pieces of `cuda-safe` switched in by letters. It tells whether a Rust process, or one of
+//! the crate's pieces, launches from threads slower than the C floor. It prints the floor's
+//! `FIG launch_throughput_<T>_threads` lines (T = 1, 2, 4, 8 threads, each launching an empty
+//! kernel 20,000 times on its own stream; median of 5 repeats).
+//!
+//! usage: `launch_threads_sys LETTERS`, where LETTERS is `-` (the floor's calls only) or any of:
+//! - `d`: the main thread first calls `Device::new(0)` and `Device::set_current`;
+//! - `p`: the kernel comes from `Program` (compile, load, `get_kernel`), not raw NVRTC and
+//!   `cuLibraryLoadData`;
+//! - `s`: the workers make their streams with `Device::create_stream`;
+//! - `u`: the workers clear their current context after making their stream;
+//! - `l`: the workers launch with [`launch`] and wait with `Stream::sync` (needs `p` and `s`);
+//! - `g`: the workers skip the floor's first `cuCtxSetCurrent` (needs `s`).
+//!
+//! `dpsul` and `dpsulg` make the calls `benches/launch_threads.rs` makes.
+
+use std::ffi::{CStr, c_char};
+use std::process::ExitCode;
+use std::sync::{Arc, Barrier};
+use std::time::Instant;
+
+use cuda_safe::nvrtc_sys::{nvrtc, nvrtcProgram, nvrtcResult};
+use cuda_safe::sys::{
+    CUcontext, CUdevice, CUdevice_attribute, CUfunction, CUkernel, CUlibrary, CUresult, CUstream,
+    CUstream_flags, Driver, driver,
+};
+use cuda_safe::{
+    CodeKind, Device, Error, Kernel, LaunchConfig, Program, ProgramOptions, Result, Stream, launch,
+};
+
+const LAUNCHES: u32 = 20_000;
+const WARMUP: u32 = 1_000;
+const REPEATS: usize = 5;
+const SOURCE: &CStr = c"extern \"C\" __global__ void empty() {}\n";
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Which of the crate's pieces replace the floor's calls.
+#[derive(Clone, Copy, Debug, Default)]
+struct Pieces {
+    device: bool,
+    program: bool,
+    streams: bool,
+    unbind: bool,
+    launch: bool,
+    skip_bind: bool,
+}
+
+impl Pieces {
+    fn parse(letters: &str) -> Result<Self> {
+        let mut pieces = Self::default();
+        if letters != "-" {
+            for letter in letters.chars() {
+                let piece = match letter {
+                    'd' => &mut pieces.device,
+                    'p' => &mut pieces.program,
+                    's' => &mut pieces.streams,
+                    'u' => &mut pieces.unbind,
+                    'l' => &mut pieces.launch,
+                    'g' => &mut pieces.skip_bind,
+                    other => {
+                        return Err(Error::invalid_argument(format!(
+                            "unknown letter `{other}`: `-` or any of d p s u l g"
+                        )));
+                    }
+                };
+                *piece = true;
+            }
+        }
+        if pieces.launch && !(pieces.program && pieces.streams) {
+            return Err(Error::invalid_argument("`l` needs `p` and `s`"));
+        }
+        if pieces.skip_bind && !pieces.streams {
+            return Err(Error::invalid_argument("`g` needs `s`"));
+        }
+        Ok(pieces)
+    }
+}
+
+/// What the workers share.
+#[derive(Clone, Debug)]
+struct Shared {
+    pieces: Pieces,
+    primary: CUcontext,
+    /// The kernel as a launch handle (a `CUkernel` is accepted where a `CUfunction` is).
+    function: CUfunction,
+    /// The crate's kernel, with `p`.
+    kernel: Option<Kernel>,
+}
+
+// SAFETY: the context and kernel handles may be used from any thread, and the primary context
+// stays retained for the process (it is never released).
+unsafe impl Send for Shared {}
+
+fn check(function: &'static str, code: CUresult) -> Result<()> {
+    if code == CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(Error::cuda(function, code))
+    }
+}
+
+fn check_nvrtc(function: &'static str, code: nvrtcResult) -> Result<()> {
+    if code == nvrtcResult::NVRTC_SUCCESS {
+        Ok(())
+    } else {
+        Err(Error::nvrtc(function, code, None))
+    }
+}
+
+fn run() -> Result<()> {
+    let letters = std::env::args().nth(1).ok_or_else(|| {
+        Error::invalid_argument("usage: launch_threads_sys LETTERS (`-`, or any of d p s u l g)")
+    })?;
+    let pieces = Pieces::parse(&letters)?;
+    if pieces.device {
+        Device::new(0)?.set_current()?;
+    }
+    let driver = driver()?;
+    let mut device: CUdevice = 0;
+    let mut primary: CUcontext = std::ptr::null_mut();
+    // SAFETY: valid out-pointers; the primary context stays retained for the process.
+    unsafe {
+        check("cuInit", driver.cuInit(0)?)?;
+        check("cuDeviceGet", driver.cuDeviceGet(&mut device, 0)?)?;
+        check(
+            "cuDevicePrimaryCtxRetain",
+            driver.cuDevicePrimaryCtxRetain(&mut primary, device)?,
+        )?;
+        check("cuCtxSetCurrent", driver.cuCtxSetCurrent(primary)?)?;
+    }
+    let (function, kernel) = if pieces.program {
+        let kernel = Program::new(
+            SOURCE.to_str().unwrap_or_default(),
+            ProgramOptions::default(),
+        )?
+        .compile(CodeKind::Cubin)?
+        .load()?
+        .get_kernel("empty")?;
+        (kernel.as_raw().cast(), Some(kernel))
+    } else {
+        (raw_kernel(driver, device)?, None)
+    };
+    let shared = Shared {
+        pieces,
+        primary,
+        function,
+        kernel,
+    };
+    for threads in [1usize, 2, 4, 8] {
+        let mut rates = (0..REPEATS)
+            .map(|_| throughput(&shared, threads))
+            .collect::<Result<Vec<f64>>>()?;
+        rates.sort_by(f64::total_cmp);
+        println!(
+            "FIG launch_throughput_{threads}_threads {:.1} 1/s",
+            rates[REPEATS / 2]
+        );
+    }
+    println!("DONE");
+    Ok(())
+}
+
+/// The floor's kernel: NVRTC for the device's architecture, `cuLibraryLoadData`,
+/// `cuLibraryGetKernel`; the library stays loaded for the process.
+fn raw_kernel(driver: &Driver, device: CUdevice) -> Result<CUfunction> {
+    let nvrtc = nvrtc()?;
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: valid out-pointers and device.
+    unsafe {
+        check(
+            "cuDeviceGetAttribute",
+            driver.cuDeviceGetAttribute(
+                &mut major,
+                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                device,
+            )?,
+        )?;
+        check(
+            "cuDeviceGetAttribute",
+            driver.cuDeviceGetAttribute(
+                &mut minor,
+                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                device,
+            )?,
+        )?;
+    }
+    let arch = format!("--gpu-architecture=sm_{major}{minor}\0");
+    let options = [arch.as_ptr().cast::<c_char>()];
+    let mut program: nvrtcProgram = std::ptr::null_mut();
+    let mut size = 0;
+    let mut library: CUlibrary = std::ptr::null_mut();
+    let mut kernel: CUkernel = std::ptr::null_mut();
+    // SAFETY: NUL-terminated strings that outlive the calls, valid out-pointers; the cubin
+    // buffer has the size NVRTC reported; the program is destroyed once, after the copy.
+    unsafe {
+        check_nvrtc(
+            "nvrtcCreateProgram",
+            nvrtc.nvrtcCreateProgram(
+                &mut program,
+                SOURCE.as_ptr(),
+                c"empty.cu".as_ptr(),
+                0,
+                std::ptr::null(),
+                std::ptr::null(),
+            )?,
+        )?;
+        check_nvrtc(
+            "nvrtcCompileProgram",
+            nvrtc.nvrtcCompileProgram(program, 1, options.as_ptr())?,
+        )?;
+        check_nvrtc(
+            "nvrtcGetCUBINSize",
+            nvrtc.nvrtcGetCUBINSize(program, &mut size)?,
+        )?;
+        let mut cubin = vec![0u8; size];
+        check_nvrtc(
+            "nvrtcGetCUBIN",
+            nvrtc.nvrtcGetCUBIN(program, cubin.as_mut_ptr().cast())?,
+        )?;
+        check_nvrtc(
+            "nvrtcDestroyProgram",
+            nvrtc.nvrtcDestroyProgram(&mut program)?,
+        )?;
+        check(
+            "cuLibraryLoadData",
+            driver.cuLibraryLoadData(
+                &mut library,
+                cubin.as_ptr().cast(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                0,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                0,
+            )?,
+        )?;
+        check(
+            "cuLibraryGetKernel",
+            driver.cuLibraryGetKernel(&mut kernel, library, c"empty".as_ptr())?,
+        )?;
+    }
+    Ok(kernel.cast())
+}
+
+/// `count` launches of the kernel on `raw`, or with [`launch`] on `stream`; then a wait.
+fn launches(
+    driver: &Driver,
+    shared: &Shared,
+    raw: CUstream,
+    with_crate: Option<(&Kernel, &Stream)>,
+    count: u32,
+) -> Result<()> {
+    if let Some((kernel, stream)) = with_crate {
+        let config = LaunchConfig::new(1, 1);
+        for _ in 0..count {
+            // SAFETY: `empty` takes no arguments and touches no memory.
+            unsafe { launch(stream, &config, kernel, ())? };
+        }
+        return stream.sync();
+    }
+    for _ in 0..count {
+        // SAFETY: a parameterless kernel and a live stream of the primary context.
+        let code = unsafe {
+            driver.cuLaunchKernel(
+                shared.function,
+                1,
+                1,
+                1,
+                1,
+                1,
+                1,
+                0,
+                raw,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )?
+        };
+        check("cuLaunchKernel", code)?;
+    }
+    // SAFETY: a live stream.
+    check("cuStreamSynchronize", unsafe {
+        driver.cuStreamSynchronize(raw)?
+    })
+}
+
+/// One worker: its stream, the warm-up, the two barriers, the timed launches; the time it ended.
+fn worker(shared: &Shared, ready: &Barrier) -> Result<Instant> {
+    let driver = driver()?;
+    let pieces = shared.pieces;
+    if !pieces.skip_bind {
+        // SAFETY: the primary context stays retained for the process.
+        check("cuCtxSetCurrent", unsafe {
+            driver.cuCtxSetCurrent(shared.primary)?
+        })?;
+    }
+    let stream = if pieces.streams {
+        Some(Device::new(0)?.create_stream(Default::default())?)
+    } else {
+        None
+    };
+    let mut raw: CUstream = std::ptr::null_mut();
+    match &stream {
+        Some(stream) => raw = stream.as_raw(),
+        None => {
+            // SAFETY: valid out-pointer; the primary context is current on this thread.
+            check("cuStreamCreate", unsafe {
+                driver.cuStreamCreate(&mut raw, CUstream_flags::CU_STREAM_NON_BLOCKING.0)?
+            })?;
+        }
+    }
+    if pieces.unbind {
+        // SAFETY: making no context current is always valid.
+        check("cuCtxSetCurrent", unsafe {
+            driver.cuCtxSetCurrent(std::ptr::null_mut())?
+        })?;
+    }
+    let with_crate = match (&shared.kernel, &stream) {
+        (Some(kernel), Some(stream)) if pieces.launch => Some((kernel, stream)),
+        _ => None,
+    };
+    let warmed = launches(driver, shared, raw, with_crate, WARMUP);
+    ready.wait(); // everyone warmed up (or failed)
+    ready.wait(); // the clock starts
+    warmed?;
+    launches(driver, shared, raw, with_crate, LAUNCHES)?;
+    let end = Instant::now();
+    if stream.is_none() {
+        // SAFETY: the stream this worker made, idle after the wait.
+        check("cuStreamDestroy", unsafe {
+            driver.cuStreamDestroy_v2(raw)?
+        })?;
+    }
+    Ok(end)
+}
+
+/// Launches per second with `threads` workers.
+fn throughput(shared: &Shared, threads: usize) -> Result<f64> {
+    let ready = Arc::new(Barrier::new(threads + 1));
+    let workers: Vec<_> = (0..threads)
+        .map(|_| {
+            let (shared, ready) = (shared.clone(), ready.clone());
+            std::thread::spawn(move || worker(&shared, &ready))
+        })
+        .collect();
+    ready.wait();
+    let start = Instant::now();
+    ready.wait();
+    let mut end = start;
+    for worker in workers {
+        let finished = worker
+            .join()
+            .map_err(|_| Error::invalid_argument("a launching thread panicked"))??;
+        end = end.max(finished);
+    }
+    Ok(threads as f64 * f64::from(LAUNCHES) / (end - start).as_secs_f64())
+}
