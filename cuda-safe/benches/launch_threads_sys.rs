@@ -14,7 +14,8 @@
 //! - `l`: the workers launch with [`launch`] and wait with `Stream::sync` (needs `p` and `s`);
 //! - `g`: the workers skip the floor's first `cuCtxSetCurrent` (needs `s`).
 //!
-//! `dpsul` and `dpsulg` make the calls `benches/launch_threads.rs` makes.
+//! `dpslg` makes the calls `benches/launch_threads.rs` makes (its workers are left unbound by
+//! the stream's scoped context, as `u` leaves them).
 
 use std::ffi::{CStr, c_char};
 use std::process::ExitCode;
