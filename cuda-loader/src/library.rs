@@ -409,4 +409,74 @@ mod tests {
         fn assert_send_sync<T: Send + Sync>() {}
         assert_send_sync::<Library<3>>();
     }
+
+    /// Compiles `source` into a shared library under the temporary directory, named after
+    /// `stem` and this process; `None` (with the reason printed) where no C compiler runs.
+    #[cfg(target_os = "linux")]
+    fn compiled_probe(stem: &str, source: &str) -> Option<PathBuf> {
+        let dir = std::env::temp_dir().join(format!("cuda-loader-{stem}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temporary directory");
+        let (c_file, library) = (dir.join("probe.c"), dir.join(format!("lib{stem}.so")));
+        std::fs::write(&c_file, source).expect("write the probe's source");
+        let compiler = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+        let built = std::process::Command::new(compiler)
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(&library)
+            .arg(&c_file)
+            .status();
+        match built {
+            Ok(status) if status.success() => Some(library),
+            other => {
+                println!("skipped: no C compiler built the probe library ({other:?})");
+                None
+            }
+        }
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn an_opened_library_serves_later_lookups_as_a_linked_one() {
+        let Some(path) = compiled_probe(
+            "global",
+            "int cuda_loader_global_probe(void) { return 7; }\n",
+        ) else {
+            return;
+        };
+        static PROBE: [EntryPoint; 1] = [EntryPoint::new(c"cuda_loader_global_probe", None)];
+        // SAFETY: the probe has no initialisers and one function with the signature used.
+        let library = unsafe { Library::open_first("the probe", [path], &PROBE) }.expect("opens");
+        // SAFETY: the probe's function takes nothing and returns an int.
+        let probe = unsafe { library.get::<unsafe extern "C" fn() -> i32>(0) }.expect("resolves");
+        // SAFETY: as above.
+        assert_eq!(unsafe { probe() }, 7);
+        // The symbol is in the process's global scope (`dlopen(NULL)` searches it), as for a
+        // library loaded at startup: RTLD_GLOBAL.
+        let this = libloading::os::unix::Library::this();
+        // SAFETY: only looked up, never called through this handle.
+        let global =
+            unsafe { this.get::<unsafe extern "C" fn() -> i32>(b"cuda_loader_global_probe") };
+        assert!(
+            global.is_ok(),
+            "not in the global scope: {:?}",
+            global.err()
+        );
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_library_that_cannot_be_bound_fails_at_open_naming_the_symbol() {
+        let Some(path) = compiled_probe(
+            "unbound",
+            "extern int cuda_loader_no_such_symbol(void);\n\
+             int cuda_loader_unbound_probe(void) { return cuda_loader_no_such_symbol(); }\n",
+        ) else {
+            return;
+        };
+        static PROBE: [EntryPoint; 1] = [EntryPoint::new(c"cuda_loader_unbound_probe", None)];
+        // SAFETY: the open fails (RTLD_NOW cannot bind the undefined function), so nothing runs.
+        let error = unsafe { Library::open_first("the probe", [path], &PROBE) }
+            .expect_err("every symbol is bound at open");
+        let message = error.to_string();
+        assert!(message.contains("cuda_loader_no_such_symbol"), "{message}");
+    }
 }
