@@ -433,6 +433,14 @@ mod tests {
         }
     }
 
+    /// Removes a probe's directory (a loaded library stays mapped).
+    #[cfg(target_os = "linux")]
+    fn remove_probe(library: &std::path::Path) {
+        if let Some(dir) = library.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+
     #[test]
     #[cfg(target_os = "linux")]
     fn an_opened_library_serves_later_lookups_as_a_linked_one() {
@@ -444,7 +452,8 @@ mod tests {
         };
         static PROBE: [EntryPoint; 1] = [EntryPoint::new(c"cuda_loader_global_probe", None)];
         // SAFETY: the probe has no initialisers and one function with the signature used.
-        let library = unsafe { Library::open_first("the probe", [path], &PROBE) }.expect("opens");
+        let library =
+            unsafe { Library::open_first("the probe", [path.clone()], &PROBE) }.expect("opens");
         // SAFETY: the probe's function takes nothing and returns an int.
         let probe = unsafe { library.get::<unsafe extern "C" fn() -> i32>(0) }.expect("resolves");
         // SAFETY: as above.
@@ -474,8 +483,9 @@ mod tests {
         };
         static PROBE: [EntryPoint; 1] = [EntryPoint::new(c"cuda_loader_unbound_probe", None)];
         // SAFETY: the open fails (RTLD_NOW cannot bind the undefined function), so nothing runs.
-        let error = unsafe { Library::open_first("the probe", [path], &PROBE) }
+        let error = unsafe { Library::open_first("the probe", [path.clone()], &PROBE) }
             .expect_err("every symbol is bound at open");
+        remove_probe(&path);
         let message = error.to_string();
         assert!(message.contains("cuda_loader_no_such_symbol"), "{message}");
     }
