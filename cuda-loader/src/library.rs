@@ -469,6 +469,7 @@ mod tests {
             "not in the global scope: {:?}",
             global.err()
         );
+        remove_probe(&path);
     }
 
     #[test]
