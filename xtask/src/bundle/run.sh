@@ -11,7 +11,8 @@
 #   OUT                  folder for run.log and summary.txt (default: logs/ beside this script)
 #   TEST_THREADS         --test-threads for the test binaries (default 1)
 #   SANITIZE=1           run the test binaries under compute-sanitizer memcheck
-#   RUN_BENCHES=1        run the benchmarks too (they are skipped otherwise)
+#   RUN_BENCHES=1        run the benchmarks too (they are skipped otherwise; the diagnostics,
+#                        diag_*, never: they take arguments)
 #   RUN_FLOOR=1          run the C floors too: bench/driver_floor (driver API) and
 #                        bench/nvml_floor (NVML getters)
 #   EXAMPLE_ARGS_<name>  extra arguments for example <name>, split on blanks (defaults: monitor
@@ -194,6 +195,9 @@ for abi in cuda-12 cuda-13; do
                 run_item "$bin" "./$bin" ${!var:-}
                 ;;
             benches)
+                # The diagnostics (diag_*) take arguments and never run here:
+                # bench/diag/README.md.
+                [[ $name == diag_* ]] && continue
                 if [ "${RUN_BENCHES:-0}" = 1 ]; then
                     run_item "$bin" "./$bin"
                 else

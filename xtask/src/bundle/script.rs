@@ -50,4 +50,36 @@ mod tests {
         }
         fs::remove_dir_all(&dir).expect("cleanup");
     }
+
+    /// With `RUN_BENCHES=1` the benchmarks run, but not the diagnostics (`diag_*`), which take
+    /// arguments.
+    #[test]
+    fn run_sh_runs_benchmarks_but_not_diagnostics() {
+        let dir = scratch("diag");
+        write_executable(&dir.join("run.sh"), RUN_SH.as_bytes()).expect("write");
+        let benches = dir.join("cuda-12/benches");
+        fs::create_dir_all(&benches).expect("mkdir");
+        write_executable(&benches.join("plain"), b"#!/bin/sh\necho FIG x 1 us\n").expect("write");
+        write_executable(&benches.join("diag_thing"), b"#!/bin/sh\nexit 3\n").expect("write");
+        let output = match Command::new("bash")
+            .arg("run.sh")
+            .env("RUN_BENCHES", "1")
+            .env("OUT", dir.join("logs"))
+            .current_dir(&dir)
+            .output()
+        {
+            Ok(output) => output,
+            Err(e) => {
+                eprintln!("bash not found ({e}); run.sh not run");
+                return;
+            }
+        };
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "run.sh failed: {stdout}");
+        assert!(stdout.contains("PASS      "), "{stdout}");
+        assert!(stdout.contains("cuda-12/benches/plain"), "{stdout}");
+        assert!(!stdout.contains("diag_thing"), "{stdout}");
+        assert!(stdout.contains("1 passed, 0 failed"), "{stdout}");
+        fs::remove_dir_all(&dir).expect("cleanup");
+    }
 }

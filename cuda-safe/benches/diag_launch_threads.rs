@@ -5,7 +5,7 @@
 //! `FIG launch_throughput_<T>_threads` lines (T = 1, 2, 4, 8 threads, each launching an empty
 //! kernel 20,000 times on its own stream; median of 5 repeats).
 //!
-//! usage: `launch_threads_sys LETTERS`, where LETTERS is `-` (the floor's calls only) or any of:
+//! usage: `diag_launch_threads LETTERS`, where LETTERS is `-` (the floor's calls only) or any of:
 //! - `d`: the main thread first calls `Device::new(0)` and `Device::set_current`;
 //! - `p`: the kernel comes from `Program` (compile, load, `get_kernel`), not raw NVRTC and
 //!   `cuLibraryLoadData`;
@@ -121,7 +121,7 @@ fn check_nvrtc(function: &'static str, code: nvrtcResult) -> Result<()> {
 
 fn run() -> Result<()> {
     let letters = std::env::args().nth(1).ok_or_else(|| {
-        Error::invalid_argument("usage: launch_threads_sys LETTERS (`-`, or any of d p s u l g)")
+        Error::invalid_argument("usage: diag_launch_threads LETTERS (`-`, or any of d p s u l g)")
     })?;
     let pieces = Pieces::parse(&letters)?;
     if pieces.device {
