@@ -17,7 +17,7 @@
 //! `dpslg` makes the calls `benches/launch_threads.rs` makes (its workers are left unbound by
 //! the stream's scoped context, as `u` leaves them).
 
-use std::ffi::{CStr, c_char};
+use std::ffi::{CString, c_char};
 use std::process::ExitCode;
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
@@ -34,7 +34,7 @@ use cuda_safe::{
 const LAUNCHES: u32 = 20_000;
 const WARMUP: u32 = 1_000;
 const REPEATS: usize = 5;
-const SOURCE: &CStr = c"extern \"C\" __global__ void empty() {}\n";
+const SOURCE: &str = "extern \"C\" __global__ void empty() {}\n";
 
 fn main() -> ExitCode {
     match run() {
@@ -141,13 +141,10 @@ fn run() -> Result<()> {
         check("cuCtxSetCurrent", driver.cuCtxSetCurrent(primary)?)?;
     }
     let (function, kernel) = if pieces.program {
-        let kernel = Program::new(
-            SOURCE.to_str().unwrap_or_default(),
-            ProgramOptions::default(),
-        )?
-        .compile(CodeKind::Cubin)?
-        .load()?
-        .get_kernel("empty")?;
+        let kernel = Program::new(SOURCE, ProgramOptions::default())?
+            .compile(CodeKind::Cubin)?
+            .load()?
+            .get_kernel("empty")?;
         (kernel.as_raw().cast(), Some(kernel))
     } else {
         (raw_kernel(driver, device)?, None)
@@ -196,6 +193,7 @@ fn raw_kernel(driver: &Driver, device: CUdevice) -> Result<CUfunction> {
             )?,
         )?;
     }
+    let source = CString::new(SOURCE).map_err(|_| Error::invalid_argument("NUL in the source"))?;
     let arch = format!("--gpu-architecture=sm_{major}{minor}\0");
     let options = [arch.as_ptr().cast::<c_char>()];
     let mut program: nvrtcProgram = std::ptr::null_mut();
@@ -209,7 +207,7 @@ fn raw_kernel(driver: &Driver, device: CUdevice) -> Result<CUfunction> {
             "nvrtcCreateProgram",
             nvrtc.nvrtcCreateProgram(
                 &mut program,
-                SOURCE.as_ptr(),
+                source.as_ptr(),
                 c"empty.cu".as_ptr(),
                 0,
                 std::ptr::null(),
