@@ -16,6 +16,7 @@
 //!     env_var: "CUDA_LOADER_DOC_EXAMPLE_PATH",
 //!     file_names: &["libdoes-not-exist.so.1"],
 //!     search_dirs: &[],
+//!     global: false,
 //! };
 //! // SAFETY: the only candidate does not exist, so no library's initialisers run.
 //! match unsafe { Library::open(&SPEC, &ENTRY_POINTS) } {

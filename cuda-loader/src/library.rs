@@ -9,13 +9,13 @@ use crate::{Attempt, CudaVersion, Introduced, LibrarySpec, LoadError, NcclVersio
 /// One exported function of a library: its symbol and the release that introduced it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EntryPoint {
-    symbol: &'static CStr,
+    symbol: &'static std::ffi::CStr,
     since: Option<Introduced>,
 }
 
 impl EntryPoint {
     /// An entry point named `symbol`, introduced in CUDA `since` (`12040`) when known.
-    pub const fn new(symbol: &'static CStr, since: Option<u32>) -> Self {
+    pub const fn new(symbol: &'static std::ffi::CStr, since: Option<u32>) -> Self {
         let since = match since {
             Some(version) => Some(Introduced::Cuda(CudaVersion(version))),
             None => None,
@@ -25,7 +25,7 @@ impl EntryPoint {
 
     /// An entry point of NCCL named `symbol`, introduced in the NCCL release whose
     /// `NCCL_VERSION_CODE` is `since` (`21800`) when known.
-    pub const fn nccl(symbol: &'static CStr, since: Option<u32>) -> Self {
+    pub const fn nccl(symbol: &'static std::ffi::CStr, since: Option<u32>) -> Self {
         let since = match since {
             Some(version) => Some(Introduced::Nccl(NcclVersion(version))),
             None => None,
@@ -77,25 +77,30 @@ fn reason(error: &libloading::Error) -> String {
     }
 }
 
-/// Opens `path` with `RTLD_NOW | RTLD_GLOBAL` (Unix), as a library the executable is linked to
-/// is loaded at startup, rather than libloading's `RTLD_LAZY | RTLD_LOCAL`: every symbol is
-/// bound at once (a library that cannot be bound fails here, with the loader's message, not at
-/// a later call), and the library serves later-loaded ones as a linked driver would. On an
-/// H200, launches from 8 threads ran 1.6–2.1 % faster this way than with libloading's flags
-/// (11 of 16 paired rounds, both ABIs; `docs/performance.md`, "Under contention").
+/// Opens `path` with `RTLD_NOW` (Unix), and `RTLD_GLOBAL` when `global` (else `RTLD_LOCAL`),
+/// as a library the executable is linked to is loaded at startup, rather than with libloading's
+/// `RTLD_LAZY | RTLD_LOCAL`: every symbol is bound at once (a library that cannot be bound
+/// fails here, with the loader's message, not at a later call). On an H200, launches from 8
+/// threads ran 1.6–2.1 % faster with the driver opened so than with libloading's flags (11 of
+/// 16 paired rounds, both ABIs; `docs/performance.md`, "Under contention").
 ///
 /// # Safety
 ///
 /// As [`libloading::Library::new`]: the library's initialisers run.
-unsafe fn open_global(path: &std::path::Path) -> Result<libloading::Library, libloading::Error> {
+unsafe fn open_path(
+    path: &std::path::Path,
+    global: bool,
+) -> Result<libloading::Library, libloading::Error> {
     #[cfg(unix)]
     {
-        use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_NOW};
+        use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_LOCAL, RTLD_NOW};
+        let scope = if global { RTLD_GLOBAL } else { RTLD_LOCAL };
         // SAFETY: the caller's promise.
-        unsafe { Library::open(Some(path), RTLD_NOW | RTLD_GLOBAL) }.map(Into::into)
+        unsafe { Library::open(Some(path), RTLD_NOW | scope) }.map(Into::into)
     }
     #[cfg(not(unix))]
     {
+        let _ = global;
         // SAFETY: the caller's promise.
         unsafe { libloading::Library::new(path) }
     }
@@ -124,10 +129,11 @@ impl<const N: usize> Library<N> {
         entry_points: &'static [EntryPoint; N],
     ) -> Result<Self, LoadError> {
         // SAFETY: the caller vouches for every candidate of `spec`, as `open_first` requires.
-        unsafe { Self::open_first(spec.name, spec.candidates(), entry_points) }
+        unsafe { Self::open_candidates(spec.name, spec.candidates(), entry_points, spec.global) }
     }
 
-    /// Opens the first of `candidates` that the dynamic loader accepts.
+    /// Opens the first of `candidates` that the dynamic loader accepts, keeping its symbols
+    /// out of the process's global scope (as a [`LibrarySpec`] with `global: false`).
     ///
     /// The error lists every candidate tried and the loader's reason for each.
     ///
@@ -143,11 +149,26 @@ impl<const N: usize> Library<N> {
         candidates: impl IntoIterator<Item = PathBuf>,
         entry_points: &'static [EntryPoint; N],
     ) -> Result<Self, LoadError> {
+        // SAFETY: the caller's promise, as this function requires.
+        unsafe { Self::open_candidates(name, candidates, entry_points, false) }
+    }
+
+    /// [`open_first`](Self::open_first), with the symbols in the global scope when `global`.
+    ///
+    /// # Safety
+    ///
+    /// As [`open_first`](Self::open_first).
+    unsafe fn open_candidates(
+        name: &'static str,
+        candidates: impl IntoIterator<Item = PathBuf>,
+        entry_points: &'static [EntryPoint; N],
+        global: bool,
+    ) -> Result<Self, LoadError> {
         let mut tried = Vec::new();
         for candidate in candidates {
             // SAFETY: loading a library runs its initialisers; the caller promises that those
             // of every candidate are sound to run in this process.
-            match unsafe { open_global(&candidate) } {
+            match unsafe { open_path(&candidate, global) } {
                 Ok(library) => {
                     return Ok(Self {
                         name,
@@ -441,34 +462,62 @@ mod tests {
         }
     }
 
-    #[test]
+    /// Opens the probe at `path` through a spec naming it, with `global`; whether its symbol
+    /// `symbol` is then in the process's global scope (which `dlopen(NULL)` searches).
     #[cfg(target_os = "linux")]
-    fn an_opened_library_serves_later_lookups_as_a_linked_one() {
-        let Some(path) = compiled_probe(
-            "global",
-            "int cuda_loader_global_probe(void) { return 7; }\n",
-        ) else {
-            return;
+    fn opened_symbol_is_global(
+        path: &std::path::Path,
+        symbol: &'static std::ffi::CStr,
+        global: bool,
+    ) -> bool {
+        let file: &'static str = Box::leak(path.to_str().expect("UTF-8 path").into());
+        let spec = crate::LibrarySpec {
+            name: "the probe",
+            env_var: "CUDA_LOADER_TEST_NO_SUCH_VARIABLE",
+            file_names: Box::leak(Box::new([file])),
+            search_dirs: &[],
+            global,
         };
-        static PROBE: [EntryPoint; 1] = [EntryPoint::new(c"cuda_loader_global_probe", None)];
+        let entry_points: &'static [EntryPoint; 1] =
+            Box::leak(Box::new([EntryPoint::new(symbol, None)]));
         // SAFETY: the probe has no initialisers and one function with the signature used.
-        let library =
-            unsafe { Library::open_first("the probe", [path.clone()], &PROBE) }.expect("opens");
+        let library = unsafe { Library::open(&spec, entry_points) }.expect("opens");
         // SAFETY: the probe's function takes nothing and returns an int.
         let probe = unsafe { library.get::<unsafe extern "C" fn() -> i32>(0) }.expect("resolves");
         // SAFETY: as above.
         assert_eq!(unsafe { probe() }, 7);
-        // The symbol is in the process's global scope (`dlopen(NULL)` searches it), as for a
-        // library loaded at startup: RTLD_GLOBAL.
         let this = libloading::os::unix::Library::this();
         // SAFETY: only looked up, never called through this handle.
-        let global =
-            unsafe { this.get::<unsafe extern "C" fn() -> i32>(b"cuda_loader_global_probe") };
-        assert!(
-            global.is_ok(),
-            "not in the global scope: {:?}",
-            global.err()
-        );
+        unsafe { this.get::<unsafe extern "C" fn() -> i32>(symbol.to_bytes()) }.is_ok()
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_global_spec_serves_later_lookups_as_a_linked_library() {
+        let source = "int cuda_loader_global_probe(void) { return 7; }\n";
+        let Some(path) = compiled_probe("global", source) else {
+            return;
+        };
+        assert!(opened_symbol_is_global(
+            &path,
+            c"cuda_loader_global_probe",
+            true
+        ));
+        remove_probe(&path);
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_local_spec_keeps_its_symbols_to_itself() {
+        let source = "int cuda_loader_local_probe(void) { return 7; }\n";
+        let Some(path) = compiled_probe("local", source) else {
+            return;
+        };
+        assert!(!opened_symbol_is_global(
+            &path,
+            c"cuda_loader_local_probe",
+            false
+        ));
         remove_probe(&path);
     }
 

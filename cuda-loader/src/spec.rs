@@ -19,6 +19,12 @@ pub struct LibrarySpec {
     /// the plain file names. A relative root is ignored with a warning: it would resolve against
     /// whatever the working directory is, so a library planted there would be loaded.
     pub search_dirs: &'static [&'static str],
+    /// Whether the library's symbols join the process's global scope (`RTLD_GLOBAL`), as those
+    /// of a library the executable is linked to do. Only for a library of which a system has
+    /// one copy, the driver's `libcuda`: the symbols of a toolkit library (NVRTC, nvJitLink,
+    /// NCCL), of which a process may hold another version (a framework's wheel), would take
+    /// the place of that copy's for the code that uses it.
+    pub global: bool,
 }
 
 /// The toolkit root tried after the environment's roots.
@@ -82,6 +88,7 @@ mod tests {
         env_var: "TEST_LIB_PATH",
         file_names: &["libtest.so.13", "libtest.so.12"],
         search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+        global: false,
     };
 
     fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<OsString> {

@@ -114,6 +114,8 @@ pub static LIBCUDA: LibrarySpec = LibrarySpec {
         "libcuda.so.1"
     }],
     search_dirs: &[],
+    // The driver: one per system, and a program linked to it has its symbols global.
+    global: true,
 };
 
 /// The process's driver entry points, loading `libcuda` on the first call.

@@ -51,6 +51,7 @@ pub static LIBNCCL: LibrarySpec = LibrarySpec {
     env_var: LIBNCCL_PATH_ENV,
     file_names: &["libnccl.so.2"],
     search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+    global: false,
 };
 
 /// The `NCCL_VERSION_CODE` of the header these bindings were generated from.

@@ -113,6 +113,7 @@ pub static LIBNVJITLINK: LibrarySpec = LibrarySpec {
     env_var: LIBNVJITLINK_PATH_ENV,
     file_names: FILE_NAMES,
     search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+    global: false,
 };
 
 /// The process's nvJitLink entry points, loading `libnvJitLink` on the first call.

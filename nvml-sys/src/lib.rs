@@ -103,6 +103,7 @@ pub static LIBNVML: LibrarySpec = LibrarySpec {
         "libnvidia-ml.so.1"
     }],
     search_dirs: &[],
+    global: false,
 };
 
 /// The process's NVML entry points, loading `libnvidia-ml` on the first call.

@@ -102,6 +102,7 @@ pub static LIBNVRTC: LibrarySpec = LibrarySpec {
     env_var: LIBNVRTC_PATH_ENV,
     file_names: FILE_NAMES,
     search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+    global: false,
 };
 
 /// The process's NVRTC entry points, loading `libnvrtc` on the first call.
