@@ -77,12 +77,12 @@ fn reason(error: &libloading::Error) -> String {
     }
 }
 
-/// Opens `path` with `RTLD_NOW` (Unix), and `RTLD_GLOBAL` when `global` (else `RTLD_LOCAL`),
-/// as a library the executable is linked to is loaded at startup, rather than with libloading's
-/// `RTLD_LAZY | RTLD_LOCAL`: every symbol is bound at once (a library that cannot be bound
-/// fails here, with the loader's message, not at a later call). On an H200, launches from 8
-/// threads ran 1.6–2.1 % faster with the driver opened so than with libloading's flags (11 of
-/// 16 paired rounds, both ABIs; `docs/performance.md`, "Under contention").
+/// Opens `path`. When `global` (Unix), with `RTLD_NOW | RTLD_GLOBAL`, as a library the
+/// executable is linked to is loaded at startup: every symbol is bound at once (a library that
+/// cannot be bound fails here, with the loader's message) and joins the process's global
+/// scope. On an H200, launches from 8 threads ran 1.6–2.1 % faster with the driver opened so
+/// than with libloading's `RTLD_LAZY | RTLD_LOCAL` (11 of 16 paired rounds, both ABIs;
+/// `docs/performance.md`, "Under contention"), which the other libraries keep.
 ///
 /// # Safety
 ///
@@ -92,18 +92,15 @@ unsafe fn open_path(
     global: bool,
 ) -> Result<libloading::Library, libloading::Error> {
     #[cfg(unix)]
-    {
-        use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_LOCAL, RTLD_NOW};
-        let scope = if global { RTLD_GLOBAL } else { RTLD_LOCAL };
+    if global {
+        use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_NOW};
         // SAFETY: the caller's promise.
-        unsafe { Library::open(Some(path), RTLD_NOW | scope) }.map(Into::into)
+        return unsafe { Library::open(Some(path), RTLD_NOW | RTLD_GLOBAL) }.map(Into::into);
     }
     #[cfg(not(unix))]
-    {
-        let _ = global;
-        // SAFETY: the caller's promise.
-        unsafe { libloading::Library::new(path) }
-    }
+    let _ = global;
+    // SAFETY: the caller's promise.
+    unsafe { libloading::Library::new(path) }
 }
 
 /// Slot value of an entry point not looked up yet.
@@ -132,8 +129,8 @@ impl<const N: usize> Library<N> {
         unsafe { Self::open_candidates(spec.name, spec.candidates(), entry_points, spec.global) }
     }
 
-    /// Opens the first of `candidates` that the dynamic loader accepts, keeping its symbols
-    /// out of the process's global scope (as a [`LibrarySpec`] with `global: false`).
+    /// Opens the first of `candidates` that the dynamic loader accepts, as a [`LibrarySpec`]
+    /// with `global: false` is opened (`RTLD_LAZY | RTLD_LOCAL`).
     ///
     /// The error lists every candidate tried and the loader's reason for each.
     ///
@@ -462,26 +459,33 @@ mod tests {
         }
     }
 
-    /// Opens the probe at `path` through a spec naming it, with `global`; whether its symbol
-    /// `symbol` is then in the process's global scope (which `dlopen(NULL)` searches).
+    /// A spec whose only candidate is `path`, opened with `global`.
+    #[cfg(target_os = "linux")]
+    fn spec_for(path: &std::path::Path, global: bool) -> crate::LibrarySpec {
+        let file: &'static str = Box::leak(path.to_str().expect("UTF-8 path").into());
+        crate::LibrarySpec {
+            name: "the probe",
+            env_var: "CUDA_LOADER_TEST_NO_SUCH_VARIABLE",
+            file_names: Box::leak(Box::new([file])),
+            search_dirs: &[],
+            global,
+        }
+    }
+
+    /// Opens the probe at `path` (its one function `symbol` returns 7) through a spec with
+    /// `global`; whether `symbol` is then in the process's global scope, which `dlopen(NULL)`
+    /// searches.
     #[cfg(target_os = "linux")]
     fn opened_symbol_is_global(
         path: &std::path::Path,
         symbol: &'static std::ffi::CStr,
         global: bool,
     ) -> bool {
-        let file: &'static str = Box::leak(path.to_str().expect("UTF-8 path").into());
-        let spec = crate::LibrarySpec {
-            name: "the probe",
-            env_var: "CUDA_LOADER_TEST_NO_SUCH_VARIABLE",
-            file_names: Box::leak(Box::new([file])),
-            search_dirs: &[],
-            global,
-        };
         let entry_points: &'static [EntryPoint; 1] =
             Box::leak(Box::new([EntryPoint::new(symbol, None)]));
         // SAFETY: the probe has no initialisers and one function with the signature used.
-        let library = unsafe { Library::open(&spec, entry_points) }.expect("opens");
+        let library =
+            unsafe { Library::open(&spec_for(path, global), entry_points) }.expect("opens");
         // SAFETY: the probe's function takes nothing and returns an int.
         let probe = unsafe { library.get::<unsafe extern "C" fn() -> i32>(0) }.expect("resolves");
         // SAFETY: as above.
@@ -523,7 +527,7 @@ mod tests {
 
     #[test]
     #[cfg(target_os = "linux")]
-    fn a_library_that_cannot_be_bound_fails_at_open_naming_the_symbol() {
+    fn a_global_library_that_cannot_be_bound_fails_at_open_naming_the_symbol() {
         let Some(path) = compiled_probe(
             "unbound",
             "extern int cuda_loader_no_such_symbol(void);\n\
@@ -533,10 +537,15 @@ mod tests {
         };
         static PROBE: [EntryPoint; 1] = [EntryPoint::new(c"cuda_loader_unbound_probe", None)];
         // SAFETY: the open fails (RTLD_NOW cannot bind the undefined function), so nothing runs.
-        let error = unsafe { Library::open_first("the probe", [path.clone()], &PROBE) }
+        let error = unsafe { Library::open(&spec_for(&path, true), &PROBE) }
             .expect_err("every symbol is bound at open");
-        remove_probe(&path);
         let message = error.to_string();
         assert!(message.contains("cuda_loader_no_such_symbol"), "{message}");
+        // A local library is bound lazily, as libloading opens it: the open succeeds (and a
+        // call of the unbound function would fail, so none is made).
+        // SAFETY: the probe has no initialisers; its function is never called.
+        let local = unsafe { Library::open(&spec_for(&path, false), &PROBE) };
+        assert!(local.is_ok(), "{local:?}");
+        remove_probe(&path);
     }
 }

@@ -19,11 +19,13 @@ pub struct LibrarySpec {
     /// the plain file names. A relative root is ignored with a warning: it would resolve against
     /// whatever the working directory is, so a library planted there would be loaded.
     pub search_dirs: &'static [&'static str],
-    /// Whether the library's symbols join the process's global scope (`RTLD_GLOBAL`), as those
-    /// of a library the executable is linked to do. Only for a library of which a system has
-    /// one copy, the driver's `libcuda`: the symbols of a toolkit library (NVRTC, nvJitLink,
-    /// NCCL), of which a process may hold another version (a framework's wheel), would take
-    /// the place of that copy's for the code that uses it.
+    /// Whether the library is opened as a library the executable is linked to is loaded at
+    /// startup (`RTLD_NOW | RTLD_GLOBAL` on Unix: its symbols bound at open, a library that
+    /// cannot be bound failing there, and joining the process's global scope); otherwise with
+    /// `RTLD_LAZY | RTLD_LOCAL`. Only for a library of which a system has one copy, the
+    /// driver's `libcuda`: the symbols of a global toolkit library (NVRTC, nvJitLink, NCCL), of
+    /// which a process may hold another version (a framework's wheel), would take the place
+    /// of that version's for the code that uses it.
     pub global: bool,
 }
 
