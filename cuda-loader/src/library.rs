@@ -9,13 +9,13 @@ use crate::{Attempt, CudaVersion, Introduced, LibrarySpec, LoadError, NcclVersio
 /// One exported function of a library: its symbol and the release that introduced it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EntryPoint {
-    symbol: &'static std::ffi::CStr,
+    symbol: &'static CStr,
     since: Option<Introduced>,
 }
 
 impl EntryPoint {
     /// An entry point named `symbol`, introduced in CUDA `since` (`12040`) when known.
-    pub const fn new(symbol: &'static std::ffi::CStr, since: Option<u32>) -> Self {
+    pub const fn new(symbol: &'static CStr, since: Option<u32>) -> Self {
         let since = match since {
             Some(version) => Some(Introduced::Cuda(CudaVersion(version))),
             None => None,
@@ -25,7 +25,7 @@ impl EntryPoint {
 
     /// An entry point of NCCL named `symbol`, introduced in the NCCL release whose
     /// `NCCL_VERSION_CODE` is `since` (`21800`) when known.
-    pub const fn nccl(symbol: &'static std::ffi::CStr, since: Option<u32>) -> Self {
+    pub const fn nccl(symbol: &'static CStr, since: Option<u32>) -> Self {
         let since = match since {
             Some(version) => Some(Introduced::Nccl(NcclVersion(version))),
             None => None,
