@@ -19,8 +19,11 @@
 
 use std::ffi::{CString, c_char};
 use std::process::ExitCode;
-use std::sync::{Arc, Barrier};
+use std::sync::Barrier;
 use std::time::Instant;
+
+#[path = "common/threads.rs"]
+mod threads;
 
 use cuda_safe::nvrtc_sys::{nvrtc, nvrtcProgram, nvrtcResult};
 use cuda_safe::sys::{
@@ -345,22 +348,6 @@ fn worker(shared: &Shared, ready: &Barrier) -> Result<Instant> {
 
 /// Launches per second with `threads` workers.
 fn throughput(shared: &Shared, threads: usize) -> Result<f64> {
-    let ready = Arc::new(Barrier::new(threads + 1));
-    let workers: Vec<_> = (0..threads)
-        .map(|_| {
-            let (shared, ready) = (shared.clone(), ready.clone());
-            std::thread::spawn(move || worker(&shared, &ready))
-        })
-        .collect();
-    ready.wait();
-    let start = Instant::now();
-    ready.wait();
-    let mut end = start;
-    for worker in workers {
-        let finished = worker
-            .join()
-            .map_err(|_| Error::invalid_argument("a launching thread panicked"))??;
-        end = end.max(finished);
-    }
-    Ok(threads as f64 * f64::from(LAUNCHES) / (end - start).as_secs_f64())
+    let shared = shared.clone();
+    threads::launches_per_second(threads, LAUNCHES, move |ready| worker(&shared, ready))
 }

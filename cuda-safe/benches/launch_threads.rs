@@ -11,9 +11,10 @@
 //! rates. `raw raw` is the control (two identical ways: the method's own spread).
 
 use std::process::ExitCode;
-use std::sync::{Arc, Barrier};
-use std::thread;
 use std::time::Instant;
+
+#[path = "common/threads.rs"]
+mod threads;
 
 use cuda_safe::sys::{CUfunction, CUresult};
 use cuda_safe::{
@@ -198,33 +199,17 @@ fn median(values: &mut [f64]) -> f64 {
 
 /// Launches per second with `threads` threads launching `way`.
 fn throughput(device: &Device, kernel: &Kernel, threads: usize, way: Way) -> Result<f64> {
-    let ready = Arc::new(Barrier::new(threads + 1));
-    let workers: Vec<_> = (0..threads)
-        .map(|_| {
-            let (device, kernel, ready) = (*device, kernel.clone(), ready.clone());
-            thread::spawn(move || -> Result<Instant> {
-                let stream = device.create_stream(Default::default());
-                let warmed = stream.and_then(|stream| {
-                    way.run(&kernel, &stream, WARMUP)?;
-                    Ok(stream)
-                });
-                ready.wait(); // everyone warmed up (or failed)
-                ready.wait(); // the clock starts
-                let stream = warmed?;
-                way.run(&kernel, &stream, LAUNCHES)?;
-                Ok(Instant::now())
-            })
-        })
-        .collect();
-    ready.wait();
-    let start = Instant::now();
-    ready.wait();
-    let mut end = start;
-    for worker in workers {
-        let finished = worker
-            .join()
-            .map_err(|_| Error::invalid_argument("a launching thread panicked"))??;
-        end = end.max(finished);
-    }
-    Ok(threads as f64 * f64::from(LAUNCHES) / (end - start).as_secs_f64())
+    let (device, kernel) = (*device, kernel.clone());
+    threads::launches_per_second(threads, LAUNCHES, move |ready| {
+        let stream = device.create_stream(Default::default());
+        let warmed = stream.and_then(|stream| {
+            way.run(&kernel, &stream, WARMUP)?;
+            Ok(stream)
+        });
+        ready.wait(); // everyone warmed up (or failed)
+        ready.wait(); // the clock starts
+        let stream = warmed?;
+        way.run(&kernel, &stream, LAUNCHES)?;
+        Ok(Instant::now())
+    })
 }
