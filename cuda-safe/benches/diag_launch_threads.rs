@@ -16,11 +16,13 @@
 //!
 //! `dpslg` makes the calls `benches/launch_threads.rs` makes (its workers are left unbound by
 //! the stream's scoped context, as `u` leaves them).
+//!
+//! A second argument, `diag_launch_threads LETTERS BYTES`, first takes BYTES of heap and keeps
+//! them, so that everything the process and the driver allocate afterwards lands elsewhere:
+//! if the rate moves with BYTES, the layout of memory, not a call, makes the difference.
 
 use std::ffi::{CString, c_char};
 use std::process::ExitCode;
-use std::sync::Barrier;
-use std::time::Instant;
 
 #[path = "common/threads.rs"]
 mod threads;
@@ -124,9 +126,18 @@ fn check_nvrtc(function: &'static str, code: nvrtcResult) -> Result<()> {
 
 fn run() -> Result<()> {
     let letters = std::env::args().nth(1).ok_or_else(|| {
-        Error::invalid_argument("usage: diag_launch_threads LETTERS (`-`, or any of d p s u l g)")
+        Error::invalid_argument(
+            "usage: diag_launch_threads LETTERS [BYTES] (LETTERS: `-`, or any of d p s u l g)",
+        )
     })?;
     let pieces = Pieces::parse(&letters)?;
+    let pad_bytes = match std::env::args().nth(2) {
+        Some(bytes) => bytes
+            .parse::<usize>()
+            .map_err(|_| Error::invalid_argument(format!("`{bytes}` is not a number of bytes")))?,
+        None => 0,
+    };
+    let pad = vec![1u8; pad_bytes];
     if pieces.device {
         Device::new(0)?.set_current()?;
     }
@@ -169,6 +180,7 @@ fn run() -> Result<()> {
         );
     }
     println!("DONE");
+    std::hint::black_box(&pad);
     Ok(())
 }
 
@@ -255,21 +267,19 @@ fn raw_kernel(driver: &Driver, device: CUdevice) -> Result<CUfunction> {
     Ok(kernel.cast())
 }
 
-/// `count` launches of the kernel on `raw`, or with [`launch`] on `stream`; then a wait.
-fn launches(
-    driver: &Driver,
-    shared: &Shared,
-    raw: CUstream,
-    with_crate: Option<(&Kernel, &Stream)>,
-    count: u32,
-) -> Result<()> {
-    if let Some((kernel, stream)) = with_crate {
+/// `count` launches of the kernel on the worker's stream, raw or (with `l`) through [`launch`];
+/// then a wait.
+fn launches(shared: &Shared, stream: &WorkerStream, count: u32) -> Result<()> {
+    let driver = driver()?;
+    if let (Some(kernel), Some(crate_stream), true) =
+        (&shared.kernel, &stream.crate_stream, shared.pieces.launch)
+    {
         let config = LaunchConfig::new(1, 1);
         for _ in 0..count {
             // SAFETY: `empty` takes no arguments and touches no memory.
-            unsafe { launch(stream, &config, kernel, ())? };
+            unsafe { launch(crate_stream, &config, kernel, ())? };
         }
-        return stream.sync();
+        return crate_stream.sync();
     }
     for _ in 0..count {
         // SAFETY: a parameterless kernel and a live stream of the primary context.
@@ -283,7 +293,7 @@ fn launches(
                 1,
                 1,
                 0,
-                raw,
+                stream.raw,
                 std::ptr::null_mut(),
                 std::ptr::null_mut(),
             )?
@@ -292,12 +302,35 @@ fn launches(
     }
     // SAFETY: a live stream.
     check("cuStreamSynchronize", unsafe {
-        driver.cuStreamSynchronize(raw)?
+        driver.cuStreamSynchronize(stream.raw)?
     })
 }
 
-/// One worker: its stream, the warm-up, the two barriers, the timed launches; the time it ended.
-fn worker(shared: &Shared, ready: &Barrier) -> Result<Instant> {
+/// A worker's stream: the crate's (`s`), or one it made with `cuStreamCreate`, destroyed on drop.
+struct WorkerStream {
+    crate_stream: Option<Stream>,
+    raw: CUstream,
+}
+
+impl Drop for WorkerStream {
+    fn drop(&mut self) {
+        if self.crate_stream.is_some() {
+            return;
+        }
+        let destroyed = || -> Result<()> {
+            // SAFETY: the stream this worker made, idle after its wait; destroyed once.
+            check("cuStreamDestroy", unsafe {
+                driver()?.cuStreamDestroy_v2(self.raw)?
+            })
+        };
+        if let Err(error) = destroyed() {
+            eprintln!("warning: {error}");
+        }
+    }
+}
+
+/// A worker's setup: the bind, its stream, the unbind, the warm-up.
+fn prepare(shared: &Shared) -> Result<WorkerStream> {
     let driver = driver()?;
     let pieces = shared.pieces;
     if !pieces.skip_bind {
@@ -307,47 +340,39 @@ fn worker(shared: &Shared, ready: &Barrier) -> Result<Instant> {
         })?;
     }
     let stream = if pieces.streams {
-        Some(Device::new(0)?.create_stream(Default::default())?)
-    } else {
-        None
-    };
-    let mut raw: CUstream = std::ptr::null_mut();
-    match &stream {
-        Some(stream) => raw = stream.as_raw(),
-        None => {
-            // SAFETY: valid out-pointer; the primary context is current on this thread.
-            check("cuStreamCreate", unsafe {
-                driver.cuStreamCreate(&mut raw, CUstream_flags::CU_STREAM_NON_BLOCKING.0)?
-            })?;
+        let stream = Device::new(0)?.create_stream(Default::default())?;
+        WorkerStream {
+            raw: stream.as_raw(),
+            crate_stream: Some(stream),
         }
-    }
+    } else {
+        let mut raw: CUstream = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; the primary context is current on this thread.
+        check("cuStreamCreate", unsafe {
+            driver.cuStreamCreate(&mut raw, CUstream_flags::CU_STREAM_NON_BLOCKING.0)?
+        })?;
+        WorkerStream {
+            crate_stream: None,
+            raw,
+        }
+    };
     if pieces.unbind {
         // SAFETY: making no context current is always valid.
         check("cuCtxSetCurrent", unsafe {
             driver.cuCtxSetCurrent(std::ptr::null_mut())?
         })?;
     }
-    let with_crate = match (&shared.kernel, &stream) {
-        (Some(kernel), Some(stream)) if pieces.launch => Some((kernel, stream)),
-        _ => None,
-    };
-    let warmed = launches(driver, shared, raw, with_crate, WARMUP);
-    ready.wait(); // everyone warmed up (or failed)
-    ready.wait(); // the clock starts
-    warmed?;
-    launches(driver, shared, raw, with_crate, LAUNCHES)?;
-    let end = Instant::now();
-    if stream.is_none() {
-        // SAFETY: the stream this worker made, idle after the wait.
-        check("cuStreamDestroy", unsafe {
-            driver.cuStreamDestroy_v2(raw)?
-        })?;
-    }
-    Ok(end)
+    launches(shared, &stream, WARMUP)?;
+    Ok(stream)
 }
 
 /// Launches per second with `threads` workers.
 fn throughput(shared: &Shared, threads: usize) -> Result<f64> {
-    let shared = shared.clone();
-    threads::launches_per_second(threads, LAUNCHES, move |ready| worker(&shared, ready))
+    let (for_prepare, for_run) = (shared.clone(), shared.clone());
+    threads::launches_per_second(
+        threads,
+        LAUNCHES,
+        move || prepare(&for_prepare),
+        move |stream| launches(&for_run, stream, LAUNCHES),
+    )
 }

@@ -11,7 +11,6 @@
 //! rates. `raw raw` is the control (two identical ways: the method's own spread).
 
 use std::process::ExitCode;
-use std::time::Instant;
 
 #[path = "common/threads.rs"]
 mod threads;
@@ -200,16 +199,15 @@ fn median(values: &mut [f64]) -> f64 {
 /// Launches per second with `threads` threads launching `way`.
 fn throughput(device: &Device, kernel: &Kernel, threads: usize, way: Way) -> Result<f64> {
     let (device, kernel) = (*device, kernel.clone());
-    threads::launches_per_second(threads, LAUNCHES, move |ready| {
-        let stream = device.create_stream(Default::default());
-        let warmed = stream.and_then(|stream| {
-            way.run(&kernel, &stream, WARMUP)?;
+    let warm = kernel.clone();
+    threads::launches_per_second(
+        threads,
+        LAUNCHES,
+        move || {
+            let stream = device.create_stream(Default::default())?;
+            way.run(&warm, &stream, WARMUP)?;
             Ok(stream)
-        });
-        ready.wait(); // everyone warmed up (or failed)
-        ready.wait(); // the clock starts
-        let stream = warmed?;
-        way.run(&kernel, &stream, LAUNCHES)?;
-        Ok(Instant::now())
-    })
+        },
+        move |stream| way.run(&kernel, stream, LAUNCHES),
+    )
 }

@@ -8,19 +8,35 @@ use std::time::Instant;
 
 use cuda_safe::{Error, Result};
 
-/// Launches per second of `threads` workers making `launches` launches each. Each worker runs
-/// `work` on its own thread; `work` must wait on the barrier it is given twice, once when it is
-/// ready (warmed up, or failed: the others must not wait for it) and once more for the clock to
-/// start, and return the time its launches were done.
-pub fn launches_per_second<W>(threads: usize, launches: u32, work: W) -> Result<f64>
+/// Launches per second of `threads` workers making `launches` launches each. Each worker, on
+/// its own thread, calls `prepare` (its stream, and the warm-up), waits for the others and the
+/// common start, then calls `run` with what `prepare` made; the clock stops for it when `run`
+/// returns, before what `prepare` made is dropped. A worker whose `prepare` fails still takes
+/// part in the start, so that the others are not left waiting, and its error is returned.
+pub fn launches_per_second<T, P, R>(
+    threads: usize,
+    launches: u32,
+    prepare: P,
+    run: R,
+) -> Result<f64>
 where
-    W: Fn(&Barrier) -> Result<Instant> + Clone + Send + 'static,
+    P: Fn() -> Result<T> + Clone + Send + 'static,
+    R: Fn(&T) -> Result<()> + Clone + Send + 'static,
 {
     let ready = Arc::new(Barrier::new(threads + 1));
     let workers: Vec<_> = (0..threads)
         .map(|_| {
-            let (work, ready) = (work.clone(), ready.clone());
-            std::thread::spawn(move || work(&ready))
+            let (prepare, run, ready) = (prepare.clone(), run.clone(), ready.clone());
+            std::thread::spawn(move || -> Result<Instant> {
+                let prepared = prepare();
+                ready.wait(); // everyone is ready (or failed)
+                ready.wait(); // the clock starts
+                let prepared = prepared?;
+                run(&prepared)?;
+                let end = Instant::now();
+                drop(prepared);
+                Ok(end)
+            })
         })
         .collect();
     ready.wait();
