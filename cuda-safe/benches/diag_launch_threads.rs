@@ -24,12 +24,15 @@
 use std::ffi::{CString, c_char};
 use std::process::ExitCode;
 
+#[path = "common/check.rs"]
+mod check;
 #[path = "common/threads.rs"]
 mod threads;
 
+use check::check;
 use cuda_safe::nvrtc_sys::{nvrtc, nvrtcProgram, nvrtcResult};
 use cuda_safe::sys::{
-    CUcontext, CUdevice, CUdevice_attribute, CUfunction, CUkernel, CUlibrary, CUresult, CUstream,
+    CUcontext, CUdevice, CUdevice_attribute, CUfunction, CUkernel, CUlibrary, CUstream,
     CUstream_flags, Driver, driver,
 };
 use cuda_safe::{
@@ -107,14 +110,6 @@ struct Shared {
 // SAFETY: the context and kernel handles may be used from any thread, and the primary context
 // stays retained for the process (it is never released).
 unsafe impl Send for Shared {}
-
-fn check(function: &'static str, code: CUresult) -> Result<()> {
-    if code == CUresult::CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(Error::cuda(function, code))
-    }
-}
 
 fn check_nvrtc(function: &'static str, code: nvrtcResult) -> Result<()> {
     if code == nvrtcResult::NVRTC_SUCCESS {

@@ -21,7 +21,11 @@ use std::ffi::c_void;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use cuda_safe::sys::{CUfunction, CUresult, CUstream};
+#[path = "common/check.rs"]
+mod check;
+
+use check::check;
+use cuda_safe::sys::{CUfunction, CUstream};
 use cuda_safe::{
     Buffer, CodeKind, Device, Error, GreenContextOptions, Kernel, LaunchConfig, Program,
     ProgramOptions, Result, SplitRequest, Stream, launch,
@@ -150,14 +154,6 @@ impl Probe {
             check("cuStreamSynchronize", synced)?;
         }
         Ok(start.elapsed().as_secs_f64() * 1e6)
-    }
-}
-
-fn check(function: &'static str, code: CUresult) -> Result<()> {
-    if code == CUresult::CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(Error::cuda(function, code))
     }
 }
 

@@ -12,10 +12,13 @@
 
 use std::process::ExitCode;
 
+#[path = "common/check.rs"]
+mod check;
 #[path = "common/threads.rs"]
 mod threads;
 
-use cuda_safe::sys::{CUfunction, CUresult};
+use check::check;
+use cuda_safe::sys::CUfunction;
 use cuda_safe::{
     CodeKind, Device, Error, Kernel, LaunchConfig, Program, ProgramOptions, Result, Stream, launch,
 };
@@ -103,14 +106,6 @@ impl Way {
                 }?)
             }
         }
-    }
-}
-
-fn check(function: &'static str, code: CUresult) -> Result<()> {
-    if code == CUresult::CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(Error::cuda(function, code))
     }
 }
 
