@@ -103,6 +103,45 @@ unsafe fn open_path(
     unsafe { libloading::Library::new(path) }
 }
 
+/// Why `candidate` is not handed to the dynamic loader: it is a path (it holds a `/`, so the
+/// loader would open it as it is rather than search for it) to something other than a regular
+/// file. `dlopen` of a FIFO blocks until a writer appears, and opening a device file can block
+/// or act; a directory the loader refuses anyway, named here more plainly. `None` for a bare
+/// file name, a missing path (the loader's own message says so) and a regular file, or a
+/// link to one.
+fn not_a_regular_file(candidate: &Path) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::fs::FileTypeExt;
+        if !candidate.as_os_str().as_bytes().contains(&b'/') {
+            return None;
+        }
+        let kind = std::fs::metadata(candidate).ok()?.file_type();
+        let what = if kind.is_file() {
+            return None;
+        } else if kind.is_dir() {
+            "a directory"
+        } else if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_socket() {
+            "a socket"
+        } else if kind.is_char_device() {
+            "a character device"
+        } else if kind.is_block_device() {
+            "a block device"
+        } else {
+            "not a file"
+        };
+        Some(format!("not a regular file ({what}); not opened"))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = candidate;
+        None
+    }
+}
+
 /// Slot value of an entry point not looked up yet.
 const UNRESOLVED: usize = 0;
 
@@ -163,6 +202,13 @@ impl<const N: usize> Library<N> {
     ) -> Result<Self, LoadError> {
         let mut tried = Vec::new();
         for candidate in candidates {
+            if let Some(reason) = not_a_regular_file(&candidate) {
+                tried.push(Attempt {
+                    candidate: candidate.display().to_string(),
+                    reason,
+                });
+                continue;
+            }
             // SAFETY: loading a library runs its initialisers; the caller promises that those
             // of every candidate are sound to run in this process.
             match unsafe { open_path(&candidate, global) } {
@@ -275,9 +321,9 @@ impl<const N: usize> Library<N> {
 
 #[cfg(test)]
 mod tests {
-    use super::{EntryPoint, Library, MISSING, UNRESOLVED};
+    use super::{EntryPoint, Library, MISSING, UNRESOLVED, not_a_regular_file};
     use crate::LoadError;
-    use std::path::PathBuf;
+    use std::path::{Path, PathBuf};
     use std::sync::atomic::Ordering;
 
     static LIBC_ENTRY_POINTS: [EntryPoint; 3] = [
@@ -322,6 +368,60 @@ mod tests {
             message.contains("libcuda-loader-test-missing.so.1"),
             "{message}"
         );
+    }
+
+    /// A FIFO, a directory and a device file among the candidates are passed over with the
+    /// reason, without being opened: `dlopen` of a FIFO would block until a writer came.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn candidates_that_are_not_regular_files_are_not_opened() {
+        let dir = std::env::temp_dir().join(format!("cuda-loader-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temporary directory");
+        let fifo = dir.join("libcuda.so.1");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if !made.is_ok_and(|status| status.success()) {
+            println!("skipped: mkfifo did not make a FIFO");
+            let _ = std::fs::remove_dir_all(&dir);
+            return;
+        }
+        let candidates = [fifo.clone(), dir.clone(), PathBuf::from("/dev/null")];
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // SAFETY: none of the candidates is a library, so none is loaded.
+            let opened =
+                unsafe { Library::open_first("the probe", candidates, &LIBC_ENTRY_POINTS) };
+            let _ = sender.send(opened.map(|_| ()));
+        });
+        let answer = receiver.recv_timeout(std::time::Duration::from_secs(30));
+        let _ = std::fs::remove_dir_all(&dir);
+        let error = answer
+            .expect("opening returns instead of blocking on the FIFO")
+            .expect_err("no candidate is a library");
+        let LoadError::LibraryNotFound { tried, .. } = &error else {
+            panic!("wrong error: {error:?}");
+        };
+        let reasons: Vec<&str> = tried.iter().map(|a| a.reason.as_str()).collect();
+        assert_eq!(
+            reasons,
+            [
+                "not a regular file (a FIFO); not opened",
+                "not a regular file (a directory); not opened",
+                "not a regular file (a character device); not opened",
+            ]
+        );
+    }
+
+    #[test]
+    fn bare_names_missing_paths_and_regular_files_go_to_the_loader() {
+        assert_eq!(not_a_regular_file(Path::new("libcuda.so.1")), None);
+        assert_eq!(
+            not_a_regular_file(Path::new("/nonexistent/libcuda.so.1")),
+            None
+        );
+        let file = std::env::temp_dir().join(format!("cuda-loader-file-{}", std::process::id()));
+        std::fs::write(&file, b"not a library").expect("write");
+        assert_eq!(not_a_regular_file(&file), None);
+        let _ = std::fs::remove_file(&file);
     }
 
     #[test]
