@@ -470,7 +470,9 @@ impl Device {
     }
 
     /// The memory resource over the device's default stream-ordered pool (made once, then
-    /// shared).
+    /// shared). A device without pools answers `CUDA_ERROR_NOT_SUPPORTED`
+    /// ([`Error::is_not_supported`]); allocate there with
+    /// [`SyncDeviceMemoryResource`](crate::SyncDeviceMemoryResource).
     pub fn default_memory_resource(&self) -> Result<DeviceMemoryResource> {
         DeviceMemoryResource::default_pool(self)
     }

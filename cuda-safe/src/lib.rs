@@ -127,6 +127,7 @@ pub use managed::{Advice, MemoryLocation, RangeAttributes};
 pub use memory::{
     Buffer, DeviceMemoryResource, DeviceSlice, DeviceSliceMut, IpcHandleType,
     ManagedMemoryResource, MemoryResource, PinnedMemoryResource, PoolOptions,
+    SyncDeviceMemoryResource,
 };
 pub use module::ObjectCode;
 pub use peer::PeerAttributes;

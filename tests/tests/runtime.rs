@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use cuda_gpu_tests::gpu_tests;
 use cuda_safe::{
     Buffer, Device, DeviceMemoryResource, Error, Event, EventOptions, ManagedMemoryResource,
-    PinnedMemoryResource, PoolOptions, Stream, StreamOptions,
+    PinnedMemoryResource, PoolOptions, Stream, StreamOptions, SyncDeviceMemoryResource,
 };
 
 /// A small deterministic generator, so failures are reproducible.
@@ -515,6 +515,45 @@ fn typed_allocations_and_fills_round_trip() {
     assert_eq!(staged.as_host_slice::<u32>().unwrap(), &[9u32; 64]);
 }
 
+fn cumemalloc_memory_round_trips_and_is_freed_on_drop() {
+    let (device, stream, pool) = setup();
+    let memory = SyncDeviceMemoryResource::new(&device).unwrap();
+    assert_eq!(memory.device(), &device);
+    let size = (256 << 20) + 13;
+    let free_before = device.mem_info().unwrap().free;
+    let mut buffer = memory.allocate(size, &stream).unwrap();
+    let free_held = device.mem_info().unwrap().free;
+    println!("free memory {free_before} -> {free_held} bytes with {size} bytes allocated");
+    assert!(
+        free_held + (200 << 20) <= free_before,
+        "cuMemAlloc took no memory"
+    );
+    let data = random_bytes(size, 0x5eed);
+    buffer.copy_from_host(&data).unwrap();
+    // Into a pool buffer on another stream and back: the two kinds of memory mix freely.
+    let other = device.create_stream(StreamOptions::default()).unwrap();
+    let mut copy = pool.allocate(size, &other).unwrap();
+    copy.copy_from(&buffer).unwrap();
+    let mut back = vec![0u8; size];
+    copy.copy_to_host(&mut back).unwrap();
+    assert!(back == data, "the round trip changed the data");
+    // Work queued on the buffer's stream finishes before the free: the drop waits for it.
+    buffer.fill(7u8).unwrap();
+    let free_before_drop = device.mem_info().unwrap().free;
+    drop(buffer);
+    let free_after = device.mem_info().unwrap().free;
+    assert!(
+        free_after >= free_before_drop + (200 << 20),
+        "dropping the buffer freed nothing ({free_before_drop} -> {free_after} bytes free)"
+    );
+    let zeroed = memory.allocate_zeroed::<u32>(1 << 20, &stream).unwrap();
+    assert!(zeroed.to_vec::<u32>().unwrap().iter().all(|&v| v == 0));
+    zeroed.close().unwrap();
+    assert!(is_invalid_argument(
+        memory.allocate_array::<u64>(usize::MAX / 4, &stream)
+    ));
+}
+
 fn main() -> std::process::ExitCode {
     gpu_tests![
         typed_allocations_and_fills_round_trip,
@@ -531,6 +570,7 @@ fn main() -> std::process::ExitCode {
         managed_memory_is_visible_to_host_and_device,
         wrong_sizes_are_rejected_and_empty_buffers_behave,
         buffers_move_between_streams_and_threads,
-        elapsed_waits_for_both_events_on_different_streams
+        elapsed_waits_for_both_events_on_different_streams,
+        cumemalloc_memory_round_trips_and_is_freed_on_drop
     ]
 }

@@ -136,6 +136,13 @@ unsafe impl Sync for DevicePool {}
 impl DeviceMemoryResource {
     /// The resource over `device`'s default pool: made (and the pool's release threshold
     /// raised) on the first call, then shared, so asking again costs a lock and a clone.
+    ///
+    /// # Errors
+    ///
+    /// The driver's error; on a device without stream-ordered pools
+    /// ([`DeviceProperties::memory_pools_supported`](crate::DeviceProperties::memory_pools_supported)
+    /// false) that is `CUDA_ERROR_NOT_SUPPORTED` ([`Error::is_not_supported`]): allocate there
+    /// with [`SyncDeviceMemoryResource`](crate::SyncDeviceMemoryResource).
     #[doc(alias = "cuDeviceGetDefaultMemPool")]
     pub fn default_pool(device: &Device) -> Result<Self> {
         let mut pools = DEFAULT_POOLS.lock().unwrap_or_else(PoisonError::into_inner);

@@ -2,9 +2,10 @@
 //!
 //! A [`Buffer`] owns one allocation and is tied to a [`Stream`]: every safe operation on it
 //! (copies, fills) is queued on that stream, and dropping it frees the memory in stream order
-//! there (device pools) or after that stream has drained (pinned and managed memory). So a
-//! buffer can never be freed while a safe operation still uses it. Copies between buffers on
-//! different streams make each stream wait for the other around the copy.
+//! there (device pools) or after that stream has drained (pinned, managed and `cuMemAlloc`
+//! memory, [`SyncDeviceMemoryResource`]). So a buffer can never be freed while a safe
+//! operation still uses it. Copies between buffers on different streams make each stream wait
+//! for the other around the copy.
 //!
 //! ```no_run
 //! use cuda_safe::Device;
@@ -22,6 +23,7 @@
 
 mod buffer;
 mod device_pool;
+mod device_sync;
 mod fill;
 mod host;
 mod resource;
@@ -29,6 +31,7 @@ mod slice;
 
 pub use buffer::Buffer;
 pub use device_pool::{DeviceMemoryResource, IpcHandleType, PoolOptions};
+pub use device_sync::SyncDeviceMemoryResource;
 pub(crate) use fill::{FillPlan, plan as fill_plan};
 pub use host::{ManagedMemoryResource, PinnedMemoryResource};
 pub use resource::MemoryResource;

@@ -349,7 +349,20 @@ CUresult cuMemAllocManaged(CUdeviceptr *ptr, size_t size, unsigned flags) {
     return CUDA_SUCCESS;
 }
 
-/* Frees managed memory and cuMemAllocPitch's device memory. */
+/* Device memory outside any pool (SyncDeviceMemoryResource), freed by cuMemFree_v2. */
+CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t size) {
+    DRIVER("cuMemAlloc_v2");
+    CHECK(need_current("cuMemAlloc_v2"));
+    if (ptr == NULL || size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct allocation *made = allocate(size, A_DEVICE, NULL);
+    if (made == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *ptr = made->ptr;
+    return CUDA_SUCCESS;
+}
+
+/* Frees managed memory and the device memory of cuMemAlloc_v2 and cuMemAllocPitch. */
 CUresult cuMemFree_v2(CUdeviceptr ptr) {
     DRIVER_RELEASE("cuMemFree_v2", abandon_allocation(ptr));
     CHECK(need_current("cuMemFree_v2"));

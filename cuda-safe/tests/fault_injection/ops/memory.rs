@@ -2,7 +2,10 @@
 
 use std::cell::RefCell;
 
-use cuda_safe::{DeviceMemoryResource, ManagedMemoryResource, PinnedMemoryResource, PoolOptions};
+use cuda_safe::{
+    DeviceMemoryResource, ManagedMemoryResource, PinnedMemoryResource, PoolOptions,
+    SyncDeviceMemoryResource,
+};
 
 use crate::case::{Op, op};
 use crate::fixtures::{Cold, N, buffer, device, pool, stream, take};
@@ -216,6 +219,31 @@ pub(crate) fn memory_operations(ops: &mut Vec<Op>) {
                 let pinned = PinnedMemoryResource::new(&device()).expect("pinned");
                 (
                     RefCell::new(Some(pinned.allocate(4 * N, &s).expect("pinned memory"))),
+                    s,
+                )
+            },
+            |(b, _)| take(b).close(),
+        )
+        .releasing(),
+    );
+    ops.push(op(
+        "SyncDeviceMemoryResource::allocate_from_host",
+        || {
+            (
+                SyncDeviceMemoryResource::new(&device()).expect("cuMemAlloc memory"),
+                stream(),
+            )
+        },
+        |(m, s)| m.allocate_from_host(&[1.0f32; N], s),
+    ));
+    ops.push(
+        op(
+            "Buffer::close (cuMemAlloc)",
+            || {
+                let s = stream();
+                let memory = SyncDeviceMemoryResource::new(&device()).expect("cuMemAlloc memory");
+                (
+                    RefCell::new(Some(memory.allocate(4 * N, &s).expect("cuMemAlloc memory"))),
                     s,
                 )
             },
