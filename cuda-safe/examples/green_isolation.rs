@@ -4,16 +4,21 @@
 //! (`../shared/bench/driver_floor.c`), and the figures are printed as `FIG name value unit`
 //! lines with the floor's names, so `bench/run_benchmarks.sh` compares them.
 //!
+//! The buffers come from the device's default pool. With the argument `cumemalloc` they come
+//! from `cuMemAlloc` ([`SyncDeviceMemoryResource`]) instead, as the floor's do, so that a
+//! difference with the floor can be told apart from a difference of memory kind.
+//!
 //! ```text
-//! cargo run --release -p cuda-safe --example green_isolation
+//! cargo run --release -p cuda-safe --example green_isolation [-- cumemalloc]
 //! ```
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use cuda_safe::{
-    Buffer, CodeKind, Device, DeviceMemoryResource, Event, EventOptions, GreenContextOptions,
-    Kernel, LaunchConfig, Program, ProgramOptions, Result, SplitRequest, Stream, launch,
+    Buffer, CodeKind, Device, DeviceMemoryResource, Error, Event, EventOptions,
+    GreenContextOptions, Kernel, LaunchConfig, Program, ProgramOptions, Result, SplitRequest,
+    Stream, SyncDeviceMemoryResource, launch,
 };
 
 const SOURCE: &str = r#"
@@ -37,6 +42,50 @@ fn main() -> ExitCode {
         Err(error) => {
             eprintln!("error: {error}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// Where the buffers come from.
+enum Memory {
+    /// The device's default stream-ordered pool.
+    Pool(DeviceMemoryResource),
+    /// `cuMemAlloc`, as the C floor allocates.
+    CuMemAlloc(SyncDeviceMemoryResource),
+}
+
+impl Memory {
+    /// Whether the command line asks for `cuMemAlloc` memory (`cumemalloc`) rather than the
+    /// pool's (no argument).
+    fn cumemalloc_asked() -> Result<bool> {
+        match std::env::args().nth(1).as_deref() {
+            None => Ok(false),
+            Some("cumemalloc") => Ok(true),
+            Some(other) => Err(Error::invalid_argument(format!(
+                "unknown argument `{other}`: none (pool memory) or `cumemalloc`"
+            ))),
+        }
+    }
+
+    fn new(device: &Device, cumemalloc: bool) -> Result<Self> {
+        Ok(if cumemalloc {
+            Self::CuMemAlloc(SyncDeviceMemoryResource::new(device)?)
+        } else {
+            Self::Pool(device.default_memory_resource()?)
+        })
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Pool(_) => "the default pool",
+            Self::CuMemAlloc(_) => "cuMemAlloc",
+        }
+    }
+
+    fn allocate(&self, size: usize, stream: &Stream) -> Result<Buffer> {
+        match self {
+            Self::Pool(pool) => pool.allocate(size, stream),
+            Self::CuMemAlloc(memory) => memory.allocate(size, stream),
         }
     }
 }
@@ -96,22 +145,23 @@ fn busy_probe(
 }
 
 fn run() -> Result<()> {
+    let cumemalloc = Memory::cumemalloc_asked()?;
     let device = Device::new(0)?;
     device.set_current()?;
     let sms = device.properties()?.multiprocessor_count;
     let compiled = Program::new(SOURCE, ProgramOptions::default())?.compile(CodeKind::Cubin)?;
     let code = compiled.load()?;
     let (saxpy, spin) = (code.get_kernel("saxpy")?, code.get_kernel("spin")?);
-    let pool: DeviceMemoryResource = device.default_memory_resource()?;
+    let memory = Memory::new(&device, cumemalloc)?;
     let spin_blocks = sms * 2 * 25;
 
     // The whole GPU, shared.
     let filler = device.create_stream(Default::default())?;
     let prober = device.create_stream(Default::default())?;
     let mut probe = Probe {
-        x: pool.allocate(4 << 20, &prober)?,
-        y: pool.allocate(4 << 20, &prober)?,
-        out: pool.allocate(4 << 20, &prober)?,
+        x: memory.allocate(4 << 20, &prober)?,
+        y: memory.allocate(4 << 20, &prober)?,
+        out: memory.allocate(4 << 20, &prober)?,
     };
     let mut idle: Vec<f64> = (0..32)
         .map(|_| probe.once(&prober, &saxpy))
@@ -145,9 +195,9 @@ fn run() -> Result<()> {
 
     // SAXPY over 100M floats in half the GPU.
     let n = 100_000_000usize;
-    let mut x = pool.allocate(n * 4, &green_prober)?;
-    let mut y = pool.allocate(n * 4, &green_prober)?;
-    let mut out = pool.allocate(n * 4, &green_prober)?;
+    let mut x = memory.allocate(n * 4, &green_prober)?;
+    let mut y = memory.allocate(n * 4, &green_prober)?;
+    let mut out = memory.allocate(n * 4, &green_prober)?;
     x.fill::<u32>(1.0f32.to_bits())?;
     y.fill::<u32>(2.0f32.to_bits())?;
     let timed = EventOptions {
@@ -182,6 +232,7 @@ fn run() -> Result<()> {
         split.groups[0].sm_count(),
         split.groups[1].sm_count()
     );
+    println!("buffers from {}", memory.name());
     println!("probe (SAXPY 1M, launch to completion):");
     println!("  idle GPU:                               {idle_us:>10.1} us");
     println!("  sharing the GPU with a filling job:     {shared_us:>10.1} us");
