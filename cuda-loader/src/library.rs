@@ -131,9 +131,9 @@ fn not_a_regular_file(candidate: &Path) -> Option<String> {
         } else if kind.is_block_device() {
             "a block device"
         } else {
-            "not a file"
+            "of an unknown kind"
         };
-        Some(format!("not a regular file ({what}); not opened"))
+        Some(format!("{what}, not a regular file: not opened"))
     }
     #[cfg(not(unix))]
     {
@@ -404,9 +404,9 @@ mod tests {
         assert_eq!(
             reasons,
             [
-                "not a regular file (a FIFO); not opened",
-                "not a regular file (a directory); not opened",
-                "not a regular file (a character device); not opened",
+                "a FIFO, not a regular file: not opened",
+                "a directory, not a regular file: not opened",
+                "a character device, not a regular file: not opened",
             ]
         );
     }
