@@ -126,10 +126,8 @@ fn not_a_regular_file(candidate: &Path) -> Option<String> {
             "a FIFO"
         } else if kind.is_socket() {
             "a socket"
-        } else if kind.is_char_device() {
-            "a character device"
-        } else if kind.is_block_device() {
-            "a block device"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "a device"
         } else {
             "of an unknown kind"
         };
@@ -406,7 +404,7 @@ mod tests {
             [
                 "a FIFO, not a regular file: not opened",
                 "a directory, not a regular file: not opened",
-                "a character device, not a regular file: not opened",
+                "a device, not a regular file: not opened",
             ]
         );
     }
