@@ -43,10 +43,39 @@ fn main() -> ExitCode {
     }
 }
 
-/// The workspace root (the parent of `xtask/`).
+/// The workspace root (the parent of `xtask/`). `cargo run` tells the running task where its
+/// manifest is; the path compiled in is only the fallback, because cargo reuses one binary for
+/// two checkouts that share a target folder (a `git worktree`), and the compiled-in path then
+/// names the other checkout.
 fn workspace_root() -> std::path::PathBuf {
-    let manifest_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    root_of(std::env::var_os("CARGO_MANIFEST_DIR"))
+}
+
+/// The parent of `manifest_dir`, or of the manifest folder compiled in when it is `None`.
+fn root_of(manifest_dir: Option<std::ffi::OsString>) -> std::path::PathBuf {
+    let manifest_dir = manifest_dir.map_or_else(
+        || env!("CARGO_MANIFEST_DIR").into(),
+        std::path::PathBuf::from,
+    );
     manifest_dir
         .parent()
-        .map_or_else(|| manifest_dir.to_path_buf(), std::path::Path::to_path_buf)
+        .map_or_else(|| manifest_dir.clone(), std::path::Path::to_path_buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::root_of;
+    use std::path::Path;
+
+    #[test]
+    fn the_root_follows_the_running_checkout_not_the_compiled_one() {
+        assert_eq!(
+            root_of(Some("/other/checkout/xtask".into())),
+            Path::new("/other/checkout")
+        );
+        assert_eq!(
+            root_of(None),
+            Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
+        );
+    }
 }
