@@ -12,9 +12,10 @@
 # new round starts after this many, default none), OUT (folder for rounds.log, default .).
 # ROTATE=0 keeps the order given in every round. Prints rounds_table.py's table of the log: per
 # program and figure, the median over rounds, the median of the per-round ratios program /
-# reference with their quartiles, and in how many rounds the program was above the reference.
+# reference with their quartiles, in how many rounds the program was above the reference, and
+# the sign test's p for that count.
 set -u
-[ $# -ge 2 ] || { sed -n '2,15p' "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,16p' "$0"; exit 2; }
 rounds=$1; shift
 cpus=${CPUS-2}
 pin=(); [ -n "$cpus" ] && command -v taskset >/dev/null && pin=(taskset -c "$cpus")

@@ -1,13 +1,23 @@
 #!/usr/bin/env python3
 """The table of a rounds.sh log: per program and figure, the median over rounds, the median of
 the per-round ratios program / reference with their quartiles (for a rate above 1 is faster,
-for a time slower), and in how many rounds the program's figure was above the reference's.
+for a time slower), in how many rounds the program's figure was above the reference's, and the
+two-sided sign test's p for that count (how often a program no different from the reference
+would be above or below it in as many rounds or more).
 
 usage: rounds_table.py LOG [REFERENCE]   (REFERENCE: a program's name, default the first logged)
 """
+import math
 import re
 import statistics
 import sys
+
+
+def sign_test(above, n):
+    """Two-sided p of `above` rounds above the reference out of `n` (ties count as below)."""
+    extreme = max(above, n - above)
+    tail = sum(math.comb(n, k) for k in range(extreme, n + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
 
 
 def read(path):
@@ -39,7 +49,7 @@ def main():
     reference_name = sys.argv[2] if len(sys.argv) == 3 else next(iter(runs))
     reference = runs.get(reference_name, {})
     print(f"{'program':18} {'figure':40} {'median':>12} {'unit':5} "
-          f"ratio to {reference_name} [quartiles]  above/rounds")
+          f"ratio to {reference_name} [quartiles]  above/rounds  sign test p")
     for program, figures in runs.items():
         for (figure, unit), values in sorted(figures.items()):
             base = reference.get((figure, unit), {})
@@ -50,9 +60,10 @@ def main():
                 continue
             n = len(ratios)
             above = sum(ratio > 1 for ratio in ratios)
+            p = "" if program == reference_name else f"  p={sign_test(above, n):.2g}"
             print(f"{program:18} {figure:40} {median:12.4g} {unit:5} "
                   f"{statistics.median(ratios):.3f} "
-                  f"[{ratios[n // 4]:.3f}-{ratios[(3 * n) // 4]:.3f}]  {above}/{n}")
+                  f"[{ratios[n // 4]:.3f}-{ratios[(3 * n) // 4]:.3f}]  {above}/{n}{p}")
     for program, count in failed.items():
         print(f"{program}: {count} run(s) failed (see the log's '!!! exit' lines)")
 
