@@ -58,11 +58,12 @@ impl Memory {
     /// Whether the command line asks for `cuMemAlloc` memory (`cumemalloc`) rather than the
     /// pool's (no argument).
     fn cumemalloc_asked() -> Result<bool> {
-        match std::env::args().nth(1).as_deref() {
-            None => Ok(false),
-            Some("cumemalloc") => Ok(true),
-            Some(other) => Err(Error::invalid_argument(format!(
-                "unknown argument `{other}`: none (pool memory) or `cumemalloc`"
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        match args.as_slice() {
+            [] => Ok(false),
+            [only] if only == "cumemalloc" => Ok(true),
+            _ => Err(Error::invalid_argument(format!(
+                "unexpected arguments {args:?}: none (pool memory) or `cumemalloc`"
             ))),
         }
     }
