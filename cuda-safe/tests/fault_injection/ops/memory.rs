@@ -1,9 +1,10 @@
-//! The operations of memory: pools, buffers, copies, fills, pinned and managed memory.
+//! The operations of memory: pools, buffers, copies, fills, pinned, managed and `cuMemAlloc`
+//! memory.
 
 use std::cell::RefCell;
 
 use cuda_safe::{
-    DeviceMemoryResource, ManagedMemoryResource, PinnedMemoryResource, PoolOptions,
+    Buffer, DeviceMemoryResource, ManagedMemoryResource, PinnedMemoryResource, PoolOptions, Stream,
     SyncDeviceMemoryResource,
 };
 
@@ -163,17 +164,7 @@ pub(crate) fn memory_operations(ops: &mut Vec<Op>) {
         },
         |(buffer, _, b)| buffer.borrow_mut().set_stream(b),
     ));
-    ops.push(
-        op(
-            "Buffer::close",
-            || {
-                let s = stream();
-                (RefCell::new(Some(buffer(&s))), s)
-            },
-            |(b, _)| take(b).close(),
-        )
-        .releasing(),
-    );
+    ops.push(closing("Buffer::close", buffer));
     ops.push(op("ManagedMemoryResource::new", device, |d| {
         ManagedMemoryResource::new(d)
     }));
@@ -211,21 +202,10 @@ pub(crate) fn memory_operations(ops: &mut Vec<Op>) {
         },
         |(b, _)| b.as_host_slice::<f32>().map(|values| values[0]),
     ));
-    ops.push(
-        op(
-            "Buffer::close (pinned)",
-            || {
-                let s = stream();
-                let pinned = PinnedMemoryResource::new(&device()).expect("pinned");
-                (
-                    RefCell::new(Some(pinned.allocate(4 * N, &s).expect("pinned memory"))),
-                    s,
-                )
-            },
-            |(b, _)| take(b).close(),
-        )
-        .releasing(),
-    );
+    ops.push(closing("Buffer::close (pinned)", |s| {
+        let pinned = PinnedMemoryResource::new(&device()).expect("pinned");
+        pinned.allocate(4 * N, s).expect("pinned memory")
+    }));
     ops.push(op(
         "SyncDeviceMemoryResource::allocate_from_host",
         || {
@@ -236,19 +216,21 @@ pub(crate) fn memory_operations(ops: &mut Vec<Op>) {
         },
         |(m, s)| m.allocate_from_host(&[1.0f32; N], s),
     ));
-    ops.push(
-        op(
-            "Buffer::close (cuMemAlloc)",
-            || {
-                let s = stream();
-                let memory = SyncDeviceMemoryResource::new(&device()).expect("cuMemAlloc memory");
-                (
-                    RefCell::new(Some(memory.allocate(4 * N, &s).expect("cuMemAlloc memory"))),
-                    s,
-                )
-            },
-            |(b, _)| take(b).close(),
-        )
-        .releasing(),
-    );
+    ops.push(closing("Buffer::close (cuMemAlloc)", |s| {
+        let memory = SyncDeviceMemoryResource::new(&device()).expect("cuMemAlloc memory");
+        memory.allocate(4 * N, s).expect("cuMemAlloc memory")
+    }));
+}
+
+/// `Buffer::close` (a release) of the buffer `allocate` makes on a fresh stream.
+fn closing(name: &'static str, allocate: fn(&Stream) -> Buffer) -> Op {
+    op(
+        name,
+        move || {
+            let s = stream();
+            (RefCell::new(Some(allocate(&s))), s)
+        },
+        |(b, _)| take(b).close(),
+    )
+    .releasing()
 }
