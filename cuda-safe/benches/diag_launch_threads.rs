@@ -21,20 +21,17 @@
 //! them, so that everything the process and the driver allocate afterwards lands elsewhere:
 //! if the rate moves with BYTES, the layout of memory, not a call, makes the difference.
 
-use std::ffi::{CString, c_char};
 use std::process::ExitCode;
 
 #[path = "common/check.rs"]
 mod check;
+#[path = "common/raw_library.rs"]
+mod raw_library;
 #[path = "common/threads.rs"]
 mod threads;
 
 use check::check;
-use cuda_safe::nvrtc_sys::{nvrtc, nvrtcProgram, nvrtcResult};
-use cuda_safe::sys::{
-    CUcontext, CUdevice, CUdevice_attribute, CUfunction, CUkernel, CUlibrary, CUstream,
-    CUstream_flags, Driver, driver,
-};
+use cuda_safe::sys::{CUcontext, CUdevice, CUfunction, CUstream, CUstream_flags, driver};
 use cuda_safe::{
     CodeKind, Device, Error, Kernel, LaunchConfig, Program, ProgramOptions, Result, Stream, launch,
 };
@@ -111,14 +108,6 @@ struct Shared {
 // stays retained for the process (it is never released).
 unsafe impl Send for Shared {}
 
-fn check_nvrtc(function: &'static str, code: nvrtcResult) -> Result<()> {
-    if code == nvrtcResult::NVRTC_SUCCESS {
-        Ok(())
-    } else {
-        Err(Error::nvrtc(function, code, None))
-    }
-}
-
 fn run() -> Result<()> {
     let letters = std::env::args().nth(1).ok_or_else(|| {
         Error::invalid_argument(
@@ -156,7 +145,10 @@ fn run() -> Result<()> {
             .get_kernel("empty")?;
         (kernel.as_raw().cast(), Some(kernel))
     } else {
-        (raw_kernel(driver, device)?, None)
+        (
+            raw_library::kernel(raw_library::load(device, SOURCE)?, c"empty")?,
+            None,
+        )
     };
     let shared = Shared {
         pieces,
@@ -177,89 +169,6 @@ fn run() -> Result<()> {
     println!("DONE");
     std::hint::black_box(&pad);
     Ok(())
-}
-
-/// The floor's kernel: NVRTC for the device's architecture, `cuLibraryLoadData`,
-/// `cuLibraryGetKernel`; the library stays loaded for the process.
-fn raw_kernel(driver: &Driver, device: CUdevice) -> Result<CUfunction> {
-    let nvrtc = nvrtc()?;
-    let (mut major, mut minor) = (0, 0);
-    // SAFETY: valid out-pointers and device.
-    unsafe {
-        check(
-            "cuDeviceGetAttribute",
-            driver.cuDeviceGetAttribute(
-                &mut major,
-                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                device,
-            )?,
-        )?;
-        check(
-            "cuDeviceGetAttribute",
-            driver.cuDeviceGetAttribute(
-                &mut minor,
-                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-                device,
-            )?,
-        )?;
-    }
-    let source = CString::new(SOURCE).map_err(|_| Error::invalid_argument("NUL in the source"))?;
-    let arch = format!("--gpu-architecture=sm_{major}{minor}\0");
-    let options = [arch.as_ptr().cast::<c_char>()];
-    let mut program: nvrtcProgram = std::ptr::null_mut();
-    let mut size = 0;
-    let mut library: CUlibrary = std::ptr::null_mut();
-    let mut kernel: CUkernel = std::ptr::null_mut();
-    // SAFETY: NUL-terminated strings that outlive the calls, valid out-pointers; the cubin
-    // buffer has the size NVRTC reported; the program is destroyed once, after the copy.
-    unsafe {
-        check_nvrtc(
-            "nvrtcCreateProgram",
-            nvrtc.nvrtcCreateProgram(
-                &mut program,
-                source.as_ptr(),
-                c"empty.cu".as_ptr(),
-                0,
-                std::ptr::null(),
-                std::ptr::null(),
-            )?,
-        )?;
-        check_nvrtc(
-            "nvrtcCompileProgram",
-            nvrtc.nvrtcCompileProgram(program, 1, options.as_ptr())?,
-        )?;
-        check_nvrtc(
-            "nvrtcGetCUBINSize",
-            nvrtc.nvrtcGetCUBINSize(program, &mut size)?,
-        )?;
-        let mut cubin = vec![0u8; size];
-        check_nvrtc(
-            "nvrtcGetCUBIN",
-            nvrtc.nvrtcGetCUBIN(program, cubin.as_mut_ptr().cast())?,
-        )?;
-        check_nvrtc(
-            "nvrtcDestroyProgram",
-            nvrtc.nvrtcDestroyProgram(&mut program)?,
-        )?;
-        check(
-            "cuLibraryLoadData",
-            driver.cuLibraryLoadData(
-                &mut library,
-                cubin.as_ptr().cast(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                0,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                0,
-            )?,
-        )?;
-        check(
-            "cuLibraryGetKernel",
-            driver.cuLibraryGetKernel(&mut kernel, library, c"empty".as_ptr())?,
-        )?;
-    }
-    Ok(kernel.cast())
 }
 
 /// `count` launches of the kernel on the worker's stream, raw or (with `l`) through [`launch`];
