@@ -1,15 +1,29 @@
 //! A diagnostic for the busy green probe: the green section of `../shared/bench/driver_floor.c`
 //! (as `bench/diag/green_variants.c -` has it alone) written in Rust over the `-sys` tables,
-//! making the floor's driver calls and no others. Beside the floor, `green_variants -` and the
+//! with pieces of `cuda-safe` switched in by letters. Beside the floor and the
 //! `green_isolation` example in the same rounds (`bench/diag/rounds.sh`), it tells whether a
-//! Rust process measures this figure as C does, so that a difference of the example lies in the
-//! crate's objects, or whether the process itself makes it.
+//! Rust process measures this figure as C does, and which of the crate's pieces makes the
+//! example differ.
 //!
 //! Prints the floor's `FIG` lines (`probe_1M_idle_gpu`, `probe_1M_busy_shared_gpu`,
 //! `probe_1M_idle_green_half`, `probe_1M_busy_green_partitioned`) and the busy green samples.
 //!
-//! usage: `diag_green [BYTES]`: with BYTES, first takes that much heap and keeps it, so that
-//! everything the process and the driver allocate afterwards lands elsewhere.
+//! usage: `diag_green LETTERS [BYTES]`, where LETTERS is `-` (the floor's calls only) or any of:
+//! - `d`: the process first calls `Device::new(0)`, `Device::set_current` and
+//!   `Device::properties` (for the SM count), as the example does;
+//! - `p`: the kernels come from `Program` (compile, load, `get_kernel`);
+//! - `s`: the primary context's two streams come from `Device::create_stream`;
+//! - `m`: the probe's buffers come from the device's default pool
+//!   (`default_memory_resource`), allocated on the prober stream (needs `s`);
+//! - `g`: the split, the green contexts and their streams come from the crate
+//!   (`resources().sm()?.split`, `create_green_context`, `Context::create_stream`);
+//! - `o`: the buffers are moved onto the green prober stream with `Buffer::set_stream`
+//!   (needs `m` and `g`);
+//! - `l`: every probe and filler is launched with [`launch`] and waited for with
+//!   `Stream::sync` (needs `p`, `s`, `m`, `g` and `o`).
+//!
+//! `dpsmgol` makes the calls the example makes. With BYTES, the process first takes that much
+//! heap and keeps it, so that everything allocated afterwards lands elsewhere.
 //!
 //! As in the floor, the streams, buffers and contexts live until the process exits.
 
@@ -19,15 +33,20 @@ use std::time::{Duration, Instant};
 
 #[path = "common/check.rs"]
 mod check;
-#[path = "common/raw_library.rs"]
-mod raw_library;
+#[path = "common/floor_calls.rs"]
+mod floor_calls;
+#[path = "common/letters.rs"]
+mod letters;
 
 use check::check;
 use cuda_safe::sys::{
-    CUcontext, CUdevResource, CUdevResourceDesc, CUdevResourceType, CUdevice, CUdevice_attribute,
-    CUdeviceptr, CUfunction, CUgreenCtx, CUgreenCtxCreate_flags, CUstream, CUstream_flags, driver,
+    CUdevResource, CUdevResourceDesc, CUdevResourceType, CUdevice, CUdevice_attribute, CUdeviceptr,
+    CUfunction, CUgreenCtx, CUgreenCtxCreate_flags, CUstream, CUstream_flags, driver,
 };
-use cuda_safe::{Error, Result};
+use cuda_safe::{
+    Buffer, CodeKind, Context, Device, Error, GreenContextOptions, Kernel, LaunchConfig, Program,
+    ProgramOptions, Result, SplitRequest, Stream, launch,
+};
 
 /// The kernels of `green_variants.c`, as the floor has them.
 const SOURCE: &str = "extern \"C\" __global__ void saxpy(float a, const float* __restrict__ x,\n    const float* __restrict__ y, float* out, size_t n) {\n  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;\n  if (i < n) out[i] = a * x[i] + y[i];\n}\nextern \"C\" __global__ void spin(unsigned long long ns) {\n  unsigned long long t0; asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t0));\n  unsigned long long t = t0; while (t - t0 < ns) asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t));\n}\n";
@@ -46,26 +65,117 @@ fn main() -> ExitCode {
     }
 }
 
+/// Which of the crate's pieces replace the floor's calls.
+#[derive(Clone, Copy, Debug, Default)]
+struct Pieces {
+    device: bool,
+    program: bool,
+    streams: bool,
+    memory: bool,
+    green: bool,
+    ordered: bool,
+    launch: bool,
+}
+
+impl Pieces {
+    fn parse(letters: &str) -> Result<Self> {
+        let mut pieces = Self::default();
+        letters::parse(
+            letters,
+            &mut [
+                ('d', &mut pieces.device),
+                ('p', &mut pieces.program),
+                ('s', &mut pieces.streams),
+                ('m', &mut pieces.memory),
+                ('g', &mut pieces.green),
+                ('o', &mut pieces.ordered),
+                ('l', &mut pieces.launch),
+            ],
+        )?;
+        for (on, needs, what) in [
+            (pieces.memory, pieces.streams, "`m` needs `s`"),
+            (
+                pieces.ordered,
+                pieces.memory && pieces.green,
+                "`o` needs `m` and `g`",
+            ),
+            (
+                pieces.launch,
+                pieces.program && pieces.streams && pieces.memory && pieces.green && pieces.ordered,
+                "`l` needs `p`, `s`, `m`, `g` and `o`",
+            ),
+        ] {
+            if on && !needs {
+                return Err(Error::invalid_argument(what));
+            }
+        }
+        Ok(pieces)
+    }
+}
+
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
 }
 
-/// The kernels and the probe's buffers.
+/// A stream of the loops: its handle, and the crate's stream when the crate made it.
+struct ProbeStream {
+    raw: CUstream,
+    owned: Option<Stream>,
+}
+
+impl From<Stream> for ProbeStream {
+    fn from(stream: Stream) -> Self {
+        Self {
+            raw: stream.as_raw(),
+            owned: Some(stream),
+        }
+    }
+}
+
+impl From<CUstream> for ProbeStream {
+    fn from(raw: CUstream) -> Self {
+        Self { raw, owned: None }
+    }
+}
+
+/// The kernels and the probe's buffers: the handles the raw calls take, and the crate's
+/// objects when the crate made them.
 struct Floor {
     saxpy: CUfunction,
     spin: CUfunction,
-    x: CUdeviceptr,
-    y: CUdeviceptr,
-    out: CUdeviceptr,
+    /// `saxpy` and `spin`, with `p`.
+    kernels: Option<[Kernel; 2]>,
+    buffers: [CUdeviceptr; 3],
+    /// x, y and out, with `m`.
+    owned_buffers: Option<[Buffer; 3]>,
+    /// Whether probes and fillers go through [`launch`] and `Stream::sync` (`l`).
+    crate_launch: bool,
+}
+
+fn needs(what: &str) -> Error {
+    Error::invalid_argument(format!("`l` needs {what} from the crate"))
 }
 
 impl Floor {
     /// One probe: SAXPY on 1M floats launched on `stream` and waited for; elapsed microseconds.
-    fn probe(&self, stream: CUstream) -> Result<f64> {
+    fn probe(&mut self, stream: &ProbeStream) -> Result<f64> {
+        if self.crate_launch {
+            let (Some(owned), Some([saxpy, _]), Some([x, y, out])) =
+                (&stream.owned, &self.kernels, &mut self.owned_buffers)
+            else {
+                return Err(needs("the kernels, streams and buffers"));
+            };
+            let config = LaunchConfig::for_num_elements(PROBE_N, 256)?;
+            let start = Instant::now();
+            // SAFETY: saxpy touches PROBE_N floats of each buffer, which hold 4 MiB.
+            unsafe { launch(owned, &config, saxpy, (2.0f32, &*x, &*y, out, PROBE_N))? };
+            owned.sync()?;
+            return Ok(start.elapsed().as_secs_f64() * 1e6);
+        }
         let driver = driver()?;
         let (mut a, mut n) = (2.0f32, PROBE_N);
-        let (mut x, mut y, mut out) = (self.x, self.y, self.out);
+        let [mut x, mut y, mut out] = self.buffers;
         let mut params: [*mut c_void; 5] = [
             (&raw mut a).cast(),
             (&raw mut x).cast(),
@@ -87,66 +197,87 @@ impl Floor {
                 1,
                 1,
                 0,
-                stream,
+                stream.raw,
                 params.as_mut_ptr(),
                 std::ptr::null_mut(),
             )?
         })?;
         // SAFETY: a live stream.
         check("cuStreamSynchronize", unsafe {
-            driver.cuStreamSynchronize(stream)?
+            driver.cuStreamSynchronize(stream.raw)?
         })?;
         Ok(start.elapsed().as_secs_f64() * 1e6)
     }
 
-    /// 8 probes on `prober`, each 3 ms after `spin` was launched on `filler` with `blocks`
-    /// blocks of 1024 threads (about 50 ms of work); the samples in order.
-    fn busy(&self, filler: CUstream, prober: CUstream, blocks: u32) -> Result<Vec<f64>> {
-        let driver = driver()?;
+    /// `spin` on `filler` with `blocks` blocks of 1024 threads (about 50 ms of work), through
+    /// the crate (`l`) or the raw call.
+    fn fill(&self, filler: &ProbeStream, blocks: u32) -> Result<()> {
+        if self.crate_launch {
+            let (Some([_, spin]), Some(owned)) = (&self.kernels, &filler.owned) else {
+                return Err(needs("the kernels and streams"));
+            };
+            let config = LaunchConfig::new(blocks, 1024);
+            // SAFETY: spin reads the clock and touches no memory.
+            return unsafe { launch(owned, &config, spin, (SPIN_NS,)) };
+        }
+        let mut ns = SPIN_NS;
+        let mut params: [*mut c_void; 1] = [(&raw mut ns).cast()];
+        // SAFETY: spin takes one 64-bit argument and touches no memory; a live stream.
+        check("cuLaunchKernel", unsafe {
+            driver()?.cuLaunchKernel(
+                self.spin,
+                blocks,
+                1,
+                1,
+                1024,
+                1,
+                1,
+                0,
+                filler.raw,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )?
+        })
+    }
+
+    /// 8 probes on `prober`, each 3 ms after the filler was launched on `filler`; the samples
+    /// in order.
+    fn busy(
+        &mut self,
+        filler: &ProbeStream,
+        prober: &ProbeStream,
+        blocks: u32,
+    ) -> Result<Vec<f64>> {
         let mut samples = Vec::with_capacity(8);
         for _ in 0..8 {
-            let mut ns = SPIN_NS;
-            let mut params: [*mut c_void; 1] = [(&raw mut ns).cast()];
-            // SAFETY: spin takes one 64-bit argument and touches no memory; a live stream.
-            check("cuLaunchKernel", unsafe {
-                driver.cuLaunchKernel(
-                    self.spin,
-                    blocks,
-                    1,
-                    1,
-                    1024,
-                    1,
-                    1,
-                    0,
-                    filler,
-                    params.as_mut_ptr(),
-                    std::ptr::null_mut(),
-                )?
-            })?;
+            self.fill(filler, blocks)?;
             let wait = Instant::now();
             while wait.elapsed() < Duration::from_millis(3) {}
             samples.push(self.probe(prober)?);
-            // SAFETY: a live stream.
-            check("cuStreamSynchronize", unsafe {
-                driver.cuStreamSynchronize(filler)?
-            })?;
+            match (&filler.owned, self.crate_launch) {
+                (Some(owned), true) => owned.sync()?,
+                // SAFETY: a live stream.
+                _ => check("cuStreamSynchronize", unsafe {
+                    driver()?.cuStreamSynchronize(filler.raw)?
+                })?,
+            }
         }
         Ok(samples)
     }
 }
 
 /// A non-blocking stream of the current context (`cuStreamCreate`).
-fn stream() -> Result<CUstream> {
+fn raw_stream() -> Result<ProbeStream> {
     let mut raw: CUstream = std::ptr::null_mut();
     // SAFETY: valid out-pointer; a context is current.
     check("cuStreamCreate", unsafe {
         driver()?.cuStreamCreate(&mut raw, CUstream_flags::CU_STREAM_NON_BLOCKING.0)?
     })?;
-    Ok(raw)
+    Ok(raw.into())
 }
 
 /// `cuMemAlloc` of the probe's size.
-fn buffer() -> Result<CUdeviceptr> {
+fn raw_buffer() -> Result<CUdeviceptr> {
     let mut raw: CUdeviceptr = 0;
     // SAFETY: valid out-pointer; a context is current.
     check("cuMemAlloc", unsafe {
@@ -157,7 +288,7 @@ fn buffer() -> Result<CUdeviceptr> {
 
 /// Half the SMs, rounded down to a multiple of 8, twice, as the floor splits them; each group
 /// in a green context (`CU_GREEN_CTX_DEFAULT_STREAM`) with one non-blocking stream.
-fn green_streams(device: CUdevice) -> Result<[CUstream; 2]> {
+fn raw_green_streams(device: CUdevice) -> Result<[ProbeStream; 2]> {
     let driver = driver()?;
     let mut all = CUdevResource::default();
     let mut groups = [CUdevResource::default(); 2];
@@ -222,64 +353,144 @@ fn green_streams(device: CUdevice) -> Result<[CUstream; 2]> {
             )?;
         }
     }
-    Ok(streams)
+    Ok(streams.map(ProbeStream::from))
+}
+
+/// The example's split and green contexts (half the SMs each, rounded to what the device
+/// allows), each with one stream; the contexts are returned to be kept.
+fn crate_green_streams(device: &Device) -> Result<([ProbeStream; 2], [Context; 2])> {
+    let all = device.resources().sm()?;
+    let split = all.split(&SplitRequest::equal(2, all.sm_count() / 2).rounding(true))?;
+    let filler = device.create_green_context(&split.groups[0], GreenContextOptions::default())?;
+    let prober = device.create_green_context(&split.groups[1], GreenContextOptions::default())?;
+    let streams = [
+        filler.create_stream(Default::default())?.into(),
+        prober.create_stream(Default::default())?.into(),
+    ];
+    Ok((streams, [filler, prober]))
+}
+
+/// The arguments: the letters and the heap to take first.
+fn arguments() -> Result<(Pieces, usize)> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (letters, bytes) = match args.as_slice() {
+        [letters] => (letters, None),
+        [letters, bytes] => (letters, Some(bytes)),
+        _ => {
+            return Err(Error::invalid_argument(
+                "usage: diag_green LETTERS [BYTES] (LETTERS: `-`, or any of d p s m g o l)",
+            ));
+        }
+    };
+    let pad = match bytes {
+        Some(bytes) => bytes
+            .parse::<usize>()
+            .map_err(|_| Error::invalid_argument(format!("`{bytes}` is not a number of bytes")))?,
+        None => 0,
+    };
+    Ok((Pieces::parse(letters)?, pad))
 }
 
 fn run() -> Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let pad_bytes = match args.as_slice() {
-        [] => 0,
-        [bytes] => bytes
-            .parse::<usize>()
-            .map_err(|_| Error::invalid_argument(format!("`{bytes}` is not a number of bytes")))?,
-        _ => return Err(Error::invalid_argument("usage: diag_green [BYTES]")),
-    };
+    let (pieces, pad_bytes) = arguments()?;
     let pad = vec![1u8; pad_bytes];
+    let crate_device = if pieces.device {
+        let device = Device::new(0)?;
+        device.set_current()?;
+        Some(device)
+    } else {
+        None
+    };
     let driver = driver()?;
-    let mut device: CUdevice = 0;
-    let mut primary: CUcontext = std::ptr::null_mut();
+    let (device, _primary) = floor_calls::primary_context()?;
     let mut sms = 0;
-    // SAFETY: valid out-pointers; the primary context stays retained for the process.
-    unsafe {
-        check("cuInit", driver.cuInit(0)?)?;
-        check("cuDeviceGet", driver.cuDeviceGet(&mut device, 0)?)?;
-        check(
-            "cuDevicePrimaryCtxRetain",
-            driver.cuDevicePrimaryCtxRetain(&mut primary, device)?,
-        )?;
-        check("cuCtxSetCurrent", driver.cuCtxSetCurrent(primary)?)?;
-        check(
-            "cuDeviceGetAttribute",
+    match &crate_device {
+        Some(crate_device) => sms = crate_device.properties()?.multiprocessor_count as i32,
+        // SAFETY: valid out-pointer and device.
+        None => check("cuDeviceGetAttribute", unsafe {
             driver.cuDeviceGetAttribute(
                 &mut sms,
                 CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                 device,
-            )?,
-        )?;
+            )?
+        })?,
     }
-    let library = raw_library::load(device, SOURCE)?;
-    let (saxpy, spin) = (
-        raw_library::kernel(library, c"saxpy")?,
-        raw_library::kernel(library, c"spin")?,
-    );
-    let (filler, prober) = (stream()?, stream()?);
-    let floor = Floor {
+    let crate_device = match crate_device {
+        None if pieces.streams || pieces.green => Some(Device::new(0)?),
+        made => made,
+    };
+    let (saxpy, spin, kernels) = if pieces.program {
+        let code = Program::new(SOURCE, ProgramOptions::default())?
+            .compile(CodeKind::Cubin)?
+            .load()?;
+        let (saxpy, spin) = (code.get_kernel("saxpy")?, code.get_kernel("spin")?);
+        (
+            saxpy.as_raw().cast(),
+            spin.as_raw().cast(),
+            Some([saxpy, spin]),
+        )
+    } else {
+        let library = floor_calls::load(device, SOURCE)?;
+        (
+            floor_calls::kernel(library, c"saxpy")?,
+            floor_calls::kernel(library, c"spin")?,
+            None,
+        )
+    };
+    let pool = match (&crate_device, pieces.memory) {
+        (Some(device), true) => Some(device.default_memory_resource()?),
+        _ => None,
+    };
+    let (filler, prober): (ProbeStream, ProbeStream) = match (&crate_device, pieces.streams) {
+        (Some(device), true) => (
+            device.create_stream(Default::default())?.into(),
+            device.create_stream(Default::default())?.into(),
+        ),
+        _ => (raw_stream()?, raw_stream()?),
+    };
+    let (buffers, owned_buffers) = match (&pool, &prober.owned) {
+        (Some(pool), Some(stream)) => {
+            let owned = [
+                pool.allocate(PROBE_BYTES, stream)?,
+                pool.allocate(PROBE_BYTES, stream)?,
+                pool.allocate(PROBE_BYTES, stream)?,
+            ];
+            (owned.each_ref().map(Buffer::as_raw), Some(owned))
+        }
+        _ => ([raw_buffer()?, raw_buffer()?, raw_buffer()?], None),
+    };
+    let mut floor = Floor {
         saxpy,
         spin,
-        x: buffer()?,
-        y: buffer()?,
-        out: buffer()?,
+        kernels,
+        buffers,
+        owned_buffers,
+        crate_launch: pieces.launch,
     };
     let spin_blocks = u32::try_from(sms).unwrap_or(0) * 2 * 25;
 
     let mut idle = (0..32)
-        .map(|_| floor.probe(prober))
+        .map(|_| floor.probe(&prober))
         .collect::<Result<Vec<_>>>()?;
     println!("FIG probe_1M_idle_gpu {:.4} us", median(&mut idle));
-    let mut shared = floor.busy(filler, prober, spin_blocks)?;
+    let mut shared = floor.busy(&filler, &prober, spin_blocks)?;
     println!("FIG probe_1M_busy_shared_gpu {:.4} us", median(&mut shared));
 
-    let [green_filler, green_prober] = green_streams(device)?;
+    let (green, _contexts) = match (&crate_device, pieces.green) {
+        (Some(device), true) => {
+            let (streams, contexts) = crate_green_streams(device)?;
+            (streams, Some(contexts))
+        }
+        _ => (raw_green_streams(device)?, None),
+    };
+    let [green_filler, green_prober] = &green;
+    if pieces.ordered
+        && let (Some(owned), Some(stream)) = (&mut floor.owned_buffers, &green_prober.owned)
+    {
+        for buffer in owned {
+            buffer.set_stream(stream)?;
+        }
+    }
     let mut idle = (0..32)
         .map(|_| floor.probe(green_prober))
         .collect::<Result<Vec<_>>>()?;

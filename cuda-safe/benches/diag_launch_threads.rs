@@ -25,13 +25,15 @@ use std::process::ExitCode;
 
 #[path = "common/check.rs"]
 mod check;
-#[path = "common/raw_library.rs"]
-mod raw_library;
+#[path = "common/floor_calls.rs"]
+mod floor_calls;
+#[path = "common/letters.rs"]
+mod letters;
 #[path = "common/threads.rs"]
 mod threads;
 
 use check::check;
-use cuda_safe::sys::{CUcontext, CUdevice, CUfunction, CUstream, CUstream_flags, driver};
+use cuda_safe::sys::{CUcontext, CUfunction, CUstream, CUstream_flags, driver};
 use cuda_safe::{
     CodeKind, Device, Error, Kernel, LaunchConfig, Program, ProgramOptions, Result, Stream, launch,
 };
@@ -65,24 +67,17 @@ struct Pieces {
 impl Pieces {
     fn parse(letters: &str) -> Result<Self> {
         let mut pieces = Self::default();
-        if letters != "-" {
-            for letter in letters.chars() {
-                let piece = match letter {
-                    'd' => &mut pieces.device,
-                    'p' => &mut pieces.program,
-                    's' => &mut pieces.streams,
-                    'u' => &mut pieces.unbind,
-                    'l' => &mut pieces.launch,
-                    'g' => &mut pieces.skip_bind,
-                    other => {
-                        return Err(Error::invalid_argument(format!(
-                            "unknown letter `{other}`: `-` or any of d p s u l g"
-                        )));
-                    }
-                };
-                *piece = true;
-            }
-        }
+        letters::parse(
+            letters,
+            &mut [
+                ('d', &mut pieces.device),
+                ('p', &mut pieces.program),
+                ('s', &mut pieces.streams),
+                ('u', &mut pieces.unbind),
+                ('l', &mut pieces.launch),
+                ('g', &mut pieces.skip_bind),
+            ],
+        )?;
         if pieces.launch && !(pieces.program && pieces.streams) {
             return Err(Error::invalid_argument("`l` needs `p` and `s`"));
         }
@@ -125,19 +120,7 @@ fn run() -> Result<()> {
     if pieces.device {
         Device::new(0)?.set_current()?;
     }
-    let driver = driver()?;
-    let mut device: CUdevice = 0;
-    let mut primary: CUcontext = std::ptr::null_mut();
-    // SAFETY: valid out-pointers; the primary context stays retained for the process.
-    unsafe {
-        check("cuInit", driver.cuInit(0)?)?;
-        check("cuDeviceGet", driver.cuDeviceGet(&mut device, 0)?)?;
-        check(
-            "cuDevicePrimaryCtxRetain",
-            driver.cuDevicePrimaryCtxRetain(&mut primary, device)?,
-        )?;
-        check("cuCtxSetCurrent", driver.cuCtxSetCurrent(primary)?)?;
-    }
+    let (device, primary) = floor_calls::primary_context()?;
     let (function, kernel) = if pieces.program {
         let kernel = Program::new(SOURCE, ProgramOptions::default())?
             .compile(CodeKind::Cubin)?
@@ -146,7 +129,7 @@ fn run() -> Result<()> {
         (kernel.as_raw().cast(), Some(kernel))
     } else {
         (
-            raw_library::kernel(raw_library::load(device, SOURCE)?, c"empty")?,
+            floor_calls::kernel(floor_calls::load(device, SOURCE)?, c"empty")?,
             None,
         )
     };

@@ -1,13 +1,15 @@
-//! The C floors' way to a kernel, over the `-sys` tables alone: NVRTC for the device's
-//! architecture (`--gpu-architecture=sm_XY`, nothing else), `cuLibraryLoadData`,
-//! `cuLibraryGetKernel`. Shared by the diagnostics that rebuild a floor in Rust
-//! (`diag_launch_threads`, `diag_green`).
+//! The C floors' setup calls over the `-sys` tables alone: the primary context made current,
+//! and a kernel from NVRTC for the device's architecture (`--gpu-architecture=sm_XY`, nothing
+//! else), `cuLibraryLoadData` and `cuLibraryGetKernel`. Shared by the diagnostics that rebuild
+//! a floor in Rust (`diag_launch_threads`, `diag_green`).
 
 use std::ffi::{CStr, CString, c_char};
 
 use crate::check::check;
 use cuda_safe::nvrtc_sys::{nvrtc, nvrtcProgram, nvrtcResult};
-use cuda_safe::sys::{CUdevice, CUdevice_attribute, CUfunction, CUkernel, CUlibrary, driver};
+use cuda_safe::sys::{
+    CUcontext, CUdevice, CUdevice_attribute, CUfunction, CUkernel, CUlibrary, driver,
+};
 use cuda_safe::{Error, Result};
 
 fn check_nvrtc(function: &'static str, code: nvrtcResult) -> Result<()> {
@@ -16,6 +18,25 @@ fn check_nvrtc(function: &'static str, code: nvrtcResult) -> Result<()> {
     } else {
         Err(Error::nvrtc(function, code, None))
     }
+}
+
+/// `cuInit`, device 0, its primary context retained (for the process: it is never released)
+/// and made current.
+pub fn primary_context() -> Result<(CUdevice, CUcontext)> {
+    let driver = driver()?;
+    let mut device: CUdevice = 0;
+    let mut primary: CUcontext = std::ptr::null_mut();
+    // SAFETY: valid out-pointers; the primary context stays retained for the process.
+    unsafe {
+        check("cuInit", driver.cuInit(0)?)?;
+        check("cuDeviceGet", driver.cuDeviceGet(&mut device, 0)?)?;
+        check(
+            "cuDevicePrimaryCtxRetain",
+            driver.cuDevicePrimaryCtxRetain(&mut primary, device)?,
+        )?;
+        check("cuCtxSetCurrent", driver.cuCtxSetCurrent(primary)?)?;
+    }
+    Ok((device, primary))
 }
 
 /// `source` compiled to a cubin for `device` and loaded; the library stays loaded for the
