@@ -283,6 +283,16 @@ CUresult cuStreamCreateWithPriority(struct stream **stream, unsigned flags, int 
     return CUDA_SUCCESS;
 }
 
+/* The raw layer's stream, as C programs and the floors make it: the default priority. */
+CUresult cuStreamCreate(struct stream **stream, unsigned flags) {
+    DRIVER("cuStreamCreate");
+    CHECK(need_current("cuStreamCreate"));
+    if (stream == NULL || (flags & ~1u) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    *stream = new_stream(current, flags, 0);
+    return CUDA_SUCCESS;
+}
+
 CUresult cuStreamDestroy_v2(struct stream *stream) {
     DRIVER_RELEASE("cuStreamDestroy_v2", abandon(stream, T_STREAM));
     if (!valid(stream, T_STREAM, "cuStreamDestroy_v2"))
