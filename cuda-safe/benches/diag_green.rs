@@ -9,8 +9,9 @@
 //! `probe_1M_idle_green_half`, `probe_1M_busy_green_partitioned`) and the busy green samples.
 //!
 //! usage: `diag_green LETTERS [BYTES]`, where LETTERS is `-` (the floor's calls only) or any of:
-//! - `d`: the process first calls `Device::new(0)`, `Device::set_current` and
-//!   `Device::properties` (for the SM count), as the example does;
+//! - `d`: the process starts with `Device::new(0)`, `Device::set_current` and
+//!   `Device::properties` (for the SM count), as the example does, instead of the floor's
+//!   `cuInit`, `cuDevicePrimaryCtxRetain` and `cuCtxSetCurrent`;
 //! - `p`: the kernels come from `Program` (compile, load, `get_kernel`);
 //! - `s`: the primary context's two streams come from `Device::create_stream`;
 //! - `m`: the probe's buffers come from the device's default pool
@@ -22,7 +23,8 @@
 //! - `l`: every probe and filler is launched with [`launch`] and waited for with
 //!   `Stream::sync` (needs `p`, `s`, `m`, `g` and `o`).
 //!
-//! `dpsmgol` makes the calls the example makes. With BYTES, the process first takes that much
+//! `dpsmgol` makes the calls the example makes up to its last busy probe (the stub driver's call
+//! log, `CUDA_SAFE_STUB_CALL_LOG`, shows the same sequence for both). With BYTES, the process first takes that much
 //! heap and keeps it, so that everything allocated afterwards lands elsewhere.
 //!
 //! As in the floor, the streams, buffers and contexts live until the process exits.
@@ -402,7 +404,10 @@ fn run() -> Result<()> {
         None
     };
     let driver = driver()?;
-    let (device, _primary) = floor_calls::primary_context()?;
+    let device = match &crate_device {
+        Some(crate_device) => crate_device.as_raw(),
+        None => floor_calls::primary_context()?.0,
+    };
     let mut sms = 0;
     match &crate_device {
         Some(crate_device) => sms = crate_device.properties()?.multiprocessor_count as i32,

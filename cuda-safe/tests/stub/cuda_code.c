@@ -1,6 +1,7 @@
 /*
  * The fake libcuda's libraries (any code loads), their kernels `twice` and `noop` (and the
- * NVRTC stub's lowered names), their attributes, occupancy and launches. See cuda_stub.h.
+ * NVRTC stub's lowered names) and the floors' `saxpy` and `spin`, their attributes, occupancy
+ * and launches. See cuda_stub.h.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -11,8 +12,8 @@
 struct kernel_def {
     const char *name;
     size_t param_count;
-    size_t param_size[4];
-    size_t param_offset[4];
+    size_t param_size[5];
+    size_t param_offset[5];
     int doubles; /* launching it doubles x[0..n) of its (float *x, size_t n) */
 };
 
@@ -37,6 +38,12 @@ struct library {
  * and `noop`. */
 static const struct kernel_def TWICE = {"twice", 2, {8, 8}, {0, 8}, 1};
 static const struct kernel_def NOOP = {"noop", 0, {0}, {0}, 0};
+/* The kernels of the C floors' green section (`driver_floor.c`): `saxpy(float a, const float*
+ * x, const float* y, float* out, size_t n)` and `spin(unsigned long long ns)`. Their launches
+ * do nothing, so that a floor's program, rebuilt in Rust, and the example it stands beside can
+ * run against the stub and have their calls compared (CUDA_SAFE_STUB_CALL_LOG). */
+static const struct kernel_def SAXPY = {"saxpy", 5, {4, 8, 8, 8, 8}, {0, 8, 16, 24, 32}, 0};
+static const struct kernel_def SPIN = {"spin", 1, {8}, {0}, 0};
 
 /* ---- Libraries and kernels. ---- */
 
@@ -90,6 +97,10 @@ static struct kernel *kernel_named(struct library *library, const char *name) {
         def = &TWICE;
     else if (strcmp(name, "noop") == 0)
         def = &NOOP;
+    else if (strcmp(name, "saxpy") == 0)
+        def = &SAXPY;
+    else if (strcmp(name, "spin") == 0)
+        def = &SPIN;
     if (def == NULL || strlen(name) >= sizeof library->kernels[0]->name)
         return NULL;
     for (size_t i = 0; i < library->kernel_count; i++) {

@@ -87,6 +87,25 @@ void stub_live_add(enum kind kind, long delta) {
     live[kind] += delta;
 }
 
+/* With CUDA_SAFE_STUB_CALL_LOG set to a path, the call log is written there (one name per
+ * line) when the process exits: how a program run as its own process, which cannot call the
+ * control functions, shows the calls it made. */
+__attribute__((destructor)) static void write_call_log(void) {
+    const char *path = getenv("CUDA_SAFE_STUB_CALL_LOG");
+    if (path == NULL || *path == '\0')
+        return;
+    FILE *file = fopen(path, "w");
+    if (file == NULL) {
+        fprintf(stderr, "stub: cannot write the call log to %s\n", path);
+        return;
+    }
+    for (size_t i = 0; i < log_len; i++)
+        fprintf(file, "%s\n", call_log[i].name);
+    if (log_overflow)
+        fprintf(file, "(more than %d calls: the rest were not logged)\n", MAX_LOG);
+    fclose(file);
+}
+
 /* ---- Control functions (exported for the tests). ---- */
 
 /* Disarms every fault and clears the call counts, the log and the misuse count; resets the
