@@ -94,7 +94,7 @@ impl Pieces {
                 ('l', &mut pieces.launch),
             ],
         )?;
-        for (on, needs, what) in [
+        letters::require(&[
             (pieces.memory, pieces.streams, "`m` needs `s`"),
             (
                 pieces.ordered,
@@ -106,11 +106,7 @@ impl Pieces {
                 pieces.program && pieces.streams && pieces.memory && pieces.green && pieces.ordered,
                 "`l` needs `p`, `s`, `m`, `g` and `o`",
             ),
-        ] {
-            if on && !needs {
-                return Err(Error::invalid_argument(what));
-            }
-        }
+        ])?;
         Ok(pieces)
     }
 }

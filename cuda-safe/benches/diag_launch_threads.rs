@@ -78,12 +78,14 @@ impl Pieces {
                 ('g', &mut pieces.skip_bind),
             ],
         )?;
-        if pieces.launch && !(pieces.program && pieces.streams) {
-            return Err(Error::invalid_argument("`l` needs `p` and `s`"));
-        }
-        if pieces.skip_bind && !pieces.streams {
-            return Err(Error::invalid_argument("`g` needs `s`"));
-        }
+        letters::require(&[
+            (
+                pieces.launch,
+                pieces.program && pieces.streams,
+                "`l` needs `p` and `s`",
+            ),
+            (pieces.skip_bind, pieces.streams, "`g` needs `s`"),
+        ])?;
         Ok(pieces)
     }
 }

@@ -23,3 +23,12 @@ pub fn parse(letters: &str, flags: &mut [(char, &mut bool)]) -> Result<()> {
     }
     Ok(())
 }
+
+/// Checks what the letters need of each other: for each `(set, needs, message)`, a letter that
+/// is `set` without what it `needs` is an error with `message`.
+pub fn require(rules: &[(bool, bool, &'static str)]) -> Result<()> {
+    match rules.iter().find(|(set, needs, _)| *set && !*needs) {
+        Some((_, _, message)) => Err(Error::invalid_argument(*message)),
+        None => Ok(()),
+    }
+}
