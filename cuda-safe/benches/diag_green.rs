@@ -24,8 +24,9 @@
 //!   `Stream::sync` (needs `p`, `s`, `m`, `g` and `o`).
 //!
 //! `dpsmgol` makes the calls the example makes up to its last busy probe (the stub driver's call
-//! log, `CUDA_SAFE_STUB_CALL_LOG`, shows the same sequence for both). With BYTES, the process first takes that much
-//! heap and keeps it, so that everything allocated afterwards lands elsewhere.
+//! log, `CUDA_SAFE_STUB_CALL_LOG`, shows the same sequence for both). With BYTES, the process
+//! first takes that much heap and keeps it, so that everything allocated afterwards lands
+//! elsewhere.
 //!
 //! As in the floor, the streams, buffers and contexts live until the process exits.
 
@@ -404,18 +405,21 @@ fn run() -> Result<()> {
         Some(crate_device) => crate_device.as_raw(),
         None => floor_calls::primary_context()?.0,
     };
-    let mut sms = 0;
-    match &crate_device {
-        Some(crate_device) => sms = crate_device.properties()?.multiprocessor_count as i32,
-        // SAFETY: valid out-pointer and device.
-        None => check("cuDeviceGetAttribute", unsafe {
-            driver.cuDeviceGetAttribute(
-                &mut sms,
-                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-                device,
-            )?
-        })?,
-    }
+    let sms = match &crate_device {
+        Some(crate_device) => crate_device.properties()?.multiprocessor_count,
+        None => {
+            let mut sms = 0;
+            // SAFETY: valid out-pointer and device.
+            check("cuDeviceGetAttribute", unsafe {
+                driver.cuDeviceGetAttribute(
+                    &mut sms,
+                    CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                    device,
+                )?
+            })?;
+            u32::try_from(sms).unwrap_or(0)
+        }
+    };
     let crate_device = match crate_device {
         None if pieces.streams || pieces.green => Some(Device::new(0)?),
         made => made,
@@ -468,7 +472,7 @@ fn run() -> Result<()> {
         owned_buffers,
         crate_launch: pieces.launch,
     };
-    let spin_blocks = u32::try_from(sms).unwrap_or(0) * 2 * 25;
+    let spin_blocks = sms * 2 * 25;
 
     let mut idle = (0..32)
         .map(|_| floor.probe(&prober))
