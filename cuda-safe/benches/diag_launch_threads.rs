@@ -37,10 +37,8 @@ use cuda_safe::sys::{CUcontext, CUfunction, CUstream, CUstream_flags, driver};
 use cuda_safe::{
     CodeKind, Device, Error, Kernel, LaunchConfig, Program, ProgramOptions, Result, Stream, launch,
 };
+use threads::{LAUNCHES, REPEATS, WARMUP};
 
-const LAUNCHES: u32 = 20_000;
-const WARMUP: u32 = 1_000;
-const REPEATS: usize = 5;
 const SOURCE: &str = "extern \"C\" __global__ void empty() {}\n";
 
 fn main() -> ExitCode {

@@ -22,10 +22,8 @@ use cuda_safe::sys::CUfunction;
 use cuda_safe::{
     CodeKind, Device, Error, Kernel, LaunchConfig, Program, ProgramOptions, Result, Stream, launch,
 };
+use threads::{LAUNCHES, REPEATS, WARMUP};
 
-const LAUNCHES: u32 = 20_000;
-const WARMUP: u32 = 1_000;
-const REPEATS: usize = 5;
 /// Pairs of repeats per thread count when two ways are compared.
 const PAIRS: usize = 8;
 

@@ -8,6 +8,13 @@ use std::time::Instant;
 
 use cuda_safe::{Error, Result};
 
+/// Launches per worker per repeat, as in `bench/launch_threads_floor.c`.
+pub const LAUNCHES: u32 = 20_000;
+/// Launches per worker before the clock starts, as in the floor.
+pub const WARMUP: u32 = 1_000;
+/// Repeats per thread count; the figure is their median, as in the floor.
+pub const REPEATS: usize = 5;
+
 /// Launches per second of `threads` workers making `launches` launches each. Each worker, on
 /// its own thread, calls `prepare` (its stream, and the warm-up), waits for the others and the
 /// common start, then calls `run` with what `prepare` made; the clock stops for it when `run`
