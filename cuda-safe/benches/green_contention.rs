@@ -23,6 +23,8 @@ use std::time::{Duration, Instant};
 
 #[path = "common/check.rs"]
 mod check;
+#[path = "common/green_kernels.rs"]
+mod green_kernels;
 
 use check::check;
 use cuda_safe::sys::{CUfunction, CUstream};
@@ -30,9 +32,7 @@ use cuda_safe::{
     Buffer, CodeKind, Device, Error, GreenContextOptions, Kernel, LaunchConfig, Program,
     ProgramOptions, Result, SplitRequest, Stream, launch,
 };
-
-/// The floor's kernels.
-const SOURCE: &str = "extern \"C\" __global__ void saxpy(float a, const float* __restrict__ x,\n    const float* __restrict__ y, float* out, size_t n) {\n  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;\n  if (i < n) out[i] = a * x[i] + y[i];\n}\nextern \"C\" __global__ void spin(unsigned long long ns) {\n  unsigned long long t0; asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t0));\n  unsigned long long t = t0; while (t - t0 < ns) asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t));\n}\n";
+use green_kernels::SOURCE;
 
 const PROBE_N: usize = 1 << 20;
 /// Busy samples per way.
