@@ -19,7 +19,10 @@
 //! - `g`: the split, the green contexts and their streams come from the crate
 //!   (`resources().sm()?.split`, `create_green_context`, `Context::create_stream`);
 //! - `o`: the buffers are moved onto the green prober stream with `Buffer::set_stream`
-//!   (needs `m` and `g`);
+//!   (needs `m` and `g`), which queues nothing when the primary prober has finished its work;
+//! - `w`: the green prober stream waits once on the primary prober stream
+//!   (`Stream::wait_stream`: an event of the primary context), as `Buffer::set_stream` always
+//!   did before 2026-12-01 (needs `s` and `g`);
 //! - `l`: every probe and filler is launched with [`launch`] and waited for with
 //!   `Stream::sync` (needs `p`, `s`, `m`, `g` and `o`).
 //!
@@ -77,6 +80,7 @@ struct Pieces {
     memory: bool,
     green: bool,
     ordered: bool,
+    waited: bool,
     launch: bool,
 }
 
@@ -92,6 +96,7 @@ impl Pieces {
                 ('m', &mut pieces.memory),
                 ('g', &mut pieces.green),
                 ('o', &mut pieces.ordered),
+                ('w', &mut pieces.waited),
                 ('l', &mut pieces.launch),
             ],
         )?;
@@ -101,6 +106,11 @@ impl Pieces {
                 pieces.ordered,
                 pieces.memory && pieces.green,
                 "`o` needs `m` and `g`",
+            ),
+            (
+                pieces.waited,
+                pieces.streams && pieces.green,
+                "`w` needs `s` and `g`",
             ),
             (
                 pieces.launch,
@@ -495,6 +505,11 @@ fn run() -> Result<()> {
         for buffer in owned {
             buffer.set_stream(stream)?;
         }
+    }
+    if pieces.waited
+        && let (Some(green), Some(primary)) = (&green_prober.owned, &prober.owned)
+    {
+        green.wait_stream(primary)?;
     }
     let mut idle = (0..32)
         .map(|_| floor.probe(green_prober))

@@ -27,7 +27,7 @@ use crate::error::{Error, Result, cu, cu_ready};
 use crate::event::{Event, EventOptions};
 use crate::handle::{Owned, Release, assert_send_sync};
 use crate::ordering;
-use crate::sys::{CUstream, CUstream_flags, CUstreamCaptureStatus, Driver};
+use crate::sys::{CUstream, CUstream_flags, CUstreamCaptureMode, CUstreamCaptureStatus, Driver};
 
 /// How to create a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -258,6 +258,43 @@ impl Stream {
         Ok(done)
     }
 
+    /// Whether everything queued so far has finished, for the crate's own hand-overs: `false`
+    /// while the stream is being captured (querying it would end the capture), and a host
+    /// function's panic is left for the user's next call.
+    ///
+    /// The query is made in relaxed capture mode: querying a stream that is not captured
+    /// cannot disturb a capture, but in global mode the driver refuses it on every thread while
+    /// any global-mode capture runs (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`).
+    pub(crate) fn has_drained(&self) -> Result<bool> {
+        if self.is_capturing()? {
+            return Ok(false);
+        }
+        let driver = self.inner.driver;
+        let mut mode = CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+        // SAFETY: a valid out-pointer; the thread's mode is restored below.
+        unsafe { cu!(driver, cuThreadExchangeStreamCaptureMode(&mut mode)) }?;
+        // SAFETY: the stream is valid while `self` lives.
+        let drained = unsafe { cu_ready!(driver, cuStreamQuery(self.inner.raw)) };
+        // SAFETY: as above; `mode` holds the thread's previous mode.
+        let restored = unsafe { cu!(driver, cuThreadExchangeStreamCaptureMode(&mut mode)) };
+        let drained = drained?;
+        restored?;
+        Ok(drained)
+    }
+
+    /// Whether the stream is being captured into a graph (or its capture was invalidated).
+    fn is_capturing(&self) -> Result<bool> {
+        let mut status = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        // SAFETY: valid stream and out-pointer.
+        unsafe {
+            cu!(
+                self.inner.driver,
+                cuStreamIsCapturing(self.inner.raw, &mut status)
+            )
+        }?;
+        Ok(status != CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+    }
+
     /// Queues `f` to run once on a host thread of the driver when the work queued so far has
     /// finished; work queued later waits for it (`cuLaunchHostFunc`).
     ///
@@ -282,10 +319,7 @@ impl Stream {
     pub fn launch_host_func<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
         self.inner.check_panics()?;
         let driver = self.inner.driver;
-        let mut status = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-        // SAFETY: valid stream and out-pointer.
-        unsafe { cu!(driver, cuStreamIsCapturing(self.inner.raw, &mut status)) }?;
-        if status != CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+        if self.is_capturing()? {
             return Err(Error::invalid_argument(
                 "a host function cannot be queued on a capturing stream: it would run at every \
                  replay of the graph; add a host node (Graph::add_host) instead",

@@ -73,6 +73,33 @@ fn drop_calls<T>(stub: &Stub, mut op: impl FnMut() -> Result<T>) -> Vec<Call> {
     stub.take_log()
 }
 
+/// How `Buffer::set_stream` asks whether the old stream has finished: not while it is captured,
+/// and in relaxed capture mode, restored after.
+const QUERY: [&str; 4] = [
+    "cuStreamIsCapturing",
+    "cuThreadExchangeStreamCaptureMode",
+    "cuStreamQuery",
+    "cuThreadExchangeStreamCaptureMode",
+];
+
+/// `CUDA_ERROR_NOT_READY`: what `cuStreamQuery` answers while work is still queued.
+const NOT_READY: i32 = 600;
+
+/// The calls one run of `op` makes while streams report queued work (the stub's
+/// `cuStreamQuery` answers `CUDA_ERROR_NOT_READY` once), after three ordinary warm-up runs.
+fn busy_calls<T>(stub: &Stub, mut op: impl FnMut() -> Result<T>) -> Vec<Call> {
+    for _ in 0..3 {
+        drop(op().expect("the warm-up run succeeds"));
+    }
+    stub.fail("cuStreamQuery", NOT_READY, 1);
+    stub.take_log();
+    let value = op().expect("the measured run succeeds");
+    let counted = stub.take_log();
+    assert_eq!(stub.faults_pending(), 0, "the operation queried its stream");
+    drop(value);
+    counted
+}
+
 /// A green context of 64 SMs.
 fn green_context(device: &Device) -> Result<Context> {
     let split = device
@@ -97,6 +124,12 @@ fn measure(
     let config = LaunchConfig::for_num_elements(N, 256)?;
     let mut x = pool.allocate_from_host(&[1.0f32; N], &stream)?;
     let y = pool.allocate_zeroed::<f32>(N, &stream)?;
+    let mut moved = pool.allocate_zeroed::<f32>(N, &stream)?;
+    let mut to_other = false;
+    let mut move_back_and_forth = || {
+        to_other = !to_other;
+        moved.set_stream(if to_other { &other } else { &stream })
+    };
     let host = vec![0.5f32; N];
     let event = context.create_event(EventOptions::default())?;
     let timed = EventOptions {
@@ -174,6 +207,16 @@ fn measure(
             "Stream::wait_stream",
             &["cuEventRecord", "cuStreamWaitEvent"],
             calls(stub, || stream.wait_stream(&other)),
+        ),
+        row(
+            "Buffer::set_stream (old finished)",
+            &QUERY,
+            calls(stub, &mut move_back_and_forth),
+        ),
+        row(
+            "Buffer::set_stream (old busy)",
+            &[QUERY.as_slice(), &["cuEventRecord", "cuStreamWaitEvent"]].concat(),
+            busy_calls(stub, &mut move_back_and_forth),
         ),
         row(
             "Event::elapsed",
@@ -362,14 +405,14 @@ fn main() -> ExitCode {
     let rows = run(stub).expect("the operations succeed on the stub");
     let mut failures = 0;
     println!(
-        "     {:<32} {:<8} driver calls after warm-up",
+        "     {:<34} {:<8} driver calls after warm-up",
         "operation", "context"
     );
     for row in &rows {
         let counted: Vec<String> = row.counted.iter().map(Call::to_string).collect();
         let verdict = if row.holds() { "ok" } else { "OVER" };
         println!(
-            "{verdict:<4} {:<32} {:<8} {} [{}]",
+            "{verdict:<4} {:<34} {:<8} {} [{}]",
             row.operation,
             row.place,
             counted.len(),

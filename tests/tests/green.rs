@@ -293,6 +293,58 @@ fn resources_keep_their_context_and_internal_calls_keep_the_current_context() {
     device.set_current().unwrap();
 }
 
+/// A buffer moved from a primary stream held busy (a host function waits for a gate) to
+/// another stream of the primary context and to a green context's stream: the work queued
+/// before the move is seen after it; moved off a finished stream, it is seen at once.
+fn buffers_moved_off_busy_streams_see_the_work_queued_before() {
+    let device = Device::new(0).unwrap();
+    device.set_current().unwrap();
+    let all = device.resources().sm().unwrap();
+    let split = all.split(&SplitRequest::equal(1, all.sm_count() / 2).rounding(true));
+    let green = device
+        .create_green_context(&split.unwrap().groups[0], GreenContextOptions::default())
+        .unwrap();
+    let pool = device.default_memory_resource().unwrap();
+    let busy = device.create_stream(StreamOptions::default()).unwrap();
+    for (place, to) in [
+        (
+            "primary",
+            device.create_stream(StreamOptions::default()).unwrap(),
+        ),
+        (
+            "green",
+            green.create_stream(StreamOptions::default()).unwrap(),
+        ),
+    ] {
+        let mut buffer = pool.allocate(16 << 20, &busy).unwrap();
+        buffer.fill::<u32>(1).unwrap();
+        busy.sync().unwrap();
+        let (open, gate) = std::sync::mpsc::channel::<()>();
+        busy.launch_host_func(move || {
+            let _ = gate.recv();
+        })
+        .unwrap();
+        buffer.fill::<u32>(7).unwrap();
+        assert!(!busy.query().unwrap(), "{place}: the gate holds the fill");
+        buffer.set_stream(&to).unwrap();
+        let opener = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            open.send(()).unwrap();
+        });
+        let seen = buffer.to_vec::<u32>().unwrap();
+        opener.join().unwrap();
+        assert!(seen.iter().all(|&v| v == 7), "{place}: the fill was missed");
+        buffer.fill::<u32>(3).unwrap();
+        to.sync().unwrap();
+        buffer.set_stream(&busy).unwrap();
+        assert!(buffer.stream().same_as(&busy));
+        assert!(
+            buffer.to_vec::<u32>().unwrap().iter().all(|&v| v == 3),
+            "{place}"
+        );
+    }
+}
+
 fn main() -> std::process::ExitCode {
     gpu_tests![
         the_sm_resource_and_its_rules,
@@ -301,6 +353,7 @@ fn main() -> std::process::ExitCode {
         green_contexts_own_disjoint_sms_and_report_them,
         one_kernel_runs_in_two_green_contexts_from_two_threads,
         closing_a_green_context_while_it_is_current,
-        resources_keep_their_context_and_internal_calls_keep_the_current_context
+        resources_keep_their_context_and_internal_calls_keep_the_current_context,
+        buffers_moved_off_busy_streams_see_the_work_queued_before
     ]
 }

@@ -9,6 +9,7 @@ use super::resource::MemoryResource;
 use super::slice::{DeviceSlice, DeviceSliceMut, Placement, element_count};
 use crate::error::{Error, Result};
 use crate::handle::{Owned, Release, assert_send_sync};
+use crate::ordering;
 use crate::stream::Stream;
 use crate::sys::CUdeviceptr;
 
@@ -130,10 +131,19 @@ impl Buffer {
     }
 
     /// Moves the buffer to another stream: work queued there from now on (and the buffer's
-    /// free) comes after everything queued on the old stream so far.
+    /// free) comes after everything queued on the old stream so far. The new stream waits on
+    /// an event of the old one only while the old one still has work to run; once that has
+    /// finished, nothing is queued (`cuStreamQuery` tells, made in relaxed capture mode so that
+    /// a capture on another stream does not refuse it; a captured old stream is always waited
+    /// on, which joins the new stream to its capture).
+    ///
+    /// # Errors
+    ///
+    /// The driver's error from the query or the wait; the buffer then stays on its stream.
+    #[doc(alias = "cuStreamWaitEvent")]
     pub fn set_stream(&mut self, stream: &Stream) -> Result<()> {
         if !self.inner.stream.same_as(stream) {
-            stream.wait_stream(&self.inner.stream)?;
+            ordering::hand_over(stream, &self.inner.stream)?;
             self.inner.stream = stream.clone();
         }
         Ok(())

@@ -10,6 +10,7 @@ use super::resource::{VirtualMemoryResource, grant_descs};
 use crate::error::Result;
 use crate::handle::{Owned, assert_send_sync, log_drop_error};
 use crate::memory::{DeviceSlice, DeviceSliceMut, Placement, element_count};
+use crate::ordering;
 use crate::stream::Stream;
 use crate::sys::{CUdeviceptr, CUmemAccessDesc};
 
@@ -101,14 +102,17 @@ impl GrowableBuffer {
     }
 
     /// Moves the buffer to another stream: work queued there from now on (and the release)
-    /// comes after everything queued on the old stream so far.
+    /// comes after everything queued on the old stream so far; as
+    /// [`Buffer::set_stream`](crate::Buffer::set_stream), nothing is queued when the old stream
+    /// has finished its work.
     ///
     /// # Errors
     ///
-    /// The driver's error from ordering the streams.
+    /// The driver's error from querying or ordering the streams; the buffer then stays on its
+    /// stream.
     pub fn set_stream(&mut self, stream: &Stream) -> Result<()> {
         if !self.stream.same_as(stream) {
-            stream.wait_stream(&self.stream)?;
+            ordering::hand_over(stream, &self.stream)?;
             self.stream = stream.clone();
             self.region.set_stream(Some(stream.clone()));
         }

@@ -315,6 +315,30 @@ CUresult cuStreamQuery(void *stream) {
                                                             : CUDA_ERROR_INVALID_HANDLE;
 }
 
+/* The calling thread's capture mode (the stub is single-threaded): global (0) at first. */
+static int capture_mode;
+
+CUresult cuThreadExchangeStreamCaptureMode(int *mode) {
+    DRIVER("cuThreadExchangeStreamCaptureMode");
+    if (mode == NULL || *mode < 0 || *mode > 2)
+        return CUDA_ERROR_INVALID_VALUE;
+    int previous = capture_mode;
+    capture_mode = *mode;
+    *mode = previous;
+    return CUDA_SUCCESS;
+}
+
+/* The stub captures nothing: every stream reports CU_STREAM_CAPTURE_STATUS_NONE (0). */
+CUresult cuStreamIsCapturing(void *stream, int *status) {
+    DRIVER("cuStreamIsCapturing");
+    if (stream_context(stream, "cuStreamIsCapturing") == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (status == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    *status = 0;
+    return CUDA_SUCCESS;
+}
+
 CUresult cuStreamGetPriority(struct stream *stream, int *priority) {
     DRIVER("cuStreamGetPriority");
     if (stream_context(stream, "cuStreamGetPriority") == NULL)

@@ -315,3 +315,91 @@ pub(crate) fn host_functions_are_refused_on_a_capturing_stream() {
     setup.stream.sync().unwrap();
     assert_eq!(ran.load(Ordering::SeqCst), 1);
 }
+
+/// `Buffer::set_stream` off a capturing stream must not query it (that would end the capture):
+/// the new stream joins the capture after the work recorded so far, as a fork does.
+pub(crate) fn moving_a_buffer_off_a_capturing_stream_records_the_order() {
+    let setup = setup();
+    let (set_at, add) = (setup.kernel("set_at"), setup.kernel("add"));
+    let branch = setup
+        .device
+        .create_stream(StreamOptions::default())
+        .unwrap();
+    let mut x = setup.pool.allocate_zeroed::<i32>(1, &setup.stream).unwrap();
+    setup.stream.sync().unwrap();
+    let raw = x.as_raw();
+    // SAFETY: `x` (one int) outlives the executable; both kernels touch x[0].
+    let graph = unsafe {
+        Graph::capture(&setup.stream, CaptureMode::ThreadLocal, |capture| {
+            launch(capture.stream(), &setup.one, &set_at, (raw, 0i32, 5i32))?;
+            x.set_stream(&branch)?;
+            assert!(matches!(
+                Capture::status_of(&branch)?,
+                CaptureStatus::Active { .. }
+            ));
+            launch(&branch, &setup.one, &add, (raw, 10i32))?;
+            capture.join(&branch)?;
+            Ok(())
+        })
+    }
+    .unwrap();
+    assert_eq!(graph.nodes().unwrap().len(), 2);
+    assert_eq!(Capture::status_of(&branch).unwrap(), CaptureStatus::Idle);
+    let exec = graph.instantiate().unwrap();
+    exec.launch(&setup.stream).unwrap();
+    x.set_stream(&setup.stream).unwrap();
+    assert_eq!(
+        setup.read(&x),
+        [15],
+        "the add ran after the set, in the graph"
+    );
+}
+
+/// A buffer moved between two other streams while a global-mode capture runs, on another
+/// thread and on the capturing one: the move queries its old stream, which the driver refuses
+/// in global mode; the crate queries in relaxed mode, and the capture stays active.
+pub(crate) fn moving_a_buffer_on_another_thread_leaves_a_global_capture_alone() {
+    let (setup, _alone) = setup_alone();
+    let add = setup.kernel("add");
+    let x = setup.ints(1);
+    let (first, second) = (
+        setup
+            .device
+            .create_stream(StreamOptions::default())
+            .unwrap(),
+        setup
+            .device
+            .create_stream(StreamOptions::default())
+            .unwrap(),
+    );
+    let mut moved = setup.pool.allocate_zeroed::<i32>(4, &first).unwrap();
+    first.sync().unwrap();
+    setup.stream.sync().unwrap();
+    // SAFETY: `x` outlives the executable; add updates its one int.
+    let capture = unsafe { Capture::begin(&setup.stream, CaptureMode::Global) }.unwrap();
+    // SAFETY: as above.
+    unsafe { launch(&setup.stream, &setup.one, &add, (x.as_raw(), 1i32)) }.unwrap();
+    let target = second.clone();
+    let mover = std::thread::spawn(move || {
+        let result = moved.set_stream(&target);
+        (moved, result)
+    });
+    let (mut moved, result) = mover.join().unwrap();
+    result.unwrap();
+    assert!(matches!(
+        capture.status().unwrap(),
+        CaptureStatus::Active { .. }
+    ));
+    moved.set_stream(&first).unwrap();
+    assert!(matches!(
+        capture.status().unwrap(),
+        CaptureStatus::Active { .. }
+    ));
+    moved.set_stream(&second).unwrap();
+    let exec = capture.end().unwrap().instantiate().unwrap();
+    exec.launch(&setup.stream).unwrap();
+    assert_eq!(setup.read(&x), [1]);
+    assert!(moved.stream().same_as(&second));
+    moved.set_stream(&setup.stream).unwrap();
+    assert_eq!(setup.read(&moved), [0; 4]);
+}

@@ -35,6 +35,8 @@ fn main() -> std::process::ExitCode {
         capture::capture_across_forked_streams_joins_into_one_graph,
         capture::captured_kernel_nodes_are_updated_without_instantiating_again,
         capture::host_functions_are_refused_on_a_capturing_stream,
+        capture::moving_a_buffer_off_a_capturing_stream_records_the_order,
+        capture::moving_a_buffer_on_another_thread_leaves_a_global_capture_alone,
         conditional::conditional_if_runs_its_body_when_a_kernel_sets_the_handle,
         conditional::conditional_if_else_runs_one_of_two_bodies,
         conditional::conditional_while_loops_until_a_kernel_of_its_captured_body_clears_the_handle,
