@@ -264,7 +264,9 @@ impl Stream {
     ///
     /// The query is made in relaxed capture mode: querying a stream that is not captured
     /// cannot disturb a capture, but in global mode the driver refuses it on every thread while
-    /// any global-mode capture runs (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`).
+    /// any global-mode capture runs (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`). Should the
+    /// driver refuse to restore the thread's mode, that error is returned and the thread stays
+    /// in relaxed mode.
     pub(crate) fn has_drained(&self) -> Result<bool> {
         if self.is_capturing()? {
             return Ok(false);

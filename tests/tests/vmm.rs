@@ -97,6 +97,38 @@ fn growth_keeps_contents_and_address() {
     buffer.close().unwrap();
 }
 
+/// A growable buffer moved off a stream held busy (a host function waits for a gate) sees the
+/// fill queued there before the move; moved off a finished stream, it sees the new value.
+fn a_growable_buffer_moved_off_a_busy_stream_sees_the_work_queued_before() {
+    let (device, busy, vmm) = setup(VirtualMemoryResourceOptions::default());
+    let other = device.create_stream(Default::default()).unwrap();
+    let mut buffer = vmm.growable(4 * MIB, 4 * MIB, &busy).unwrap();
+    buffer.as_mut_slice::<u32>().unwrap().fill(1).unwrap();
+    busy.sync().unwrap();
+    let (open, gate) = std::sync::mpsc::channel::<()>();
+    busy.launch_host_func(move || {
+        let _ = gate.recv();
+    })
+    .unwrap();
+    buffer.as_mut_slice::<u32>().unwrap().fill(7).unwrap();
+    assert!(!busy.query().unwrap(), "the gate holds the fill");
+    buffer.set_stream(&other).unwrap();
+    let opener = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        open.send(()).unwrap();
+    });
+    let seen = buffer.as_slice::<u32>().unwrap().to_vec().unwrap();
+    opener.join().unwrap();
+    assert!(seen.iter().all(|&v| v == 7), "the fill was missed");
+    buffer.as_mut_slice::<u32>().unwrap().fill(3).unwrap();
+    other.sync().unwrap();
+    buffer.set_stream(&busy).unwrap();
+    assert!(buffer.stream().same_as(&busy));
+    let back = buffer.as_slice::<u32>().unwrap().to_vec().unwrap();
+    assert!(back.iter().all(|&v| v == 3));
+    buffer.close().unwrap();
+}
+
 fn growth_past_the_reservation_moves_without_losing_contents() {
     let (_device, stream, vmm) = setup(VirtualMemoryResourceOptions::default());
     let granularity = vmm.granularity();
@@ -502,6 +534,7 @@ fn main() -> ExitCode {
     gpu_tests![
         growth_keeps_contents_and_address,
         growth_past_the_reservation_moves_without_losing_contents,
+        a_growable_buffer_moved_off_a_busy_stream_sees_the_work_queued_before,
         growth_beyond_max_size_is_refused_and_leaves_the_buffer_whole,
         buffers_from_the_resource_round_trip,
         the_floor_path_maps_and_unmaps_a_gib,

@@ -185,6 +185,11 @@ fn growable_operations(ops: &mut Vec<Op>) {
         },
     ));
     ops.push(op(
+        "GrowableBuffer::set_stream",
+        || (growable(&plain(), 2), stream()),
+        |((b, _), other)| b.borrow_mut().set_stream(other),
+    ));
+    ops.push(op(
         "GrowableBuffer::set_access",
         || (growable(&plain(), 2), device_of(1)),
         |((b, _), peer)| b.borrow_mut().set_access(&[(*peer, VmmAccess::ReadWrite)]),
