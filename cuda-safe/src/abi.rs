@@ -6,14 +6,14 @@
 //! followed through their `if_abi12!` / `if_abi13!` macros rather than this crate's features.
 
 use crate::error::{Error, Result, cu};
-use crate::nvml_sys::{self, Nvml, nvmlDevice_t};
-use crate::sys::{
+use cuda_sys::{
     CUdevResource, CUdeviceptr, CUevent, CUgraph, CUgraphNode, CUgraphNodeParams, CUmem_advise,
     CUmemLocation, CUmemLocationType, CUstream, CUstreamCaptureStatus, Driver, if_abi12, if_abi13,
 };
+use nvml_sys::{Nvml, nvmlDevice_t};
 
 /// The ABI the driver bindings were generated for (12 or 13).
-pub(crate) const MAJOR: u32 = crate::sys::ABI_MAJOR;
+pub(crate) const MAJOR: u32 = cuda_sys::ABI_MAJOR;
 
 /// The alignment of `CUtensorMap` in the headers: 64 bytes under CUDA 12, 128 under CUDA 13
 /// (the driver needs 64 for the map it encodes; the bindings' type has the header's).
@@ -55,10 +55,10 @@ pub(crate) fn location_id(location: &CUmemLocation) -> i32 {
 /// they can name: a device's ordinal, or `CU_DEVICE_CPU` for the host; `None` for locations
 /// only the `_v2` entry points know (host NUMA nodes).
 #[cfg_attr(not(test), allow(dead_code))]
-fn legacy_device(location: &CUmemLocation) -> Option<crate::sys::CUdevice> {
+fn legacy_device(location: &CUmemLocation) -> Option<cuda_sys::CUdevice> {
     match location.type_ {
         CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE => Some(location_id(location)),
-        CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST => Some(crate::sys::CU_DEVICE_CPU),
+        CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST => Some(cuda_sys::CU_DEVICE_CPU),
         _ => None,
     }
 }
@@ -157,9 +157,9 @@ pub(crate) fn stated_sm_rules(resource: &CUdevResource) -> Option<(u32, u32)> {
 
 /// The resource type of a device's workqueue configuration (CUDA 13.1 drivers, 13 ABI), or
 /// why there is none.
-pub(crate) fn workqueue_resource_type() -> Result<crate::sys::CUdevResourceType> {
+pub(crate) fn workqueue_resource_type() -> Result<cuda_sys::CUdevResourceType> {
     if_abi13! {
-        return Ok(crate::sys::CUdevResourceType::CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG);
+        return Ok(cuda_sys::CUdevResourceType::CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG);
     }
     #[allow(unreachable_code)]
     Err(Error::unsupported(
@@ -179,9 +179,9 @@ pub(crate) fn split_sm_counts(
 ) -> Result<()> {
     let _ = (driver, input, counts, &result, &remainder);
     if_abi13! {
-        let mut params: Vec<crate::sys::CU_DEV_SM_RESOURCE_GROUP_PARAMS> = counts
+        let mut params: Vec<cuda_sys::CU_DEV_SM_RESOURCE_GROUP_PARAMS> = counts
             .iter()
-            .map(|&count| crate::sys::CU_DEV_SM_RESOURCE_GROUP_PARAMS {
+            .map(|&count| cuda_sys::CU_DEV_SM_RESOURCE_GROUP_PARAMS {
                 smCount: count,
                 ..Default::default()
             })
@@ -225,7 +225,7 @@ pub(crate) fn checkpoint_restore(
     pairs: &[([u8; 16], [u8; 16])],
 ) -> Result<()> {
     #[allow(unused_mut)]
-    let mut args = crate::sys::CUcheckpointRestoreArgs::default();
+    let mut args = cuda_sys::CUcheckpointRestoreArgs::default();
     if_abi12! {
         if !pairs.is_empty() {
             return Err(Error::unsupported(
@@ -235,12 +235,12 @@ pub(crate) fn checkpoint_restore(
         }
     }
     if_abi13! {
-        let uuid = |bytes: &[u8; 16]| crate::sys::CUuuid {
+        let uuid = |bytes: &[u8; 16]| cuda_sys::CUuuid {
             bytes: bytes.map(|byte| byte as std::ffi::c_char),
         };
-        let mut raw_pairs: Vec<crate::sys::CUcheckpointGpuPair> = pairs
+        let mut raw_pairs: Vec<cuda_sys::CUcheckpointGpuPair> = pairs
             .iter()
-            .map(|(old, new)| crate::sys::CUcheckpointGpuPair {
+            .map(|(old, new)| cuda_sys::CUcheckpointGpuPair {
                 oldUuid: uuid(old),
                 newUuid: uuid(new),
             })
@@ -443,7 +443,7 @@ mod tests {
     use std::sync::OnceLock;
 
     use super::*;
-    use crate::sys::{ENTRY_POINTS, Library};
+    use cuda_sys::{ENTRY_POINTS, Library};
 
     /// Driver entry points resolved from libc, which has none of them: every call fails with
     /// `SymbolMissing` before reaching C.
@@ -483,7 +483,7 @@ mod tests {
         assert_eq!(location_id(&device_location(5)), 5);
         assert_eq!(legacy_device(&device_location(2)), Some(2));
         let host = location(CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST, 0);
-        assert_eq!(legacy_device(&host), Some(crate::sys::CU_DEVICE_CPU));
+        assert_eq!(legacy_device(&host), Some(cuda_sys::CU_DEVICE_CPU));
         assert_eq!(legacy_device(&node), None);
     }
 
@@ -527,8 +527,8 @@ mod tests {
 
     #[test]
     fn tensor_maps_have_each_abis_alignment() {
-        assert_eq!(align_of::<crate::sys::CUtensorMap>(), TENSOR_MAP_ALIGN);
-        assert_eq!(size_of::<crate::sys::CUtensorMap>(), 128);
+        assert_eq!(align_of::<cuda_sys::CUtensorMap>(), TENSOR_MAP_ALIGN);
+        assert_eq!(size_of::<cuda_sys::CUtensorMap>(), 128);
         assert_eq!(TENSOR_MAP_ALIGN, if MAJOR < 13 { 64 } else { 128 });
     }
 
@@ -551,7 +551,7 @@ mod tests {
     /// The symbol a call failed to find (it never reached C).
     fn missing_symbol(error: Error) -> &'static str {
         match error {
-            Error::Load(crate::sys::LoadError::SymbolMissing { symbol, .. }) => symbol,
+            Error::Load(cuda_sys::LoadError::SymbolMissing { symbol, .. }) => symbol,
             other => panic!("the call reached further than the symbol lookup: {other}"),
         }
     }

@@ -29,11 +29,11 @@ use std::time::Duration;
 use crate::abi;
 use crate::driver::{cuda_driver_version, driver};
 use crate::error::{Error, Result, cu};
-use crate::sys::{
+use crate::uuid::Uuid;
+use cuda_sys::{
     CUcheckpointCheckpointArgs, CUcheckpointLockArgs, CUcheckpointUnlockArgs, CUprocessState,
     CudaVersion, Driver, LoadError,
 };
-use crate::uuid::Uuid;
 
 /// The first driver version with process checkpointing (CUDA 12.8).
 pub const MIN_DRIVER_VERSION: CudaVersion = CudaVersion(12080);
@@ -258,8 +258,8 @@ fn supported(result: Result<()>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sys::CUresult;
-    use crate::sys::Introduced;
+    use cuda_sys::CUresult;
+    use cuda_sys::Introduced;
     use std::path::PathBuf;
 
     #[test]

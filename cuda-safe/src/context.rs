@@ -25,8 +25,8 @@ use crate::error::{Result, cu};
 use crate::event::{Event, EventOptions};
 use crate::handle::{Owned, Release, assert_send_sync};
 use crate::stream::{Stream, StreamOptions};
-use crate::sys::Driver;
-use crate::sys::{CUcontext, CUdevResource, CUdevResourceDesc, CUgreenCtx, CUgreenCtxCreate_flags};
+use cuda_sys::Driver;
+use cuda_sys::{CUcontext, CUdevResource, CUdevResourceDesc, CUgreenCtx, CUgreenCtxCreate_flags};
 
 /// A CUDA context; cloning is cheap and shares it.
 ///

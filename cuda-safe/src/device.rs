@@ -26,8 +26,8 @@ use crate::ffi::from_c_chars;
 use crate::handle::assert_send_sync;
 use crate::memory::{Buffer, DeviceMemoryResource};
 use crate::stream::{Stream, StreamOptions};
-use crate::sys::{CUdevice, CUdevice_attribute, CUuuid, Driver};
 use crate::uuid::Uuid;
+use cuda_sys::{CUdevice, CUdevice_attribute, CUuuid, Driver};
 
 /// A CUDA device, by ordinal. Cheap to copy; it owns nothing itself (its primary context, once
 /// used, is kept retained by the process until [`Device::release_primary_context`]).

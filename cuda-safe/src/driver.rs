@@ -9,7 +9,7 @@
 use std::sync::OnceLock;
 
 use crate::error::{Result, cu};
-use crate::sys::{CudaVersion, Driver};
+use cuda_sys::{CudaVersion, Driver};
 
 /// The driver's entry points after `cuInit(0)` succeeded, loading `libcuda` on first use.
 ///
@@ -21,7 +21,7 @@ pub(crate) fn driver() -> Result<&'static Driver> {
     if let Some(driver) = INITIALISED.get() {
         return Ok(driver);
     }
-    let driver = crate::sys::driver()?;
+    let driver = cuda_sys::driver()?;
     // SAFETY: cuInit takes flags, which must be 0; it is safe to call from any thread, and
     // again after it succeeded.
     unsafe { cu!(driver, cuInit(0)) }?;

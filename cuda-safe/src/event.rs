@@ -23,7 +23,7 @@ use crate::context::Context;
 use crate::error::{Error, Result, cu, cu_ready};
 use crate::handle::{Owned, Release, assert_send_sync};
 use crate::stream::Stream;
-use crate::sys::{CUevent, CUevent_flags, CUipcEventHandle, Driver};
+use cuda_sys::{CUevent, CUevent_flags, CUipcEventHandle, Driver};
 
 /// How to create an event. The default is the cheapest: no timing, spin-waiting sync.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

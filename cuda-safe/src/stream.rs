@@ -27,7 +27,7 @@ use crate::error::{Error, Result, cu, cu_ready};
 use crate::event::{Event, EventOptions};
 use crate::handle::{Owned, Release, assert_send_sync};
 use crate::ordering;
-use crate::sys::{CUstream, CUstream_flags, CUstreamCaptureMode, CUstreamCaptureStatus, Driver};
+use cuda_sys::{CUstream, CUstream_flags, CUstreamCaptureMode, CUstreamCaptureStatus, Driver};
 
 /// How to create a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,7 +161,7 @@ impl Stream {
     /// use the wrapper (and any buffer associated with it, which frees itself there) only on
     /// threads where `context` is current.
     pub unsafe fn legacy_default(context: &Context) -> Self {
-        Self::from_parts(crate::sys::CU_STREAM_LEGACY, context.clone(), false)
+        Self::from_parts(cuda_sys::CU_STREAM_LEGACY, context.clone(), false)
     }
 
     /// The calling thread's default stream (`CU_STREAM_PER_THREAD`).
@@ -172,7 +172,7 @@ impl Stream {
     /// associated with it, which frees itself there) only on the thread that made it, with
     /// `context` current.
     pub unsafe fn per_thread_default(context: &Context) -> Self {
-        Self::from_parts(crate::sys::CU_STREAM_PER_THREAD, context.clone(), false)
+        Self::from_parts(cuda_sys::CU_STREAM_PER_THREAD, context.clone(), false)
     }
 
     fn from_parts(raw: CUstream, context: Context, owned: bool) -> Self {

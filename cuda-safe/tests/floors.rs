@@ -29,19 +29,14 @@ const FLOORS: &[(&str, u32)] = &[
     ("ordering", 2),
     ("stream", 2),
     // What runs on the core.
-    ("copies", 3),
     ("graph", 3),
     ("green", 3),
-    ("ipc", 3),
     ("kernel", 3),
     ("launch", 3),
     ("link", 3),
-    ("managed", 3),
     ("module", 3),
-    ("peer", 3),
     ("program", 3),
     ("tma", 3),
-    ("vmm", 3),
     // Beside, above the driver core (it may use floors 0 to 2 only; see ABOVE_CORE).
     ("nccl", 4),
     // Top.
@@ -59,7 +54,7 @@ const BESIDE: &str = "system";
 const ABOVE_CORE: &[&str] = &["nccl"];
 
 /// Paths through the root that are not modules of this crate: the re-exported `-sys` crates.
-const EXTERNAL: &[&str] = &["sys", "nvrtc_sys", "nvml_sys", "nvjitlink_sys", "nccl_sys"];
+const EXTERNAL: &[&str] = &["nvrtc_sys", "nvml_sys", "nvjitlink_sys", "nccl_sys"];
 
 fn floor_of(module: &str) -> Option<u32> {
     FLOORS

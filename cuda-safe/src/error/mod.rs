@@ -13,12 +13,12 @@ use std::ffi::c_char;
 use std::fmt;
 
 use crate::ffi::static_str;
+use cuda_sys::{CUgraphExecUpdateResult, CUresult, CudaVersion, Introduced, LoadError};
 #[cfg(feature = "nccl")]
-use crate::nccl_sys::{self, ncclResult_t};
-use crate::nvjitlink_sys::nvJitLinkResult;
-use crate::nvml_sys::{self, nvmlReturn_t};
-use crate::nvrtc_sys::{self, nvrtcResult};
-use crate::sys::{CUgraphExecUpdateResult, CUresult, CudaVersion, Introduced, LoadError};
+use nccl_sys::ncclResult_t;
+use nvjitlink_sys::nvJitLinkResult;
+use nvml_sys::nvmlReturn_t;
+use nvrtc_sys::nvrtcResult;
 
 mod capture;
 mod check;
@@ -358,7 +358,7 @@ impl Error {
     pub fn is_no_device(&self) -> bool {
         match self {
             Self::Load(LoadError::LibraryNotFound { library, .. }) => {
-                *library == crate::sys::LIBCUDA.name || *library == nvml_sys::LIBNVML.name
+                *library == cuda_sys::LIBCUDA.name || *library == nvml_sys::LIBNVML.name
             }
             Self::Cuda { code, .. } => matches!(
                 *code,
@@ -390,7 +390,7 @@ impl Error {
     #[cold]
     #[inline(never)]
     pub fn cuda(api: &'static str, code: CUresult) -> Self {
-        let (name, message) = match crate::sys::driver() {
+        let (name, message) = match cuda_sys::driver() {
             Ok(driver) => {
                 let mut name: *const c_char = std::ptr::null();
                 let mut message: *const c_char = std::ptr::null();

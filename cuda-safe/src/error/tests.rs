@@ -89,7 +89,7 @@ fn predicates_cover_every_library_and_wrapped_causes() {
     }
 
     let no_driver = Error::Load(LoadError::LibraryNotFound {
-        library: crate::sys::LIBCUDA.name,
+        library: cuda_sys::LIBCUDA.name,
         tried: Vec::new(),
     });
     assert!(no_driver.is_no_device());

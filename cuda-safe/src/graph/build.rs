@@ -17,7 +17,7 @@ use crate::error::{Error, Result, cu};
 use crate::event::Event;
 use crate::kernel::Kernel;
 use crate::launch::{Keep, KernelArgs, LaunchConfig, check_args};
-use crate::sys::{CUDA_HOST_NODE_PARAMS, CUDA_KERNEL_NODE_PARAMS, CUfunction, CUgraphNode};
+use cuda_sys::{CUDA_HOST_NODE_PARAMS, CUDA_KERNEL_NODE_PARAMS, CUfunction, CUgraphNode};
 
 /// `list` as the pointer a driver call takes for an array: null when empty.
 pub(super) fn array_ptr<T>(list: &[T]) -> *const T {

@@ -39,7 +39,7 @@ use crate::kernel::Kernel;
 use crate::launch::{Keep, KernelArgs, LaunchConfig, launch};
 use crate::ordering::wait_for;
 use crate::stream::Stream;
-use crate::sys::{CUgraph, CUresult, CUstreamCaptureMode, CUstreamCaptureStatus, CUuserObject};
+use cuda_sys::{CUgraph, CUresult, CUstreamCaptureMode, CUstreamCaptureStatus, CUuserObject};
 
 /// Which calls a capture forbids while it lasts: the "potentially unsafe" ones (a synchronous
 /// allocation, a synchronization that could touch the capture) made from other threads too,

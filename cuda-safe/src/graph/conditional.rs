@@ -20,7 +20,7 @@ use crate::abi;
 use crate::driver::cuda_driver_version;
 use crate::error::{Error, Result, cu};
 use crate::launch::KernelArg;
-use crate::sys::{
+use cuda_sys::{
     CU_GRAPH_COND_ASSIGN_DEFAULT, CUDA_CONDITIONAL_NODE_PARAMS, CUgraph, CUgraphConditionalHandle,
     CUgraphConditionalNodeType, CUgraphNode, CUgraphNodeParams, CUgraphNodeType, CudaVersion,
 };

@@ -18,7 +18,7 @@ use std::path::Path;
 use super::Graph;
 use crate::error::{Error, Result, cu};
 use crate::ffi::to_c_string;
-use crate::sys::CUgraphDebugDot_flags as Raw;
+use cuda_sys::CUgraphDebugDot_flags as Raw;
 
 bitflags::bitflags! {
     /// What a DOT dump shows beyond the nodes and edges (`CU_GRAPH_DEBUG_DOT_FLAGS_*`).

@@ -14,7 +14,7 @@ use crate::error::{Error, Result, cu};
 use crate::handle::{Owned, Release};
 use crate::launch::{KernelArgs, check_args};
 use crate::stream::Stream;
-use crate::sys::{
+use cuda_sys::{
     CUgraphExec, CUgraphExecUpdateResult, CUgraphExecUpdateResultInfo, CUgraphInstantiate_flags,
     CUresult, Driver,
 };

@@ -11,7 +11,7 @@ use crate::abi;
 use crate::error::{Error, Result, cu};
 use crate::launch::Keep;
 use crate::memory::{Buffer, FillPlan, fill_plan};
-use crate::sys::{
+use cuda_sys::{
     CUDA_MEM_ALLOC_NODE_PARAMS, CUDA_MEMCPY3D, CUDA_MEMSET_NODE_PARAMS, CUdeviceptr, CUgraphNode,
     CUmemAllocationHandleType, CUmemAllocationType, CUmemPoolProps, CUmemorytype,
 };

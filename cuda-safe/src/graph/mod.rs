@@ -77,7 +77,7 @@ use crate::error::{Error, Result, cu};
 use crate::handle::{Owned, Release};
 use crate::kernel::Kernel;
 use crate::launch::{Keep, LaunchConfig};
-use crate::sys::{
+use cuda_sys::{
     CUdeviceptr, CUfunction, CUgraph, CUgraphNode, CUgraphNodeType, CUuserObject, Driver,
 };
 

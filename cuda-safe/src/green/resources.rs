@@ -9,7 +9,7 @@ use crate::context::Context;
 use crate::device::Device;
 use crate::driver::cuda_driver_version;
 use crate::error::{Error, Result, cu};
-use crate::sys::{CUdevResource, CUdevResourceType};
+use cuda_sys::{CUdevResource, CUdevResourceType};
 
 /// The first driver with `cuDevSmResourceSplit` (groups of different sizes) and workqueue
 /// configurations: CUDA 13.1.

@@ -4,7 +4,7 @@
 use super::Kernel;
 use crate::device::Device;
 use crate::error::{Error, Result, cu};
-use crate::sys::CUfunction_attribute;
+use cuda_sys::CUfunction_attribute;
 
 /// A kernel's resource use and limits on one device (`cuKernelGetAttribute`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -29,7 +29,7 @@ use crate::context::Context;
 use crate::error::{Error, Result, cu};
 use crate::handle::{Owned, assert_send_sync};
 use crate::module::{LoadedLibrary, ObjectCode};
-use crate::sys::{CUkernel, Driver};
+use cuda_sys::{CUkernel, Driver};
 use params::ParamRead;
 
 /// A kernel of an [`ObjectCode`]; cloning is cheap and keeps the code loaded.

@@ -4,7 +4,7 @@ use super::Kernel;
 use crate::device::Device;
 use crate::error::{Error, Result, cu};
 use crate::launch::LaunchConfig;
-use crate::sys::{CUfunction, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig};
+use cuda_sys::{CUfunction, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig};
 
 /// Occupancy queries of one kernel on one device ([`Kernel::occupancy`]), as `cuda.core`'s
 /// `kernel.occupancy`. Each query makes the device's primary context current for its call.

@@ -41,7 +41,7 @@ use crate::error::{Error, Result, cu};
 use crate::kernel::{Kernel, ParamInfo};
 use crate::ordering::ForeignStreams;
 use crate::stream::Stream;
-use crate::sys::{
+use cuda_sys::{
     CUfunction, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig, CUresult, CUstream,
 };
 

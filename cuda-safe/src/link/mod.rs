@@ -367,7 +367,7 @@ fn failure_log(error_log: &str, info_log: &str, flags: &[String]) -> String {
 /// nvJitLink 12.0 to 12.2 export only the versioned names (`__nvJitLinkCreate_12_0`), so
 /// [`LinkerBackend::Auto`] links through the driver there instead of failing at the first call.
 fn nvjitlink_usable() -> bool {
-    crate::nvjitlink_sys::nvjitlink().is_ok_and(|nvjitlink| {
+    nvjitlink_sys::nvjitlink().is_ok_and(|nvjitlink| {
         let library = nvjitlink.library();
         ["nvJitLinkCreate", "nvJitLinkVersion"]
             .iter()

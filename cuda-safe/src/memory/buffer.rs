@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::handle::{Owned, Release, assert_send_sync};
 use crate::ordering;
 use crate::stream::Stream;
-use crate::sys::CUdeviceptr;
+use cuda_sys::CUdeviceptr;
 
 /// One allocation: its address, its size in bytes, the resource that frees it and the stream
 /// its operations (and its free) are ordered on.

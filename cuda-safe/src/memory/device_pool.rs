@@ -12,7 +12,7 @@ use crate::device::Device;
 use crate::error::{Error, Result, cu};
 use crate::handle::{Owned, Release, assert_send_sync};
 use crate::stream::Stream;
-use crate::sys::{
+use cuda_sys::{
     CUdevice_attribute, CUdeviceptr, CUmemAllocationHandleType, CUmemAllocationType,
     CUmemPool_attribute, CUmemPoolProps, CUmemoryPool, Driver,
 };

@@ -11,7 +11,7 @@ use crate::device::Device;
 use crate::error::{Error, Result, cu};
 use crate::handle::assert_send_sync;
 use crate::stream::Stream;
-use crate::sys::{CUdeviceptr, Driver};
+use cuda_sys::{CUdeviceptr, Driver};
 
 /// Device memory from `cuMemAlloc`, freed with `cuMemFree` once the buffer's stream has
 /// drained. Cloning is cheap.

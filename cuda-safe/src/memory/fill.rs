@@ -6,7 +6,7 @@
 //! whose pitch is the value's size, so an `f64` is two calls and a 12-byte struct three.
 
 use crate::error::{Result, cu};
-use crate::sys::{CUdeviceptr, CUstream, Driver};
+use cuda_sys::{CUdeviceptr, CUstream, Driver};
 
 /// The width of the words a memset writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

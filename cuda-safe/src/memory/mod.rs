@@ -22,12 +22,18 @@
 //! ```
 
 mod buffer;
+pub(crate) mod copies;
 mod device_pool;
 mod device_sync;
 mod fill;
 mod host;
+#[cfg(unix)]
+pub mod ipc;
+pub mod managed;
+pub(crate) mod peer;
 mod resource;
 mod slice;
+pub(crate) mod vmm;
 
 pub use buffer::Buffer;
 pub use device_pool::{DeviceMemoryResource, IpcHandleType, PoolOptions};

@@ -6,7 +6,7 @@ use crate::device::Device;
 use crate::error::Result;
 use crate::handle::{Owned, Release};
 use crate::stream::Stream;
-use crate::sys::CUdeviceptr;
+use cuda_sys::CUdeviceptr;
 
 /// Something that allocates memory the GPU (or the host, or both) can reach.
 ///

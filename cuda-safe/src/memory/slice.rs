@@ -11,7 +11,7 @@ use crate::device::Device;
 use crate::error::{Error, Result, cu};
 use crate::ordering::across_streams;
 use crate::stream::Stream;
-use crate::sys::CUdeviceptr;
+use cuda_sys::CUdeviceptr;
 
 /// A shared, typed view of part of a [`Buffer`](crate::Buffer): `len` elements of `T`.
 ///

@@ -29,7 +29,7 @@ use crate::error::{Error, Result, cu};
 use crate::ffi::to_c_string;
 use crate::handle::{Owned, Release, assert_send_sync};
 use crate::kernel::Kernel;
-use crate::sys::{CUdeviceptr, CUkernel, CUlibrary, Driver};
+use cuda_sys::{CUdeviceptr, CUkernel, CUlibrary, Driver};
 
 /// Code loaded with `cuLibraryLoadData` / `cuLibraryLoadFromFile`; cloning is cheap. Kernels
 /// keep it loaded.

@@ -10,10 +10,10 @@ use super::group::refuse_in_group;
 use super::types::{NcclType, ReduceOp};
 use crate::error::{Error, Result};
 use crate::memory::{Buffer, DeviceSlice, DeviceSliceMut};
-use crate::nccl_sys::{cudaStream_t, ncclComm_t, ncclDataType_t, ncclRedOp_t};
 use crate::ordering::{ForeignStreams, wait_for};
 use crate::stream::Stream;
-use crate::sys::CUdeviceptr;
+use cuda_sys::CUdeviceptr;
+use nccl_sys::{cudaStream_t, ncclComm_t, ncclDataType_t, ncclRedOp_t};
 
 /// Device memory a collective reads or writes, as NCCL sees it.
 #[derive(Debug, Clone, Copy)]

@@ -14,7 +14,7 @@ use crate::context::Context;
 use crate::device::Device;
 use crate::error::{Error, Result, nccl};
 use crate::handle::{Owned, Release};
-use crate::nccl_sys::{NCCL_SPLIT_NOCOLOR, Nccl, ncclComm_t, ncclResult_t};
+use nccl_sys::{NCCL_SPLIT_NOCOLOR, Nccl, ncclComm_t, ncclResult_t};
 
 /// How often a wait polls NCCL and the stream.
 pub(crate) const POLL_INTERVAL: Duration = Duration::from_micros(50);

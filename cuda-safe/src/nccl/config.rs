@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::nccl_sys::{NCCL_CONFIG_UNDEF_INT, NcclVersion, config_initializer, ncclConfig_t};
+use nccl_sys::{NCCL_CONFIG_UNDEF_INT, NcclVersion, config_initializer, ncclConfig_t};
 
 /// How a communicator is made ([`Communicator::init_rank_with`](super::Communicator::init_rank_with),
 /// [`split`](super::Communicator::split)): every field left `None` is NCCL's default (or its

@@ -13,8 +13,8 @@ use super::collective::{CollectiveSource, CollectiveTarget, Prepared};
 use super::comm::Communicator;
 use super::types::{NcclType, ReduceOp};
 use crate::error::{Error, Result, nccl};
-use crate::nccl_sys::Nccl;
 use crate::stream::Stream;
+use nccl_sys::Nccl;
 
 thread_local! {
     /// Whether this thread is inside [`group`]'s closure.

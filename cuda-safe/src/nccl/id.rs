@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use super::library::library;
 use crate::error::{Error, Result, nccl};
-use crate::nccl_sys::{NCCL_UNIQUE_ID_BYTES, ncclUniqueId};
+use nccl_sys::{NCCL_UNIQUE_ID_BYTES, ncclUniqueId};
 
 /// The bytes of an NCCL unique id.
 const BYTES: usize = NCCL_UNIQUE_ID_BYTES as usize;

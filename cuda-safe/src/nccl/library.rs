@@ -4,7 +4,7 @@ use std::sync::OnceLock;
 
 use super::launch::{NVLS_ENABLE, nvls_disabled};
 use crate::error::{Error, Result, nccl};
-use crate::nccl_sys::{self, Nccl, NcclVersion, OLDEST_DATED_NCCL_VERSION};
+use nccl_sys::{Nccl, NcclVersion, OLDEST_DATED_NCCL_VERSION};
 
 /// The oldest NCCL this module runs on: the oldest whose header the bindings' entry points are
 /// dated against (2.13), so every call it makes outside those dated ones exists.

@@ -53,7 +53,7 @@
 macro_rules! nccl_queued {
     ($nccl:expr, $function:ident($($argument:expr),* $(,)?)) => {
         match $nccl.$function($($argument),*) {
-            Ok($crate::nccl_sys::ncclResult_t::ncclInProgress) => Ok(true),
+            Ok(::nccl_sys::ncclResult_t::ncclInProgress) => Ok(true),
             other => $crate::error::check_nccl(stringify!($function), other).map(|()| false),
         }
     };
@@ -83,4 +83,4 @@ pub use library::{MIN_NCCL_VERSION, version};
 pub use register::Registered;
 pub use types::{NcclType, ReduceOp};
 
-pub use crate::nccl_sys::NcclVersion;
+pub use nccl_sys::NcclVersion;

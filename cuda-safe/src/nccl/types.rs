@@ -1,6 +1,6 @@
 //! Rust element types as NCCL data types, and the reduction operators.
 
-use crate::nccl_sys::{ncclDataType_t, ncclRedOp_t};
+use nccl_sys::{ncclDataType_t, ncclRedOp_t};
 
 /// An element type NCCL reduces and moves: each maps to one `ncclDataType_t`.
 ///

@@ -11,7 +11,6 @@ use crate::cache::CacheKey;
 use crate::code::{CodeKind, CompiledCode};
 use crate::error::{Error, Result};
 use crate::ffi::to_c_string as c_string;
-use crate::nvrtc_sys;
 
 /// CUDA C++ source to compile at run time with NVRTC, with its [`ProgramOptions`] and name
 /// expressions. Compiling does not change it: it can be compiled for several targets, from

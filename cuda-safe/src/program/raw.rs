@@ -4,7 +4,7 @@ use std::ffi::{CStr, CString, c_char, c_int};
 
 use crate::code::CodeKind;
 use crate::error::{Error, Result, nvrtc};
-use crate::nvrtc_sys::{Nvrtc, nvrtcProgram};
+use nvrtc_sys::{Nvrtc, nvrtcProgram};
 
 /// An `nvrtcProgram`, destroyed when dropped, so every path out of a compile frees it.
 ///

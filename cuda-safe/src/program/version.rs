@@ -4,7 +4,6 @@ use std::ffi::c_int;
 use std::sync::OnceLock;
 
 use crate::error::{Result, nvrtc};
-use crate::nvrtc_sys;
 
 /// The loaded NVRTC's version, `(major, minor)` (`(13, 0)`); asked once, then remembered.
 ///

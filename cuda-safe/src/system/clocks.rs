@@ -4,7 +4,7 @@ use super::device::{Device, query, query_with};
 use super::enums::{ClockId, ClockType};
 use super::flags::ClockEventReasons;
 use crate::error::{Result, nvml};
-use crate::nvml_sys::{nvmlClockId_t, nvmlClockType_t};
+use nvml_sys::{nvmlClockId_t, nvmlClockType_t};
 
 impl Device {
     /// The clock of `domain` now, in MHz. One NVML call, no allocation.
@@ -95,7 +95,7 @@ mod tests {
     use super::super::init::guard_without_symbols;
     use super::*;
     use crate::error::Error;
-    use crate::nvml_sys::LoadError;
+    use nvml_sys::LoadError;
 
     /// A device over NVML entry points none of which exist: every call stops at the loader.
     fn device_without_nvml() -> Device {

@@ -11,18 +11,14 @@ use super::init::{self, Guard};
 use super::text::read_string;
 use crate::error::{Error, Result, check_nvml, nvml};
 use crate::ffi::to_c_string;
-use crate::nvml_sys::{self, LoadError, Nvml, nvmlDevice_t, nvmlReturn_t};
 use crate::uuid::{GPU_UUID_PREFIX, MIG_UUID_PREFIX, uuid_bytes, uuid_string};
+use nvml_sys::{LoadError, Nvml, nvmlDevice_t, nvmlReturn_t};
 
 /// Calls an NVML getter of the [`Getter`] shape on a [`Device`], naming it once:
 /// `query!(device, nvmlDeviceGetPowerUsage, 0)`.
 macro_rules! query {
     ($device:expr, $getter:ident, $initial:expr $(,)?) => {
-        $device.query(
-            stringify!($getter),
-            $crate::nvml_sys::Nvml::$getter,
-            $initial,
-        )
+        $device.query(stringify!($getter), ::nvml_sys::Nvml::$getter, $initial)
     };
 }
 
@@ -32,7 +28,7 @@ macro_rules! query_with {
     ($device:expr, $getter:ident, $argument:expr, $initial:expr $(,)?) => {
         $device.query_with(
             stringify!($getter),
-            $crate::nvml_sys::Nvml::$getter,
+            ::nvml_sys::Nvml::$getter,
             $argument,
             $initial,
         )

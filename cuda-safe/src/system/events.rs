@@ -22,7 +22,7 @@ use super::flags::EventTypes;
 use super::init::{self, Guard};
 use crate::error::{Result, nvml};
 use crate::handle::{Owned, Release};
-use crate::nvml_sys::{self, nvmlEventSet_t, nvmlReturn_t};
+use nvml_sys::{nvmlEventSet_t, nvmlReturn_t};
 
 /// A set of GPUs and event kinds to wait on (`nvmlEventSet_t`), freed when dropped.
 #[derive(Debug)]

@@ -2,7 +2,6 @@
 
 use super::device::{Device, query};
 use crate::error::Result;
-use crate::nvml_sys;
 
 /// How busy the GPU was over NVML's last sample period (1/6 s to 1 s, by product).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

@@ -6,7 +6,7 @@ use super::device::{Device, query, query_with};
 use super::enums::FeatureState;
 use super::modes::CurrentAndPending;
 use crate::error::{Result, nvml};
-use crate::nvml_sys::nvmlReturn_t;
+use nvml_sys::nvmlReturn_t;
 
 impl Device {
     /// Whether MIG mode is on, now and after the next GPU reset. GPUs without MIG give an
@@ -95,7 +95,7 @@ impl Device {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nvml_sys;
+    use nvml_sys;
 
     #[test]
     fn mig_mode_values_are_feature_states() {

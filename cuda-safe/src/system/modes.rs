@@ -3,7 +3,6 @@
 use super::device::{Device, query};
 use super::enums::{ComputeMode, EccCounter, EccErrorType, FeatureState};
 use crate::error::{Result, nvml};
-use crate::nvml_sys;
 
 /// A setting's value now and the value it takes at the next reboot or GPU reset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -4,7 +4,6 @@ use super::device::{Device, query_with};
 use super::enums::{FeatureState, NvLinkVersion};
 use super::pci::PciInfo;
 use crate::error::Result;
-use crate::nvml_sys;
 
 /// The number of NVLink links the selected headers describe (`NVML_NVLINK_MAX_LINKS`: 18 for
 /// CUDA 12, 36 for CUDA 13). Links a device lacks give NVML's invalid-argument error, and a

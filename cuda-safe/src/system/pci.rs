@@ -4,7 +4,6 @@ use super::device::{Device, query, query_with};
 use super::enums::PcieCounter;
 use crate::error::Result;
 use crate::ffi::from_c_chars;
-use crate::nvml_sys;
 
 /// Where a device sits on the PCI bus (`nvmlPciInfo_t`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]

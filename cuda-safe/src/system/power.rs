@@ -3,7 +3,6 @@
 use super::device::{Device, query};
 use super::enums::PerformanceState;
 use crate::error::{Result, nvml};
-use crate::nvml_sys;
 
 impl Device {
     /// The power the board draws now, in milliwatts. One NVML call, no allocation.

@@ -20,7 +20,7 @@ use bytemuck::{Pod, Zeroable};
 
 use super::device::Device;
 use crate::error::{Error, Result, check_nvml};
-use crate::nvml_sys::{LoadError, Nvml, nvmlDevice_t, nvmlProcessInfo_t, nvmlReturn_t};
+use nvml_sys::{LoadError, Nvml, nvmlDevice_t, nvmlProcessInfo_t, nvmlReturn_t};
 
 /// NVML's "not available" marker in 64-bit fields (`NVML_VALUE_NOT_AVAILABLE` as unsigned).
 const NOT_AVAILABLE_U64: u64 = u64::MAX;
@@ -387,7 +387,7 @@ mod tests {
         assert_eq!(size_of::<ProcessInfo>(), 32);
         assert_eq!(
             size_of::<ProcessInfo>(),
-            size_of::<crate::nvml_sys::nvmlProcessDetail_v1_t>()
+            size_of::<nvml_sys::nvmlProcessDetail_v1_t>()
         );
         assert_eq!(size_of::<nvmlProcessInfo_t>(), 24);
         assert_eq!(align_of::<ProcessInfo>(), align_of::<nvmlProcessInfo_t>());

@@ -9,8 +9,8 @@ use super::text::read_string;
 use super::version::VersionString;
 use crate::error::{Result, nvml};
 use crate::ffi::from_c_chars;
-use crate::nvml_sys::{self, Nvml};
-use crate::sys::CudaVersion;
+use cuda_sys::CudaVersion;
+use nvml_sys::Nvml;
 
 /// A hold on NVML: while a `Session` (or any [`Device`]) is alive, NVML stays initialised.
 ///

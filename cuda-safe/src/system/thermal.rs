@@ -4,7 +4,6 @@ use super::device::{Device, query, query_with};
 use super::enums::TemperatureThreshold;
 use crate::abi;
 use crate::error::Result;
-use crate::nvml_sys;
 
 impl Device {
     /// The GPU die temperature, in degrees Celsius. One NVML call, no allocation.

@@ -4,7 +4,6 @@
 use super::device::Device;
 use super::enums::{P2pCapability, P2pStatus, TopologyLevel};
 use crate::error::{Result, nvml};
-use crate::nvml_sys;
 
 impl Device {
     /// The closest point of the system's topology this GPU and `other` share.

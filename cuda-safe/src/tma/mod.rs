@@ -32,7 +32,7 @@ use crate::driver::driver;
 use crate::error::{Result, cu};
 use crate::launch::{DeviceRepr, KernelArg};
 use crate::memory::Buffer;
-use crate::sys::{
+use cuda_sys::{
     CUtensorMap, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave,
     CUtensorMapL2promotion, CUtensorMapSwizzle,
 };

@@ -13,7 +13,7 @@ use super::resource::{VirtualMapping, VirtualMemoryResource, VmmInner};
 use crate::error::{Error, Result, cu};
 use crate::handle::Owned;
 use crate::memory::IpcHandleType;
-use crate::sys::{CUmemFabricHandle, CUmemGenericAllocationHandle};
+use cuda_sys::{CUmemFabricHandle, CUmemGenericAllocationHandle};
 
 /// "VMM1": the first four bytes of every descriptor.
 const MAGIC: u32 = u32::from_le_bytes(*b"VMM1");

@@ -30,7 +30,7 @@ use crate::device::Device;
 use crate::error::{Error, Result, cu};
 use crate::memory::Buffer;
 use crate::stream::Stream;
-use crate::sys::{
+use cuda_sys::{
     CUdeviceptr, CUmem_advise, CUmem_range_attribute, CUmemLocation, CUmemLocationType,
 };
 
@@ -89,7 +89,7 @@ impl MemoryLocation {
     /// none).
     fn from_device_id(id: i32) -> Option<Self> {
         match id {
-            crate::sys::CU_DEVICE_CPU => Some(Self::Host),
+            cuda_sys::CU_DEVICE_CPU => Some(Self::Host),
             id => usize::try_from(id).ok().map(Self::Device),
         }
     }
@@ -181,14 +181,14 @@ pub unsafe fn prefetch_range(
 #[doc(alias = "cuMemAdvise", alias = "cuMemAdvise_v2")]
 pub unsafe fn advise_range(ptr: CUdeviceptr, bytes: usize, advice: Advice) -> Result<()> {
     let (advice, location) = advice.raw()?;
-    let driver = crate::sys::driver()?;
+    let driver = cuda_sys::driver()?;
     // SAFETY: the range is the caller's promise.
     unsafe { abi::mem_advise(driver, ptr, bytes, advice, location) }
 }
 
 /// One `i32` attribute of a range.
 fn attribute_i32(ptr: CUdeviceptr, bytes: usize, attribute: CUmem_range_attribute) -> Result<i32> {
-    let driver = crate::sys::driver()?;
+    let driver = cuda_sys::driver()?;
     let mut value = 0i32;
     // SAFETY: `value` holds the 4 bytes these attributes write; the driver checks the range.
     unsafe {
@@ -221,8 +221,8 @@ pub fn range_attributes(ptr: CUdeviceptr, bytes: usize) -> Result<RangeAttribute
         ))
     };
     let slots = Device::count()? + 1;
-    let mut ids = vec![crate::sys::CU_DEVICE_INVALID; slots];
-    let driver = crate::sys::driver()?;
+    let mut ids = vec![cuda_sys::CU_DEVICE_INVALID; slots];
+    let driver = cuda_sys::driver()?;
     // SAFETY: `ids` holds `slots` ints, as many bytes as passed; the driver fills what it
     // has and leaves the rest invalid.
     unsafe {

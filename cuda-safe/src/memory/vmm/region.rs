@@ -5,7 +5,7 @@
 use crate::error::{Error, Result, cu};
 use crate::handle::{Release, log_drop_error};
 use crate::stream::Stream;
-use crate::sys::{
+use cuda_sys::{
     CUdeviceptr, CUmemAccessDesc, CUmemAllocationProp, CUmemGenericAllocationHandle, Driver,
 };
 

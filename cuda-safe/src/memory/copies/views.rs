@@ -9,7 +9,7 @@ use super::extent::Shape;
 use crate::error::{Error, Result};
 use crate::memory::{Buffer, element_count};
 use crate::stream::Stream;
-use crate::sys::CUdeviceptr;
+use cuda_sys::CUdeviceptr;
 
 /// Checks a layout: a pitch that holds whole `T`s and at least one row per slice.
 fn check_layout<T>(what: &str, pitch: usize, rows: usize) -> Result<()> {

@@ -30,7 +30,7 @@ use crate::context::Context;
 use crate::device::Device;
 use crate::error::{Error, Result, cu};
 use crate::memory::DeviceMemoryResource;
-use crate::sys::{CUdevice_P2PAttribute, CUmemAccess_flags, CUmemAccessDesc, CUresult};
+use cuda_sys::{CUdevice_P2PAttribute, CUmemAccess_flags, CUmemAccessDesc, CUresult};
 
 /// What the link from one device to another supports (`cuDeviceGetP2PAttribute`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

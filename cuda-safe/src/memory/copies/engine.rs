@@ -11,7 +11,7 @@ use super::views::{HostPitched, HostPitchedMut, Pitched, PitchedMut};
 use crate::error::{Result, cu};
 use crate::ordering::across_streams;
 use crate::stream::Stream;
-use crate::sys::{CUDA_MEMCPY2D, CUDA_MEMCPY3D, CUarray, CUdeviceptr, CUmemorytype};
+use cuda_sys::{CUDA_MEMCPY2D, CUDA_MEMCPY3D, CUarray, CUdeviceptr, CUmemorytype};
 
 /// Where one side's bytes are.
 #[derive(Clone, Copy)]

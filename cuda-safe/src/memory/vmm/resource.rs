@@ -17,7 +17,7 @@ use crate::handle::{Owned, assert_send_sync};
 use crate::memory::IpcHandleType;
 use crate::memory::{Buffer, MemoryResource, forward_memory_resource, typed_allocations};
 use crate::stream::Stream;
-use crate::sys::{
+use cuda_sys::{
     CUdevice_attribute, CUdeviceptr, CUmemAccessDesc, CUmemAllocationHandleType,
     CUmemAllocationProp, CUmemAllocationType, CUmemLocationType, Driver,
 };
@@ -458,7 +458,7 @@ mod tests {
         );
         assert_eq!(
             desc.flags,
-            crate::sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READ
+            cuda_sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READ
         );
         assert!(grant_descs(&[]).is_err());
     }

@@ -8,8 +8,8 @@ use crate::device::Device;
 use crate::error::{Error, Result, cu};
 use crate::memory::{Buffer, DeviceMemoryResource, IpcHandleType};
 use crate::stream::Stream;
-use crate::sys::{CUdeviceptr, CUmemFabricHandle, CUmemPoolPtrExportData, CUmemoryPool, CUresult};
 use crate::uuid::Uuid;
+use cuda_sys::{CUdeviceptr, CUmemFabricHandle, CUmemPoolPtrExportData, CUmemoryPool, CUresult};
 
 /// A shareable pool as exported by [`DeviceMemoryResource::export_pool`]: the operating
 /// system's handle to it and the UUID of its device, what another process needs to import it

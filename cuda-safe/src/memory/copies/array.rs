@@ -6,7 +6,7 @@ use super::extent::Shape;
 use crate::error::{Error, Result, cu};
 use crate::handle::{Owned, Release, assert_send_sync};
 use crate::stream::Stream;
-use crate::sys::{CUDA_ARRAY3D_DESCRIPTOR, CUarray, CUarray_format};
+use cuda_sys::{CUDA_ARRAY3D_DESCRIPTOR, CUarray, CUarray_format};
 
 /// The element format of a [`CudaArray`]'s channels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use crate::error::{Error, Result, cu};
 use crate::handle::{Owned, Release, assert_send_sync};
 use crate::memory::element_count;
 use crate::stream::Stream;
-use crate::sys::CUdeviceptr;
+use cuda_sys::CUdeviceptr;
 
 /// Device memory for `depth` slices of `height` rows of `width_bytes` bytes, each row starting
 /// at a multiple of the pitch the driver chose for fast access (`cuMemAllocPitch`). Its copies

@@ -12,7 +12,7 @@ use crate::handle::{Owned, assert_send_sync, log_drop_error};
 use crate::memory::{DeviceSlice, DeviceSliceMut, Placement, element_count};
 use crate::ordering;
 use crate::stream::Stream;
-use crate::sys::{CUdeviceptr, CUmemAccessDesc};
+use cuda_sys::{CUdeviceptr, CUmemAccessDesc};
 
 /// Device memory that grows in place, without copying: a large address reservation whose
 /// mapped part is extended by mapping new physical chunks at its end

@@ -12,10 +12,10 @@ use super::share::{ExportedPool, IpcBufferDescriptor, PoolHandle};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::event::Event;
+use crate::memory::vmm::VmmShareDescriptor;
 use crate::memory::{Buffer, DeviceMemoryResource};
 use crate::stream::Stream;
 use crate::uuid::Uuid;
-use crate::vmm::VmmShareDescriptor;
 
 /// Every message starts with these bytes, then its kind and its payload's length.
 const MAGIC: [u8; 4] = *b"CSIP";

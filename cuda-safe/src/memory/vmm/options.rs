@@ -4,7 +4,7 @@
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::memory::IpcHandleType;
-use crate::sys::{CUmemAccess_flags, CUmemAllocationGranularity_flags};
+use cuda_sys::{CUmemAccess_flags, CUmemAllocationGranularity_flags};
 
 /// Where the physical memory lives (`cuda.core`'s `location_type`, with its `numa_id`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
