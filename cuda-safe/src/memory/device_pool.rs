@@ -17,6 +17,21 @@ use cuda_sys::{
     CUmemPool_attribute, CUmemPoolProps, CUmemoryPool, Driver,
 };
 
+/// The properties of a pool of `ordinal`'s device memory, shareable through `ipc` handles
+/// when given: what [`DeviceMemoryResource::new_pool`] creates and what a graph's allocation
+/// node allocates from.
+pub(crate) fn pool_props(ordinal: i32, ipc: Option<IpcHandleType>) -> CUmemPoolProps {
+    CUmemPoolProps {
+        allocType: CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
+        handleTypes: ipc.map_or(
+            CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
+            IpcHandleType::raw,
+        ),
+        location: abi::device_location(ordinal),
+        ..Default::default()
+    }
+}
+
 /// Options of a pool created with [`DeviceMemoryResource::new_pool`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PoolOptions {
@@ -212,16 +227,9 @@ impl DeviceMemoryResource {
         }
         let context = device.context()?;
         let driver = device.driver();
-        let location = abi::device_location(device.ordinal() as i32);
         let props = CUmemPoolProps {
-            allocType: CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
-            handleTypes: options.ipc.map_or(
-                CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
-                IpcHandleType::raw,
-            ),
-            location,
             maxSize: options.max_size.unwrap_or(0),
-            ..Default::default()
+            ..pool_props(device.ordinal() as i32, options.ipc)
         };
         let mut raw: CUmemoryPool = std::ptr::null_mut();
         // SAFETY: valid out-pointer and fully initialised properties.

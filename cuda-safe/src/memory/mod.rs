@@ -36,9 +36,11 @@ mod slice;
 pub(crate) mod vmm;
 
 pub use buffer::Buffer;
+pub(crate) use copies::linear_description;
+pub(crate) use device_pool::pool_props;
 pub use device_pool::{DeviceMemoryResource, IpcHandleType, PoolOptions};
 pub use device_sync::SyncDeviceMemoryResource;
-pub(crate) use fill::{FillPlan, plan as fill_plan};
+pub(crate) use fill::memset_description;
 pub use host::{ManagedMemoryResource, PinnedMemoryResource};
 pub use resource::MemoryResource;
 pub(crate) use resource::{forward_memory_resource, typed_allocations};

@@ -137,6 +137,24 @@ fn params_3d(copy: &Copy3d, src: &Side, dst: &Side) -> CUDA_MEMCPY3D {
     }
 }
 
+/// A 1-D copy's description between two unified addresses (a graph's copy node).
+pub(crate) fn linear_description(
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    bytes: usize,
+) -> CUDA_MEMCPY3D {
+    CUDA_MEMCPY3D {
+        srcMemoryType: CUmemorytype::CU_MEMORYTYPE_UNIFIED,
+        srcDevice: src,
+        dstMemoryType: CUmemorytype::CU_MEMORYTYPE_UNIFIED,
+        dstDevice: dst,
+        WidthInBytes: bytes,
+        Height: 1,
+        Depth: 1,
+        ..Default::default()
+    }
+}
+
 /// Checks `copy` against both sides, then queues it on `stream` (the 2-D call when it is one
 /// slice at slice 0 on both sides and no side is an array with slices). Returns whether
 /// anything was queued.
@@ -326,6 +344,18 @@ impl CudaArray {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn linear_copies_are_one_dimensional_between_unified_addresses() {
+        let params = linear_description(0x2000, 0x1000, 64);
+        assert_eq!((params.dstDevice, params.srcDevice), (0x2000, 0x1000));
+        assert_eq!(
+            (params.WidthInBytes, params.Height, params.Depth),
+            (64, 1, 1)
+        );
+        assert_eq!(params.srcMemoryType, CUmemorytype::CU_MEMORYTYPE_UNIFIED);
+        assert_eq!(params.dstMemoryType, CUmemorytype::CU_MEMORYTYPE_UNIFIED);
+    }
 
     #[test]
     fn a_copy_is_described_to_the_driver_as_checked() {

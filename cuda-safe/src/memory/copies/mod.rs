@@ -38,6 +38,7 @@ mod pitched_buffer;
 mod views;
 
 pub use array::{ArrayDescriptor, ArrayFormat, CudaArray};
+pub(crate) use engine::linear_description;
 pub use extent::{Copy3d, Offset3};
 pub use pitched_buffer::PitchedBuffer;
 pub use views::{HostPitched, HostPitchedMut, Pitched, PitchedMut};
