@@ -115,7 +115,9 @@ pub use launch::{
     KernelArg, KernelArgs, LaunchAttributes, LaunchConfig, MemSyncDomain, MemSyncDomainMap,
     ProgrammaticEvent, launch, launch_with,
 };
-pub use link::{LinkInput, LinkInputKind, LinkedCode, Linker, LinkerBackend, LinkerOptions};
+#[allow(deprecated)]
+pub use link::LinkedCode;
+pub use link::{LinkInput, LinkInputKind, Linker, LinkerBackend, LinkerOptions};
 pub use memory::copies::{
     ArrayDescriptor, ArrayFormat, Copy3d, CudaArray, HostPitched, HostPitchedMut, Offset3, Pitched,
     PitchedBuffer, PitchedMut,
@@ -133,7 +135,8 @@ pub use memory::{
 };
 pub use module::ObjectCode;
 pub use program::{
-    CompiledProgram, CppStandard, Program, ProgramOptions, nvrtc_supported_archs, nvrtc_version,
+    CompiledProgram, CppStandard, Program, ProgramOptions, Toolchain, nvrtc_supported_archs,
+    nvrtc_version,
 };
 pub use stream::{Stream, StreamOptions};
 pub use tma::{

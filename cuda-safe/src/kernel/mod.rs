@@ -13,6 +13,7 @@
 //! ```
 
 mod attributes;
+mod lookup;
 mod occupancy;
 mod params;
 

@@ -27,6 +27,7 @@
 mod args;
 mod attributes;
 mod config;
+mod occupancy;
 
 pub(crate) use args::Keep;
 pub use args::{DeviceRepr, KernelArg, KernelArgs};

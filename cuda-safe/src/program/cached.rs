@@ -3,7 +3,7 @@
 use std::sync::OnceLock;
 
 use super::compile::{Plan, Program};
-use super::compiled::CompiledProgram;
+use super::compiled::{CompiledProgram, Toolchain};
 use super::version::nvrtc_version;
 use crate::cache::{CacheKey, ProgramCache};
 use crate::code::CodeKind;
@@ -104,7 +104,9 @@ impl Program {
     ) -> Result<CompiledProgram> {
         let plan = self.plan(target)?;
         match cache.get(key) {
-            Ok(Some(code)) => return Ok(CompiledProgram::new(code, String::new(), plan.flags)),
+            Ok(Some(code)) => {
+                return Ok(CompiledProgram::cached(code, plan.flags, Toolchain::Nvrtc));
+            }
             Ok(None) => {}
             Err(error) => {
                 log::warn!(

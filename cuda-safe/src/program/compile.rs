@@ -4,7 +4,7 @@ use std::ffi::CString;
 use std::sync::OnceLock;
 
 use super::arch;
-use super::compiled::CompiledProgram;
+use super::compiled::{CompiledProgram, Toolchain};
 use super::options::{ProgramOptions, text};
 use super::raw::NvrtcProgram;
 use crate::cache::CacheKey;
@@ -184,10 +184,11 @@ impl Program {
                 Ok((expression.clone(), program.lowered_name(c_expression)?))
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(CompiledProgram::new(
+        Ok(CompiledProgram::made(
             CompiledCode::new(target, code, lowered),
             log,
             flags,
+            Toolchain::Nvrtc,
         ))
     }
 
