@@ -6,8 +6,9 @@
 //! aborts within its timeout.
 //!
 //! Each test needs two GPUs (`cuda_gpu_tests::devices(2)`): it skips with the reason on fewer,
-//! and fails instead under `CUDA_SAFE_REQUIRE_GPUS=2`. Every process keeps NVLink multicast off
-//! (`NCCL_NVLS_ENABLE=0`), and the rank processes check that they inherited it.
+//! and fails instead under `CUDA_SAFE_REQUIRE_GPUS=2`. The rank processes check that they
+//! inherited the parent's `NCCL_NVLS_ENABLE` (the scripts of our GPU machines export 0; the
+//! crate itself sets none of NCCL's variables).
 
 use std::fmt::Debug;
 use std::process::{Child, ExitCode};
@@ -476,6 +477,7 @@ fn run_ranks(scenario: &str) -> Vec<std::process::ExitStatus> {
             launcher
                 .command(&program, rank)
                 .env(CHILD_ENV, scenario)
+                .env(PARENT_NVLS_ENV, parent_nvls())
                 .spawn()
                 .unwrap()
         })
@@ -523,8 +525,8 @@ fn a_dead_peer_is_detected_and_aborted() {
 
 /// A rank process: joins through the launcher's variables, then runs `scenario`.
 fn child_main(scenario: &str) -> ExitCode {
-    if !nccl::nvls_disabled() {
-        eprintln!("rank process started without NCCL_NVLS_ENABLE=0");
+    if std::env::var(PARENT_NVLS_ENV).ok() != Some(parent_nvls()) {
+        eprintln!("rank process did not inherit the parent's NCCL_NVLS_ENABLE");
         return ExitCode::FAILURE;
     }
     let comm = Communicator::from_env(TIMEOUT).expect("joining the job");
@@ -589,9 +591,15 @@ fn child_main(scenario: &str) -> ExitCode {
     }
 }
 
+/// The variable through which a rank learns the parent's `NCCL_NVLS_ENABLE`.
+const PARENT_NVLS_ENV: &str = "CUDA_GPU_TESTS_PARENT_NVLS";
+
+/// This process's `NCCL_NVLS_ENABLE`, or `unset`.
+fn parent_nvls() -> String {
+    std::env::var("NCCL_NVLS_ENABLE").unwrap_or_else(|_| "unset".to_owned())
+}
+
 fn main() -> ExitCode {
-    // SAFETY: first thing in main, before any thread starts.
-    unsafe { nccl::disable_nvls_in_process() };
     if let Ok(scenario) = std::env::var(CHILD_ENV) {
         return child_main(&scenario);
     }

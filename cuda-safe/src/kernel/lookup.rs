@@ -14,7 +14,7 @@ impl ObjectCode {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a name with a NUL byte; the driver's
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a name with a NUL byte; the driver's
     /// `CUDA_ERROR_NOT_FOUND` when the code has no kernel of that name (a templated kernel
     /// needs its name expression added before compiling).
     #[doc(alias = "cuLibraryGetKernel")]

@@ -2,7 +2,6 @@
 
 use std::sync::OnceLock;
 
-use super::launch::{NVLS_ENABLE, nvls_disabled};
 use crate::error::{Error, Result, nccl};
 use nccl_sys::{Nccl, NcclVersion, OLDEST_DATED_NCCL_VERSION};
 
@@ -31,13 +30,6 @@ fn loaded() -> Result<(&'static Nccl, NcclVersion)> {
     LOADED
         .get_or_init(|| {
             let nccl = nccl_sys::nccl()?;
-            if !nvls_disabled() {
-                log::warn!(
-                    "NCCL is loaded with {NVLS_ENABLE} not set to 0: NCCL may build NVLink \
-                     multicast objects; set it (cuda_safe::nccl::disable_nvls_in_process, first \
-                     thing in main) to keep them off"
-                );
-            }
             let mut code = 0;
             // SAFETY: `code` is a valid place for an int.
             unsafe { nccl!(nccl, ncclGetVersion(&mut code))? };

@@ -9,64 +9,18 @@ use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 
 use super::clique::{check_complete, check_in_group};
-use super::collective::{CollectiveSource, CollectiveTarget, Prepared};
-use super::comm::Communicator;
-use super::types::{NcclType, ReduceOp};
-use crate::error::{Error, Result, nccl};
-use crate::stream::Stream;
-use nccl_sys::Nccl;
+use super::collective::Prepared;
+use super::state::{Open, nccl_group};
+use crate::error::{Error, Result};
 
 thread_local! {
-    /// Whether this thread is inside [`group`]'s closure.
-    static OPEN: Cell<bool> = const { Cell::new(false) };
     /// The room of the last group's list of calls, kept so that a group allocates nothing
     /// once warm. Always empty.
     static ROOM: Cell<Vec<Prepared<'static>>> = const { Cell::new(Vec::new()) };
 }
 
-/// Whether the calling thread is inside a [`group`]'s closure.
-pub(crate) fn in_group() -> bool {
-    OPEN.with(Cell::get)
-}
-
-/// Refuses `Communicator::{method}` inside a group, where the call would run before the
-/// group's recorded calls (and, with several ranks on this thread, wait for ranks whose calls
-/// are only recorded): the [`Group`] method of the same name records it instead.
-#[inline]
-pub(crate) fn refuse_in_group(method: &str) -> Result<()> {
-    if in_group() {
-        return Err(refused_in_group(method));
-    }
-    Ok(())
-}
-
-#[cold]
-fn refused_in_group(method: &str) -> Error {
-    Error::invalid_argument(format!(
-        "Communicator::{method} inside nccl::group: record it with Group::{method} on the \
-         group's Group, so that it is made with the group's other calls"
-    ))
-}
-
-/// Runs `calls` (crate code only: no caller's code may run while an NCCL group is open)
-/// between `ncclGroupStart` and `ncclGroupEnd`. `ncclGroupEnd` is called whatever `calls`
-/// returned. `Ok(true)` when NCCL answered `ncclInProgress` (a non-blocking communicator's
-/// work is still being queued; poll it).
-pub(crate) fn nccl_group(
-    nccl: &'static Nccl,
-    calls: impl FnOnce() -> Result<bool>,
-) -> Result<bool> {
-    // SAFETY: no arguments; the matching ncclGroupEnd follows below on this thread.
-    unsafe { nccl!(nccl, ncclGroupStart())? };
-    let called = calls();
-    // SAFETY: the group started above is open on this thread.
-    let ended = unsafe { nccl_queued!(nccl, ncclGroupEnd()) };
-    let in_progress = called?;
-    Ok(ended? || in_progress)
-}
-
 /// The calls of one [`group`], recorded: each collective method checks its arguments
-/// (lengths, devices, roots, and for the ranks of [`Communicator::init_all`] the call against
+/// (lengths, devices, roots, and for the ranks of [`Communicator::init_all`](crate::nccl::Communicator::init_all) the call against
 /// the other ranks' at the same place in the group) and records the call; NCCL sees none of
 /// them before the closure returned `Ok`.
 ///
@@ -150,249 +104,13 @@ impl std::fmt::Debug for Group<'_> {
 
 impl<'env> Group<'env> {
     /// Records `call` after checking it against the calls of its clique's other ranks.
-    fn record(&self, call: Prepared<'env>) -> Result<()> {
+    pub(super) fn record(&self, call: Prepared<'env>) -> Result<()> {
         let mut calls = self.calls.borrow_mut();
         if let Some(next) = call.in_group() {
             check_in_group(calls.iter().filter_map(Prepared::in_group), next)?;
         }
         calls.push(call);
         Ok(())
-    }
-
-    /// Records an all-reduce on `comm` ([`Communicator::all_reduce`]).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] for lengths that differ, memory or a stream of another
-    /// device, an aborted communicator, or (all-GPU communicators) a call unlike another
-    /// rank's at the same place in the group; nothing is recorded then.
-    #[doc(alias = "ncclAllReduce")]
-    pub fn all_reduce<T: NcclType>(
-        &self,
-        comm: &'env Communicator,
-        send: &'env (impl CollectiveSource<T> + ?Sized),
-        recv: &'env mut (impl CollectiveTarget<T> + ?Sized),
-        op: ReduceOp,
-        stream: &'env Stream,
-    ) -> Result<()> {
-        let (send, recv) = (send.source()?, recv.target()?);
-        self.record(Prepared::all_reduce::<T>(comm, send, recv, op, stream)?)
-    }
-
-    /// Records an in-place all-reduce ([`Communicator::all_reduce_in_place`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`all_reduce`](Self::all_reduce).
-    #[doc(alias = "ncclAllReduce")]
-    #[inline]
-    pub fn all_reduce_in_place<T: NcclType>(
-        &self,
-        comm: &'env Communicator,
-        buffer: &'env mut (impl CollectiveTarget<T> + ?Sized),
-        op: ReduceOp,
-        stream: &'env Stream,
-    ) -> Result<()> {
-        let view = buffer.target()?;
-        self.record(Prepared::all_reduce::<T>(comm, view, view, op, stream)?)
-    }
-
-    /// Records a broadcast from rank `root` ([`Communicator::broadcast`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`all_reduce`](Self::all_reduce); [`Error::InvalidArgument`] for a root past the last
-    /// rank.
-    #[doc(alias = "ncclBroadcast")]
-    pub fn broadcast<T: NcclType>(
-        &self,
-        comm: &'env Communicator,
-        send: &'env (impl CollectiveSource<T> + ?Sized),
-        recv: &'env mut (impl CollectiveTarget<T> + ?Sized),
-        root: usize,
-        stream: &'env Stream,
-    ) -> Result<()> {
-        let (send, recv) = (send.source()?, recv.target()?);
-        self.record(Prepared::broadcast::<T>(comm, send, recv, root, stream)?)
-    }
-
-    /// Records an in-place broadcast ([`Communicator::broadcast_in_place`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`broadcast`](Self::broadcast).
-    #[doc(alias = "ncclBroadcast")]
-    pub fn broadcast_in_place<T: NcclType>(
-        &self,
-        comm: &'env Communicator,
-        buffer: &'env mut (impl CollectiveTarget<T> + ?Sized),
-        root: usize,
-        stream: &'env Stream,
-    ) -> Result<()> {
-        let view = buffer.target()?;
-        self.record(Prepared::broadcast::<T>(comm, view, view, root, stream)?)
-    }
-
-    /// Records a reduce to rank `root` ([`Communicator::reduce`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`broadcast`](Self::broadcast).
-    #[doc(alias = "ncclReduce")]
-    pub fn reduce<T: NcclType>(
-        &self,
-        comm: &'env Communicator,
-        send: &'env (impl CollectiveSource<T> + ?Sized),
-        recv: &'env mut (impl CollectiveTarget<T> + ?Sized),
-        op: ReduceOp,
-        root: usize,
-        stream: &'env Stream,
-    ) -> Result<()> {
-        let (send, recv) = (send.source()?, recv.target()?);
-        self.record(Prepared::reduce::<T>(comm, send, recv, (op, root), stream)?)
-    }
-
-    /// Records an in-place reduce ([`Communicator::reduce_in_place`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`broadcast`](Self::broadcast).
-    #[doc(alias = "ncclReduce")]
-    pub fn reduce_in_place<T: NcclType>(
-        &self,
-        comm: &'env Communicator,
-        buffer: &'env mut (impl CollectiveTarget<T> + ?Sized),
-        op: ReduceOp,
-        root: usize,
-        stream: &'env Stream,
-    ) -> Result<()> {
-        let view = buffer.target()?;
-        self.record(Prepared::reduce::<T>(comm, view, view, (op, root), stream)?)
-    }
-
-    /// Records an all-gather ([`Communicator::all_gather`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`all_reduce`](Self::all_reduce).
-    #[doc(alias = "ncclAllGather")]
-    pub fn all_gather<T: NcclType>(
-        &self,
-        comm: &'env Communicator,
-        send: &'env (impl CollectiveSource<T> + ?Sized),
-        recv: &'env mut (impl CollectiveTarget<T> + ?Sized),
-        stream: &'env Stream,
-    ) -> Result<()> {
-        let (send, recv) = (send.source()?, recv.target()?);
-        self.record(Prepared::all_gather::<T>(comm, send, recv, stream)?)
-    }
-
-    /// Records an in-place all-gather ([`Communicator::all_gather_in_place`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`all_reduce`](Self::all_reduce); [`Error::InvalidArgument`] when the buffer does
-    /// not split into equal parts.
-    #[doc(alias = "ncclAllGather")]
-    pub fn all_gather_in_place<T: NcclType>(
-        &self,
-        comm: &'env Communicator,
-        buffer: &'env mut (impl CollectiveTarget<T> + ?Sized),
-        stream: &'env Stream,
-    ) -> Result<()> {
-        let view = buffer.target()?;
-        self.record(Prepared::all_gather_in_place::<T>(comm, view, stream)?)
-    }
-
-    /// Records a reduce-scatter ([`Communicator::reduce_scatter`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`all_reduce`](Self::all_reduce).
-    #[doc(alias = "ncclReduceScatter")]
-    pub fn reduce_scatter<T: NcclType>(
-        &self,
-        comm: &'env Communicator,
-        send: &'env (impl CollectiveSource<T> + ?Sized),
-        recv: &'env mut (impl CollectiveTarget<T> + ?Sized),
-        op: ReduceOp,
-        stream: &'env Stream,
-    ) -> Result<()> {
-        let (send, recv) = (send.source()?, recv.target()?);
-        self.record(Prepared::reduce_scatter::<T>(comm, send, recv, op, stream)?)
-    }
-
-    /// Records an in-place reduce-scatter ([`Communicator::reduce_scatter_in_place`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`all_gather_in_place`](Self::all_gather_in_place).
-    #[doc(alias = "ncclReduceScatter")]
-    pub fn reduce_scatter_in_place<T: NcclType>(
-        &self,
-        comm: &'env Communicator,
-        buffer: &'env mut (impl CollectiveTarget<T> + ?Sized),
-        op: ReduceOp,
-        stream: &'env Stream,
-    ) -> Result<()> {
-        let view = buffer.target()?;
-        self.record(Prepared::reduce_scatter_in_place::<T>(
-            comm, view, op, stream,
-        )?)
-    }
-
-    /// Records a send of `send` to rank `peer` ([`Communicator::send`]); the matching
-    /// receive is recorded in the peer's group.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] for a peer past the last rank, memory or a stream of another
-    /// device, or an aborted communicator.
-    #[doc(alias = "ncclSend")]
-    pub fn send<T: NcclType>(
-        &self,
-        comm: &'env Communicator,
-        send: &'env (impl CollectiveSource<T> + ?Sized),
-        peer: usize,
-        stream: &'env Stream,
-    ) -> Result<()> {
-        self.record(Prepared::send::<T>(comm, send.source()?, peer, stream)?)
-    }
-
-    /// Records a receive into `recv` from rank `peer` ([`Communicator::recv`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`send`](Self::send).
-    #[doc(alias = "ncclRecv")]
-    pub fn recv<T: NcclType>(
-        &self,
-        comm: &'env Communicator,
-        recv: &'env mut (impl CollectiveTarget<T> + ?Sized),
-        peer: usize,
-        stream: &'env Stream,
-    ) -> Result<()> {
-        self.record(Prepared::recv::<T>(comm, recv.target()?, peer, stream)?)
-    }
-}
-
-/// This thread's group while its closure runs: reset on every way out, a panic included.
-struct Open;
-
-impl Open {
-    fn enter() -> Result<Self> {
-        if OPEN.with(|open| open.replace(true)) {
-            return Err(Error::invalid_argument(
-                "nccl::group inside another group: record the calls on the outer group's Group",
-            ));
-        }
-        Ok(Self)
-    }
-}
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        OPEN.with(|open| open.set(false));
     }
 }
 
@@ -408,10 +126,10 @@ impl Drop for Open {
 /// a check fails, nothing is queued. On a non-blocking communicator the group is waited for
 /// until NCCL has queued it.
 ///
-/// Inside `calls`, the [`Communicator`] methods that would run before the recorded calls or
-/// wait for them (the collectives, [`split`](Communicator::split),
-/// [`split_all`](Communicator::split_all),
-/// [`wait_with_timeout`](Communicator::wait_with_timeout)) and a nested `group` are refused
+/// Inside `calls`, the [`Communicator`](crate::nccl::Communicator) methods that would run before the recorded calls or
+/// wait for them (the collectives, [`split`](crate::nccl::Communicator::split),
+/// [`split_all`](crate::nccl::Communicator::split_all),
+/// [`wait_with_timeout`](crate::nccl::Communicator::wait_with_timeout)) and a nested `group` are refused
 /// with [`Error::InvalidArgument`]. No NCCL group is open while `calls` runs, so dropping,
 /// closing or aborting a communicator the group does not borrow acts at once, as outside.
 ///
@@ -445,7 +163,7 @@ impl Drop for Open {
 /// The error of `calls` (nothing queued); [`Error::InvalidArgument`] inside another group, or
 /// when an all-GPU clique's ranks made different numbers of calls, or a recorded
 /// communicator was aborted meanwhile (nothing queued); NCCL's error from a call or the
-/// group's end; as [`Communicator::wait_with_timeout`] while a non-blocking communicator
+/// group's end; as [`Communicator::wait_with_timeout`](crate::nccl::Communicator::wait_with_timeout) while a non-blocking communicator
 /// queues the group; [`Error::LaunchOrdering`] when ordering the memory's streams failed (the
 /// calls' streams were drained first).
 #[doc(alias = "ncclGroupStart")]
@@ -526,6 +244,7 @@ fn recycle(mut calls: Vec<Prepared<'_>>) -> Vec<Prepared<'static>> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::state::{in_group, refuse_in_group};
     use super::*;
 
     #[test]

@@ -3,8 +3,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::library::library;
 use crate::error::{Error, Result, nccl};
+use crate::nccl::library::library;
 use nccl_sys::{NCCL_UNIQUE_ID_BYTES, ncclUniqueId};
 
 /// The bytes of an NCCL unique id.

@@ -1,12 +1,6 @@
-//! Starting ranks as processes, `torchrun`-style, with NVLink multicast kept off.
-//!
-//! NCCL's NVLink SHARP path (NVLS) builds CUDA multicast objects (`cuMulticastCreate`), which
-//! the machines this crate is measured on must never use: every process started here gets
-//! `NCCL_NVLS_ENABLE=0`, whatever the parent has, and the crate calls no multicast API itself.
-//! This module does not change its own process's environment behind the caller's back (doing
-//! so while other threads may read it is unsound); a program sets it for itself first thing
-//! in `main` with [`disable_nvls_in_process`], as the examples do, and the crate warns once
-//! (through `log`) when NCCL is loaded with NVLS not off.
+//! Starting ranks as processes, `torchrun`-style: each gets the job's variables and inherits
+//! the rest of the parent's environment, NCCL's variables included, so NCCL's defaults hold
+//! unless the caller changes them (`docs/collectives.md` says how to turn NVLink SHARP off).
 
 use std::ffi::OsStr;
 use std::net::TcpListener;
@@ -16,11 +10,19 @@ use super::bootstrap::{LOCAL_RANK, MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE};
 use crate::error::{Error, Result};
 
 /// NCCL's switch for NVLink SHARP (multicast objects).
+#[deprecated(
+    since = "0.2.0",
+    note = "the crate follows NCCL's defaults; set NCCL_NVLS_ENABLE in the environment yourself"
+)]
 pub const NVLS_ENABLE: &str = "NCCL_NVLS_ENABLE";
 
 /// Whether this process's environment has NVLS off (`NCCL_NVLS_ENABLE=0`).
+#[deprecated(
+    since = "0.2.0",
+    note = "the crate follows NCCL's defaults; read NCCL_NVLS_ENABLE yourself"
+)]
 pub fn nvls_disabled() -> bool {
-    std::env::var_os(NVLS_ENABLE).is_some_and(|value| value == "0")
+    std::env::var_os("NCCL_NVLS_ENABLE").is_some_and(|value| value == "0")
 }
 
 /// Sets `NCCL_NVLS_ENABLE=0` in this process's environment, before NCCL reads it (at its first
@@ -30,16 +32,22 @@ pub fn nvls_disabled() -> bool {
 ///
 /// No other thread may read or write the environment while this runs ([`std::env::set_var`]'s
 /// rule): call it first thing in `main`, before any thread starts.
+#[deprecated(
+    since = "0.2.0",
+    note = "the crate follows NCCL's defaults; export NCCL_NVLS_ENABLE=0 before the process starts"
+)]
+#[allow(deprecated)]
 pub unsafe fn disable_nvls_in_process() {
     if !nvls_disabled() {
         // SAFETY: the caller promises no other thread touches the environment now.
-        unsafe { std::env::set_var(NVLS_ENABLE, "0") };
+        unsafe { std::env::set_var("NCCL_NVLS_ENABLE", "0") };
     }
 }
 
 /// Starts the ranks of a job on this host as processes, the way `torchrun` does: each gets
-/// `RANK`, `WORLD_SIZE`, `LOCAL_RANK` (its GPU), `MASTER_ADDR`, `MASTER_PORT` and
-/// `NCCL_NVLS_ENABLE=0`, and inherits the rest of this process's environment.
+/// `RANK`, `WORLD_SIZE`, `LOCAL_RANK` (its GPU), `MASTER_ADDR` and `MASTER_PORT`, and inherits
+/// the rest of this process's environment unchanged (NCCL's variables included: the crate
+/// sets none of them).
 ///
 /// ```no_run
 /// use cuda_safe::nccl::Launcher;
@@ -87,8 +95,7 @@ impl Launcher {
             .env(WORLD_SIZE, self.world_size.to_string())
             .env(LOCAL_RANK, rank.to_string())
             .env(MASTER_ADDR, &self.master_addr)
-            .env(MASTER_PORT, self.master_port.to_string())
-            .env(NVLS_ENABLE, "0");
+            .env(MASTER_PORT, self.master_port.to_string());
         command
     }
 
@@ -139,36 +146,45 @@ pub fn free_port() -> Result<u16> {
 mod tests {
     use super::*;
 
+    /// What `sh` prints for `$name` in a rank started by `launcher`: its value, or `unset`.
+    fn seen_by_a_rank(launcher: &Launcher, script: &str) -> String {
+        let output = launcher
+            .command("sh", 1)
+            .args(["-c", script])
+            .output()
+            .expect("sh runs");
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    }
+
     #[test]
-    fn a_launched_rank_keeps_nvls_off_and_gets_the_job_variables() {
+    fn a_launched_rank_gets_the_job_variables() {
         let launcher = Launcher {
             world_size: 2,
             master_addr: "127.0.0.1".into(),
             master_port: 29511,
         };
-        let fresh = launcher
-            .command("sh", 1)
-            .args([
-                "-c",
-                "echo $NCCL_NVLS_ENABLE $RANK $WORLD_SIZE $LOCAL_RANK $MASTER_ADDR $MASTER_PORT",
-            ])
-            .output()
-            .expect("sh runs");
         assert_eq!(
-            String::from_utf8_lossy(&fresh.stdout).trim(),
-            "0 1 2 1 127.0.0.1 29511"
+            seen_by_a_rank(
+                &launcher,
+                "echo $RANK $WORLD_SIZE $LOCAL_RANK $MASTER_ADDR $MASTER_PORT"
+            ),
+            "1 2 1 127.0.0.1 29511"
         );
     }
 
     #[test]
-    fn spawned_ranks_keep_nvls_off() {
+    fn a_launched_rank_inherits_the_parents_environment_nccl_variables_included() {
         let launcher = Launcher::local(2).unwrap();
-        assert!(launcher.master_port > 0);
+        // Variables the test's parent set (PATH always; NCCL_NVLS_ENABLE where the job's
+        // scripts export it) reach the rank unchanged, and one the parent lacks stays unset:
+        // the launcher adds only the job's own variables.
+        for name in ["PATH", "HOME", "NCCL_NVLS_ENABLE", "NCCL_DEBUG"] {
+            let expected = std::env::var(name).unwrap_or_else(|_| "unset".to_owned());
+            let seen = seen_by_a_rank(&launcher, &format!("echo \"${{{name}-unset}}\""));
+            assert_eq!(seen, expected, "{name}");
+        }
         let children = launcher
-            .spawn(
-                "sh",
-                ["-c", "test \"$NCCL_NVLS_ENABLE\" = 0 && test -n \"$RANK\""],
-            )
+            .spawn("sh", ["-c", "test -n \"$RANK\" && test -n \"$PATH\""])
             .unwrap();
         for mut child in children {
             assert!(child.wait().unwrap().success());

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use super::comm::{Communicator, POLL_INTERVAL};
-use super::group::in_group;
+use super::state::in_group;
 use crate::error::{Error, Result};
 use crate::stream::Stream;
 
