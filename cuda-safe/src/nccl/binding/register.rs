@@ -3,11 +3,10 @@
 
 use std::ffi::c_void;
 use std::fmt;
-use std::mem::ManuallyDrop;
 
 use super::comm::Communicator;
 use crate::error::{Error, Result, nccl};
-use crate::handle::log_drop_error;
+use crate::handle::{Owned, Release};
 use bytemuck::Pod;
 
 use crate::memory::{Buffer, DeviceSlice, DeviceSliceMut};
@@ -26,6 +25,11 @@ use crate::memory::{Buffer, DeviceSlice, DeviceSliceMut};
 /// ```
 #[must_use = "the buffer is deregistered when this is dropped"]
 pub struct Registered<'c> {
+    inner: Owned<Registration<'c>>,
+}
+
+/// One registration of a buffer with a communicator, undone by its release.
+struct Registration<'c> {
     comm: &'c Communicator,
     buffer: Buffer,
     handle: *mut c_void,
@@ -73,9 +77,11 @@ impl Communicator {
             )?
         };
         Ok(Registered {
-            comm: self,
-            buffer,
-            handle,
+            inner: Owned::new(Registration {
+                comm: self,
+                buffer,
+                handle,
+            }),
         })
     }
 }
@@ -83,7 +89,7 @@ impl Communicator {
 impl Registered<'_> {
     /// The registered buffer.
     pub fn buffer(&self) -> &Buffer {
-        &self.buffer
+        &self.inner.buffer
     }
 
     /// A typed view of the registered memory, for collectives to read.
@@ -92,7 +98,7 @@ impl Registered<'_> {
     ///
     /// As [`Buffer::as_slice`].
     pub fn as_slice<T: Pod>(&self) -> Result<DeviceSlice<'_, T>> {
-        self.buffer.as_slice()
+        self.inner.buffer.as_slice()
     }
 
     /// An exclusive typed view of the registered memory, for collectives to write.
@@ -101,7 +107,7 @@ impl Registered<'_> {
     ///
     /// As [`Buffer::as_mut_slice`].
     pub fn as_mut_slice<T: Pod>(&mut self) -> Result<DeviceSliceMut<'_, T>> {
-        self.buffer.as_mut_slice()
+        self.inner.buffer.as_mut_slice()
     }
 
     /// Waits for the buffer's stream, then deregisters the buffer (`ncclCommDeregister`) and
@@ -113,15 +119,16 @@ impl Registered<'_> {
     /// communicator is destroyed, and is dropped); NCCL's error (the buffer is then dropped).
     #[doc(alias = "ncclCommDeregister")]
     pub fn into_buffer(self) -> Result<Buffer> {
-        let mut this = ManuallyDrop::new(self);
-        let deregistered = this.deregister();
-        // SAFETY: `this` is never used again and its destructor never runs, so the buffer is
-        // moved out exactly once.
-        let buffer = unsafe { std::ptr::read(&this.buffer) };
-        deregistered.map(|()| buffer)
+        let mut registration = self.inner.into_unreleased();
+        let deregistered = registration.release();
+        deregistered.map(|()| registration.buffer)
     }
+}
 
-    fn deregister(&mut self) -> Result<()> {
+impl Release for Registration<'_> {
+    const WHAT: &'static str = "NCCL buffer registration";
+
+    fn release(&mut self) -> Result<()> {
         let handle = std::mem::replace(&mut self.handle, std::ptr::null_mut());
         if handle.is_null() {
             return Ok(());
@@ -141,19 +148,11 @@ impl Registered<'_> {
     }
 }
 
-impl Drop for Registered<'_> {
-    fn drop(&mut self) {
-        if let Err(error) = self.deregister() {
-            log_drop_error("NCCL buffer registration", &error);
-        }
-    }
-}
-
 impl fmt::Debug for Registered<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Registered")
-            .field("buffer", &self.buffer)
-            .field("handle", &self.handle)
+            .field("buffer", &self.inner.buffer)
+            .field("handle", &self.inner.handle)
             .finish()
     }
 }
