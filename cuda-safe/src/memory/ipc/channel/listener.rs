@@ -20,7 +20,7 @@ impl Listener {
     ///
     /// # Errors
     ///
-    /// [`Error::IpcIo`] from the operating system.
+    /// [`Error::IpcIo`](crate::Error::IpcIo) from the operating system.
     pub fn bind(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         let socket = UnixListener::bind(&path).map_err(io_error("binding the socket"))?;
@@ -36,7 +36,7 @@ impl Listener {
     ///
     /// # Errors
     ///
-    /// [`Error::IpcIo`] from the operating system.
+    /// [`Error::IpcIo`](crate::Error::IpcIo) from the operating system.
     pub fn accept(&self) -> Result<Channel> {
         let (socket, _) = self
             .socket
