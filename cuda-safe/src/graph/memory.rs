@@ -9,7 +9,8 @@ use super::build::array_ptr;
 use super::{Graph, GraphAllocation, Node};
 use crate::error::{Error, Result, cu};
 use crate::launch::Keep;
-use crate::memory::{Buffer, linear_description, memset_description, pool_props};
+use crate::memory::copies::linear_description;
+use crate::memory::{Buffer, memset_description, pool_props};
 use cuda_sys::{CUDA_MEM_ALLOC_NODE_PARAMS, CUdeviceptr, CUgraphNode};
 
 impl Graph {

@@ -36,7 +36,6 @@ mod slice;
 pub(crate) mod vmm;
 
 pub use buffer::Buffer;
-pub(crate) use copies::linear_description;
 pub(crate) use device_pool::pool_props;
 pub use device_pool::{DeviceMemoryResource, IpcHandleType, PoolOptions};
 pub use device_sync::SyncDeviceMemoryResource;

@@ -9,7 +9,7 @@ use super::text::read_string;
 use super::version::VersionString;
 use crate::error::{Result, nvml};
 use crate::ffi::from_c_chars;
-use cuda_sys::CudaVersion;
+use nvml_sys::CudaVersion;
 use nvml_sys::Nvml;
 
 /// A hold on NVML: while a `Session` (or any [`Device`]) is alive, NVML stays initialised.

@@ -11,13 +11,14 @@ use crate::error::{Error, Result};
 use crate::memory::{Buffer, DeviceSlice, DeviceSliceMut};
 use crate::ordering::{ForeignStreams, wait_for};
 use crate::stream::Stream;
-use cuda_sys::CUdeviceptr;
+
 use nccl_sys::{cudaStream_t, ncclComm_t, ncclDataType_t, ncclRedOp_t};
 
 /// Device memory a collective reads or writes, as NCCL sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct View<'a> {
-    ptr: CUdeviceptr,
+    /// The device address (a `CUdeviceptr`).
+    ptr: u64,
     len: usize,
     stream: &'a Stream,
     device: usize,
