@@ -14,8 +14,8 @@
 //! - `l`: the workers launch with [`launch`] and wait with `Stream::sync` (needs `p` and `s`);
 //! - `g`: the workers skip the floor's first `cuCtxSetCurrent` (needs `s`).
 //!
-//! `dpslg` makes the calls `benches/launch_threads.rs` makes (its workers are left unbound by
-//! the stream's scoped context, as `u` leaves them).
+//! `dpslg` makes the calls `cuda-safe/benches/launch_threads.rs` makes (its workers are left
+//! unbound by the stream's scoped context, as `u` leaves them).
 //!
 //! A second argument, `diag_launch_threads LETTERS BYTES`, first takes BYTES of heap and keeps
 //! them, so that everything the process and the driver allocate afterwards lands elsewhere:
@@ -23,13 +23,13 @@
 
 use std::process::ExitCode;
 
-#[path = "common/check.rs"]
+#[path = "../../cuda-safe/benches/common/check.rs"]
 mod check;
 #[path = "common/floor_calls.rs"]
 mod floor_calls;
 #[path = "common/letters.rs"]
 mod letters;
-#[path = "common/threads.rs"]
+#[path = "../../cuda-safe/benches/common/threads.rs"]
 mod threads;
 
 use check::check;

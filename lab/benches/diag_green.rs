@@ -1,7 +1,7 @@
 //! A diagnostic for the busy green probe: the green section of `../shared/bench/driver_floor.c`
-//! (as `bench/diag/green_variants.c -` has it alone) written in Rust over the `-sys` tables,
+//! (as `lab/diag/green_variants.c -` has it alone) written in Rust over the `-sys` tables,
 //! with pieces of `cuda-safe` switched in by letters. Beside the floor and the
-//! `green_isolation` example in the same rounds (`bench/diag/rounds.sh`), it tells whether a
+//! `green_isolation` example in the same rounds (`lab/diag/rounds.sh`), it tells whether a
 //! Rust process measures this figure as C does, and which of the crate's pieces makes the
 //! example differ.
 //!
@@ -37,11 +37,11 @@ use std::ffi::c_void;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-#[path = "common/check.rs"]
+#[path = "../../cuda-safe/benches/common/check.rs"]
 mod check;
 #[path = "common/floor_calls.rs"]
 mod floor_calls;
-#[path = "common/green_kernels.rs"]
+#[path = "../../cuda-safe/benches/common/green_kernels.rs"]
 mod green_kernels;
 #[path = "common/letters.rs"]
 mod letters;

@@ -15,6 +15,8 @@
 # reference with their quartiles, in how many rounds the program was above the reference, and
 # the sign test's p for that count.
 set -u
+# The rule on our GPU machines: NVLink multicast (NVLS) stays off in every process started here.
+export NCCL_NVLS_ENABLE=0
 [ $# -ge 2 ] || { sed -n '2,16p' "$0"; exit 2; }
 rounds=$1; shift
 cpus=${CPUS-2}
