@@ -42,7 +42,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 ///
 /// Errors from a library carry the API that failed, the raw code (a newtype, so codes newer
 /// than this crate's headers are kept) and the library's own name and message for it.
-#[derive(Debug, Clone, thiserror::Error)]
+///
+/// `Display` is one clear line. `Debug` is that line and, after it, each cause that line does
+/// not already say (as `anyhow` prints them), so `fn main() -> cuda_safe::Result<()>` reports
+/// an error the way the examples do: `Error: <the line>`.
+#[derive(Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A CUDA driver call failed. Errors of stream capture (codes 900 to 908) also say what
@@ -252,6 +256,34 @@ pub enum Error {
         /// The loaded NVRTC's version.
         loaded: Box<str>,
     },
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let line = self.to_string();
+        f.write_str(&line)?;
+        let mut said = line;
+        let mut causes = Vec::new();
+        let mut source = std::error::Error::source(self);
+        while let Some(cause) = source {
+            let text = cause.to_string();
+            if !said.contains(&text) {
+                said.push_str(&text);
+                causes.push(text);
+            }
+            source = cause.source();
+        }
+        match causes.as_slice() {
+            [] => Ok(()),
+            [only] => write!(f, "\n\nCaused by:\n    {only}"),
+            many => {
+                f.write_str("\n\nCaused by:")?;
+                many.iter()
+                    .enumerate()
+                    .try_for_each(|(index, cause)| write!(f, "\n    {index}: {cause}"))
+            }
+        }
+    }
 }
 
 impl Error {
