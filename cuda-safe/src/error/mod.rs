@@ -258,6 +258,14 @@ pub enum Error {
     },
 }
 
+/// A conversion that cannot fail (`u32` into a [`Dim3`](crate::Dim3)) as an `Error`, so
+/// fallible and infallible conversions go through one `?`.
+impl From<std::convert::Infallible> for Error {
+    fn from(never: std::convert::Infallible) -> Self {
+        match never {}
+    }
+}
+
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let line = self.to_string();
