@@ -410,22 +410,40 @@ impl Device {
     }
 
     /// Makes the device's primary context current on the calling thread, retaining it first
-    /// if needed. The context stays retained after this returns, so the natural
-    /// `device.set_current()?;` followed by streams and allocations re-uses it.
+    /// if needed. The context stays retained after this returns (also after an earlier
+    /// [`release_primary_context`](Self::release_primary_context): making it current asks for
+    /// it again), so the natural `device.set_current()?;` followed by streams and allocations
+    /// re-uses it.
     #[doc(alias = "cuCtxSetCurrent")]
     pub fn set_current(&self) -> Result<()> {
+        Context::keep_primary(self);
         self.context()?.bind()
     }
 
-    /// Stops keeping the primary context retained: it is released once every handle still
-    /// using it (contexts, streams, events, buffers, memory resources) is dropped, and made
-    /// again on the next use. Returns whether it was retained. Work of other libraries on the
-    /// same primary context (the CUDA runtime shares it) keeps it alive through their own
-    /// retains.
+    /// Keeps the primary context retained for the process from its next use on (the default),
+    /// undoing [`release_primary_context`](Self::release_primary_context).
+    #[doc(alias = "cuDevicePrimaryCtxRetain")]
+    pub fn retain_primary_context(&self) {
+        Context::keep_primary(self);
+    }
+
+    /// Lets the primary context go: the crate stops keeping it retained, now and until
+    /// [`set_current`](Self::set_current) or
+    /// [`retain_primary_context`](Self::retain_primary_context) asks for it again. It is
+    /// released (its memory freed) once every handle still using it (contexts, streams,
+    /// events, buffers, memory resources) is dropped. Until then and after, what needs the
+    /// context ([`context`](Self::context), [`mem_info`](Self::mem_info),
+    /// [`create_stream`](Self::create_stream),
+    /// [`default_memory_resource`](Self::default_memory_resource), ...) retains it for as
+    /// long as the handle it returns lives, and no longer: a query with no handle to return
+    /// makes and releases the context each time. Returns whether the crate was keeping it. Work
+    /// of other libraries on the same primary context (the CUDA runtime shares it) keeps it
+    /// alive through their own retains.
     #[doc(alias = "cuDevicePrimaryCtxRelease")]
     pub fn release_primary_context(&self) -> bool {
+        let kept = Context::unpin_primary(self);
         DeviceMemoryResource::forget_default_pool(self);
-        Context::unpin_primary(self)
+        kept
     }
 
     /// Waits for all work on this device's primary context to finish. When the primary context

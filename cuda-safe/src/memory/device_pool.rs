@@ -168,7 +168,10 @@ impl DeviceMemoryResource {
             return Ok(pool.clone());
         }
         let pool = Self::open_default_pool(device)?;
-        pools.push((device.ordinal(), pool.clone()));
+        // After `Device::release_primary_context`, the pool's handle must not keep the context.
+        if Context::keeps_primary(device) {
+            pools.push((device.ordinal(), pool.clone()));
+        }
         Ok(pool)
     }
 
