@@ -177,6 +177,12 @@ impl Device {
         self.ordinal as usize
     }
 
+    /// The raw `CUdevice` (`as_raw` since 0.2).
+    #[deprecated(since = "0.2.0", note = "use `Device::as_raw`")]
+    pub fn raw(&self) -> CUdevice {
+        self.as_raw()
+    }
+
     /// The raw `CUdevice`.
     pub fn as_raw(&self) -> CUdevice {
         self.raw

@@ -38,3 +38,13 @@ pub fn cuda_driver_version() -> Result<CudaVersion> {
     unsafe { cu!(driver, cuDriverGetVersion(&mut version)) }?;
     Ok(CudaVersion(version.max(0) as u32))
 }
+
+/// The CUDA version the driver supports (`cuda_driver_version` since 0.2).
+///
+/// # Errors
+///
+/// As [`cuda_driver_version`].
+#[deprecated(since = "0.2.0", note = "use `cuda_safe::cuda_driver_version`")]
+pub fn driver_version() -> Result<CudaVersion> {
+    cuda_driver_version()
+}

@@ -98,6 +98,8 @@ pub use code::{CodeKind, CompiledCode};
 pub use context::{Context, ScopedCurrent};
 pub use device::{Device, DeviceProperties, LaunchLimits, MemInfo};
 pub use driver::cuda_driver_version;
+#[allow(deprecated)]
+pub use driver::driver_version;
 pub use error::{Error, Result};
 pub use event::{Event, EventOptions};
 pub use graph::{

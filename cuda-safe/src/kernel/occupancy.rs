@@ -22,6 +22,43 @@ impl Kernel {
             device: *device,
         }
     }
+
+    /// How many blocks of `block_size` threads fit on one SM of `device`.
+    ///
+    /// # Errors
+    ///
+    /// As [`KernelOccupancy::max_active_blocks_per_multiprocessor`].
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `kernel.occupancy(&device).max_active_blocks_per_multiprocessor(..)`"
+    )]
+    pub fn max_active_blocks_per_multiprocessor(
+        &self,
+        device: &Device,
+        block_size: u32,
+        dynamic_shared: usize,
+    ) -> Result<u32> {
+        self.occupancy(device)
+            .max_active_blocks_per_multiprocessor(block_size, dynamic_shared)
+    }
+
+    /// The block size that fills an SM of `device`, and the smallest grid that does.
+    ///
+    /// # Errors
+    ///
+    /// As [`KernelOccupancy::max_potential_block_size`].
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `kernel.occupancy(&device).max_potential_block_size(..)`"
+    )]
+    pub fn max_potential_block_size(
+        &self,
+        device: &Device,
+        dynamic_shared: usize,
+    ) -> Result<(u32, u32)> {
+        self.occupancy(device)
+            .max_potential_block_size(dynamic_shared)
+    }
 }
 
 impl KernelOccupancy<'_> {

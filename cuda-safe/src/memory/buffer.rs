@@ -250,6 +250,36 @@ impl Buffer {
         self.as_mut_slice::<T>()?.fill(value)
     }
 
+    /// Sets every byte to `value`.
+    ///
+    /// # Errors
+    ///
+    /// As [`fill`](Self::fill).
+    #[deprecated(since = "0.2.0", note = "use `Buffer::fill(value)`")]
+    pub fn fill_u8(&mut self, value: u8) -> Result<()> {
+        self.fill(value)
+    }
+
+    /// Sets every 2-byte word to `value`.
+    ///
+    /// # Errors
+    ///
+    /// As [`fill`](Self::fill).
+    #[deprecated(since = "0.2.0", note = "use `Buffer::fill(value)`")]
+    pub fn fill_u16(&mut self, value: u16) -> Result<()> {
+        self.fill(value)
+    }
+
+    /// Sets every 4-byte word to `value`.
+    ///
+    /// # Errors
+    ///
+    /// As [`fill`](Self::fill).
+    #[deprecated(since = "0.2.0", note = "use `Buffer::fill(value)`")]
+    pub fn fill_u32(&mut self, value: u32) -> Result<()> {
+        self.fill(value)
+    }
+
     /// The memory as a host slice, after waiting for the buffer's stream; only for
     /// host-accessible (pinned or managed) memory.
     ///
