@@ -10,9 +10,12 @@
 //! `// @generated` marker, which tools and diff viewers recognise.
 
 mod api;
+mod doxygen;
 mod entry_points;
 mod format;
 mod generate;
+mod links;
+mod md5;
 mod nccl;
 mod nvml;
 mod scan;
@@ -107,7 +110,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "generated bindings differ from the committed files (run `cargo xtask bindgen`): {}",
+            "generated files differ from the committed ones (run `cargo xtask bindgen`): {}",
             drifted.join(", ")
         ))
     }
