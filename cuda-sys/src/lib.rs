@@ -92,48 +92,13 @@ mod bindings;
 #[allow(clippy::undocumented_unsafe_blocks)]
 mod bindings;
 mod consts;
-
-use std::sync::OnceLock;
+mod library;
 
 pub use abi::ABI_MAJOR;
 pub use bindings::*;
 pub use consts::*;
 pub use cuda_loader::{CudaVersion, EntryPoint, Introduced, Library, LibrarySpec, LoadError};
-
-/// The environment variable that names an explicit path to `libcuda`.
-pub const LIBCUDA_PATH_ENV: &str = "CUDA_SAFE_LIBCUDA";
-
-/// Where `libcuda` is looked for: the driver's versioned soname only, never the toolkit's
-/// link-time stub (`lib64/stubs/libcuda.so`), which loads but fails every call.
-pub static LIBCUDA: LibrarySpec = LibrarySpec {
-    name: "the CUDA driver (libcuda)",
-    env_var: LIBCUDA_PATH_ENV,
-    file_names: &[if cfg!(windows) {
-        "nvcuda.dll"
-    } else {
-        "libcuda.so.1"
-    }],
-    search_dirs: &[],
-    // The driver: one per system, and a program linked to it has its symbols global.
-    global: true,
-};
-
-/// The process's driver entry points, loading `libcuda` on the first call.
-///
-/// The library is opened once per process; a failure is remembered and returned again.
-pub fn driver() -> Result<&'static Driver, LoadError> {
-    static DRIVER: OnceLock<Result<Driver, LoadError>> = OnceLock::new();
-    DRIVER
-        .get_or_init(|| {
-            // SAFETY: LIBCUDA names only NVIDIA's versioned soname or the path the user chose
-            // explicitly with $CUDA_SAFE_LIBCUDA: the driver, whose initialisers are sound to run
-            // in any thread and whose exports have the signatures of the `cuda.h` the bindings
-            // and ENTRY_POINTS were generated from.
-            unsafe { Library::open(&LIBCUDA, &ENTRY_POINTS).map(|library| Driver::new(library)) }
-        })
-        .as_ref()
-        .map_err(Clone::clone)
-}
+pub use library::{LIBCUDA, LIBCUDA_PATH_ENV, driver};
 
 #[cfg(test)]
 mod tests;

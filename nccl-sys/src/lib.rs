@@ -35,44 +35,15 @@
 #[allow(clippy::undocumented_unsafe_blocks)]
 mod bindings;
 mod consts;
-
-use std::sync::OnceLock;
+mod library;
 
 pub use bindings::*;
 pub use consts::*;
 pub use cuda_loader::{EntryPoint, Introduced, Library, LibrarySpec, LoadError, NcclVersion};
-
-/// The environment variable that names an explicit path to `libnccl`.
-pub const LIBNCCL_PATH_ENV: &str = "CUDA_SAFE_LIBNCCL";
-
-/// Where `libnccl` is looked for.
-pub static LIBNCCL: LibrarySpec = LibrarySpec {
-    name: "NCCL (libnccl)",
-    env_var: LIBNCCL_PATH_ENV,
-    file_names: &["libnccl.so.2"],
-    search_dirs: &["CUDA_HOME", "CUDA_PATH"],
-    global: false,
-};
+pub use library::{LIBNCCL, LIBNCCL_PATH_ENV, nccl};
 
 /// The `NCCL_VERSION_CODE` of the header these bindings were generated from.
 pub const HEADER_NCCL_VERSION: NcclVersion = NcclVersion(NCCL_VERSION_CODE);
-
-/// The process's NCCL entry points, loading `libnccl` on the first call.
-///
-/// The library is opened once per process; a failure is remembered and returned again.
-pub fn nccl() -> Result<&'static Nccl, LoadError> {
-    static NCCL: OnceLock<Result<Nccl, LoadError>> = OnceLock::new();
-    NCCL.get_or_init(|| {
-        // SAFETY: LIBNCCL names only NCCL's versioned soname (on the search path or under a
-        // toolkit root) or the path the user chose explicitly with $CUDA_SAFE_LIBNCCL: NCCL,
-        // whose initialisers are sound to run in any thread and whose exports have the
-        // signatures of the `nccl.h` the bindings and ENTRY_POINTS were generated from (NCCL
-        // keeps its C ABI stable across releases).
-        unsafe { Library::open(&LIBNCCL, &ENTRY_POINTS).map(|library| Nccl::new(library)) }
-    })
-    .as_ref()
-    .map_err(Clone::clone)
-}
 
 #[cfg(test)]
 mod tests {

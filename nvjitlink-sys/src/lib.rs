@@ -87,54 +87,12 @@ mod bindings;
 #[allow(non_snake_case, non_upper_case_globals, clippy::all)]
 #[allow(clippy::undocumented_unsafe_blocks)]
 mod bindings;
-
-use std::sync::OnceLock;
+mod library;
 
 pub use abi::ABI_MAJOR;
 pub use bindings::*;
 pub use cuda_loader::{CudaVersion, EntryPoint, Introduced, Library, LibrarySpec, LoadError};
-
-/// The environment variable that names an explicit path to `libnvJitLink`.
-pub const LIBNVJITLINK_PATH_ENV: &str = "CUDA_SAFE_LIBNVJITLINK";
-
-/// nvJitLink's file names, the selected major's first.
-#[cfg(all(not(windows), not(feature = "cuda-13")))]
-const FILE_NAMES: &[&str] = &["libnvJitLink.so.12", "libnvJitLink.so.13"];
-#[cfg(all(not(windows), feature = "cuda-13"))]
-const FILE_NAMES: &[&str] = &["libnvJitLink.so.13", "libnvJitLink.so.12"];
-#[cfg(all(windows, not(feature = "cuda-13")))]
-const FILE_NAMES: &[&str] = &["nvJitLink_120_0.dll", "nvJitLink_130_0.dll"];
-#[cfg(all(windows, feature = "cuda-13"))]
-const FILE_NAMES: &[&str] = &["nvJitLink_130_0.dll", "nvJitLink_120_0.dll"];
-
-/// Where `libnvJitLink` is looked for.
-pub static LIBNVJITLINK: LibrarySpec = LibrarySpec {
-    name: "nvJitLink (libnvJitLink)",
-    env_var: LIBNVJITLINK_PATH_ENV,
-    file_names: FILE_NAMES,
-    search_dirs: &["CUDA_HOME", "CUDA_PATH"],
-    global: false,
-};
-
-/// The process's nvJitLink entry points, loading `libnvJitLink` on the first call.
-///
-/// The library is opened once per process; a failure is remembered and returned again.
-pub fn nvjitlink() -> Result<&'static NvJitLink, LoadError> {
-    static NVJITLINK: OnceLock<Result<NvJitLink, LoadError>> = OnceLock::new();
-    NVJITLINK
-        .get_or_init(|| {
-            // SAFETY: LIBNVJITLINK names only NVIDIA's versioned sonames (on the search path or
-            // under a toolkit root) or the path the user chose explicitly with
-            // $CUDA_SAFE_LIBNVJITLINK: nvJitLink, whose initialisers are sound to run in any
-            // thread and whose plain exports have the signatures of the `nvJitLink.h` the
-            // bindings and ENTRY_POINTS were generated from.
-            unsafe {
-                Library::open(&LIBNVJITLINK, &ENTRY_POINTS).map(|library| NvJitLink::new(library))
-            }
-        })
-        .as_ref()
-        .map_err(Clone::clone)
-}
+pub use library::{LIBNVJITLINK, LIBNVJITLINK_PATH_ENV, nvjitlink};
 
 #[cfg(test)]
 mod tests {

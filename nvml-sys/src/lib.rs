@@ -82,46 +82,13 @@ mod bindings;
 mod bindings;
 #[allow(non_upper_case_globals, non_camel_case_types)]
 mod consts;
-
-use std::sync::OnceLock;
+mod library;
 
 pub use abi::ABI_MAJOR;
 pub use bindings::*;
 pub use consts::*;
 pub use cuda_loader::{CudaVersion, EntryPoint, Introduced, Library, LibrarySpec, LoadError};
-
-/// The environment variable that names an explicit path to `libnvidia-ml`.
-pub const LIBNVML_PATH_ENV: &str = "CUDA_SAFE_LIBNVML";
-
-/// Where `libnvidia-ml` is looked for: the driver's versioned soname.
-pub static LIBNVML: LibrarySpec = LibrarySpec {
-    name: "NVML (libnvidia-ml)",
-    env_var: LIBNVML_PATH_ENV,
-    file_names: &[if cfg!(windows) {
-        "nvml.dll"
-    } else {
-        "libnvidia-ml.so.1"
-    }],
-    search_dirs: &[],
-    global: false,
-};
-
-/// The process's NVML entry points, loading `libnvidia-ml` on the first call.
-///
-/// Loading does not initialise NVML (`nvmlInit_v2` does) and never touches the CUDA driver.
-/// The library is opened once per process; a failure is remembered and returned again.
-pub fn nvml() -> Result<&'static Nvml, LoadError> {
-    static NVML: OnceLock<Result<Nvml, LoadError>> = OnceLock::new();
-    NVML.get_or_init(|| {
-        // SAFETY: LIBNVML names only NVIDIA's versioned soname or the path the user chose
-        // explicitly with $CUDA_SAFE_LIBNVML: NVML, whose initialisers are sound to run in any
-        // thread and whose exports have the signatures of the `nvml.h` the bindings and
-        // ENTRY_POINTS were generated from.
-        unsafe { Library::open(&LIBNVML, &ENTRY_POINTS).map(|library| Nvml::new(library)) }
-    })
-    .as_ref()
-    .map_err(Clone::clone)
-}
+pub use library::{LIBNVML, LIBNVML_PATH_ENV, nvml};
 
 #[cfg(test)]
 mod tests {

@@ -76,51 +76,12 @@ mod bindings;
 #[allow(non_snake_case, non_upper_case_globals, clippy::all)]
 #[allow(clippy::undocumented_unsafe_blocks)]
 mod bindings;
-
-use std::sync::OnceLock;
+mod library;
 
 pub use abi::ABI_MAJOR;
 pub use bindings::*;
 pub use cuda_loader::{CudaVersion, EntryPoint, Introduced, Library, LibrarySpec, LoadError};
-
-/// The environment variable that names an explicit path to `libnvrtc`.
-pub const LIBNVRTC_PATH_ENV: &str = "CUDA_SAFE_LIBNVRTC";
-
-/// NVRTC's file names, the selected major's first.
-#[cfg(all(not(windows), not(feature = "cuda-13")))]
-const FILE_NAMES: &[&str] = &["libnvrtc.so.12", "libnvrtc.so.13"];
-#[cfg(all(not(windows), feature = "cuda-13"))]
-const FILE_NAMES: &[&str] = &["libnvrtc.so.13", "libnvrtc.so.12"];
-#[cfg(all(windows, not(feature = "cuda-13")))]
-const FILE_NAMES: &[&str] = &["nvrtc64_120_0.dll", "nvrtc64_130_0.dll"];
-#[cfg(all(windows, feature = "cuda-13"))]
-const FILE_NAMES: &[&str] = &["nvrtc64_130_0.dll", "nvrtc64_120_0.dll"];
-
-/// Where `libnvrtc` is looked for.
-pub static LIBNVRTC: LibrarySpec = LibrarySpec {
-    name: "NVRTC (libnvrtc)",
-    env_var: LIBNVRTC_PATH_ENV,
-    file_names: FILE_NAMES,
-    search_dirs: &["CUDA_HOME", "CUDA_PATH"],
-    global: false,
-};
-
-/// The process's NVRTC entry points, loading `libnvrtc` on the first call.
-///
-/// The library is opened once per process; a failure is remembered and returned again.
-pub fn nvrtc() -> Result<&'static Nvrtc, LoadError> {
-    static NVRTC: OnceLock<Result<Nvrtc, LoadError>> = OnceLock::new();
-    NVRTC
-        .get_or_init(|| {
-            // SAFETY: LIBNVRTC names only NVIDIA's versioned sonames (on the search path or under
-            // a toolkit root) or the path the user chose explicitly with $CUDA_SAFE_LIBNVRTC:
-            // NVRTC, whose initialisers are sound to run in any thread and whose exports have
-            // the signatures of the `nvrtc.h` the bindings and ENTRY_POINTS were generated from.
-            unsafe { Library::open(&LIBNVRTC, &ENTRY_POINTS).map(|library| Nvrtc::new(library)) }
-        })
-        .as_ref()
-        .map_err(Clone::clone)
-}
+pub use library::{LIBNVRTC, LIBNVRTC_PATH_ENV, nvrtc};
 
 #[cfg(test)]
 mod tests {

@@ -1,4 +1,5 @@
-//! `cargo xtask bindgen`: generates the raw bindings and the lazily loading entry-point tables.
+//! `cargo xtask bindgen`: generates the raw bindings and the lazily loading entry-point tables,
+//! and each `-sys` crate's scaffolding (see [`scaffold`]).
 //!
 //! For each header (`cuda.h`, `nvrtc.h`, `nvml.h`, `nvJitLink.h`) of each CUDA major, and for
 //! `nccl.h` once (NCCL's ABI does not follow the CUDA major; see [`nccl`]), bindgen produces the
@@ -18,6 +19,7 @@ mod links;
 mod md5;
 mod nccl;
 mod nvml;
+mod scaffold;
 mod scan;
 
 use std::fs;
@@ -25,6 +27,7 @@ use std::path::PathBuf;
 
 use api::APIS;
 use generate::generate;
+use scaffold::SCAFFOLDS;
 
 use crate::headers;
 
@@ -94,6 +97,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
             .join("src")
             .join(nccl::OUTPUT);
         outputs.push((nccl_path, nccl::generate_nccl(&root)?));
+    }
+    // The scaffolding needs no headers.
+    for scaffold in SCAFFOLDS
+        .iter()
+        .filter(|scaffold| wanted(scaffold.crate_dir))
+    {
+        for (relative, code) in scaffold.files()? {
+            outputs.push((root.join(scaffold.crate_dir).join(relative), code));
+        }
     }
     for (path, code) in outputs {
         let committed = fs::read_to_string(&path).ok();
