@@ -23,6 +23,30 @@
 //! The library is looked for as `$CUDA_SAFE_LIBCUDA` when that variable is set (and then only
 //! there), else as `libcuda.so.1` through the system's search path.
 //!
+//! # Documenting a wrapper
+//!
+//! Each method of [`Driver`] links to NVIDIA's reference for its C function and, for an entry point
+//! newer than CUDA 12.0, names the driver it needs. [`api_doc!`] gives a wrapper the same text, as
+//! a string literal for its own doc comment: name the function as a C program calls it
+//! (`cuMemAlloc`) or by the symbol it exports (`cuMemAlloc_v2`). The text follows the ABI this
+//! crate compiled; a name that is no entry point does not compile. The text stands in paragraphs of
+//! its own wherever it is put, so a wrapper that makes several calls takes one attribute per call.
+//!
+//! ```
+//! /// Allocates device memory.
+//! #[doc = cuda_sys::api_doc!(cuMemAlloc)]
+//! pub fn allocate() {}
+//!
+//! assert_eq!(cuda_sys::api_doc!(cuMemAlloc), cuda_sys::api_doc!(cuMemAlloc_v2));
+//! let text = cuda_sys::api_doc!(cuKernelGetParamInfo);
+//! assert!(text.contains("group__CUDA__LIBRARY.html#group__CUDA__LIBRARY_1g"));
+//! assert!(text.contains("Needs a CUDA 12.4 driver."));
+//! ```
+//!
+//! ```compile_fail
+//! let text = cuda_sys::api_doc!(cuNoSuchFunction);
+//! ```
+//!
 //! # Choosing the ABI
 //!
 //! The features are additive, as Cargo needs: `cuda-12` alone compiles the CUDA 12 ABI,

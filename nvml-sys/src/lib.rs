@@ -25,6 +25,29 @@
 //! The library is `$CUDA_SAFE_LIBNVML` when that variable is set (and then only that path),
 //! else `libnvidia-ml.so.1`, which the driver installs.
 //!
+//! # Documenting a wrapper
+//!
+//! Each method of [`Nvml`] links to NVIDIA's reference for its C function. [`api_doc!`] gives a
+//! wrapper the same text, as a string literal for its own doc comment: name the function as a C
+//! program calls it (`nvmlDeviceGetCount`) or by the symbol it exports (`nvmlDeviceGetCount_v2`).
+//! The text follows the ABI this crate compiled; a name that is no entry point does not compile.
+//! The text stands in paragraphs of its own wherever it is put, so a wrapper that makes several
+//! calls takes one attribute per call.
+//!
+//! ```
+//! /// Counts the GPUs.
+//! #[doc = nvml_sys::api_doc!(nvmlDeviceGetCount)]
+//! pub fn count() {}
+//!
+//! assert_eq!(nvml_sys::api_doc!(nvmlInit), nvml_sys::api_doc!(nvmlInit_v2));
+//! let text = nvml_sys::api_doc!(nvmlDeviceGetCount_v2);
+//! assert!(text.contains("group__nvmlDeviceQueries.html#group__nvmlDeviceQueries_1g"));
+//! ```
+//!
+//! ```compile_fail
+//! let text = nvml_sys::api_doc!(nvmlNoSuchFunction);
+//! ```
+//!
 //! # Choosing the ABI
 //!
 //! The features are additive, as Cargo needs: `cuda-12` alone compiles the CUDA 12 ABI,
@@ -172,6 +195,20 @@ mod tests {
                 }
             ),
             "{error:?}"
+        );
+    }
+
+    #[test]
+    fn api_doc_links_the_documented_version_of_each_function() {
+        assert_eq!(crate::api_doc!(nvmlInit), crate::api_doc!(nvmlInit_v2));
+        assert_eq!(
+            crate::api_doc!(nvmlSystemGetCudaDriverVersion_v2),
+            "\nCalls [`nvmlSystemGetCudaDriverVersion_v2`](https://docs.nvidia.com/deploy/nvml-api/\
+             group__nvmlSystemQueries.html#group__nvmlSystemQueries_1g1d12b603a42805ee7e4160557ffc2128).\n"
+        );
+        assert!(
+            crate::api_doc!(nvmlDeviceGetTotalEnergyConsumption)
+                .contains("#group__nvmlDeviceQueries_1g732ab899b5bd18ac4bfb93c02de4900a")
         );
     }
 }

@@ -21,6 +21,27 @@
 //! system's search path and then under `$CUDA_HOME/lib64`, `$CUDA_PATH/lib64` and
 //! `/usr/local/cuda/lib64`.
 //!
+//! # Documenting a wrapper
+//!
+//! Each method of [`Nvrtc`] links to NVIDIA's reference for its C function. [`api_doc!`] gives a
+//! wrapper the same text, as a string literal for its own doc comment: name the function as a C
+//! program calls it (`nvrtcCompileProgram`). The text follows the ABI this crate compiled; a name
+//! that is no entry point does not compile. The text stands in paragraphs of its own wherever it is
+//! put, so a wrapper that makes several calls takes one attribute per call.
+//!
+//! ```
+//! /// Compiles a program.
+//! #[doc = nvrtc_sys::api_doc!(nvrtcCompileProgram)]
+//! pub fn compile() {}
+//!
+//! let text = nvrtc_sys::api_doc!(nvrtcCompileProgram);
+//! assert!(text.contains("nvrtc/index.html#group__compilation_1g"));
+//! ```
+//!
+//! ```compile_fail
+//! let text = nvrtc_sys::api_doc!(nvrtcNoSuchFunction);
+//! ```
+//!
 //! # Choosing the ABI
 //!
 //! The features are additive, as Cargo needs: `cuda-12` alone compiles the CUDA 12 ABI,
@@ -169,5 +190,22 @@ mod tests {
             ),
             "{error:?}"
         );
+    }
+
+    #[test]
+    fn api_doc_links_the_reference_of_the_compiled_abi() {
+        let reference = if ABI_MAJOR == 12 {
+            "https://docs.nvidia.com/cuda/archive/12.9.1/nvrtc/index.html"
+        } else {
+            "https://docs.nvidia.com/cuda/nvrtc/index.html"
+        };
+        assert_eq!(
+            crate::api_doc!(nvrtcCompileProgram),
+            format!(
+                "\nCalls [`nvrtcCompileProgram`]({reference}\
+                 #group__compilation_1ga1f3136029db1413e362154b567297e8b).\n"
+            )
+        );
+        assert!(crate::api_doc!(nvrtcVersion).contains("#group__query_1ga"));
     }
 }

@@ -256,7 +256,7 @@ impl Nvrtc {
         }?;
         Ok(unsafe { __c_function(prog, cubin) })
     }
-    /// Calls `nvrtcGetNVVMSize`; the header files it under no group of [NVIDIA's reference](https://docs.nvidia.com/cuda/archive/12.9.1/nvrtc/index.html).
+    /// Calls [`nvrtcGetNVVMSize`](https://docs.nvidia.com/cuda/archive/12.9.1/nvrtc/index.html#group__compilation_1ga65b159df672578db35c499286ca7de24).
     #[inline]
     pub unsafe fn nvrtcGetNVVMSize(
         &self,
@@ -269,7 +269,7 @@ impl Nvrtc {
         }?;
         Ok(unsafe { __c_function(prog, nvvmSizeRet) })
     }
-    /// Calls `nvrtcGetNVVM`; the header files it under no group of [NVIDIA's reference](https://docs.nvidia.com/cuda/archive/12.9.1/nvrtc/index.html).
+    /// Calls [`nvrtcGetNVVM`](https://docs.nvidia.com/cuda/archive/12.9.1/nvrtc/index.html#group__compilation_1gaf161e7d47d2356d83c1b143d8a57968b).
     #[inline]
     pub unsafe fn nvrtcGetNVVM(
         &self,
@@ -528,10 +528,10 @@ macro_rules! api_doc {
         "\nCalls [`nvrtcGetLoweredName`](https://docs.nvidia.com/cuda/archive/12.9.1/nvrtc/index.html#group__compilation_1gac6028500b2abd5d8e678aaf328478dd8).\n"
     };
     (nvrtcGetNVVM) => {
-        "\nCalls `nvrtcGetNVVM`; the header files it under no group of [NVIDIA's reference](https://docs.nvidia.com/cuda/archive/12.9.1/nvrtc/index.html).\n"
+        "\nCalls [`nvrtcGetNVVM`](https://docs.nvidia.com/cuda/archive/12.9.1/nvrtc/index.html#group__compilation_1gaf161e7d47d2356d83c1b143d8a57968b).\n"
     };
     (nvrtcGetNVVMSize) => {
-        "\nCalls `nvrtcGetNVVMSize`; the header files it under no group of [NVIDIA's reference](https://docs.nvidia.com/cuda/archive/12.9.1/nvrtc/index.html).\n"
+        "\nCalls [`nvrtcGetNVVMSize`](https://docs.nvidia.com/cuda/archive/12.9.1/nvrtc/index.html#group__compilation_1ga65b159df672578db35c499286ca7de24).\n"
     };
     (nvrtcGetNumSupportedArchs) => {
         "\nCalls [`nvrtcGetNumSupportedArchs`](https://docs.nvidia.com/cuda/archive/12.9.1/nvrtc/index.html#group__query_1gaeffef0412bb9c924cbf6c8eb67527b75).\n"

@@ -208,7 +208,7 @@ fn declaration(statement: &str) -> Option<(&str, &str, &str)> {
     let name = &before[name_start..];
     let prefix = before[..name_start].trim();
     let plausible = !prefix.is_empty()
-        && !prefix.contains(['=', '"', '#'])
+        && !prefix.contains(['=', '#'])
         && !prefix
             .split_whitespace()
             .any(|word| ["typedef", "return"].contains(&word));
@@ -400,6 +400,10 @@ extern nvJitLinkResult nvJitLinkCreate(nvJitLinkHandle *handle);
         );
         assert_eq!(declaration("int x = f(3)"), None);
         assert_eq!(declaration("extern \"C\""), None);
+        assert_eq!(
+            declaration("__DEPRECATED__(\"use g\") nvrtcResult f(int a)"),
+            Some(("__DEPRECATED__(\"use g\") nvrtcResult", "f", "int a"))
+        );
         assert_eq!(
             declaration("DEPRECATED(13.0) nvmlReturn_t DECLDIR nvmlX(int a)"),
             Some(("DEPRECATED(13.0) nvmlReturn_t DECLDIR", "nvmlX", "int a"))
