@@ -8096,9 +8096,12 @@ pub static ENTRY_POINTS: [::cuda_loader::EntryPoint; ENTRY_POINT_COUNT] = [
     ::cuda_loader::EntryPoint::new(c"cuCheckpointOperationComplete", Some(13040)),
     ::cuda_loader::EntryPoint::new(c"cuCheckpointProcessUnlock", Some(12080)),
 ];
-/** The entry points of the CUDA driver API (`libcuda`), each resolved on first call and cached.
-
-Every method is `unsafe`: the caller upholds the C function's contract (valid pointers, handles and sizes) as the header documents it. A method returns [`LoadError::SymbolMissing`](::cuda_loader::LoadError::SymbolMissing) when the loaded library lacks its symbol, and otherwise the C function's own return value.*/
+/// The entry points of the CUDA driver API (`libcuda`), each resolved on first call and cached.
+///
+/// Every method is `unsafe`: the caller upholds the C function's contract (valid pointers, handles
+/// and sizes) as the header documents it. A method returns
+/// [`LoadError::SymbolMissing`](::cuda_loader::LoadError::SymbolMissing) when the loaded library
+/// lacks its symbol, and otherwise the C function's own return value.
 #[derive(Debug)]
 pub struct Driver {
     library: ::cuda_loader::Library<ENTRY_POINT_COUNT>,
@@ -16731,9 +16734,14 @@ impl Driver {
         Ok(unsafe { __c_function(pid, args) })
     }
 }
-/** The documentation of one function of `cuda.h` (CUDA 13.5), as a string literal for `#[doc = ...]`: a link to NVIDIA's reference for it and, for an entry point newer than CUDA 12.0, the driver it needs, as the methods here carry them.
-
-Give the name a C program calls or the symbol it exports; any other name is a compile error. The text has a blank line before and after it, so it makes paragraphs of its own wherever it stands in a doc comment. See the crate's documentation for an example.*/
+/// The documentation of one function of `cuda.h` (CUDA 13.5), as a string literal for a `#[doc]`
+/// attribute: a link to NVIDIA's reference for it and, for an entry point newer than CUDA 12.0,
+/// the driver it needs, as the methods here carry them.
+///
+/// Give the name a C program calls or the symbol it exports; any other name is a compile error.
+/// The text has a blank line before and after it, so it makes paragraphs of its own wherever it
+/// stands in a doc comment. See [Documenting a wrapper](crate#documenting-a-wrapper) for an
+/// example.
 #[macro_export]
 macro_rules! api_doc {
     (cuArray3DCreate) => {

@@ -264,9 +264,12 @@ pub static ENTRY_POINTS: [::cuda_loader::EntryPoint; ENTRY_POINT_COUNT] = [
     ::cuda_loader::EntryPoint::nccl(c"ncclGroupEnd", None),
     ::cuda_loader::EntryPoint::nccl(c"ncclGroupSimulateEnd", Some(22200)),
 ];
-/** The entry points of NCCL (`libnccl`), each resolved on first call and cached.
-
-Every method is `unsafe`: the caller upholds the C function's contract (valid pointers, handles and sizes) as the header documents it. A method returns [`LoadError::SymbolMissing`](::cuda_loader::LoadError::SymbolMissing) when the loaded library lacks its symbol, and otherwise the C function's own return value.*/
+/// The entry points of NCCL (`libnccl`), each resolved on first call and cached.
+///
+/// Every method is `unsafe`: the caller upholds the C function's contract (valid pointers, handles
+/// and sizes) as the header documents it. A method returns
+/// [`LoadError::SymbolMissing`](::cuda_loader::LoadError::SymbolMissing) when the loaded library
+/// lacks its symbol, and otherwise the C function's own return value.
 #[derive(Debug)]
 pub struct Nccl {
     library: ::cuda_loader::Library<ENTRY_POINT_COUNT>,
@@ -1047,9 +1050,14 @@ impl Nccl {
         Ok(unsafe { __c_function(simInfo) })
     }
 }
-/** The documentation of one function of `nccl.h`, as a string literal for `#[doc = ...]`: a link to NVIDIA's reference for it and, for an entry point newer than NCCL 2.13, the NCCL it needs, as the methods here carry them.
-
-Give the name a C program calls or the symbol it exports; any other name is a compile error. The text has a blank line before and after it, so it makes paragraphs of its own wherever it stands in a doc comment. See the crate's documentation for an example.*/
+/// The documentation of one function of `nccl.h`, as a string literal for a `#[doc]` attribute: a
+/// link to NVIDIA's reference for it and, for an entry point newer than NCCL 2.13, the NCCL it
+/// needs, as the methods here carry them.
+///
+/// Give the name a C program calls or the symbol it exports; any other name is a compile error.
+/// The text has a blank line before and after it, so it makes paragraphs of its own wherever it
+/// stands in a doc comment. See [Documenting a wrapper](crate#documenting-a-wrapper) for an
+/// example.
 #[macro_export]
 macro_rules! api_doc {
     (ncclAllGather) => {

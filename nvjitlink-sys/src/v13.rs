@@ -103,9 +103,12 @@ pub static ENTRY_POINTS: [::cuda_loader::EntryPoint; ENTRY_POINT_COUNT] = [
     ::cuda_loader::EntryPoint::new(c"nvJitLinkGetInfoLog", None),
     ::cuda_loader::EntryPoint::new(c"nvJitLinkVersion", None),
 ];
-/** The entry points of nvJitLink (`libnvJitLink`), each resolved on first call and cached.
-
-Every method is `unsafe`: the caller upholds the C function's contract (valid pointers, handles and sizes) as the header documents it. A method returns [`LoadError::SymbolMissing`](::cuda_loader::LoadError::SymbolMissing) when the loaded library lacks its symbol, and otherwise the C function's own return value.*/
+/// The entry points of nvJitLink (`libnvJitLink`), each resolved on first call and cached.
+///
+/// Every method is `unsafe`: the caller upholds the C function's contract (valid pointers, handles
+/// and sizes) as the header documents it. A method returns
+/// [`LoadError::SymbolMissing`](::cuda_loader::LoadError::SymbolMissing) when the loaded library
+/// lacks its symbol, and otherwise the C function's own return value.
 #[derive(Debug)]
 pub struct NvJitLink {
     library: ::cuda_loader::Library<ENTRY_POINT_COUNT>,
@@ -360,9 +363,13 @@ impl NvJitLink {
         Ok(unsafe { __c_function(major, minor) })
     }
 }
-/** The documentation of one function of `nvJitLink.h` (CUDA 13.5), as a string literal for `#[doc = ...]`: a link to NVIDIA's reference for it, as the methods here carry them.
-
-Give the name a C program calls or the symbol it exports; any other name is a compile error. The text has a blank line before and after it, so it makes paragraphs of its own wherever it stands in a doc comment. See the crate's documentation for an example.*/
+/// The documentation of one function of `nvJitLink.h` (CUDA 13.5), as a string literal for a
+/// `#[doc]` attribute: a link to NVIDIA's reference for it, as the methods here carry them.
+///
+/// Give the name a C program calls or the symbol it exports; any other name is a compile error.
+/// The text has a blank line before and after it, so it makes paragraphs of its own wherever it
+/// stands in a doc comment. See [Documenting a wrapper](crate#documenting-a-wrapper) for an
+/// example.
 #[macro_export]
 macro_rules! api_doc {
     (nvJitLinkAddData) => {

@@ -204,7 +204,8 @@ mod tests {
         assert_eq!(
             crate::api_doc!(nvmlSystemGetCudaDriverVersion_v2),
             "\nCalls [`nvmlSystemGetCudaDriverVersion_v2`](https://docs.nvidia.com/deploy/nvml-api/\
-             group__nvmlSystemQueries.html#group__nvmlSystemQueries_1g1d12b603a42805ee7e4160557ffc2128).\n"
+             group__nvmlSystemQueries.html#group__nvmlSystemQueries_1g\
+             1d12b603a42805ee7e4160557ffc2128).\n"
         );
         assert!(
             crate::api_doc!(nvmlDeviceGetTotalEnergyConsumption)

@@ -329,15 +329,16 @@ extern nvJitLinkResult nvJitLinkCreate(nvJitLinkHandle *handle);
         let cases: [(&str, &[&str], &str); 7] = [
             (
                 "CUresult CUDAAPI cuLaunchKernel(CUfunction f,\n    unsigned int gridDimX,\n    \
-                 unsigned int gridDimY,\n    unsigned int gridDimZ,\n    unsigned int blockDimX,\n    \
-                 unsigned int blockDimY,\n    unsigned int blockDimZ,\n    \
-                 unsigned int sharedMemBytes,\n    CUstream hStream,\n    void **kernelParams,\n    \
-                 void **extra);",
+                 unsigned int gridDimY,\n    unsigned int gridDimZ,\n    \
+                 unsigned int blockDimX,\n    unsigned int blockDimY,\n    \
+                 unsigned int blockDimZ,\n    unsigned int sharedMemBytes,\n    \
+                 CUstream hStream,\n    void **kernelParams,\n    void **extra);",
                 &["CUDAAPI"],
                 "b8f3dc3031b40da29d5f9a7139e52e15",
             ),
             (
-                "__CUDA_DEPRECATED CUresult CUDAAPI cuFuncSetSharedSize(CUfunction hfunc, unsigned int bytes);",
+                "__CUDA_DEPRECATED CUresult CUDAAPI cuFuncSetSharedSize(CUfunction hfunc, \
+                 unsigned int bytes);",
                 &["CUDAAPI"],
                 "9b5a3f121142f7b42aea48366c72bf8b",
             ),
@@ -366,7 +367,8 @@ extern nvJitLinkResult nvJitLinkCreate(nvJitLinkHandle *handle);
                 "1d12b603a42805ee7e4160557ffc2128",
             ),
             (
-                "extern nvJitLinkResult nvJitLinkVersion(\n  unsigned int *major,\n  unsigned int *minor);",
+                "extern nvJitLinkResult nvJitLinkVersion(\n  unsigned int *major,\n  \
+                 unsigned int *minor);",
                 &[],
                 "04b722539d968953cb5cc70488e3f47a",
             ),

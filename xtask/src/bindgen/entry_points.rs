@@ -7,6 +7,7 @@ use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 
 use super::api::Api;
+use super::format::doc_lines;
 use super::links::ApiDoc;
 use super::scan::since_of;
 
@@ -123,21 +124,21 @@ pub(super) fn entry_point_struct(
     docs: &BTreeMap<String, ApiDoc>,
 ) -> Result<TokenStream, String> {
     let name = format_ident!("{}", api.struct_name);
-    let struct_doc = format!(
-        " The entry points of {}, each resolved on first call and cached.\n\n \
+    let struct_doc = doc_lines(&format!(
+        "The entry points of {}, each resolved on first call and cached.\n\n\
          Every method is `unsafe`: the caller upholds the C function's contract (valid \
          pointers, handles and sizes) as the header documents it. A method returns \
          [`LoadError::SymbolMissing`](::cuda_loader::LoadError::SymbolMissing) when the loaded \
          library lacks its symbol, and otherwise the C function's own return value.",
         api.library
-    );
+    ));
     let methods = functions
         .iter()
         .enumerate()
         .map(|(index, sig)| method(index, sig, aliases, docs))
         .collect::<Result<Vec<_>, String>>()?;
     Ok(quote! {
-        #[doc = #struct_doc]
+        #(#[doc = #struct_doc])*
         #[derive(Debug)]
         pub struct #name {
             library: ::cuda_loader::Library<ENTRY_POINT_COUNT>,

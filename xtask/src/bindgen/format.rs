@@ -30,6 +30,28 @@ fn settle(mut code: String, what: &str) -> Result<String, String> {
     Err(format!("rustfmt does not settle on {what}"))
 }
 
+/// `text` as the lines of `///` doc comments (each with its leading space), its paragraphs
+/// (split at blank lines) wrapped at 96 columns, so prettyplease prints `///` lines instead of
+/// one `/** */` block.
+pub(super) fn doc_lines(text: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    for paragraph in text.split("\n\n") {
+        if !lines.is_empty() {
+            lines.push(String::new());
+        }
+        let mut line = String::new();
+        for word in paragraph.split_whitespace() {
+            if !line.is_empty() && line.len() + 1 + word.len() > 96 {
+                lines.push(std::mem::take(&mut line));
+            }
+            line.push(' ');
+            line.push_str(word);
+        }
+        lines.push(line);
+    }
+    lines
+}
+
 /// prettyplease's rendering of `file` under the `@generated` marker line.
 pub(super) fn render(file: &syn::File) -> String {
     format!("{GENERATED_MARKER}{}", prettyplease::unparse(file))
@@ -61,4 +83,20 @@ fn rustfmt(source: &str) -> Result<String, String> {
         ));
     }
     String::from_utf8(output.stdout).map_err(|e| format!("rustfmt output: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::doc_lines;
+
+    #[test]
+    fn doc_lines_wrap_each_paragraph() {
+        let text = format!("{}\n\nSecond.", "word ".repeat(30));
+        let lines = doc_lines(&text);
+        assert!(lines.iter().all(|line| line.len() <= 96), "{lines:?}");
+        assert_eq!(lines.len(), 4, "{lines:?}");
+        assert_eq!(lines[2], "");
+        assert_eq!(lines[3], " Second.");
+        assert!(lines[0].starts_with(" word word"));
+    }
 }

@@ -7,6 +7,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::doxygen::{Documented, documented_functions};
+use super::format::doc_lines;
 
 /// What one entry point's documentation says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,15 +150,17 @@ pub(super) fn api_doc_macro(
          and VERSIONED_NAMES)"
     );
     let needs = needs.map_or_else(String::new, |needs| format!(" and, {needs}"));
-    let doc = format!(
-        " The documentation of one function of {header}, as a string literal for `#[doc = ...]`: \
-         a link to NVIDIA's reference for it{needs}, as the methods here carry them.\n\n Give \
+    let doc = doc_lines(&format!(
+        "The documentation of one function of {header}, as a string literal for a `#[doc]` \
+         attribute: a link to NVIDIA's reference for it{needs}, as the methods here carry \
+         them.\n\nGive \
          the name a C program calls or the symbol it exports; any other name is a compile \
          error. The text has a blank line before and after it, so it makes paragraphs of its \
-         own wherever it stands in a doc comment. See the crate's documentation for an example."
-    );
+         own wherever it stands in a doc comment. See [Documenting a \
+         wrapper](crate#documenting-a-wrapper) for an example."
+    ));
     quote! {
-        #[doc = #doc]
+        #(#[doc = #doc])*
         #[macro_export]
         macro_rules! api_doc {
             #(#arms)*

@@ -307,13 +307,17 @@ impl LibraryRecipe {
              /// The process's {what} entry points, loading `{file}` on the first call.\n\
              ///\n\
              {note}\
-             /// The library is opened once per process; a failure is remembered and returned again.\n\
+             /// The library is opened once per process; a failure is remembered and returned \
+             again.\n\
              pub fn {function}() -> Result<&'static {struct_name}, LoadError> {{\n    \
                  static LOADED: OnceLock<Result<{struct_name}, LoadError>> = OnceLock::new();\n    \
                  LOADED\n        \
                      .get_or_init(|| {{\n\
                          {safety}            \
-                         unsafe {{ Library::open(&{spec}, &ENTRY_POINTS).map(|library| {struct_name}::new(library)) }}\n        \
+                         unsafe {{\n\
+                             Library::open(&{spec}, &ENTRY_POINTS)\n\
+                                 .map(|library| {struct_name}::new(library))\n\
+                         }}\n        \
                      }})\n        \
                      .as_ref()\n        \
                      .map_err(Clone::clone)\n\
@@ -331,7 +335,9 @@ impl LibraryRecipe {
         let mut define = |doc: &str, cfg: &str, names: &[&str]| {
             let _ = write!(
                 out,
-                "/// `{file}`'s file names{doc}.\n#[cfg({cfg})]\nconst FILE_NAMES: &[&str] = {};\n\n",
+                "/// `{file}`'s file names{doc}.\n\
+                 #[cfg({cfg})]\n\
+                 const FILE_NAMES: &[&str] = {};\n\n",
                 slice(names)
             );
         };
