@@ -8,7 +8,7 @@ use quote::{format_ident, quote};
 
 use super::api::Api;
 use super::format::doc_lines;
-use super::links::ApiDoc;
+use super::links::{ApiDoc, Links};
 use super::scan::since_of;
 
 /// Which release introduced each entry point, as the library's headers tell it.
@@ -73,7 +73,7 @@ const OLDEST_CUDA: u32 = 12000;
 /// documented name and link) and its needs line from `dating`.
 pub(super) fn api_docs(
     functions: &[syn::Signature],
-    links: &BTreeMap<String, (String, Result<String, String>)>,
+    links: &Links,
     dating: &Dating<'_>,
 ) -> Result<BTreeMap<String, ApiDoc>, String> {
     functions

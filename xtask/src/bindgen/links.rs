@@ -48,6 +48,10 @@ impl ApiDoc {
     }
 }
 
+/// Each symbol's place in the reference: the name the function is documented under, and its
+/// entry (`Err`: the reference's first page), as [`ApiDoc`] holds them.
+pub(super) type Links = BTreeMap<String, (String, Result<String, String>)>;
+
 /// A reference built by doxygen from the header, as NVIDIA publishes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Doxygen {
@@ -91,7 +95,7 @@ impl Doxygen {
         header: &str,
         symbols: &[String],
         aliases: &[(String, String)],
-    ) -> Result<BTreeMap<String, (String, Result<String, String>)>, String> {
+    ) -> Result<Links, String> {
         let wanted: BTreeSet<String> = symbols
             .iter()
             .cloned()

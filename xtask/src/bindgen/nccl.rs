@@ -13,7 +13,7 @@ use super::api::Api;
 use super::entry_points::{Dating, api_docs, entry_point_struct, entry_point_table};
 use super::format::format_file;
 use super::generate::{BINDGEN_VERSION, bindgen_items, read};
-use super::links::api_doc_macro;
+use super::links::{Links, api_doc_macro};
 use crate::nccl_header::{self, BINDINGS, HISTORY};
 
 /// The recipe of `nccl.h`.
@@ -157,10 +157,7 @@ pub(super) fn generate_nccl(workspace: &Path) -> Result<String, String> {
 
 /// Each function's entry in the reference: (its name, `Ok(address)`), its page the one of the
 /// header section that declares it (see [`SECTIONS`]).
-fn reference_links(
-    header: &str,
-    names: &[String],
-) -> Result<BTreeMap<String, (String, Result<String, String>)>, String> {
+fn reference_links(header: &str, names: &[String]) -> Result<Links, String> {
     let declaration = Regex::new(r"\b(nccl[A-Z][A-Za-z0-9_]*)\s*\(").map_err(|e| e.to_string())?;
     let mut page = FIRST_PAGE;
     let mut seen_titles = BTreeSet::new();
