@@ -76,17 +76,17 @@ impl Scanner<'_> {
         let mut rest = text;
         let mut line_start = true;
         while let Some(c) = rest.chars().next() {
-            if rest.starts_with("/*") {
-                let end = rest[2..].find("*/").map_or(rest.len(), |at| at + 4);
-                self.comment(&rest[2..end.saturating_sub(2).max(2)], false);
+            if let Some(after) = rest.strip_prefix("/*") {
+                let (body, next) = after.split_once("*/").unwrap_or((after, ""));
+                self.comment(body, false);
                 self.statement.push(' ');
-                rest = &rest[end..];
+                rest = next;
                 continue;
             }
-            if rest.starts_with("//") {
-                let end = rest.find('\n').unwrap_or(rest.len());
-                self.comment(&rest[2..end], true);
-                rest = &rest[end..];
+            if let Some(after) = rest.strip_prefix("//") {
+                let end = after.find('\n').unwrap_or(after.len());
+                self.comment(&after[..end], true);
+                rest = &after[end..];
                 continue;
             }
             if line_start && c == '#' {
@@ -109,11 +109,7 @@ impl Scanner<'_> {
     /// A comment's text (without its delimiters): a doc comment's grouping commands, or its
     /// documenting the next declaration.
     fn comment(&mut self, body: &str, line: bool) {
-        let doc = if line {
-            body.starts_with('/') || body.starts_with('!')
-        } else {
-            (body.starts_with('*') && !body.starts_with("**/")) || body.starts_with('!')
-        };
+        let doc = body.starts_with(if line { '/' } else { '*' }) || body.starts_with('!');
         // `/**< ... */` documents the member before it.
         if !doc || body[1..].starts_with('<') {
             return;
