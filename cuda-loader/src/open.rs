@@ -54,8 +54,8 @@ fn reason(error: &libloading::Error) -> String {
 /// executable is linked to is loaded at startup: every symbol is bound at once (a library that
 /// cannot be bound fails here, with the loader's message) and joins the process's global
 /// scope. On an H200, launches from 8 threads ran 1.6–2.1 % faster with the driver opened so
-/// than with libloading's `RTLD_LAZY | RTLD_LOCAL` (11 of 16 paired rounds, both ABIs;
-/// `docs/performance.md`, "Under contention"), which the other libraries keep.
+/// than with libloading's `RTLD_LAZY | RTLD_LOCAL` (11 of 16 paired rounds, both ABIs), which
+/// the other libraries keep.
 ///
 /// # Safety
 ///
