@@ -91,6 +91,7 @@ impl Context {
     }
 
     /// The primary context of `device`, retaining it (and keeping it retained) if it is not.
+    #[doc = cuda_sys::api_doc!(cuDevicePrimaryCtxRetain)]
     #[doc(alias = "cuDevicePrimaryCtxRetain")]
     pub(crate) fn primary(device: &Device) -> Result<Self> {
         let mut registry = PRIMARY.lock().unwrap_or_else(PoisonError::into_inner);
@@ -188,6 +189,7 @@ impl Context {
 
     /// A new green context on `device` provisioned with `resources` (an SM group, optionally
     /// a workqueue configuration), owning `sm_count` SMs.
+    #[doc = cuda_sys::api_doc!(cuGreenCtxCreate)]
     #[doc(alias = "cuGreenCtxCreate")]
     pub(crate) fn create_green(
         device: &Device,
@@ -298,6 +300,7 @@ impl Context {
 
     /// Makes this context current on the calling thread, calling `cuCtxSetCurrent` only when
     /// the thread's current context is another one.
+    #[doc = cuda_sys::api_doc!(cuCtxSetCurrent)]
     #[doc(alias = "cuCtxSetCurrent")]
     pub fn bind(&self) -> Result<()> {
         let driver = self.driver();
@@ -339,6 +342,7 @@ impl Context {
     }
 
     /// Waits for all work in this context to finish.
+    #[doc = cuda_sys::api_doc!(cuCtxSynchronize)]
     #[doc(alias = "cuCtxSynchronize")]
     pub fn sync(&self) -> Result<()> {
         let _current = self.scoped()?;
@@ -348,6 +352,7 @@ impl Context {
 
     /// The stream priority range of this context: `(least, greatest)`; numerically lower is
     /// higher priority (`(0, -5)` on most GPUs).
+    #[doc = cuda_sys::api_doc!(cuCtxGetStreamPriorityRange)]
     #[doc(alias = "cuCtxGetStreamPriorityRange")]
     pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
         let _current = self.scoped()?;

@@ -131,6 +131,7 @@ pub struct LaunchLimits {
 
 impl Device {
     /// How many CUDA devices this process can see.
+    #[doc = cuda_sys::api_doc!(cuDeviceGetCount)]
     #[doc(alias = "cuDeviceGetCount")]
     pub fn count() -> Result<usize> {
         let driver = crate::driver::driver()?;
@@ -147,6 +148,7 @@ impl Device {
 
     /// The device with this ordinal.
     ///
+    #[doc = cuda_sys::api_doc!(cuDeviceGet)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for an ordinal past the visible devices; without a usable
@@ -189,6 +191,7 @@ impl Device {
     }
 
     /// The device of the context current on the calling thread, if any.
+    #[doc = cuda_sys::api_doc!(cuCtxGetDevice)]
     #[doc(alias = "cuCtxGetDevice")]
     pub fn current() -> Result<Option<Device>> {
         let driver = crate::driver::driver()?;
@@ -218,6 +221,7 @@ impl Device {
     }
 
     /// The product name (`NVIDIA H200`).
+    #[doc = cuda_sys::api_doc!(cuDeviceGetName)]
     #[doc(alias = "cuDeviceGetName")]
     pub fn name(&self) -> Result<String> {
         let mut name = [0 as c_char; 256];
@@ -232,6 +236,7 @@ impl Device {
     }
 
     /// The device's UUID.
+    #[doc = cuda_sys::api_doc!(cuDeviceGetUuid_v2)]
     #[doc(alias = "cuDeviceGetUuid_v2")]
     pub fn uuid(&self) -> Result<Uuid> {
         let mut uuid = CUuuid::default();
@@ -241,6 +246,7 @@ impl Device {
     }
 
     /// The PCI bus id (`0000:19:00.0`).
+    #[doc = cuda_sys::api_doc!(cuDeviceGetPCIBusId)]
     #[doc(alias = "cuDeviceGetPCIBusId")]
     pub fn pci_bus_id(&self) -> Result<String> {
         let mut id = [0 as c_char; 64];
@@ -269,6 +275,7 @@ impl Device {
     }
 
     /// The device's memory size in bytes.
+    #[doc = cuda_sys::api_doc!(cuDeviceTotalMem_v2)]
     #[doc(alias = "cuDeviceTotalMem_v2")]
     pub fn total_memory(&self) -> Result<usize> {
         let mut bytes = 0;
@@ -279,6 +286,7 @@ impl Device {
 
     /// Free and total memory, as the driver sees it now. The query needs the primary context,
     /// which is retained on the first call (and kept, as for any use of the device).
+    #[doc = cuda_sys::api_doc!(cuMemGetInfo_v2)]
     #[doc(alias = "cuMemGetInfo_v2")]
     pub fn mem_info(&self) -> Result<MemInfo> {
         let context = self.context()?;
@@ -290,6 +298,7 @@ impl Device {
     }
 
     /// A raw attribute (`cuDeviceGetAttribute`).
+    #[doc = cuda_sys::api_doc!(cuDeviceGetAttribute)]
     #[doc(alias = "cuDeviceGetAttribute")]
     pub fn attribute(&self, attribute: CUdevice_attribute) -> Result<i32> {
         let mut value = 0;
@@ -395,6 +404,7 @@ impl Device {
     }
 
     /// Whether this device can access `peer`'s memory directly.
+    #[doc = cuda_sys::api_doc!(cuDeviceCanAccessPeer)]
     #[doc(alias = "cuDeviceCanAccessPeer")]
     pub fn can_access_peer(&self, peer: &Device) -> Result<bool> {
         let mut can = 0;
@@ -410,6 +420,7 @@ impl Device {
 
     /// The device's primary context, retained on first use and kept retained for the process
     /// (shared with every other handle to it) until [`release_primary_context`](Self::release_primary_context).
+    #[doc = cuda_sys::api_doc!(cuDevicePrimaryCtxRetain)]
     #[doc(alias = "cuDevicePrimaryCtxRetain")]
     pub fn context(&self) -> Result<Context> {
         Context::primary(self)
@@ -420,6 +431,7 @@ impl Device {
     /// [`release_primary_context`](Self::release_primary_context): making it current asks for
     /// it again), so the natural `device.set_current()?;` followed by streams and allocations
     /// re-uses it.
+    #[doc = cuda_sys::api_doc!(cuCtxSetCurrent)]
     #[doc(alias = "cuCtxSetCurrent")]
     pub fn set_current(&self) -> Result<()> {
         Context::keep_primary(self);
@@ -428,6 +440,7 @@ impl Device {
 
     /// Keeps the primary context retained for the process from its next use on (the default),
     /// undoing [`release_primary_context`](Self::release_primary_context).
+    #[doc = cuda_sys::api_doc!(cuDevicePrimaryCtxRetain)]
     #[doc(alias = "cuDevicePrimaryCtxRetain")]
     pub fn retain_primary_context(&self) {
         Context::keep_primary(self);
@@ -445,6 +458,7 @@ impl Device {
     /// makes and releases the context each time. Returns whether the crate was keeping it. Work
     /// of other libraries on the same primary context (the CUDA runtime shares it) keeps it
     /// alive through their own retains.
+    #[doc = cuda_sys::api_doc!(cuDevicePrimaryCtxRelease)]
     #[doc(alias = "cuDevicePrimaryCtxRelease")]
     pub fn release_primary_context(&self) -> bool {
         let kept = Context::unpin_primary(self);
@@ -454,6 +468,7 @@ impl Device {
 
     /// Waits for all work on this device's primary context to finish. When the primary context
     /// is not retained there is no work and nothing is created: it returns at once.
+    #[doc = cuda_sys::api_doc!(cuCtxSynchronize)]
     #[doc(alias = "cuCtxSynchronize")]
     pub fn sync(&self) -> Result<()> {
         match Context::live_primary(self) {
@@ -505,6 +520,7 @@ impl Device {
     /// `cuda.core`'s `Device.allocate`). Keep a [`DeviceMemoryResource`] for hot loops: this
     /// looks the shared resource up on each call.
     ///
+    #[doc = cuda_sys::api_doc!(cuMemAllocFromPoolAsync)]
     /// # Errors
     ///
     /// The driver's when memory runs out ([`Error::is_out_of_memory`]);

@@ -30,6 +30,7 @@ pub(crate) fn driver() -> Result<&'static Driver> {
 
 /// The CUDA version the driver supports (`13000` for 13.0), from `cuDriverGetVersion`; the
 /// same number NVML reports as [`system::cuda_driver_version`](crate::system::cuda_driver_version).
+#[doc = cuda_sys::api_doc!(cuDriverGetVersion)]
 #[doc(alias = "cuDriverGetVersion")]
 pub fn cuda_driver_version() -> Result<CudaVersion> {
     let driver = driver()?;

@@ -128,3 +128,90 @@ fn no_guide_calls_missing_what_the_crate_has() {
         }
     }
 }
+
+/// C calls a wrapper may alias without `api_doc!`, and why.
+const NO_API_DOC: &[(&str, &str)] = &[(
+    "cuDevSmResourceSplit",
+    "in the CUDA 13 headers only, so the CUDA 12 ABI's api_doc! does not know it",
+)];
+
+/// The prefixes of C names, and the raw crate whose `api_doc!` knows them.
+const C_PREFIXES: &[(&str, &str)] = &[
+    ("nvJitLink", "nvjitlink_sys"),
+    ("nvrtc", "nvrtc_sys"),
+    ("nvml", "nvml_sys"),
+    ("nccl", "nccl_sys"),
+    ("cu", "cuda_sys"),
+];
+
+/// The raw crate whose `api_doc!` documents the C function `name`, if it is one.
+fn raw_crate_of(name: &str) -> Option<&'static str> {
+    C_PREFIXES.iter().find_map(|(prefix, krate)| {
+        let rest = name.strip_prefix(prefix)?;
+        let next = rest.chars().next()?;
+        (next.is_uppercase() || *prefix == "nvJitLink").then_some(*krate)
+    })
+}
+
+#[test]
+fn every_wrapper_links_the_c_call_it_aliases() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    let mut dirs = vec![src];
+    while let Some(dir) = dirs.pop() {
+        for entry in fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    let mut checked = 0;
+    let mut missing = Vec::new();
+    for file in files {
+        let text = fs::read_to_string(&file).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (index, line) in lines.iter().enumerate() {
+            let trimmed = line.trim_start();
+            if !trimmed.starts_with("#[doc(alias") || trimmed.contains('$') {
+                continue;
+            }
+            let mut attribute = String::new();
+            for next in &lines[index..] {
+                attribute.push_str(next);
+                if next.trim_end().ends_with(")]") {
+                    break;
+                }
+            }
+            // The item's attributes and doc comment: the lines above, up to the previous item.
+            let above = lines[..index]
+                .iter()
+                .rev()
+                .take_while(|l| {
+                    let l = l.trim_start();
+                    l.starts_with("///") || l.starts_with("#[")
+                })
+                .copied()
+                .collect::<Vec<_>>()
+                .join("\n");
+            for name in attribute.split('"').skip(1).step_by(2) {
+                let Some(krate) = raw_crate_of(name) else { continue };
+                if NO_API_DOC.iter().any(|(exempt, _)| *exempt == name) {
+                    continue;
+                }
+                checked += 1;
+                if !above.contains(&format!("{krate}::api_doc!({name})")) {
+                    missing.push(format!("{}:{}: {name}", file.display(), index + 1));
+                }
+            }
+        }
+    }
+    assert!(checked > 250, "only {checked} aliases checked");
+    assert!(
+        missing.is_empty(),
+        "wrappers aliasing a C call without `#[doc = <crate>::api_doc!(name)]`:\n{}",
+        missing.join("\n")
+    );
+}

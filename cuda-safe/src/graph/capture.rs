@@ -120,6 +120,7 @@ impl Capture {
     /// Begins capturing `stream` in `mode` (`cuStreamBeginCapture`): work queued on it from now
     /// on is recorded, not run.
     ///
+    #[doc = cuda_sys::api_doc!(cuStreamBeginCapture)]
     /// # Errors
     ///
     /// The driver's error (the stream is capturing already, or is the legacy default stream).
@@ -157,6 +158,7 @@ impl Capture {
     /// Whether `stream` is being captured, and by which capture
     /// (`cuStreamGetCaptureInfo`).
     ///
+    #[doc = cuda_sys::api_doc!(cuStreamGetCaptureInfo)]
     /// # Errors
     ///
     /// The driver's error.
@@ -185,6 +187,7 @@ impl Capture {
     /// queued on it from now on is recorded too, in parallel with the capturing stream's. Join
     /// it back ([`join`](Self::join)) before ending.
     ///
+    #[doc = cuda_sys::api_doc!(cuStreamWaitEvent)]
     /// # Errors
     ///
     /// The driver's error (a legacy or capturing `branch`).
@@ -196,6 +199,7 @@ impl Capture {
     /// Joins `branch` back: the capturing stream's later work waits for what was recorded on
     /// `branch`.
     ///
+    #[doc = cuda_sys::api_doc!(cuStreamWaitEvent)]
     /// # Errors
     ///
     /// The driver's error.
@@ -209,6 +213,7 @@ impl Capture {
     /// ([`GraphExec::set_kernel_args`](super::GraphExec::set_kernel_args)). The graph keeps the
     /// kernel loaded and every `Arc<Buffer>` argument alive.
     ///
+    #[doc = cuda_sys::api_doc!(cuLaunchKernelEx)]
     /// # Errors
     ///
     /// As [`launch`]; [`Error::Unsupported`] for a cluster or cooperative `config`;
@@ -267,6 +272,7 @@ impl Capture {
     /// Ends the capture and returns the graph recorded (`cuStreamEndCapture`); the stream runs
     /// its work again.
     ///
+    #[doc = cuda_sys::api_doc!(cuStreamEndCapture)]
     /// # Errors
     ///
     /// The driver's error, explained ([`Error::is_capture_error`]): the capture was invalidated
@@ -344,6 +350,8 @@ impl Graph {
     /// a new graph: [`Capture::begin`], `record`, [`Capture::end`]. When `record` fails, the
     /// capture is discarded and its error returned.
     ///
+    #[doc = cuda_sys::api_doc!(cuStreamBeginCapture)]
+    #[doc = cuda_sys::api_doc!(cuStreamEndCapture)]
     /// # Errors
     ///
     /// `record`'s error; as [`Capture::begin`] and [`Capture::end`].

@@ -64,6 +64,7 @@ impl Graph {
     /// Writes the graph as Graphviz DOT to `path`, with the details `flags` ask for
     /// (`cuGraphDebugDotPrint`).
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphDebugDotPrint)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a path that is not UTF-8 or holds a NUL; the driver's

@@ -19,6 +19,7 @@ impl Graph {
     /// 1, 2 or 4 bytes (any integer or float of up to 32 bits, or zero of any type), and `dst`
     /// hold a whole number of them.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphAddMemsetNode)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a dependency of another graph, an empty buffer, a size
@@ -40,6 +41,7 @@ impl Graph {
     /// Adds a memset node that sets `count` values at the address `dst` to `value`, as
     /// [`add_memset`](Self::add_memset) does for a buffer.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphAddMemsetNode)]
     /// # Errors
     ///
     /// As [`add_memset`](Self::add_memset).
@@ -103,6 +105,7 @@ impl Graph {
     /// same size (`cuGraphAddMemcpyNode`); the graph keeps both alive. Either may be device,
     /// pinned or managed memory.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphAddMemcpyNode)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a dependency of another graph, sizes that differ or
@@ -129,6 +132,7 @@ impl Graph {
     /// Adds a copy node that copies `bytes` bytes from the address `src` to `dst`, as
     /// [`add_memcpy`](Self::add_memcpy) does for buffers.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphAddMemcpyNode)]
     /// # Errors
     ///
     /// As [`add_memcpy`](Self::add_memcpy).
@@ -195,6 +199,7 @@ impl Graph {
     /// cannot be launched again until it is freed (unless instantiated with
     /// [`InstantiateOptions::auto_free_on_launch`](super::InstantiateOptions::auto_free_on_launch)).
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphAddMemAllocNode)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a dependency of another graph or zero bytes; the
@@ -244,6 +249,7 @@ impl Graph {
     /// Adds a node, after `dependencies`, that frees `allocation` at every replay
     /// (`cuGraphAddMemFreeNode`). Name as dependencies every node that uses the memory.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphAddMemFreeNode)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a dependency or an allocation of another graph; the

@@ -12,6 +12,7 @@ impl ObjectCode {
     /// The kernel called `name`: a name expression given to the program before compiling
     /// (`"scale<float>"`), or the kernel's symbol (`"saxpy"` for an `extern "C"` kernel).
     ///
+    #[doc = cuda_sys::api_doc!(cuLibraryGetKernel)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a name with a NUL byte; the driver's
@@ -35,6 +36,7 @@ impl ObjectCode {
 
     /// Every kernel of the code, named by its symbol.
     ///
+    #[doc = cuda_sys::api_doc!(cuLibraryEnumerateKernels)]
     /// # Errors
     ///
     /// A missing entry point before CUDA 12.4 drivers ([`Error::is_symbol_missing`](crate::Error::is_symbol_missing)); the

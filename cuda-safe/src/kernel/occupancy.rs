@@ -84,6 +84,7 @@ impl KernelOccupancy<'_> {
     /// How many blocks of `block_size` threads (with `dynamic_shared` bytes of dynamic shared
     /// memory each) fit on one SM at once.
     ///
+    #[doc = cuda_sys::api_doc!(cuOccupancyMaxActiveBlocksPerMultiprocessor)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a block size past `i32::MAX`; the driver's error.
@@ -115,6 +116,7 @@ impl KernelOccupancy<'_> {
 
     /// The block size that maximises occupancy, and the smallest grid that fills the device
     /// with it: `(min_grid_size, block_size)`.
+    #[doc = cuda_sys::api_doc!(cuOccupancyMaxPotentialBlockSize)]
     #[doc(alias = "cuOccupancyMaxPotentialBlockSize")]
     pub fn max_potential_block_size(&self, dynamic_shared: usize) -> Result<(u32, u32)> {
         self.with_function(|function| {

@@ -114,6 +114,8 @@ fn args_mismatch(
 /// free, a host view) waits for the launch. This costs nothing when every buffer is on the
 /// launch stream.
 ///
+#[doc = cuda_sys::api_doc!(cuLaunchKernel)]
+#[doc = cuda_sys::api_doc!(cuLaunchKernelEx)]
 /// # Errors
 ///
 /// Nothing is queued when:
@@ -233,6 +235,7 @@ pub unsafe fn launch<A: KernelArgs>(
 /// # Ok::<(), cuda_safe::Error>(())
 /// ```
 ///
+#[doc = cuda_sys::api_doc!(cuLaunchKernelEx)]
 /// # Errors
 ///
 /// As [`launch`], and before anything is queued, as [`LaunchAttributes::validate`] against the

@@ -10,6 +10,7 @@ impl KernelOccupancy<'_> {
     /// How many clusters of `config`'s shape (its grid, block, dynamic shared memory and
     /// cluster) can be resident on the device at once.
     ///
+    #[doc = cuda_sys::api_doc!(cuOccupancyMaxActiveClusters)]
     /// # Errors
     ///
     /// [`Error::Unsupported`] on a device without clusters (before compute capability 9.0);
@@ -38,6 +39,7 @@ impl KernelOccupancy<'_> {
     /// The largest cluster size (in blocks) that `config`'s grid, block and dynamic shared
     /// memory allow for this kernel on the device (its cluster shape, if any, is ignored).
     ///
+    #[doc = cuda_sys::api_doc!(cuOccupancyMaxPotentialClusterSize)]
     /// # Errors
     ///
     /// [`Error::Unsupported`] on a device without clusters; the driver's error.

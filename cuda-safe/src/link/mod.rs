@@ -126,6 +126,18 @@ impl Linker {
 
     /// Links every input into a `target` image (CUBIN, or PTX with `lto`).
     ///
+    #[doc = nvjitlink_sys::api_doc!(nvJitLinkCreate)]
+    #[doc = nvjitlink_sys::api_doc!(nvJitLinkAddData)]
+    #[doc = nvjitlink_sys::api_doc!(nvJitLinkComplete)]
+    #[doc = nvjitlink_sys::api_doc!(nvJitLinkGetLinkedCubin)]
+    #[doc = nvjitlink_sys::api_doc!(nvJitLinkGetLinkedPtx)]
+    #[doc = nvjitlink_sys::api_doc!(nvJitLinkGetErrorLog)]
+    #[doc = nvjitlink_sys::api_doc!(nvJitLinkGetInfoLog)]
+    #[doc = nvjitlink_sys::api_doc!(nvJitLinkDestroy)]
+    #[doc = cuda_sys::api_doc!(cuLinkCreate)]
+    #[doc = cuda_sys::api_doc!(cuLinkAddData)]
+    #[doc = cuda_sys::api_doc!(cuLinkComplete)]
+    #[doc = cuda_sys::api_doc!(cuLinkDestroy)]
     /// # Errors
     ///
     /// - [`Error::InvalidArgument`] with no inputs, for LTO-IR inputs without `lto`, and as

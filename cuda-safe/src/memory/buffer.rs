@@ -137,6 +137,7 @@ impl Buffer {
     /// a capture on another stream does not refuse it; a captured old stream is always waited
     /// on, which joins the new stream to its capture).
     ///
+    #[doc = cuda_sys::api_doc!(cuStreamWaitEvent)]
     /// # Errors
     ///
     /// The driver's error from the query or the wait; the buffer then stays on its stream.

@@ -152,6 +152,7 @@ impl DeviceMemoryResource {
     /// The resource over `device`'s default pool: made (and the pool's release threshold
     /// raised) on the first call, then shared, so asking again costs a lock and a clone.
     ///
+    #[doc = cuda_sys::api_doc!(cuDeviceGetDefaultMemPool)]
     /// # Errors
     ///
     /// The driver's error; on a device without stream-ordered pools
@@ -201,6 +202,7 @@ impl DeviceMemoryResource {
     /// A new pool on `device`, owned by this resource and destroyed with its last handle and
     /// buffer.
     ///
+    #[doc = cuda_sys::api_doc!(cuMemPoolCreate)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a `max_size` of 0; [`Error::Unsupported`] for an `ipc`
@@ -312,6 +314,7 @@ impl DeviceMemoryResource {
     }
 
     /// Sets how many bytes the pool keeps reserved after a synchronization.
+    #[doc = cuda_sys::api_doc!(cuMemPoolSetAttribute)]
     #[doc(alias = "cuMemPoolSetAttribute")]
     pub fn set_release_threshold(&self, bytes: u64) -> Result<()> {
         let mut value = bytes;
@@ -353,12 +356,14 @@ impl DeviceMemoryResource {
     /// Destroys an owned pool now if this is the last handle (no buffer of it alive),
     /// returning the driver's error (dropping does the same and only logs). For the default
     /// pool, or while other handles or buffers live, it only releases this handle.
+    #[doc = cuda_sys::api_doc!(cuMemPoolDestroy)]
     #[doc(alias = "cuMemPoolDestroy")]
     pub fn close(self) -> Result<()> {
         Arc::try_unwrap(self.inner).map_or(Ok(()), Owned::close)
     }
 
     /// Returns kept memory to the driver until at most `bytes` stay reserved.
+    #[doc = cuda_sys::api_doc!(cuMemPoolTrimTo)]
     #[doc(alias = "cuMemPoolTrimTo")]
     pub fn trim_to(&self, bytes: usize) -> Result<()> {
         // SAFETY: valid pool handle.
@@ -367,7 +372,7 @@ impl DeviceMemoryResource {
 }
 
 forward_memory_resource!(DeviceMemoryResource);
-typed_allocations!(DeviceMemoryResource, "cuMemAllocFromPoolAsync");
+typed_allocations!(DeviceMemoryResource, cuMemAllocFromPoolAsync "cuMemAllocFromPoolAsync");
 
 // SAFETY: allocations come from `cuMemAllocFromPoolAsync` with the size asked, freed once by
 // `cuMemFreeAsync`; device memory is never host-accessible.

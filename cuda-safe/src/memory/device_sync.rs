@@ -66,7 +66,7 @@ impl SyncDeviceMemoryResource {
 }
 
 forward_memory_resource!(SyncDeviceMemoryResource);
-typed_allocations!(SyncDeviceMemoryResource, "cuMemAlloc_v2");
+typed_allocations!(SyncDeviceMemoryResource, cuMemAlloc_v2 "cuMemAlloc_v2");
 
 // SAFETY: allocations come from `cuMemAlloc` with the size asked, owned by the buffer, and are
 // freed once by `cuMemFree` after their stream drained; device memory is never

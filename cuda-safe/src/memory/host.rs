@@ -64,8 +64,8 @@ impl ManagedMemoryResource {
 }
 
 forward_memory_resource!(PinnedMemoryResource, ManagedMemoryResource);
-typed_allocations!(PinnedMemoryResource, "cuMemHostAlloc");
-typed_allocations!(ManagedMemoryResource, "cuMemAllocManaged");
+typed_allocations!(PinnedMemoryResource, cuMemHostAlloc "cuMemHostAlloc");
+typed_allocations!(ManagedMemoryResource, cuMemAllocManaged "cuMemAllocManaged");
 
 impl HostMemory {
     fn new(kind: HostKind, device: &Device) -> Result<Arc<Self>> {

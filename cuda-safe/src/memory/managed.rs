@@ -149,6 +149,8 @@ pub struct RangeAttributes {
 
 /// Queues a prefetch of `ptr..ptr + bytes` to `to` on `stream`.
 ///
+#[doc = cuda_sys::api_doc!(cuMemPrefetchAsync)]
+#[doc = cuda_sys::api_doc!(cuMemPrefetchAsync_v2)]
 /// # Safety
 ///
 /// The range must be managed memory (or memory the driver can migrate) that stays allocated
@@ -171,6 +173,8 @@ pub unsafe fn prefetch_range(
 
 /// Gives the driver `advice` about `ptr..ptr + bytes`.
 ///
+#[doc = cuda_sys::api_doc!(cuMemAdvise)]
+#[doc = cuda_sys::api_doc!(cuMemAdvise_v2)]
 /// # Safety
 ///
 /// The range must be managed memory.
@@ -208,6 +212,7 @@ fn attribute_i32(ptr: CUdeviceptr, bytes: usize, attribute: CUmem_range_attribut
 
 /// What the driver holds about `ptr..ptr + bytes` (managed memory).
 ///
+#[doc = cuda_sys::api_doc!(cuMemRangeGetAttribute)]
 /// # Errors
 ///
 /// The driver's (memory that is not managed, or a driver older than 12.2).
@@ -271,6 +276,8 @@ impl Buffer {
     /// Queues a prefetch of the whole buffer to `to` on the buffer's stream: later work on
     /// the stream finds the pages there. Managed memory only; a zero-size buffer does nothing.
     ///
+    #[doc = cuda_sys::api_doc!(cuMemPrefetchAsync)]
+    #[doc = cuda_sys::api_doc!(cuMemPrefetchAsync_v2)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for memory that is not managed; the driver's.
@@ -287,6 +294,8 @@ impl Buffer {
     /// Gives the driver `advice` about the whole buffer. Managed memory only; a zero-size
     /// buffer does nothing.
     ///
+    #[doc = cuda_sys::api_doc!(cuMemAdvise)]
+    #[doc = cuda_sys::api_doc!(cuMemAdvise_v2)]
     /// # Errors
     ///
     /// As [`prefetch`](Self::prefetch).
@@ -303,6 +312,7 @@ impl Buffer {
     /// What the driver holds about the whole buffer: read-mostly, preferred location, last
     /// prefetch location, accessed-by. Managed memory only.
     ///
+    #[doc = cuda_sys::api_doc!(cuMemRangeGetAttribute)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for memory that is not managed, or an empty buffer; the

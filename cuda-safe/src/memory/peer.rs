@@ -48,6 +48,7 @@ pub struct PeerAttributes {
 impl Device {
     /// What the link from this device to `peer` supports.
     ///
+    #[doc = cuda_sys::api_doc!(cuDeviceGetP2PAttribute)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] when `peer` is this device; the driver's error.
@@ -79,6 +80,7 @@ impl Device {
     /// (both retained, and kept so). Idempotent: enabling it again is not an error. Access is
     /// one way: enable it from `peer` too for the other direction.
     ///
+    #[doc = cuda_sys::api_doc!(cuCtxEnablePeerAccess)]
     /// # Errors
     ///
     /// As [`Context::enable_peer_access`].
@@ -89,6 +91,7 @@ impl Device {
 
     /// Stops what [`enable_peer_access`](Self::enable_peer_access) allowed. Idempotent.
     ///
+    #[doc = cuda_sys::api_doc!(cuCtxDisablePeerAccess)]
     /// # Errors
     ///
     /// As [`Context::disable_peer_access`].
@@ -103,6 +106,7 @@ impl Context {
     /// the other context-bound allocators; pool memory needs
     /// [`DeviceMemoryResource::grant_access`]). Idempotent.
     ///
+    #[doc = cuda_sys::api_doc!(cuCtxEnablePeerAccess)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] when both contexts are on the same device;
@@ -120,6 +124,7 @@ impl Context {
 
     /// Stops what [`enable_peer_access`](Self::enable_peer_access) allowed. Idempotent.
     ///
+    #[doc = cuda_sys::api_doc!(cuCtxDisablePeerAccess)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] when both contexts are on the same device; the driver's
@@ -138,6 +143,7 @@ impl DeviceMemoryResource {
     /// Lets kernels and copies on `device` read and write this pool's memory, present and
     /// future allocations alike. Idempotent; granting the pool's own device is a no-op.
     ///
+    #[doc = cuda_sys::api_doc!(cuMemPoolSetAccess)]
     /// # Errors
     ///
     /// [`Error::Unsupported`] when `device` cannot reach the pool's device; the driver's error.
@@ -157,6 +163,7 @@ impl DeviceMemoryResource {
     /// Takes back what [`grant_access`](Self::grant_access) gave `device`. Every kernel on
     /// `device` that uses the memory must be done first.
     ///
+    #[doc = cuda_sys::api_doc!(cuMemPoolSetAccess)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for the pool's own device, which always has access; the
@@ -173,6 +180,7 @@ impl DeviceMemoryResource {
 
     /// Whether kernels on `device` may read and write this pool's memory.
     ///
+    #[doc = cuda_sys::api_doc!(cuMemPoolGetAccess)]
     /// # Errors
     ///
     /// The driver's error.

@@ -82,6 +82,7 @@ impl ObjectCode {
     /// describe its own): its ELF header, section and program header tables, sections,
     /// segments, string and symbol tables and relocations must all lie within it.
     ///
+    #[doc = cuda_sys::api_doc!(cuLibraryLoadData)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for anything that is not a complete CUBIN (an ELF64
@@ -98,6 +99,7 @@ impl ObjectCode {
     /// The image is checked against the slice's length first: its header and every part
     /// must lie within it, and each uncompressed CUBIN part must be complete.
     ///
+    #[doc = cuda_sys::api_doc!(cuLibraryLoadData)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for anything that is not a complete fatbin, naming what is
@@ -110,6 +112,7 @@ impl ObjectCode {
 
     /// Loads PTX text, which the driver compiles for the device on first use.
     ///
+    #[doc = cuda_sys::api_doc!(cuLibraryLoadData)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for text with a NUL byte before its end; the driver's error
@@ -126,6 +129,7 @@ impl ObjectCode {
     /// (`cuLibraryLoadFromFile` would trust a truncated file as `cuLibraryLoadData` trusts a
     /// truncated slice), then loaded with `cuLibraryLoadData`.
     ///
+    #[doc = cuda_sys::api_doc!(cuLibraryLoadFromFile)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a file that cannot be read (with the system's reason),
@@ -145,6 +149,7 @@ impl ObjectCode {
     /// cache), keeping its name-expression map so [`get_kernel`](Self::get_kernel) resolves
     /// templated kernels.
     ///
+    #[doc = cuda_sys::api_doc!(cuLibraryLoadData)]
     /// # Errors
     ///
     /// [`Error::Unsupported`] for LTO-IR, which must be linked first
@@ -234,6 +239,7 @@ impl ObjectCode {
 
     /// Unloads the code now if this is the last handle (no kernel of it alive), returning the
     /// driver's error (dropping does the same and only logs).
+    #[doc = cuda_sys::api_doc!(cuLibraryUnload)]
     #[doc(alias = "cuLibraryUnload")]
     pub fn close(self) -> Result<()> {
         Arc::try_unwrap(self.inner).map_or(Ok(()), Owned::close)
@@ -242,6 +248,7 @@ impl ObjectCode {
     /// A global variable of the code (`__device__` or `__constant__`) in `context`: its
     /// device address and size in bytes.
     ///
+    #[doc = cuda_sys::api_doc!(cuLibraryGetGlobal)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a name with a NUL byte; the driver's
@@ -281,6 +288,7 @@ impl ObjectCode {
 impl CompiledProgram {
     /// Loads the code ([`ObjectCode::from_compiled`]), keeping its name map.
     ///
+    #[doc = cuda_sys::api_doc!(cuLibraryLoadData)]
     /// # Errors
     ///
     /// As [`ObjectCode::from_compiled`].

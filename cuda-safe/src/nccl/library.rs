@@ -16,6 +16,7 @@ pub(crate) fn library() -> Result<&'static Nccl> {
 
 /// The version of the loaded NCCL (`ncclGetVersion`).
 ///
+#[doc = nccl_sys::api_doc!(ncclGetVersion)]
 /// # Errors
 ///
 /// [`Error::Load`] when `libnccl.so.2` cannot be loaded; [`Error::Unsupported`] for an NCCL

@@ -19,6 +19,7 @@ impl Program {
     /// Learning NVRTC's version loads NVRTC (about 5 ms in a fresh process);
     /// [`cache_key_for_compiler`](Self::cache_key_for_compiler) takes the version instead.
     ///
+    #[doc = nvrtc_sys::api_doc!(nvrtcVersion)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] with include paths or pre-includes (or a raw option that

@@ -58,6 +58,7 @@ impl Program {
     /// Asks every compile to lower `expression` (`"saxpy<float>"`, `"&scale<double>"`), so
     /// [`CompiledProgram::lowered_name`] gives its mangled name. Adding one twice is a no-op.
     ///
+    #[doc = nvrtc_sys::api_doc!(nvrtcAddNameExpression)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for an empty expression, or one with a NUL byte.
@@ -100,6 +101,14 @@ impl Program {
     /// On success: the code exactly as NVRTC returns it, the lowered name of every name
     /// expression, the log (warnings) and the flags.
     ///
+    #[doc = nvrtc_sys::api_doc!(nvrtcCreateProgram)]
+    #[doc = nvrtc_sys::api_doc!(nvrtcCompileProgram)]
+    #[doc = nvrtc_sys::api_doc!(nvrtcGetProgramLog)]
+    #[doc = nvrtc_sys::api_doc!(nvrtcGetPTX)]
+    #[doc = nvrtc_sys::api_doc!(nvrtcGetCUBIN)]
+    #[doc = nvrtc_sys::api_doc!(nvrtcGetLTOIR)]
+    #[doc = nvrtc_sys::api_doc!(nvrtcGetLoweredName)]
+    #[doc = nvrtc_sys::api_doc!(nvrtcDestroyProgram)]
     /// # Errors
     ///
     /// - [`Error::Nvrtc`] from `nvrtcCompileProgram` for a compile error, whose `log` holds

@@ -79,6 +79,7 @@ impl CompiledProgram {
     /// The lowered (mangled) name NVRTC gave `name_expression`, if it was added with
     /// [`Program::add_name_expression`](crate::Program::add_name_expression) (a link keeps
     /// the names of the compiled inputs it was given).
+    #[doc = nvrtc_sys::api_doc!(nvrtcGetLoweredName)]
     #[doc(alias = "nvrtcGetLoweredName")]
     pub fn lowered_name(&self, name_expression: &str) -> Option<&str> {
         self.code.lowered_name(name_expression)

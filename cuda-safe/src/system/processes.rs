@@ -182,6 +182,7 @@ type ListFn = unsafe fn(
 
 impl Device {
     /// The processes with a compute context on this GPU (CUDA programs).
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetComputeRunningProcesses_v3)]
     #[doc(alias = "nvmlDeviceGetComputeRunningProcesses_v3")]
     pub fn compute_processes(&self) -> Result<Vec<ProcessInfo>> {
         let mut processes = Vec::new();
@@ -191,6 +192,7 @@ impl Device {
 
     /// [`compute_processes`](Self::compute_processes) into `processes` (cleared first). With a
     /// vector reused between calls this is one NVML call and no allocation.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetComputeRunningProcesses_v3)]
     #[doc(alias = "nvmlDeviceGetComputeRunningProcesses_v3")]
     #[inline]
     pub fn compute_processes_into(&self, processes: &mut Vec<ProcessInfo>) -> Result<()> {
@@ -202,6 +204,7 @@ impl Device {
     }
 
     /// The processes with a graphics context on this GPU (OpenGL, Vulkan, ...).
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetGraphicsRunningProcesses_v3)]
     #[doc(alias = "nvmlDeviceGetGraphicsRunningProcesses_v3")]
     pub fn graphics_processes(&self) -> Result<Vec<ProcessInfo>> {
         let mut processes = Vec::new();

@@ -252,6 +252,7 @@ impl TensorMap {
     /// dimension and `strides` bytes between the starts of consecutive rows of each dimension
     /// but the innermost, innermost first, read in `options.box_dims` boxes.
     ///
+    #[doc = cuda_sys::api_doc!(cuTensorMapEncodeTiled)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming the rule broken (rank,
@@ -280,6 +281,7 @@ impl TensorMap {
     /// An im2col map of the tensor at the start of `buffer` (`dims` and `strides` as for
     /// [`tiled`](Self::tiled); dimension 0 is C, then W, H, D, N).
     ///
+    #[doc = cuda_sys::api_doc!(cuTensorMapEncodeIm2col)]
     /// # Errors
     ///
     /// As [`tiled`](Self::tiled), with the im2col rules: rank 3 to 5, corner offsets in the
@@ -304,6 +306,7 @@ impl TensorMap {
 
     /// A tiled map of the tensor at `address`, whose memory the caller vouches for.
     ///
+    #[doc = cuda_sys::api_doc!(cuTensorMapEncodeTiled)]
     /// # Errors
     ///
     /// As [`tiled`](Self::tiled), less the extent check.

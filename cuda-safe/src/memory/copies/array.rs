@@ -119,6 +119,8 @@ unsafe impl Sync for ArrayHandle {}
 impl CudaArray {
     /// Creates an array of `descriptor`'s shape on `stream`'s device.
     ///
+    #[doc = cuda_sys::api_doc!(cuArray3DCreate)]
+    #[doc = cuda_sys::api_doc!(cuArray3DCreate_v2)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for another channel count, a zero width, or a depth without

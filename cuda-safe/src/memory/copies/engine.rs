@@ -210,6 +210,8 @@ impl<T: Pod> PitchedMut<'_, T> {
     /// Queues a 2-D/3-D copy from device memory, ordered after the work already queued on
     /// the source's stream (and the source's later work after it).
     ///
+    #[doc = cuda_sys::api_doc!(cuMemcpy2DAsync)]
+    #[doc = cuda_sys::api_doc!(cuMemcpy3DAsync)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming the side and the
@@ -224,6 +226,8 @@ impl<T: Pod> PitchedMut<'_, T> {
 
     /// Copies from a host slice and waits for the copy.
     ///
+    #[doc = cuda_sys::api_doc!(cuMemcpy2DAsync)]
+    #[doc = cuda_sys::api_doc!(cuMemcpy3DAsync)]
     /// # Errors
     ///
     /// As [`copy_from`](Self::copy_from).
@@ -268,6 +272,8 @@ impl<T: Pod> PitchedMut<'_, T> {
 impl<T: Pod> Pitched<'_, T> {
     /// Copies into a host slice and waits for the copy.
     ///
+    #[doc = cuda_sys::api_doc!(cuMemcpy2DAsync)]
+    #[doc = cuda_sys::api_doc!(cuMemcpy3DAsync)]
     /// # Errors
     ///
     /// As [`PitchedMut::copy_from`].
@@ -301,6 +307,8 @@ impl CudaArray {
     /// Queues a copy from device memory into the array, ordered after the source's stream's
     /// queued work.
     ///
+    #[doc = cuda_sys::api_doc!(cuMemcpy2DAsync)]
+    #[doc = cuda_sys::api_doc!(cuMemcpy3DAsync)]
     /// # Errors
     ///
     /// As [`PitchedMut::copy_from`].

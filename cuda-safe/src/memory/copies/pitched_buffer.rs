@@ -36,6 +36,8 @@ impl PitchedBuffer {
     /// `element_size` (4, 8 or 16 bytes) is the size of the accesses kernels will make, which
     /// the driver aligns rows for.
     ///
+    #[doc = cuda_sys::api_doc!(cuMemAllocPitch)]
+    #[doc = cuda_sys::api_doc!(cuMemAllocPitch_v2)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a zero extent, another element size, or rows that

@@ -111,6 +111,7 @@ impl DeviceMemoryResource {
     /// Exports the pool for another process: a new file descriptor (or a fabric handle) for
     /// it. Only pools made with [`PoolOptions::ipc`](crate::PoolOptions::ipc) can be exported.
     ///
+    #[doc = cuda_sys::api_doc!(cuMemPoolExportToShareableHandle)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a pool made without `ipc` or one imported here;
@@ -184,6 +185,7 @@ impl DeviceMemoryResource {
     /// allocates nothing; it is destroyed with its last handle and buffer. A file descriptor
     /// is closed once imported.
     ///
+    #[doc = cuda_sys::api_doc!(cuMemPoolImportFromShareableHandle)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] when the pool's device is not visible in this process (see
@@ -234,6 +236,8 @@ impl DeviceMemoryResource {
     /// exporter's memory. Its first use must come after the exporter's writes: wait for an
     /// [IPC event](crate::Event::open_ipc) the exporter recorded after them.
     ///
+    #[doc = cuda_sys::api_doc!(cuMemPoolImportPointer)]
+    #[doc = cuda_sys::api_doc!(cuMemGetAddressRange)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a pool that was not imported, or a `stream` of another
@@ -320,6 +324,7 @@ impl Buffer {
     /// it. The buffer must stay alive until the other process has dropped its import: see the
     /// protocol in the [module documentation](super).
     ///
+    #[doc = cuda_sys::api_doc!(cuMemPoolExportPointer)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for an empty buffer, for memory not from a shareable pool,

@@ -122,6 +122,8 @@ impl GrowableBuffer {
     /// Grows the buffer to hold at least `size` bytes (rounded up to the granularity) by
     /// mapping one new chunk at the end; see the type's documentation for when it moves.
     ///
+    #[doc = cuda_sys::api_doc!(cuMemCreate)]
+    #[doc = cuda_sys::api_doc!(cuMemMap)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) past the resource's
@@ -187,6 +189,7 @@ impl GrowableBuffer {
     /// Grants devices access to the whole buffer now and to every chunk it grows by later, in
     /// one `cuMemSetAccess` (a device listed again gets the new access).
     ///
+    #[doc = cuda_sys::api_doc!(cuMemSetAccess)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for an empty list; the

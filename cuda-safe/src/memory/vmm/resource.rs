@@ -89,6 +89,7 @@ impl VirtualMemoryResource {
     /// (virtual memory, the handle type, GPUDirect RDMA, host NUMA memory, peer access) and
     /// queries the granularity once.
     ///
+    #[doc = cuda_sys::api_doc!(cuMemGetAllocationGranularity)]
     /// # Errors
     ///
     /// [`Error::Unsupported`] for what the device lacks (a fabric handle where
@@ -352,7 +353,7 @@ impl fmt::Debug for VirtualMemoryResource {
 }
 
 forward_memory_resource!(VirtualMemoryResource);
-typed_allocations!(VirtualMemoryResource, "cuMemCreate");
+typed_allocations!(VirtualMemoryResource, cuMemCreate "cuMemCreate");
 
 /// One reservation with physical memory mapped into it, made by
 /// [`VirtualMemoryResource::map`] or imported from another process
@@ -396,6 +397,7 @@ impl VirtualMapping {
     /// Grants devices access to the whole mapping, in one `cuMemSetAccess` (the resource's
     /// own device and peers keep theirs unless listed).
     ///
+    #[doc = cuda_sys::api_doc!(cuMemSetAccess)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for an empty list; the driver's (a device that cannot reach

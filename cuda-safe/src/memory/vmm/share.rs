@@ -307,6 +307,7 @@ macro_rules! exports {
             /// process needs to import it ([`VirtualMemoryResource::import_fds`]). The
             /// resource must have been made with `handle_type: Some(IpcHandleType::PosixFd)`.
             ///
+            #[doc = cuda_sys::api_doc!(cuMemExportToShareableHandle)]
             /// # Errors
             ///
             /// [`Error::InvalidArgument`] for a resource made without that handle type;
@@ -319,6 +320,7 @@ macro_rules! exports {
             /// Exports every physical chunk as a fabric handle, with its descriptor. The
             /// resource must have been made with `handle_type: Some(IpcHandleType::Fabric)`.
             ///
+            #[doc = cuda_sys::api_doc!(cuMemExportToShareableHandle)]
             /// # Errors
             ///
             /// As [`export_fds`](Self::export_fds).
@@ -340,6 +342,7 @@ impl VirtualMemoryResource {
     /// access (its device and peers). The file descriptors stay the caller's (close them once
     /// imported).
     ///
+    #[doc = cuda_sys::api_doc!(cuMemImportFromShareableHandle)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] before any driver call for chunks that are not one whole
@@ -360,6 +363,7 @@ impl VirtualMemoryResource {
     /// Maps memory exported as fabric handles ([`VirtualMapping::export_fabric`]), as
     /// [`import_fds`](Self::import_fds) does.
     ///
+    #[doc = cuda_sys::api_doc!(cuMemImportFromShareableHandle)]
     /// # Errors
     ///
     /// As [`import_fds`](Self::import_fds).

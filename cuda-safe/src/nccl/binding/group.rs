@@ -158,6 +158,8 @@ impl<'env> Group<'env> {
 /// # Ok::<(), cuda_safe::Error>(())
 /// ```
 ///
+#[doc = nccl_sys::api_doc!(ncclGroupStart)]
+#[doc = nccl_sys::api_doc!(ncclGroupEnd)]
 /// # Errors
 ///
 /// The error of `calls` (nothing queued); [`Error::InvalidArgument`] inside another group, or

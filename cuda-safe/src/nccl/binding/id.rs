@@ -31,6 +31,7 @@ impl UniqueId {
     /// A new id, from NCCL (it names this host's bootstrap address; the other ranks connect
     /// to it).
     ///
+    #[doc = nccl_sys::api_doc!(ncclGetUniqueId)]
     /// # Errors
     ///
     /// NCCL's error ([`Error::Nccl`]), or [`Error::Load`] when `libnccl` cannot be loaded.

@@ -39,6 +39,7 @@ impl Communicator {
     /// Registers `buffer` with this communicator (`ncclCommRegister`, NCCL 2.19 and later),
     /// for zero-copy collectives on it.
     ///
+    #[doc = nccl_sys::api_doc!(ncclCommRegister)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for an empty buffer or one of another device; NCCL's error;
@@ -113,6 +114,7 @@ impl Registered<'_> {
     /// Waits for the buffer's stream, then deregisters the buffer (`ncclCommDeregister`) and
     /// gives it back.
     ///
+    #[doc = nccl_sys::api_doc!(ncclCommDeregister)]
     /// # Errors
     ///
     /// The driver's error from the wait (the buffer then stays registered until the

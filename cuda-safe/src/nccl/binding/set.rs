@@ -17,12 +17,13 @@ use crate::stream::Stream;
 macro_rules! collectives {
     ($(
         $(#[doc = $doc:literal])*
-        fn $name:ident($($arg:ident: $kind:tt),* $(,)?) = $c:literal
+        fn $name:ident($($arg:ident: $kind:tt),* $(,)?) = $c:ident $alias:literal
             => $prepare:ident($($pass:expr),* $(,)?);
     )*) => {
         impl Communicator {$(
             $(#[doc = $doc])*
-            #[doc(alias = $c)]
+            #[doc = nccl_sys::api_doc!($c)]
+            #[doc(alias = $alias)]
             pub fn $name<T: NcclType>(
                 &self,
                 $($arg: collectives!(@borrowed $kind),)*
@@ -36,7 +37,7 @@ macro_rules! collectives {
 
         impl<'env> Group<'env> {$(
             #[doc = concat!(
-                "Records [`Communicator::", stringify!($name), "`] (`", $c, "`) in the group, ",
+                "Records [`Communicator::", stringify!($name), "`] (`", $alias, "`) in the group, ",
                 "on `comm`: the same arguments, checked now, and for the communicators of ",
                 "[`Communicator::init_all`] against the other ranks' calls at the same place ",
                 "in the group. Everything it uses stays borrowed until the group ends.\n\n",
@@ -44,7 +45,7 @@ macro_rules! collectives {
                 "As [`Communicator::", stringify!($name), "`] (an aborted communicator ",
                 "included); nothing is recorded then.",
             )]
-            #[doc(alias = $c)]
+            #[doc(alias = $alias)]
             pub fn $name<T: NcclType>(
                 &self,
                 comm: &'env Communicator,
@@ -79,7 +80,7 @@ collectives! {
     /// [`Group::all_reduce`](super::group::Group::all_reduce) there); NCCL's error; on a
     /// non-blocking communicator, as [`wait_with_timeout`](Self::wait_with_timeout) while NCCL
     /// queues the call.
-    fn all_reduce(send: source, recv: target, op: ReduceOp) = "ncclAllReduce"
+    fn all_reduce(send: source, recv: target, op: ReduceOp) = ncclAllReduce "ncclAllReduce"
         => all_reduce(send, recv, op);
 
     /// All-reduce in place: `buffer` becomes the reduction of every rank's `buffer`.
@@ -87,7 +88,7 @@ collectives! {
     /// # Errors
     ///
     /// As [`all_reduce`](Self::all_reduce).
-    fn all_reduce_in_place(buffer: target, op: ReduceOp) = "ncclAllReduce"
+    fn all_reduce_in_place(buffer: target, op: ReduceOp) = ncclAllReduce "ncclAllReduce"
         => all_reduce(buffer, buffer, op);
 
     /// Broadcast (`ncclBroadcast`): every rank's `recv` gets rank `root`'s `send` (only the root's
@@ -97,7 +98,7 @@ collectives! {
     ///
     /// As [`all_reduce`](Self::all_reduce);
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a root past the last rank.
-    fn broadcast(send: source, recv: target, root: usize) = "ncclBroadcast"
+    fn broadcast(send: source, recv: target, root: usize) = ncclBroadcast "ncclBroadcast"
         => broadcast(send, recv, root);
 
     /// Broadcast in place: every rank's `buffer` becomes rank `root`'s.
@@ -105,7 +106,7 @@ collectives! {
     /// # Errors
     ///
     /// As [`broadcast`](Self::broadcast).
-    fn broadcast_in_place(buffer: target, root: usize) = "ncclBroadcast"
+    fn broadcast_in_place(buffer: target, root: usize) = ncclBroadcast "ncclBroadcast"
         => broadcast(buffer, buffer, root);
 
     /// Reduce (`ncclReduce`): rank `root`'s `recv` gets the reduction of every rank's `send` (the
@@ -114,7 +115,7 @@ collectives! {
     /// # Errors
     ///
     /// As [`broadcast`](Self::broadcast).
-    fn reduce(send: source, recv: target, op: ReduceOp, root: usize) = "ncclReduce"
+    fn reduce(send: source, recv: target, op: ReduceOp, root: usize) = ncclReduce "ncclReduce"
         => reduce(send, recv, (op, root));
 
     /// Reduce in place: rank `root`'s `buffer` becomes the reduction of every rank's.
@@ -122,7 +123,7 @@ collectives! {
     /// # Errors
     ///
     /// As [`broadcast`](Self::broadcast).
-    fn reduce_in_place(buffer: target, op: ReduceOp, root: usize) = "ncclReduce"
+    fn reduce_in_place(buffer: target, op: ReduceOp, root: usize) = ncclReduce "ncclReduce"
         => reduce(buffer, buffer, (op, root));
 
     /// All-gather (`ncclAllGather`): every rank's `recv` gets every rank's `send`, rank by rank;
@@ -131,7 +132,7 @@ collectives! {
     /// # Errors
     ///
     /// As [`all_reduce`](Self::all_reduce).
-    fn all_gather(send: source, recv: target) = "ncclAllGather"
+    fn all_gather(send: source, recv: target) = ncclAllGather "ncclAllGather"
         => all_gather(send, recv);
 
     /// All-gather in place: `buffer` holds one part per rank, and this rank's part (at `rank() *
@@ -142,7 +143,7 @@ collectives! {
     /// As [`all_gather`](Self::all_gather);
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) when the buffer does not split
     /// into equal parts.
-    fn all_gather_in_place(buffer: target) = "ncclAllGather"
+    fn all_gather_in_place(buffer: target) = ncclAllGather "ncclAllGather"
         => all_gather_in_place(buffer);
 
     /// Reduce-scatter (`ncclReduceScatter`): the reduction of every rank's `send` is split in one
@@ -151,7 +152,7 @@ collectives! {
     /// # Errors
     ///
     /// As [`all_reduce`](Self::all_reduce).
-    fn reduce_scatter(send: source, recv: target, op: ReduceOp) = "ncclReduceScatter"
+    fn reduce_scatter(send: source, recv: target, op: ReduceOp) = ncclReduceScatter "ncclReduceScatter"
         => reduce_scatter(send, recv, op);
 
     /// Reduce-scatter in place: `buffer` is reduced across ranks, and this rank's part of the
@@ -160,7 +161,7 @@ collectives! {
     /// # Errors
     ///
     /// As [`all_gather_in_place`](Self::all_gather_in_place).
-    fn reduce_scatter_in_place(buffer: target, op: ReduceOp) = "ncclReduceScatter"
+    fn reduce_scatter_in_place(buffer: target, op: ReduceOp) = ncclReduceScatter "ncclReduceScatter"
         => reduce_scatter_in_place(buffer, op);
 
     /// Sends `send` to rank `peer` (`ncclSend`), which receives it with [`recv`](Self::recv) of the
@@ -172,7 +173,7 @@ collectives! {
     ///
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a peer past the last rank,
     /// memory of another device, or inside a group; NCCL's error.
-    fn send(send: source, peer: usize) = "ncclSend"
+    fn send(send: source, peer: usize) = ncclSend "ncclSend"
         => send(send, peer);
 
     /// Receives into `recv` what rank `peer` sends (`ncclRecv`).
@@ -180,6 +181,6 @@ collectives! {
     /// # Errors
     ///
     /// As [`send`](Self::send).
-    fn recv(recv: target, peer: usize) = "ncclRecv"
+    fn recv(recv: target, peer: usize) = ncclRecv "ncclRecv"
         => recv(recv, peer);
 }

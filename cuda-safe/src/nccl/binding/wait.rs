@@ -12,6 +12,7 @@ impl Communicator {
     /// that died, a network failure, a fault in a collective. On one, the communicator is
     /// aborted (it cannot be used any more) and the error returned.
     ///
+    #[doc = nccl_sys::api_doc!(ncclCommGetAsyncError)]
     /// # Errors
     ///
     /// [`Error::NcclAsync`] with NCCL's code and message; NCCL's error for the query itself.

@@ -18,6 +18,7 @@ impl Communicator {
     /// [`group`](crate::nccl::group), and each rank's calls are checked against the others' (the
     /// same collective, count, type, operator and root) before they reach NCCL.
     ///
+    #[doc = nccl_sys::api_doc!(ncclCommInitAll)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for no device or one listed twice; NCCL's error.
@@ -72,6 +73,7 @@ impl Communicator {
     /// returns when all have joined (and, non-blocking under `NCCL_COMM_BLOCKING=0`, once
     /// NCCL reports the communicator ready).
     ///
+    #[doc = nccl_sys::api_doc!(ncclCommInitRank)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for `rank >= ranks`; NCCL's error; [`Error::NcclAsync`] when
@@ -120,6 +122,7 @@ impl Communicator {
     /// later). A non-blocking communicator (`blocking: Some(false)`) is polled until it is
     /// ready, and aborted when [`CommConfig::init_timeout`] passes first.
     ///
+    #[doc = nccl_sys::api_doc!(ncclCommInitRankConfig)]
     /// # Errors
     ///
     /// As [`init_rank`](Self::init_rank); [`Error::NcclTimeout`] when the timeout passed;

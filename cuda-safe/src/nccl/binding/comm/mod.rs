@@ -175,6 +175,7 @@ impl Communicator {
 
     /// This rank's place among the communicator's ranks (`ncclCommUserRank`).
     ///
+    #[doc = nccl_sys::api_doc!(ncclCommUserRank)]
     /// # Errors
     ///
     /// NCCL's error (a communicator split inside a group is known only once the group ended).
@@ -185,6 +186,7 @@ impl Communicator {
 
     /// How many ranks the communicator has (`ncclCommCount`).
     ///
+    #[doc = nccl_sys::api_doc!(ncclCommCount)]
     /// # Errors
     ///
     /// As [`rank`](Self::rank).
@@ -280,6 +282,7 @@ impl Communicator {
     /// Aborts the communicator (`ncclCommAbort`): frees it without waiting for its work,
     /// which is cancelled. For a rank whose peers are gone.
     ///
+    #[doc = nccl_sys::api_doc!(ncclCommAbort)]
     /// # Errors
     ///
     /// NCCL's error.
@@ -291,6 +294,7 @@ impl Communicator {
     /// Flushes the communicator's work and releases its resources in step with the other
     /// ranks (`ncclCommFinalize`, NCCL 2.14 and later, waited for), then destroys it.
     ///
+    #[doc = nccl_sys::api_doc!(ncclCommFinalize)]
     /// # Errors
     ///
     /// NCCL's error, or [`Error::NcclAsync`] when finalizing failed in the background.
@@ -306,6 +310,7 @@ impl Communicator {
     /// Destroys the communicator (`ncclCommDestroy`), returning NCCL's error (dropping it does
     /// the same and logs the error).
     ///
+    #[doc = nccl_sys::api_doc!(ncclCommDestroy)]
     /// # Errors
     ///
     /// NCCL's error.

@@ -18,6 +18,7 @@ impl Communicator {
     /// `config` of `None` inherits this communicator's. A non-blocking communicator's split is
     /// waited for (NCCL hands the new communicator over only when it is done).
     ///
+    #[doc = nccl_sys::api_doc!(ncclCommSplit)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a color past `i32::MAX`, or inside a
@@ -77,6 +78,7 @@ impl Communicator {
     /// (`None` for a `None` color). The new communicators of one color that came from one
     /// all-GPU clique are a clique again, so their collectives are checked against each other.
     ///
+    #[doc = nccl_sys::api_doc!(ncclCommSplit)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] when `splits` and `comms` differ in length, for a color past
