@@ -197,7 +197,9 @@ fn every_wrapper_links_the_c_call_it_aliases() {
                 .collect::<Vec<_>>()
                 .join("\n");
             for name in attribute.split('"').skip(1).step_by(2) {
-                let Some(krate) = raw_crate_of(name) else { continue };
+                let Some(krate) = raw_crate_of(name) else {
+                    continue;
+                };
                 if NO_API_DOC.iter().any(|(exempt, _)| *exempt == name) {
                     continue;
                 }

@@ -7,10 +7,14 @@
 //!   benchmarks in release mode and write a folder that runs them (or the ones a filter keeps) on
 //!   a GPU machine without Rust.
 
+#[cfg(feature = "bindgen")]
 mod bindgen;
 mod bundle;
+#[cfg(feature = "bindgen")]
 mod headers;
+#[cfg(feature = "bindgen")]
 mod nccl_header;
+mod public_api;
 
 use std::process::ExitCode;
 
@@ -26,7 +30,15 @@ usage:
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
+        #[cfg(feature = "bindgen")]
         Some("bindgen") => bindgen::run(&args[1..]),
+        #[cfg(not(feature = "bindgen"))]
+        Some("bindgen") => Err(
+            "this xtask was built without its `bindgen` feature; `cargo xtask bindgen` (the \
+             alias in .cargo/config.toml) turns it on"
+                .into(),
+        ),
+        Some("public-api") => public_api::run(&args[1..]),
         Some("gpu-bundle") => bundle::run(&args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
