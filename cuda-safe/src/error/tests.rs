@@ -198,3 +198,15 @@ fn errors_are_send_sync_and_small() {
     assert_send_sync::<Error>();
     assert!(size_of::<Error>() <= 64, "{}", size_of::<Error>());
 }
+
+#[test]
+fn a_poisoned_ipc_channel_says_what_stopped_and_what_to_do() {
+    let poisoned = Error::IpcPoisoned {
+        what: "waiting for bytes",
+    };
+    let text = poisoned.to_string();
+    assert!(text.starts_with("IPC channel: out of step"), "{text}");
+    assert!(text.contains("since waiting for bytes stopped"), "{text}");
+    assert!(text.ends_with("close the channel"), "{text}");
+    assert!(!poisoned.is_not_supported() && !poisoned.is_no_device());
+}
