@@ -126,7 +126,7 @@ impl FromStr for JobSecret {
     /// Parses hex digits (either case): 32 to 128 of them.
     fn from_str(text: &str) -> Result<Self> {
         let text = text.trim();
-        if !text.is_ascii() || text.len() % 2 != 0 {
+        if !text.is_ascii() || !text.len().is_multiple_of(2) {
             return Err(Error::invalid_argument(
                 "a job's secret is an even number of hex digits",
             ));

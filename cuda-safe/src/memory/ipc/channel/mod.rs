@@ -424,10 +424,11 @@ impl Channel {
         }
         let mut transfer = Transfer::new(&self.socket, Deadline::after(self.timeout()));
         let result = body(&mut transfer);
-        if let Err(error) = &result {
-            if transfer.is_open() && !matches!(error, Error::IpcPeerGone { .. }) {
-                let _ = self.poisoned.set(transfer.doing());
-            }
+        if let Err(error) = &result
+            && transfer.is_open()
+            && !matches!(error, Error::IpcPeerGone { .. })
+        {
+            let _ = self.poisoned.set(transfer.doing());
         }
         result
     }
