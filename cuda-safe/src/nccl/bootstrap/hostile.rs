@@ -10,9 +10,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::secret::JobSecret;
 use super::tests::{loopback_listener, never, rank_env, secret};
-use super::wire::{HELLO_BYTES, ID_MESSAGE_BYTES, PROOF_BYTES, hello};
-use super::*;
+use super::wire::{HELLO_BYTES, ID_BYTES, ID_MESSAGE_BYTES, PROOF_BYTES, hello};
+use super::{Deadline, root};
+use crate::error::{Error, Result};
 
 const ID: [u8; ID_BYTES] = [0x1d; ID_BYTES];
 

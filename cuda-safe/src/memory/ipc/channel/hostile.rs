@@ -4,12 +4,17 @@
 //! one, file descriptors of the wrong kind, and an accept no process answers.
 
 use std::io::Write;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
+use super::super::share::{ExportedPool, PoolHandle};
 use super::tests::memfd_with;
 use super::wire::Kind;
-use super::*;
+use super::{Channel, Listener, MAX_MESSAGE_BYTES, Released};
+use crate::error::Error;
+use crate::memory::vmm::VmmShareDescriptor;
+use crate::uuid::Uuid;
 
 /// The bytes of a header as the wire writes them.
 fn header(kind: u32, len: u32) -> Vec<u8> {
