@@ -244,3 +244,45 @@ fn rank_zero_takes_the_socket_its_launcher_handed_down_once() {
     let again = listen::inherited(&listener.as_raw_fd().to_string(), port).unwrap_err();
     assert!(again.to_string().contains("took it already"), "{again}");
 }
+
+#[test]
+fn each_message_has_its_length_and_no_proof_passes_for_another() {
+    use super::wire::{
+        ACK_BYTES, HELLO_BYTES, ID_MESSAGE_BYTES, PROOF_BYTES, Session, ack, check_ack, check_id,
+        check_proof, hello, id_message, parse_hello, proof,
+    };
+    let session = Session {
+        root_nonce: [1; 32],
+        rank_nonce: [2; 32],
+        world_size: 4,
+        rank: 3,
+    };
+    let hello = hello(&session.root_nonce);
+    assert_eq!(
+        (hello.len(), parse_hello(&hello)),
+        (HELLO_BYTES, Some([1; 32]))
+    );
+    let proof = proof(&secret(), &session).unwrap();
+    assert_eq!(proof.len(), PROOF_BYTES);
+    let claimed = check_proof(&secret(), &proof, session.root_nonce, 4).unwrap();
+    assert_eq!((claimed.rank, claimed.rank_nonce), (3, [2; 32]));
+    let answer = id_message(&secret(), &session, &[8; ID_BYTES]).unwrap();
+    assert_eq!(answer.len(), ID_MESSAGE_BYTES);
+    assert_eq!(check_id(&secret(), &answer, &session), Some([8; ID_BYTES]));
+    let acknowledgement = ack(&secret(), &session).unwrap();
+    assert_eq!(acknowledgement.len(), ACK_BYTES);
+    assert!(check_ack(&secret(), &acknowledgement, &session));
+    // Another secret, another nonce of rank 0, another world: the proof fails.
+    let other = JobSecret::from_bytes(&[0x5f; 32]).unwrap();
+    assert!(check_proof(&other, &proof, session.root_nonce, 4).is_none());
+    assert!(check_proof(&secret(), &proof, [9; 32], 4).is_none());
+    assert!(check_proof(&secret(), &proof, session.root_nonce, 5).is_none());
+    // A changed id fails rank 0's proof; one step's proof is not another's.
+    let mut changed = answer;
+    changed[10] ^= 1;
+    assert_eq!(check_id(&secret(), &changed, &session), None);
+    let mut reflected = [0u8; ACK_BYTES];
+    reflected[..5].copy_from_slice(&acknowledgement[..5]);
+    reflected[5..].copy_from_slice(&proof[PROOF_BYTES - 32..]);
+    assert!(!check_ack(&secret(), &reflected, &session));
+}
