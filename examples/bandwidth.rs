@@ -4,7 +4,7 @@
 //! GB/s against size with the measured copy ceiling drawn in.
 //!
 //! ```text
-//! cargo run --release -p cuda-safe --example bandwidth -- [--svg FILE] [--table FILE] [--max-mib N]
+//! cargo run --release -p cuda-safe-examples --example bandwidth -- [--svg FILE] [--table FILE] [--max-mib N]
 //! ```
 //!
 //! Bandwidth counts the bytes a kernel must move: 12 bytes per SAXPY element (two reads, one

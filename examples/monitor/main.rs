@@ -3,11 +3,11 @@
 //! optionally with the processes on each GPU and a timestamp.
 //!
 //! ```text
-//! cargo run -p cuda-safe --example monitor                         # every second until Ctrl-C
-//! cargo run -p cuda-safe --example monitor -- -d 1 -c 10 --format csv
-//! cargo run -p cuda-safe --example monitor -- -i 0,GPU-8c1b... -s pucvmet --timestamp
-//! cargo run -p cuda-safe --example monitor -- --once --processes --format json
-//! cargo run -p cuda-safe --example monitor -- --help
+//! cargo run -p cuda-safe-examples --example monitor                         # every second until Ctrl-C
+//! cargo run -p cuda-safe-examples --example monitor -- -d 1 -c 10 --format csv
+//! cargo run -p cuda-safe-examples --example monitor -- -i 0,GPU-8c1b... -s pucvmet --timestamp
+//! cargo run -p cuda-safe-examples --example monitor -- --once --processes --format json
+//! cargo run -p cuda-safe-examples --example monitor -- --help
 //! ```
 //!
 //! Metric groups (`-s`, default `pucm`): `p` power and temperature, `u` utilization, `c` clocks
