@@ -252,9 +252,11 @@ fn files_in(dir: &Path) -> (usize, u64) {
         })
 }
 
-/// Writers killed with SIGKILL mid-`put`: no wrong entry is ever read, their temp files count
-/// against the cap at once, and a `put` sweeps them once they are stale. (They used to stay
-/// outside the cap for an hour: 39 files, 44 MB, beside 22.6 MB of entries.)
+/// Writers killed with SIGKILL mid-`put`: no wrong entry is ever read, and the next `put` reaps
+/// their temp files at once (a dead writer's lock is free), never counting them; a file killed
+/// before its first byte holds nothing and goes once stale. (They used to stay outside the cap
+/// for an hour: 39 files, 44 MB, beside 22.6 MB of entries; then five minutes inside it,
+/// evicting good entries.)
 #[test]
 fn killed_writers_leave_no_wrong_entry_and_no_lasting_temp_files() {
     let dir = tempfile::tempdir().unwrap();
@@ -287,16 +289,15 @@ fn killed_writers_leave_no_wrong_entry_and_no_lasting_temp_files() {
     }
     assert_eq!(cache.stats().unwrap().corrupt_entries, 0);
 
-    // Fresh leftovers cannot be told from a live writer's file, so they stay, but count: the
-    // next put evicts entries to keep entries and temp files within the cap.
+    // Dead writers' files are never counted, and the next put reaps every one with bytes.
+    let entry_bytes: u64 = cache.entries().unwrap().iter().map(|e| e.bytes).sum();
+    assert_eq!(cache.stats().unwrap().bytes, entry_bytes);
     cache.put(&key(0), &big_program(0)).unwrap();
     let stats = cache.stats().unwrap();
     let entry_bytes: u64 = cache.entries().unwrap().iter().map(|e| e.bytes).sum();
-    assert_eq!(stats.bytes, entry_bytes + left_bytes, "{stats:?}");
-    assert!(
-        stats.bytes <= KILL_CAP || stats.entries == 1,
-        "{stats:?}, {left_bytes} bytes of temp files"
-    );
+    assert_eq!(stats.bytes, entry_bytes, "{stats:?}");
+    assert_eq!(files_in(&tmp).1, 0, "{left_bytes} bytes of temp files left");
+    assert!(stats.bytes <= KILL_CAP || stats.entries == 1, "{stats:?}");
 
     // Once stale, one put sweeps them all.
     let cache = cache.with_stale_temp_age(Duration::from_millis(500));

@@ -28,7 +28,10 @@ fn run(stub: &Stub) -> Result<()> {
 
     assert!(device.release_primary_context(), "it was kept");
     assert_eq!(contexts(stub), 0, "released at once: no handle uses it");
-    assert!(!device.release_primary_context(), "nothing is kept any more");
+    assert!(
+        !device.release_primary_context(),
+        "nothing is kept any more"
+    );
 
     device.mem_info()?;
     assert_eq!(contexts(stub), 0, "a query makes it and lets it go");

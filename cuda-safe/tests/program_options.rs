@@ -458,5 +458,8 @@ fn the_builder_sets_what_the_fields_set() {
         built.to_flags(CodeKind::Cubin).unwrap(),
         by_fields.to_flags(CodeKind::Cubin).unwrap()
     );
-    assert_eq!(ProgramOptions::default().arch("90").arch, Some("90".to_owned()));
+    assert_eq!(
+        ProgramOptions::default().arch("90").arch,
+        Some("90".to_owned())
+    );
 }

@@ -21,6 +21,15 @@ fn linker(options: LinkerOptions, inputs: &[(&str, &[u8])]) -> Linker {
     linker
 }
 
+/// nvJitLink `version`, as this process asked it.
+fn keying(version: &str) -> keying::LinkKeying {
+    keying::LinkKeying {
+        backend: LinkerBackend::NvJitLink,
+        version: version.to_owned(),
+        recalled: false,
+    }
+}
+
 fn key(linker: &Linker, target: CodeKind, version: &str) -> CacheKey {
     let plan = linker.plan(target).unwrap();
     linker.key_for(target, &plan, version).unwrap()
@@ -138,8 +147,9 @@ fn a_cached_image_is_returned_without_linking() {
         linker.lowered_names.clone(),
     );
     cache.put(&key, &stored).unwrap();
+    let _ = plan;
     let hit = linker
-        .fetch_or_link(CodeKind::Cubin, &cache, plan, "13.0")
+        .fetch_or_link(CodeKind::Cubin, &cache, keying("13.0"))
         .unwrap();
     assert!(hit.from_cache());
     assert_eq!(hit.code(), &stored);
@@ -153,8 +163,9 @@ fn a_cached_image_is_returned_without_linking() {
     let plan = linker.plan(CodeKind::Ptx).unwrap();
     let key = linker.key_for(CodeKind::Ptx, &plan, "13.0").unwrap();
     cache.put(&key, &stored).unwrap();
+    let _ = plan;
     let error = linker
-        .fetch_or_link(CodeKind::Ptx, &cache, plan, "13.0")
+        .fetch_or_link(CodeKind::Ptx, &cache, keying("13.0"))
         .unwrap_err();
     assert!(
         matches!(error, Error::Link { .. } | Error::Load(_)),

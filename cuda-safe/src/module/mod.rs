@@ -119,7 +119,12 @@ impl ObjectCode {
         Self::load_ptx(ptx.as_bytes(), Arc::from([]))
     }
 
-    /// Loads a CUBIN, PTX or fatbin file, told apart by its first bytes.
+    /// The largest file [`from_file`](Self::from_file) reads: 1 GiB (far above any kernel
+    /// image); [`from_file_with_max_bytes`](Self::from_file_with_max_bytes) takes another cap.
+    pub const DEFAULT_MAX_FILE_BYTES: u64 = crate::user_file::DEFAULT_MAX_FILE_BYTES;
+
+    /// Loads a CUBIN, PTX or fatbin file, told apart by its first bytes, of at most
+    /// [`DEFAULT_MAX_FILE_BYTES`](Self::DEFAULT_MAX_FILE_BYTES).
     ///
     /// The file is read here and checked as [`from_cubin`](Self::from_cubin),
     /// [`from_fatbin`](Self::from_fatbin) or [`from_ptx`](Self::from_ptx) check their images
@@ -128,12 +133,24 @@ impl ObjectCode {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a file that cannot be read (with the system's reason),
-    /// is not a regular file (a FIFO, a device, a directory) or is not a complete image; the driver's error when it refuses the image.
+    /// As [`from_file_with_max_bytes`](Self::from_file_with_max_bytes).
     #[doc(alias = "cuLibraryLoadFromFile")]
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
+        Self::from_file_with_max_bytes(path, Self::DEFAULT_MAX_FILE_BYTES)
+    }
+
+    /// [`from_file`](Self::from_file) for a file of at most `max_bytes`: a larger one is
+    /// refused from its size (`fstat`), before anything is read.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a file that cannot be read (with the system's reason),
+    /// is not a regular file (a FIFO, a device, a directory), is larger than `max_bytes` or is
+    /// not a complete image; the driver's error when it refuses the image.
+    #[doc(alias = "cuLibraryLoadFromFile")]
+    pub fn from_file_with_max_bytes(path: impl AsRef<Path>, max_bytes: u64) -> Result<Self> {
         let path = path.as_ref();
-        let bytes = crate::user_file::read_regular(path)?;
+        let bytes = crate::user_file::read_regular(path, max_bytes)?;
         match image::Format::of(&bytes) {
             image::Format::Cubin => Self::from_cubin(&bytes),
             image::Format::Fatbin => Self::from_fatbin(&bytes),
@@ -152,6 +169,10 @@ impl ObjectCode {
     /// [`Error::InvalidArgument`] for bytes that are not a complete image of the kind they
     /// claim (checked as [`from_cubin`](Self::from_cubin) and [`from_ptx`](Self::from_ptx)
     /// check), as from a damaged cache entry.
+    ///
+    /// The check runs once per image: code that passed it (this code or a clone of it, or an
+    /// on-disk cache entry stored after it and read back against its checksum) loads without
+    /// walking it again.
     #[doc(alias = "cuLibraryLoadData")]
     pub fn from_compiled(code: &CompiledCode) -> Result<Self> {
         let names = code.shared_lowered_names();
@@ -162,7 +183,7 @@ impl ObjectCode {
             )),
             CodeKind::Ptx => Self::load_ptx(code.bytes(), names),
             CodeKind::Cubin => {
-                image::check(code.bytes(), CodeKind::Cubin)?;
+                check_compiled(code)?;
                 Self::load_image(code.bytes(), Some(CodeKind::Cubin), names)
             }
         }
@@ -276,6 +297,20 @@ impl ObjectCode {
     pub(crate) fn library(&self) -> &Arc<Owned<LoadedLibrary>> {
         &self.inner
     }
+}
+
+/// Checks compiled code as [`ObjectCode::from_compiled`] would before loading it, and marks it
+/// checked (so a cache stores that, and a load does not walk it again).
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] for a CUBIN that is not a complete image.
+pub(crate) fn check_compiled(code: &CompiledCode) -> Result<()> {
+    if code.kind() == CodeKind::Cubin && !code.image_checked() {
+        image::check(code.bytes(), CodeKind::Cubin)?;
+        code.mark_image_checked();
+    }
+    Ok(())
 }
 
 impl CompiledProgram {
