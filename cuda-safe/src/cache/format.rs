@@ -303,6 +303,17 @@ mod tests {
         }
     }
 
+    #[test]
+    fn the_image_checked_flag_round_trips() {
+        let key = CacheKey::from_bytes([6; 32]);
+        let code = CompiledCode::new(CodeKind::Cubin, vec![1, 2, 3], Vec::new());
+        assert!(!decode(&key, &encode(&key, &code)).unwrap().image_checked());
+        code.mark_image_checked();
+        let file = encode(&key, &code);
+        assert_eq!(file[HEADER_LEN + 1], IMAGE_CHECKED);
+        assert!(decode(&key, &file).unwrap().image_checked());
+    }
+
     proptest! {
         #[test]
         fn round_trips(program in program(), key in any::<[u8; 32]>()) {

@@ -90,7 +90,7 @@ impl ObjectCode {
     #[doc(alias = "cuLibraryLoadData")]
     pub fn from_cubin(cubin: &[u8]) -> Result<Self> {
         image::check(cubin, CodeKind::Cubin)?;
-        Self::load_image(cubin, Some(CodeKind::Cubin), Arc::from([]))
+        Self::load_image(cubin, Some(CodeKind::Cubin), no_names())
     }
 
     /// Loads a fatbin image.
@@ -105,7 +105,7 @@ impl ObjectCode {
     #[doc(alias = "cuLibraryLoadData")]
     pub fn from_fatbin(fatbin: &[u8]) -> Result<Self> {
         image::check_fatbin(fatbin)?;
-        Self::load_image(fatbin, None, Arc::from([]))
+        Self::load_image(fatbin, None, no_names())
     }
 
     /// Loads PTX text, which the driver compiles for the device on first use.
@@ -116,7 +116,7 @@ impl ObjectCode {
     /// (with its JIT log's code) when it cannot compile it.
     #[doc(alias = "cuLibraryLoadData")]
     pub fn from_ptx(ptx: &str) -> Result<Self> {
-        Self::load_ptx(ptx.as_bytes(), Arc::from([]))
+        Self::load_ptx(ptx.as_bytes(), no_names())
     }
 
     /// The largest file [`from_file`](Self::from_file) reads: 1 GiB (far above any kernel
@@ -154,7 +154,7 @@ impl ObjectCode {
         match image::Format::of(&bytes) {
             image::Format::Cubin => Self::from_cubin(&bytes),
             image::Format::Fatbin => Self::from_fatbin(&bytes),
-            image::Format::Ptx => Self::load_ptx(&bytes, Arc::from([])),
+            image::Format::Ptx => Self::load_ptx(&bytes, no_names()),
         }
     }
 
@@ -299,6 +299,12 @@ impl ObjectCode {
     }
 }
 
+/// The empty name map, shared (a load of bare bytes allocates none).
+fn no_names() -> Arc<[(String, String)]> {
+    static NONE: std::sync::OnceLock<Arc<[(String, String)]>> = std::sync::OnceLock::new();
+    NONE.get_or_init(|| Arc::from([])).clone()
+}
+
 /// Checks compiled code as [`ObjectCode::from_compiled`] would before loading it, and marks it
 /// checked (so a cache stores that, and a load does not walk it again).
 ///
@@ -357,3 +363,54 @@ impl fmt::Debug for ObjectCode {
 }
 
 assert_send_sync!(ObjectCode);
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::{ObjectCode, check_compiled};
+    use crate::code::{CodeKind, CompiledCode};
+
+    const CUBIN: &[u8] = include_bytes!("image/testdata/saxpy_sm90.cubin");
+
+    /// A sparse file of 4 GiB used to be read whole (47 s, 8.2 GB of memory) before its image
+    /// check; now its size refuses it at once.
+    #[test]
+    fn a_file_over_the_cap_is_refused_before_it_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("huge.cubin");
+        std::fs::File::create(&path)
+            .unwrap()
+            .set_len(4 << 30)
+            .unwrap();
+        let started = Instant::now();
+        let error = ObjectCode::from_file(&path).unwrap_err().to_string();
+        assert!(started.elapsed() < Duration::from_millis(500));
+        assert!(error.contains("over the cap of 1073741824"), "{error}");
+        std::fs::write(&path, CUBIN).unwrap();
+        let error = ObjectCode::from_file_with_max_bytes(&path, 100)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("over the cap of 100"), "{error}");
+    }
+
+    #[test]
+    fn an_image_is_checked_once_and_a_bad_one_never_marked() {
+        let code = CompiledCode::new(CodeKind::Cubin, CUBIN.to_vec(), Vec::new());
+        let clone = code.clone();
+        assert!(!code.image_checked());
+        check_compiled(&code).unwrap();
+        assert!(
+            clone.image_checked(),
+            "the clones share the bytes and the mark"
+        );
+        let truncated = CompiledCode::new(
+            CodeKind::Cubin,
+            CUBIN[..CUBIN.len() - 1].to_vec(),
+            Vec::new(),
+        );
+        assert!(check_compiled(&truncated).is_err());
+        assert!(!truncated.image_checked());
+        assert!(ObjectCode::from_compiled(&truncated).is_err());
+    }
+}

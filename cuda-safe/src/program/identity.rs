@@ -18,8 +18,8 @@
 //! set-user-id process (the loader ignores `LD_LIBRARY_PATH` there); an executable or
 //! library holding this code that carries `DT_RPATH`/`DT_RUNPATH` (search paths this module
 //! does not read); a library of the spec already loaded in the process (the loader would
-//! return it whatever the files say); an `LD_LIBRARY_PATH` with an empty, relative or `$`
-//! element. Not watched: a library copied by hand into a system library directory (`/usr/lib`
+//! return it whatever the files say); an `LD_LIBRARY_PATH` with a `$` element (an empty or
+//! relative one is the working directory, or lies in it: keyed and watched so). Not watched: a library copied by hand into a system library directory (`/usr/lib`
 //! and the like) or a `glibc-hwcaps` sub-directory without running `ldconfig` (package
 //! managers run it, and the cache it writes is watched).
 
@@ -76,10 +76,17 @@ impl Search {
         if let Some(value) = env("LD_LIBRARY_PATH").filter(|value| !value.is_empty()) {
             let value = value.into_string().ok()?;
             for dir in value.split([':', ';']) {
-                if dir.is_empty() || dir.contains('$') || !Path::new(dir).is_absolute() {
+                // `$ORIGIN`, `$LIB` and `$PLATFORM` are expanded by the loader alone.
+                if dir.contains('$') {
                     return None;
                 }
-                library_path.push(PathBuf::from(dir));
+                // An empty element is the working directory, and a relative one lies in it.
+                let dir = Path::new(if dir.is_empty() { "." } else { dir });
+                if dir.is_absolute() {
+                    library_path.push(dir.to_path_buf());
+                } else {
+                    library_path.push(std::env::current_dir().ok()?.join(dir));
+                }
             }
         }
         let mut hasher = Sha256::new();
@@ -94,6 +101,9 @@ impl Search {
         field("spec", spec.name.as_bytes());
         for candidate in &candidates {
             field("candidate", candidate.as_os_str().as_encoded_bytes());
+        }
+        for dir in &library_path {
+            field("library-path", dir.as_os_str().as_encoded_bytes());
         }
         for var in LOADER_VARIABLES {
             match env(var) {
