@@ -205,3 +205,24 @@ fn a_file_input_that_is_not_a_regular_file_is_refused_at_once() {
     let error = LinkInput::from_file_as(dir.path(), LinkInputKind::Object).unwrap_err();
     assert!(error.to_string().contains("a directory"), "{error}");
 }
+
+/// A version a note recalled keys the lookup, and a hit returns without asking nvJitLink
+/// (99.9 is no nvJitLink anyone has).
+#[test]
+fn a_recalled_version_hits_without_asking_the_linker() {
+    let cache = InMemoryProgramCache::new(1 << 20);
+    let linker = linker(options(), &[("a", b"aa")]);
+    let stored = CompiledCode::new(CodeKind::Cubin, b"\x7fELF linked".to_vec(), Vec::new());
+    cache
+        .put(&key(&linker, CodeKind::Cubin, "99.9"), &stored)
+        .unwrap();
+    let recalled = keying::LinkKeying {
+        recalled: true,
+        ..keying("99.9")
+    };
+    let hit = linker
+        .fetch_or_link(CodeKind::Cubin, &cache, recalled)
+        .unwrap();
+    assert!(hit.from_cache());
+    assert_eq!(hit.code(), &stored);
+}
