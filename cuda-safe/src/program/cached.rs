@@ -74,13 +74,26 @@ impl Program {
     /// The key of the first version asked for is computed once per program and target, and
     /// remembered; a repeated request costs a comparison (the flags are not rendered again).
     pub fn cache_key_for_compiler(&self, target: CodeKind, version: &str) -> Result<CacheKey> {
+        self.remembered_key(target, None, version)
+    }
+
+    /// [`Program::cache_key_for_compiler`], with the plan when the caller has it already.
+    fn remembered_key(
+        &self,
+        target: CodeKind,
+        plan: Option<&Plan>,
+        version: &str,
+    ) -> Result<CacheKey> {
         let slot = &self.keys[key_slot(target)];
         if let Some((known, key)) = slot.get()
             && known == version
         {
             return Ok(*key);
         }
-        let key = self.key_for(target, &self.plan(target)?, version)?;
+        let key = match plan {
+            Some(plan) => self.key_for(target, plan, version)?,
+            None => self.key_for(target, &self.plan(target)?, version)?,
+        };
         let (known, remembered) = slot.get_or_init(|| (version.to_owned(), key));
         Ok(if known == version { *remembered } else { key })
     }
@@ -158,7 +171,7 @@ impl Program {
         prepare: &dyn Fn(&CompiledCode) -> Result<()>,
     ) -> Result<Fetched> {
         let plan = self.plan(target)?;
-        let mut key = self.cache_key_for_compiler(target, keying.version)?;
+        let mut key = self.remembered_key(target, Some(&plan), keying.version)?;
         if let Some(code) = lookup(cache, &key) {
             let program = CompiledProgram::cached(code, plan.flags, Toolchain::Nvrtc);
             return Ok(Fetched { key, program });
@@ -167,7 +180,7 @@ impl Program {
             Learnt::Asked => {}
             Learnt::Recalled => {
                 if let Some(actual) = check_recalled(cache, keying.version)? {
-                    key = self.cache_key_for_compiler(target, actual)?;
+                    key = self.remembered_key(target, Some(&plan), actual)?;
                     if let Some(code) = lookup(cache, &key) {
                         let program = CompiledProgram::cached(code, plan.flags, Toolchain::Nvrtc);
                         return Ok(Fetched { key, program });

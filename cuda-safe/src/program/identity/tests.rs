@@ -43,10 +43,18 @@ fn everything_the_search_reads_from_the_environment_is_in_the_key() {
     ] {
         assert_ne!(variant, base);
     }
-    for unclear in ["lib", "/opt/lib::/usr/lib", "$ORIGIN/lib", "/opt/lib:"] {
+    for unclear in ["$ORIGIN/lib", "/opt/lib:$LIB"] {
         let pairs: &'static [(&str, &str)] = Box::leak(Box::new([("LD_LIBRARY_PATH", unclear)]));
         assert!(search(pairs).is_none(), "{unclear}");
     }
+    // An empty element is the working directory; a relative one lies in it.
+    let cwd = std::env::current_dir().unwrap();
+    let relative = search(&[("LD_LIBRARY_PATH", "lib::/opt/lib")]).unwrap();
+    assert_eq!(
+        relative.library_path,
+        [cwd.join("lib"), cwd.join("."), PathBuf::from("/opt/lib")]
+    );
+    assert_ne!(relative.note_key(), key(&[("LD_LIBRARY_PATH", "/opt/lib")]));
     assert!(Search::with(&ZLIB, env(&[]), false).is_none());
 }
 
