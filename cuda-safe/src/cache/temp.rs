@@ -161,8 +161,8 @@ pub(crate) fn is_out_of_space(error: &io::Error) -> bool {
 }
 
 /// Removes the cache's files in `dir` that are stale (created, and last modified, more than
-/// `stale_age` ago) and the temp files of writers that died. Returns the bytes of the cache's
-/// temp files left (live writers').
+/// `stale_age` ago) and the temp files of writers that died. Returns the bytes of the live
+/// writers' temp files left (graves are not counted: they are entries on their way out).
 ///
 /// Only names made by [`unique_name`] and [`write_temp`] are considered, and links are
 /// removed, never followed. A file that cannot be removed is counted as left, unless it is a
@@ -199,7 +199,8 @@ fn scan(dir: &Path, stale_age: Duration, remove: bool) -> io::Result<u64> {
         if (stale || dead) && remove && remove_any(&path).is_ok() {
             continue;
         }
-        if metadata.is_file() && !dead {
+        // A grave is an entry on its way out (or an evictor's leftover): never counted.
+        if purpose == Purpose::Write && metadata.is_file() && !dead {
             left = left.saturating_add(metadata.len());
         }
     }
