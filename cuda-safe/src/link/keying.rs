@@ -169,6 +169,7 @@ fn remember(search: &Search, cache: &dyn ProgramCache, version: &str) {
         return;
     };
     if let Err(error) = cache.put_note(&search.note_key(), &note) {
-        log::warn!("cuda-safe: the program cache could not keep its note on nvJitLink: {error}");
+        // Best effort (a read-only cache keeps none): the next process asks nvJitLink again.
+        log::debug!("cuda-safe: the program cache could not keep its note on nvJitLink: {error}");
     }
 }
