@@ -17,6 +17,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The kind of code a compile produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -70,12 +71,26 @@ impl fmt::Display for CodeKind {
 /// [`ProgramCache`](crate::cache::ProgramCache) stores, and what
 /// [`ObjectCode::from_compiled`](crate::ObjectCode::from_compiled) loads. Cloning is two
 /// reference-count increments: the bytes and the names are shared.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct CompiledCode {
     kind: CodeKind,
     bytes: Arc<[u8]>,
     lowered_names: Arc<[(String, String)]>,
+    /// Whether the bytes passed the loader's image check (set by the check, or by a cache that
+    /// verified an entry stored after it), shared by the clones: the bytes never change.
+    image_checked: Arc<AtomicBool>,
 }
+
+/// Equal kind, bytes and names; whether the image was checked yet is no part of the code.
+impl PartialEq for CompiledCode {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind
+            && self.bytes == other.bytes
+            && self.lowered_names == other.lowered_names
+    }
+}
+
+impl Eq for CompiledCode {}
 
 impl CompiledCode {
     /// Code from its parts: its kind, its bytes exactly as the compiler returned them (PTX
@@ -89,7 +104,27 @@ impl CompiledCode {
             kind,
             bytes: bytes.into(),
             lowered_names: lowered_names.into(),
+            image_checked: Arc::default(),
         }
+    }
+
+    /// Whether the bytes passed the loader's image check, so a load need not walk them again.
+    pub(crate) fn image_checked(&self) -> bool {
+        self.image_checked.load(Ordering::Relaxed)
+    }
+
+    /// Records that the bytes passed the loader's image check (for every clone).
+    pub(crate) fn mark_image_checked(&self) {
+        self.image_checked.store(true, Ordering::Relaxed);
+    }
+
+    /// This code, marked as checked when `checked` (a cache entry stored after the check and
+    /// verified against its checksum on reading).
+    pub(crate) fn with_image_checked(self, checked: bool) -> Self {
+        if checked {
+            self.mark_image_checked();
+        }
+        self
     }
 
     /// What the bytes are.

@@ -17,12 +17,12 @@ use std::fmt;
 use std::hash::Hash;
 use std::sync::{Arc, PoisonError, RwLock};
 
-use crate::cache::{CacheKey, ProgramCache};
+use crate::cache::{CacheKey, InMemoryProgramCache, ProgramCache};
 use crate::code::CodeKind;
 use crate::error::Result;
 use crate::kernel::Kernel;
-use crate::module::ObjectCode;
-use crate::program::{Program, compiler_version};
+use crate::module::{ObjectCode, check_compiled};
+use crate::program::{Keying, Learnt, Program};
 
 /// Launchable kernels for programs, compiling and loading each program at most once per
 /// process and looking each kernel up at most once per loaded program.
@@ -30,7 +30,12 @@ use crate::program::{Program, compiler_version};
 /// A request first looks in this process's loaded programs (keyed by the program's
 /// [`cache_key`](Program::cache_key), which the program computes once), then in the program
 /// cache `C` (in memory, on disk, or both, [`TieredProgramCache`](crate::cache::TieredProgramCache)),
-/// and compiles only when both miss. A repeated request therefore neither hashes the source
+/// and compiles only when both miss. The key's NVRTC version comes from the program cache's
+/// note on the NVRTC file the loader would open (see
+/// [`Program::compile_cached`](Program::compile_cached)), so a disk hit in a fresh process
+/// loads no NVRTC; a miss checks the note against NVRTC before compiling. Compiled code is
+/// checked as an image before it is stored, and an on-disk entry verified against its
+/// checksum is not walked again when it loads. A repeated request therefore neither hashes the source
 /// again, nor reloads the code, nor asks the driver for the kernel: it is a lookup in this
 /// cache's maps, and it returns a clone of the same [`Kernel`] (same handle, and one parameter
 /// list shared by the clones, read on the first launch).
@@ -50,7 +55,7 @@ use crate::program::{Program, compiler_version};
 /// assert_eq!(kernel.as_raw(), again.as_raw());
 /// # Ok::<(), cuda_safe::Error>(())
 /// ```
-pub struct KernelCache<C> {
+pub struct KernelCache<C = InMemoryProgramCache> {
     programs: C,
     loaded: RwLock<HashMap<CacheKey, Arc<Loaded>>>,
     assumed_compiler: Option<String>,
@@ -60,6 +65,13 @@ pub struct KernelCache<C> {
 struct Loaded {
     code: ObjectCode,
     kernels: RwLock<HashMap<Box<str>, Kernel>>,
+}
+
+impl Default for KernelCache<InMemoryProgramCache> {
+    /// A kernel cache over [`InMemoryProgramCache::default`].
+    fn default() -> Self {
+        Self::new(InMemoryProgramCache::default())
+    }
 }
 
 impl<C: ProgramCache> KernelCache<C> {
@@ -135,23 +147,22 @@ impl<C: ProgramCache> KernelCache<C> {
 
     /// The loaded program for `program` and `target`, loading (and compiling) it on a miss.
     fn loaded(&self, program: &Program, target: CodeKind) -> Result<Arc<Loaded>> {
-        let version = match &self.assumed_compiler {
-            Some(version) => version.as_str(),
-            None => compiler_version()?,
+        let keying = match &self.assumed_compiler {
+            Some(version) => Keying {
+                version,
+                learnt: Learnt::Assumed,
+            },
+            None => Keying::through(&self.programs)?,
         };
-        let key = program.cache_key_for_compiler(target, version)?;
+        let key = program.cache_key_for_compiler(target, keying.version)?;
         get_or_try_insert(&self.loaded, &key, || {
-            let compiled = program.fetch_or_compile(
-                target,
-                &self.programs,
-                &key,
-                self.assumed_compiler.as_deref(),
-            )?;
+            let fetched =
+                program.fetch_or_compile(target, &self.programs, keying, &check_compiled)?;
             let loaded = Loaded {
-                code: compiled.load()?,
+                code: fetched.program.load()?,
                 kernels: RwLock::new(HashMap::new()),
             };
-            Ok((key, Arc::new(loaded)))
+            Ok((fetched.key, Arc::new(loaded)))
         })
     }
 }

@@ -1,6 +1,7 @@
 //! Reading a file the caller names (a module image, a link input): a regular file only,
 //! opened without blocking, so a FIFO, a device or a directory is a clear error instead of a
-//! hang or an endless read.
+//! hang or an endless read, and of at most a cap the caller may raise, refused from its size
+//! (`fstat`) before anything is read or allocated.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
@@ -8,18 +9,26 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 
-/// The whole of the regular file at `path` (symbolic links followed: the caller chose it).
+/// The cap on a caller-named file that the caller did not choose: 1 GiB, far above any kernel
+/// image (a CUBIN of thousands of kernels is tens of MB), far below what a sparse file can
+/// claim.
+pub(crate) const DEFAULT_MAX_FILE_BYTES: u64 = 1 << 30;
+
+/// The whole of the regular file at `path` (symbolic links followed: the caller chose it), of
+/// at most `max_bytes`.
 ///
 /// # Errors
 ///
 /// [`Error::InvalidArgument`] naming the path and the reason: the system's error (a size the
-/// process cannot allocate is one: `read_to_end` reserves fallibly) or "not a regular file".
-pub(crate) fn read_regular(path: &Path) -> Result<Vec<u8>> {
+/// process cannot allocate is one: the buffer is reserved fallibly), "not a regular file", or
+/// a size over `max_bytes` (from `fstat`, before reading; a file that grows past it while it
+/// is read is refused too).
+pub(crate) fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
     let failed = |reason: String| {
         Error::invalid_argument(format!("cannot read {}: {reason}", path.display()))
     };
     let io_failed = |error: io::Error| failed(error.to_string());
-    let mut file = open_nonblocking(path).map_err(io_failed)?;
+    let file = open_nonblocking(path).map_err(io_failed)?;
     let metadata = file.metadata().map_err(io_failed)?;
     if !metadata.is_file() {
         return Err(failed(format!(
@@ -27,9 +36,32 @@ pub(crate) fn read_regular(path: &Path) -> Result<Vec<u8>> {
             describe(&metadata.file_type())
         )));
     }
+    let over = |len: u64| {
+        failed(format!(
+            "it is {len} bytes, over the cap of {max_bytes} (a larger file needs a larger cap: \
+             the `_with_max_bytes` form of the call)"
+        ))
+    };
+    let len = metadata.len();
+    if len > max_bytes {
+        return Err(over(len));
+    }
     let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).map_err(io_failed)?;
-    Ok(bytes)
+    let reserved = usize::try_from(len)
+        .ok()
+        .filter(|&len| bytes.try_reserve_exact(len).is_ok());
+    if reserved.is_none() {
+        return Err(failed(format!("{len} bytes cannot be held in memory now")));
+    }
+    // One byte past the cap shows a file that grew meanwhile.
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(io_failed)?;
+    match u64::try_from(bytes.len()) {
+        Ok(read) if read <= max_bytes => Ok(bytes),
+        Ok(read) => Err(over(read)),
+        Err(_) => Err(over(u64::MAX)),
+    }
 }
 
 /// Opens `path` for reading; on Unix with `O_NONBLOCK`, so a FIFO opens at once instead of
@@ -69,7 +101,9 @@ mod tests {
     use super::*;
 
     fn reason(path: &Path) -> String {
-        read_regular(path).unwrap_err().to_string()
+        read_regular(path, DEFAULT_MAX_FILE_BYTES)
+            .unwrap_err()
+            .to_string()
     }
 
     #[test]
@@ -77,10 +111,34 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("image.cubin");
         std::fs::write(&path, b"\x7fELF and more").unwrap();
-        assert_eq!(read_regular(&path).unwrap(), b"\x7fELF and more");
+        assert_eq!(read_regular(&path, 13).unwrap(), b"\x7fELF and more");
         let empty = dir.path().join("empty");
         std::fs::write(&empty, b"").unwrap();
-        assert!(read_regular(&empty).unwrap().is_empty());
+        assert!(read_regular(&empty, 0).unwrap().is_empty());
+        let error = read_regular(&path, 12).unwrap_err().to_string();
+        assert!(error.contains("13 bytes, over the cap of 12"), "{error}");
+    }
+
+    /// A sparse file of 4 GiB (it used to be read whole: 47 s and 8 GB of memory) is refused
+    /// from its size, at once, without reading or allocating.
+    #[test]
+    fn a_sparse_file_over_the_cap_is_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("huge.cubin");
+        let file = std::fs::File::create(&path).unwrap();
+        file.set_len(4 << 30).unwrap();
+        drop(file);
+        let started = std::time::Instant::now();
+        let error = reason(&path);
+        assert!(
+            started.elapsed() < std::time::Duration::from_millis(500),
+            "took {:?}",
+            started.elapsed()
+        );
+        assert!(
+            error.contains("4294967296 bytes, over the cap of 1073741824"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -295,11 +295,78 @@ fn stale_temp_files_of_the_cache_are_swept_and_everything_else_kept() {
             .as_nanos()
     ));
     fs::write(&fresh, b"being written").unwrap();
+    // Its writer is alive: it holds the file's lock, as writers do from before their first byte.
+    let writer = File::open(&fresh).unwrap();
+    lock(&writer);
 
     cache.put(&key(1), &program(1, 1)).unwrap();
     assert!(!stale.exists() && !grave.exists());
     assert!(fresh.exists());
     assert!(foreign.iter().all(|path| path.exists()));
+}
+
+/// Takes the exclusive `flock` a writer holds on its temp file.
+fn lock(file: &File) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `flock` on a descriptor borrowed for the call.
+    assert_eq!(unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) }, 0);
+}
+
+/// A writer killed mid-`put` leaves a temp file with bytes in it and no lock: it used to stay
+/// five minutes, counted against the cap and evicting good entries. Now the next `put` reaps
+/// it at once, and `stats` never counts it, while a live writer's file stays and counts.
+#[test]
+fn a_killed_writers_temp_file_is_reaped_at_once_and_never_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let entry = file_size(1000);
+    let cache = FileStreamProgramCache::new(dir.path())
+        .unwrap()
+        .with_max_bytes(3 * entry);
+    cache.put(&key(1), &program(1, 1000)).unwrap();
+    cache.put(&key(2), &program(2, 1000)).unwrap();
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let tmp = dir.path().join("tmp");
+    // A real writer, killed: the child locks its temp file, writes, and is killed mid-put.
+    let killed = tmp.join(format!("cusafe-{now}-1-killed.tmp"));
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "exec 9>'{}' && flock -x 9 && head -c {entry} /dev/zero >&9 && exec sleep 60",
+            killed.display()
+        ))
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while fs::metadata(&killed).map_or(0, |m| m.len()) < entry {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the writer never wrote"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let live = tmp.join(format!("cusafe-{now}-1-live.tmp"));
+    fs::write(&live, vec![0; 100]).unwrap();
+    let writer = File::open(&live).unwrap();
+    lock(&writer);
+    // While the child lives, its file is a live writer's: counted.
+    assert_eq!(cache.stats().unwrap().bytes, 2 * entry + entry + 100);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(
+        cache.stats().unwrap().bytes,
+        2 * entry + 100,
+        "a dead writer's file is not counted"
+    );
+    cache.put(&key(3), &program(3, 1000)).unwrap();
+    assert!(!killed.exists(), "reaped at once");
+    assert!(live.exists());
+    let stats = cache.stats().unwrap();
+    // Three entries and the live writer's bytes fit the cap but for 100 bytes: one evicted.
+    assert_eq!((stats.entries, stats.evictions), (2, 1), "{stats:?}");
+    drop(writer);
 }
 
 #[test]

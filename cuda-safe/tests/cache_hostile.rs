@@ -360,6 +360,30 @@ fn an_unreadable_entry_is_a_miss() {
     });
 }
 
+/// A shard directory nobody may list: `stats` used to fail on it. Now it reports it, with the
+/// entries of every other shard, and `entries` lists those.
+#[test]
+fn an_unreadable_shard_is_reported_not_an_error() {
+    unprivileged("an_unreadable_shard_is_reported_not_an_error", || {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = FileStreamProgramCache::new(dir.path()).unwrap();
+        cache.put(&key(1), &program(1)).unwrap();
+        cache.put(&key(2), &program(2)).unwrap();
+        let shard = cache.entry_path(&key(1));
+        let shard = shard.parent().unwrap();
+        chmod(shard, 0o000);
+        let stats = cache.stats().unwrap();
+        chmod(shard, 0o700);
+        assert_eq!(
+            (stats.entries, stats.unreadable_shards),
+            (1, 1),
+            "{stats:?}"
+        );
+        assert_eq!(cache.stats().unwrap().unreadable_shards, 0);
+        assert_eq!(cache.entries().unwrap().len(), 2);
+    });
+}
+
 /// A capped `put` whose eviction meets an entry it may not remove: it used to fail after
 /// storing, leaving the cap unenforced. Now it stores, skips that entry, and evicts the next.
 #[test]

@@ -11,17 +11,23 @@ use super::format::{self, HEADER_LEN};
 use super::fs_ops::{
     FileId, Removal, io_error, open_no_follow, recency_stamp, remove_any, remove_if_unchanged,
 };
+use super::notes;
 use super::private::{self, DirState};
-use super::root::{self, ENTRIES, TMP};
+use super::root::{self, ENTRIES, NOTES, TMP};
 use super::stats::Counters;
 use super::temp;
 use super::{CacheKey, CacheStats, ProgramCache};
 use crate::code::CompiledCode;
 use crate::error::Result;
+use walk::{Found, scan, walk};
+
+mod walk;
 
 /// How long a file the cache left in `tmp/` (by a writer or evictor that was killed) stays
 /// before a `put` or `clear` removes it: five minutes since it was created and last written.
-/// A live writer's file is younger, so it is never removed under the writer.
+/// A live writer's file is younger, so it is never removed under the writer. A killed writer's
+/// temp file with data in it goes sooner: at the next sweep, once its lock is free (writers
+/// hold an exclusive `flock` on it from before its first byte until it is in place).
 pub const STALE_TEMP_AGE: Duration = Duration::from_secs(5 * 60);
 
 /// How stale a hit entry's recency stamp (its modification time) may be before the hit
@@ -96,13 +102,6 @@ pub struct EntryInfo {
     pub last_used: SystemTime,
 }
 
-/// An entry file found by a scan, with what identifies it.
-struct Found {
-    info: EntryInfo,
-    path: PathBuf,
-    id: FileId,
-}
-
 impl FileStreamProgramCache {
     /// A cache rooted at `root`, with no byte cap.
     ///
@@ -164,12 +163,13 @@ impl FileStreamProgramCache {
 
     /// The file that holds `key`'s entry.
     pub fn entry_path(&self, key: &CacheKey) -> PathBuf {
-        let hex = key.to_string();
+        let hex = key.to_hex();
         let (shard, rest) = hex.split_at_checked(2).unwrap_or_default();
         self.entries_dir().join(shard).join(rest)
     }
 
-    /// Every entry file, most recently used first.
+    /// Every entry file, most recently used first (those of shard directories that cannot be
+    /// listed are left out; [`CacheStats::unreadable_shards`] counts them).
     pub fn entries(&self) -> Result<Vec<EntryInfo>> {
         let mut found: Vec<EntryInfo> = self.scan()?.into_iter().map(|f| f.info).collect();
         found.sort_by_key(|entry| Reverse((entry.last_used, entry.key)));
@@ -184,66 +184,13 @@ impl FileStreamProgramCache {
         self.root.join(TMP)
     }
 
-    /// Calls `visit` with the key, path and metadata of everything at an entry's place.
-    fn walk(
-        &self,
-        mut visit: impl FnMut(CacheKey, PathBuf, fs::Metadata) -> Result<()>,
-    ) -> Result<()> {
-        let entries = self.entries_dir();
-        let Some(shards) = read_dir_if_present(&entries)? else {
-            return Ok(());
-        };
-        for shard in shards {
-            let shard = shard.map_err(|error| io_error(&entries, error))?;
-            let shard_name = shard.file_name();
-            let Some(shard_name) = shard_name.to_str().filter(|name| is_hex(name, 2)) else {
-                continue;
-            };
-            if !shard.file_type().is_ok_and(|kind| kind.is_dir()) {
-                continue; // never a link to somewhere else
-            }
-            let shard_path = shard.path();
-            let Some(items) = read_dir_if_present(&shard_path)? else {
-                continue;
-            };
-            for item in items {
-                let item = item.map_err(|error| io_error(&shard_path, error))?;
-                let name = item.file_name();
-                let Some(name) = name.to_str().filter(|name| is_hex(name, 62)) else {
-                    continue;
-                };
-                let Ok(key) = format!("{shard_name}{name}").parse::<CacheKey>() else {
-                    continue;
-                };
-                let path = item.path();
-                match fs::symlink_metadata(&path) {
-                    Ok(metadata) => visit(key, path, metadata)?,
-                    Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-                    Err(error) => return Err(io_error(&path, error)),
-                }
-            }
-        }
-        Ok(())
+    fn notes_dir(&self) -> PathBuf {
+        self.root.join(NOTES)
     }
 
-    /// Every regular entry file.
+    /// Every regular entry file (of the shards that can be listed).
     fn scan(&self) -> Result<Vec<Found>> {
-        let mut found = Vec::new();
-        self.walk(|key, path, metadata| {
-            if metadata.is_file() {
-                found.push(Found {
-                    info: EntryInfo {
-                        key,
-                        bytes: metadata.len(),
-                        last_used: metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-                    },
-                    path,
-                    id: FileId::of(&metadata),
-                });
-            }
-            Ok(())
-        })?;
-        Ok(found)
+        Ok(scan(&self.entries_dir())?.found)
     }
 
     /// Reads and checks the entry at `path`; `None` for a miss, after removing a bad file.
@@ -350,11 +297,7 @@ impl FileStreamProgramCache {
             other => other,
         };
         let tmp = written.map_err(|error| io_error(&tmp_dir, error))?;
-        install(&tmp, path).map_err(|error| {
-            // Best effort: a leftover is swept once it is stale.
-            let _ = fs::remove_file(&tmp);
-            io_error(path, error)
-        })
+        tmp.persist(path).map_err(|error| io_error(path, error))
     }
 
     /// Sweeps stale temp files and returns the bytes of those left (live writers').
@@ -484,20 +427,47 @@ impl ProgramCache for FileStreamProgramCache {
         remove_any(&path).map_err(|error| io_error(&path, error))
     }
 
+    /// Removes every entry (those of shards that cannot be listed stay; logged) and note.
     fn clear(&self) -> Result<()> {
-        self.walk(|_, path, _| remove_any(&path).map_err(|error| io_error(&path, error)))?;
+        walk(&self.entries_dir(), |_, path, _| {
+            remove_any(&path).map_err(|error| io_error(&path, error))
+        })?;
+        let notes_dir = self.notes_dir();
+        notes::clear(&notes_dir).map_err(|error| io_error(&notes_dir, error))?;
         self.sweep_temp_files().map(drop)
     }
 
-    /// The entry files (and, in `bytes`, the cache's temp files) and this handle's counters.
+    /// The entry files (and, in `bytes`, the live writers' temp files) and this handle's
+    /// counters; a shard directory that cannot be listed is counted in
+    /// [`CacheStats::unreadable_shards`], not an error.
     fn stats(&self) -> Result<CacheStats> {
-        let found = self.scan()?;
-        let bytes = found
+        let scanned = scan(&self.entries_dir())?;
+        let bytes = scanned
+            .found
             .iter()
             .map(|f| f.info.bytes)
             .sum::<u64>()
             .saturating_add(self.temp_bytes()?);
-        Ok(self.counters.snapshot(found.len() as u64, bytes))
+        let mut stats = self.counters.snapshot(scanned.found.len() as u64, bytes);
+        stats.unreadable_shards = scanned.unreadable_shards;
+        Ok(stats)
+    }
+
+    /// The note file under `<root>/notes/`, checked as entry files are.
+    fn get_note(&self, key: &CacheKey) -> Option<Vec<u8>> {
+        notes::read(&self.notes_dir().join(key.to_hex()), key)
+    }
+
+    fn put_note(&self, key: &CacheKey, note: &[u8]) -> Result<()> {
+        if let Some(refusal) = notes::too_large(note) {
+            return Err(refusal);
+        }
+        let (dir, tmp_dir) = (self.notes_dir(), self.tmp_dir());
+        for dir in [&dir, &tmp_dir] {
+            ready_dir(dir)?;
+        }
+        let path = dir.join(key.to_hex());
+        notes::write(&path, &tmp_dir, key, note).map_err(|error| io_error(&path, error))
     }
 }
 
@@ -517,41 +487,6 @@ fn ready_dir(dir: &Path) -> Result<()> {
         DirState::Ready => Ok(()),
         DirState::Missing => Err(io_error(dir, io::ErrorKind::PermissionDenied.into())),
     }
-}
-
-/// Renames the finished temp file `tmp` to `path`; a directory in the way is removed first.
-fn install(tmp: &Path, path: &Path) -> io::Result<()> {
-    if fs::rename(tmp, path).is_ok() {
-        return Ok(());
-    }
-    if fs::symlink_metadata(path).is_ok_and(|metadata| metadata.is_dir()) {
-        remove_any(path)?;
-    }
-    fs::rename(tmp, path)
-}
-
-/// The listing of `dir`, or `None` if it does not exist.
-fn read_dir_if_present(dir: &Path) -> Result<Option<fs::ReadDir>> {
-    match fs::read_dir(dir) {
-        Ok(listing) => Ok(Some(listing)),
-        Err(error)
-            if matches!(
-                error.kind(),
-                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-            ) =>
-        {
-            Ok(None)
-        }
-        Err(error) => Err(io_error(dir, error)),
-    }
-}
-
-/// Whether `name` is `len` lowercase hex digits.
-fn is_hex(name: &str, len: usize) -> bool {
-    name.len() == len
-        && name
-            .bytes()
-            .all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 #[cfg(test)]

@@ -3,20 +3,26 @@
 //! ```text
 //! offset  size  field
 //!      0     8  magic "CUSAFEPC"
-//!      8     4  format version, u32 little-endian (1)
+//!      8     4  format version, u32 little-endian (2)
 //!     12     8  payload length, u64 little-endian
 //!     20    32  the entry's cache key
-//!     52    32  SHA-256 of the payload
-//!     84     n  payload:
+//!     52    16  XXH3-128 of the payload, u128 little-endian
+//!     68     n  payload:
 //!                 u8   code kind (1 PTX, 2 CUBIN, 3 LTO-IR)
+//!                 u8   flags: bit 0, the image passed the crate's image check before it was
+//!                      stored; no other bit is set
 //!                 u64  code length, then the code
 //!                 u64  number of lowered names, then for each:
 //!                      u64 length + UTF-8 name expression, u64 length + UTF-8 lowered name
 //! ```
 //!
 //! Decoding accepts a file only if every field checks out and nothing trails the payload.
+//!
+//! The checksum finds damage (a torn or flipped file); it is no seal, as no unkeyed hash is:
+//! whoever may write the file may write its checksum too, which is why the cache reads only
+//! files of this user's that nobody else may write.
 
-use sha2::{Digest, Sha256};
+use twox_hash::XxHash3_128;
 
 use super::CacheKey;
 use crate::code::{CodeKind, CompiledCode};
@@ -24,9 +30,13 @@ use crate::code::{CodeKind, CompiledCode};
 /// The first eight bytes of every entry file.
 pub(crate) const MAGIC: [u8; 8] = *b"CUSAFEPC";
 /// The layout version this code writes and reads.
-pub(crate) const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 2;
 /// The size of the fixed header before the payload.
-pub(crate) const HEADER_LEN: usize = 84;
+pub(crate) const HEADER_LEN: usize = 68;
+/// The size of the checksum, the header's last field.
+const CHECKSUM_LEN: usize = 16;
+/// The payload flag of an image that passed the image check before it was stored.
+const IMAGE_CHECKED: u8 = 1;
 
 /// Why an entry file was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +61,11 @@ pub(crate) enum Corruption {
 pub(crate) fn encode(key: &CacheKey, program: &CompiledCode) -> Vec<u8> {
     let mut payload = Vec::with_capacity(program.bytes().len() + 64);
     payload.push(program.kind().tag());
+    payload.push(if program.image_checked() {
+        IMAGE_CHECKED
+    } else {
+        0
+    });
     put_bytes(&mut payload, program.bytes());
     payload.extend_from_slice(&(program.lowered_names().len() as u64).to_le_bytes());
     for (expression, lowered) in program.lowered_names() {
@@ -63,9 +78,14 @@ pub(crate) fn encode(key: &CacheKey, program: &CompiledCode) -> Vec<u8> {
     file.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
     file.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     file.extend_from_slice(key.as_bytes());
-    file.extend_from_slice(&Sha256::digest(&payload));
+    file.extend_from_slice(&checksum(&payload));
     file.extend_from_slice(&payload);
     file
+}
+
+/// The checksum of `payload` as the header holds it.
+pub(crate) fn checksum(payload: &[u8]) -> [u8; CHECKSUM_LEN] {
+    XxHash3_128::oneshot(payload).to_le_bytes()
 }
 
 /// The payload length the fixed header of an entry for `key` states, if the header (the first
@@ -92,8 +112,8 @@ pub(crate) fn decode(key: &CacheKey, file: &[u8]) -> Result<CompiledCode, Corrup
     let mut reader = Reader(file);
     let header = reader.take(HEADER_LEN)?;
     let length = payload_len(key, header)?;
-    let (_, checksum) = header
-        .split_at_checked(HEADER_LEN - 32)
+    let (_, stated) = header
+        .split_at_checked(HEADER_LEN - CHECKSUM_LEN)
         .ok_or(Corruption::Truncated)?;
     let payload = reader.0;
     match (payload.len() as u64).cmp(&length) {
@@ -101,7 +121,7 @@ pub(crate) fn decode(key: &CacheKey, file: &[u8]) -> Result<CompiledCode, Corrup
         std::cmp::Ordering::Greater => return Err(Corruption::TrailingBytes),
         std::cmp::Ordering::Equal => {}
     }
-    if Sha256::digest(payload).as_slice() != checksum {
+    if checksum(payload) != stated {
         return Err(Corruption::BadChecksum);
     }
     parse_payload(payload).ok_or(Corruption::BadPayload)
@@ -110,6 +130,10 @@ pub(crate) fn decode(key: &CacheKey, file: &[u8]) -> Result<CompiledCode, Corrup
 fn parse_payload(payload: &[u8]) -> Option<CompiledCode> {
     let mut reader = Reader(payload);
     let kind = CodeKind::from_tag(reader.take(1).ok()?.first().copied()?)?;
+    let flags = reader.take(1).ok()?.first().copied()?;
+    if flags & !IMAGE_CHECKED != 0 {
+        return None;
+    }
     let code = reader.bytes().ok()?;
     let count = reader.u64().ok()?;
     let mut names = Vec::new();
@@ -118,10 +142,9 @@ fn parse_payload(payload: &[u8]) -> Option<CompiledCode> {
         let lowered = std::str::from_utf8(reader.bytes().ok()?).ok()?;
         names.push((expression.to_owned(), lowered.to_owned()));
     }
-    reader
-        .0
-        .is_empty()
-        .then(|| CompiledCode::new(kind, code, names))
+    reader.0.is_empty().then(|| {
+        CompiledCode::new(kind, code, names).with_image_checked(flags & IMAGE_CHECKED != 0)
+    })
 }
 
 fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
@@ -183,17 +206,18 @@ mod tests {
             &CompiledCode::new(CodeKind::Cubin, vec![9; 5], Vec::new()),
         );
         let payload = [
-            &[2u8][..],
+            &[2u8, 0][..],
             &5u64.to_le_bytes(),
             &[9; 5],
             &0u64.to_le_bytes(),
         ]
         .concat();
         assert_eq!(&file[..8], b"CUSAFEPC");
-        assert_eq!(&file[8..12], &1u32.to_le_bytes());
+        assert_eq!(&file[8..12], &2u32.to_le_bytes());
         assert_eq!(&file[12..20], &(payload.len() as u64).to_le_bytes());
         assert_eq!(&file[20..52], &[0xab; 32]);
-        assert_eq!(&file[52..84], Sha256::digest(&payload).as_slice());
+        let stated = u128::from_le_bytes(file[52..68].try_into().unwrap());
+        assert_eq!(stated, XxHash3_128::oneshot(&payload));
         assert_eq!(&file[HEADER_LEN..], &payload[..]);
     }
 
@@ -210,9 +234,13 @@ mod tests {
             decode(&key, &damaged)
         };
         assert_eq!(with(0, b'X').unwrap_err(), Corruption::BadMagic);
-        assert_eq!(with(8, 2).unwrap_err(), Corruption::BadVersion);
+        assert_eq!(with(8, 1).unwrap_err(), Corruption::BadVersion);
         assert_eq!(with(20, 0).unwrap_err(), Corruption::WrongKey);
         assert_eq!(with(60, file[60] ^ 1).unwrap_err(), Corruption::BadChecksum);
+        assert_eq!(
+            with(HEADER_LEN + 2, file[HEADER_LEN + 2] ^ 1).unwrap_err(),
+            Corruption::BadChecksum
+        );
         assert_eq!(decode(&key, &[]).unwrap_err(), Corruption::Truncated);
         assert_eq!(
             decode(&key, &file[..40]).unwrap_err(),
@@ -260,17 +288,30 @@ mod tests {
     fn a_payload_with_a_sound_checksum_is_still_parsed_strictly() {
         let key = CacheKey::from_bytes([3; 32]);
         for payload in [
-            &[7u8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0][..],
+            &[7u8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0][..],
             &[1, 5],
+            // An unknown flag.
+            &[2u8, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
         ] {
             let mut file = encode(&key, &CompiledCode::new(CodeKind::Ptx, vec![], Vec::new()));
             file.truncate(12);
             file.extend_from_slice(&(payload.len() as u64).to_le_bytes());
             file.extend_from_slice(key.as_bytes());
-            file.extend_from_slice(&Sha256::digest(payload));
+            file.extend_from_slice(&checksum(payload));
             file.extend_from_slice(payload);
             assert_eq!(decode(&key, &file).unwrap_err(), Corruption::BadPayload);
         }
+    }
+
+    #[test]
+    fn the_image_checked_flag_round_trips() {
+        let key = CacheKey::from_bytes([6; 32]);
+        let code = CompiledCode::new(CodeKind::Cubin, vec![1, 2, 3], Vec::new());
+        assert!(!decode(&key, &encode(&key, &code)).unwrap().image_checked());
+        code.mark_image_checked();
+        let file = encode(&key, &code);
+        assert_eq!(file[HEADER_LEN + 1], IMAGE_CHECKED);
+        assert!(decode(&key, &file).unwrap().image_checked());
     }
 
     proptest! {

@@ -1,6 +1,10 @@
 //! File-system steps the on-disk cache is built from: private directories, opening without
 //! following links, a per-process monotonic clock for recency, file identity, and removal that
 //! never deletes a file another process has just put in place.
+//!
+//! Hand-written where the cache's rules need what no crate offers: reads that never follow a
+//! link or block on a FIFO (`O_NOFOLLOW | O_NONBLOCK`, checked with `fstat`), removal only of
+//! the very file a scan saw, and recency stamps that never repeat within a process.
 
 use std::fs::{self, DirBuilder, File, Metadata, OpenOptions};
 use std::io;

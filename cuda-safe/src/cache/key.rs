@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 
 /// The version of the key's encoding; part of every key, raised whenever the encoding or the
 /// cache-file format changes, so old entries are never read by a newer layout.
-pub const KEY_SCHEMA_VERSION: u32 = 1;
+pub const KEY_SCHEMA_VERSION: u32 = 2;
 
 /// A program cache key: the SHA-256 of a compile's inputs. Displays as 64 lowercase hex digits.
 ///
@@ -58,11 +58,45 @@ impl CacheKey {
     pub const fn as_bytes(&self) -> &[u8; 32] {
         &self.0
     }
+
+    /// The key of a program the caller names: `label` (`"saxpy_sm_90"`, as `cuda.core`'s
+    /// examples key their caches) hashed in a field of its own, so no label's key is ever a
+    /// compile's key (those start with the compiler).
+    ///
+    /// The label is the caller's promise that it names one program: same source, options,
+    /// compiler and target every time. Nothing of the compile is in the key, so a changed
+    /// kernel under an old label gets the old code back; put what changes in the label
+    /// (`"saxpy_sm_90_v2"`), or build the key from the inputs with [`CacheKey::builder`].
+    ///
+    /// ```
+    /// use cuda_safe::cache::{CacheKey, CompiledCode, CodeKind, InMemoryProgramCache, ProgramCache};
+    ///
+    /// let cache = InMemoryProgramCache::default();
+    /// let key = CacheKey::labelled("saxpy_sm_90");
+    /// assert_eq!(key, CacheKey::labelled("saxpy_sm_90"));
+    /// assert_ne!(key, CacheKey::labelled("saxpy_sm_80"));
+    /// let code = cache.get_or_insert_with(&key, || {
+    ///     Ok(CompiledCode::new(CodeKind::Ptx, b"// saxpy\0".to_vec(), Vec::new())) // compile here
+    /// })?;
+    /// assert_eq!(cache.get(&key)?, Some(code));
+    /// # Ok::<(), cuda_safe::Error>(())
+    /// ```
+    pub fn labelled(label: &str) -> Self {
+        let mut hasher = FieldHasher(Sha256::new());
+        hasher.field("schema", &KEY_SCHEMA_VERSION.to_le_bytes());
+        hasher.field("label", label.as_bytes());
+        Self(hasher.0.finalize().into())
+    }
+
+    /// The key as 64 lowercase hex digits (the entry file's name).
+    pub(crate) fn to_hex(self) -> String {
+        hex::encode(self.0)
+    }
 }
 
 impl fmt::Display for CacheKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.iter().try_for_each(|byte| write!(f, "{byte:02x}"))
+        f.write_str(&self.to_hex())
     }
 }
 
@@ -77,31 +111,11 @@ impl FromStr for CacheKey {
 
     /// Parses exactly 64 ASCII hex digits (either case); no sign, space or prefix.
     fn from_str(text: &str) -> Result<Self> {
-        let invalid = || Error::invalid_argument(format!("not a 64-hex-digit cache key: {text:?}"));
-        if text.len() != 64 {
-            return Err(invalid());
-        }
         let mut bytes = [0u8; 32];
-        for (byte, pair) in bytes.iter_mut().zip(text.as_bytes().chunks_exact(2)) {
-            let [high, low] = pair else {
-                return Err(invalid());
-            };
-            let (Some(high), Some(low)) = (hex_digit(*high), hex_digit(*low)) else {
-                return Err(invalid());
-            };
-            *byte = (high << 4) | low;
-        }
+        hex::decode_to_slice(text, &mut bytes).map_err(|_| {
+            Error::invalid_argument(format!("not a 64-hex-digit cache key: {text:?}"))
+        })?;
         Ok(Self(bytes))
-    }
-}
-
-/// The value of one ASCII hex digit (either case).
-fn hex_digit(digit: u8) -> Option<u8> {
-    match digit {
-        b'0'..=b'9' => Some(digit - b'0'),
-        b'a'..=b'f' => Some(digit - b'a' + 10),
-        b'A'..=b'F' => Some(digit - b'A' + 10),
-        _ => None,
     }
 }
 

@@ -12,6 +12,10 @@
 //!   user, shared safely by processes;
 //! - [`TieredProgramCache`]: memory in front of disk.
 //!
+//! Beside its entries a cache keeps notes ([`ProgramCache::get_note`]): what the NVRTC and
+//! nvJitLink library files of this machine were found to be, so a fresh process keys a
+//! program without loading them.
+//!
 //! `docs/program-cache.md` describes the key's encoding, the file format and the guarantees.
 //!
 //! ```
@@ -51,8 +55,8 @@ mod file;
 mod format;
 mod fs_ops;
 mod key;
-mod lru;
 mod memory;
+mod notes;
 mod private;
 mod root;
 mod stats;
@@ -65,6 +69,7 @@ pub use file::{
 };
 pub use key::{CacheKey, CacheKeyBuilder, KEY_SCHEMA_VERSION};
 pub use memory::InMemoryProgramCache;
+pub use notes::MAX_NOTE_BYTES;
 pub use stats::CacheStats;
 pub use tiered::TieredProgramCache;
 
@@ -90,4 +95,58 @@ pub trait ProgramCache: Send + Sync {
 
     /// What the cache holds and what it has done.
     fn stats(&self) -> Result<CacheStats>;
+
+    /// The program under `key`; on a miss, `make`'s, stored under `key` and returned.
+    ///
+    /// A cache that fails to read is a miss and one that fails to store is not an error (both
+    /// are logged; a failed store is counted in [`CacheStats::failed_stores`]); `make`'s
+    /// error is returned and nothing is stored.
+    ///
+    /// # Errors
+    ///
+    /// `make`'s.
+    fn get_or_insert_with(
+        &self,
+        key: &CacheKey,
+        make: impl FnOnce() -> Result<CompiledCode>,
+    ) -> Result<CompiledCode>
+    where
+        Self: Sized,
+    {
+        match self.get(key) {
+            Ok(Some(hit)) => return Ok(hit),
+            Ok(None) => {}
+            Err(error) => {
+                log::warn!("cuda-safe: reading program cache entry {key} failed: {error}")
+            }
+        }
+        let made = make()?;
+        if let Err(error) = self.put(key, &made) {
+            log::warn!("cuda-safe: storing program cache entry {key} failed: {error}");
+        }
+        Ok(made)
+    }
+
+    /// The note stored under `key`, if any: a few bytes the crate keeps beside the entries
+    /// (what a compiler's library file was found to be, so a fresh process need not load it
+    /// to key a program). A damaged, foreign or unreadable note is `None`, never an error.
+    ///
+    /// The default keeps no notes.
+    fn get_note(&self, key: &CacheKey) -> Option<Vec<u8>> {
+        let _ = key;
+        None
+    }
+
+    /// Stores `note` (at most [`MAX_NOTE_BYTES`]) under `key`, replacing what was there.
+    ///
+    /// The default keeps no notes and succeeds.
+    ///
+    /// # Errors
+    ///
+    /// A cache's own failure to write; a note over [`MAX_NOTE_BYTES`] is
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument).
+    fn put_note(&self, key: &CacheKey, note: &[u8]) -> Result<()> {
+        let _ = (key, note);
+        Ok(())
+    }
 }

@@ -4,6 +4,9 @@
 //! directory of the cache is owned by the effective user and writable by nobody else (as `ssh`
 //! demands of a key), and so is every entry file it reads. On other systems than Unix nothing
 //! is checked.
+//!
+//! Hand-written because no crate makes these checks (`ssh`'s rule for a key, applied to every
+//! directory and file the cache reads code from).
 
 use std::fs::{self, Metadata};
 use std::io;

@@ -1,6 +1,5 @@
 //! Where the on-disk cache lives by default, and making a root ready to use.
 
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::fs_ops::{create_private_dir_all, io_error};
@@ -11,6 +10,8 @@ use crate::error::{Error, Result};
 pub(crate) const ENTRIES: &str = "entries";
 /// The directory of temp files and graves, under the root.
 pub(crate) const TMP: &str = "tmp";
+/// The directory of notes, under the root (made by the first note stored).
+pub(crate) const NOTES: &str = "notes";
 
 /// Makes `root` ready: creates it (and missing parents, `0700`) if needed, checks that it and
 /// its `entries/` and `tmp/` are this user's alone ([`private::check_root`],
@@ -33,47 +34,18 @@ pub(crate) fn prepare(root: &Path) -> Result<()> {
     Ok(())
 }
 
+/// `<the platform's cache directory>/cuda-safe/program-cache`: on Linux
 /// `$XDG_CACHE_HOME/cuda-safe/program-cache`, or `$HOME/.cache/cuda-safe/program-cache` when
-/// `XDG_CACHE_HOME` is unset, empty or relative (the XDG rule).
+/// `XDG_CACHE_HOME` is unset, empty or relative (the XDG rule; `dirs` asks the password
+/// database when `HOME` is unset); `~/Library/Caches` on macOS, the local application data
+/// folder on Windows.
 pub(crate) fn default_root() -> Result<PathBuf> {
-    root_from(std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME")).ok_or_else(|| {
+    let cache_home = dirs::cache_dir().ok_or_else(|| {
         Error::invalid_argument(
-            "no default program-cache directory: neither XDG_CACHE_HOME (absolute) nor HOME \
-             is set; give the cache a directory",
+            "no default program-cache directory: this system names no cache directory \
+             (neither XDG_CACHE_HOME, absolute, nor a home directory); give the cache a \
+             directory",
         )
-    })
-}
-
-fn root_from(xdg_cache_home: Option<OsString>, home: Option<OsString>) -> Option<PathBuf> {
-    let cache_home = xdg_cache_home
-        .map(PathBuf::from)
-        .filter(|path| path.is_absolute())
-        .or_else(|| {
-            home.filter(|home| !home.is_empty())
-                .map(|home| Path::new(&home).join(".cache"))
-        })?;
-    Some(cache_home.join("cuda-safe").join("program-cache"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::root_from;
-    use std::path::PathBuf;
-
-    #[test]
-    fn follows_the_xdg_rule() {
-        let some = |text: &str| Some(text.into());
-        assert_eq!(
-            root_from(some("/xdg"), some("/home/u")),
-            Some(PathBuf::from("/xdg/cuda-safe/program-cache"))
-        );
-        for xdg in [None, some(""), some("relative/dir")] {
-            assert_eq!(
-                root_from(xdg, some("/home/u")),
-                Some(PathBuf::from("/home/u/.cache/cuda-safe/program-cache"))
-            );
-        }
-        assert_eq!(root_from(None, None), None);
-        assert_eq!(root_from(some("rel"), some("")), None);
-    }
+    })?;
+    Ok(cache_home.join("cuda-safe").join("program-cache"))
 }

@@ -32,6 +32,10 @@ pub struct CacheStats {
     /// failure ([`Program::compile_cached`](crate::Program::compile_cached),
     /// [`KernelCache`](crate::KernelCache)) leave their trace here.
     pub failed_stores: u64,
+    /// Shard directories of an on-disk cache that could not be listed (permission denied, an
+    /// I/O error) when these figures were taken: their entries are not in `entries` or
+    /// `bytes`. Always 0 in memory.
+    pub unreadable_shards: u64,
 }
 
 /// Thread-safe counters behind [`CacheStats`].
@@ -52,7 +56,7 @@ impl Counters {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The counters, with the given size.
+    /// The counters, with the given size (and no unreadable shards).
     pub(crate) fn snapshot(&self, entries: u64, bytes: u64) -> CacheStats {
         let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         CacheStats {
@@ -65,6 +69,7 @@ impl Counters {
             rejected: read(&self.rejected),
             corrupt_entries: read(&self.corrupt_entries),
             failed_stores: read(&self.failed_stores),
+            unreadable_shards: 0,
         }
     }
 }

@@ -94,7 +94,29 @@ impl<F: ProgramCache, B: ProgramCache> ProgramCache for TieredProgramCache<F, B>
         let mut stats = self.back.stats()?;
         stats.hits = stats.hits.saturating_add(front.hits);
         stats.failed_stores = stats.failed_stores.saturating_add(front.failed_stores);
+        stats.unreadable_shards = stats
+            .unreadable_shards
+            .saturating_add(front.unreadable_shards);
         Ok(stats)
+    }
+
+    /// The front's note, else the back's (copied to the front).
+    fn get_note(&self, key: &CacheKey) -> Option<Vec<u8>> {
+        if let Some(note) = self.front.get_note(key) {
+            return Some(note);
+        }
+        let note = self.back.get_note(key)?;
+        if let Err(error) = self.front.put_note(key, &note) {
+            log::debug!(
+                "cuda-safe: a program cache note could not be copied to the front: {error}"
+            );
+        }
+        Some(note)
+    }
+
+    fn put_note(&self, key: &CacheKey, note: &[u8]) -> Result<()> {
+        self.front.put_note(key, note)?;
+        self.back.put_note(key, note)
     }
 }
 

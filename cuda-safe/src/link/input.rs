@@ -145,13 +145,19 @@ impl LinkInput {
         )
     }
 
+    /// The largest file [`from_file`](Self::from_file) and [`from_file_as`](Self::from_file_as)
+    /// read: 1 GiB; [`from_file_as_with_max_bytes`](Self::from_file_as_with_max_bytes) takes
+    /// another cap.
+    pub const DEFAULT_MAX_FILE_BYTES: u64 = crate::user_file::DEFAULT_MAX_FILE_BYTES;
+
     /// A file, read now (the key of a cached link covers its contents), of the kind its
-    /// extension names ([`LinkInputKind::of_path`]).
+    /// extension names ([`LinkInputKind::of_path`]), of at most
+    /// [`DEFAULT_MAX_FILE_BYTES`](Self::DEFAULT_MAX_FILE_BYTES).
     ///
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for an extension that names no kind (use
-    /// [`from_file_as`](Self::from_file_as)), or a file that cannot be read or is empty.
+    /// [`from_file_as`](Self::from_file_as)), or as [`from_file_as`](Self::from_file_as).
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         let kind = LinkInputKind::of_path(path).ok_or_else(|| {
@@ -164,15 +170,30 @@ impl LinkInput {
         Self::from_file_as(path, kind)
     }
 
-    /// A file of the given kind, read now.
+    /// A file of the given kind, read now, of at most
+    /// [`DEFAULT_MAX_FILE_BYTES`](Self::DEFAULT_MAX_FILE_BYTES).
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a file that cannot be read, is not a regular file (a FIFO, a
-    /// device, a directory) or is empty.
+    /// As [`from_file_as_with_max_bytes`](Self::from_file_as_with_max_bytes).
     pub fn from_file_as(path: impl AsRef<Path>, kind: LinkInputKind) -> Result<Self> {
+        Self::from_file_as_with_max_bytes(path, kind, Self::DEFAULT_MAX_FILE_BYTES)
+    }
+
+    /// A file of the given kind, read now, of at most `max_bytes`: a larger one is refused
+    /// from its size (`fstat`), before anything is read.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a file that cannot be read, is not a regular file (a FIFO,
+    /// a device, a directory), is larger than `max_bytes` or is empty.
+    pub fn from_file_as_with_max_bytes(
+        path: impl AsRef<Path>,
+        kind: LinkInputKind,
+        max_bytes: u64,
+    ) -> Result<Self> {
         let path = path.as_ref();
-        let bytes = crate::user_file::read_regular(path)?;
+        let bytes = crate::user_file::read_regular(path, max_bytes)?;
         Self::from_bytes(kind, path.display().to_string(), bytes)
     }
 
@@ -238,6 +259,26 @@ mod tests {
         assert!(error.to_string().contains("from_file_as"), "{error}");
         let error = LinkInput::from_file("/nonexistent/k.cubin").unwrap_err();
         assert!(error.to_string().contains("cannot read"), "{error}");
+    }
+
+    #[test]
+    fn a_file_over_the_cap_is_refused_before_it_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("huge.ltoir");
+        let file = std::fs::File::create(&path).unwrap();
+        file.set_len(4 << 30).unwrap();
+        drop(file);
+        let started = std::time::Instant::now();
+        let error = LinkInput::from_file(&path).unwrap_err().to_string();
+        assert!(started.elapsed() < std::time::Duration::from_millis(500));
+        assert!(error.contains("over the cap of 1073741824"), "{error}");
+        std::fs::write(&path, b"0123456789").unwrap();
+        let error = LinkInput::from_file_as_with_max_bytes(&path, LinkInputKind::LtoIr, 9)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("10 bytes, over the cap of 9"), "{error}");
+        let input = LinkInput::from_file_as_with_max_bytes(&path, LinkInputKind::LtoIr, 10);
+        assert_eq!(input.unwrap().bytes(), b"0123456789");
     }
 
     #[test]

@@ -31,6 +31,7 @@
 
 mod driver;
 mod input;
+mod keying;
 mod nvjitlink;
 mod options;
 
@@ -186,6 +187,11 @@ impl Linker {
     /// one sharing a file cache; a miss links and stores. A cache that fails to read or write
     /// is logged and treated as a miss; a failed link is never stored.
     ///
+    /// The key names the backend's version. A fresh process learns nvJitLink's from `cache`'s
+    /// note on the nvJitLink library file the loader would open, without loading it (a hit
+    /// then loads no nvJitLink); where there is no such note, or anything it names changed,
+    /// nvJitLink is loaded and asked, and the note written. A miss checks the note first.
+    ///
     /// # Errors
     ///
     /// As [`Linker::cache_key`], then as [`Linker::link`].
@@ -194,32 +200,38 @@ impl Linker {
         target: CodeKind,
         cache: &dyn ProgramCache,
     ) -> Result<CompiledProgram> {
-        let plan = self.plan(target)?;
-        let version = plan.version()?;
-        self.fetch_or_link(target, cache, plan, &version)
+        let keying = keying::keying(self.options.backend, cache)?;
+        self.fetch_or_link(target, cache, keying)
     }
 
-    /// The entry for `plan` made by the backend `version` from `cache`, or, on a miss, the
-    /// link, stored there.
+    /// The entry for this link keyed with `keying` from `cache`, or, on a miss, the link,
+    /// stored there.
     fn fetch_or_link(
         &self,
         target: CodeKind,
         cache: &dyn ProgramCache,
-        plan: Plan,
-        version: &str,
+        keying: keying::LinkKeying,
     ) -> Result<CompiledProgram> {
-        let key = self.key_for(target, &plan, version)?;
-        match cache.get(&key) {
-            Ok(Some(code)) if code.kind() == target => {
+        let mut plan = self.plan_for(target, keying.backend)?;
+        let mut key = self.key_for(target, &plan, &keying.version)?;
+        if let Some(hit) = lookup(cache, &key, target) {
+            return Ok(CompiledProgram::cached(
+                hit,
+                plan.flags,
+                plan.backend.toolchain(),
+            ));
+        }
+        if keying.recalled
+            && let Some(actual) = keying::check_recalled(self.options.backend, cache, &keying)?
+        {
+            plan = self.plan_for(target, actual.backend)?;
+            key = self.key_for(target, &plan, &actual.version)?;
+            if let Some(hit) = lookup(cache, &key, target) {
                 return Ok(CompiledProgram::cached(
-                    code,
+                    hit,
                     plan.flags,
                     plan.backend.toolchain(),
                 ));
-            }
-            Ok(_) => {}
-            Err(error) => {
-                log::warn!("cuda-safe: reading program cache entry {key} failed, linking: {error}")
             }
         }
         let linked = self.link_with(target, &plan)?;
@@ -231,6 +243,11 @@ impl Linker {
 
     /// Which backend, architecture and flags a link to `target` uses, every check made.
     fn plan(&self, target: CodeKind) -> Result<Plan> {
+        self.plan_for(target, self.backend())
+    }
+
+    /// [`Linker::plan`] with the backend resolved already.
+    fn plan_for(&self, target: CodeKind, backend: LinkerBackend) -> Result<Plan> {
         if self.inputs.is_empty() {
             return Err(Error::invalid_argument("a link needs at least one input"));
         }
@@ -247,7 +264,6 @@ impl Linker {
         }
         let digits = self.options.resolve_arch()?;
         let flags = self.options.render(target, &digits)?;
-        let backend = self.backend();
         if backend == LinkerBackend::Driver
             && let Some(refusal) = driver::refusal(&self.options, &self.inputs, target)
         {
@@ -332,6 +348,19 @@ impl CompiledProgram {
             Toolchain::NvJitLink => LinkerBackend::NvJitLink,
             Toolchain::DriverLinker => LinkerBackend::Driver,
             _ => LinkerBackend::Auto,
+        }
+    }
+}
+
+/// The entry under `key` if it is code of kind `target`; `None` for a miss, another kind, or a
+/// cache that failed to read (logged).
+fn lookup(cache: &dyn ProgramCache, key: &CacheKey, target: CodeKind) -> Option<CompiledCode> {
+    match cache.get(key) {
+        Ok(Some(code)) if code.kind() == target => Some(code),
+        Ok(_) => None,
+        Err(error) => {
+            log::warn!("cuda-safe: reading program cache entry {key} failed, linking: {error}");
+            None
         }
     }
 }

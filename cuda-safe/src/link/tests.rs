@@ -21,6 +21,15 @@ fn linker(options: LinkerOptions, inputs: &[(&str, &[u8])]) -> Linker {
     linker
 }
 
+/// nvJitLink `version`, as this process asked it.
+fn keying(version: &str) -> keying::LinkKeying {
+    keying::LinkKeying {
+        backend: LinkerBackend::NvJitLink,
+        version: version.to_owned(),
+        recalled: false,
+    }
+}
+
 fn key(linker: &Linker, target: CodeKind, version: &str) -> CacheKey {
     let plan = linker.plan(target).unwrap();
     linker.key_for(target, &plan, version).unwrap()
@@ -138,8 +147,9 @@ fn a_cached_image_is_returned_without_linking() {
         linker.lowered_names.clone(),
     );
     cache.put(&key, &stored).unwrap();
+    let _ = plan;
     let hit = linker
-        .fetch_or_link(CodeKind::Cubin, &cache, plan, "13.0")
+        .fetch_or_link(CodeKind::Cubin, &cache, keying("13.0"))
         .unwrap();
     assert!(hit.from_cache());
     assert_eq!(hit.code(), &stored);
@@ -153,8 +163,9 @@ fn a_cached_image_is_returned_without_linking() {
     let plan = linker.plan(CodeKind::Ptx).unwrap();
     let key = linker.key_for(CodeKind::Ptx, &plan, "13.0").unwrap();
     cache.put(&key, &stored).unwrap();
+    let _ = plan;
     let error = linker
-        .fetch_or_link(CodeKind::Ptx, &cache, plan, "13.0")
+        .fetch_or_link(CodeKind::Ptx, &cache, keying("13.0"))
         .unwrap_err();
     assert!(
         matches!(error, Error::Link { .. } | Error::Load(_)),
@@ -193,4 +204,25 @@ fn a_file_input_that_is_not_a_regular_file_is_refused_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let error = LinkInput::from_file_as(dir.path(), LinkInputKind::Object).unwrap_err();
     assert!(error.to_string().contains("a directory"), "{error}");
+}
+
+/// A version a note recalled keys the lookup, and a hit returns without asking nvJitLink
+/// (99.9 is no nvJitLink anyone has).
+#[test]
+fn a_recalled_version_hits_without_asking_the_linker() {
+    let cache = InMemoryProgramCache::new(1 << 20);
+    let linker = linker(options(), &[("a", b"aa")]);
+    let stored = CompiledCode::new(CodeKind::Cubin, b"\x7fELF linked".to_vec(), Vec::new());
+    cache
+        .put(&key(&linker, CodeKind::Cubin, "99.9"), &stored)
+        .unwrap();
+    let recalled = keying::LinkKeying {
+        recalled: true,
+        ..keying("99.9")
+    };
+    let hit = linker
+        .fetch_or_link(CodeKind::Cubin, &cache, recalled)
+        .unwrap();
+    assert!(hit.from_cache());
+    assert_eq!(hit.code(), &stored);
 }

@@ -91,7 +91,7 @@ impl ObjectCode {
     #[doc(alias = "cuLibraryLoadData")]
     pub fn from_cubin(cubin: &[u8]) -> Result<Self> {
         image::check(cubin, CodeKind::Cubin)?;
-        Self::load_image(cubin, Some(CodeKind::Cubin), Arc::from([]))
+        Self::load_image(cubin, Some(CodeKind::Cubin), no_names())
     }
 
     /// Loads a fatbin image.
@@ -107,7 +107,7 @@ impl ObjectCode {
     #[doc(alias = "cuLibraryLoadData")]
     pub fn from_fatbin(fatbin: &[u8]) -> Result<Self> {
         image::check_fatbin(fatbin)?;
-        Self::load_image(fatbin, None, Arc::from([]))
+        Self::load_image(fatbin, None, no_names())
     }
 
     /// Loads PTX text, which the driver compiles for the device on first use.
@@ -119,10 +119,15 @@ impl ObjectCode {
     /// (with its JIT log's code) when it cannot compile it.
     #[doc(alias = "cuLibraryLoadData")]
     pub fn from_ptx(ptx: &str) -> Result<Self> {
-        Self::load_ptx(ptx.as_bytes(), Arc::from([]))
+        Self::load_ptx(ptx.as_bytes(), no_names())
     }
 
-    /// Loads a CUBIN, PTX or fatbin file, told apart by its first bytes.
+    /// The largest file [`from_file`](Self::from_file) reads: 1 GiB (far above any kernel
+    /// image); [`from_file_with_max_bytes`](Self::from_file_with_max_bytes) takes another cap.
+    pub const DEFAULT_MAX_FILE_BYTES: u64 = crate::user_file::DEFAULT_MAX_FILE_BYTES;
+
+    /// Loads a CUBIN, PTX or fatbin file, told apart by its first bytes, of at most
+    /// [`DEFAULT_MAX_FILE_BYTES`](Self::DEFAULT_MAX_FILE_BYTES).
     ///
     /// The file is read here and checked as [`from_cubin`](Self::from_cubin),
     /// [`from_fatbin`](Self::from_fatbin) or [`from_ptx`](Self::from_ptx) check their images
@@ -132,16 +137,29 @@ impl ObjectCode {
     #[doc = cuda_sys::api_doc!(cuLibraryLoadFromFile)]
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a file that cannot be read (with the system's reason),
-    /// is not a regular file (a FIFO, a device, a directory) or is not a complete image; the driver's error when it refuses the image.
+    /// As [`from_file_with_max_bytes`](Self::from_file_with_max_bytes).
     #[doc(alias = "cuLibraryLoadFromFile")]
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
+        Self::from_file_with_max_bytes(path, Self::DEFAULT_MAX_FILE_BYTES)
+    }
+
+    /// [`from_file`](Self::from_file) for a file of at most `max_bytes`: a larger one is
+    /// refused from its size (`fstat`), before anything is read.
+    ///
+    #[doc = cuda_sys::api_doc!(cuLibraryLoadFromFile)]
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a file that cannot be read (with the system's reason),
+    /// is not a regular file (a FIFO, a device, a directory), is larger than `max_bytes` or is
+    /// not a complete image; the driver's error when it refuses the image.
+    #[doc(alias = "cuLibraryLoadFromFile")]
+    pub fn from_file_with_max_bytes(path: impl AsRef<Path>, max_bytes: u64) -> Result<Self> {
         let path = path.as_ref();
-        let bytes = crate::user_file::read_regular(path)?;
+        let bytes = crate::user_file::read_regular(path, max_bytes)?;
         match image::Format::of(&bytes) {
             image::Format::Cubin => Self::from_cubin(&bytes),
             image::Format::Fatbin => Self::from_fatbin(&bytes),
-            image::Format::Ptx => Self::load_ptx(&bytes, Arc::from([])),
+            image::Format::Ptx => Self::load_ptx(&bytes, no_names()),
         }
     }
 
@@ -157,6 +175,10 @@ impl ObjectCode {
     /// [`Error::InvalidArgument`] for bytes that are not a complete image of the kind they
     /// claim (checked as [`from_cubin`](Self::from_cubin) and [`from_ptx`](Self::from_ptx)
     /// check), as from a damaged cache entry.
+    ///
+    /// The check runs once per image: code that passed it (this code or a clone of it, or an
+    /// on-disk cache entry stored after it and read back against its checksum) loads without
+    /// walking it again.
     #[doc(alias = "cuLibraryLoadData")]
     pub fn from_compiled(code: &CompiledCode) -> Result<Self> {
         let names = code.shared_lowered_names();
@@ -167,7 +189,7 @@ impl ObjectCode {
             )),
             CodeKind::Ptx => Self::load_ptx(code.bytes(), names),
             CodeKind::Cubin => {
-                image::check(code.bytes(), CodeKind::Cubin)?;
+                check_compiled(code)?;
                 Self::load_image(code.bytes(), Some(CodeKind::Cubin), names)
             }
         }
@@ -285,6 +307,26 @@ impl ObjectCode {
     }
 }
 
+/// The empty name map, shared (a load of bare bytes allocates none).
+fn no_names() -> Arc<[(String, String)]> {
+    static NONE: std::sync::OnceLock<Arc<[(String, String)]>> = std::sync::OnceLock::new();
+    NONE.get_or_init(|| Arc::from([])).clone()
+}
+
+/// Checks compiled code as [`ObjectCode::from_compiled`] would before loading it, and marks it
+/// checked (so a cache stores that, and a load does not walk it again).
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] for a CUBIN that is not a complete image.
+pub(crate) fn check_compiled(code: &CompiledCode) -> Result<()> {
+    if code.kind() == CodeKind::Cubin && !code.image_checked() {
+        image::check(code.bytes(), CodeKind::Cubin)?;
+        code.mark_image_checked();
+    }
+    Ok(())
+}
+
 impl CompiledProgram {
     /// Loads the code ([`ObjectCode::from_compiled`]), keeping its name map.
     ///
@@ -330,3 +372,54 @@ impl fmt::Debug for ObjectCode {
 }
 
 assert_send_sync!(ObjectCode);
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::{ObjectCode, check_compiled};
+    use crate::code::{CodeKind, CompiledCode};
+
+    const CUBIN: &[u8] = include_bytes!("image/testdata/saxpy_sm90.cubin");
+
+    /// A sparse file of 4 GiB used to be read whole (47 s, 8.2 GB of memory) before its image
+    /// check; now its size refuses it at once.
+    #[test]
+    fn a_file_over_the_cap_is_refused_before_it_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("huge.cubin");
+        std::fs::File::create(&path)
+            .unwrap()
+            .set_len(4 << 30)
+            .unwrap();
+        let started = Instant::now();
+        let error = ObjectCode::from_file(&path).unwrap_err().to_string();
+        assert!(started.elapsed() < Duration::from_millis(500));
+        assert!(error.contains("over the cap of 1073741824"), "{error}");
+        std::fs::write(&path, CUBIN).unwrap();
+        let error = ObjectCode::from_file_with_max_bytes(&path, 100)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("over the cap of 100"), "{error}");
+    }
+
+    #[test]
+    fn an_image_is_checked_once_and_a_bad_one_never_marked() {
+        let code = CompiledCode::new(CodeKind::Cubin, CUBIN.to_vec(), Vec::new());
+        let clone = code.clone();
+        assert!(!code.image_checked());
+        check_compiled(&code).unwrap();
+        assert!(
+            clone.image_checked(),
+            "the clones share the bytes and the mark"
+        );
+        let truncated = CompiledCode::new(
+            CodeKind::Cubin,
+            CUBIN[..CUBIN.len() - 1].to_vec(),
+            Vec::new(),
+        );
+        assert!(check_compiled(&truncated).is_err());
+        assert!(!truncated.image_checked());
+        assert!(ObjectCode::from_compiled(&truncated).is_err());
+    }
+}

@@ -1,13 +1,53 @@
 //! A [`Program`]'s cache key, and compiling through a [`ProgramCache`].
 
-use std::sync::OnceLock;
-
 use super::compile::{Plan, Program};
 use super::compiled::{CompiledProgram, Toolchain};
-use super::version::nvrtc_version;
+use super::compiler::{KeyCompiler, check_recalled, compiler_version, key_compiler};
 use crate::cache::{CacheKey, ProgramCache};
-use crate::code::CodeKind;
+use crate::code::{CodeKind, CompiledCode};
 use crate::error::{Error, Result};
+
+/// How the compiler version of a key was learnt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Learnt {
+    /// NVRTC said so.
+    Asked,
+    /// A program cache's note said so for the NVRTC the loader would open; a miss checks it.
+    Recalled,
+    /// The caller said so ([`KernelCache::assume_nvrtc_version`](crate::KernelCache::assume_nvrtc_version));
+    /// a miss fails if NVRTC disagrees.
+    Assumed,
+}
+
+/// The compiler version a key is made with, and how it was learnt.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Keying<'a> {
+    pub(crate) version: &'a str,
+    pub(crate) learnt: Learnt,
+}
+
+impl Keying<'static> {
+    /// The version to key with through `cache`, as [`key_compiler`] learns it.
+    pub(crate) fn through(cache: &dyn ProgramCache) -> Result<Self> {
+        let KeyCompiler { version, asked } = key_compiler(cache)?;
+        Ok(Self {
+            version,
+            learnt: if asked {
+                Learnt::Asked
+            } else {
+                Learnt::Recalled
+            },
+        })
+    }
+}
+
+/// A program fetched from a cache or compiled into it, and the key it is stored under (a
+/// recalled compiler version that proved wrong is keyed again).
+#[derive(Debug)]
+pub(crate) struct Fetched {
+    pub(crate) key: CacheKey,
+    pub(crate) program: CompiledProgram,
+}
 
 impl Program {
     /// The key a cache stores this program's compile for `target` under.
@@ -35,19 +75,38 @@ impl Program {
     /// The key of the first version asked for is computed once per program and target, and
     /// remembered; a repeated request costs a comparison (the flags are not rendered again).
     pub fn cache_key_for_compiler(&self, target: CodeKind, version: &str) -> Result<CacheKey> {
+        self.remembered_key(target, None, version)
+    }
+
+    /// [`Program::cache_key_for_compiler`], with the plan when the caller has it already.
+    fn remembered_key(
+        &self,
+        target: CodeKind,
+        plan: Option<&Plan>,
+        version: &str,
+    ) -> Result<CacheKey> {
         let slot = &self.keys[key_slot(target)];
         if let Some((known, key)) = slot.get()
             && known == version
         {
             return Ok(*key);
         }
-        let key = self.key_for(target, &self.plan(target)?, version)?;
+        let key = match plan {
+            Some(plan) => self.key_for(target, plan, version)?,
+            None => self.key_for(target, &self.plan(target)?, version)?,
+        };
         let (known, remembered) = slot.get_or_init(|| (version.to_owned(), key));
         Ok(if known == version { *remembered } else { key })
     }
 
     /// Compiles to `target` through `cache`: a hit returns the stored program (with an empty
     /// log) and compiles nothing; a miss compiles and stores the result.
+    ///
+    /// The key names NVRTC's version. A fresh process learns it from `cache`'s note on the
+    /// NVRTC library file the loader would open, without loading NVRTC (a hit then loads no
+    /// NVRTC at all); where there is no such note, or the file, its directory or the
+    /// environment changed, NVRTC is loaded and asked, and the note written. A miss loads
+    /// NVRTC anyway and checks the noted version against it first.
     ///
     /// A cache that fails to read or write is logged as a warning and treated as a miss, never
     /// failing the compile. A failed compile is never stored.
@@ -72,8 +131,10 @@ impl Program {
         target: CodeKind,
         cache: &dyn ProgramCache,
     ) -> Result<CompiledProgram> {
-        let key = self.cache_key(target)?;
-        self.fetch_or_compile(target, cache, &key, None)
+        let keying = Keying::through(cache)?;
+        Ok(self
+            .fetch_or_compile(target, cache, keying, &|_| Ok(()))?
+            .program)
     }
 
     /// [`Program::compile_cached`] with the compiler version given.
@@ -84,52 +145,69 @@ impl Program {
         cache: &dyn ProgramCache,
         version: &str,
     ) -> Result<CompiledProgram> {
-        let key = self.key_for(target, &self.plan(target)?, version)?;
-        self.fetch_or_compile(target, cache, &key, None)
+        let keying = Keying {
+            version,
+            learnt: Learnt::Asked,
+        };
+        Ok(self
+            .fetch_or_compile(target, cache, keying, &|_| Ok(()))?
+            .program)
     }
 
-    /// The entry `key` of `cache` (with an empty log), or, on a miss, this program compiled to
-    /// `target` and stored there under `key`.
+    /// The entry of `cache` for this program keyed with `keying` (with an empty log), or, on a
+    /// miss, this program compiled to `target`, passed to `prepare` (which may refuse it) and
+    /// stored there.
     ///
-    /// With `assumed_compiler` (`"13.0"`: `key` was made for that NVRTC without loading it), a
-    /// miss first checks that the loaded NVRTC is that version and fails with
-    /// [`Error::NvrtcVersionMismatch`] if not, so no code is stored under a key that misnames its
-    /// compiler. A cache that fails to read or write is logged as a warning and treated as a
-    /// miss; a failed compile is returned and never stored.
+    /// A miss checks the key's compiler version first: a recalled one against NVRTC's own
+    /// (a wrong note is rewritten and the program keyed again, and looked up again), an
+    /// assumed one likewise, failing with [`Error::NvrtcVersionMismatch`] if NVRTC disagrees,
+    /// so no code is stored under a key that misnames its compiler. A cache that fails to read
+    /// or write is logged as a warning and treated as a miss; a failed compile is returned and
+    /// never stored.
     pub(crate) fn fetch_or_compile(
         &self,
         target: CodeKind,
         cache: &dyn ProgramCache,
-        key: &CacheKey,
-        assumed_compiler: Option<&str>,
-    ) -> Result<CompiledProgram> {
+        keying: Keying<'_>,
+        prepare: &dyn Fn(&CompiledCode) -> Result<()>,
+    ) -> Result<Fetched> {
         let plan = self.plan(target)?;
-        match cache.get(key) {
-            Ok(Some(code)) => {
-                return Ok(CompiledProgram::cached(code, plan.flags, Toolchain::Nvrtc));
-            }
-            Ok(None) => {}
-            Err(error) => {
-                log::warn!(
-                    "cuda-safe: reading program cache entry {key} failed, compiling: {error}"
-                )
-            }
+        let mut key = self.remembered_key(target, Some(&plan), keying.version)?;
+        if let Some(code) = lookup(cache, &key) {
+            let program = CompiledProgram::cached(code, plan.flags, Toolchain::Nvrtc);
+            return Ok(Fetched { key, program });
         }
-        if let Some(assumed) = assumed_compiler {
-            let actual = compiler_version()?;
-            if actual != assumed {
-                return Err(Error::NvrtcVersionMismatch {
-                    assumed: assumed.into(),
-                    loaded: actual.into(),
-                });
+        match keying.learnt {
+            Learnt::Asked => {}
+            Learnt::Recalled => {
+                if let Some(actual) = check_recalled(cache, keying.version)? {
+                    key = self.remembered_key(target, Some(&plan), actual)?;
+                    if let Some(code) = lookup(cache, &key) {
+                        let program = CompiledProgram::cached(code, plan.flags, Toolchain::Nvrtc);
+                        return Ok(Fetched { key, program });
+                    }
+                }
+            }
+            Learnt::Assumed => {
+                let actual = compiler_version()?;
+                if actual != keying.version {
+                    return Err(Error::NvrtcVersionMismatch {
+                        assumed: keying.version.into(),
+                        loaded: actual.into(),
+                    });
+                }
             }
         }
         let compiled = self.compile_with(target, plan.flags)?;
-        if let Err(error) = cache.put(key, compiled.code()) {
+        prepare(compiled.code())?;
+        if let Err(error) = cache.put(&key, compiled.code()) {
             // Counted in the cache's stats (`failed_stores`) by the cache itself.
             log::warn!("cuda-safe: storing program cache entry {key} failed: {error}");
         }
-        Ok(compiled)
+        Ok(Fetched {
+            key,
+            program: compiled,
+        })
     }
 
     /// The key for `plan`, with the compiler version given.
@@ -163,15 +241,12 @@ fn key_slot(target: CodeKind) -> usize {
     }
 }
 
-/// NVRTC's version as a cache key spells it (`"13.0"`), formatted once per process (the loaded
-/// NVRTC does not change).
-pub(crate) fn compiler_version() -> Result<&'static str> {
-    static VERSION: OnceLock<String> = OnceLock::new();
-    if let Some(version) = VERSION.get() {
-        return Ok(version);
-    }
-    let (major, minor) = nvrtc_version()?;
-    Ok(VERSION.get_or_init(|| format!("{major}.{minor}")))
+/// The entry under `key`, or `None` for a miss or a cache that failed to read (logged).
+fn lookup(cache: &dyn ProgramCache, key: &CacheKey) -> Option<CompiledCode> {
+    cache.get(key).unwrap_or_else(|error| {
+        log::warn!("cuda-safe: reading program cache entry {key} failed, compiling: {error}");
+        None
+    })
 }
 
 #[cfg(test)]
@@ -179,6 +254,7 @@ mod tests {
     use super::*;
     use crate::cache::{CacheStats, InMemoryProgramCache};
     use crate::code::CompiledCode;
+    use crate::program::version::nvrtc_version;
     use crate::program::{CppStandard, ProgramOptions};
 
     const SOURCE: &str = "template <class T> __global__ void k(T* x) { *x *= 2; }";
@@ -390,9 +466,19 @@ mod tests {
         let key = key(&program, CodeKind::Ptx).unwrap();
         let stored = CompiledCode::new(CodeKind::Ptx, b"// stored\0".to_vec(), Vec::new());
         cache.put(&key, &stored).unwrap();
-        let hit = program
-            .fetch_or_compile(CodeKind::Ptx, &cache, &key, Some("0.0"))
+        let assumed = Keying {
+            version: "0.0",
+            learnt: Learnt::Assumed,
+        };
+        let key = program
+            .cache_key_for_compiler(CodeKind::Ptx, "0.0")
             .unwrap();
+        cache.put(&key, &stored).unwrap();
+        let fetched = program
+            .fetch_or_compile(CodeKind::Ptx, &cache, assumed, &|_| Ok(()))
+            .unwrap();
+        assert_eq!(fetched.key, key);
+        let hit = fetched.program;
         assert_eq!(hit.code(), &stored);
         assert_eq!(hit.options(), program.flags(CodeKind::Ptx).unwrap());
     }
@@ -402,8 +488,13 @@ mod tests {
         let cache = InMemoryProgramCache::new(1 << 20);
         let program = Program::new(SOURCE, options()).unwrap();
         let key = key(&program, CodeKind::Cubin).unwrap();
+        let _ = key;
+        let assumed = Keying {
+            version: "0.0",
+            learnt: Learnt::Assumed,
+        };
         let error = program
-            .fetch_or_compile(CodeKind::Cubin, &cache, &key, Some("0.0"))
+            .fetch_or_compile(CodeKind::Cubin, &cache, assumed, &|_| Ok(()))
             .unwrap_err();
         // Without NVRTC its load fails; with one, its version is not 0.0.
         match &error {

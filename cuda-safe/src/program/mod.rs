@@ -57,11 +57,13 @@ pub(crate) mod arch;
 mod cached;
 mod compile;
 mod compiled;
+mod compiler;
+pub(crate) mod identity;
 mod options;
 mod raw;
 mod version;
 
-pub(crate) use cached::compiler_version;
+pub(crate) use cached::{Keying, Learnt};
 pub use compile::Program;
 pub use compiled::{CompiledProgram, Toolchain};
 pub use options::{CppStandard, ProgramOptions};

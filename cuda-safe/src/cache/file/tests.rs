@@ -42,7 +42,7 @@ fn header(key: &CacheKey, payload_len: u64) -> Vec<u8> {
         &FORMAT_VERSION.to_le_bytes(),
         &payload_len.to_le_bytes(),
         key.as_bytes(),
-        &[0; 32],
+        &[0; 16],
     ]
     .concat();
     assert_eq!(header.len(), HEADER_LEN);

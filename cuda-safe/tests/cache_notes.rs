@@ -1,0 +1,208 @@
+//! A fresh process's disk hit keys its program without loading NVRTC: the program cache's note
+//! on the NVRTC file the loader opens, end to end, with the stub driver and NVRTC of
+//! `tests/stub` (built with the C compiler), each request in a process of its own:
+//!
+//! 1. the first run finds no note: it loads NVRTC to ask its version, compiles, and stores the
+//!    entry and the note;
+//! 2. the next runs key from the note and hit without mapping NVRTC at all;
+//! 3. NVRTC's file replaced in place: the note no longer holds, NVRTC is loaded and asked (and
+//!    the note written anew), and the run after that needs NVRTC no more;
+//! 4. another loader environment (`LD_LIBRARY_PATH`) has no note: NVRTC is loaded.
+//!
+//! A `main` of its own (`harness = false`): each run is a child process with the library
+//! variables set before anything loads a library. Without a C compiler it prints that it
+//! skipped (and fails under `CI`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use cuda_safe::cache::{FileStreamProgramCache, ProgramCache};
+use cuda_safe::{CodeKind, KernelCache, Program, ProgramOptions};
+
+/// Set in a child: the cache directory it requests its kernel through.
+const CHILD: &str = "CUDA_SAFE_CACHE_NOTES_CHILD";
+/// The file name NVRTC is loaded from (a copy of the stub, apart from the driver's).
+const NVRTC_FILE: &str = "libnvrtc-stub.so";
+
+fn main() -> ExitCode {
+    if let Some(dir) = std::env::var_os(CHILD) {
+        return child(Path::new(&dir));
+    }
+    if !cfg!(all(target_os = "linux", target_env = "gnu")) {
+        println!("cache_notes: notes are made on Linux with glibc only; skipped");
+        return ExitCode::SUCCESS;
+    }
+    let scratch = tempfile::Builder::new()
+        .prefix("cuda-safe-notes-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("a temporary directory under the target directory");
+    let driver = scratch.path().join("libcuda-stub.so");
+    if let Err(reason) = compile(&driver) {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set, so the stub must build: {reason}"
+        );
+        println!("cache_notes: skipped: {reason}");
+        return ExitCode::SUCCESS;
+    }
+    let nvrtc = scratch.path().join(NVRTC_FILE);
+    std::fs::copy(&driver, &nvrtc).expect("a copy of the stub for NVRTC");
+    let cache = scratch.path().join("cache");
+    let run = |extra: &[(&str, &str)]| request(&driver, &nvrtc, &cache, extra);
+
+    assert_eq!(
+        run(&[]),
+        Run {
+            nvrtc_mapped: true,
+            hit: false
+        },
+        "the first run compiles"
+    );
+    for _ in 0..2 {
+        assert_eq!(
+            run(&[]),
+            Run {
+                nvrtc_mapped: false,
+                hit: true
+            },
+            "a hit needs no NVRTC"
+        );
+    }
+    let notes = std::fs::read_dir(cache.join("notes"))
+        .expect("a notes directory")
+        .count();
+    assert_eq!(notes, 1, "one note, on NVRTC");
+
+    // Replaced in place: same path, new contents (one byte more, still a library).
+    let mut bytes = std::fs::read(&nvrtc).unwrap();
+    bytes.push(0);
+    std::fs::write(&nvrtc, bytes).unwrap();
+    assert_eq!(
+        run(&[]),
+        Run {
+            nvrtc_mapped: true,
+            hit: true
+        },
+        "a changed file is asked"
+    );
+    assert_eq!(
+        run(&[]),
+        Run {
+            nvrtc_mapped: false,
+            hit: true
+        },
+        "and noted again"
+    );
+
+    let elsewhere = scratch.path().join("lib");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let library_path = elsewhere.to_str().unwrap();
+    let other = [("LD_LIBRARY_PATH", library_path)];
+    assert_eq!(
+        run(&other),
+        Run {
+            nvrtc_mapped: true,
+            hit: true
+        },
+        "another search is asked"
+    );
+    assert_eq!(
+        run(&other),
+        Run {
+            nvrtc_mapped: false,
+            hit: true
+        }
+    );
+    let entries = FileStreamProgramCache::new(&cache)
+        .unwrap()
+        .stats()
+        .unwrap()
+        .entries;
+    assert_eq!(entries, 1, "every run keyed the program alike");
+    println!("cache_notes: 1 passed, 0 failed");
+    ExitCode::SUCCESS
+}
+
+/// What one run saw.
+#[derive(Debug, PartialEq, Eq)]
+struct Run {
+    nvrtc_mapped: bool,
+    hit: bool,
+}
+
+/// One request in a fresh process, the stub as the driver and NVML, its copy as NVRTC.
+fn request(driver: &Path, nvrtc: &Path, cache: &Path, extra: &[(&str, &str)]) -> Run {
+    let output = Command::new(std::env::current_exe().unwrap())
+        .env(CHILD, cache)
+        .env(cuda_safe::sys::LIBCUDA_PATH_ENV, driver)
+        .env(cuda_safe::nvml_sys::LIBNVML_PATH_ENV, driver)
+        .env(cuda_safe::nvrtc_sys::LIBNVRTC_PATH_ENV, nvrtc)
+        .env_remove("LD_LIBRARY_PATH")
+        .envs(extra.iter().copied())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let field = |name: &str| {
+        stdout
+            .split_whitespace()
+            .find_map(|word| word.strip_prefix(name))
+            .unwrap_or_else(|| panic!("no {name} in {stdout}"))
+            == "1"
+    };
+    Run {
+        nvrtc_mapped: field("nvrtc_mapped="),
+        hit: field("hit="),
+    }
+}
+
+/// The child: a kernel through a `KernelCache` over the disk cache at `dir`, as a user's
+/// program asks for it.
+fn child(dir: &Path) -> ExitCode {
+    let device = cuda_safe::Device::new(0).expect("the stub's device");
+    device.set_current().expect("a current context");
+    let options = ProgramOptions {
+        arch: Some("sm_90".into()),
+        ..Default::default()
+    };
+    let program = Program::new("extern \"C\" __global__ void twice() {}", options).unwrap();
+    let kernels = KernelCache::new(FileStreamProgramCache::new(dir).unwrap());
+    kernels
+        .kernel(&program, CodeKind::Ptx, "twice")
+        .expect("the kernel");
+    let hit = kernels.programs().stats().unwrap().hits == 1;
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let mapped = maps.lines().any(|line| line.ends_with(NVRTC_FILE));
+    println!("nvrtc_mapped={} hit={}", u8::from(mapped), u8::from(hit));
+    ExitCode::SUCCESS
+}
+
+/// Compiles every C source of `tests/stub` into `output`; the error says why not.
+fn compile(output: &Path) -> Result<(), String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/stub");
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map_err(|error| format!("{}: {error}", dir.display()))?
+        .filter_map(|entry| Some(entry.ok()?.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "c"))
+        .collect();
+    sources.sort();
+    let compiler = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+    let done = Command::new(&compiler)
+        .args(["-shared", "-fPIC", "-std=c11", "-O1", "-o"])
+        .arg(output)
+        .args(&sources)
+        .output()
+        .map_err(|error| format!("no C compiler ({}: {error})", compiler.to_string_lossy()))?;
+    if done.status.success() {
+        Ok(())
+    } else {
+        panic!(
+            "the stub does not compile:\n{}",
+            String::from_utf8_lossy(&done.stderr)
+        )
+    }
+}
