@@ -3,7 +3,7 @@
 //! the last handle using it is gone. In its own test binary, so no other test holds the
 //! context meanwhile; its steps run in order on one thread (see `lifecycle` below).
 
-use cuda_gpu_tests::gpu_tests;
+use cuda_gpu_tests::{GpuFile, gpu_file};
 use cuda_safe::{Device, StreamOptions};
 
 fn primary_context_active(device: &Device) -> bool {
@@ -100,6 +100,5 @@ fn release_waits_for_the_last_holder(device: &Device) {
     assert!(!primary_context_active(device));
 }
 
-fn main() -> std::process::ExitCode {
-    gpu_tests![lifecycle]
-}
+/// This file's tests.
+pub(crate) const FILE: GpuFile = gpu_file![lifecycle,];

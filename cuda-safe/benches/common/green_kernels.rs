@@ -1,4 +1,4 @@
-//! The kernels of the green section of `../shared/bench/driver_floor.c`, byte for byte as
+//! The kernels of the green section of `bench/floors/driver_floor.c`, byte for byte as
 //! `bench/diag/green_variants.c` has them: `saxpy` (the probe) and `spin` (the filler). Shared
 //! by `green_contention` and `diag_green`.
 

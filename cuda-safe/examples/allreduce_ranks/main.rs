@@ -2,7 +2,7 @@
 //! launches itself once per GPU with `RANK`, `WORLD_SIZE`, `LOCAL_RANK`, `MASTER_ADDR`
 //! (127.0.0.1) and `MASTER_PORT` (a free port) set and waits for them; each rank takes its
 //! GPU, gets the unique id from rank 0 over TCP and joins (`ncclCommInitRank`), then measures
-//! as the `allreduce` example does (the method of `bench/nccl_floor.c`). Rank 0 prints the
+//! as the `allreduce` example does (the method of `bench/floors/nccl_floor.c`). Rank 0 prints the
 //! table and the `FIG` lines.
 //!
 //! ```text

@@ -93,7 +93,6 @@ pub fn run(args: &[String]) -> Result<(), String> {
         interop::build_interop(&root, &cargo, abi, &out)?;
     }
     interop::copy_interop_scripts(&root, &out)?;
-    bench::copy_shared_floors(&root, &out)?;
     bench::copy_bench_sources(&root, &out)?;
     manifest::write_manifest(&root, &out)?;
 
