@@ -86,9 +86,10 @@ fn rank_process(scenario: &str) -> ExitCode {
             ExitCode::SUCCESS
         }
         "dead-peer" => {
-            // One collective together, so every connection is up; then rank 1 leaves.
+            // One collective together, so every connection is up; then rank 1 leaves. (On the
+            // heap: as an array, the 4 MiB of ones would be read-only data of the binary.)
             let mut buffer = pool
-                .allocate_from_host(&[1.0f32; 1 << 20], &stream)
+                .allocate_from_host(&vec![1.0f32; 1 << 20], &stream)
                 .unwrap();
             comm.all_reduce_in_place::<f32>(&mut buffer, ReduceOp::Sum, &stream)
                 .unwrap();

@@ -6,7 +6,6 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-
 /// A target cargo built, as read from one `compiler-artifact` message.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct Artifact {
@@ -132,7 +131,10 @@ mod tests {
             cdylib.shared_library(),
             Some(Path::new("/ws/target/bundle/libcuda_safe_interop.so"))
         );
-        assert_eq!(cdylib.manifest_path, PathBuf::from("/ws/interop/Cargo.toml"));
+        assert_eq!(
+            cdylib.manifest_path,
+            PathBuf::from("/ws/interop/Cargo.toml")
+        );
         let lib = parse_artifact(LIB_LINE).expect("an artifact");
         assert!(lib.is("lib") && lib.shared_library().is_none() && lib.executable.is_none());
     }
@@ -142,7 +144,10 @@ mod tests {
         let artifact = parse_artifact(TEST_LINE).expect("a test binary");
         assert_eq!(artifact.name, "gpu");
         assert!(artifact.is("test") && !artifact.is("bench"));
-        assert_eq!(artifact.manifest_path, PathBuf::from("/ws/tests/Cargo.toml"));
+        assert_eq!(
+            artifact.manifest_path,
+            PathBuf::from("/ws/tests/Cargo.toml")
+        );
         assert_eq!(
             artifact.executable,
             Some(PathBuf::from("/ws/target/bundle/deps/gpu-0123abcd"))

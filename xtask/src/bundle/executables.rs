@@ -31,7 +31,10 @@ pub(super) fn build_and_copy(
     let args = build.cargo_args(PROFILE);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let lines = run_cargo(root, cargo, &args)?;
-    let artifacts: Vec<Artifact> = lines.iter().filter_map(|line| parse_artifact(line)).collect();
+    let artifacts: Vec<Artifact> = lines
+        .iter()
+        .filter_map(|line| parse_artifact(line))
+        .collect();
     for item in &build.items {
         let artifact = artifacts
             .iter()
@@ -44,9 +47,10 @@ pub(super) fn build_and_copy(
                     item.package.name
                 )
             })?;
-        let executable = artifact.executable.as_deref().ok_or_else(|| {
-            format!("cargo announced `{}` without an executable", artifact.name)
-        })?;
+        let executable = artifact
+            .executable
+            .as_deref()
+            .ok_or_else(|| format!("cargo announced `{}` without an executable", artifact.name))?;
         let dir = copies.out.join(build.abi.name).join(item.dir);
         copies.copy(executable, &dir, &artifact.name)?;
         if !item.files.is_empty() {
@@ -116,7 +120,10 @@ mod tests {
 
     #[test]
     fn an_artifact_is_an_item_by_package_name_and_kind() {
-        let safe = package("cuda-safe", &[(Kind::Bench, "launch"), (Kind::Example, "launch")]);
+        let safe = package(
+            "cuda-safe",
+            &[(Kind::Bench, "launch"), (Kind::Example, "launch")],
+        );
         let item = |index: usize| Item {
             package: &safe,
             target: &safe.targets[index],
@@ -130,10 +137,22 @@ mod tests {
             executable: Some(PathBuf::from("/ws/target/bundle/deps/launch-1")),
             filenames: Vec::new(),
         };
-        assert!(is_item(&artifact("/ws/cuda-safe/Cargo.toml", "bench"), &item(0)));
-        assert!(!is_item(&artifact("/ws/cuda-safe/Cargo.toml", "bench"), &item(1)));
-        assert!(is_item(&artifact("/ws/cuda-safe/Cargo.toml", "example"), &item(1)));
-        assert!(!is_item(&artifact("/ws/cuda-lab/Cargo.toml", "bench"), &item(0)));
+        assert!(is_item(
+            &artifact("/ws/cuda-safe/Cargo.toml", "bench"),
+            &item(0)
+        ));
+        assert!(!is_item(
+            &artifact("/ws/cuda-safe/Cargo.toml", "bench"),
+            &item(1)
+        ));
+        assert!(is_item(
+            &artifact("/ws/cuda-safe/Cargo.toml", "example"),
+            &item(1)
+        ));
+        assert!(!is_item(
+            &artifact("/ws/cuda-lab/Cargo.toml", "bench"),
+            &item(0)
+        ));
     }
 
     #[test]
@@ -148,8 +167,12 @@ mod tests {
             copied: BTreeMap::new(),
         };
         let benches = copies.out.join("cuda-12/benches");
-        copies.copy(&src.join("a"), &benches, "launch").expect("copied");
-        copies.copy(&src.join("a"), &benches, "launch").expect("the same again");
+        copies
+            .copy(&src.join("a"), &benches, "launch")
+            .expect("copied");
+        copies
+            .copy(&src.join("a"), &benches, "launch")
+            .expect("the same again");
         assert!(
             copies
                 .copy(&src.join("b"), &benches, "launch")
@@ -162,7 +185,9 @@ mod tests {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = fs::metadata(benches.join("launch")).expect("stat").permissions();
+            let mode = fs::metadata(benches.join("launch"))
+                .expect("stat")
+                .permissions();
             assert_eq!(mode.mode() & 0o111, 0o111);
         }
         fs::remove_dir_all(&dir).expect("cleanup");

@@ -21,6 +21,10 @@ pub(super) const INTEROP_PACKAGE: &str = "cuda-safe-interop";
 /// `--lab` only.
 pub(super) const LAB_PACKAGE: &str = "cuda-safe-lab";
 
+/// How a diagnostic benchmark's name starts, in any package: it takes arguments, so `run.sh`
+/// never runs it, and the bundle builds it, into `<abi>/lab/`, with `--lab` only.
+pub(super) const DIAGNOSTIC_PREFIX: &str = "diag_";
+
 /// One ABI the bundle is built for: its folder, the feature naming it, and cargo's arguments.
 #[derive(Debug)]
 pub(super) struct Abi {
@@ -114,7 +118,11 @@ impl Build<'_> {
             .map(str::to_owned)
             .collect();
         for feature in OPTIONAL_FEATURES {
-            if self.packages.iter().any(|package| package.has_feature(feature)) {
+            if self
+                .packages
+                .iter()
+                .any(|package| package.has_feature(feature))
+            {
                 args.extend(["--features".to_owned(), (*feature).to_owned()]);
             }
         }
@@ -155,7 +163,8 @@ pub(super) fn test_files(root: &Path) -> Result<Vec<String>, String> {
 }
 
 /// Chooses what `abi`'s command builds: the tests package's tests, every package's examples
-/// and benches (the lab's only with `--lab`, into `lab/`), as far as `selection` keeps them
+/// and benches (the diagnostics, the lab's benches and `diag_*` ones, only with `--lab`, into
+/// `lab/`), as far as `selection` keeps them
 /// and the build has the features they require, and the interop proof. Every package chosen
 /// must have a feature for each ABI.
 pub(super) fn plan_build<'a>(
@@ -187,9 +196,21 @@ pub(super) fn plan_build<'a>(
         items.push(item(abi, tests, target, "tests", selection, test_files));
     }
     for (kind, dir) in [(Kind::Example, "examples"), (Kind::Bench, "benches")] {
-        for package in packages.iter().filter(|package| package.name != LAB_PACKAGE) {
+        for package in packages
+            .iter()
+            .filter(|package| package.name != LAB_PACKAGE)
+        {
             for target in package.targets.iter().filter(|t| t.kind == kind) {
-                items.push(item(abi, package, target, dir, selection, test_files));
+                let diagnostic = kind == Kind::Bench && target.name.starts_with(DIAGNOSTIC_PREFIX);
+                match (diagnostic, selection.lab) {
+                    (false, _) => {
+                        items.push(item(abi, package, target, dir, selection, test_files))
+                    }
+                    (true, true) => {
+                        items.push(item(abi, package, target, "lab", selection, test_files))
+                    }
+                    (true, false) => {}
+                }
             }
         }
     }
@@ -288,6 +309,7 @@ mod tests {
                 (Kind::Example, "half_math"),
                 (Kind::Bench, "launch"),
                 (Kind::Bench, "launch_threads"),
+                (Kind::Bench, "diag_launch_threads"),
             ],
         );
         safe.features.push("nccl".to_owned());
@@ -395,7 +417,15 @@ mod tests {
             ..Args::default()
         };
         let build = plan_build(&ABIS[0], &packages_, &lab, &files()).unwrap();
-        assert_eq!(items(&build).last().unwrap(), "lab/diag_green");
+        assert_eq!(
+            items(&build)[3..],
+            [
+                "benches/launch",
+                "benches/launch_threads",
+                "lab/diag_launch_threads",
+                "lab/diag_green"
+            ]
+        );
         assert!(packages(&build).contains(&LAB_PACKAGE.to_owned()));
         let lab_only = Args {
             only: strings(&["diag_"]),
@@ -403,7 +433,10 @@ mod tests {
             ..Args::default()
         };
         let build = plan_build(&ABIS[0], &packages_, &lab_only, &files()).unwrap();
-        assert_eq!(items(&build), ["lab/diag_green"]);
+        assert_eq!(items(&build), ["lab/diag_launch_threads", "lab/diag_green"]);
+        // Without `--lab`, a diagnostic is never built, even when a filter names it.
+        let build = plan_build(&ABIS[0], &packages_, &only(&["diag_"]), &files()).unwrap();
+        assert!(build.items.is_empty());
 
         let without_lab: Vec<Package> = workspace()
             .into_iter()

@@ -56,7 +56,7 @@ mod tests {
     }
 
     /// A bundle of stand-ins: a test binary with three files (one fails), an example, a
-    /// benchmark and a diagnostic, and a floor.
+    /// benchmark, a diagnostic (`--lab`'s) and a floor.
     fn fake_bundle(dir: &Path) {
         write_executable(&dir.join("run.sh"), RUN_SH.as_bytes()).expect("write");
         let abi = dir.join("cuda-12");
@@ -70,7 +70,8 @@ mod tests {
         write_executable(&abi.join("examples/ex"), b"#!/bin/sh\necho example\n").expect("write");
         write_executable(&abi.join("benches/plain"), b"#!/bin/sh\necho FIG x 1 us\n")
             .expect("write");
-        write_executable(&abi.join("benches/diag_thing"), b"#!/bin/sh\nexit 3\n").expect("write");
+        fs::create_dir_all(abi.join("lab")).expect("mkdir");
+        write_executable(&abi.join("lab/diag_thing"), b"#!/bin/sh\nexit 3\n").expect("write");
         fs::create_dir_all(dir.join("bench/floors")).expect("mkdir");
         fs::write(dir.join("bench/floors/a_floor.c"), "int main;").expect("write");
         let build = "out=$1; shift\nfor n in \"$@\"; do printf '#!/bin/sh\\necho %s\\n' \"$n\" \
@@ -118,7 +119,10 @@ mod tests {
             let row = regex::Regex::new(item).expect("a pattern");
             assert!(row.is_match(&stdout), "{item}: {stdout}");
         }
-        assert!(stdout.contains("file=graph args=--test-threads=1"), "{stdout}");
+        assert!(
+            stdout.contains("file=graph args=--test-threads=1"),
+            "{stdout}"
+        );
         assert!(!stdout.contains("diag_thing"), "{stdout}");
         assert!(!stdout.contains("a_floor"), "{stdout}");
         assert!(stdout.contains("4 passed, 1 failed"), "{stdout}");
