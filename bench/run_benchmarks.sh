@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every C floor (bench/floors/*_floor.c, built by bench/floors/build.sh) and every bundled
-# Rust benchmark (cuda-*/benches/*; the diagnostics, in cuda-*/lab/ with --lab, take arguments
-# and never run here) in alternating rounds in one job, then prints one comparison table (and
+# Rust benchmark (cuda-*/benches/*, but not the diagnostics, diag_*, bundled with --lab, which
+# take arguments) in alternating rounds in one job, then prints one comparison table (and
 # bench.json).
 #
 # usage (on the GPU machine, from anywhere): bash <bundle>/bench/run_benchmarks.sh [ROUNDS] [FILTER]
@@ -84,6 +84,7 @@ for abi in ${ABIS:-cuda-12 cuda-13}; do
     for bin in "$bundle/$abi"/benches/* ${BENCH_EXAMPLES-green_isolation allreduce}; do
         case "$bin" in */*) ;; *) bin="$bundle/$abi/examples/$bin" ;; esac
         [ -x "$bin" ] || continue
+        [[ $(basename "$bin") == diag_* ]] && continue
         item="$abi/$(basename "$bin")"
         [ -n "$filter" ] && ! matches_filter "$item" && continue
         benches+=("$bin")

@@ -25,12 +25,15 @@
 //! }
 //! ```
 
+mod entry_point;
 mod error;
 mod library;
+mod open;
 mod spec;
 mod version;
 
+pub use entry_point::EntryPoint;
 pub use error::{Attempt, LoadError};
-pub use library::{EntryPoint, Library};
+pub use library::Library;
 pub use spec::LibrarySpec;
 pub use version::{CudaVersion, Introduced, NcclVersion};

@@ -101,7 +101,7 @@ fn run() -> Result<()> {
         library.bytes().len(),
         kernel.bytes().len(),
         linked.bytes().len(),
-        linked.backend(),
+        linked.toolchain(),
         link_time.as_secs_f64() * 1e3,
     );
     if worst > 1e-4 {

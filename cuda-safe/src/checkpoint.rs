@@ -29,11 +29,11 @@ use std::time::Duration;
 use crate::abi;
 use crate::driver::{cuda_driver_version, driver};
 use crate::error::{Error, Result, cu};
-use crate::sys::{
+use crate::uuid::Uuid;
+use cuda_sys::{
     CUcheckpointCheckpointArgs, CUcheckpointLockArgs, CUcheckpointUnlockArgs, CUprocessState,
     CudaVersion, Driver, LoadError,
 };
-use crate::uuid::Uuid;
 
 /// The first driver version with process checkpointing (CUDA 12.8).
 pub const MIN_DRIVER_VERSION: CudaVersion = CudaVersion(12080);
@@ -102,6 +102,7 @@ pub struct Process {
 impl Process {
     /// A handle on the process `pid` (which must use CUDA for the calls to succeed).
     ///
+    #[doc = cuda_sys::api_doc!(cuDriverGetVersion)]
     /// # Errors
     ///
     /// [`Error::Unsupported`] off Linux and with a driver older than 12.8;
@@ -135,6 +136,7 @@ impl Process {
     }
 
     /// The process's checkpoint state.
+    #[doc = cuda_sys::api_doc!(cuCheckpointProcessGetState)]
     #[doc(alias = "cuCheckpointProcessGetState")]
     pub fn state(&self) -> Result<ProcessState> {
         let mut state = CUprocessState(u32::MAX);
@@ -150,6 +152,7 @@ impl Process {
 
     /// The id of the thread that performs the process's checkpoint and restore (what CRIU
     /// needs to know).
+    #[doc = cuda_sys::api_doc!(cuCheckpointProcessGetRestoreThreadId)]
     #[doc(alias = "cuCheckpointProcessGetRestoreThreadId")]
     pub fn restore_thread_id(&self) -> Result<i32> {
         let mut tid = 0;
@@ -167,6 +170,7 @@ impl Process {
     /// `timeout` (`None`: no limit; rounded up to whole milliseconds).
     /// The process moves from running to locked.
     ///
+    #[doc = cuda_sys::api_doc!(cuCheckpointProcessLock)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a timeout past `u32::MAX` milliseconds; the driver's
@@ -183,6 +187,7 @@ impl Process {
 
     /// Saves the locked process's GPU memory to host memory and releases its GPU resources;
     /// the process moves from locked to checkpointed.
+    #[doc = cuda_sys::api_doc!(cuCheckpointProcessCheckpoint)]
     #[doc(alias = "cuCheckpointProcessCheckpoint")]
     pub fn checkpoint(&self) -> Result<()> {
         let mut args = CUcheckpointCheckpointArgs::default();
@@ -196,6 +201,7 @@ impl Process {
     }
 
     /// Restores a checkpointed process on the GPUs it used; it moves to locked.
+    #[doc = cuda_sys::api_doc!(cuCheckpointProcessRestore)]
     #[doc(alias = "cuCheckpointProcessRestore")]
     pub fn restore(&self) -> Result<()> {
         self.restore_remapped(&[])
@@ -207,6 +213,7 @@ impl Process {
     /// Remapping needs the CUDA 13 ABI (the `cuda-13` feature), whose argument struct has the
     /// pair list.
     ///
+    #[doc = cuda_sys::api_doc!(cuCheckpointProcessRestore)]
     /// # Errors
     ///
     /// [`Error::Unsupported`] for pairs under the CUDA 12 ABI; the driver's error.
@@ -218,6 +225,7 @@ impl Process {
     }
 
     /// Unlocks a locked process: its blocked CUDA calls go on. It moves to running.
+    #[doc = cuda_sys::api_doc!(cuCheckpointProcessUnlock)]
     #[doc(alias = "cuCheckpointProcessUnlock")]
     pub fn unlock(&self) -> Result<()> {
         let mut args = CUcheckpointUnlockArgs::default();
@@ -258,8 +266,8 @@ fn supported(result: Result<()>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sys::CUresult;
-    use crate::sys::Introduced;
+    use cuda_sys::CUresult;
+    use cuda_sys::Introduced;
     use std::path::PathBuf;
 
     #[test]

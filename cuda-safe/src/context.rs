@@ -25,8 +25,8 @@ use crate::error::{Result, cu};
 use crate::event::{Event, EventOptions};
 use crate::handle::{Owned, Release, assert_send_sync};
 use crate::stream::{Stream, StreamOptions};
-use crate::sys::Driver;
-use crate::sys::{CUcontext, CUdevResource, CUdevResourceDesc, CUgreenCtx, CUgreenCtxCreate_flags};
+use cuda_sys::Driver;
+use cuda_sys::{CUcontext, CUdevResource, CUdevResourceDesc, CUgreenCtx, CUgreenCtxCreate_flags};
 
 /// A CUDA context; cloning is cheap and shares it.
 ///
@@ -70,6 +70,10 @@ struct PrimaryEntry {
     live: Weak<Owned<ContextInner>>,
     /// The registry's own handle, keeping the context retained once used.
     pinned: Option<Arc<Owned<ContextInner>>>,
+    /// Whether the process keeps the context once used: true until
+    /// `Device::release_primary_context`, again after `Device::set_current` or
+    /// `Device::retain_primary_context`.
+    kept: bool,
 }
 
 /// Primary contexts retained by this process, by device ordinal.
@@ -87,16 +91,20 @@ impl Context {
     }
 
     /// The primary context of `device`, retaining it (and keeping it retained) if it is not.
+    #[doc = cuda_sys::api_doc!(cuDevicePrimaryCtxRetain)]
     #[doc(alias = "cuDevicePrimaryCtxRetain")]
     pub(crate) fn primary(device: &Device) -> Result<Self> {
         let mut registry = PRIMARY.lock().unwrap_or_else(PoisonError::into_inner);
-        registry.retain(|entry| entry.live.strong_count() > 0);
+        // An entry whose context is gone is forgotten, unless it records a release.
+        registry.retain(|entry| entry.live.strong_count() > 0 || !entry.kept);
         if let Some(entry) = registry
             .iter_mut()
             .find(|entry| entry.ordinal == device.ordinal())
             && let Some(inner) = entry.live.upgrade()
         {
-            entry.pinned.get_or_insert_with(|| inner.clone());
+            if entry.kept {
+                entry.pinned.get_or_insert_with(|| inner.clone());
+            }
             return Ok(Self { inner });
         }
         let driver = device.driver();
@@ -109,30 +117,79 @@ impl Context {
             kind: ContextKind::Primary,
             limits: OnceLock::new(),
         }));
-        registry.push(PrimaryEntry {
-            ordinal: device.ordinal(),
-            live: Arc::downgrade(&inner),
-            pinned: Some(inner.clone()),
-        });
+        match registry
+            .iter_mut()
+            .find(|entry| entry.ordinal == device.ordinal())
+        {
+            Some(released) => {
+                released.live = Arc::downgrade(&inner);
+                released.pinned = released.kept.then(|| inner.clone());
+            }
+            None => registry.push(PrimaryEntry {
+                ordinal: device.ordinal(),
+                live: Arc::downgrade(&inner),
+                pinned: Some(inner.clone()),
+                kept: true,
+            }),
+        }
         Ok(Self { inner })
     }
 
-    /// Stops keeping `device`'s primary context retained; it is released when the handles
-    /// still using it are gone. Returns whether the registry was holding it.
+    /// Stops keeping `device`'s primary context retained, now and for later uses, until
+    /// [`keep_primary`](Self::keep_primary): it is released when the handles still using it are
+    /// gone, and a later handle keeps it only while it lives. Returns whether the registry was
+    /// holding it.
     pub(crate) fn unpin_primary(device: &Device) -> bool {
         let pinned = {
             let mut registry = PRIMARY.lock().unwrap_or_else(PoisonError::into_inner);
-            registry
+            match registry
                 .iter_mut()
                 .find(|entry| entry.ordinal == device.ordinal())
-                .and_then(|entry| entry.pinned.take())
+            {
+                Some(entry) => {
+                    entry.kept = false;
+                    entry.pinned.take()
+                }
+                None => {
+                    registry.push(PrimaryEntry {
+                        ordinal: device.ordinal(),
+                        live: Weak::new(),
+                        pinned: None,
+                        kept: false,
+                    });
+                    None
+                }
+            }
         };
         // Dropped outside the lock: this may be the last handle, whose release calls the driver.
         pinned.is_some()
     }
 
+    /// Keeps `device`'s primary context retained for the process again (the default), from
+    /// its next use on: handles alive now still let it go with the last of them unless
+    /// something uses the context first.
+    pub(crate) fn keep_primary(device: &Device) {
+        let mut registry = PRIMARY.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(entry) = registry
+            .iter_mut()
+            .find(|entry| entry.ordinal == device.ordinal())
+        {
+            entry.kept = true;
+        }
+    }
+
+    /// Whether the process keeps `device`'s primary context once used (not released).
+    pub(crate) fn keeps_primary(device: &Device) -> bool {
+        let registry = PRIMARY.lock().unwrap_or_else(PoisonError::into_inner);
+        registry
+            .iter()
+            .find(|entry| entry.ordinal == device.ordinal())
+            .is_none_or(|entry| entry.kept)
+    }
+
     /// A new green context on `device` provisioned with `resources` (an SM group, optionally
     /// a workqueue configuration), owning `sm_count` SMs.
+    #[doc = cuda_sys::api_doc!(cuGreenCtxCreate)]
     #[doc(alias = "cuGreenCtxCreate")]
     pub(crate) fn create_green(
         device: &Device,
@@ -243,6 +300,7 @@ impl Context {
 
     /// Makes this context current on the calling thread, calling `cuCtxSetCurrent` only when
     /// the thread's current context is another one.
+    #[doc = cuda_sys::api_doc!(cuCtxSetCurrent)]
     #[doc(alias = "cuCtxSetCurrent")]
     pub fn bind(&self) -> Result<()> {
         let driver = self.driver();
@@ -284,6 +342,7 @@ impl Context {
     }
 
     /// Waits for all work in this context to finish.
+    #[doc = cuda_sys::api_doc!(cuCtxSynchronize)]
     #[doc(alias = "cuCtxSynchronize")]
     pub fn sync(&self) -> Result<()> {
         let _current = self.scoped()?;
@@ -293,6 +352,7 @@ impl Context {
 
     /// The stream priority range of this context: `(least, greatest)`; numerically lower is
     /// higher priority (`(0, -5)` on most GPUs).
+    #[doc = cuda_sys::api_doc!(cuCtxGetStreamPriorityRange)]
     #[doc(alias = "cuCtxGetStreamPriorityRange")]
     pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
         let _current = self.scoped()?;
@@ -327,12 +387,26 @@ impl Release for ContextInner {
         let driver = self.device.driver();
         match self.kind {
             ContextKind::Green { green, .. } => destroy_green(driver, self.raw, green),
-            // SAFETY: pairs the retain made when this value was created.
-            ContextKind::Primary => unsafe {
-                cu!(driver, cuDevicePrimaryCtxRelease_v2(self.device.as_raw()))
-            },
+            ContextKind::Primary => release_primary(driver, self.raw, self.device),
         }
     }
+}
+
+/// Gives back the crate's retain of `device`'s primary context, first unbinding it from the
+/// calling thread if it is current there: the crate's retain is the last one it holds (only
+/// [`Device::release_primary_context`] lets it go while the process runs), so the thread is
+/// not left bound to a context that may now be inactive. (The CUDA runtime binds the primary
+/// context again on its next call.)
+fn release_primary(driver: &'static Driver, raw: CUcontext, device: Device) -> Result<()> {
+    let mut current = std::ptr::null_mut();
+    // SAFETY: valid out-pointer.
+    unsafe { cu!(driver, cuCtxGetCurrent(&mut current)) }?;
+    if current == raw {
+        // SAFETY: setting no context current is always valid.
+        unsafe { cu!(driver, cuCtxSetCurrent(std::ptr::null_mut())) }?;
+    }
+    // SAFETY: pairs the retain made when the crate's handle was created.
+    unsafe { cu!(driver, cuDevicePrimaryCtxRelease_v2(device.as_raw())) }
 }
 
 /// Destroys a green context, first unbinding it from the calling thread if it is current there

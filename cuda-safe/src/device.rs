@@ -26,8 +26,8 @@ use crate::ffi::from_c_chars;
 use crate::handle::assert_send_sync;
 use crate::memory::{Buffer, DeviceMemoryResource};
 use crate::stream::{Stream, StreamOptions};
-use crate::sys::{CUdevice, CUdevice_attribute, CUuuid, Driver};
 use crate::uuid::Uuid;
+use cuda_sys::{CUdevice, CUdevice_attribute, CUuuid, Driver};
 
 /// A CUDA device, by ordinal. Cheap to copy; it owns nothing itself (its primary context, once
 /// used, is kept retained by the process until [`Device::release_primary_context`]).
@@ -131,6 +131,7 @@ pub struct LaunchLimits {
 
 impl Device {
     /// How many CUDA devices this process can see.
+    #[doc = cuda_sys::api_doc!(cuDeviceGetCount)]
     #[doc(alias = "cuDeviceGetCount")]
     pub fn count() -> Result<usize> {
         let driver = crate::driver::driver()?;
@@ -147,6 +148,7 @@ impl Device {
 
     /// The device with this ordinal.
     ///
+    #[doc = cuda_sys::api_doc!(cuDeviceGet)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for an ordinal past the visible devices; without a usable
@@ -177,12 +179,19 @@ impl Device {
         self.ordinal as usize
     }
 
+    /// The raw `CUdevice` (`as_raw` since 0.2).
+    #[deprecated(since = "0.2.0", note = "use `Device::as_raw`")]
+    pub fn raw(&self) -> CUdevice {
+        self.as_raw()
+    }
+
     /// The raw `CUdevice`.
     pub fn as_raw(&self) -> CUdevice {
         self.raw
     }
 
     /// The device of the context current on the calling thread, if any.
+    #[doc = cuda_sys::api_doc!(cuCtxGetDevice)]
     #[doc(alias = "cuCtxGetDevice")]
     pub fn current() -> Result<Option<Device>> {
         let driver = crate::driver::driver()?;
@@ -212,6 +221,7 @@ impl Device {
     }
 
     /// The product name (`NVIDIA H200`).
+    #[doc = cuda_sys::api_doc!(cuDeviceGetName)]
     #[doc(alias = "cuDeviceGetName")]
     pub fn name(&self) -> Result<String> {
         let mut name = [0 as c_char; 256];
@@ -226,6 +236,7 @@ impl Device {
     }
 
     /// The device's UUID.
+    #[doc = cuda_sys::api_doc!(cuDeviceGetUuid_v2)]
     #[doc(alias = "cuDeviceGetUuid_v2")]
     pub fn uuid(&self) -> Result<Uuid> {
         let mut uuid = CUuuid::default();
@@ -235,6 +246,7 @@ impl Device {
     }
 
     /// The PCI bus id (`0000:19:00.0`).
+    #[doc = cuda_sys::api_doc!(cuDeviceGetPCIBusId)]
     #[doc(alias = "cuDeviceGetPCIBusId")]
     pub fn pci_bus_id(&self) -> Result<String> {
         let mut id = [0 as c_char; 64];
@@ -263,6 +275,7 @@ impl Device {
     }
 
     /// The device's memory size in bytes.
+    #[doc = cuda_sys::api_doc!(cuDeviceTotalMem_v2)]
     #[doc(alias = "cuDeviceTotalMem_v2")]
     pub fn total_memory(&self) -> Result<usize> {
         let mut bytes = 0;
@@ -273,6 +286,7 @@ impl Device {
 
     /// Free and total memory, as the driver sees it now. The query needs the primary context,
     /// which is retained on the first call (and kept, as for any use of the device).
+    #[doc = cuda_sys::api_doc!(cuMemGetInfo_v2)]
     #[doc(alias = "cuMemGetInfo_v2")]
     pub fn mem_info(&self) -> Result<MemInfo> {
         let context = self.context()?;
@@ -284,6 +298,7 @@ impl Device {
     }
 
     /// A raw attribute (`cuDeviceGetAttribute`).
+    #[doc = cuda_sys::api_doc!(cuDeviceGetAttribute)]
     #[doc(alias = "cuDeviceGetAttribute")]
     pub fn attribute(&self, attribute: CUdevice_attribute) -> Result<i32> {
         let mut value = 0;
@@ -389,6 +404,7 @@ impl Device {
     }
 
     /// Whether this device can access `peer`'s memory directly.
+    #[doc = cuda_sys::api_doc!(cuDeviceCanAccessPeer)]
     #[doc(alias = "cuDeviceCanAccessPeer")]
     pub fn can_access_peer(&self, peer: &Device) -> Result<bool> {
         let mut can = 0;
@@ -404,32 +420,55 @@ impl Device {
 
     /// The device's primary context, retained on first use and kept retained for the process
     /// (shared with every other handle to it) until [`release_primary_context`](Self::release_primary_context).
+    #[doc = cuda_sys::api_doc!(cuDevicePrimaryCtxRetain)]
     #[doc(alias = "cuDevicePrimaryCtxRetain")]
     pub fn context(&self) -> Result<Context> {
         Context::primary(self)
     }
 
     /// Makes the device's primary context current on the calling thread, retaining it first
-    /// if needed. The context stays retained after this returns, so the natural
-    /// `device.set_current()?;` followed by streams and allocations re-uses it.
+    /// if needed. The context stays retained after this returns (also after an earlier
+    /// [`release_primary_context`](Self::release_primary_context): making it current asks for
+    /// it again), so the natural `device.set_current()?;` followed by streams and allocations
+    /// re-uses it.
+    #[doc = cuda_sys::api_doc!(cuCtxSetCurrent)]
     #[doc(alias = "cuCtxSetCurrent")]
     pub fn set_current(&self) -> Result<()> {
+        Context::keep_primary(self);
         self.context()?.bind()
     }
 
-    /// Stops keeping the primary context retained: it is released once every handle still
-    /// using it (contexts, streams, events, buffers, memory resources) is dropped, and made
-    /// again on the next use. Returns whether it was retained. Work of other libraries on the
-    /// same primary context (the CUDA runtime shares it) keeps it alive through their own
-    /// retains.
+    /// Keeps the primary context retained for the process from its next use on (the default),
+    /// undoing [`release_primary_context`](Self::release_primary_context).
+    #[doc = cuda_sys::api_doc!(cuDevicePrimaryCtxRetain)]
+    #[doc(alias = "cuDevicePrimaryCtxRetain")]
+    pub fn retain_primary_context(&self) {
+        Context::keep_primary(self);
+    }
+
+    /// Lets the primary context go: the crate stops keeping it retained, now and until
+    /// [`set_current`](Self::set_current) or
+    /// [`retain_primary_context`](Self::retain_primary_context) asks for it again. It is
+    /// released (its memory freed) once every handle still using it (contexts, streams,
+    /// events, buffers, memory resources) is dropped. Until then and after, what needs the
+    /// context ([`context`](Self::context), [`mem_info`](Self::mem_info),
+    /// [`create_stream`](Self::create_stream),
+    /// [`default_memory_resource`](Self::default_memory_resource), ...) retains it for as
+    /// long as the handle it returns lives, and no longer: a query with no handle to return
+    /// makes and releases the context each time. Returns whether the crate was keeping it. Work
+    /// of other libraries on the same primary context (the CUDA runtime shares it) keeps it
+    /// alive through their own retains.
+    #[doc = cuda_sys::api_doc!(cuDevicePrimaryCtxRelease)]
     #[doc(alias = "cuDevicePrimaryCtxRelease")]
     pub fn release_primary_context(&self) -> bool {
+        let kept = Context::unpin_primary(self);
         DeviceMemoryResource::forget_default_pool(self);
-        Context::unpin_primary(self)
+        kept
     }
 
     /// Waits for all work on this device's primary context to finish. When the primary context
     /// is not retained there is no work and nothing is created: it returns at once.
+    #[doc = cuda_sys::api_doc!(cuCtxSynchronize)]
     #[doc(alias = "cuCtxSynchronize")]
     pub fn sync(&self) -> Result<()> {
         match Context::live_primary(self) {
@@ -481,6 +520,7 @@ impl Device {
     /// `cuda.core`'s `Device.allocate`). Keep a [`DeviceMemoryResource`] for hot loops: this
     /// looks the shared resource up on each call.
     ///
+    #[doc = cuda_sys::api_doc!(cuMemAllocFromPoolAsync)]
     /// # Errors
     ///
     /// The driver's when memory runs out ([`Error::is_out_of_memory`]);

@@ -9,7 +9,7 @@
 use std::sync::OnceLock;
 
 use crate::error::{Result, cu};
-use crate::sys::{CudaVersion, Driver};
+use cuda_sys::{CudaVersion, Driver};
 
 /// The driver's entry points after `cuInit(0)` succeeded, loading `libcuda` on first use.
 ///
@@ -21,7 +21,7 @@ pub(crate) fn driver() -> Result<&'static Driver> {
     if let Some(driver) = INITIALISED.get() {
         return Ok(driver);
     }
-    let driver = crate::sys::driver()?;
+    let driver = cuda_sys::driver()?;
     // SAFETY: cuInit takes flags, which must be 0; it is safe to call from any thread, and
     // again after it succeeded.
     unsafe { cu!(driver, cuInit(0)) }?;
@@ -30,6 +30,7 @@ pub(crate) fn driver() -> Result<&'static Driver> {
 
 /// The CUDA version the driver supports (`13000` for 13.0), from `cuDriverGetVersion`; the
 /// same number NVML reports as [`system::cuda_driver_version`](crate::system::cuda_driver_version).
+#[doc = cuda_sys::api_doc!(cuDriverGetVersion)]
 #[doc(alias = "cuDriverGetVersion")]
 pub fn cuda_driver_version() -> Result<CudaVersion> {
     let driver = driver()?;
@@ -37,4 +38,14 @@ pub fn cuda_driver_version() -> Result<CudaVersion> {
     // SAFETY: `version` is a valid place for an int.
     unsafe { cu!(driver, cuDriverGetVersion(&mut version)) }?;
     Ok(CudaVersion(version.max(0) as u32))
+}
+
+/// The CUDA version the driver supports (`cuda_driver_version` since 0.2).
+///
+/// # Errors
+///
+/// As [`cuda_driver_version`].
+#[deprecated(since = "0.2.0", note = "use `cuda_safe::cuda_driver_version`")]
+pub fn driver_version() -> Result<CudaVersion> {
+    cuda_driver_version()
 }

@@ -23,7 +23,7 @@ use crate::context::Context;
 use crate::error::{Error, Result, cu, cu_ready};
 use crate::handle::{Owned, Release, assert_send_sync};
 use crate::stream::Stream;
-use crate::sys::{CUevent, CUevent_flags, CUipcEventHandle, Driver};
+use cuda_sys::{CUevent, CUevent_flags, CUipcEventHandle, Driver};
 
 /// How to create an event. The default is the cheapest: no timing, spin-waiting sync.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -60,6 +60,7 @@ unsafe impl Sync for EventInner {}
 impl Event {
     /// A new event on `context`.
     ///
+    #[doc = cuda_sys::api_doc!(cuEventCreate)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for an IPC event with timing; the driver's error.
@@ -113,6 +114,7 @@ impl Event {
     }
 
     /// Records the event at this point of `stream`.
+    #[doc = cuda_sys::api_doc!(cuEventRecord)]
     #[doc(alias = "cuEventRecord")]
     #[inline]
     pub fn record(&self, stream: &Stream) -> Result<()> {
@@ -139,6 +141,7 @@ impl Event {
     }
 
     /// Blocks until the work before the last record has finished (at once if never recorded).
+    #[doc = cuda_sys::api_doc!(cuEventSynchronize)]
     #[doc(alias = "cuEventSynchronize")]
     pub fn sync(&self) -> Result<()> {
         // SAFETY: the event is valid while `self` lives.
@@ -146,6 +149,7 @@ impl Event {
     }
 
     /// Whether the work before the last record has finished, without blocking.
+    #[doc = cuda_sys::api_doc!(cuEventQuery)]
     #[doc(alias = "cuEventQuery")]
     pub fn is_done(&self) -> Result<bool> {
         // SAFETY: the event is valid while `self` lives.
@@ -154,6 +158,8 @@ impl Event {
 
     /// The GPU time between two recorded, timed events; waits for both to complete.
     ///
+    #[doc = cuda_sys::api_doc!(cuEventElapsedTime)]
+    #[doc = cuda_sys::api_doc!(cuEventElapsedTime_v2)]
     /// # Errors
     ///
     /// [`Error::EventNotTimed`] if either was created without timing,
@@ -179,6 +185,7 @@ impl Event {
     /// The handle another process opens this event with (`cuIpcOpenEventHandle`); only for
     /// events created with [`EventOptions::ipc`].
     ///
+    #[doc = cuda_sys::api_doc!(cuIpcGetEventHandle)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for an event created without `ipc`; the driver's error.
@@ -208,6 +215,7 @@ impl Event {
     /// other process's work; it has no timing. It stays valid after the other process destroys
     /// its event, until this one is dropped.
     ///
+    #[doc = cuda_sys::api_doc!(cuIpcOpenEventHandle)]
     /// # Errors
     ///
     /// The driver's error: `CUDA_ERROR_INVALID_CONTEXT` for a handle opened in the process
@@ -239,6 +247,7 @@ impl Event {
     }
 
     /// Destroys the event now, returning the driver's error (dropping only logs it).
+    #[doc = cuda_sys::api_doc!(cuEventDestroy)]
     #[doc(alias = "cuEventDestroy")]
     pub fn close(self) -> Result<()> {
         self.inner.close()

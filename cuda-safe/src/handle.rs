@@ -2,8 +2,9 @@
 //! to give its handle back ([`Release`]), releases it exactly once (on [`Owned::close`], which
 //! returns the driver's error, or on drop, which logs it), and never panics.
 //!
-//! Streams, events, pools, buffers, loaded libraries and contexts all go through it, so none of
-//! them carries its own "already closed" sentinel.
+//! Streams, events, pools, buffers, loaded libraries, contexts, graphs, captures, NVRTC
+//! programs, NCCL communicators and registrations all go through it, so none of them carries
+//! its own "already closed" sentinel.
 
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
@@ -35,13 +36,18 @@ impl<T: Release> Owned<T> {
         }
     }
 
-    /// Releases the handle now, returning the error (dropping does the same and only logs).
-    pub(crate) fn close(self) -> Result<()> {
+    /// The value, its handle not released: the caller takes over giving it back (a capture
+    /// that ends into a graph, a registration undone before its buffer is handed back).
+    pub(crate) fn into_unreleased(self) -> T {
         let mut this = ManuallyDrop::new(self);
         // SAFETY: `this` is never used again and its destructor never runs, so the value is
         // taken out exactly once.
-        let mut value = unsafe { ManuallyDrop::take(&mut this.value) };
-        value.release()
+        unsafe { ManuallyDrop::take(&mut this.value) }
+    }
+
+    /// Releases the handle now, returning the error (dropping does the same and only logs).
+    pub(crate) fn close(self) -> Result<()> {
+        self.into_unreleased().release()
     }
 }
 
@@ -134,6 +140,24 @@ mod tests {
         let (owned, releases) = counted(false);
         drop(owned);
         assert_eq!(releases.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn into_unreleased_hands_the_value_over_without_releasing() {
+        let (owned, releases) = counted(false);
+        let mut value = owned.into_unreleased();
+        assert_eq!(
+            releases.load(Ordering::SeqCst),
+            0,
+            "not released on the way out"
+        );
+        value.release().unwrap();
+        drop(value);
+        assert_eq!(
+            releases.load(Ordering::SeqCst),
+            1,
+            "the taker released it, once"
+        );
     }
 
     #[test]

@@ -70,20 +70,14 @@ mod ordering;
 mod stream;
 
 // Floor 3: what runs on the core.
-mod copies;
 mod graph;
 mod green;
-#[cfg(unix)]
-pub mod ipc;
 mod kernel;
 mod launch;
 mod link;
-pub mod managed;
 mod module;
-mod peer;
 mod program;
 mod tma;
-mod vmm;
 
 // Beside: NVML, on the ground floor only.
 pub mod system;
@@ -94,17 +88,18 @@ pub mod nccl;
 // Top: built from the floors below.
 pub mod checkpoint;
 pub mod dlpack;
+#[cfg(unix)]
+pub use memory::ipc;
+pub use memory::managed;
 mod kernels;
 mod nvml_bridge;
 
 pub use code::{CodeKind, CompiledCode};
 pub use context::{Context, ScopedCurrent};
-pub use copies::{
-    ArrayDescriptor, ArrayFormat, Copy3d, CudaArray, HostPitched, HostPitchedMut, Offset3, Pitched,
-    PitchedBuffer, PitchedMut,
-};
 pub use device::{Device, DeviceProperties, LaunchLimits, MemInfo};
 pub use driver::cuda_driver_version;
+#[allow(deprecated)]
+pub use driver::driver_version;
 pub use error::{Error, Result};
 pub use event::{Event, EventOptions};
 pub use graph::{
@@ -122,17 +117,28 @@ pub use launch::{
     KernelArg, KernelArgs, LaunchAttributes, LaunchConfig, MemSyncDomain, MemSyncDomainMap,
     ProgrammaticEvent, launch, launch_with,
 };
-pub use link::{LinkInput, LinkInputKind, LinkedCode, Linker, LinkerBackend, LinkerOptions};
-pub use managed::{Advice, MemoryLocation, RangeAttributes};
+#[allow(deprecated)]
+pub use link::LinkedCode;
+pub use link::{LinkInput, LinkInputKind, Linker, LinkerBackend, LinkerOptions};
+pub use memory::copies::{
+    ArrayDescriptor, ArrayFormat, Copy3d, CudaArray, HostPitched, HostPitchedMut, Offset3, Pitched,
+    PitchedBuffer, PitchedMut,
+};
+pub use memory::managed::{Advice, MemoryLocation, RangeAttributes};
+pub use memory::peer::PeerAttributes;
+pub use memory::vmm::{
+    FabricHandle, GrowableBuffer, Growth, VirtualMapping, VirtualMemoryResource,
+    VirtualMemoryResourceOptions, VmmAccess, VmmGranularity, VmmLocation, VmmShareDescriptor,
+};
 pub use memory::{
     Buffer, DeviceMemoryResource, DeviceSlice, DeviceSliceMut, IpcHandleType,
     ManagedMemoryResource, MemoryResource, PinnedMemoryResource, PoolOptions,
     SyncDeviceMemoryResource,
 };
 pub use module::ObjectCode;
-pub use peer::PeerAttributes;
 pub use program::{
-    CompiledProgram, CppStandard, Program, ProgramOptions, nvrtc_supported_archs, nvrtc_version,
+    CompiledProgram, CppStandard, Program, ProgramOptions, Toolchain, nvrtc_supported_archs,
+    nvrtc_version,
 };
 pub use stream::{Stream, StreamOptions};
 pub use tma::{
@@ -140,10 +146,6 @@ pub use tma::{
     TensorMapDataType, TensorOptions, TiledOptions,
 };
 pub use uuid::{Uuid, UuidParseError};
-pub use vmm::{
-    FabricHandle, GrowableBuffer, Growth, VirtualMapping, VirtualMemoryResource,
-    VirtualMemoryResourceOptions, VmmAccess, VmmGranularity, VmmLocation, VmmShareDescriptor,
-};
 
 /// The Rust blocks of the workspace's Markdown files, as doctests of this crate. `build.rs`
 /// sets `workspace_docs` only inside the workspace: a published crate lacks these files.

@@ -27,7 +27,7 @@ use crate::error::{Error, Result, cu, cu_ready};
 use crate::event::{Event, EventOptions};
 use crate::handle::{Owned, Release, assert_send_sync};
 use crate::ordering;
-use crate::sys::{CUstream, CUstream_flags, CUstreamCaptureMode, CUstreamCaptureStatus, Driver};
+use cuda_sys::{CUstream, CUstream_flags, CUstreamCaptureMode, CUstreamCaptureStatus, Driver};
 
 /// How to create a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +88,8 @@ unsafe impl Sync for StreamInner {}
 impl Stream {
     /// A new stream on `context`.
     ///
+    #[doc = cuda_sys::api_doc!(cuStreamCreateWithPriority)]
+    #[doc = cuda_sys::api_doc!(cuGreenCtxStreamCreate)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a priority outside the context's
@@ -161,7 +163,7 @@ impl Stream {
     /// use the wrapper (and any buffer associated with it, which frees itself there) only on
     /// threads where `context` is current.
     pub unsafe fn legacy_default(context: &Context) -> Self {
-        Self::from_parts(crate::sys::CU_STREAM_LEGACY, context.clone(), false)
+        Self::from_parts(cuda_sys::CU_STREAM_LEGACY, context.clone(), false)
     }
 
     /// The calling thread's default stream (`CU_STREAM_PER_THREAD`).
@@ -172,7 +174,7 @@ impl Stream {
     /// associated with it, which frees itself there) only on the thread that made it, with
     /// `context` current.
     pub unsafe fn per_thread_default(context: &Context) -> Self {
-        Self::from_parts(crate::sys::CU_STREAM_PER_THREAD, context.clone(), false)
+        Self::from_parts(cuda_sys::CU_STREAM_PER_THREAD, context.clone(), false)
     }
 
     fn from_parts(raw: CUstream, context: Context, owned: bool) -> Self {
@@ -223,6 +225,7 @@ impl Stream {
 
     /// Blocks until all work queued so far has finished.
     ///
+    #[doc = cuda_sys::api_doc!(cuStreamSynchronize)]
     /// # Errors
     ///
     /// The driver's error; [`Error::CallbackPanicked`] (after the wait) when a host function
@@ -244,6 +247,7 @@ impl Stream {
 
     /// Whether all work queued so far has finished, without blocking.
     ///
+    #[doc = cuda_sys::api_doc!(cuStreamQuery)]
     /// # Errors
     ///
     /// The driver's error; [`Error::CallbackPanicked`] when the work has finished and a host
@@ -309,6 +313,7 @@ impl Stream {
     /// would make from there with [`Error::InvalidArgument`]. Move such values out in a channel
     /// instead of dropping them inside.
     ///
+    #[doc = cuda_sys::api_doc!(cuLaunchHostFunc)]
     /// # Errors
     ///
     /// Nothing is queued when:
@@ -345,6 +350,7 @@ impl Stream {
     }
 
     /// Records `event` at this point of the stream.
+    #[doc = cuda_sys::api_doc!(cuEventRecord)]
     #[doc(alias = "cuEventRecord")]
     #[inline]
     pub fn record(&self, event: &Event) -> Result<()> {
@@ -352,6 +358,7 @@ impl Stream {
     }
 
     /// Makes work queued on this stream from now on wait until `event` completes.
+    #[doc = cuda_sys::api_doc!(cuStreamWaitEvent)]
     #[doc(alias = "cuStreamWaitEvent")]
     pub fn wait(&self, event: &Event) -> Result<()> {
         // SAFETY: both handles are valid while their wrappers live; flags must be 0.
@@ -381,6 +388,7 @@ impl Stream {
     }
 
     /// The stream's priority.
+    #[doc = cuda_sys::api_doc!(cuStreamGetPriority)]
     #[doc(alias = "cuStreamGetPriority")]
     pub fn priority(&self) -> Result<i32> {
         let mut priority = 0;
@@ -395,6 +403,7 @@ impl Stream {
     }
 
     /// Whether the stream is non-blocking.
+    #[doc = cuda_sys::api_doc!(cuStreamGetFlags)]
     #[doc(alias = "cuStreamGetFlags")]
     pub fn is_non_blocking(&self) -> Result<bool> {
         let mut flags = 0;
@@ -410,6 +419,7 @@ impl Stream {
 
     /// Destroys the stream now if this is the last handle, returning the driver's error
     /// (dropping does the same and only logs). Queued work still completes.
+    #[doc = cuda_sys::api_doc!(cuStreamDestroy)]
     #[doc(alias = "cuStreamDestroy")]
     pub fn close(self) -> Result<()> {
         Arc::try_unwrap(self.inner).map_or(Ok(()), Owned::close)

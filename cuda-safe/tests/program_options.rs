@@ -420,3 +420,46 @@ proptest! {
         prop_assert_eq!(rest(options), expected);
     }
 }
+
+#[test]
+fn the_builder_sets_what_the_fields_set() {
+    let built = ProgramOptions::new("saxpy.cu")
+        .arch("sm_90")
+        .std(CppStandard::Cpp20)
+        .relocatable_device_code(true)
+        .lineinfo(true)
+        .debug(false)
+        .fast_math(true)
+        .ftz(true)
+        .prec_div(false)
+        .prec_sqrt(false)
+        .fma(true)
+        .max_registers(64)
+        .caller_digest(vec![1, 2, 3])
+        .define_as("N", "4");
+    let by_fields = ProgramOptions {
+        name: "saxpy.cu".to_owned(),
+        arch: Some("sm_90".to_owned()),
+        std: Some(CppStandard::Cpp20),
+        relocatable_device_code: true,
+        lineinfo: true,
+        fast_math: true,
+        ftz: Some(true),
+        prec_div: Some(false),
+        prec_sqrt: Some(false),
+        fma: Some(true),
+        max_registers: Some(64),
+        caller_digest: Some(vec![1, 2, 3]),
+        defines: vec![("N".to_owned(), Some("4".to_owned()))],
+        ..ProgramOptions::default()
+    };
+    assert_eq!(built, by_fields);
+    assert_eq!(
+        built.to_flags(CodeKind::Cubin).unwrap(),
+        by_fields.to_flags(CodeKind::Cubin).unwrap()
+    );
+    assert_eq!(
+        ProgramOptions::default().arch("90").arch,
+        Some("90".to_owned())
+    );
+}

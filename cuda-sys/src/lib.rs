@@ -23,6 +23,30 @@
 //! The library is looked for as `$CUDA_SAFE_LIBCUDA` when that variable is set (and then only
 //! there), else as `libcuda.so.1` through the system's search path.
 //!
+//! # Documenting a wrapper
+//!
+//! Each method of [`Driver`] links to NVIDIA's reference for its C function and, for an entry point
+//! newer than CUDA 12.0, names the driver it needs. [`api_doc!`] gives a wrapper the same text, as
+//! a string literal for its own doc comment: name the function as a C program calls it
+//! (`cuMemAlloc`) or by the symbol it exports (`cuMemAlloc_v2`). The text follows the ABI this
+//! crate compiled; a name that is no entry point does not compile. The text stands in paragraphs of
+//! its own wherever it is put, so a wrapper that makes several calls takes one attribute per call.
+//!
+//! ```
+//! /// Allocates device memory.
+//! #[doc = cuda_sys::api_doc!(cuMemAlloc)]
+//! pub fn allocate() {}
+//!
+//! assert_eq!(cuda_sys::api_doc!(cuMemAlloc), cuda_sys::api_doc!(cuMemAlloc_v2));
+//! let text = cuda_sys::api_doc!(cuKernelGetParamInfo);
+//! assert!(text.contains("group__CUDA__LIBRARY.html#group__CUDA__LIBRARY_1g"));
+//! assert!(text.contains("Needs a CUDA 12.4 driver."));
+//! ```
+//!
+//! ```compile_fail
+//! let text = cuda_sys::api_doc!(cuNoSuchFunction);
+//! ```
+//!
 //! # Choosing the ABI
 //!
 //! The features are additive, as Cargo needs: `cuda-12` alone compiles the CUDA 12 ABI,
@@ -92,48 +116,13 @@ mod bindings;
 #[allow(clippy::undocumented_unsafe_blocks)]
 mod bindings;
 mod consts;
-
-use std::sync::OnceLock;
+mod library;
 
 pub use abi::ABI_MAJOR;
 pub use bindings::*;
 pub use consts::*;
 pub use cuda_loader::{CudaVersion, EntryPoint, Introduced, Library, LibrarySpec, LoadError};
-
-/// The environment variable that names an explicit path to `libcuda`.
-pub const LIBCUDA_PATH_ENV: &str = "CUDA_SAFE_LIBCUDA";
-
-/// Where `libcuda` is looked for: the driver's versioned soname only, never the toolkit's
-/// link-time stub (`lib64/stubs/libcuda.so`), which loads but fails every call.
-pub static LIBCUDA: LibrarySpec = LibrarySpec {
-    name: "the CUDA driver (libcuda)",
-    env_var: LIBCUDA_PATH_ENV,
-    file_names: &[if cfg!(windows) {
-        "nvcuda.dll"
-    } else {
-        "libcuda.so.1"
-    }],
-    search_dirs: &[],
-    // The driver: one per system, and a program linked to it has its symbols global.
-    global: true,
-};
-
-/// The process's driver entry points, loading `libcuda` on the first call.
-///
-/// The library is opened once per process; a failure is remembered and returned again.
-pub fn driver() -> Result<&'static Driver, LoadError> {
-    static DRIVER: OnceLock<Result<Driver, LoadError>> = OnceLock::new();
-    DRIVER
-        .get_or_init(|| {
-            // SAFETY: LIBCUDA names only NVIDIA's versioned soname or the path the user chose
-            // explicitly with $CUDA_SAFE_LIBCUDA: the driver, whose initialisers are sound to run
-            // in any thread and whose exports have the signatures of the `cuda.h` the bindings
-            // and ENTRY_POINTS were generated from.
-            unsafe { Library::open(&LIBCUDA, &ENTRY_POINTS).map(|library| Driver::new(library)) }
-        })
-        .as_ref()
-        .map_err(Clone::clone)
-}
+pub use library::{LIBCUDA, LIBCUDA_PATH_ENV, driver};
 
 #[cfg(test)]
 mod tests;

@@ -192,3 +192,30 @@ fn a_library_without_the_symbol_gives_the_typed_error() {
     assert!(error.to_string().contains("introduced in CUDA 12.4"));
     assert!(!driver.library().has(0));
 }
+
+#[test]
+fn api_doc_links_the_reference_of_the_compiled_abi_and_names_the_driver_needed() {
+    let reference = if ABI_MAJOR == 12 {
+        "https://docs.nvidia.com/cuda/archive/12.9.1/cuda-driver-api/"
+    } else {
+        "https://docs.nvidia.com/cuda/cuda-driver-api/"
+    };
+    assert_eq!(
+        crate::api_doc!(cuMemAlloc),
+        format!(
+            "\nCalls [`cuMemAlloc`]({reference}group__CUDA__MEM.html\
+             #group__CUDA__MEM_1gb82d2a09844a58dd9e744dc31e8aa467).\n"
+        )
+    );
+    assert_eq!(crate::api_doc!(cuMemAlloc_v2), crate::api_doc!(cuMemAlloc));
+    // In CUDA 1.0 and 2.0: no needs line.
+    assert!(!crate::api_doc!(cuInit).contains("Needs"));
+    // `cuCtxCreate` is `cuCtxCreate_v2` (CUDA 3.2) under the CUDA 12 ABI, `cuCtxCreate_v4`
+    // (CUDA 12.5) under the CUDA 13 one.
+    assert_eq!(
+        crate::api_doc!(cuCtxCreate).ends_with("\n\nNeeds a CUDA 12.5 driver.\n"),
+        ABI_MAJOR == 13
+    );
+    assert!(crate::api_doc!(cuGreenCtxCreate).contains("group__CUDA__GREEN__CONTEXTS.html"));
+    assert!(crate::api_doc!(cuGetExportTable).contains("files it under no group"));
+}

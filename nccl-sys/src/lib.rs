@@ -18,6 +18,29 @@
 //! # Ok::<(), nccl_sys::LoadError>(())
 //! ```
 //!
+//! # Documenting a wrapper
+//!
+//! Each method of [`Nccl`] links to NVIDIA's reference for its C function and, for an entry point
+//! newer than NCCL 2.13, names the NCCL it needs. [`api_doc!`] gives a wrapper the same text, as a
+//! string literal for its own doc comment: name the function as a C program calls it
+//! (`ncclCommSplit`); a name that is no entry point does not compile. The text stands in paragraphs
+//! of its own wherever it is put, so a wrapper that makes several calls takes one attribute per
+//! call.
+//!
+//! ```
+//! /// Splits a communicator.
+//! #[doc = nccl_sys::api_doc!(ncclCommSplit)]
+//! pub fn split() {}
+//!
+//! let text = nccl_sys::api_doc!(ncclCommSplit);
+//! assert!(text.contains("api/comms.html#c.ncclCommSplit"));
+//! assert!(text.contains("Needs NCCL 2.18."));
+//! ```
+//!
+//! ```compile_fail
+//! let text = nccl_sys::api_doc!(pncclCommSplit);
+//! ```
+//!
 //! # One ABI
 //!
 //! NCCL versions its ABI by `NCCL_VERSION_CODE`, not by CUDA major, and the `nccl.h` of its
@@ -35,44 +58,15 @@
 #[allow(clippy::undocumented_unsafe_blocks)]
 mod bindings;
 mod consts;
-
-use std::sync::OnceLock;
+mod library;
 
 pub use bindings::*;
 pub use consts::*;
 pub use cuda_loader::{EntryPoint, Introduced, Library, LibrarySpec, LoadError, NcclVersion};
-
-/// The environment variable that names an explicit path to `libnccl`.
-pub const LIBNCCL_PATH_ENV: &str = "CUDA_SAFE_LIBNCCL";
-
-/// Where `libnccl` is looked for.
-pub static LIBNCCL: LibrarySpec = LibrarySpec {
-    name: "NCCL (libnccl)",
-    env_var: LIBNCCL_PATH_ENV,
-    file_names: &["libnccl.so.2"],
-    search_dirs: &["CUDA_HOME", "CUDA_PATH"],
-    global: false,
-};
+pub use library::{LIBNCCL, LIBNCCL_PATH_ENV, nccl};
 
 /// The `NCCL_VERSION_CODE` of the header these bindings were generated from.
 pub const HEADER_NCCL_VERSION: NcclVersion = NcclVersion(NCCL_VERSION_CODE);
-
-/// The process's NCCL entry points, loading `libnccl` on the first call.
-///
-/// The library is opened once per process; a failure is remembered and returned again.
-pub fn nccl() -> Result<&'static Nccl, LoadError> {
-    static NCCL: OnceLock<Result<Nccl, LoadError>> = OnceLock::new();
-    NCCL.get_or_init(|| {
-        // SAFETY: LIBNCCL names only NCCL's versioned soname (on the search path or under a
-        // toolkit root) or the path the user chose explicitly with $CUDA_SAFE_LIBNCCL: NCCL,
-        // whose initialisers are sound to run in any thread and whose exports have the
-        // signatures of the `nccl.h` the bindings and ENTRY_POINTS were generated from (NCCL
-        // keeps its C ABI stable across releases).
-        unsafe { Library::open(&LIBNCCL, &ENTRY_POINTS).map(|library| Nccl::new(library)) }
-    })
-    .as_ref()
-    .map_err(Clone::clone)
-}
 
 #[cfg(test)]
 mod tests {
@@ -178,5 +172,24 @@ mod tests {
                 .contains("introduced in NCCL 2.18; update NCCL"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn api_doc_links_the_page_of_each_function_and_names_the_nccl_needed() {
+        let reference = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/api/";
+        assert_eq!(
+            crate::api_doc!(ncclCommSplit),
+            format!(
+                "\nCalls [`ncclCommSplit`]({reference}comms.html#c.ncclCommSplit).\n\n\
+                 Needs NCCL 2.18.\n"
+            )
+        );
+        assert_eq!(
+            crate::api_doc!(ncclAllReduce),
+            format!("\nCalls [`ncclAllReduce`]({reference}colls.html#c.ncclAllReduce).\n")
+        );
+        assert!(crate::api_doc!(ncclSend).contains("p2p.html#c.ncclSend"));
+        assert!(crate::api_doc!(ncclGroupEnd).contains("group.html#c.ncclGroupEnd"));
+        assert!(crate::api_doc!(ncclRedOpDestroy).contains("ops.html#c.ncclRedOpDestroy"));
     }
 }

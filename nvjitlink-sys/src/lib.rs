@@ -26,7 +26,7 @@
 //! plain exports, as the loader resolves every library: a build with newer headers runs on an
 //! older nvJitLink (a CUDA 13.0 toolkit's, say) until it calls a function that library lacks.
 //! nvJitLink 12.0 to 12.2 export only versioned names: every call there is
-//! [`LoadError::SymbolMissing`](cuda_loader::LoadError::SymbolMissing), which `cuda-safe`'s
+//! [`LoadError::SymbolMissing`], which `cuda-safe`'s
 //! `Linker` checks for before choosing nvJitLink.
 //! [`VERSIONED_NAMES`] lists the header's mapping, `(API name, versioned export)`.
 //!
@@ -35,6 +35,27 @@
 //! (`libnvJitLink.so.13` then `libnvJitLink.so.12` under the CUDA 13 ABI, the other way round
 //! under CUDA 12), through the system's search path and then under `$CUDA_HOME/lib64`,
 //! `$CUDA_PATH/lib64` and `/usr/local/cuda/lib64`.
+//!
+//! # Documenting a wrapper
+//!
+//! Each method of [`NvJitLink`] links to NVIDIA's reference for its C function. [`api_doc!`] gives
+//! a wrapper the same text, as a string literal for its own doc comment: name the function as a C
+//! program calls it (`nvJitLinkCreate`). The text follows the ABI this crate compiled; a name that
+//! is no entry point does not compile. The text stands in paragraphs of its own wherever it is put,
+//! so a wrapper that makes several calls takes one attribute per call.
+//!
+//! ```
+//! /// Creates a linker.
+//! #[doc = nvjitlink_sys::api_doc!(nvJitLinkCreate)]
+//! pub fn create() {}
+//!
+//! let text = nvjitlink_sys::api_doc!(nvJitLinkCreate);
+//! assert!(text.contains("nvjitlink/index.html#group__linking_1ga"));
+//! ```
+//!
+//! ```compile_fail
+//! let text = nvjitlink_sys::api_doc!(__nvJitLinkCreate_13_5);
+//! ```
 //!
 //! # Choosing the ABI
 //!
@@ -87,54 +108,12 @@ mod bindings;
 #[allow(non_snake_case, non_upper_case_globals, clippy::all)]
 #[allow(clippy::undocumented_unsafe_blocks)]
 mod bindings;
-
-use std::sync::OnceLock;
+mod library;
 
 pub use abi::ABI_MAJOR;
 pub use bindings::*;
 pub use cuda_loader::{CudaVersion, EntryPoint, Introduced, Library, LibrarySpec, LoadError};
-
-/// The environment variable that names an explicit path to `libnvJitLink`.
-pub const LIBNVJITLINK_PATH_ENV: &str = "CUDA_SAFE_LIBNVJITLINK";
-
-/// nvJitLink's file names, the selected major's first.
-#[cfg(all(not(windows), not(feature = "cuda-13")))]
-const FILE_NAMES: &[&str] = &["libnvJitLink.so.12", "libnvJitLink.so.13"];
-#[cfg(all(not(windows), feature = "cuda-13"))]
-const FILE_NAMES: &[&str] = &["libnvJitLink.so.13", "libnvJitLink.so.12"];
-#[cfg(all(windows, not(feature = "cuda-13")))]
-const FILE_NAMES: &[&str] = &["nvJitLink_120_0.dll", "nvJitLink_130_0.dll"];
-#[cfg(all(windows, feature = "cuda-13"))]
-const FILE_NAMES: &[&str] = &["nvJitLink_130_0.dll", "nvJitLink_120_0.dll"];
-
-/// Where `libnvJitLink` is looked for.
-pub static LIBNVJITLINK: LibrarySpec = LibrarySpec {
-    name: "nvJitLink (libnvJitLink)",
-    env_var: LIBNVJITLINK_PATH_ENV,
-    file_names: FILE_NAMES,
-    search_dirs: &["CUDA_HOME", "CUDA_PATH"],
-    global: false,
-};
-
-/// The process's nvJitLink entry points, loading `libnvJitLink` on the first call.
-///
-/// The library is opened once per process; a failure is remembered and returned again.
-pub fn nvjitlink() -> Result<&'static NvJitLink, LoadError> {
-    static NVJITLINK: OnceLock<Result<NvJitLink, LoadError>> = OnceLock::new();
-    NVJITLINK
-        .get_or_init(|| {
-            // SAFETY: LIBNVJITLINK names only NVIDIA's versioned sonames (on the search path or
-            // under a toolkit root) or the path the user chose explicitly with
-            // $CUDA_SAFE_LIBNVJITLINK: nvJitLink, whose initialisers are sound to run in any
-            // thread and whose plain exports have the signatures of the `nvJitLink.h` the
-            // bindings and ENTRY_POINTS were generated from.
-            unsafe {
-                Library::open(&LIBNVJITLINK, &ENTRY_POINTS).map(|library| NvJitLink::new(library))
-            }
-        })
-        .as_ref()
-        .map_err(Clone::clone)
-}
+pub use library::{LIBNVJITLINK, LIBNVJITLINK_PATH_ENV, nvjitlink};
 
 #[cfg(test)]
 mod tests {
@@ -250,5 +229,22 @@ mod tests {
             ),
             "{error:?}"
         );
+    }
+
+    #[test]
+    fn api_doc_links_the_api_name_of_each_function() {
+        let reference = if ABI_MAJOR == 12 {
+            "https://docs.nvidia.com/cuda/archive/12.9.1/nvjitlink/index.html"
+        } else {
+            "https://docs.nvidia.com/cuda/nvjitlink/index.html"
+        };
+        assert_eq!(
+            crate::api_doc!(nvJitLinkCreate),
+            format!(
+                "\nCalls [`nvJitLinkCreate`]({reference}\
+                 #group__linking_1ga48ba234f5d1ae2dbabb037a319cd061b).\n"
+            )
+        );
+        assert!(crate::api_doc!(nvJitLinkVersion).contains("_1ga04b722539d968953cb5cc70488e3f47a"));
     }
 }

@@ -25,6 +25,29 @@
 //! The library is `$CUDA_SAFE_LIBNVML` when that variable is set (and then only that path),
 //! else `libnvidia-ml.so.1`, which the driver installs.
 //!
+//! # Documenting a wrapper
+//!
+//! Each method of [`Nvml`] links to NVIDIA's reference for its C function. [`api_doc!`] gives a
+//! wrapper the same text, as a string literal for its own doc comment: name the function as a C
+//! program calls it (`nvmlDeviceGetCount`) or by the symbol it exports (`nvmlDeviceGetCount_v2`).
+//! The text follows the ABI this crate compiled; a name that is no entry point does not compile.
+//! The text stands in paragraphs of its own wherever it is put, so a wrapper that makes several
+//! calls takes one attribute per call.
+//!
+//! ```
+//! /// Counts the GPUs.
+//! #[doc = nvml_sys::api_doc!(nvmlDeviceGetCount)]
+//! pub fn count() {}
+//!
+//! assert_eq!(nvml_sys::api_doc!(nvmlInit), nvml_sys::api_doc!(nvmlInit_v2));
+//! let text = nvml_sys::api_doc!(nvmlDeviceGetCount_v2);
+//! assert!(text.contains("group__nvmlDeviceQueries.html#group__nvmlDeviceQueries_1g"));
+//! ```
+//!
+//! ```compile_fail
+//! let text = nvml_sys::api_doc!(nvmlNoSuchFunction);
+//! ```
+//!
 //! # Choosing the ABI
 //!
 //! The features are additive, as Cargo needs: `cuda-12` alone compiles the CUDA 12 ABI,
@@ -82,46 +105,13 @@ mod bindings;
 mod bindings;
 #[allow(non_upper_case_globals, non_camel_case_types)]
 mod consts;
-
-use std::sync::OnceLock;
+mod library;
 
 pub use abi::ABI_MAJOR;
 pub use bindings::*;
 pub use consts::*;
 pub use cuda_loader::{CudaVersion, EntryPoint, Introduced, Library, LibrarySpec, LoadError};
-
-/// The environment variable that names an explicit path to `libnvidia-ml`.
-pub const LIBNVML_PATH_ENV: &str = "CUDA_SAFE_LIBNVML";
-
-/// Where `libnvidia-ml` is looked for: the driver's versioned soname.
-pub static LIBNVML: LibrarySpec = LibrarySpec {
-    name: "NVML (libnvidia-ml)",
-    env_var: LIBNVML_PATH_ENV,
-    file_names: &[if cfg!(windows) {
-        "nvml.dll"
-    } else {
-        "libnvidia-ml.so.1"
-    }],
-    search_dirs: &[],
-    global: false,
-};
-
-/// The process's NVML entry points, loading `libnvidia-ml` on the first call.
-///
-/// Loading does not initialise NVML (`nvmlInit_v2` does) and never touches the CUDA driver.
-/// The library is opened once per process; a failure is remembered and returned again.
-pub fn nvml() -> Result<&'static Nvml, LoadError> {
-    static NVML: OnceLock<Result<Nvml, LoadError>> = OnceLock::new();
-    NVML.get_or_init(|| {
-        // SAFETY: LIBNVML names only NVIDIA's versioned soname or the path the user chose
-        // explicitly with $CUDA_SAFE_LIBNVML: NVML, whose initialisers are sound to run in any
-        // thread and whose exports have the signatures of the `nvml.h` the bindings and
-        // ENTRY_POINTS were generated from.
-        unsafe { Library::open(&LIBNVML, &ENTRY_POINTS).map(|library| Nvml::new(library)) }
-    })
-    .as_ref()
-    .map_err(Clone::clone)
-}
+pub use library::{LIBNVML, LIBNVML_PATH_ENV, nvml};
 
 #[cfg(test)]
 mod tests {
@@ -205,6 +195,21 @@ mod tests {
                 }
             ),
             "{error:?}"
+        );
+    }
+
+    #[test]
+    fn api_doc_links_the_documented_version_of_each_function() {
+        assert_eq!(crate::api_doc!(nvmlInit), crate::api_doc!(nvmlInit_v2));
+        assert_eq!(
+            crate::api_doc!(nvmlSystemGetCudaDriverVersion_v2),
+            "\nCalls [`nvmlSystemGetCudaDriverVersion_v2`](https://docs.nvidia.com/deploy/nvml-api/\
+             group__nvmlSystemQueries.html#group__nvmlSystemQueries_1g\
+             1d12b603a42805ee7e4160557ffc2128).\n"
+        );
+        assert!(
+            crate::api_doc!(nvmlDeviceGetTotalEnergyConsumption)
+                .contains("#group__nvmlDeviceQueries_1g732ab899b5bd18ac4bfb93c02de4900a")
         );
     }
 }

@@ -21,6 +21,27 @@
 //! system's search path and then under `$CUDA_HOME/lib64`, `$CUDA_PATH/lib64` and
 //! `/usr/local/cuda/lib64`.
 //!
+//! # Documenting a wrapper
+//!
+//! Each method of [`Nvrtc`] links to NVIDIA's reference for its C function. [`api_doc!`] gives a
+//! wrapper the same text, as a string literal for its own doc comment: name the function as a C
+//! program calls it (`nvrtcCompileProgram`). The text follows the ABI this crate compiled; a name
+//! that is no entry point does not compile. The text stands in paragraphs of its own wherever it is
+//! put, so a wrapper that makes several calls takes one attribute per call.
+//!
+//! ```
+//! /// Compiles a program.
+//! #[doc = nvrtc_sys::api_doc!(nvrtcCompileProgram)]
+//! pub fn compile() {}
+//!
+//! let text = nvrtc_sys::api_doc!(nvrtcCompileProgram);
+//! assert!(text.contains("nvrtc/index.html#group__compilation_1g"));
+//! ```
+//!
+//! ```compile_fail
+//! let text = nvrtc_sys::api_doc!(nvrtcNoSuchFunction);
+//! ```
+//!
 //! # Choosing the ABI
 //!
 //! The features are additive, as Cargo needs: `cuda-12` alone compiles the CUDA 12 ABI,
@@ -76,51 +97,12 @@ mod bindings;
 #[allow(non_snake_case, non_upper_case_globals, clippy::all)]
 #[allow(clippy::undocumented_unsafe_blocks)]
 mod bindings;
-
-use std::sync::OnceLock;
+mod library;
 
 pub use abi::ABI_MAJOR;
 pub use bindings::*;
 pub use cuda_loader::{CudaVersion, EntryPoint, Introduced, Library, LibrarySpec, LoadError};
-
-/// The environment variable that names an explicit path to `libnvrtc`.
-pub const LIBNVRTC_PATH_ENV: &str = "CUDA_SAFE_LIBNVRTC";
-
-/// NVRTC's file names, the selected major's first.
-#[cfg(all(not(windows), not(feature = "cuda-13")))]
-const FILE_NAMES: &[&str] = &["libnvrtc.so.12", "libnvrtc.so.13"];
-#[cfg(all(not(windows), feature = "cuda-13"))]
-const FILE_NAMES: &[&str] = &["libnvrtc.so.13", "libnvrtc.so.12"];
-#[cfg(all(windows, not(feature = "cuda-13")))]
-const FILE_NAMES: &[&str] = &["nvrtc64_120_0.dll", "nvrtc64_130_0.dll"];
-#[cfg(all(windows, feature = "cuda-13"))]
-const FILE_NAMES: &[&str] = &["nvrtc64_130_0.dll", "nvrtc64_120_0.dll"];
-
-/// Where `libnvrtc` is looked for.
-pub static LIBNVRTC: LibrarySpec = LibrarySpec {
-    name: "NVRTC (libnvrtc)",
-    env_var: LIBNVRTC_PATH_ENV,
-    file_names: FILE_NAMES,
-    search_dirs: &["CUDA_HOME", "CUDA_PATH"],
-    global: false,
-};
-
-/// The process's NVRTC entry points, loading `libnvrtc` on the first call.
-///
-/// The library is opened once per process; a failure is remembered and returned again.
-pub fn nvrtc() -> Result<&'static Nvrtc, LoadError> {
-    static NVRTC: OnceLock<Result<Nvrtc, LoadError>> = OnceLock::new();
-    NVRTC
-        .get_or_init(|| {
-            // SAFETY: LIBNVRTC names only NVIDIA's versioned sonames (on the search path or under
-            // a toolkit root) or the path the user chose explicitly with $CUDA_SAFE_LIBNVRTC:
-            // NVRTC, whose initialisers are sound to run in any thread and whose exports have
-            // the signatures of the `nvrtc.h` the bindings and ENTRY_POINTS were generated from.
-            unsafe { Library::open(&LIBNVRTC, &ENTRY_POINTS).map(|library| Nvrtc::new(library)) }
-        })
-        .as_ref()
-        .map_err(Clone::clone)
-}
+pub use library::{LIBNVRTC, LIBNVRTC_PATH_ENV, nvrtc};
 
 #[cfg(test)]
 mod tests {
@@ -208,5 +190,22 @@ mod tests {
             ),
             "{error:?}"
         );
+    }
+
+    #[test]
+    fn api_doc_links_the_reference_of_the_compiled_abi() {
+        let reference = if ABI_MAJOR == 12 {
+            "https://docs.nvidia.com/cuda/archive/12.9.1/nvrtc/index.html"
+        } else {
+            "https://docs.nvidia.com/cuda/nvrtc/index.html"
+        };
+        assert_eq!(
+            crate::api_doc!(nvrtcCompileProgram),
+            format!(
+                "\nCalls [`nvrtcCompileProgram`]({reference}\
+                 #group__compilation_1ga1f3136029db1413e362154b567297e8b).\n"
+            )
+        );
+        assert!(crate::api_doc!(nvrtcVersion).contains("#group__query_1ga"));
     }
 }

@@ -1,7 +1,9 @@
 //! The primary context's lifecycle: retained on first use and kept (so `device.set_current()?;`
 //! followed by work re-uses it, as in `cuda.core`), released by `release_primary_context` once
-//! the last handle using it is gone. In its own test binary, so no other test holds the
-//! context meanwhile; its steps run in order on one thread (see `lifecycle` below).
+//! the last handle using it is gone, and not kept again until `set_current` (or
+//! `retain_primary_context`) asks for it. In a process of its own (as every test file), so no
+//! other test holds the context meanwhile; its steps run in order on one thread (see
+//! `lifecycle` below).
 
 use cuda_gpu_tests::{GpuFile, gpu_file};
 use cuda_safe::{Device, StreamOptions};
@@ -88,14 +90,21 @@ fn release_waits_for_the_last_holder(device: &Device) {
     assert!(primary_context_active(device), "the buffer still holds it");
     drop(buffer);
     assert!(!primary_context_active(device), "the last holder is gone");
-    // Retained again on demand, and kept again.
+    // Used again after the release: retained by the handle, and let go with it.
     let again = device.context().unwrap();
     assert!(primary_context_active(device));
     again.close().unwrap();
     assert!(
-        primary_context_active(device),
-        "kept after its handle closed"
+        !primary_context_active(device),
+        "not kept: the release holds until set_current or retain_primary_context"
     );
+    device.mem_info().unwrap();
+    assert!(!primary_context_active(device), "a query lets it go again");
+    // Asked for again: kept once used.
+    device.set_current().unwrap();
+    let stream = device.create_stream(StreamOptions::default()).unwrap();
+    drop(stream);
+    assert!(primary_context_active(device), "kept after set_current");
     assert!(device.release_primary_context());
     assert!(!primary_context_active(device));
 }

@@ -277,7 +277,7 @@ const CHILD_HIT: &str = "LINK-CACHE-CHILD-HIT";
 
 /// Compiles both units and links them through `cache` (compiles cached too, so the inputs
 /// are the same bytes in every process).
-fn cached_link(cache: &dyn ProgramCache) -> cuda_safe::LinkedCode {
+fn cached_link(cache: &dyn ProgramCache) -> cuda_safe::CompiledProgram {
     let mut linker = Linker::new(lto()).unwrap();
     for (source, name) in [(MIX, "mix.ltoir"), (KERNEL, "kernel.ltoir")] {
         let program = Program::new(source, rdc()).unwrap();

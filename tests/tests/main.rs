@@ -61,11 +61,6 @@ fn files() -> Vec<GpuFile> {
 }
 
 fn main() -> ExitCode {
-    #[cfg(feature = "nccl")]
-    {
-        // SAFETY: first thing in main, before any thread starts.
-        unsafe { cuda_safe::nccl::disable_nvls_in_process() };
-    }
     let child = checkpoint::child_part()
         .or_else(ipc::child_part)
         .or_else(link::child_part)

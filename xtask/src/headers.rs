@@ -32,6 +32,9 @@ pub struct HeaderSet {
     pub include_dir: PathBuf,
     /// Where each header came from, by header file name, for the generated files' preamble.
     pub sources: Vec<(&'static str, String)>,
+    /// The CUDA documentation these headers are documented in, ending in `/`: the archived
+    /// documentation of their release when it is known, else the current documentation.
+    pub docs_root: String,
 }
 
 impl HeaderSet {
@@ -90,6 +93,14 @@ const WHEELS_12: &[Wheel] = &[
     },
 ];
 
+/// The CUDA 12 release whose archived documentation the CUDA 12 bindings link to: the release
+/// [`WHEELS_12`] come from (its runtime is 12.9.79, its NVRTC 12.9.86). Generation fails when
+/// its major and minor differ from the headers' `CUDA_VERSION`.
+const DOCS_RELEASE_12: &str = "12.9.1";
+
+/// The current CUDA documentation, which the CUDA 13 bindings (the newest headers) link to.
+const CURRENT_DOCS: &str = "https://docs.nvidia.com/cuda/";
+
 /// The newest CUDA 13 header wheels on PyPI when the bindings were generated.
 const WHEELS_13: &[Wheel] = &[
     Wheel {
@@ -128,36 +139,40 @@ pub fn from_wheels(workspace: &Path) -> Result<Vec<HeaderSet>, String> {
     let cache = workspace.join("target").join("cuda-headers");
     let wheel_dir = cache.join("wheels");
     fs::create_dir_all(&wheel_dir).map_err(|e| format!("creating {}: {e}", wheel_dir.display()))?;
-    [(12, WHEELS_12), (13, WHEELS_13)]
-        .into_iter()
-        .map(|(major, wheels)| {
-            let include_dir = cache.join(format!("cuda-{major}")).join("include");
-            fs::create_dir_all(&include_dir)
-                .map_err(|e| format!("creating {}: {e}", include_dir.display()))?;
-            let mut sources = Vec::new();
-            for wheel in wheels {
-                let path = fetch_wheel(wheel, &wheel_dir)?;
-                extract_headers(&path, wheel.headers, &include_dir)?;
-                for header in wheel.headers {
-                    sources.push((
-                        *header,
-                        format!("PyPI wheel {}=={}", wheel.name, wheel.version),
-                    ));
-                }
-            }
-            let set = header_set(include_dir, sources)?;
-            if set.major != major {
-                return Err(format!(
-                    "the CUDA {major} wheels hold a cuda.h of CUDA {}",
-                    set.major
+    [
+        (12, WHEELS_12, Some(DOCS_RELEASE_12)),
+        (13, WHEELS_13, None),
+    ]
+    .into_iter()
+    .map(|(major, wheels, docs_release)| {
+        let include_dir = cache.join(format!("cuda-{major}")).join("include");
+        fs::create_dir_all(&include_dir)
+            .map_err(|e| format!("creating {}: {e}", include_dir.display()))?;
+        let mut sources = Vec::new();
+        for wheel in wheels {
+            let path = fetch_wheel(wheel, &wheel_dir)?;
+            extract_headers(&path, wheel.headers, &include_dir)?;
+            for header in wheel.headers {
+                sources.push((
+                    *header,
+                    format!("PyPI wheel {}=={}", wheel.name, wheel.version),
                 ));
             }
-            Ok(set)
-        })
-        .collect()
+        }
+        let set = header_set(include_dir, sources, docs_release)?;
+        if set.major != major {
+            return Err(format!(
+                "the CUDA {major} wheels hold a cuda.h of CUDA {}",
+                set.major
+            ));
+        }
+        Ok(set)
+    })
+    .collect()
 }
 
-/// The headers of a local toolkit (`DIR/include`).
+/// The headers of a local toolkit (`DIR/include`); its release, for the documentation links,
+/// from its `version.json` when it has one.
 pub fn from_toolkit(cuda_home: &Path) -> Result<HeaderSet, String> {
     let include_dir = cuda_home.join("include");
     let source = format!("the CUDA toolkit at {}", cuda_home.display());
@@ -165,13 +180,40 @@ pub fn from_toolkit(cuda_home: &Path) -> Result<HeaderSet, String> {
         .into_iter()
         .map(|header| (header, source.clone()))
         .collect();
-    header_set(include_dir, sources)
+    let release = fs::read_to_string(cuda_home.join("version.json"))
+        .ok()
+        .and_then(|text| toolkit_release(&text));
+    header_set(include_dir, sources, release.as_deref())
 }
 
-/// Checks that every header is present and reads `CUDA_VERSION`.
+/// The toolkit release (`12.9.1`) a toolkit's `version.json` gives as `cuda.version`.
+fn toolkit_release(version_json: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(version_json).ok()?;
+    Some(value.get("cuda")?.get("version")?.as_str()?.to_owned())
+}
+
+/// The documentation root of `release` (`12.9.1`): its archived documentation, after checking
+/// that it is the release of `cuda_version`; the current documentation for `None`.
+fn docs_root(release: Option<&str>, cuda_version: u32) -> Result<String, String> {
+    let Some(release) = release else {
+        return Ok(CURRENT_DOCS.to_owned());
+    };
+    let expected = format!("{}.{}.", cuda_version / 1000, (cuda_version % 1000) / 10);
+    if !release.starts_with(&expected) {
+        return Err(format!(
+            "the documentation release {release} is not the release of CUDA_VERSION \
+             {cuda_version}"
+        ));
+    }
+    Ok(format!("https://docs.nvidia.com/cuda/archive/{release}/"))
+}
+
+/// Checks that every header is present and reads `CUDA_VERSION`; `docs_release` is the
+/// release whose archived documentation the bindings link to (`None`: the current one).
 fn header_set(
     include_dir: PathBuf,
     sources: Vec<(&'static str, String)>,
+    docs_release: Option<&str>,
 ) -> Result<HeaderSet, String> {
     for header in ALL_HEADERS {
         let path = include_dir.join(header);
@@ -189,6 +231,7 @@ fn header_set(
         cuda_version,
         include_dir,
         sources,
+        docs_root: docs_root(docs_release, cuda_version)?,
     })
 }
 
@@ -288,7 +331,21 @@ fn extract_headers(wheel: &Path, headers: &[&str], include_dir: &Path) -> Result
 
 #[cfg(test)]
 mod tests {
-    use super::cuda_version;
+    use super::{CURRENT_DOCS, DOCS_RELEASE_12, cuda_version, docs_root, toolkit_release};
+
+    #[test]
+    fn documentation_roots_follow_the_release() {
+        assert_eq!(
+            docs_root(Some(DOCS_RELEASE_12), 12090).unwrap(),
+            "https://docs.nvidia.com/cuda/archive/12.9.1/"
+        );
+        assert_eq!(docs_root(None, 13050).unwrap(), CURRENT_DOCS);
+        assert!(docs_root(Some("12.8.1"), 12090).is_err());
+        assert!(docs_root(Some("12.90.1"), 12090).is_err());
+        let json = r#"{"cuda": {"name": "CUDA SDK", "version": "13.0.2"}, "cuda_cudart": {}}"#;
+        assert_eq!(toolkit_release(json).as_deref(), Some("13.0.2"));
+        assert_eq!(toolkit_release("{}"), None);
+    }
 
     #[test]
     fn reads_cuda_version() {

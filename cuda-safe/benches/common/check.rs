@@ -1,5 +1,5 @@
 //! The raw driver calls of the benchmarks that compare the crate with them: a `CUresult` as the
-//! crate's error, shared by `launch_threads`, `green_contention` and `diag_launch_threads`.
+//! crate's error, shared by `launch_threads` and `green_contention`.
 
 use cuda_safe::sys::CUresult;
 use cuda_safe::{Error, Result};

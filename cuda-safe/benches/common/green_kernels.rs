@@ -1,6 +1,5 @@
-//! The kernels of the green section of `bench/floors/driver_floor.c`, byte for byte as
-//! `bench/diag/green_variants.c` has them: `saxpy` (the probe) and `spin` (the filler). Shared
-//! by `green_contention` and `diag_green`.
+//! The kernels of the green section of `bench/floors/driver_floor.c`, byte for byte:
+//! `saxpy` (the probe) and `spin` (the filler), for `green_contention`.
 
 /// `saxpy(float a, const float* x, const float* y, float* out, size_t n)` and
 /// `spin(unsigned long long ns)`.

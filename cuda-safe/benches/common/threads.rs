@@ -1,7 +1,6 @@
-//! The clock of the launch-throughput benchmarks from several threads, shared by
-//! `launch_threads` and `diag_launch_threads`: as in `bench/floors/launch_threads_floor.c`,
-//! every worker gets ready, all start together, and the time runs from the common start to the
-//! last worker's end.
+//! The clock of the launch-throughput benchmark from several threads (`launch_threads`): as in
+//! `bench/floors/launch_threads_floor.c`, every worker gets ready, all start together, and the
+//! time runs from the common start to the last worker's end.
 
 use std::sync::{Arc, Barrier};
 use std::time::Instant;

@@ -8,8 +8,9 @@
 //! cargo run --release -p cuda-safe --features nccl --example allreduce
 //! ```
 //!
-//! NVLink multicast stays off (`NCCL_NVLS_ENABLE=0`). Without a driver, a GPU or NCCL it
-//! prints one line saying what is missing and exits with status 1.
+//! NCCL's variables are NCCL's (`NCCL_NVLS_ENABLE=0` turns NVLink SHARP off, as
+//! `docs/collectives.md` explains). Without a driver, a GPU or NCCL it prints one line saying
+//! what is missing and exits with status 1.
 
 mod measure;
 
@@ -20,8 +21,6 @@ use cuda_safe::nccl::{self, Communicator, ReduceOp};
 use cuda_safe::{Device, DeviceSliceMut, Result, Stream, StreamOptions};
 
 fn main() -> ExitCode {
-    // SAFETY: first thing in main, before any thread starts.
-    unsafe { nccl::disable_nvls_in_process() };
     match run() {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => {

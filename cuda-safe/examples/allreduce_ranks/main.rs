@@ -10,8 +10,8 @@
 //! ```
 //!
 //! Under a launcher of your own, set the five variables and start it once per GPU. Every rank
-//! keeps NVLink multicast off (`NCCL_NVLS_ENABLE=0`). Without a driver, a GPU or NCCL it prints
-//! one line saying what is missing and exits with status 1.
+//! inherits this process's environment, NCCL's variables included. Without a driver, a GPU or
+//! NCCL it prints one line saying what is missing and exits with status 1.
 
 #[path = "../allreduce/measure.rs"]
 mod measure;
@@ -26,8 +26,6 @@ use cuda_safe::{Device, Result, StreamOptions};
 const TIMEOUT: Duration = Duration::from_secs(120);
 
 fn main() -> ExitCode {
-    // SAFETY: first thing in main, before any thread starts.
-    unsafe { nccl::disable_nvls_in_process() };
     let result = if std::env::var_os(RANK).is_some() {
         rank()
     } else {

@@ -63,6 +63,7 @@ impl StridedMemoryView {
     /// given in the view's axis order (outermost first, like its shape); the other options
     /// are `options`' (whose own box is ignored).
     ///
+    #[doc = cuda_sys::api_doc!(cuTensorMapEncodeTiled)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a view not in device memory, of a type TMA lacks (8- and

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::launch::KernelArg;
 use crate::memory::Buffer;
 use crate::stream::Stream;
-use crate::sys::CUdeviceptr;
+use cuda_sys::CUdeviceptr;
 
 /// The most dimensions a view may have (NumPy's and PyTorch's limit).
 pub const MAX_NDIM: usize = 64;

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::sys::CUresult;
+use cuda_sys::CUresult;
 
 /// What usually causes a stream-capture error, for the codes that are one.
 pub(super) fn capture_hint(code: CUresult) -> Option<&'static str> {

@@ -2,10 +2,10 @@
 //! entry point and check it under the function's own name ([`cu!`], [`cu_ready!`], [`nvrtc!`],
 //! [`nvjitlink!`], [`nvml!`]).
 
-use crate::nvjitlink_sys::nvJitLinkResult;
-use crate::nvml_sys::nvmlReturn_t;
-use crate::nvrtc_sys::nvrtcResult;
-use crate::sys::{CUresult, LoadError};
+use cuda_sys::{CUresult, LoadError};
+use nvjitlink_sys::nvJitLinkResult;
+use nvml_sys::nvmlReturn_t;
+use nvrtc_sys::nvrtcResult;
 
 use super::{Error, Result};
 
@@ -121,9 +121,9 @@ pub(crate) fn check_nvjitlink(
 #[inline(always)]
 pub(crate) fn check_nccl(
     api: &'static str,
-    result: Result<crate::nccl_sys::ncclResult_t, LoadError>,
+    result: Result<nccl_sys::ncclResult_t, LoadError>,
 ) -> Result<()> {
-    use crate::nccl_sys::ncclResult_t;
+    use nccl_sys::ncclResult_t;
     match result {
         Ok(ncclResult_t::ncclSuccess | ncclResult_t::ncclInProgress) => Ok(()),
         Ok(code) => Err(Error::nccl(api, code)),

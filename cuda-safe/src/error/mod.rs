@@ -13,12 +13,12 @@ use std::ffi::c_char;
 use std::fmt;
 
 use crate::ffi::static_str;
+use cuda_sys::{CUgraphExecUpdateResult, CUresult, CudaVersion, Introduced, LoadError};
 #[cfg(feature = "nccl")]
-use crate::nccl_sys::{self, ncclResult_t};
-use crate::nvjitlink_sys::nvJitLinkResult;
-use crate::nvml_sys::{self, nvmlReturn_t};
-use crate::nvrtc_sys::{self, nvrtcResult};
-use crate::sys::{CUgraphExecUpdateResult, CUresult, CudaVersion, Introduced, LoadError};
+use nccl_sys::ncclResult_t;
+use nvjitlink_sys::nvJitLinkResult;
+use nvml_sys::nvmlReturn_t;
+use nvrtc_sys::nvrtcResult;
 
 mod capture;
 mod check;
@@ -42,7 +42,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 ///
 /// Errors from a library carry the API that failed, the raw code (a newtype, so codes newer
 /// than this crate's headers are kept) and the library's own name and message for it.
-#[derive(Debug, Clone, thiserror::Error)]
+///
+/// `Display` is one clear line. `Debug` is that line and, after it, each cause that line does
+/// not already say (as `anyhow` prints them), so `fn main() -> cuda_safe::Result<()>` reports
+/// an error the way the examples do: `Error: <the line>`.
+#[derive(Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A CUDA driver call failed. Errors of stream capture (codes 900 to 908) also say what
@@ -254,6 +258,42 @@ pub enum Error {
     },
 }
 
+/// A conversion that cannot fail (`u32` into a [`Dim3`](crate::Dim3)) as an `Error`, so
+/// fallible and infallible conversions go through one `?`.
+impl From<std::convert::Infallible> for Error {
+    fn from(never: std::convert::Infallible) -> Self {
+        match never {}
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let line = self.to_string();
+        f.write_str(&line)?;
+        let mut said = line;
+        let mut causes = Vec::new();
+        let mut source = std::error::Error::source(self);
+        while let Some(cause) = source {
+            let text = cause.to_string();
+            if !said.contains(&text) {
+                said.push_str(&text);
+                causes.push(text);
+            }
+            source = cause.source();
+        }
+        match causes.as_slice() {
+            [] => Ok(()),
+            [only] => write!(f, "\n\nCaused by:\n    {only}"),
+            many => {
+                f.write_str("\n\nCaused by:")?;
+                many.iter()
+                    .enumerate()
+                    .try_for_each(|(index, cause)| write!(f, "\n    {index}: {cause}"))
+            }
+        }
+    }
+}
+
 impl Error {
     /// An [`Error::InvalidArgument`] with this explanation.
     pub fn invalid_argument(what: impl Into<Cow<'static, str>>) -> Self {
@@ -358,7 +398,7 @@ impl Error {
     pub fn is_no_device(&self) -> bool {
         match self {
             Self::Load(LoadError::LibraryNotFound { library, .. }) => {
-                *library == crate::sys::LIBCUDA.name || *library == nvml_sys::LIBNVML.name
+                *library == cuda_sys::LIBCUDA.name || *library == nvml_sys::LIBNVML.name
             }
             Self::Cuda { code, .. } => matches!(
                 *code,
@@ -390,7 +430,7 @@ impl Error {
     #[cold]
     #[inline(never)]
     pub fn cuda(api: &'static str, code: CUresult) -> Self {
-        let (name, message) = match crate::sys::driver() {
+        let (name, message) = match cuda_sys::driver() {
             Ok(driver) => {
                 let mut name: *const c_char = std::ptr::null();
                 let mut message: *const c_char = std::ptr::null();

@@ -1,7 +1,7 @@
 //! nvJitLink's result codes by name and meaning (nvJitLink has no call that describes them),
 //! and the link errors built from them.
 
-use crate::nvjitlink_sys::nvJitLinkResult;
+use nvjitlink_sys::nvJitLinkResult;
 
 /// The name and meaning of an nvJitLink result code, as `nvJitLink.h` gives them (the codes
 /// from 10 on are CUDA 13's; a CUDA 12 library maps them onto older ones).

@@ -89,7 +89,7 @@ fn predicates_cover_every_library_and_wrapped_causes() {
     }
 
     let no_driver = Error::Load(LoadError::LibraryNotFound {
-        library: crate::sys::LIBCUDA.name,
+        library: cuda_sys::LIBCUDA.name,
         tried: Vec::new(),
     });
     assert!(no_driver.is_no_device());
@@ -197,4 +197,20 @@ fn errors_are_send_sync_and_small() {
     fn assert_send_sync<T: Send + Sync + 'static>() {}
     assert_send_sync::<Error>();
     assert!(size_of::<Error>() <= 64, "{}", size_of::<Error>());
+}
+
+#[test]
+fn debug_is_the_line_then_the_causes_it_does_not_say() {
+    let plain = Error::invalid_argument("a 5-byte copy into 4 bytes");
+    assert_eq!(format!("{plain:?}"), plain.to_string());
+    let ordered = Error::LaunchOrdering {
+        source: Box::new(Error::invalid_argument("the stream is gone")),
+    };
+    let debug = format!("{ordered:?}");
+    assert!(debug.starts_with(&ordered.to_string()), "{debug}");
+    assert!(
+        debug.ends_with("\n\nCaused by:\n    invalid argument: the stream is gone"),
+        "{debug}"
+    );
+    assert_eq!(debug.lines().next(), Some(ordered.to_string().as_str()));
 }

@@ -17,7 +17,7 @@ use crate::error::{Error, Result, cu};
 use crate::event::Event;
 use crate::kernel::Kernel;
 use crate::launch::{Keep, KernelArgs, LaunchConfig, check_args};
-use crate::sys::{CUDA_HOST_NODE_PARAMS, CUDA_KERNEL_NODE_PARAMS, CUfunction, CUgraphNode};
+use cuda_sys::{CUDA_HOST_NODE_PARAMS, CUDA_KERNEL_NODE_PARAMS, CUfunction, CUgraphNode};
 
 /// `list` as the pointer a driver call takes for an array: null when empty.
 pub(super) fn array_ptr<T>(list: &[T]) -> *const T {
@@ -41,6 +41,7 @@ pub(super) fn plain_config(config: &LaunchConfig) -> Result<()> {
 
 /// The function `kernel` is in `context` (`cuKernelGetFunction`, with `context` made current):
 /// what a kernel node names, resolved once per node.
+#[doc = cuda_sys::api_doc!(cuKernelGetFunction)]
 #[doc(alias = "cuKernelGetFunction")]
 pub(super) fn function_in(kernel: &Kernel, context: &Context) -> Result<CUfunction> {
     let _current = context.scoped()?;
@@ -92,6 +93,7 @@ impl Graph {
     /// The graph keeps the kernel loaded and every `Arc<Buffer>` argument alive; the
     /// arguments' values are copied now.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphAddKernelNode)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a dependency of another graph, a `config` outside the
@@ -160,6 +162,7 @@ impl Graph {
     /// [`Stream::launch_host_func`](crate::Stream::launch_host_func)). Conditional bodies
     /// cannot hold host nodes.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphAddHostNode)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a dependency of another graph; the driver's error.
@@ -199,6 +202,7 @@ impl Graph {
     /// (`cuGraphAddEventRecordNode`): work waiting on the event (on a stream or in another
     /// graph) waits for this node's dependencies. The graph keeps the event alive.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphAddEventRecordNode)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a dependency of another graph; the driver's error.
@@ -226,6 +230,7 @@ impl Graph {
     /// Adds a node, after `dependencies`, that waits for `event`'s last record at every replay
     /// (`cuGraphAddEventWaitNode`); the graph keeps the event alive.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphAddEventWaitNode)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a dependency of another graph; the driver's error.
@@ -254,6 +259,7 @@ impl Graph {
     /// to `child` do not reach it) (`cuGraphAddChildGraphNode`). This graph keeps alive what
     /// `child` keeps, and reports its host nodes' panics.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphAddChildGraphNode)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a dependency of another graph; the driver's error (a
@@ -282,6 +288,7 @@ impl Graph {
     /// Adds a node that does nothing, after `dependencies`: a join point for branches, or a
     /// single dependency standing for many (`cuGraphAddEmptyNode`).
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphAddEmptyNode)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a dependency of another graph; the driver's error.
@@ -301,6 +308,7 @@ impl Graph {
 
     /// Makes `to` wait for `from`, both nodes of this graph (`cuGraphAddDependencies`).
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphAddDependencies)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a node of another graph; the driver's error (an edge

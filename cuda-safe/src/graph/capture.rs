@@ -34,12 +34,12 @@ use super::build::{function_in, plain_config};
 use super::{Graph, KernelNode, Node, keep, next_id};
 use crate::abi;
 use crate::error::{Error, Result, cu};
-use crate::handle::log_drop_error;
+use crate::handle::{Owned, Release};
 use crate::kernel::Kernel;
 use crate::launch::{Keep, KernelArgs, LaunchConfig, launch};
 use crate::ordering::wait_for;
 use crate::stream::Stream;
-use crate::sys::{CUgraph, CUresult, CUstreamCaptureMode, CUstreamCaptureStatus, CUuserObject};
+use cuda_sys::{CUgraph, CUresult, CUstreamCaptureMode, CUstreamCaptureStatus, CUuserObject};
 
 /// Which calls a capture forbids while it lasts: the "potentially unsafe" ones (a synchronous
 /// allocation, a synchronization that could touch the capture) made from other threads too,
@@ -104,18 +104,23 @@ impl CaptureStatus {
 /// began it.
 #[must_use = "a capture is discarded when dropped; `end` it to get the graph"]
 pub struct Capture {
+    inner: Owned<Recording>,
+}
+
+/// A capture's state; its release ends the capture and discards the graph.
+struct Recording {
     stream: Stream,
     id: u64,
     /// User objects retained by the graph being captured (kernels and buffers of
     /// [`Capture::launch`]).
     retained: Vec<CUuserObject>,
-    ended: bool,
 }
 
 impl Capture {
     /// Begins capturing `stream` in `mode` (`cuStreamBeginCapture`): work queued on it from now
     /// on is recorded, not run.
     ///
+    #[doc = cuda_sys::api_doc!(cuStreamBeginCapture)]
     /// # Errors
     ///
     /// The driver's error (the stream is capturing already, or is the legacy default stream).
@@ -142,16 +147,18 @@ impl Capture {
             )
         }?;
         Ok(Self {
-            stream: stream.clone(),
-            id: next_id(),
-            retained: Vec::new(),
-            ended: false,
+            inner: Owned::new(Recording {
+                stream: stream.clone(),
+                id: next_id(),
+                retained: Vec::new(),
+            }),
         })
     }
 
     /// Whether `stream` is being captured, and by which capture
     /// (`cuStreamGetCaptureInfo`).
     ///
+    #[doc = cuda_sys::api_doc!(cuStreamGetCaptureInfo)]
     /// # Errors
     ///
     /// The driver's error.
@@ -164,7 +171,7 @@ impl Capture {
 
     /// The capturing stream: queue the work to record here.
     pub fn stream(&self) -> &Stream {
-        &self.stream
+        &self.inner.stream
     }
 
     /// Whether the capture is still active or was invalidated.
@@ -173,30 +180,32 @@ impl Capture {
     ///
     /// The driver's error.
     pub fn status(&self) -> Result<CaptureStatus> {
-        Self::status_of(&self.stream)
+        Self::status_of(&self.inner.stream)
     }
 
     /// Forks `branch` into the capture: it waits for the work recorded so far, and the work
     /// queued on it from now on is recorded too, in parallel with the capturing stream's. Join
     /// it back ([`join`](Self::join)) before ending.
     ///
+    #[doc = cuda_sys::api_doc!(cuStreamWaitEvent)]
     /// # Errors
     ///
     /// The driver's error (a legacy or capturing `branch`).
     #[doc(alias = "cuStreamWaitEvent")]
     pub fn fork(&self, branch: &Stream) -> Result<()> {
-        wait_for(branch, &self.stream)
+        wait_for(branch, &self.inner.stream)
     }
 
     /// Joins `branch` back: the capturing stream's later work waits for what was recorded on
     /// `branch`.
     ///
+    #[doc = cuda_sys::api_doc!(cuStreamWaitEvent)]
     /// # Errors
     ///
     /// The driver's error.
     #[doc(alias = "cuStreamWaitEvent")]
     pub fn join(&self, branch: &Stream) -> Result<()> {
-        wait_for(&self.stream, branch)
+        wait_for(&self.inner.stream, branch)
     }
 
     /// Records a launch of `kernel` on the capturing stream, as [`launch`] does, and returns its
@@ -204,6 +213,7 @@ impl Capture {
     /// ([`GraphExec::set_kernel_args`](super::GraphExec::set_kernel_args)). The graph keeps the
     /// kernel loaded and every `Arc<Buffer>` argument alive.
     ///
+    #[doc = cuda_sys::api_doc!(cuLaunchKernelEx)]
     /// # Errors
     ///
     /// As [`launch`]; [`Error::Unsupported`] for a cluster or cooperative `config`;
@@ -224,10 +234,10 @@ impl Capture {
         let mut keep: Vec<Keep> = vec![Box::new(kernel.clone())];
         args.keep_alive(&mut keep);
         // SAFETY: the caller's promise, as for `launch`.
-        unsafe { launch(&self.stream, config, kernel, args) }?;
-        let driver = self.stream.driver();
+        unsafe { launch(&self.inner.stream, config, kernel, args) }?;
+        let driver = self.inner.stream.driver();
         // SAFETY: a valid stream.
-        let info = unsafe { abi::stream_capture_info(driver, self.stream.as_raw()) }?;
+        let info = unsafe { abi::stream_capture_info(driver, self.inner.stream.as_raw()) }?;
         // SAFETY: no call was made on the stream since the query.
         let node = match unsafe { info.dependencies() } {
             [node] if info.status == CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE => {
@@ -245,13 +255,13 @@ impl Capture {
             }
         };
         let object = keep::retain(driver, info.graph, keep)?;
-        self.retained.push(object);
+        self.inner.retained.push(object);
         // After the launch, which loaded the kernel into the context if it was not yet.
-        let function = function_in(kernel, self.stream.context())?;
+        let function = function_in(kernel, self.inner.stream.context())?;
         Ok(KernelNode {
             node: Node {
                 raw: node,
-                graph: self.id,
+                graph: self.inner.id,
             },
             kernel: kernel.clone(),
             config: *config,
@@ -262,30 +272,33 @@ impl Capture {
     /// Ends the capture and returns the graph recorded (`cuStreamEndCapture`); the stream runs
     /// its work again.
     ///
+    #[doc = cuda_sys::api_doc!(cuStreamEndCapture)]
     /// # Errors
     ///
     /// The driver's error, explained ([`Error::is_capture_error`]): the capture was invalidated
     /// by an operation not allowed during capture, or a forked stream was not joined. Either
     /// way the capture is over and the stream runs its work again.
     #[doc(alias = "cuStreamEndCapture")]
-    pub fn end(mut self) -> Result<Graph> {
-        let raw = self.finish()?;
+    pub fn end(self) -> Result<Graph> {
+        let recording = self.inner.into_unreleased();
+        let raw = recording.finish()?;
         Ok(Graph::from_parts(
             raw,
-            self.id,
-            self.stream.context().clone(),
-            std::mem::take(&mut self.retained),
+            recording.id,
+            recording.stream.context().clone(),
+            recording.retained,
         ))
     }
+}
 
-    /// Ends the capture once: the recorded graph, or the driver's error (a graph the driver
-    /// still returned with it is destroyed).
-    fn finish(&mut self) -> Result<CUgraph> {
+impl Recording {
+    /// Ends the capture: the recorded graph, or the driver's error (a graph the driver still
+    /// returned with it is destroyed).
+    fn finish(&self) -> Result<CUgraph> {
         let driver = self.stream.driver();
         let mut raw: CUgraph = std::ptr::null_mut();
         // SAFETY: a valid stream and out-pointer.
         let ended = unsafe { cu!(driver, cuStreamEndCapture(self.stream.as_raw(), &mut raw)) };
-        self.ended = true;
         match ended {
             Ok(()) if !raw.is_null() => Ok(raw),
             Ok(()) => Err(Error::unexpected(
@@ -304,22 +317,21 @@ impl Capture {
     }
 }
 
-impl Drop for Capture {
-    fn drop(&mut self) {
-        if self.ended {
-            return;
-        }
+impl Release for Recording {
+    const WHAT: &'static str = "stream capture";
+
+    /// Ends the capture and destroys the graph recorded.
+    fn release(&mut self) -> Result<()> {
         match self.finish() {
-            Ok(raw) => {
-                // SAFETY: the graph just captured, which nobody else has.
-                if let Err(error) = unsafe { cu!(self.stream.driver(), cuGraphDestroy(raw)) } {
-                    log_drop_error("captured graph", &error);
-                }
-            }
+            // SAFETY: the graph just captured, which nobody else has.
+            Ok(raw) => unsafe { cu!(self.stream.driver(), cuGraphDestroy(raw)) },
             // Discarding an invalidated capture is what dropping it is for.
             Err(error)
-                if error.cuda_code() == Some(CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) => {}
-            Err(error) => log_drop_error("stream capture", &error),
+                if error.cuda_code() == Some(CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) =>
+            {
+                Ok(())
+            }
+            Err(error) => Err(error),
         }
     }
 }
@@ -327,9 +339,8 @@ impl Drop for Capture {
 impl fmt::Debug for Capture {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Capture")
-            .field("stream", &self.stream)
-            .field("id", &self.id)
-            .field("ended", &self.ended)
+            .field("stream", &self.inner.stream)
+            .field("id", &self.inner.id)
             .finish()
     }
 }
@@ -339,6 +350,8 @@ impl Graph {
     /// a new graph: [`Capture::begin`], `record`, [`Capture::end`]. When `record` fails, the
     /// capture is discarded and its error returned.
     ///
+    #[doc = cuda_sys::api_doc!(cuStreamBeginCapture)]
+    #[doc = cuda_sys::api_doc!(cuStreamEndCapture)]
     /// # Errors
     ///
     /// `record`'s error; as [`Capture::begin`] and [`Capture::end`].

@@ -20,7 +20,7 @@ use crate::abi;
 use crate::driver::cuda_driver_version;
 use crate::error::{Error, Result, cu};
 use crate::launch::KernelArg;
-use crate::sys::{
+use cuda_sys::{
     CU_GRAPH_COND_ASSIGN_DEFAULT, CUDA_CONDITIONAL_NODE_PARAMS, CUgraph, CUgraphConditionalHandle,
     CUgraphConditionalNodeType, CUgraphNode, CUgraphNodeParams, CUgraphNodeType, CudaVersion,
 };
@@ -105,6 +105,7 @@ impl Graph {
     /// before the node tests it (it keeps what was last set). Each handle must be used by one
     /// conditional node of this graph, or instantiation fails.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphConditionalHandleCreate)]
     /// # Errors
     ///
     /// [`Error::Unsupported`] on a driver older than CUDA 12.4; the driver's error.
@@ -139,6 +140,7 @@ impl Graph {
     /// Adds an *if* node after `dependencies`: a copy of `then` runs when `handle`'s value is
     /// not 0 (CUDA 12.4 drivers). This graph keeps alive what `then` keeps.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphAddNode)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a dependency or a handle of another graph;
@@ -158,6 +160,7 @@ impl Graph {
     /// Adds an *if/else* node after `dependencies`: a copy of `then` runs when `handle`'s value
     /// is not 0, of `otherwise` when it is (CUDA 12.8 drivers).
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphAddNode)]
     /// # Errors
     ///
     /// As [`add_if`](Self::add_if), with [`Error::Unsupported`] before CUDA 12.8.
@@ -177,6 +180,7 @@ impl Graph {
     /// `handle`'s value is not 0, tested before each run (CUDA 12.4 drivers). A kernel of
     /// `body` usually sets the value; give the handle a default of 1 to enter the loop.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphAddNode)]
     /// # Errors
     ///
     /// As [`add_if`](Self::add_if).
@@ -194,6 +198,7 @@ impl Graph {
     /// Adds a *switch* node after `dependencies`: a copy of `cases[n]` runs when `handle`'s
     /// value is `n`, none when it is `cases.len()` or more (CUDA 12.8 drivers).
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphAddNode)]
     /// # Errors
     ///
     /// As [`add_if_else`](Self::add_if_else); [`Error::InvalidArgument`] for no case.

@@ -18,7 +18,7 @@ use std::path::Path;
 use super::Graph;
 use crate::error::{Error, Result, cu};
 use crate::ffi::to_c_string;
-use crate::sys::CUgraphDebugDot_flags as Raw;
+use cuda_sys::CUgraphDebugDot_flags as Raw;
 
 bitflags::bitflags! {
     /// What a DOT dump shows beyond the nodes and edges (`CU_GRAPH_DEBUG_DOT_FLAGS_*`).
@@ -64,6 +64,7 @@ impl Graph {
     /// Writes the graph as Graphviz DOT to `path`, with the details `flags` ask for
     /// (`cuGraphDebugDotPrint`).
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphDebugDotPrint)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a path that is not UTF-8 or holds a NUL; the driver's

@@ -14,7 +14,7 @@ use crate::error::{Error, Result, cu};
 use crate::handle::{Owned, Release};
 use crate::launch::{KernelArgs, check_args};
 use crate::stream::Stream;
-use crate::sys::{
+use cuda_sys::{
     CUgraphExec, CUgraphExecUpdateResult, CUgraphExecUpdateResultInfo, CUgraphInstantiate_flags,
     CUresult, Driver,
 };
@@ -91,6 +91,8 @@ impl Graph {
     /// Instantiates the graph with default options (`cuGraphInstantiate`); the executable owns
     /// the graph.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphInstantiate)]
+    #[doc = cuda_sys::api_doc!(cuGraphInstantiateWithFlags)]
     /// # Errors
     ///
     /// The driver's error (a cycle, a conditional handle no node uses, a node type a
@@ -102,6 +104,7 @@ impl Graph {
 
     /// Instantiates the graph with `options` (`cuGraphInstantiateWithFlags`).
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphInstantiateWithFlags)]
     /// # Errors
     ///
     /// As [`instantiate`](Self::instantiate).
@@ -140,6 +143,7 @@ impl GraphExec {
     /// Launches the graph on `stream` (`cuGraphLaunch`): it runs after the stream's queued
     /// work and this executable's previous launches.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphLaunch)]
     /// # Errors
     ///
     /// Nothing is launched when:
@@ -164,6 +168,7 @@ impl GraphExec {
     /// Uploads the executable's work to the device ahead of its first launch, ordered on
     /// `stream` (`cuGraphUpload`), so that launch costs no setup.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphUpload)]
     /// # Errors
     ///
     /// The driver's error.
@@ -184,6 +189,7 @@ impl GraphExec {
     /// were. The executable keeps alive what `graph` keeps, reports its host nodes' panics,
     /// and still names its nodes by those of the graph it was made from.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphExecUpdate)]
     /// # Errors
     ///
     /// [`Error::GraphUpdateRefused`] with the driver's reason when the graphs differ in a way
@@ -220,6 +226,7 @@ impl GraphExec {
     /// arguments are [`launch`](crate::launch)'s typed tuples, checked against the kernel's
     /// parameter list when the driver reports it. Nothing is allocated.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphExecKernelNodeSetParams)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a node of another graph or arguments that do not match
@@ -259,6 +266,7 @@ impl GraphExec {
     /// Turns a kernel, copy or memset node off (it does nothing, its dependents still wait for
     /// its dependencies) or back on, for the next launches (`cuGraphNodeSetEnabled`).
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphNodeSetEnabled)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a node of another graph; the driver's error (another
@@ -277,6 +285,7 @@ impl GraphExec {
 
     /// Whether a kernel, copy or memset node is on (`cuGraphNodeGetEnabled`).
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphNodeGetEnabled)]
     /// # Errors
     ///
     /// As [`set_node_enabled`](Self::set_node_enabled).
@@ -296,6 +305,7 @@ impl GraphExec {
 
     /// Destroys the executable, then its graph, returning the first driver error (dropping
     /// does the same and only logs). Replays in flight finish, with what they use.
+    #[doc = cuda_sys::api_doc!(cuGraphExecDestroy)]
     #[doc(alias = "cuGraphExecDestroy")]
     pub fn close(self) -> Result<()> {
         let Self { handle, graph } = self;

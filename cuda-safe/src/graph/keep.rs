@@ -16,7 +16,7 @@ use std::sync::mpsc::{Sender, channel};
 use crate::callback::InsideCallback;
 use crate::error::{Error, Result, cu};
 use crate::launch::Keep;
-use crate::sys::{CUgraph, CUuserObject, CUuserObject_flags, CUuserObjectRetain_flags, Driver};
+use cuda_sys::{CUgraph, CUuserObject, CUuserObject_flags, CUuserObjectRetain_flags, Driver};
 
 /// Makes `graph` keep `items` alive: one user object holding them, whose only reference moves
 /// to the graph. Returns the object, which lives while the graph (or another holder) retains it.

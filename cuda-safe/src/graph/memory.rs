@@ -7,62 +7,11 @@ use bytemuck::Pod;
 
 use super::build::array_ptr;
 use super::{Graph, GraphAllocation, Node};
-use crate::abi;
 use crate::error::{Error, Result, cu};
 use crate::launch::Keep;
-use crate::memory::{Buffer, FillPlan, fill_plan};
-use crate::sys::{
-    CUDA_MEM_ALLOC_NODE_PARAMS, CUDA_MEMCPY3D, CUDA_MEMSET_NODE_PARAMS, CUdeviceptr, CUgraphNode,
-    CUmemAllocationHandleType, CUmemAllocationType, CUmemPoolProps, CUmemorytype,
-};
-
-/// A memset node's description: `count` words at `dst` set from `value`'s bytes, which must
-/// repeat every 1, 2 or 4 bytes.
-fn memset_params<T: Pod>(
-    dst: CUdeviceptr,
-    value: T,
-    count: usize,
-) -> Result<CUDA_MEMSET_NODE_PARAMS> {
-    let bytes = bytemuck::bytes_of(&value);
-    let total = count
-        .checked_mul(bytes.len())
-        .ok_or_else(|| Error::invalid_argument("the memset's size overflows the address space"))?;
-    if total == 0 {
-        return Err(Error::invalid_argument(
-            "a memset node needs at least one byte to set",
-        ));
-    }
-    match fill_plan(bytes) {
-        FillPlan::Uniform { word, value } => Ok(CUDA_MEMSET_NODE_PARAMS {
-            dst,
-            pitch: 0,
-            value,
-            elementSize: word.bytes() as u32,
-            width: total / word.bytes(),
-            height: 1,
-        }),
-        FillPlan::Columns { .. } => Err(Error::invalid_argument(format!(
-            "a memset node writes a value whose bytes repeat every 1, 2 or 4 bytes; {} bytes \
-             that do not ({}) need a kernel",
-            bytes.len(),
-            std::any::type_name::<T>()
-        ))),
-    }
-}
-
-/// A 1-D copy's description between two unified addresses.
-fn memcpy_params(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> CUDA_MEMCPY3D {
-    CUDA_MEMCPY3D {
-        srcMemoryType: CUmemorytype::CU_MEMORYTYPE_UNIFIED,
-        srcDevice: src,
-        dstMemoryType: CUmemorytype::CU_MEMORYTYPE_UNIFIED,
-        dstDevice: dst,
-        WidthInBytes: bytes,
-        Height: 1,
-        Depth: 1,
-        ..Default::default()
-    }
-}
+use crate::memory::copies::linear_description;
+use crate::memory::{Buffer, memset_description, pool_props};
+use cuda_sys::{CUDA_MEM_ALLOC_NODE_PARAMS, CUdeviceptr, CUgraphNode};
 
 impl Graph {
     /// Adds a memset node, after `dependencies`, that sets every element of `dst` to `value`
@@ -70,6 +19,7 @@ impl Graph {
     /// 1, 2 or 4 bytes (any integer or float of up to 32 bits, or zero of any type), and `dst`
     /// hold a whole number of them.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphAddMemsetNode)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a dependency of another graph, an empty buffer, a size
@@ -91,6 +41,7 @@ impl Graph {
     /// Adds a memset node that sets `count` values at the address `dst` to `value`, as
     /// [`add_memset`](Self::add_memset) does for a buffer.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphAddMemsetNode)]
     /// # Errors
     ///
     /// As [`add_memset`](Self::add_memset).
@@ -124,7 +75,12 @@ impl Graph {
         keep: Vec<Keep>,
     ) -> Result<Node> {
         let deps = self.raw_nodes(dependencies)?;
-        let params = memset_params(dst, value, count)?;
+        let params = memset_description(
+            dst,
+            bytemuck::bytes_of(&value),
+            count,
+            std::any::type_name::<T>(),
+        )?;
         self.keep(keep)?;
         let mut node: CUgraphNode = std::ptr::null_mut();
         // SAFETY: a valid description of memory the caller vouches for; the dependencies are
@@ -149,6 +105,7 @@ impl Graph {
     /// same size (`cuGraphAddMemcpyNode`); the graph keeps both alive. Either may be device,
     /// pinned or managed memory.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphAddMemcpyNode)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a dependency of another graph, sizes that differ or
@@ -175,6 +132,7 @@ impl Graph {
     /// Adds a copy node that copies `bytes` bytes from the address `src` to `dst`, as
     /// [`add_memcpy`](Self::add_memcpy) does for buffers.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphAddMemcpyNode)]
     /// # Errors
     ///
     /// As [`add_memcpy`](Self::add_memcpy).
@@ -213,7 +171,7 @@ impl Graph {
                 "a copy node needs at least one byte to copy",
             ));
         }
-        let params = memcpy_params(dst, src, bytes);
+        let params = linear_description(dst, src, bytes);
         self.keep(keep)?;
         let mut node: CUgraphNode = std::ptr::null_mut();
         // SAFETY: a valid 1-D copy of memory the caller vouches for; the dependencies are nodes
@@ -241,6 +199,7 @@ impl Graph {
     /// cannot be launched again until it is freed (unless instantiated with
     /// [`InstantiateOptions::auto_free_on_launch`](super::InstantiateOptions::auto_free_on_launch)).
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphAddMemAllocNode)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a dependency of another graph or zero bytes; the
@@ -260,12 +219,7 @@ impl Graph {
         let ordinal = i32::try_from(self.context.device().ordinal())
             .map_err(|_| Error::invalid_argument("the device ordinal is over i32::MAX"))?;
         let mut params = CUDA_MEM_ALLOC_NODE_PARAMS {
-            poolProps: CUmemPoolProps {
-                allocType: CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
-                handleTypes: CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
-                location: abi::device_location(ordinal),
-                ..Default::default()
-            },
+            poolProps: pool_props(ordinal, None),
             bytesize: bytes,
             ..Default::default()
         };
@@ -295,6 +249,7 @@ impl Graph {
     /// Adds a node, after `dependencies`, that frees `allocation` at every replay
     /// (`cuGraphAddMemFreeNode`). Name as dependencies every node that uses the memory.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphAddMemFreeNode)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a dependency or an allocation of another graph; the
@@ -323,47 +278,5 @@ impl Graph {
             )
         }?;
         Ok(self.node(node))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn memsets_take_values_whose_bytes_repeat_in_words() {
-        let params = memset_params(0x1000, 2.5f32, 8).unwrap();
-        assert_eq!(
-            (params.dst, params.elementSize, params.width, params.height),
-            (0x1000, 4, 8, 1)
-        );
-        assert_eq!(params.value, 2.5f32.to_bits());
-        let bytes = memset_params(0x1000, 7u8, 3).unwrap();
-        assert_eq!((bytes.elementSize, bytes.width, bytes.value), (1, 3, 7));
-        let zeros = memset_params(0x1000, 0f64, 4).unwrap();
-        assert_eq!(
-            (zeros.elementSize, zeros.width),
-            (1, 32),
-            "zero repeats every byte"
-        );
-        let halves = memset_params(0x1000, 0x0102u16, 5).unwrap();
-        assert_eq!((halves.elementSize, halves.width), (2, 5));
-
-        let error = memset_params(0x1000, 1.5f64, 4).unwrap_err();
-        assert!(error.to_string().contains("need a kernel"), "{error}");
-        assert!(memset_params(0x1000, 1u32, 0).is_err(), "nothing to set");
-        assert!(memset_params(0x1000, 1u32, usize::MAX).is_err(), "overflow");
-    }
-
-    #[test]
-    fn copies_are_one_dimensional_between_unified_addresses() {
-        let params = memcpy_params(0x2000, 0x1000, 64);
-        assert_eq!((params.dstDevice, params.srcDevice), (0x2000, 0x1000));
-        assert_eq!(
-            (params.WidthInBytes, params.Height, params.Depth),
-            (64, 1, 1)
-        );
-        assert_eq!(params.srcMemoryType, CUmemorytype::CU_MEMORYTYPE_UNIFIED);
-        assert_eq!(params.dstMemoryType, CUmemorytype::CU_MEMORYTYPE_UNIFIED);
     }
 }

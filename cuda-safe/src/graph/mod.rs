@@ -77,7 +77,7 @@ use crate::error::{Error, Result, cu};
 use crate::handle::{Owned, Release};
 use crate::kernel::Kernel;
 use crate::launch::{Keep, LaunchConfig};
-use crate::sys::{
+use cuda_sys::{
     CUdeviceptr, CUfunction, CUgraph, CUgraphNode, CUgraphNodeType, CUuserObject, Driver,
 };
 
@@ -234,6 +234,7 @@ impl Release for GraphHandle {
 impl Graph {
     /// An empty graph whose nodes run in `context`.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphCreate)]
     /// # Errors
     ///
     /// The driver's error.
@@ -281,6 +282,7 @@ impl Graph {
     /// Every node of the graph (not those inside child graphs or conditional bodies), in the
     /// driver's order.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphGetNodes)]
     /// # Errors
     ///
     /// The driver's error.
@@ -315,6 +317,7 @@ impl Graph {
     /// `config`, so its arguments can be changed in an executable
     /// ([`GraphExec::set_kernel_args`]) with the kernel's parameter checks.
     ///
+    #[doc = cuda_sys::api_doc!(cuGraphNodeGetType)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a node of another graph or one that is not a kernel node;
@@ -348,6 +351,7 @@ impl Graph {
 
     /// Destroys the graph now, returning the driver's error (dropping does the same and only
     /// logs). What its nodes use stays alive until no executable can run it.
+    #[doc = cuda_sys::api_doc!(cuGraphDestroy)]
     #[doc(alias = "cuGraphDestroy")]
     pub fn close(self) -> Result<()> {
         self.handle.close()

@@ -46,6 +46,7 @@ impl Device {
 
     /// A green context owning the SMs of `sm` (a group of a split of this device's SMs).
     ///
+    #[doc = cuda_sys::api_doc!(cuGreenCtxCreate)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] when `sm` belongs to another device; the driver's error when
@@ -71,6 +72,7 @@ impl Device {
 
 impl Context {
     /// The resources of this context (for a green context, its own SMs).
+    #[doc = cuda_sys::api_doc!(cuCtxGetDevResource)]
     #[doc(alias = "cuCtxGetDevResource")]
     pub fn resources(&self) -> DeviceResources {
         DeviceResources::of_context(self)

@@ -9,7 +9,7 @@ use crate::context::Context;
 use crate::device::Device;
 use crate::driver::cuda_driver_version;
 use crate::error::{Error, Result, cu};
-use crate::sys::{CUdevResource, CUdevResourceType};
+use cuda_sys::{CUdevResource, CUdevResourceType};
 
 /// The first driver with `cuDevSmResourceSplit` (groups of different sizes) and workqueue
 /// configurations: CUDA 13.1.
@@ -97,6 +97,8 @@ impl DeviceResources {
     }
 
     /// All the SMs (of the device, or of the context these resources came from).
+    #[doc = cuda_sys::api_doc!(cuDeviceGetDevResource)]
+    #[doc = cuda_sys::api_doc!(cuCtxGetDevResource)]
     #[doc(alias = "cuDeviceGetDevResource", alias = "cuCtxGetDevResource")]
     pub fn sm(&self) -> Result<SmResource> {
         Ok(SmResource {
@@ -215,6 +217,7 @@ impl SmResource {
     /// Splits the SMs into disjoint groups, in one driver call: equal groups through
     /// `cuDevSmResourceSplitByCount`, unequal ones through `cuDevSmResourceSplit` (CUDA 13.1).
     ///
+    #[doc = cuda_sys::api_doc!(cuDevSmResourceSplitByCount)]
     /// # Errors
     ///
     /// As [`plan`](Self::plan); [`Error::UnexpectedAnswer`] if the driver makes other groups

@@ -4,7 +4,7 @@
 use super::Kernel;
 use crate::device::Device;
 use crate::error::{Error, Result, cu};
-use crate::sys::CUfunction_attribute;
+use cuda_sys::CUfunction_attribute;
 
 /// A kernel's resource use and limits on one device (`cuKernelGetAttribute`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +30,7 @@ pub struct KernelAttributes {
 
 impl Kernel {
     /// One raw attribute on `device`.
+    #[doc = cuda_sys::api_doc!(cuKernelGetAttribute)]
     #[doc(alias = "cuKernelGetAttribute")]
     pub fn attribute(&self, attribute: CUfunction_attribute, device: &Device) -> Result<i32> {
         let mut value = 0;
@@ -61,6 +62,7 @@ impl Kernel {
 
     /// Sets a settable attribute on `device` (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`,
     /// `..._PREFERRED_SHARED_MEMORY_CARVEOUT`, `..._NON_PORTABLE_CLUSTER_SIZE_ALLOWED`, ...).
+    #[doc = cuda_sys::api_doc!(cuKernelSetAttribute)]
     #[doc(alias = "cuKernelSetAttribute")]
     pub fn set_attribute(
         &self,

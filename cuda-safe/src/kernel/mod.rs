@@ -13,6 +13,7 @@
 //! ```
 
 mod attributes;
+mod lookup;
 mod occupancy;
 mod params;
 
@@ -29,7 +30,7 @@ use crate::context::Context;
 use crate::error::{Error, Result, cu};
 use crate::handle::{Owned, assert_send_sync};
 use crate::module::{LoadedLibrary, ObjectCode};
-use crate::sys::{CUkernel, Driver};
+use cuda_sys::{CUkernel, Driver};
 use params::ParamRead;
 
 /// A kernel of an [`ObjectCode`]; cloning is cheap and keeps the code loaded.
@@ -74,6 +75,7 @@ impl Kernel {
     /// read from the driver once. The driver needs a current context for it: with none, this
     /// returns `None` and reads again next time ([`launch`](crate::launch) reads it in the
     /// stream's context).
+    #[doc = cuda_sys::api_doc!(cuKernelGetParamInfo)]
     #[doc(alias = "cuKernelGetParamInfo")]
     #[inline]
     pub fn params(&self) -> Option<&[ParamInfo]> {
@@ -115,6 +117,7 @@ impl Kernel {
 
     /// The driver's name for the kernel (its mangled symbol).
     ///
+    #[doc = cuda_sys::api_doc!(cuKernelGetName)]
     /// # Errors
     ///
     /// The driver's error; [`Error::UnexpectedAnswer`] if it reports success with no name.

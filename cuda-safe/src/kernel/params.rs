@@ -1,6 +1,6 @@
 //! A kernel's parameter list, as the driver reports it (`cuKernelGetParamInfo`, CUDA 12.4 on).
 
-use crate::sys::{CUkernel, CUresult, Driver, LoadError};
+use cuda_sys::{CUkernel, CUresult, Driver, LoadError};
 
 /// One parameter of a kernel, from `cuKernelGetParamInfo`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

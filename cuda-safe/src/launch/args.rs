@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::memory::{Buffer, DeviceSlice, DeviceSliceMut};
 use crate::stream::Stream;
-use crate::sys::CUdeviceptr;
+use cuda_sys::CUdeviceptr;
 
 /// Types passed to a kernel by value, as their bytes.
 ///

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::memory::Buffer;
 use crate::stream::Stream;
-use crate::sys::{
+use cuda_sys::{
     CUaccessPolicyWindow, CUaccessProperty, CUclusterSchedulingPolicy, CUdevice_attribute,
     CUlaunchAttribute, CUlaunchAttributeID, CUlaunchMemSyncDomain,
 };

@@ -54,6 +54,49 @@ impl From<(u32, u32, u32)> for Dim3 {
     }
 }
 
+/// One extent, checked into a `u32`.
+fn extent<T: Copy + std::fmt::Display + TryInto<u32>>(value: T, axis: &str) -> Result<u32> {
+    value.try_into().map_err(|_| {
+        Error::invalid_argument(format!(
+            "a grid or block extent of {value} along {axis} does not fit the u32 the driver takes"
+        ))
+    })
+}
+
+/// `TryFrom` of the other integer types (and their pairs and triples), checked: a value that
+/// does not fit a `u32` (a negative one, or one past `u32::MAX`) is
+/// [`Error::InvalidArgument`], never truncated. (Only `u32` converts with `From`, so integer
+/// literals keep meaning `u32` in [`LaunchConfig::new`].)
+macro_rules! checked_dims {
+    ($($int:ty),*) => {$(
+        impl TryFrom<$int> for Dim3 {
+            type Error = Error;
+
+            fn try_from(x: $int) -> Result<Self> {
+                Ok(Self { x: extent(x, "x")?, y: 1, z: 1 })
+            }
+        }
+
+        impl TryFrom<($int, $int)> for Dim3 {
+            type Error = Error;
+
+            fn try_from((x, y): ($int, $int)) -> Result<Self> {
+                Ok(Self { x: extent(x, "x")?, y: extent(y, "y")?, z: 1 })
+            }
+        }
+
+        impl TryFrom<($int, $int, $int)> for Dim3 {
+            type Error = Error;
+
+            fn try_from((x, y, z): ($int, $int, $int)) -> Result<Self> {
+                Ok(Self { x: extent(x, "x")?, y: extent(y, "y")?, z: extent(z, "z")? })
+            }
+        }
+    )*};
+}
+
+checked_dims!(usize, u64, u16, u8, i32, i64, isize);
+
 /// How to launch a kernel: grid and block shape, dynamic shared memory, an optional
 /// thread-block cluster shape (sm_90 on) and whether the launch is cooperative.
 ///
@@ -74,7 +117,8 @@ pub struct LaunchConfig {
 }
 
 impl LaunchConfig {
-    /// A plain launch of `grid` blocks of `block` threads.
+    /// A plain launch of `grid` blocks of `block` threads (`u32`s, or pairs or triples of
+    /// them; [`try_new`](Self::try_new) takes any integer type, checked).
     pub fn new(grid: impl Into<Dim3>, block: impl Into<Dim3>) -> Self {
         Self {
             grid: grid.into(),
@@ -83,6 +127,33 @@ impl LaunchConfig {
             cluster: None,
             cooperative: false,
         }
+    }
+
+    /// A plain launch from any integers (or pairs or triples of them): `usize` grids
+    /// computed from lengths, `i32`s from other APIs. Each extent is checked into the `u32`
+    /// the driver takes.
+    ///
+    /// ```
+    /// use cuda_safe::{Dim3, LaunchConfig};
+    ///
+    /// let n: usize = 1 << 20;
+    /// let config = LaunchConfig::try_new(n.div_ceil(256), 256usize)?;
+    /// assert_eq!(config.grid, Dim3::from(4096));
+    /// assert!(LaunchConfig::try_new(1usize << 40, 256usize).is_err());
+    /// assert!(LaunchConfig::try_new(-1i32, 256i32).is_err());
+    /// # Ok::<(), cuda_safe::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for an extent that is negative or past `u32::MAX`.
+    pub fn try_new<G, B>(grid: G, block: B) -> Result<Self>
+    where
+        G: TryInto<Dim3>,
+        B: TryInto<Dim3>,
+        Error: From<G::Error> + From<B::Error>,
+    {
+        Ok(Self::new(grid.try_into()?, block.try_into()?))
     }
 
     /// A cluster launch counted as `cuda.core` counts it: `grid` clusters of `cluster` blocks

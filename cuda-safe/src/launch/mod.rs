@@ -27,6 +27,7 @@
 mod args;
 mod attributes;
 mod config;
+mod occupancy;
 
 pub(crate) use args::Keep;
 pub use args::{DeviceRepr, KernelArg, KernelArgs};
@@ -41,7 +42,7 @@ use crate::error::{Error, Result, cu};
 use crate::kernel::{Kernel, ParamInfo};
 use crate::ordering::ForeignStreams;
 use crate::stream::Stream;
-use crate::sys::{
+use cuda_sys::{
     CUfunction, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig, CUresult, CUstream,
 };
 
@@ -113,6 +114,8 @@ fn args_mismatch(
 /// free, a host view) waits for the launch. This costs nothing when every buffer is on the
 /// launch stream.
 ///
+#[doc = cuda_sys::api_doc!(cuLaunchKernel)]
+#[doc = cuda_sys::api_doc!(cuLaunchKernelEx)]
 /// # Errors
 ///
 /// Nothing is queued when:
@@ -232,6 +235,7 @@ pub unsafe fn launch<A: KernelArgs>(
 /// # Ok::<(), cuda_safe::Error>(())
 /// ```
 ///
+#[doc = cuda_sys::api_doc!(cuLaunchKernelEx)]
 /// # Errors
 ///
 /// As [`launch`], and before anything is queued, as [`LaunchAttributes::validate`] against the

@@ -14,7 +14,7 @@ use crate::driver::{cuda_driver_version, driver};
 use crate::error::{Error, Result, cu};
 use crate::ffi::to_c_string;
 use crate::handle::{Owned, Release};
-use crate::sys::{
+use cuda_sys::{
     CU_COMPUTE_ACCELERATED_TARGET_BASE, CU_COMPUTE_FAMILY_TARGET_BASE, CUjit_option, CUlinkState,
     Driver,
 };

@@ -8,8 +8,8 @@ use sha2::{Digest, Sha256};
 
 use crate::code::{CodeKind, CompiledCode};
 use crate::error::{Error, Result};
-use crate::nvjitlink_sys::nvJitLinkInputType;
-use crate::sys::CUjitInputType;
+use cuda_sys::CUjitInputType;
+use nvjitlink_sys::nvJitLinkInputType;
 
 /// The kind of one link input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -40,7 +40,7 @@ pub use options::{LinkerBackend, LinkerOptions};
 use crate::cache::{CacheKey, ProgramCache};
 use crate::code::{CodeKind, CompiledCode};
 use crate::error::{Error, Result};
-use crate::module::ObjectCode;
+use crate::program::{CompiledProgram, Toolchain};
 
 /// What a backend returns: the linked bytes and its info log.
 struct Linked {
@@ -58,16 +58,12 @@ pub struct Linker {
     lowered_names: Vec<(String, String)>,
 }
 
-/// The result of a link: the image as [`CompiledCode`] (loadable, cacheable), the linker's
-/// info log, the flags and which backend linked it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LinkedCode {
-    code: CompiledCode,
-    info_log: String,
-    options: Vec<String>,
-    backend: LinkerBackend,
-    from_cache: bool,
-}
+/// The result of a link: now the same type as a compile's result.
+#[deprecated(
+    since = "0.2.0",
+    note = "a link returns a `CompiledProgram`, the type a compile returns"
+)]
+pub type LinkedCode = CompiledProgram;
 
 impl Linker {
     /// A linker with checked `options` and no inputs.
@@ -92,7 +88,7 @@ impl Linker {
 
     /// Adds compiled code ([`Program::compile`](crate::Program::compile)'s output) named
     /// `name`, and keeps its name-expression map, so the linked image resolves templated
-    /// kernels by the expression ([`ObjectCode::get_kernel`]).
+    /// kernels by the expression ([`ObjectCode::get_kernel`](crate::ObjectCode::get_kernel)).
     ///
     /// # Errors
     ///
@@ -130,6 +126,18 @@ impl Linker {
 
     /// Links every input into a `target` image (CUBIN, or PTX with `lto`).
     ///
+    #[doc = nvjitlink_sys::api_doc!(nvJitLinkCreate)]
+    #[doc = nvjitlink_sys::api_doc!(nvJitLinkAddData)]
+    #[doc = nvjitlink_sys::api_doc!(nvJitLinkComplete)]
+    #[doc = nvjitlink_sys::api_doc!(nvJitLinkGetLinkedCubin)]
+    #[doc = nvjitlink_sys::api_doc!(nvJitLinkGetLinkedPtx)]
+    #[doc = nvjitlink_sys::api_doc!(nvJitLinkGetErrorLog)]
+    #[doc = nvjitlink_sys::api_doc!(nvJitLinkGetInfoLog)]
+    #[doc = nvjitlink_sys::api_doc!(nvJitLinkDestroy)]
+    #[doc = cuda_sys::api_doc!(cuLinkCreate)]
+    #[doc = cuda_sys::api_doc!(cuLinkAddData)]
+    #[doc = cuda_sys::api_doc!(cuLinkComplete)]
+    #[doc = cuda_sys::api_doc!(cuLinkDestroy)]
     /// # Errors
     ///
     /// - [`Error::InvalidArgument`] with no inputs, for LTO-IR inputs without `lto`, and as
@@ -155,7 +163,7 @@ impl Linker {
         "cuLinkComplete",
         "cuLinkDestroy"
     ))]
-    pub fn link(&self, target: CodeKind) -> Result<LinkedCode> {
+    pub fn link(&self, target: CodeKind) -> Result<CompiledProgram> {
         let plan = self.plan(target)?;
         self.link_with(target, &plan)
     }
@@ -174,14 +182,18 @@ impl Linker {
     }
 
     /// Links to `target` through `cache`: a hit returns the stored image (with an empty info
-    /// log, [`LinkedCode::from_cache`] true) and links nothing, in this process or another
+    /// log, [`CompiledProgram::from_cache`] true) and links nothing, in this process or another
     /// one sharing a file cache; a miss links and stores. A cache that fails to read or write
     /// is logged and treated as a miss; a failed link is never stored.
     ///
     /// # Errors
     ///
     /// As [`Linker::cache_key`], then as [`Linker::link`].
-    pub fn link_cached(&self, target: CodeKind, cache: &dyn ProgramCache) -> Result<LinkedCode> {
+    pub fn link_cached(
+        &self,
+        target: CodeKind,
+        cache: &dyn ProgramCache,
+    ) -> Result<CompiledProgram> {
         let plan = self.plan(target)?;
         let version = plan.version()?;
         self.fetch_or_link(target, cache, plan, &version)
@@ -195,17 +207,15 @@ impl Linker {
         cache: &dyn ProgramCache,
         plan: Plan,
         version: &str,
-    ) -> Result<LinkedCode> {
+    ) -> Result<CompiledProgram> {
         let key = self.key_for(target, &plan, version)?;
         match cache.get(&key) {
             Ok(Some(code)) if code.kind() == target => {
-                return Ok(LinkedCode {
+                return Ok(CompiledProgram::cached(
                     code,
-                    info_log: String::new(),
-                    options: plan.flags,
-                    backend: plan.backend,
-                    from_cache: true,
-                });
+                    plan.flags,
+                    plan.backend.toolchain(),
+                ));
             }
             Ok(_) => {}
             Err(error) => {
@@ -213,7 +223,7 @@ impl Linker {
             }
         }
         let linked = self.link_with(target, &plan)?;
-        if let Err(error) = cache.put(&key, &linked.code) {
+        if let Err(error) = cache.put(&key, linked.code()) {
             log::warn!("cuda-safe: storing program cache entry {key} failed: {error}");
         }
         Ok(linked)
@@ -251,20 +261,19 @@ impl Linker {
     }
 
     /// Links with a plan made by [`Linker::plan`].
-    fn link_with(&self, target: CodeKind, plan: &Plan) -> Result<LinkedCode> {
+    fn link_with(&self, target: CodeKind, plan: &Plan) -> Result<CompiledProgram> {
         let linked = match plan.backend {
             LinkerBackend::Driver => {
                 driver::link(&self.inputs, &self.options, &plan.digits, &plan.flags)?
             }
             _ => nvjitlink::link(&self.inputs, &plan.flags, target)?,
         };
-        Ok(LinkedCode {
-            code: CompiledCode::new(target, linked.bytes, self.lowered_names.clone()),
-            info_log: linked.info_log,
-            options: plan.flags.clone(),
-            backend: plan.backend,
-            from_cache: false,
-        })
+        Ok(CompiledProgram::made(
+            CompiledCode::new(target, linked.bytes, self.lowered_names.clone()),
+            linked.info_log,
+            plan.flags.clone(),
+            plan.backend.toolchain(),
+        ))
     }
 
     /// The cache key for `plan`, with the backend's version given.
@@ -298,55 +307,32 @@ impl Plan {
     }
 }
 
-impl LinkedCode {
-    /// The linked image as compiled code: bytes, kind and name map.
-    pub fn code(&self) -> &CompiledCode {
-        &self.code
+impl LinkerBackend {
+    /// The tool this backend links with (`Auto` resolved as [`Linker::backend`] would).
+    fn toolchain(self) -> Toolchain {
+        match self {
+            LinkerBackend::Driver => Toolchain::DriverLinker,
+            LinkerBackend::NvJitLink | LinkerBackend::Auto => Toolchain::NvJitLink,
+        }
     }
+}
 
-    /// The image, taken out.
-    pub fn into_code(self) -> CompiledCode {
-        self.code
-    }
-
-    /// The image's bytes (PTX with its NUL terminator).
-    pub fn bytes(&self) -> &[u8] {
-        self.code.bytes()
-    }
-
-    /// CUBIN or PTX.
-    pub fn kind(&self) -> CodeKind {
-        self.code.kind()
-    }
-
-    /// The linker's info log (empty unless `verbose` or `time`, and from a cache).
+/// The names a linked image had before it became a [`CompiledProgram`].
+impl CompiledProgram {
+    /// The linker's info log.
+    #[deprecated(since = "0.2.0", note = "use `CompiledProgram::log`")]
     pub fn info_log(&self) -> &str {
-        &self.info_log
+        self.log()
     }
 
-    /// The flags of the link, in order.
-    pub fn options(&self) -> &[String] {
-        &self.options
-    }
-
-    /// The backend that linked it (for a cache hit, the one that would have).
+    /// The backend that linked the image (for NVRTC's code, [`LinkerBackend::Auto`]).
+    #[deprecated(since = "0.2.0", note = "use `CompiledProgram::toolchain`")]
     pub fn backend(&self) -> LinkerBackend {
-        self.backend
-    }
-
-    /// Whether the image came from a cache without linking.
-    pub fn from_cache(&self) -> bool {
-        self.from_cache
-    }
-
-    /// Loads the image ([`ObjectCode::from_compiled`]), keeping its name map.
-    ///
-    /// # Errors
-    ///
-    /// As [`ObjectCode::from_compiled`].
-    #[doc(alias = "cuLibraryLoadData")]
-    pub fn load(&self) -> Result<ObjectCode> {
-        ObjectCode::from_compiled(&self.code)
+        match self.toolchain() {
+            Toolchain::NvJitLink => LinkerBackend::NvJitLink,
+            Toolchain::DriverLinker => LinkerBackend::Driver,
+            _ => LinkerBackend::Auto,
+        }
     }
 }
 
@@ -367,7 +353,7 @@ fn failure_log(error_log: &str, info_log: &str, flags: &[String]) -> String {
 /// nvJitLink 12.0 to 12.2 export only the versioned names (`__nvJitLinkCreate_12_0`), so
 /// [`LinkerBackend::Auto`] links through the driver there instead of failing at the first call.
 fn nvjitlink_usable() -> bool {
-    crate::nvjitlink_sys::nvjitlink().is_ok_and(|nvjitlink| {
+    nvjitlink_sys::nvjitlink().is_ok_and(|nvjitlink| {
         let library = nvjitlink.library();
         ["nvJitLinkCreate", "nvJitLinkVersion"]
             .iter()

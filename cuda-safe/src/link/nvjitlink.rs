@@ -9,7 +9,7 @@ use crate::code::CodeKind;
 use crate::error::{Error, Result, nvjitlink};
 use crate::ffi::to_c_string;
 use crate::handle::{Owned, Release};
-use crate::nvjitlink_sys::{self, NvJitLink, nvJitLinkHandle};
+use nvjitlink_sys::{NvJitLink, nvJitLinkHandle};
 
 /// nvJitLink's version as a cache key spells it (`"13.0"`), or the error loading it.
 pub(super) fn version() -> Result<String> {

@@ -145,8 +145,8 @@ fn a_cached_image_is_returned_without_linking() {
     assert_eq!(hit.code(), &stored);
     assert_eq!(hit.code().lowered_name("k<int>"), Some("_Z1kIiEvv"));
     assert_eq!(hit.options(), ["-arch=sm_90", "-lto"]);
-    assert_eq!(hit.backend(), LinkerBackend::NvJitLink);
-    assert_eq!(hit.info_log(), "");
+    assert_eq!(hit.toolchain(), Toolchain::NvJitLink);
+    assert_eq!(hit.log(), "");
     assert_eq!(cache.stats().unwrap().hits, 1);
     // A stored entry of another kind under the key is no hit: the link is tried (and fails
     // here on the fake LTO-IR, or on loading nvJitLink).
@@ -180,7 +180,7 @@ fn the_failure_log_lists_both_logs_then_the_flags() {
 fn linkers_and_images_are_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Linker>();
-    assert_send_sync::<LinkedCode>();
+    assert_send_sync::<CompiledProgram>();
 }
 
 #[test]

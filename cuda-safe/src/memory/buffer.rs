@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::handle::{Owned, Release, assert_send_sync};
 use crate::ordering;
 use crate::stream::Stream;
-use crate::sys::CUdeviceptr;
+use cuda_sys::CUdeviceptr;
 
 /// One allocation: its address, its size in bytes, the resource that frees it and the stream
 /// its operations (and its free) are ordered on.
@@ -137,6 +137,7 @@ impl Buffer {
     /// a capture on another stream does not refuse it; a captured old stream is always waited
     /// on, which joins the new stream to its capture).
     ///
+    #[doc = cuda_sys::api_doc!(cuStreamWaitEvent)]
     /// # Errors
     ///
     /// The driver's error from the query or the wait; the buffer then stays on its stream.
@@ -248,6 +249,36 @@ impl Buffer {
     )]
     pub fn fill<T: Pod>(&mut self, value: T) -> Result<()> {
         self.as_mut_slice::<T>()?.fill(value)
+    }
+
+    /// Sets every byte to `value`.
+    ///
+    /// # Errors
+    ///
+    /// As [`fill`](Self::fill).
+    #[deprecated(since = "0.2.0", note = "use `Buffer::fill(value)`")]
+    pub fn fill_u8(&mut self, value: u8) -> Result<()> {
+        self.fill(value)
+    }
+
+    /// Sets every 2-byte word to `value`.
+    ///
+    /// # Errors
+    ///
+    /// As [`fill`](Self::fill).
+    #[deprecated(since = "0.2.0", note = "use `Buffer::fill(value)`")]
+    pub fn fill_u16(&mut self, value: u16) -> Result<()> {
+        self.fill(value)
+    }
+
+    /// Sets every 4-byte word to `value`.
+    ///
+    /// # Errors
+    ///
+    /// As [`fill`](Self::fill).
+    #[deprecated(since = "0.2.0", note = "use `Buffer::fill(value)`")]
+    pub fn fill_u32(&mut self, value: u32) -> Result<()> {
+        self.fill(value)
     }
 
     /// The memory as a host slice, after waiting for the buffer's stream; only for

@@ -12,10 +12,25 @@ use crate::device::Device;
 use crate::error::{Error, Result, cu};
 use crate::handle::{Owned, Release, assert_send_sync};
 use crate::stream::Stream;
-use crate::sys::{
+use cuda_sys::{
     CUdevice_attribute, CUdeviceptr, CUmemAllocationHandleType, CUmemAllocationType,
     CUmemPool_attribute, CUmemPoolProps, CUmemoryPool, Driver,
 };
+
+/// The properties of a pool of `ordinal`'s device memory, shareable through `ipc` handles
+/// when given: what [`DeviceMemoryResource::new_pool`] creates and what a graph's allocation
+/// node allocates from.
+pub(crate) fn pool_props(ordinal: i32, ipc: Option<IpcHandleType>) -> CUmemPoolProps {
+    CUmemPoolProps {
+        allocType: CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
+        handleTypes: ipc.map_or(
+            CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
+            IpcHandleType::raw,
+        ),
+        location: abi::device_location(ordinal),
+        ..Default::default()
+    }
+}
 
 /// Options of a pool created with [`DeviceMemoryResource::new_pool`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -137,6 +152,7 @@ impl DeviceMemoryResource {
     /// The resource over `device`'s default pool: made (and the pool's release threshold
     /// raised) on the first call, then shared, so asking again costs a lock and a clone.
     ///
+    #[doc = cuda_sys::api_doc!(cuDeviceGetDefaultMemPool)]
     /// # Errors
     ///
     /// The driver's error; on a device without stream-ordered pools
@@ -153,7 +169,10 @@ impl DeviceMemoryResource {
             return Ok(pool.clone());
         }
         let pool = Self::open_default_pool(device)?;
-        pools.push((device.ordinal(), pool.clone()));
+        // After `Device::release_primary_context`, the pool's handle must not keep the context.
+        if Context::keeps_primary(device) {
+            pools.push((device.ordinal(), pool.clone()));
+        }
         Ok(pool)
     }
 
@@ -183,6 +202,7 @@ impl DeviceMemoryResource {
     /// A new pool on `device`, owned by this resource and destroyed with its last handle and
     /// buffer.
     ///
+    #[doc = cuda_sys::api_doc!(cuMemPoolCreate)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a `max_size` of 0; [`Error::Unsupported`] for an `ipc`
@@ -212,16 +232,9 @@ impl DeviceMemoryResource {
         }
         let context = device.context()?;
         let driver = device.driver();
-        let location = abi::device_location(device.ordinal() as i32);
         let props = CUmemPoolProps {
-            allocType: CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
-            handleTypes: options.ipc.map_or(
-                CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
-                IpcHandleType::raw,
-            ),
-            location,
             maxSize: options.max_size.unwrap_or(0),
-            ..Default::default()
+            ..pool_props(device.ordinal() as i32, options.ipc)
         };
         let mut raw: CUmemoryPool = std::ptr::null_mut();
         // SAFETY: valid out-pointer and fully initialised properties.
@@ -301,6 +314,7 @@ impl DeviceMemoryResource {
     }
 
     /// Sets how many bytes the pool keeps reserved after a synchronization.
+    #[doc = cuda_sys::api_doc!(cuMemPoolSetAttribute)]
     #[doc(alias = "cuMemPoolSetAttribute")]
     pub fn set_release_threshold(&self, bytes: u64) -> Result<()> {
         let mut value = bytes;
@@ -342,12 +356,14 @@ impl DeviceMemoryResource {
     /// Destroys an owned pool now if this is the last handle (no buffer of it alive),
     /// returning the driver's error (dropping does the same and only logs). For the default
     /// pool, or while other handles or buffers live, it only releases this handle.
+    #[doc = cuda_sys::api_doc!(cuMemPoolDestroy)]
     #[doc(alias = "cuMemPoolDestroy")]
     pub fn close(self) -> Result<()> {
         Arc::try_unwrap(self.inner).map_or(Ok(()), Owned::close)
     }
 
     /// Returns kept memory to the driver until at most `bytes` stay reserved.
+    #[doc = cuda_sys::api_doc!(cuMemPoolTrimTo)]
     #[doc(alias = "cuMemPoolTrimTo")]
     pub fn trim_to(&self, bytes: usize) -> Result<()> {
         // SAFETY: valid pool handle.
@@ -356,7 +372,7 @@ impl DeviceMemoryResource {
 }
 
 forward_memory_resource!(DeviceMemoryResource);
-typed_allocations!(DeviceMemoryResource, "cuMemAllocFromPoolAsync");
+typed_allocations!(DeviceMemoryResource, cuMemAllocFromPoolAsync "cuMemAllocFromPoolAsync");
 
 // SAFETY: allocations come from `cuMemAllocFromPoolAsync` with the size asked, freed once by
 // `cuMemFreeAsync`; device memory is never host-accessible.

@@ -11,7 +11,7 @@ use crate::device::Device;
 use crate::error::{Error, Result, cu};
 use crate::handle::assert_send_sync;
 use crate::stream::Stream;
-use crate::sys::{CUdeviceptr, Driver};
+use cuda_sys::{CUdeviceptr, Driver};
 
 /// Device memory from `cuMemAlloc`, freed with `cuMemFree` once the buffer's stream has
 /// drained. Cloning is cheap.
@@ -66,7 +66,7 @@ impl SyncDeviceMemoryResource {
 }
 
 forward_memory_resource!(SyncDeviceMemoryResource);
-typed_allocations!(SyncDeviceMemoryResource, "cuMemAlloc_v2");
+typed_allocations!(SyncDeviceMemoryResource, cuMemAlloc_v2 "cuMemAlloc_v2");
 
 // SAFETY: allocations come from `cuMemAlloc` with the size asked, owned by the buffer, and are
 // freed once by `cuMemFree` after their stream drained; device memory is never

@@ -5,8 +5,8 @@
 //! Any other value is written in 4-, 2- or 1-byte columns: one `cuMemsetD2D*Async` per column,
 //! whose pitch is the value's size, so an `f64` is two calls and a 12-byte struct three.
 
-use crate::error::{Result, cu};
-use crate::sys::{CUdeviceptr, CUstream, Driver};
+use crate::error::{Error, Result, cu};
+use cuda_sys::{CUDA_MEMSET_NODE_PARAMS, CUdeviceptr, CUstream, Driver};
 
 /// The width of the words a memset writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +68,40 @@ pub(crate) fn plan(bytes: &[u8]) -> FillPlan {
     FillPlan::Columns { word }
 }
 
+/// One memset's description (a graph's memset node): `count` values with bytes `value` at
+/// `dst`, which must repeat every 1, 2 or 4 bytes; `type_name` names the value's type in the
+/// error for one that does not.
+pub(crate) fn memset_description(
+    dst: CUdeviceptr,
+    value: &[u8],
+    count: usize,
+    type_name: &str,
+) -> Result<CUDA_MEMSET_NODE_PARAMS> {
+    let total = count
+        .checked_mul(value.len())
+        .ok_or_else(|| Error::invalid_argument("the memset's size overflows the address space"))?;
+    if total == 0 {
+        return Err(Error::invalid_argument(
+            "a memset node needs at least one byte to set",
+        ));
+    }
+    match plan(value) {
+        FillPlan::Uniform { word, value } => Ok(CUDA_MEMSET_NODE_PARAMS {
+            dst,
+            pitch: 0,
+            value,
+            elementSize: word.bytes() as u32,
+            width: total / word.bytes(),
+            height: 1,
+        }),
+        FillPlan::Columns { .. } => Err(Error::invalid_argument(format!(
+            "a memset node writes a value whose bytes repeat every 1, 2 or 4 bytes; {} bytes \
+             that do not ({type_name}) need a kernel",
+            value.len(),
+        ))),
+    }
+}
+
 /// Queues a fill of `count` values with bytes `value` at `ptr` on `stream`.
 ///
 /// # Safety
@@ -125,6 +159,42 @@ pub(crate) unsafe fn fill(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The description a graph's memset node gets, for `value` of type `T`.
+    fn describe<T: bytemuck::Pod>(value: T, count: usize) -> Result<CUDA_MEMSET_NODE_PARAMS> {
+        memset_description(
+            0x1000,
+            bytemuck::bytes_of(&value),
+            count,
+            std::any::type_name::<T>(),
+        )
+    }
+
+    #[test]
+    fn memset_descriptions_take_values_whose_bytes_repeat_in_words() {
+        let params = describe(2.5f32, 8).unwrap();
+        assert_eq!(
+            (params.dst, params.elementSize, params.width, params.height),
+            (0x1000, 4, 8, 1)
+        );
+        assert_eq!(params.value, 2.5f32.to_bits());
+        let bytes = describe(7u8, 3).unwrap();
+        assert_eq!((bytes.elementSize, bytes.width, bytes.value), (1, 3, 7));
+        let zeros = describe(0f64, 4).unwrap();
+        assert_eq!(
+            (zeros.elementSize, zeros.width),
+            (1, 32),
+            "zero repeats every byte"
+        );
+        let halves = describe(0x0102u16, 5).unwrap();
+        assert_eq!((halves.elementSize, halves.width), (2, 5));
+
+        let error = describe(1.5f64, 4).unwrap_err();
+        assert!(error.to_string().contains("need a kernel"), "{error}");
+        assert!(error.to_string().contains("f64"), "{error}");
+        assert!(describe(1u32, 0).is_err(), "nothing to set");
+        assert!(describe(1u32, usize::MAX).is_err(), "overflow");
+    }
 
     #[test]
     fn repeating_values_are_one_memset() {

@@ -13,7 +13,7 @@ use crate::device::Device;
 use crate::error::{Result, cu};
 use crate::handle::assert_send_sync;
 use crate::stream::Stream;
-use crate::sys::{CU_MEMHOSTALLOC_PORTABLE, CUdeviceptr, CUmemAttach_flags, Driver};
+use cuda_sys::{CU_MEMHOSTALLOC_PORTABLE, CUdeviceptr, CUmemAttach_flags, Driver};
 
 /// Page-locked host memory (`cuMemHostAlloc`): fast, truly asynchronous transfers, readable
 /// from kernels through unified addressing. Cloning is cheap.
@@ -64,15 +64,15 @@ impl ManagedMemoryResource {
 }
 
 forward_memory_resource!(PinnedMemoryResource, ManagedMemoryResource);
-typed_allocations!(PinnedMemoryResource, "cuMemHostAlloc");
-typed_allocations!(ManagedMemoryResource, "cuMemAllocManaged");
+typed_allocations!(PinnedMemoryResource, cuMemHostAlloc "cuMemHostAlloc");
+typed_allocations!(ManagedMemoryResource, cuMemAllocManaged "cuMemAllocManaged");
 
 impl HostMemory {
     fn new(kind: HostKind, device: &Device) -> Result<Arc<Self>> {
         let context = device.context()?;
         let needs_idle_device = kind == HostKind::Managed
             && device.attribute(
-                crate::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
+                cuda_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
             )? == 0;
         Ok(Arc::new(Self {
             kind,

@@ -22,17 +22,24 @@
 //! ```
 
 mod buffer;
+pub(crate) mod copies;
 mod device_pool;
 mod device_sync;
 mod fill;
 mod host;
+#[cfg(unix)]
+pub mod ipc;
+pub mod managed;
+pub(crate) mod peer;
 mod resource;
 mod slice;
+pub(crate) mod vmm;
 
 pub use buffer::Buffer;
+pub(crate) use device_pool::pool_props;
 pub use device_pool::{DeviceMemoryResource, IpcHandleType, PoolOptions};
 pub use device_sync::SyncDeviceMemoryResource;
-pub(crate) use fill::{FillPlan, plan as fill_plan};
+pub(crate) use fill::memset_description;
 pub use host::{ManagedMemoryResource, PinnedMemoryResource};
 pub use resource::MemoryResource;
 pub(crate) use resource::{forward_memory_resource, typed_allocations};

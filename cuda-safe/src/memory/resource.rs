@@ -6,7 +6,7 @@ use crate::device::Device;
 use crate::error::Result;
 use crate::handle::{Owned, Release};
 use crate::stream::Stream;
-use crate::sys::CUdeviceptr;
+use cuda_sys::CUdeviceptr;
 
 /// Something that allocates memory the GPU (or the host, or both) can reach.
 ///
@@ -121,7 +121,7 @@ macro_rules! forward_memory_resource {
 /// The allocation methods of a resource handle whose `inner` is an `Arc` of a
 /// [`MemoryResource`]: bytes, arrays of `T`, zero-filled arrays and copies of host slices.
 macro_rules! typed_allocations {
-    ($handle:ty, $api:literal) => {
+    ($handle:ty, $call:ident $api:literal) => {
         impl $handle {
             /// Allocates `size` bytes, ordered on `stream`; a zero-size buffer allocates
             /// nothing. The contents are whatever the memory held.
@@ -132,6 +132,7 @@ macro_rules! typed_allocations {
             /// ([`Error::is_out_of_memory`](crate::Error::is_out_of_memory));
             /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) from a device pool
             /// for a stream of another device.
+            #[doc = cuda_sys::api_doc!($call)]
             #[doc(alias = $api)]
             #[inline]
             pub fn allocate(&self, size: usize, stream: &Stream) -> Result<Buffer> {

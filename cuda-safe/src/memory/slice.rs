@@ -11,7 +11,7 @@ use crate::device::Device;
 use crate::error::{Error, Result, cu};
 use crate::ordering::across_streams;
 use crate::stream::Stream;
-use crate::sys::CUdeviceptr;
+use cuda_sys::CUdeviceptr;
 
 /// A shared, typed view of part of a [`Buffer`](crate::Buffer): `len` elements of `T`.
 ///
@@ -237,6 +237,7 @@ impl<'a, T: Pod> DeviceSlice<'a, T> {
 
     /// Copies the elements into `dst` (of the same length) and waits for the copy.
     ///
+    #[doc = cuda_sys::api_doc!(cuMemcpyAsync)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] when the lengths differ; the driver's error.
@@ -355,6 +356,7 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
 
     /// Copies `src` (of the same length) into the elements and waits for the copy.
     ///
+    #[doc = cuda_sys::api_doc!(cuMemcpyAsync)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] when the lengths differ; the driver's error.
@@ -399,6 +401,8 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
 
     /// Queues setting every element to `value` (see [`Buffer::fill`](crate::Buffer::fill) for
     /// the memsets it takes).
+    #[doc = cuda_sys::api_doc!(cuMemsetD32Async)]
+    #[doc = cuda_sys::api_doc!(cuMemsetD2D32Async)]
     #[doc(alias = "cuMemsetD32Async", alias = "cuMemsetD2D32Async")]
     pub fn fill(&mut self, value: T) -> Result<()> {
         if self.len == 0 {
@@ -424,6 +428,8 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
     /// devices it is a peer copy (`cuMemcpyPeerAsync`), direct where the devices can reach each
     /// other, staged by the driver through the host where they cannot.
     ///
+    #[doc = cuda_sys::api_doc!(cuMemcpyAsync)]
+    #[doc = cuda_sys::api_doc!(cuMemcpyPeerAsync)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] when the lengths differ; the driver's error.

@@ -1,6 +1,6 @@
 //! Loading code, through the context-independent `cuLibrary*` API: one loaded [`ObjectCode`]
 //! serves every context of every device, green contexts included. Its kernels are
-//! [`Kernel`]s.
+//! [`Kernel`](crate::Kernel)s (looked up by the kernel module, which stands above this one).
 //!
 //! ```no_run
 //! use cuda_safe::{CodeKind, Device, ObjectCode, Program, ProgramOptions};
@@ -28,8 +28,8 @@ use crate::driver::driver;
 use crate::error::{Error, Result, cu};
 use crate::ffi::to_c_string;
 use crate::handle::{Owned, Release, assert_send_sync};
-use crate::kernel::Kernel;
-use crate::sys::{CUdeviceptr, CUkernel, CUlibrary, Driver};
+use crate::program::CompiledProgram;
+use cuda_sys::{CUdeviceptr, CUlibrary, Driver};
 
 /// Code loaded with `cuLibraryLoadData` / `cuLibraryLoadFromFile`; cloning is cheap. Kernels
 /// keep it loaded.
@@ -59,6 +59,20 @@ impl LoadedLibrary {
     pub(crate) fn driver(&self) -> &'static Driver {
         self.driver
     }
+
+    /// The raw `CUlibrary`.
+    #[inline]
+    pub(crate) fn raw(&self) -> CUlibrary {
+        self.raw
+    }
+
+    /// The symbol `name` stands for: the lowered name of a name expression, or `name` itself.
+    pub(crate) fn symbol_of<'a>(&'a self, name: &'a str) -> &'a str {
+        self.lowered_names
+            .iter()
+            .find(|(expression, _)| expression == name)
+            .map_or(name, |(_, lowered)| lowered.as_str())
+    }
 }
 
 impl ObjectCode {
@@ -68,6 +82,7 @@ impl ObjectCode {
     /// describe its own): its ELF header, section and program header tables, sections,
     /// segments, string and symbol tables and relocations must all lie within it.
     ///
+    #[doc = cuda_sys::api_doc!(cuLibraryLoadData)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for anything that is not a complete CUBIN (an ELF64
@@ -84,6 +99,7 @@ impl ObjectCode {
     /// The image is checked against the slice's length first: its header and every part
     /// must lie within it, and each uncompressed CUBIN part must be complete.
     ///
+    #[doc = cuda_sys::api_doc!(cuLibraryLoadData)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for anything that is not a complete fatbin, naming what is
@@ -96,6 +112,7 @@ impl ObjectCode {
 
     /// Loads PTX text, which the driver compiles for the device on first use.
     ///
+    #[doc = cuda_sys::api_doc!(cuLibraryLoadData)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for text with a NUL byte before its end; the driver's error
@@ -112,6 +129,7 @@ impl ObjectCode {
     /// (`cuLibraryLoadFromFile` would trust a truncated file as `cuLibraryLoadData` trusts a
     /// truncated slice), then loaded with `cuLibraryLoadData`.
     ///
+    #[doc = cuda_sys::api_doc!(cuLibraryLoadFromFile)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a file that cannot be read (with the system's reason),
@@ -131,6 +149,7 @@ impl ObjectCode {
     /// cache), keeping its name-expression map so [`get_kernel`](Self::get_kernel) resolves
     /// templated kernels.
     ///
+    #[doc = cuda_sys::api_doc!(cuLibraryLoadData)]
     /// # Errors
     ///
     /// [`Error::Unsupported`] for LTO-IR, which must be linked first
@@ -220,6 +239,7 @@ impl ObjectCode {
 
     /// Unloads the code now if this is the last handle (no kernel of it alive), returning the
     /// driver's error (dropping does the same and only logs).
+    #[doc = cuda_sys::api_doc!(cuLibraryUnload)]
     #[doc(alias = "cuLibraryUnload")]
     pub fn close(self) -> Result<()> {
         Arc::try_unwrap(self.inner).map_or(Ok(()), Owned::close)
@@ -228,6 +248,7 @@ impl ObjectCode {
     /// A global variable of the code (`__device__` or `__constant__`) in `context`: its
     /// device address and size in bytes.
     ///
+    #[doc = cuda_sys::api_doc!(cuLibraryGetGlobal)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a name with a NUL byte; the driver's
@@ -248,35 +269,6 @@ impl ObjectCode {
         Ok((address, bytes))
     }
 
-    /// Every kernel of the code, named by its symbol.
-    ///
-    /// # Errors
-    ///
-    /// A missing entry point before CUDA 12.4 drivers ([`Error::is_symbol_missing`]); the
-    /// driver's error.
-    #[doc(alias = "cuLibraryEnumerateKernels")]
-    pub fn kernels(&self) -> Result<Vec<Kernel>> {
-        let driver = self.inner.driver;
-        let mut count = 0;
-        // SAFETY: valid out-pointer and library.
-        unsafe { cu!(driver, cuLibraryGetKernelCount(&mut count, self.inner.raw)) }?;
-        let mut raws: Vec<CUkernel> = vec![std::ptr::null_mut(); count as usize];
-        // SAFETY: `raws` holds `count` handles.
-        unsafe {
-            cu!(
-                driver,
-                cuLibraryEnumerateKernels(raws.as_mut_ptr(), count, self.inner.raw)
-            )
-        }?;
-        raws.into_iter()
-            .map(|raw| {
-                let unnamed = Kernel::new(raw, Arc::from(""), self.inner.clone());
-                let symbol = unnamed.symbol()?;
-                Ok(Kernel::new(raw, Arc::from(symbol), self.inner.clone()))
-            })
-            .collect()
-    }
-
     /// The raw `CUlibrary`, valid while this code (or a kernel of it) lives.
     pub fn as_raw(&self) -> CUlibrary {
         self.inner.raw
@@ -287,32 +279,22 @@ impl ObjectCode {
         self.inner.kind
     }
 
-    /// The kernel called `name`: a name expression given to the program before compiling
-    /// (`"scale<float>"`), or the kernel's symbol (`"saxpy"` for an `extern "C"` kernel).
+    /// The loaded library, for the kernels looked up in it to keep.
+    pub(crate) fn library(&self) -> &Arc<Owned<LoadedLibrary>> {
+        &self.inner
+    }
+}
+
+impl CompiledProgram {
+    /// Loads the code ([`ObjectCode::from_compiled`]), keeping its name map.
     ///
+    #[doc = cuda_sys::api_doc!(cuLibraryLoadData)]
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a name with a NUL byte; the driver's
-    /// `CUDA_ERROR_NOT_FOUND` when the code has no kernel of that name (a templated kernel
-    /// needs its name expression added before compiling).
-    #[doc(alias = "cuLibraryGetKernel")]
-    pub fn get_kernel(&self, name: &str) -> Result<Kernel> {
-        let symbol = self
-            .inner
-            .lowered_names
-            .iter()
-            .find(|(expression, _)| expression == name)
-            .map_or(name, |(_, lowered)| lowered.as_str());
-        let c_symbol = to_c_string("kernel name", symbol)?;
-        let mut raw: CUkernel = std::ptr::null_mut();
-        // SAFETY: valid out-pointer, loaded library and NUL-terminated name.
-        unsafe {
-            cu!(
-                self.inner.driver,
-                cuLibraryGetKernel(&mut raw, self.inner.raw, c_symbol.as_ptr())
-            )
-        }?;
-        Ok(Kernel::new(raw, Arc::from(name), self.inner.clone()))
+    /// As [`ObjectCode::from_compiled`].
+    #[doc(alias = "cuLibraryLoadData")]
+    pub fn load(&self) -> Result<ObjectCode> {
+        ObjectCode::from_compiled(self.code())
     }
 }
 

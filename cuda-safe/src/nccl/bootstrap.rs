@@ -7,8 +7,7 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use super::comm::Communicator;
-use super::id::UniqueId;
+use super::binding::{Communicator, UniqueId};
 use crate::device::Device;
 use crate::error::{Error, Result};
 

@@ -2,9 +2,8 @@
 
 use std::sync::OnceLock;
 
-use super::launch::{NVLS_ENABLE, nvls_disabled};
 use crate::error::{Error, Result, nccl};
-use crate::nccl_sys::{self, Nccl, NcclVersion, OLDEST_DATED_NCCL_VERSION};
+use nccl_sys::{Nccl, NcclVersion, OLDEST_DATED_NCCL_VERSION};
 
 /// The oldest NCCL this module runs on: the oldest whose header the bindings' entry points are
 /// dated against (2.13), so every call it makes outside those dated ones exists.
@@ -17,6 +16,7 @@ pub(crate) fn library() -> Result<&'static Nccl> {
 
 /// The version of the loaded NCCL (`ncclGetVersion`).
 ///
+#[doc = nccl_sys::api_doc!(ncclGetVersion)]
 /// # Errors
 ///
 /// [`Error::Load`] when `libnccl.so.2` cannot be loaded; [`Error::Unsupported`] for an NCCL
@@ -31,13 +31,6 @@ fn loaded() -> Result<(&'static Nccl, NcclVersion)> {
     LOADED
         .get_or_init(|| {
             let nccl = nccl_sys::nccl()?;
-            if !nvls_disabled() {
-                log::warn!(
-                    "NCCL is loaded with {NVLS_ENABLE} not set to 0: NCCL may build NVLink \
-                     multicast objects; set it (cuda_safe::nccl::disable_nvls_in_process, first \
-                     thing in main) to keep them off"
-                );
-            }
             let mut code = 0;
             // SAFETY: `code` is a valid place for an int.
             unsafe { nccl!(nccl, ncclGetVersion(&mut code))? };

@@ -44,8 +44,9 @@
 //! [`Error::NcclTimeout`](crate::Error::NcclTimeout) from
 //! [`Communicator::wait_with_timeout`], which aborts a communicator whose peer is gone.
 //!
-//! Every process this module starts has NVLink multicast off (`NCCL_NVLS_ENABLE=0`; see
-//! [`Launcher`] and [`disable_nvls_in_process`]).
+//! NCCL's own defaults hold: the crate sets none of NCCL's variables, and a [`Launcher`]'s
+//! ranks inherit the parent's environment (`NCCL_*` included), so a job tunes NCCL the way
+//! NCCL documents, by environment or by [`CommConfig`].
 
 /// [`nccl!`](crate::error::nccl) for a call that may finish in the background: `Ok(true)`
 /// when NCCL answered `ncclInProgress` (a non-blocking communicator, whose completion is then
@@ -53,34 +54,27 @@
 macro_rules! nccl_queued {
     ($nccl:expr, $function:ident($($argument:expr),* $(,)?)) => {
         match $nccl.$function($($argument),*) {
-            Ok($crate::nccl_sys::ncclResult_t::ncclInProgress) => Ok(true),
+            Ok(::nccl_sys::ncclResult_t::ncclInProgress) => Ok(true),
             other => $crate::error::check_nccl(stringify!($function), other).map(|()| false),
         }
     };
 }
 
+// Three rooms above the loader: the binding (which names neither of the others), the
+// unique-id exchange of a job's ranks, and the launcher that starts them.
+mod binding;
 mod bootstrap;
-mod clique;
-mod collective;
-mod comm;
-mod config;
-mod group;
-mod id;
-mod launch;
+mod launcher;
 mod library;
-mod register;
-mod types;
-mod wait;
 
+pub use binding::{
+    COMM_BLOCKING, CollectiveSource, CollectiveTarget, CommConfig, Communicator, Group, NcclType,
+    ReduceOp, Registered, UniqueId, View, group,
+};
 pub use bootstrap::{LOCAL_RANK, MASTER_ADDR, MASTER_PORT, RANK, RankEnv, WORLD_SIZE};
-pub use collective::{CollectiveSource, CollectiveTarget, View};
-pub use comm::{COMM_BLOCKING, Communicator};
-pub use config::CommConfig;
-pub use group::{Group, group};
-pub use id::UniqueId;
-pub use launch::{Launcher, NVLS_ENABLE, disable_nvls_in_process, free_port, nvls_disabled};
+pub use launcher::{Launcher, free_port};
+#[allow(deprecated)]
+pub use launcher::{NVLS_ENABLE, disable_nvls_in_process, nvls_disabled};
 pub use library::{MIN_NCCL_VERSION, version};
-pub use register::Registered;
-pub use types::{NcclType, ReduceOp};
 
-pub use crate::nccl_sys::NcclVersion;
+pub use nccl_sys::NcclVersion;

@@ -3,7 +3,7 @@
 use std::sync::OnceLock;
 
 use super::compile::{Plan, Program};
-use super::compiled::CompiledProgram;
+use super::compiled::{CompiledProgram, Toolchain};
 use super::version::nvrtc_version;
 use crate::cache::{CacheKey, ProgramCache};
 use crate::code::CodeKind;
@@ -19,6 +19,7 @@ impl Program {
     /// Learning NVRTC's version loads NVRTC (about 5 ms in a fresh process);
     /// [`cache_key_for_compiler`](Self::cache_key_for_compiler) takes the version instead.
     ///
+    #[doc = nvrtc_sys::api_doc!(nvrtcVersion)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] with include paths or pre-includes (or a raw option that
@@ -104,7 +105,9 @@ impl Program {
     ) -> Result<CompiledProgram> {
         let plan = self.plan(target)?;
         match cache.get(key) {
-            Ok(Some(code)) => return Ok(CompiledProgram::new(code, String::new(), plan.flags)),
+            Ok(Some(code)) => {
+                return Ok(CompiledProgram::cached(code, plan.flags, Toolchain::Nvrtc));
+            }
             Ok(None) => {}
             Err(error) => {
                 log::warn!(

@@ -4,14 +4,13 @@ use std::ffi::CString;
 use std::sync::OnceLock;
 
 use super::arch;
-use super::compiled::CompiledProgram;
+use super::compiled::{CompiledProgram, Toolchain};
 use super::options::{ProgramOptions, text};
 use super::raw::NvrtcProgram;
 use crate::cache::CacheKey;
 use crate::code::{CodeKind, CompiledCode};
 use crate::error::{Error, Result};
 use crate::ffi::to_c_string as c_string;
-use crate::nvrtc_sys;
 
 /// CUDA C++ source to compile at run time with NVRTC, with its [`ProgramOptions`] and name
 /// expressions. Compiling does not change it: it can be compiled for several targets, from
@@ -59,6 +58,7 @@ impl Program {
     /// Asks every compile to lower `expression` (`"saxpy<float>"`, `"&scale<double>"`), so
     /// [`CompiledProgram::lowered_name`] gives its mangled name. Adding one twice is a no-op.
     ///
+    #[doc = nvrtc_sys::api_doc!(nvrtcAddNameExpression)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for an empty expression, or one with a NUL byte.
@@ -101,6 +101,14 @@ impl Program {
     /// On success: the code exactly as NVRTC returns it, the lowered name of every name
     /// expression, the log (warnings) and the flags.
     ///
+    #[doc = nvrtc_sys::api_doc!(nvrtcCreateProgram)]
+    #[doc = nvrtc_sys::api_doc!(nvrtcCompileProgram)]
+    #[doc = nvrtc_sys::api_doc!(nvrtcGetProgramLog)]
+    #[doc = nvrtc_sys::api_doc!(nvrtcGetPTX)]
+    #[doc = nvrtc_sys::api_doc!(nvrtcGetCUBIN)]
+    #[doc = nvrtc_sys::api_doc!(nvrtcGetLTOIR)]
+    #[doc = nvrtc_sys::api_doc!(nvrtcGetLoweredName)]
+    #[doc = nvrtc_sys::api_doc!(nvrtcDestroyProgram)]
     /// # Errors
     ///
     /// - [`Error::Nvrtc`] from `nvrtcCompileProgram` for a compile error, whose `log` holds
@@ -185,10 +193,11 @@ impl Program {
                 Ok((expression.clone(), program.lowered_name(c_expression)?))
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(CompiledProgram::new(
+        Ok(CompiledProgram::made(
             CompiledCode::new(target, code, lowered),
             log,
             flags,
+            Toolchain::Nvrtc,
         ))
     }
 

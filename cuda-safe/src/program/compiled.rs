@@ -1,23 +1,59 @@
-//! [`CompiledProgram`]: what a successful compile gives back.
+//! [`CompiledProgram`]: what a successful compile or link gives back.
 
 use crate::code::{CodeKind, CompiledCode};
-use crate::error::Result;
-use crate::module::ObjectCode;
 
-/// The result of a successful compile: the [`CompiledCode`] (as a cache stores it and a load
-/// takes it), the compiler's log and the exact flags used. It loads in one step:
-/// [`load`](Self::load).
+/// The tool that produced a [`CompiledProgram`] (for a cache hit, the one that would have).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Toolchain {
+    /// NVRTC: [`Program::compile`](crate::Program::compile).
+    Nvrtc,
+    /// nvJitLink: [`Linker::link`](crate::Linker::link) through `libnvJitLink`.
+    NvJitLink,
+    /// The driver's linker (`cuLink*`): [`Linker::link`](crate::Linker::link) without
+    /// nvJitLink.
+    DriverLinker,
+}
+
+/// The result of a successful compile ([`Program::compile`](crate::Program::compile)) or link
+/// ([`Linker::link`](crate::Linker::link)): the [`CompiledCode`] (as a cache stores it and a
+/// load takes it), the tool's log, the exact flags used, which tool made it and whether it
+/// came from a cache. It loads in one step: [`load`](Self::load).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompiledProgram {
     code: CompiledCode,
     log: String,
     options: Vec<String>,
+    toolchain: Toolchain,
+    from_cache: bool,
 }
 
 impl CompiledProgram {
-    /// A compile's result from its parts.
-    pub(super) fn new(code: CompiledCode, log: String, options: Vec<String>) -> Self {
-        Self { code, log, options }
+    /// What `toolchain` made with `options`, logging `log`.
+    pub(crate) fn made(
+        code: CompiledCode,
+        log: String,
+        options: Vec<String>,
+        toolchain: Toolchain,
+    ) -> Self {
+        Self {
+            code,
+            log,
+            options,
+            toolchain,
+            from_cache: false,
+        }
+    }
+
+    /// What a cache held for a build by `toolchain` with `options`: no log.
+    pub(crate) fn cached(code: CompiledCode, options: Vec<String>, toolchain: Toolchain) -> Self {
+        Self {
+            code,
+            log: String::new(),
+            options,
+            toolchain,
+            from_cache: true,
+        }
     }
 
     /// The compiled code: bytes, kind and name map.
@@ -30,7 +66,7 @@ impl CompiledProgram {
         self.code
     }
 
-    /// The bytes, exactly as NVRTC returned them (PTX keeps its terminating NUL).
+    /// The bytes, exactly as the tool returned them (PTX keeps its terminating NUL).
     pub fn bytes(&self) -> &[u8] {
         self.code.bytes()
     }
@@ -41,29 +77,33 @@ impl CompiledProgram {
     }
 
     /// The lowered (mangled) name NVRTC gave `name_expression`, if it was added with
-    /// [`Program::add_name_expression`](super::Program::add_name_expression).
+    /// [`Program::add_name_expression`](crate::Program::add_name_expression) (a link keeps
+    /// the names of the compiled inputs it was given).
+    #[doc = nvrtc_sys::api_doc!(nvrtcGetLoweredName)]
     #[doc(alias = "nvrtcGetLoweredName")]
     pub fn lowered_name(&self, name_expression: &str) -> Option<&str> {
         self.code.lowered_name(name_expression)
     }
 
-    /// NVRTC's log: warnings, or empty. Empty as well when the program came from a cache.
+    /// The tool's log: NVRTC's warnings, or the linker's info log (filled with
+    /// [`LinkerOptions::verbose`](crate::LinkerOptions::verbose) or `time`); empty when there
+    /// was nothing to say and when the code came from a cache.
     pub fn log(&self) -> &str {
         &self.log
     }
 
-    /// The flags the program was compiled with, in order.
+    /// The flags of the compile or link, in order.
     pub fn options(&self) -> &[String] {
         &self.options
     }
 
-    /// Loads the code ([`ObjectCode::from_compiled`]), keeping its name map.
-    ///
-    /// # Errors
-    ///
-    /// As [`ObjectCode::from_compiled`].
-    #[doc(alias = "cuLibraryLoadData")]
-    pub fn load(&self) -> Result<ObjectCode> {
-        ObjectCode::from_compiled(&self.code)
+    /// The tool that made the code (for a cache hit, the one that would have).
+    pub fn toolchain(&self) -> Toolchain {
+        self.toolchain
+    }
+
+    /// Whether the code came from a cache without compiling or linking.
+    pub fn from_cache(&self) -> bool {
+        self.from_cache
     }
 }

@@ -63,6 +63,6 @@ mod version;
 
 pub(crate) use cached::compiler_version;
 pub use compile::Program;
-pub use compiled::CompiledProgram;
+pub use compiled::{CompiledProgram, Toolchain};
 pub use options::{CppStandard, ProgramOptions};
 pub use version::{nvrtc_supported_archs, nvrtc_version};

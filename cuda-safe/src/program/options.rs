@@ -163,6 +163,92 @@ impl Default for ProgramOptions {
 }
 
 impl ProgramOptions {
+    /// Options named `name` (as `nvrtcCreateProgram` gets it), the rest default.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self::default().name(name)
+    }
+
+    /// Sets [`name`](Self::name): the program's name in the log and in `__FILE__`.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Sets [`arch`](Self::arch): `"sm_90"`, `"compute_90"` or `"90"` (checked by
+    /// [`validate`](Self::validate) before any compile).
+    pub fn arch(mut self, arch: impl Into<String>) -> Self {
+        self.arch = Some(arch.into());
+        self
+    }
+
+    /// Sets the C++ dialect ([`std`](Self::std), `--std=`).
+    pub fn std(mut self, std: CppStandard) -> Self {
+        self.std = Some(std);
+        self
+    }
+
+    /// Sets [`relocatable_device_code`](Self::relocatable_device_code) (`-rdc`), which LTO-IR
+    /// for linking and device-side launches need.
+    pub fn relocatable_device_code(mut self, on: bool) -> Self {
+        self.relocatable_device_code = on;
+        self
+    }
+
+    /// Sets [`debug`](Self::debug): device debug information, optimisation off (`-G`).
+    pub fn debug(mut self, on: bool) -> Self {
+        self.debug = on;
+        self
+    }
+
+    /// Sets [`lineinfo`](Self::lineinfo): line numbers for profilers and debuggers (`-lineinfo`).
+    pub fn lineinfo(mut self, on: bool) -> Self {
+        self.lineinfo = on;
+        self
+    }
+
+    /// Sets [`fast_math`](Self::fast_math) (`--use_fast_math`).
+    pub fn fast_math(mut self, on: bool) -> Self {
+        self.fast_math = on;
+        self
+    }
+
+    /// Sets [`ftz`](Self::ftz) (`--ftz=`).
+    pub fn ftz(mut self, on: bool) -> Self {
+        self.ftz = Some(on);
+        self
+    }
+
+    /// Sets [`prec_div`](Self::prec_div) (`--prec-div=`).
+    pub fn prec_div(mut self, on: bool) -> Self {
+        self.prec_div = Some(on);
+        self
+    }
+
+    /// Sets [`prec_sqrt`](Self::prec_sqrt) (`--prec-sqrt=`).
+    pub fn prec_sqrt(mut self, on: bool) -> Self {
+        self.prec_sqrt = Some(on);
+        self
+    }
+
+    /// Sets [`fma`](Self::fma) (`--fmad=`).
+    pub fn fma(mut self, on: bool) -> Self {
+        self.fma = Some(on);
+        self
+    }
+
+    /// Sets [`max_registers`](Self::max_registers) (`--maxrregcount=`).
+    pub fn max_registers(mut self, registers: u32) -> Self {
+        self.max_registers = Some(registers);
+        self
+    }
+
+    /// Sets [`caller_digest`](Self::caller_digest): what the cache key cannot see (files
+    /// under the include paths, pre-included headers), digested by the caller.
+    pub fn caller_digest(mut self, digest: impl Into<Vec<u8>>) -> Self {
+        self.caller_digest = Some(digest.into());
+        self
+    }
+
     /// Adds `-DNAME` (the macro defined as `1`).
     pub fn define(mut self, name: impl Into<String>) -> Self {
         self.defines.push((name.into(), None));

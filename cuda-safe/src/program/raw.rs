@@ -4,9 +4,11 @@ use std::ffi::{CStr, CString, c_char, c_int};
 
 use crate::code::CodeKind;
 use crate::error::{Error, Result, nvrtc};
-use crate::nvrtc_sys::{Nvrtc, nvrtcProgram};
+use crate::handle::{Owned, Release};
+use nvrtc_sys::{Nvrtc, nvrtcProgram};
 
-/// An `nvrtcProgram`, destroyed when dropped, so every path out of a compile frees it.
+/// An `nvrtcProgram`, held in an [`Owned`] that destroys it, so every path out of a compile
+/// frees it.
 ///
 /// The strings it was created from must outlive it (declare them before the guard).
 pub(super) struct NvrtcProgram {
@@ -21,7 +23,7 @@ impl NvrtcProgram {
         source: &CStr,
         name: &CStr,
         headers: &[(CString, CString)],
-    ) -> Result<Self> {
+    ) -> Result<Owned<Self>> {
         let count = c_int_count(headers.len(), "in-memory headers")?;
         let names: Vec<*const c_char> = headers.iter().map(|(name, _)| name.as_ptr()).collect();
         let contents: Vec<*const c_char> = headers
@@ -44,7 +46,7 @@ impl NvrtcProgram {
                 )
             )
         }?;
-        Ok(Self { raw, nvrtc })
+        Ok(Owned::new(Self { raw, nvrtc }))
     }
 
     /// Registers a name expression, to be lowered by the compile.
@@ -147,12 +149,12 @@ impl NvrtcProgram {
     }
 }
 
-impl Drop for NvrtcProgram {
-    fn drop(&mut self) {
-        // SAFETY: `raw` came from nvrtcCreateProgram and is destroyed only here, once.
-        if let Err(error) = unsafe { nvrtc!(self.nvrtc, nvrtcDestroyProgram(&mut self.raw)) } {
-            crate::handle::log_drop_error("NVRTC program", &error);
-        }
+impl Release for NvrtcProgram {
+    const WHAT: &'static str = "NVRTC program";
+
+    fn release(&mut self) -> Result<()> {
+        // SAFETY: `raw` came from nvrtcCreateProgram; `Owned` releases it once.
+        unsafe { nvrtc!(self.nvrtc, nvrtcDestroyProgram(&mut self.raw)) }
     }
 }
 

@@ -4,7 +4,6 @@ use std::ffi::c_int;
 use std::sync::OnceLock;
 
 use crate::error::{Result, nvrtc};
-use crate::nvrtc_sys;
 
 /// The loaded NVRTC's version, `(major, minor)` (`(13, 0)`); asked once, then remembered.
 ///
@@ -13,6 +12,7 @@ use crate::nvrtc_sys;
 /// println!("NVRTC {major}.{minor}");
 /// # Ok::<(), cuda_safe::Error>(())
 /// ```
+#[doc = nvrtc_sys::api_doc!(nvrtcVersion)]
 #[doc(alias = "nvrtcVersion")]
 pub fn nvrtc_version() -> Result<(u32, u32)> {
     static VERSION: OnceLock<(u32, u32)> = OnceLock::new();
@@ -27,6 +27,8 @@ pub fn nvrtc_version() -> Result<(u32, u32)> {
 }
 
 /// The architectures the loaded NVRTC compiles for, ascending (`[75, 80, 86, ..., 90, ...]`).
+#[doc = nvrtc_sys::api_doc!(nvrtcGetSupportedArchs)]
+#[doc = nvrtc_sys::api_doc!(nvrtcGetNumSupportedArchs)]
 #[doc(alias = "nvrtcGetSupportedArchs", alias = "nvrtcGetNumSupportedArchs")]
 pub fn nvrtc_supported_archs() -> Result<Vec<u32>> {
     let nvrtc = nvrtc_sys::nvrtc()?;

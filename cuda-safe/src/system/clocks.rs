@@ -4,10 +4,11 @@ use super::device::{Device, query, query_with};
 use super::enums::{ClockId, ClockType};
 use super::flags::ClockEventReasons;
 use crate::error::{Result, nvml};
-use crate::nvml_sys::{nvmlClockId_t, nvmlClockType_t};
+use nvml_sys::{nvmlClockId_t, nvmlClockType_t};
 
 impl Device {
     /// The clock of `domain` now, in MHz. One NVML call, no allocation.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetClockInfo)]
     #[doc(alias = "nvmlDeviceGetClockInfo")]
     #[inline]
     pub fn clock_mhz(&self, domain: ClockType) -> Result<u32> {
@@ -16,6 +17,7 @@ impl Device {
     }
 
     /// The highest clock `domain` can run at, in MHz.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetMaxClockInfo)]
     #[doc(alias = "nvmlDeviceGetMaxClockInfo")]
     pub fn max_clock_mhz(&self, domain: ClockType) -> Result<u32> {
         query_with!(
@@ -28,6 +30,7 @@ impl Device {
 
     /// One of the clock values NVML keeps for `domain` (current, application target or
     /// default, customer boost maximum), in MHz.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetClock)]
     #[doc(alias = "nvmlDeviceGetClock")]
     pub fn clock_by_id_mhz(&self, domain: ClockType, id: ClockId) -> Result<u32> {
         let mut mhz = 0;
@@ -50,6 +53,8 @@ impl Device {
     /// The application clock target of `domain`, in MHz: what the clock runs at under load
     /// unless something holds it down. (`nvmlDeviceGetApplicationsClock` is deprecated; this
     /// asks `nvmlDeviceGetClock` for `NVML_CLOCK_ID_APP_CLOCK_TARGET`.)
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetClock)]
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetApplicationsClock)]
     #[doc(alias = "nvmlDeviceGetClock", alias = "nvmlDeviceGetApplicationsClock")]
     pub fn applications_clock_mhz(&self, domain: ClockType) -> Result<u32> {
         self.clock_by_id_mhz(domain, ClockId::APP_CLOCK_TARGET)
@@ -95,7 +100,7 @@ mod tests {
     use super::super::init::guard_without_symbols;
     use super::*;
     use crate::error::Error;
-    use crate::nvml_sys::LoadError;
+    use nvml_sys::LoadError;
 
     /// A device over NVML entry points none of which exist: every call stops at the loader.
     fn device_without_nvml() -> Device {

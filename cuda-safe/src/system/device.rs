@@ -11,18 +11,14 @@ use super::init::{self, Guard};
 use super::text::read_string;
 use crate::error::{Error, Result, check_nvml, nvml};
 use crate::ffi::to_c_string;
-use crate::nvml_sys::{self, LoadError, Nvml, nvmlDevice_t, nvmlReturn_t};
 use crate::uuid::{GPU_UUID_PREFIX, MIG_UUID_PREFIX, uuid_bytes, uuid_string};
+use nvml_sys::{LoadError, Nvml, nvmlDevice_t, nvmlReturn_t};
 
 /// Calls an NVML getter of the [`Getter`] shape on a [`Device`], naming it once:
 /// `query!(device, nvmlDeviceGetPowerUsage, 0)`.
 macro_rules! query {
     ($device:expr, $getter:ident, $initial:expr $(,)?) => {
-        $device.query(
-            stringify!($getter),
-            $crate::nvml_sys::Nvml::$getter,
-            $initial,
-        )
+        $device.query(stringify!($getter), ::nvml_sys::Nvml::$getter, $initial)
     };
 }
 
@@ -32,7 +28,7 @@ macro_rules! query_with {
     ($device:expr, $getter:ident, $argument:expr, $initial:expr $(,)?) => {
         $device.query_with(
             stringify!($getter),
-            $crate::nvml_sys::Nvml::$getter,
+            ::nvml_sys::Nvml::$getter,
             $argument,
             $initial,
         )
@@ -127,6 +123,7 @@ impl Device {
     }
 
     /// The GPU at NVML index `index` (PCI order; see the type's note on CUDA ordinals).
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetHandleByIndex_v2)]
     #[doc(alias = "nvmlDeviceGetHandleByIndex_v2")]
     pub fn from_index(index: u32) -> Result<Self> {
         Self::from_index_in(init::acquire()?, index)
@@ -142,6 +139,7 @@ impl Device {
 
     /// The GPU or MIG device with this UUID (`GPU-…` or `MIG-…`, as [`uuid`](Self::uuid)
     /// returns it).
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetHandleByUUID)]
     #[doc(alias = "nvmlDeviceGetHandleByUUID")]
     pub fn from_uuid(uuid: &str) -> Result<Self> {
         let uuid = to_c_string("UUID", uuid)?;
@@ -153,6 +151,7 @@ impl Device {
 
     /// The GPU or MIG device whose UUID has these 16 bytes (what `cuDeviceGetUuid_v2` gives):
     /// tried as a GPU UUID, then as a MIG device's.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetHandleByUUID)]
     #[doc(alias = "nvmlDeviceGetHandleByUUID")]
     pub fn from_uuid_bytes(bytes: &[u8; 16]) -> Result<Self> {
         match Self::from_uuid(&uuid_string(GPU_UUID_PREFIX, bytes)) {
@@ -167,6 +166,7 @@ impl Device {
 
     /// The GPU at this PCI bus id (`"0000:1b:00.0"`, as [`PciInfo::bus_id`](super::PciInfo)
     /// shows it; the domain may be 4 or 8 hex digits).
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetHandleByPciBusId_v2)]
     #[doc(alias = "nvmlDeviceGetHandleByPciBusId_v2")]
     pub fn from_pci_bus_id(bus_id: &str) -> Result<Self> {
         let bus_id = to_c_string("PCI bus id", bus_id)?;
@@ -198,6 +198,7 @@ impl Device {
     }
 
     /// The product name (`"NVIDIA H200"`).
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetName)]
     #[doc(alias = "nvmlDeviceGetName")]
     pub fn name(&self) -> Result<String> {
         const LEN: usize = nvml_sys::NVML_DEVICE_NAME_V2_BUFFER_SIZE as usize;
@@ -209,6 +210,7 @@ impl Device {
 
     /// The UUID as NVML writes it: `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` (`MIG-…` for a
     /// MIG device). The same UUID identifies the device to the CUDA driver.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetUUID)]
     #[doc(alias = "nvmlDeviceGetUUID")]
     pub fn uuid(&self) -> Result<String> {
         const LEN: usize = nvml_sys::NVML_DEVICE_UUID_V2_BUFFER_SIZE as usize;
@@ -219,6 +221,7 @@ impl Device {
     }
 
     /// The UUID's 16 bytes, comparable with `cuDeviceGetUuid_v2`'s.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetUUID)]
     #[doc(alias = "nvmlDeviceGetUUID")]
     pub fn uuid_bytes(&self) -> Result<[u8; 16]> {
         let text = self.uuid()?;
@@ -231,6 +234,7 @@ impl Device {
     }
 
     /// The board's serial number (boards that have one: data-centre GPUs).
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetSerial)]
     #[doc(alias = "nvmlDeviceGetSerial")]
     pub fn serial(&self) -> Result<String> {
         const LEN: usize = nvml_sys::NVML_DEVICE_SERIAL_BUFFER_SIZE as usize;
@@ -241,6 +245,7 @@ impl Device {
     }
 
     /// The product brand.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetBrand)]
     #[doc(alias = "nvmlDeviceGetBrand")]
     pub fn brand(&self) -> Result<Brand> {
         query!(
@@ -252,12 +257,14 @@ impl Device {
     }
 
     /// The GPU architecture.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetArchitecture)]
     #[doc(alias = "nvmlDeviceGetArchitecture")]
     pub fn architecture(&self) -> Result<Architecture> {
         query!(self, nvmlDeviceGetArchitecture, 0,).map(Architecture)
     }
 
     /// The CUDA compute capability, `(major, minor)` (`(9, 0)` on Hopper).
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetCudaComputeCapability)]
     #[doc(alias = "nvmlDeviceGetCudaComputeCapability")]
     pub fn cuda_compute_capability(&self) -> Result<(i32, i32)> {
         let (mut major, mut minor) = (0, 0);
@@ -272,12 +279,14 @@ impl Device {
     }
 
     /// NVML's index of this GPU (PCI order).
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetIndex)]
     #[doc(alias = "nvmlDeviceGetIndex")]
     pub fn index(&self) -> Result<u32> {
         query!(self, nvmlDeviceGetIndex, 0)
     }
 
     /// The minor number of the device file: `/dev/nvidia<minor>`.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetMinorNumber)]
     #[doc(alias = "nvmlDeviceGetMinorNumber")]
     pub fn minor_number(&self) -> Result<u32> {
         query!(self, nvmlDeviceGetMinorNumber, 0,)

@@ -361,7 +361,7 @@ open_enum! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nvml_sys as sys;
+    use nvml_sys as sys;
 
     #[test]
     fn constants_match_the_header() {

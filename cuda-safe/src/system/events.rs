@@ -22,7 +22,7 @@ use super::flags::EventTypes;
 use super::init::{self, Guard};
 use crate::error::{Result, nvml};
 use crate::handle::{Owned, Release};
-use crate::nvml_sys::{self, nvmlEventSet_t, nvmlReturn_t};
+use nvml_sys::{nvmlEventSet_t, nvmlReturn_t};
 
 /// A set of GPUs and event kinds to wait on (`nvmlEventSet_t`), freed when dropped.
 #[derive(Debug)]
@@ -79,6 +79,7 @@ impl Event {
 
 impl EventSet {
     /// An empty set, initialising NVML when needed.
+    #[doc = nvml_sys::api_doc!(nvmlEventSetCreate)]
     #[doc(alias = "nvmlEventSetCreate")]
     pub fn new() -> Result<Self> {
         let guard = init::acquire()?;
@@ -97,6 +98,7 @@ impl EventSet {
 
     /// Adds `device` with the event kinds `types` (keep to
     /// [`Device::supported_event_types`]: an unsupported kind is NVML's not-supported error).
+    #[doc = nvml_sys::api_doc!(nvmlDeviceRegisterEvents)]
     #[doc(alias = "nvmlDeviceRegisterEvents")]
     pub fn register(&mut self, device: &Device, types: EventTypes) -> Result<()> {
         // SAFETY: the set and the device handle are live while NVML is initialised, which
@@ -111,6 +113,7 @@ impl EventSet {
 
     /// Waits up to `timeout` (whole milliseconds, at most `u32::MAX`) for the next event;
     /// `None` when none came (NVML also returns early on a signal). A zero timeout polls.
+    #[doc = nvml_sys::api_doc!(nvmlEventSetWait_v2)]
     #[doc(alias = "nvmlEventSetWait_v2")]
     pub fn wait(&mut self, timeout: Duration) -> Result<Option<Event>> {
         let milliseconds = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX);
@@ -139,6 +142,7 @@ impl EventSet {
     }
 
     /// Frees the set, returning NVML's error if freeing fails (dropping logs it).
+    #[doc = nvml_sys::api_doc!(nvmlEventSetFree)]
     #[doc(alias = "nvmlEventSetFree")]
     pub fn close(self) -> Result<()> {
         self.inner.close()
@@ -147,6 +151,7 @@ impl EventSet {
 
 impl Device {
     /// The event kinds this device can report to an [`EventSet`].
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetSupportedEventTypes)]
     #[doc(alias = "nvmlDeviceGetSupportedEventTypes")]
     pub fn supported_event_types(&self) -> Result<EventTypes> {
         query!(self, nvmlDeviceGetSupportedEventTypes, 0,).map(EventTypes::from_bits_retain)

@@ -94,7 +94,7 @@ impl EventTypes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nvml_sys as sys;
+    use nvml_sys as sys;
 
     #[test]
     fn clock_event_bits_match_the_header() {

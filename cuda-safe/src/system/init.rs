@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use crate::error::{Result, nvml};
 use crate::handle::{Owned, Release};
-use crate::nvml_sys::{self, LoadError, Nvml};
+use nvml_sys::{LoadError, Nvml};
 
 /// One `nvmlInit_v2`, undone by `nvmlShutdown` when the guard is dropped.
 pub(crate) type Guard = Owned<Initialised>;

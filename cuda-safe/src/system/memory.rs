@@ -2,7 +2,6 @@
 
 use super::device::{Device, query};
 use crate::error::Result;
-use crate::nvml_sys;
 
 /// How busy the GPU was over NVML's last sample period (1/6 s to 1 s, by product).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -39,6 +38,7 @@ pub struct Bar1Memory {
 
 impl Device {
     /// GPU and memory utilization, in percent. One NVML call, no allocation.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetUtilizationRates)]
     #[doc(alias = "nvmlDeviceGetUtilizationRates")]
     #[inline]
     pub fn utilization(&self) -> Result<Utilization> {
@@ -54,6 +54,7 @@ impl Device {
     }
 
     /// Device memory: total, reserved, used and free. One NVML call, no allocation.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetMemoryInfo_v2)]
     #[doc(alias = "nvmlDeviceGetMemoryInfo_v2")]
     #[inline]
     pub fn memory_info(&self) -> Result<MemoryInfo> {
@@ -71,6 +72,7 @@ impl Device {
     }
 
     /// BAR1 memory: total, free and used.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetBAR1MemoryInfo)]
     #[doc(alias = "nvmlDeviceGetBAR1MemoryInfo")]
     pub fn bar1_memory(&self) -> Result<Bar1Memory> {
         let bar1 = query!(

@@ -6,11 +6,12 @@ use super::device::{Device, query, query_with};
 use super::enums::FeatureState;
 use super::modes::CurrentAndPending;
 use crate::error::{Result, nvml};
-use crate::nvml_sys::nvmlReturn_t;
+use nvml_sys::nvmlReturn_t;
 
 impl Device {
     /// Whether MIG mode is on, now and after the next GPU reset. GPUs without MIG give an
     /// error for which [`Error::is_not_supported`](crate::Error::is_not_supported) is true.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetMigMode)]
     #[doc(alias = "nvmlDeviceGetMigMode")]
     pub fn mig_mode(&self) -> Result<CurrentAndPending<FeatureState>> {
         let (mut current, mut pending) = (0, 0);
@@ -28,12 +29,14 @@ impl Device {
     }
 
     /// Whether this is a MIG device (a slice of a GPU) rather than a whole GPU.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceIsMigDeviceHandle)]
     #[doc(alias = "nvmlDeviceIsMigDeviceHandle")]
     pub fn is_mig_device(&self) -> Result<bool> {
         query!(self, nvmlDeviceIsMigDeviceHandle, 0,).map(|is_mig| is_mig != 0)
     }
 
     /// How many MIG devices this GPU can hold at most.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetMaxMigDeviceCount)]
     #[doc(alias = "nvmlDeviceGetMaxMigDeviceCount")]
     pub fn max_mig_device_count(&self) -> Result<u32> {
         query!(self, nvmlDeviceGetMaxMigDeviceCount, 0,)
@@ -41,6 +44,7 @@ impl Device {
 
     /// The MIG device at slot `index` (below [`max_mig_device_count`](Self::max_mig_device_count));
     /// an empty slot is NVML's not-found error.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetMigDeviceHandleByIndex)]
     #[doc(alias = "nvmlDeviceGetMigDeviceHandleByIndex")]
     pub fn mig_device(&self, index: u32) -> Result<Device> {
         let handle = query_with!(
@@ -69,6 +73,7 @@ impl Device {
     }
 
     /// The GPU a MIG device belongs to.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetDeviceHandleFromMigDeviceHandle)]
     #[doc(alias = "nvmlDeviceGetDeviceHandleFromMigDeviceHandle")]
     pub fn parent(&self) -> Result<Device> {
         let handle = query!(
@@ -80,12 +85,14 @@ impl Device {
     }
 
     /// The GPU instance a MIG device belongs to.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetGpuInstanceId)]
     #[doc(alias = "nvmlDeviceGetGpuInstanceId")]
     pub fn gpu_instance_id(&self) -> Result<u32> {
         query!(self, nvmlDeviceGetGpuInstanceId, 0,)
     }
 
     /// The compute instance a MIG device belongs to, within its GPU instance.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetComputeInstanceId)]
     #[doc(alias = "nvmlDeviceGetComputeInstanceId")]
     pub fn compute_instance_id(&self) -> Result<u32> {
         query!(self, nvmlDeviceGetComputeInstanceId, 0,)
@@ -95,7 +102,7 @@ impl Device {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nvml_sys;
+    use nvml_sys;
 
     #[test]
     fn mig_mode_values_are_feature_states() {

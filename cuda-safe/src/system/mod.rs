@@ -107,7 +107,7 @@ const _: () = {
 #[cfg(test)]
 mod tests {
     use crate::error::Error;
-    use crate::nvml_sys::{LoadError, nvmlReturn_t};
+    use nvml_sys::{LoadError, nvmlReturn_t};
     use std::path::PathBuf;
 
     #[test]

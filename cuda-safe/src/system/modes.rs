@@ -3,7 +3,6 @@
 use super::device::{Device, query};
 use super::enums::{ComputeMode, EccCounter, EccErrorType, FeatureState};
 use crate::error::{Result, nvml};
-use crate::nvml_sys;
 
 /// A setting's value now and the value it takes at the next reboot or GPU reset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -16,6 +15,7 @@ pub struct CurrentAndPending<T> {
 
 impl Device {
     /// Whether ECC is on, now and after the next reboot.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetEccMode)]
     #[doc(alias = "nvmlDeviceGetEccMode")]
     pub fn ecc_mode(&self) -> Result<CurrentAndPending<FeatureState>> {
         let mut current = nvml_sys::nvmlEnableState_t::NVML_FEATURE_DISABLED;
@@ -35,6 +35,7 @@ impl Device {
 
     /// The number of memory errors of `kind` counted by `counter` (since the driver loaded, or
     /// over the GPU's life).
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetTotalEccErrors)]
     #[doc(alias = "nvmlDeviceGetTotalEccErrors")]
     pub fn total_ecc_errors(&self, kind: EccErrorType, counter: EccCounter) -> Result<u64> {
         let mut count = 0;
@@ -55,6 +56,7 @@ impl Device {
     }
 
     /// Whether the driver stays loaded with no client (persistence mode; Linux only).
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetPersistenceMode)]
     #[doc(alias = "nvmlDeviceGetPersistenceMode")]
     pub fn persistence_mode(&self) -> Result<FeatureState> {
         query!(
@@ -66,6 +68,7 @@ impl Device {
     }
 
     /// Who may create compute contexts on the GPU.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetComputeMode)]
     #[doc(alias = "nvmlDeviceGetComputeMode")]
     pub fn compute_mode(&self) -> Result<ComputeMode> {
         query!(

@@ -4,7 +4,6 @@ use super::device::{Device, query, query_with};
 use super::enums::PcieCounter;
 use crate::error::Result;
 use crate::ffi::from_c_chars;
-use crate::nvml_sys;
 
 /// Where a device sits on the PCI bus (`nvmlPciInfo_t`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
@@ -40,6 +39,7 @@ impl PciInfo {
 
 impl Device {
     /// The device's PCI address and ids.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetPciInfo_v3)]
     #[doc(alias = "nvmlDeviceGetPciInfo_v3")]
     pub fn pci_info(&self) -> Result<PciInfo> {
         let pci = query!(
@@ -51,24 +51,28 @@ impl Device {
     }
 
     /// The PCIe link generation now (it drops when the GPU idles).
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetCurrPcieLinkGeneration)]
     #[doc(alias = "nvmlDeviceGetCurrPcieLinkGeneration")]
     pub fn current_pcie_link_generation(&self) -> Result<u32> {
         query!(self, nvmlDeviceGetCurrPcieLinkGeneration, 0,)
     }
 
     /// The highest PCIe link generation the device and system support.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetMaxPcieLinkGeneration)]
     #[doc(alias = "nvmlDeviceGetMaxPcieLinkGeneration")]
     pub fn max_pcie_link_generation(&self) -> Result<u32> {
         query!(self, nvmlDeviceGetMaxPcieLinkGeneration, 0,)
     }
 
     /// The PCIe link width now, in lanes.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetCurrPcieLinkWidth)]
     #[doc(alias = "nvmlDeviceGetCurrPcieLinkWidth")]
     pub fn current_pcie_link_width(&self) -> Result<u32> {
         query!(self, nvmlDeviceGetCurrPcieLinkWidth, 0,)
     }
 
     /// The widest PCIe link the device and system support, in lanes.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetMaxPcieLinkWidth)]
     #[doc(alias = "nvmlDeviceGetMaxPcieLinkWidth")]
     pub fn max_pcie_link_width(&self) -> Result<u32> {
         query!(self, nvmlDeviceGetMaxPcieLinkWidth, 0,)
@@ -76,6 +80,7 @@ impl Device {
 
     /// PCIe throughput in one direction, in KB/s, measured by NVML over 20 ms (so the call
     /// takes about that long).
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetPcieThroughput)]
     #[doc(alias = "nvmlDeviceGetPcieThroughput")]
     pub fn pcie_throughput_kb_per_s(&self, counter: PcieCounter) -> Result<u32> {
         // An unknown counter is NVML's invalid-argument error.

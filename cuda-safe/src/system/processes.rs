@@ -20,7 +20,7 @@ use bytemuck::{Pod, Zeroable};
 
 use super::device::Device;
 use crate::error::{Error, Result, check_nvml};
-use crate::nvml_sys::{LoadError, Nvml, nvmlDevice_t, nvmlProcessInfo_t, nvmlReturn_t};
+use nvml_sys::{LoadError, Nvml, nvmlDevice_t, nvmlProcessInfo_t, nvmlReturn_t};
 
 /// NVML's "not available" marker in 64-bit fields (`NVML_VALUE_NOT_AVAILABLE` as unsigned).
 const NOT_AVAILABLE_U64: u64 = u64::MAX;
@@ -182,6 +182,7 @@ type ListFn = unsafe fn(
 
 impl Device {
     /// The processes with a compute context on this GPU (CUDA programs).
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetComputeRunningProcesses_v3)]
     #[doc(alias = "nvmlDeviceGetComputeRunningProcesses_v3")]
     pub fn compute_processes(&self) -> Result<Vec<ProcessInfo>> {
         let mut processes = Vec::new();
@@ -191,6 +192,7 @@ impl Device {
 
     /// [`compute_processes`](Self::compute_processes) into `processes` (cleared first). With a
     /// vector reused between calls this is one NVML call and no allocation.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetComputeRunningProcesses_v3)]
     #[doc(alias = "nvmlDeviceGetComputeRunningProcesses_v3")]
     #[inline]
     pub fn compute_processes_into(&self, processes: &mut Vec<ProcessInfo>) -> Result<()> {
@@ -202,6 +204,7 @@ impl Device {
     }
 
     /// The processes with a graphics context on this GPU (OpenGL, Vulkan, ...).
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetGraphicsRunningProcesses_v3)]
     #[doc(alias = "nvmlDeviceGetGraphicsRunningProcesses_v3")]
     pub fn graphics_processes(&self) -> Result<Vec<ProcessInfo>> {
         let mut processes = Vec::new();
@@ -387,7 +390,7 @@ mod tests {
         assert_eq!(size_of::<ProcessInfo>(), 32);
         assert_eq!(
             size_of::<ProcessInfo>(),
-            size_of::<crate::nvml_sys::nvmlProcessDetail_v1_t>()
+            size_of::<nvml_sys::nvmlProcessDetail_v1_t>()
         );
         assert_eq!(size_of::<nvmlProcessInfo_t>(), 24);
         assert_eq!(align_of::<ProcessInfo>(), align_of::<nvmlProcessInfo_t>());

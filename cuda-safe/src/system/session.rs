@@ -9,8 +9,8 @@ use super::text::read_string;
 use super::version::VersionString;
 use crate::error::{Result, nvml};
 use crate::ffi::from_c_chars;
-use crate::nvml_sys::{self, Nvml};
-use crate::sys::CudaVersion;
+use nvml_sys::CudaVersion;
+use nvml_sys::Nvml;
 
 /// A hold on NVML: while a `Session` (or any [`Device`]) is alive, NVML stays initialised.
 ///
@@ -36,6 +36,7 @@ impl Session {
     /// Fails with [`Error::Load`](crate::Error::Load) (library not found) on a machine without
     /// NVML, and with [`Error::Nvml`](crate::Error::Nvml) when initialisation fails (no driver
     /// loaded, no permission).
+    #[doc = nvml_sys::api_doc!(nvmlInit_v2)]
     #[doc(alias = "nvmlInit_v2")]
     pub fn new() -> Result<Self> {
         Ok(Self::from_guard(init::acquire()?))
@@ -51,6 +52,7 @@ impl Session {
     }
 
     /// The number of GPUs NVML sees (all of them, whatever `CUDA_VISIBLE_DEVICES` says).
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetCount_v2)]
     #[doc(alias = "nvmlDeviceGetCount_v2")]
     pub fn device_count(&self) -> Result<u32> {
         let mut count = 0;
@@ -60,6 +62,7 @@ impl Session {
     }
 
     /// The GPU at NVML index `index`.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetHandleByIndex_v2)]
     #[doc(alias = "nvmlDeviceGetHandleByIndex_v2")]
     pub fn device(&self, index: u32) -> Result<Device> {
         Device::from_index_in(Arc::clone(&self.guard), index)
@@ -74,6 +77,7 @@ impl Session {
 
     /// The driver's version (`"580.65.06"`): the kernel module's, which NVML's user-mode
     /// library always matches (it refuses to initialise otherwise).
+    #[doc = nvml_sys::api_doc!(nvmlSystemGetDriverVersion)]
     #[doc(alias = "nvmlSystemGetDriverVersion")]
     pub fn driver_version(&self) -> Result<VersionString> {
         const LEN: usize = nvml_sys::NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE as usize;
@@ -85,6 +89,7 @@ impl Session {
     }
 
     /// NVML's own version (`"13.580.65.06"`: the CUDA major version, then the driver's).
+    #[doc = nvml_sys::api_doc!(nvmlSystemGetNVMLVersion)]
     #[doc(alias = "nvmlSystemGetNVMLVersion")]
     pub fn nvml_version(&self) -> Result<VersionString> {
         const LEN: usize = nvml_sys::NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE as usize;
@@ -97,6 +102,7 @@ impl Session {
 
     /// The newest CUDA version the driver supports (what `cuDriverGetVersion` returns),
     /// read without initialising CUDA.
+    #[doc = nvml_sys::api_doc!(nvmlSystemGetCudaDriverVersion_v2)]
     #[doc(alias = "nvmlSystemGetCudaDriverVersion_v2")]
     pub fn cuda_driver_version(&self) -> Result<CudaVersion> {
         let mut version = 0;
@@ -107,6 +113,7 @@ impl Session {
 
     /// The driver's branch (`"r580_00"`). A driver older than this function gives an error for
     /// which [`Error::is_symbol_missing`](crate::Error::is_symbol_missing) is true.
+    #[doc = nvml_sys::api_doc!(nvmlSystemGetDriverBranch)]
     #[doc(alias = "nvmlSystemGetDriverBranch")]
     pub fn driver_branch(&self) -> Result<String> {
         let mut info = nvml_sys::nvmlSystemDriverBranchInfo_t {
@@ -121,6 +128,7 @@ impl Session {
     }
 
     /// The name of process `pid` (as NVML reads it from the OS; cut to 1023 bytes).
+    #[doc = nvml_sys::api_doc!(nvmlSystemGetProcessName)]
     #[doc(alias = "nvmlSystemGetProcessName")]
     pub fn process_name(&self, pid: u32) -> Result<String> {
         read_string::<1024>(|buffer, length| {
@@ -131,18 +139,21 @@ impl Session {
 }
 
 /// The number of GPUs NVML sees: [`Session::device_count`] in a session of its own.
+#[doc = nvml_sys::api_doc!(nvmlDeviceGetCount_v2)]
 #[doc(alias = "nvmlDeviceGetCount_v2")]
 pub fn device_count() -> Result<u32> {
     Session::new()?.device_count()
 }
 
 /// The driver's version: [`Session::driver_version`] in a session of its own.
+#[doc = nvml_sys::api_doc!(nvmlSystemGetDriverVersion)]
 #[doc(alias = "nvmlSystemGetDriverVersion")]
 pub fn driver_version() -> Result<VersionString> {
     Session::new()?.driver_version()
 }
 
 /// NVML's version: [`Session::nvml_version`] in a session of its own.
+#[doc = nvml_sys::api_doc!(nvmlSystemGetNVMLVersion)]
 #[doc(alias = "nvmlSystemGetNVMLVersion")]
 pub fn nvml_version() -> Result<VersionString> {
     Session::new()?.nvml_version()
@@ -150,18 +161,21 @@ pub fn nvml_version() -> Result<VersionString> {
 
 /// The CUDA version the driver supports: [`Session::cuda_driver_version`] in a session of
 /// its own.
+#[doc = nvml_sys::api_doc!(nvmlSystemGetCudaDriverVersion_v2)]
 #[doc(alias = "nvmlSystemGetCudaDriverVersion_v2")]
 pub fn cuda_driver_version() -> Result<CudaVersion> {
     Session::new()?.cuda_driver_version()
 }
 
 /// The driver's branch: [`Session::driver_branch`] in a session of its own.
+#[doc = nvml_sys::api_doc!(nvmlSystemGetDriverBranch)]
 #[doc(alias = "nvmlSystemGetDriverBranch")]
 pub fn driver_branch() -> Result<String> {
     Session::new()?.driver_branch()
 }
 
 /// The name of process `pid`: [`Session::process_name`] in a session of its own.
+#[doc = nvml_sys::api_doc!(nvmlSystemGetProcessName)]
 #[doc(alias = "nvmlSystemGetProcessName")]
 pub fn process_name(pid: u32) -> Result<String> {
     Session::new()?.process_name(pid)

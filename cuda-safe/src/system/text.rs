@@ -20,7 +20,7 @@ pub(super) fn read_string<const N: usize>(
 mod tests {
     use super::*;
     use crate::error::check_nvml;
-    use crate::nvml_sys::nvmlReturn_t;
+    use nvml_sys::nvmlReturn_t;
 
     #[test]
     fn read_string_passes_the_buffer_and_maps_failure() {

@@ -4,7 +4,6 @@ use super::device::{Device, query, query_with};
 use super::enums::TemperatureThreshold;
 use crate::abi;
 use crate::error::Result;
-use crate::nvml_sys;
 
 impl Device {
     /// The GPU die temperature, in degrees Celsius. One NVML call, no allocation.
@@ -22,6 +21,7 @@ impl Device {
     }
 
     /// A temperature threshold, in degrees Celsius.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetTemperatureThreshold)]
     #[doc(alias = "nvmlDeviceGetTemperatureThreshold")]
     pub fn temperature_threshold_c(&self, threshold: TemperatureThreshold) -> Result<u32> {
         // An unknown threshold is NVML's invalid-argument error.
@@ -34,12 +34,14 @@ impl Device {
     }
 
     /// How many fans the board has (not supported on passively cooled boards).
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetNumFans)]
     #[doc(alias = "nvmlDeviceGetNumFans")]
     pub fn fan_count(&self) -> Result<u32> {
         query!(self, nvmlDeviceGetNumFans, 0)
     }
 
     /// The speed fan `fan` is asked to run at, in percent of its maximum.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetFanSpeed_v2)]
     #[doc(alias = "nvmlDeviceGetFanSpeed_v2")]
     pub fn fan_speed_percent(&self, fan: u32) -> Result<u32> {
         // A fan index out of range is NVML's invalid-argument error.

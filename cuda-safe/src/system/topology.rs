@@ -4,10 +4,10 @@
 use super::device::Device;
 use super::enums::{P2pCapability, P2pStatus, TopologyLevel};
 use crate::error::{Result, nvml};
-use crate::nvml_sys;
 
 impl Device {
     /// The closest point of the system's topology this GPU and `other` share.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetTopologyCommonAncestor)]
     #[doc(alias = "nvmlDeviceGetTopologyCommonAncestor")]
     pub fn topology_common_ancestor(&self, other: &Device) -> Result<TopologyLevel> {
         let mut level = nvml_sys::nvmlGpuTopologyLevel_t::NVML_TOPOLOGY_SYSTEM;
@@ -23,6 +23,7 @@ impl Device {
     }
 
     /// Whether this GPU and `other` can use `capability` peer to peer.
+    #[doc = nvml_sys::api_doc!(nvmlDeviceGetP2PStatus)]
     #[doc(alias = "nvmlDeviceGetP2PStatus")]
     pub fn p2p_status(&self, other: &Device, capability: P2pCapability) -> Result<P2pStatus> {
         let mut status = nvml_sys::nvmlGpuP2PStatus_t::NVML_P2P_STATUS_UNKNOWN;

@@ -32,7 +32,7 @@ use crate::driver::driver;
 use crate::error::{Result, cu};
 use crate::launch::{DeviceRepr, KernelArg};
 use crate::memory::Buffer;
-use crate::sys::{
+use cuda_sys::{
     CUtensorMap, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave,
     CUtensorMapL2promotion, CUtensorMapSwizzle,
 };
@@ -103,38 +103,44 @@ pub enum TensorMapDataType {
 impl TensorMapDataType {
     /// The size of one element in bytes.
     pub fn size(self) -> usize {
-        use TensorMapDataType::*;
         match self {
-            U8 => 1,
-            U16 | F16 | Bf16 => 2,
-            U32 | I32 | F32 | F32Ftz | Tf32 | Tf32Ftz => 4,
-            U64 | I64 | F64 => 8,
+            Self::U8 => 1,
+            Self::U16 | Self::F16 | Self::Bf16 => 2,
+            Self::U32 | Self::I32 | Self::F32 | Self::F32Ftz | Self::Tf32 | Self::Tf32Ftz => 4,
+            Self::U64 | Self::I64 | Self::F64 => 8,
         }
     }
 
     /// Whether it is a floating-point type (which the NaN out-of-bounds fill needs).
     pub fn is_float(self) -> bool {
-        use TensorMapDataType::*;
-        matches!(self, F16 | F32 | F64 | Bf16 | F32Ftz | Tf32 | Tf32Ftz)
+        matches!(
+            self,
+            Self::F16
+                | Self::F32
+                | Self::F64
+                | Self::Bf16
+                | Self::F32Ftz
+                | Self::Tf32
+                | Self::Tf32Ftz
+        )
     }
 
     fn raw(self) -> CUtensorMapDataType {
         use CUtensorMapDataType as Raw;
-        use TensorMapDataType::*;
         match self {
-            U8 => Raw::CU_TENSOR_MAP_DATA_TYPE_UINT8,
-            U16 => Raw::CU_TENSOR_MAP_DATA_TYPE_UINT16,
-            U32 => Raw::CU_TENSOR_MAP_DATA_TYPE_UINT32,
-            I32 => Raw::CU_TENSOR_MAP_DATA_TYPE_INT32,
-            U64 => Raw::CU_TENSOR_MAP_DATA_TYPE_UINT64,
-            I64 => Raw::CU_TENSOR_MAP_DATA_TYPE_INT64,
-            F16 => Raw::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-            F32 => Raw::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-            F64 => Raw::CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
-            Bf16 => Raw::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-            F32Ftz => Raw::CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ,
-            Tf32 => Raw::CU_TENSOR_MAP_DATA_TYPE_TFLOAT32,
-            Tf32Ftz => Raw::CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ,
+            Self::U8 => Raw::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+            Self::U16 => Raw::CU_TENSOR_MAP_DATA_TYPE_UINT16,
+            Self::U32 => Raw::CU_TENSOR_MAP_DATA_TYPE_UINT32,
+            Self::I32 => Raw::CU_TENSOR_MAP_DATA_TYPE_INT32,
+            Self::U64 => Raw::CU_TENSOR_MAP_DATA_TYPE_UINT64,
+            Self::I64 => Raw::CU_TENSOR_MAP_DATA_TYPE_INT64,
+            Self::F16 => Raw::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+            Self::F32 => Raw::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+            Self::F64 => Raw::CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
+            Self::Bf16 => Raw::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+            Self::F32Ftz => Raw::CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ,
+            Self::Tf32 => Raw::CU_TENSOR_MAP_DATA_TYPE_TFLOAT32,
+            Self::Tf32Ftz => Raw::CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ,
         }
     }
 }
@@ -246,6 +252,7 @@ impl TensorMap {
     /// dimension and `strides` bytes between the starts of consecutive rows of each dimension
     /// but the innermost, innermost first, read in `options.box_dims` boxes.
     ///
+    #[doc = cuda_sys::api_doc!(cuTensorMapEncodeTiled)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming the rule broken (rank,
@@ -274,6 +281,7 @@ impl TensorMap {
     /// An im2col map of the tensor at the start of `buffer` (`dims` and `strides` as for
     /// [`tiled`](Self::tiled); dimension 0 is C, then W, H, D, N).
     ///
+    #[doc = cuda_sys::api_doc!(cuTensorMapEncodeIm2col)]
     /// # Errors
     ///
     /// As [`tiled`](Self::tiled), with the im2col rules: rank 3 to 5, corner offsets in the
@@ -298,6 +306,7 @@ impl TensorMap {
 
     /// A tiled map of the tensor at `address`, whose memory the caller vouches for.
     ///
+    #[doc = cuda_sys::api_doc!(cuTensorMapEncodeTiled)]
     /// # Errors
     ///
     /// As [`tiled`](Self::tiled), less the extent check.

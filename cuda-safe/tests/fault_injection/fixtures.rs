@@ -145,9 +145,9 @@ pub(crate) fn launch_twice(fixture: &LaunchFixture, stream: &Stream) -> Result<(
     unsafe { launch(stream, &fixture.config, &fixture.kernel, (&mut *buffer, N)) }
 }
 
-/// Releases a device's primary context (and forgets its default pool) so the operation
-/// retains it again; dropping the guard makes both again, so the next case starts as this one
-/// did.
+/// Releases a device's primary context (and forgets its default pool), then has the process
+/// keep it again from its next use, so the operation retains it again as a cold start does;
+/// dropping the guard makes both again, so the next case starts as this one did.
 pub(crate) struct Cold(usize);
 
 impl Cold {
@@ -158,10 +158,9 @@ impl Cold {
 
     /// The device of `ordinal` cold.
     pub(crate) fn of(ordinal: usize) -> Self {
-        assert!(
-            device_of(ordinal).release_primary_context(),
-            "the context was kept"
-        );
+        let device = device_of(ordinal);
+        assert!(device.release_primary_context(), "the context was kept");
+        device.retain_primary_context();
         Cold(ordinal)
     }
 
@@ -173,6 +172,7 @@ impl Cold {
 
 impl Drop for Cold {
     fn drop(&mut self) {
+        device_of(self.0).retain_primary_context();
         pool_of(self.0);
     }
 }

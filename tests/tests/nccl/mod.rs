@@ -6,8 +6,9 @@
 //! aborts within its timeout.
 //!
 //! Each test needs two GPUs (`cuda_gpu_tests::devices(2)`): it skips with the reason on fewer,
-//! and fails instead under `CUDA_SAFE_REQUIRE_GPUS=2`. Every process keeps NVLink multicast off
-//! (`NCCL_NVLS_ENABLE=0`), and the rank processes check that they inherited it.
+//! and fails instead under `CUDA_SAFE_REQUIRE_GPUS=2`. The rank processes check that they
+//! inherited the parent's `NCCL_NVLS_ENABLE` (the scripts of our GPU machines export 0; the
+//! crate itself sets none of NCCL's variables).
 
 mod ranks;
 

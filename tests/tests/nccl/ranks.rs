@@ -5,7 +5,7 @@ use std::process::{Child, ExitCode};
 use std::time::{Duration, Instant};
 
 use cuda_safe::Error;
-use cuda_safe::nccl::{self, Communicator, Launcher, ReduceOp};
+use cuda_safe::nccl::{Communicator, Launcher, ReduceOp};
 
 use super::{TIMEOUT, element};
 
@@ -13,6 +13,13 @@ use super::{TIMEOUT, element};
 const CHILD_ENV: &str = "CUDA_SAFE_NCCL_TEST_CHILD";
 /// The dead-peer scenario's wait: short, so the test shows the abort.
 const DEAD_PEER_TIMEOUT: Duration = Duration::from_secs(10);
+/// The variable through which a rank learns the parent's `NCCL_NVLS_ENABLE`.
+const PARENT_NVLS_ENV: &str = "CUDA_GPU_TESTS_PARENT_NVLS";
+
+/// This process's `NCCL_NVLS_ENABLE`, or `unset`.
+fn parent_nvls() -> String {
+    std::env::var("NCCL_NVLS_ENABLE").unwrap_or_else(|_| "unset".to_owned())
+}
 
 /// Starts this binary as two rank processes running `scenario`, and waits for both.
 pub(super) fn run_ranks(scenario: &str) -> Vec<std::process::ExitStatus> {
@@ -23,6 +30,7 @@ pub(super) fn run_ranks(scenario: &str) -> Vec<std::process::ExitStatus> {
             launcher
                 .command(&program, rank)
                 .env(CHILD_ENV, scenario)
+                .env(PARENT_NVLS_ENV, parent_nvls())
                 .spawn()
                 .unwrap()
         })
@@ -48,7 +56,7 @@ pub(super) fn run_ranks(scenario: &str) -> Vec<std::process::ExitStatus> {
 
 /// The rank process's part, when this process is one ([`CHILD_ENV`] naming the scenario):
 /// joins through the launcher's variables, runs the scenario and gives its exit code; `None`
-/// otherwise. `main` asks before the harness runs, after turning NVLink multicast off.
+/// otherwise. `main` asks before the harness runs.
 pub(crate) fn child_part() -> Option<ExitCode> {
     let scenario = std::env::var(CHILD_ENV).ok()?;
     Some(rank_process(&scenario))
@@ -56,8 +64,8 @@ pub(crate) fn child_part() -> Option<ExitCode> {
 
 /// A rank process: joins through the launcher's variables, then runs `scenario`.
 fn rank_process(scenario: &str) -> ExitCode {
-    if !nccl::nvls_disabled() {
-        eprintln!("rank process started without NCCL_NVLS_ENABLE=0");
+    if std::env::var(PARENT_NVLS_ENV).ok() != Some(parent_nvls()) {
+        eprintln!("rank process did not inherit the parent's NCCL_NVLS_ENABLE");
         return ExitCode::FAILURE;
     }
     let comm = Communicator::from_env(TIMEOUT).expect("joining the job");

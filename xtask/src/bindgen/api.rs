@@ -1,6 +1,7 @@
 //! The headers generated and how: one recipe per header.
 
-use crate::headers;
+use super::links::Doxygen;
+use crate::headers::{self, HeaderSet};
 
 /// One header's generation recipe.
 pub(super) struct Api {
@@ -20,6 +21,45 @@ pub(super) struct Api {
     pub(super) types: &'static str,
     /// bindgen's allowlist of variables.
     pub(super) vars: &'static str,
+    /// Where NVIDIA publishes the header's doxygen-built reference (`None`: NCCL, whose
+    /// reference is written by hand; see `nccl.rs`).
+    pub(super) reference: Option<Reference>,
+}
+
+/// A doxygen-built reference of a header, as NVIDIA publishes it.
+pub(super) struct Reference {
+    /// Where its pages are.
+    pub(super) location: Location,
+    /// `None` for one page per group; `Some(page)` when the groups are sections of one page.
+    pub(super) one_page: Option<&'static str>,
+    /// What stands between `_1` and the hash in an entry's anchor (see [`Doxygen`]).
+    pub(super) member_prefix: &'static str,
+    /// The macros its doxygen build defines away.
+    pub(super) ignored_macros: &'static [&'static str],
+}
+
+/// Where a reference's pages are.
+pub(super) enum Location {
+    /// A folder of the CUDA documentation the header set is documented in (`nvrtc/`).
+    Toolkit(&'static str),
+    /// A fixed address, ending in `/` (NVML's reference follows the driver, not the toolkit).
+    Fixed(&'static str),
+}
+
+impl Reference {
+    /// The reference of the headers of `set`.
+    pub(super) fn of(&self, set: &HeaderSet) -> Doxygen {
+        let base = match self.location {
+            Location::Toolkit(folder) => format!("{}{folder}", set.docs_root),
+            Location::Fixed(address) => address.to_owned(),
+        };
+        Doxygen {
+            base,
+            one_page: self.one_page,
+            member_prefix: self.member_prefix,
+            ignored_macros: self.ignored_macros,
+        }
+    }
 }
 
 /// The recipes, one per header; each header of each CUDA major becomes `src/v<major>.rs` of
@@ -34,6 +74,13 @@ pub(super) const APIS: [Api; 4] = [
         functions: "cu[A-Z].*",
         types: "(CU|cu)[A-Za-z0-9_]*",
         vars: "(CU|CUDA|cu)[A-Za-z0-9_]*",
+        // docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html#group__CUDA__MEM_1g<hash>
+        reference: Some(Reference {
+            location: Location::Toolkit("cuda-driver-api/"),
+            one_page: None,
+            member_prefix: "g",
+            ignored_macros: &["CUDAAPI"],
+        }),
     },
     Api {
         crate_dir: "nvrtc-sys",
@@ -44,6 +91,14 @@ pub(super) const APIS: [Api; 4] = [
         functions: "nvrtc[A-Z].*",
         types: "nvrtc[A-Za-z0-9_]*",
         vars: "NVRTC_[A-Za-z0-9_]*",
+        // docs.nvidia.com/cuda/nvrtc/index.html#group__compilation_1ga<hash>: the Sphinx page
+        // built from doxygen's XML, as nvJitLink's.
+        reference: Some(Reference {
+            location: Location::Toolkit("nvrtc/"),
+            one_page: Some("index.html"),
+            member_prefix: "ga",
+            ignored_macros: &[],
+        }),
     },
     Api {
         crate_dir: "nvml-sys",
@@ -54,6 +109,14 @@ pub(super) const APIS: [Api; 4] = [
         functions: "nvml[A-Z].*",
         types: "nvml[A-Za-z0-9_]*",
         vars: "(NVML|nvml)[A-Za-z0-9_]*",
+        // docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html#group__..._1g<hash>;
+        // the build keeps `DECLDIR` in the types.
+        reference: Some(Reference {
+            location: Location::Fixed("https://docs.nvidia.com/deploy/nvml-api/"),
+            one_page: None,
+            member_prefix: "g",
+            ignored_macros: &[],
+        }),
     },
     Api {
         crate_dir: "nvjitlink-sys",
@@ -66,5 +129,12 @@ pub(super) const APIS: [Api; 4] = [
         functions: "(__)?nvJitLink[A-Z].*",
         types: "nvJitLink[A-Za-z0-9_]*",
         vars: "NVJITLINK_[A-Za-z0-9_]*",
+        // docs.nvidia.com/cuda/nvjitlink/index.html#group__linking_1ga<hash>
+        reference: Some(Reference {
+            location: Location::Toolkit("nvjitlink/"),
+            one_page: Some("index.html"),
+            member_prefix: "ga",
+            ignored_macros: &[],
+        }),
     },
 ];

@@ -7,6 +7,8 @@ use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 
 use super::api::Api;
+use super::format::doc_lines;
+use super::links::{ApiDoc, Links};
 use super::scan::since_of;
 
 /// Which release introduced each entry point, as the library's headers tell it.
@@ -41,18 +43,51 @@ impl Dating<'_> {
         }
     }
 
-    /// `, since CUDA 12.4` / `, since NCCL 2.18` for the method's doc.
-    fn note(&self, symbol: &str) -> Option<String> {
+    /// `Needs a CUDA 12.4 driver.` for an entry point newer than CUDA 12.0, the oldest driver
+    /// the crates support; `Needs NCCL 2.18.` for one newer than the oldest NCCL dated
+    /// against (the undated ones are in every NCCL from that one on).
+    pub(super) fn needs(&self, symbol: &str) -> Option<String> {
         let version = self.since(symbol)?;
-        Some(match self {
-            Self::Cuda(_) => format!(", since CUDA {}.{}", version / 1000, (version % 1000) / 10),
-            Self::Nccl(_) => format!(
-                ", since NCCL {}.{}",
+        match self {
+            Self::Cuda(_) => (version > OLDEST_CUDA).then(|| {
+                format!(
+                    "Needs a CUDA {}.{} driver.",
+                    version / 1000,
+                    (version % 1000) / 10
+                )
+            }),
+            Self::Nccl(_) => Some(format!(
+                "Needs NCCL {}.{}.",
                 version / 10000,
                 (version % 10000) / 100
-            ),
-        })
+            )),
+        }
     }
+}
+
+/// `CUDA_VERSION` of the oldest driver the crates support: CUDA 12.0. Entry points this driver
+/// has need no needs line.
+const OLDEST_CUDA: u32 = 12000;
+
+/// Each entry point's documentation, by symbol: its reference entry from `links` (symbol ->
+/// documented name and link) and its needs line from `dating`.
+pub(super) fn api_docs(
+    functions: &[syn::Signature],
+    links: &Links,
+    dating: &Dating<'_>,
+) -> Result<BTreeMap<String, ApiDoc>, String> {
+    functions
+        .iter()
+        .map(|sig| {
+            let symbol = sig.ident.to_string();
+            let (name, link) = links
+                .get(&symbol)
+                .cloned()
+                .ok_or_else(|| format!("{symbol} has no documentation link"))?;
+            let needs = dating.needs(&symbol);
+            Ok((symbol, ApiDoc { name, link, needs }))
+        })
+        .collect()
 }
 
 /// `pub static ENTRY_POINTS` and `ENTRY_POINT_COUNT`.
@@ -86,24 +121,24 @@ pub(super) fn entry_point_struct(
     api: &Api,
     functions: &[syn::Signature],
     aliases: &[(String, String)],
-    since: &Dating<'_>,
+    docs: &BTreeMap<String, ApiDoc>,
 ) -> Result<TokenStream, String> {
     let name = format_ident!("{}", api.struct_name);
-    let struct_doc = format!(
-        " The entry points of {}, each resolved on first call and cached.\n\n \
+    let struct_doc = doc_lines(&format!(
+        "The entry points of {}, each resolved on first call and cached.\n\n\
          Every method is `unsafe`: the caller upholds the C function's contract (valid \
          pointers, handles and sizes) as the header documents it. A method returns \
          [`LoadError::SymbolMissing`](::cuda_loader::LoadError::SymbolMissing) when the loaded \
          library lacks its symbol, and otherwise the C function's own return value.",
         api.library
-    );
+    ));
     let methods = functions
         .iter()
         .enumerate()
-        .map(|(index, sig)| method(index, sig, aliases, since))
+        .map(|(index, sig)| method(index, sig, aliases, docs))
         .collect::<Result<Vec<_>, String>>()?;
     Ok(quote! {
-        #[doc = #struct_doc]
+        #(#[doc = #struct_doc])*
         #[derive(Debug)]
         pub struct #name {
             library: ::cuda_loader::Library<ENTRY_POINT_COUNT>,
@@ -136,7 +171,7 @@ fn method(
     index: usize,
     sig: &syn::Signature,
     aliases: &[(String, String)],
-    since: &Dating<'_>,
+    docs: &BTreeMap<String, ApiDoc>,
 ) -> Result<TokenStream, String> {
     let ident = &sig.ident;
     let symbol = ident.to_string();
@@ -161,21 +196,13 @@ fn method(
         syn::ReturnType::Default => quote!(()),
         syn::ReturnType::Type(_, ty) => quote!(#ty),
     };
-    let mut doc = format!(" Calls `{symbol}`");
-    if let Some((api_name, _)) = aliases.iter().find(|(_, target)| *target == symbol) {
-        doc.push_str(&format!(" (what `{api_name}` names in the header)"));
-    } else if let Some((_, versioned)) = aliases.iter().find(|(name, _)| *name == symbol) {
-        doc.push_str(&format!(
-            ", the plain export of what the header's inline wrapper calls as `{versioned}`"
-        ));
-    }
-    if let Some(note) = since.note(&symbol) {
-        doc.push_str(&note);
-    }
-    doc.push('.');
+    let api_doc = docs
+        .get(&symbol)
+        .ok_or_else(|| format!("{symbol} has no documentation"))?;
+    let doc = method_doc(&symbol, api_doc, aliases);
     let slot = Literal::usize_unsuffixed(index);
     Ok(quote! {
-        #[doc = #doc]
+        #(#[doc = #doc])*
         #[inline]
         pub unsafe fn #ident(&self, #(#names: #types),*)
             -> ::core::result::Result<#ret, ::cuda_loader::LoadError>
@@ -187,4 +214,26 @@ fn method(
             Ok(unsafe { __c_function(#(#names),*) })
         }
     })
+}
+
+/// A method's doc lines: what it calls (the reference entry, and the export when its name
+/// differs), then the needs line.
+fn method_doc(symbol: &str, doc: &ApiDoc, aliases: &[(String, String)]) -> Vec<String> {
+    let mut first = format!(" {}", doc.calls());
+    if doc.name != symbol {
+        first.push_str(&format!(", exported as `{symbol}`"));
+    } else if let Some((name, _)) = aliases.iter().find(|(_, target)| target == symbol) {
+        first.push_str(&format!(" (what `{name}` names in the header)"));
+    } else if let Some((_, versioned)) = aliases.iter().find(|(name, _)| name == symbol) {
+        first.push_str(&format!(
+            ", the plain export of what the header's inline wrapper calls as `{versioned}`"
+        ));
+    }
+    first.push('.');
+    let mut lines = vec![first];
+    if let Some(needs) = &doc.needs {
+        lines.push(String::new());
+        lines.push(format!(" {needs}"));
+    }
+    lines
 }

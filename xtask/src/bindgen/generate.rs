@@ -9,8 +9,9 @@ use proc_macro2::{Literal, TokenStream};
 use quote::quote;
 
 use super::api::Api;
-use super::entry_points::{Dating, entry_point_struct, entry_point_table};
+use super::entry_points::{Dating, api_docs, entry_point_struct, entry_point_table};
 use super::format::format_file;
+use super::links::api_doc_macro;
 use super::nvml::nvml_struct_versions;
 use super::scan::{function_macros, inline_wrappers, introduced_versions};
 use crate::headers::{self, HeaderSet};
@@ -54,14 +55,32 @@ pub(super) fn generate(api: &Api, set: &HeaderSet) -> Result<String, String> {
         TokenStream::new()
     };
 
-    let preamble = preamble(api, set);
+    let reference = api
+        .reference
+        .as_ref()
+        .ok_or_else(|| format!("{} has no reference", api.header))?
+        .of(set);
+    let symbols: Vec<String> = functions.iter().map(|sig| sig.ident.to_string()).collect();
+    let links = reference.links(&header_text, &symbols, &aliases)?;
+
+    let preamble = preamble(api, set, &reference.index());
     let cuda_version = Literal::u32_unsuffixed(set.cuda_version);
     let dating = Dating::Cuda(&since);
+    let docs = api_docs(&functions, &links, &dating)?;
     let entry_points = entry_point_table(&functions, &dating)?;
     let alias_rows = aliases
         .iter()
         .map(|(api_name, symbol)| quote!((#api_name, #symbol)));
-    let struct_tokens = entry_point_struct(api, &functions, &aliases, &dating)?;
+    let struct_tokens = entry_point_struct(api, &functions, &aliases, &docs)?;
+    let header_name = format!(
+        "`{}` (CUDA {}.{})",
+        api.header,
+        set.cuda_version / 1000,
+        (set.cuda_version % 1000) / 10
+    );
+    let needs = (api.header == headers::CUDA_H)
+        .then_some("for an entry point newer than CUDA 12.0, the driver it needs");
+    let api_doc = api_doc_macro(&docs, &aliases, &header_name, needs);
 
     let tokens = quote! {
         #(#![doc = #preamble])*
@@ -76,6 +95,7 @@ pub(super) fn generate(api: &Api, set: &HeaderSet) -> Result<String, String> {
         #struct_versions
         #entry_points
         #struct_tokens
+        #api_doc
     };
     let file = syn::parse2::<syn::File>(tokens)
         .map_err(|e| format!("generated code for {} does not parse: {e}", api.header))?;
@@ -138,8 +158,9 @@ pub(super) fn bindgen_items(
     Ok((items, functions))
 }
 
-/// The file's inner doc lines: which header of which CUDA it binds, and how it was generated.
-fn preamble(api: &Api, set: &HeaderSet) -> [String; 5] {
+/// The file's inner doc lines: which header of which CUDA it binds, how it was generated, and
+/// the reference its methods link to.
+fn preamble(api: &Api, set: &HeaderSet, reference: &str) -> [String; 6] {
     [
         format!(
             " Raw bindings to `{}` of CUDA {}.{} ({}).",
@@ -153,9 +174,10 @@ fn preamble(api: &Api, set: &HeaderSet) -> [String; 5] {
         " Types and constants come from bindgen; each function of the header is a method of"
             .to_owned(),
         format!(
-            " [`{}`] that resolves its symbol on first use.",
+            " [`{}`] that resolves its symbol on first use, and links to its entry in NVIDIA's",
             api.struct_name
         ),
+        format!(" reference (<{reference}>)."),
     ]
 }
 
@@ -182,8 +204,13 @@ mod tests {
             cuda_version: 13050,
             include_dir: PathBuf::new(),
             sources: vec![(headers::CUDA_H, "a wheel".to_owned())],
+            docs_root: "https://docs.nvidia.com/cuda/".to_owned(),
         };
-        let preamble = preamble(&APIS[0], &set);
+        let preamble = preamble(
+            &APIS[0],
+            &set,
+            "https://docs.nvidia.com/cuda/cuda-driver-api/",
+        );
         let file: syn::File = syn::parse_quote! {
             #(#![doc = #preamble])*
             pub const CUDA_VERSION: u32 = 13050;

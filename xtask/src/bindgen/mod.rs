@@ -1,4 +1,5 @@
-//! `cargo xtask bindgen`: generates the raw bindings and the lazily loading entry-point tables.
+//! `cargo xtask bindgen`: generates the raw bindings and the lazily loading entry-point tables,
+//! and each `-sys` crate's scaffolding (see [`scaffold`]).
 //!
 //! For each header (`cuda.h`, `nvrtc.h`, `nvml.h`, `nvJitLink.h`) of each CUDA major, and for
 //! `nccl.h` once (NCCL's ABI does not follow the CUDA major; see [`nccl`]), bindgen produces the
@@ -10,11 +11,15 @@
 //! `// @generated` marker, which tools and diff viewers recognise.
 
 mod api;
+mod doxygen;
 mod entry_points;
 mod format;
 mod generate;
+mod links;
+mod md5;
 mod nccl;
 mod nvml;
+mod scaffold;
 mod scan;
 
 use std::fs;
@@ -22,6 +27,7 @@ use std::path::PathBuf;
 
 use api::APIS;
 use generate::generate;
+use scaffold::SCAFFOLDS;
 
 use crate::headers;
 
@@ -92,6 +98,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
             .join(nccl::OUTPUT);
         outputs.push((nccl_path, nccl::generate_nccl(&root)?));
     }
+    // The scaffolding needs no headers.
+    for scaffold in SCAFFOLDS
+        .iter()
+        .filter(|scaffold| wanted(scaffold.crate_dir))
+    {
+        for (relative, code) in scaffold.files()? {
+            outputs.push((root.join(scaffold.crate_dir).join(relative), code));
+        }
+    }
     for (path, code) in outputs {
         let committed = fs::read_to_string(&path).ok();
         if committed.as_deref() == Some(code.as_str()) {
@@ -107,7 +122,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "generated bindings differ from the committed files (run `cargo xtask bindgen`): {}",
+            "generated files differ from the committed ones (run `cargo xtask bindgen`): {}",
             drifted.join(", ")
         ))
     }

@@ -10,9 +10,10 @@ use quote::quote;
 use regex::Regex;
 
 use super::api::Api;
-use super::entry_points::{Dating, entry_point_struct, entry_point_table};
+use super::entry_points::{Dating, api_docs, entry_point_struct, entry_point_table};
 use super::format::format_file;
 use super::generate::{BINDGEN_VERSION, bindgen_items, read};
+use super::links::{Links, api_doc_macro};
 use crate::nccl_header::{self, BINDINGS, HISTORY};
 
 /// The recipe of `nccl.h`.
@@ -26,7 +27,26 @@ pub(super) const NCCL_API: Api = Api {
     functions: "nccl[A-Z].*",
     types: "nccl[A-Za-z0-9_]*",
     vars: "NCCL_[A-Za-z0-9_]*",
+    reference: None,
 };
+
+/// NCCL's API reference: a page per part of the API, on which each function's entry is
+/// anchored `c.<name>` (Sphinx's C domain).
+const REFERENCE: &str = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/api/";
+
+/// The reference's pages by the sections of `nccl.h`, which has no doxygen groups: a comment
+/// whose first line is the title opens a section, whose functions are on the page named; those
+/// before the first section are on `comms.html` (communicators). Generation fails when a title
+/// is not in the header, so the table cannot go stale unnoticed.
+const SECTIONS: [(&str, &str); 4] = [
+    ("Reduction operation selector", "ops.html"),
+    ("Collective communication operations", "colls.html"),
+    ("Send", "p2p.html"),
+    ("Group semantics", "group.html"),
+];
+
+/// The page of the functions before the first of [`SECTIONS`].
+const FIRST_PAGE: &str = "comms.html";
 
 /// The file the bindings go to, under the crate's `src/`.
 pub(super) const OUTPUT: &str = "bindings.rs";
@@ -101,13 +121,22 @@ pub(super) fn generate_nccl(workspace: &Path) -> Result<String, String> {
         " [`Nccl`] that resolves its symbol on first use, dated by the first NCCL header on PyPI"
             .to_owned(),
         format!(
-            " declaring it ({} to {}; those in the oldest are undated).",
+            " declaring it ({} to {}; those in the oldest are undated), and links to its entry in",
             HISTORY[0].version, BINDINGS[0].version
         ),
+        format!(" NVIDIA's reference (<{REFERENCE}>)."),
     ];
     let dating = Dating::Nccl(&since);
+    let links = reference_links(&header_text, &names)?;
+    let docs = api_docs(&functions, &links, &dating)?;
     let entry_points = entry_point_table(&functions, &dating)?;
-    let struct_tokens = entry_point_struct(&NCCL_API, &functions, &[], &dating)?;
+    let struct_tokens = entry_point_struct(&NCCL_API, &functions, &[], &docs)?;
+    let oldest_release = HISTORY[0]
+        .version
+        .rsplit_once('.')
+        .map_or("", |(minor, _)| minor);
+    let needs = format!("for an entry point newer than NCCL {oldest_release}, the NCCL it needs");
+    let api_doc = api_doc_macro(&docs, &[], "`nccl.h`", Some(&needs));
     let oldest = Literal::u32_unsuffixed(history.first().map_or(pinned_code, |(code, _)| *code));
     let tokens = quote! {
         #(#![doc = #preamble])*
@@ -119,10 +148,67 @@ pub(super) fn generate_nccl(workspace: &Path) -> Result<String, String> {
 
         #entry_points
         #struct_tokens
+        #api_doc
     };
     let file = syn::parse2::<syn::File>(tokens)
         .map_err(|e| format!("generated code for nccl.h does not parse: {e}"))?;
     format_file(&file, NCCL_API.header)
+}
+
+/// Each function's entry in the reference: (its name, `Ok(address)`), its page the one of the
+/// header section that declares it (see [`SECTIONS`]).
+fn reference_links(header: &str, names: &[String]) -> Result<Links, String> {
+    let declaration = Regex::new(r"\b(nccl[A-Z][A-Za-z0-9_]*)\s*\(").map_err(|e| e.to_string())?;
+    let mut page = FIRST_PAGE;
+    let mut seen_titles = BTreeSet::new();
+    let mut pages = BTreeMap::new();
+    let mut in_comment = false;
+    let mut comment_title: Option<String> = None;
+    for line in header.lines() {
+        let mut code = line;
+        if in_comment || line.trim_start().starts_with("/*") {
+            let text = line
+                .trim()
+                .trim_start_matches("/*")
+                .trim_start_matches('*')
+                .trim();
+            if comment_title.is_none() && !text.is_empty() && !text.starts_with("*/") {
+                let title = text.trim_end_matches("*/").trim().to_owned();
+                if let Some((title, section)) = SECTIONS.iter().find(|(t, _)| *t == title) {
+                    page = section;
+                    seen_titles.insert(*title);
+                }
+                comment_title = Some(title);
+            }
+            in_comment = !line.contains("*/");
+            if in_comment {
+                continue;
+            }
+            comment_title = None;
+            code = line.rsplit_once("*/").map_or("", |(_, after)| after);
+        }
+        for captures in declaration.captures_iter(code) {
+            pages.entry(captures[1].to_owned()).or_insert(page);
+        }
+    }
+    if let Some((missing, _)) = SECTIONS
+        .iter()
+        .find(|(title, _)| !seen_titles.contains(title))
+    {
+        return Err(format!(
+            "nccl.h has no section comment \"{missing}\" any more: update nccl.rs's SECTIONS"
+        ));
+    }
+    names
+        .iter()
+        .map(|name| {
+            let page = pages
+                .get(name.as_str())
+                .ok_or_else(|| format!("nccl.h declares no {name}"))?;
+            let link = Ok(format!("{REFERENCE}{page}#c.{name}"));
+            Ok((name.clone(), (name.clone(), link)))
+        })
+        .collect()
 }
 
 /// `NCCL_VERSION(major, minor, 0)` of a header, from its `NCCL_MAJOR` and `NCCL_MINOR`.
@@ -182,6 +268,71 @@ fn introduced(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reference_pages_follow_the_header_sections() {
+        let header = "\
+/* Opaque handle */
+ncclResult_t  ncclMemAlloc(void** ptr, size_t size);
+ncclResult_t pncclMemAlloc(void** ptr, size_t size);
+/* Reduction operation selector */
+typedef enum { ncclSum = 0 } ncclRedOp_t;
+/*
+ * ncclRedOpDestroy
+ */
+ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm);
+/*
+ * Collective communication operations
+ *
+ * They return when operations have been enqueued on the CUDA stream (see ncclSend(x)).
+ */
+ncclResult_t  ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+    ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
+/*
+ * Send
+ */
+ncclResult_t  ncclSend(const void* sendbuff, size_t count);
+/*
+ * Group semantics
+ */
+ncclResult_t  ncclGroupStart();
+";
+        let names: Vec<String> = [
+            "ncclMemAlloc",
+            "ncclRedOpDestroy",
+            "ncclAllReduce",
+            "ncclSend",
+            "ncclGroupStart",
+        ]
+        .iter()
+        .map(|name| name.to_string())
+        .collect();
+        let links = reference_links(header, &names).unwrap();
+        let link = |name: &str| links[name].1.clone().unwrap();
+        assert_eq!(
+            link("ncclMemAlloc"),
+            format!("{REFERENCE}comms.html#c.ncclMemAlloc")
+        );
+        assert_eq!(
+            link("ncclRedOpDestroy"),
+            format!("{REFERENCE}ops.html#c.ncclRedOpDestroy")
+        );
+        assert_eq!(
+            link("ncclAllReduce"),
+            format!("{REFERENCE}colls.html#c.ncclAllReduce")
+        );
+        assert_eq!(link("ncclSend"), format!("{REFERENCE}p2p.html#c.ncclSend"));
+        assert_eq!(
+            link("ncclGroupStart"),
+            format!("{REFERENCE}group.html#c.ncclGroupStart")
+        );
+        let stale = header.replace("Group semantics", "Groups");
+        assert!(
+            reference_links(&stale, &names)
+                .unwrap_err()
+                .contains("Group semantics")
+        );
+    }
 
     #[test]
     fn releases_and_declarations_come_from_the_header_text() {

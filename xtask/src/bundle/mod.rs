@@ -18,7 +18,7 @@
 //!   cuda-13/...                             the same, --no-default-features --features cuda-13
 //!   cuda-{12,13}/lib/libcuda_safe_interop.so  the DLPack interop proof's C ABI library
 //!   interop/                                its Python driver and run_interop.sh (not run by run.sh)
-//!   cuda-{12,13}/lab/NAME, lab/diag/        with --lab only: the diagnostics (the lab
+//!   cuda-{12,13}/benches/diag_*, lab/diag/  with --lab only: the diagnostics (the lab
 //!                                           package's benchmarks and any `diag_*` bench) and
 //!                                           the lab's tools; run.sh runs none of them
 //! ```

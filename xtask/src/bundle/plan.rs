@@ -17,12 +17,12 @@ pub(super) const GPU_TESTS: &str = "gpu";
 /// The DLPack interop proof, whose `cdylib` is built for each ABI into `<abi>/lib/`.
 pub(super) const INTEROP_PACKAGE: &str = "cuda-safe-interop";
 
-/// The lab (`lab/`): diagnostics, never published; its benchmarks go into `<abi>/lab/` with
-/// `--lab` only.
+/// The lab (`lab/`): diagnostics, never published; its benchmarks are bundled with `--lab`
+/// only.
 pub(super) const LAB_PACKAGE: &str = "cuda-safe-lab";
 
-/// How a diagnostic benchmark's name starts, in any package: it takes arguments, so `run.sh`
-/// never runs it, and the bundle builds it, into `<abi>/lab/`, with `--lab` only.
+/// How a diagnostic benchmark's name starts, in any package: it takes arguments, so neither
+/// `run.sh` nor `bench/run_benchmarks.sh` runs it, and the bundle builds it with `--lab` only.
 pub(super) const DIAGNOSTIC_PREFIX: &str = "diag_";
 
 /// One ABI the bundle is built for: its folder, the feature naming it, and cargo's arguments.
@@ -88,7 +88,7 @@ pub(super) struct Item<'a> {
     pub(super) package: &'a Package,
     /// The target.
     pub(super) target: &'a Target,
-    /// Its folder under `<abi>/`: `tests`, `examples`, `benches`, or `lab`.
+    /// Its folder under `<abi>/`: `tests`, `examples` or `benches`.
     pub(super) dir: &'static str,
     /// For the GPU tests' binary, the test files kept (each an item of `run.sh`); empty for
     /// every other executable.
@@ -163,8 +163,8 @@ pub(super) fn test_files(root: &Path) -> Result<Vec<String>, String> {
 }
 
 /// Chooses what `abi`'s command builds: the tests package's tests, every package's examples
-/// and benches (the diagnostics, the lab's benches and `diag_*` ones, only with `--lab`, into
-/// `lab/`), as far as `selection` keeps them
+/// and benches (the diagnostics, the lab's benches and `diag_*` ones, only with `--lab`), as
+/// far as `selection` keeps them
 /// and the build has the features they require, and the interop proof. Every package chosen
 /// must have a feature for each ABI.
 pub(super) fn plan_build<'a>(
@@ -202,21 +202,15 @@ pub(super) fn plan_build<'a>(
         {
             for target in package.targets.iter().filter(|t| t.kind == kind) {
                 let diagnostic = kind == Kind::Bench && target.name.starts_with(DIAGNOSTIC_PREFIX);
-                match (diagnostic, selection.lab) {
-                    (false, _) => {
-                        items.push(item(abi, package, target, dir, selection, test_files))
-                    }
-                    (true, true) => {
-                        items.push(item(abi, package, target, "lab", selection, test_files))
-                    }
-                    (true, false) => {}
+                if selection.lab || !diagnostic {
+                    items.push(item(abi, package, target, dir, selection, test_files));
                 }
             }
         }
     }
     if let Some(lab) = lab {
         for target in lab.targets.iter().filter(|t| t.kind == Kind::Bench) {
-            items.push(item(abi, lab, target, "lab", selection, test_files));
+            items.push(item(abi, lab, target, "benches", selection, test_files));
         }
     }
     let items: Vec<Item> = items
@@ -422,8 +416,8 @@ mod tests {
             [
                 "benches/launch",
                 "benches/launch_threads",
-                "lab/diag_launch_threads",
-                "lab/diag_green"
+                "benches/diag_launch_threads",
+                "benches/diag_green"
             ]
         );
         assert!(packages(&build).contains(&LAB_PACKAGE.to_owned()));
@@ -433,7 +427,10 @@ mod tests {
             ..Args::default()
         };
         let build = plan_build(&ABIS[0], &packages_, &lab_only, &files()).unwrap();
-        assert_eq!(items(&build), ["lab/diag_launch_threads", "lab/diag_green"]);
+        assert_eq!(
+            items(&build),
+            ["benches/diag_launch_threads", "benches/diag_green"]
+        );
         // Without `--lab`, a diagnostic is never built, even when a filter names it.
         let build = plan_build(&ABIS[0], &packages_, &only(&["diag_"]), &files()).unwrap();
         assert!(build.items.is_empty());

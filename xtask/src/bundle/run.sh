@@ -18,8 +18,8 @@
 #   TEST_ARGS            more arguments for the test binaries, split on blanks (a libtest
 #                        filter such as "capture::" runs only the tests whose name has it)
 #   SANITIZE=1           run the test binaries under compute-sanitizer memcheck
-#   RUN_BENCHES=0        leave the benchmarks out (they run by default; the diagnostics in
-#                        cuda-*/lab/, bundled with --lab, never: they take arguments)
+#   RUN_BENCHES=0        leave the benchmarks out (they run by default; the diagnostics,
+#                        diag_*, bundled with --lab, never: they take arguments)
 #   RUN_FLOOR=0          leave the C floors out (by default bench/floors/build.sh builds them
 #                        and each runs as an item)
 #   EXAMPLE_ARGS_<name>  extra arguments for example <name>, split on blanks (defaults: monitor
@@ -180,6 +180,8 @@ for abi in cuda-12 cuda-13; do
                 run_item "$bin" "./$bin" ${!var:-}
                 ;;
             benches)
+                # The diagnostics (diag_*, bundled with --lab) take arguments: never run here.
+                [[ $name == diag_* ]] && continue
                 selected "$bin" || continue
                 if [ "${RUN_BENCHES:-1}" = 1 ]; then
                     run_item "$bin" "./$bin"

@@ -1,7 +1,7 @@
 //! The attribute checks, each rule's refusal, and the raw attributes written.
 
 use super::*;
-use crate::sys::CUlaunchAttributeID as Id;
+use cuda_sys::CUlaunchAttributeID as Id;
 
 const H200: AttributeSupport = AttributeSupport {
     compute_capability: (9, 0),

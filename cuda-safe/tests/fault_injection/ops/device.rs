@@ -49,12 +49,20 @@ pub(crate) fn device_operations(ops: &mut Vec<Op>) {
         |(_, d)| d.context(),
     ));
     ops.push(op("Device::sync", device, |d| d.sync()));
-    ops.push(op(
-        "Device::release_primary_context",
-        // The operation releases the context itself; the guard only makes it again.
-        || (Cold::on_drop(), device()),
-        |(_, d)| Ok(d.release_primary_context()),
-    ));
+    ops.push(
+        op(
+            "Device::release_primary_context",
+            // The operation releases the context itself; the guard only makes it again.
+            || (Cold::on_drop(), device()),
+            |(_, d)| Ok(d.release_primary_context()),
+        )
+        .logs_nth(
+            "cuCtxGetCurrent",
+            &[1],
+            "the release first reads the thread's current context, to unbind the primary context \
+         there; when that fails the context stays retained, and the drop logs it",
+        ),
+    );
     ops.push(op(
         "Context::stream_priority_range",
         || device().context().expect("the primary context"),

@@ -1,0 +1,158 @@
+//! Graphs: adding nodes and edges (`cuGraphAddNode`/`_v2`, `cuGraphAddDependencies`/`_v2`) and
+//! reading a stream's capture (`cuStreamGetCaptureInfo_v2`/`_v3`).
+
+use crate::error::{Result, cu};
+use cuda_sys::{
+    CUgraph, CUgraphNode, CUgraphNodeParams, CUstream, CUstreamCaptureStatus, Driver, if_abi12,
+    if_abi13,
+};
+
+/// `list` as the pointer a driver call takes for an array: null when empty.
+pub(super) fn array_ptr<T>(list: &[T]) -> *const T {
+    if list.is_empty() {
+        std::ptr::null()
+    } else {
+        list.as_ptr()
+    }
+}
+
+/// Adds a node described by `params` to `graph`, after `dependencies`: `cuGraphAddNode` (CUDA
+/// 12.2) under 12, `cuGraphAddNode_v2` (12.3, which adds per-edge data; none is given) under
+/// 13, whose header names only that one.
+///
+/// # Safety
+///
+/// `graph` and every dependency must be valid (the dependencies nodes of `graph`), and
+/// `params` a node description valid for its type.
+pub(crate) unsafe fn graph_add_node(
+    driver: &'static Driver,
+    graph: CUgraph,
+    dependencies: &[CUgraphNode],
+    params: &mut CUgraphNodeParams,
+) -> Result<CUgraphNode> {
+    let mut node: CUgraphNode = std::ptr::null_mut();
+    let (deps, count) = (array_ptr(dependencies), dependencies.len());
+    let _ = (driver, graph, deps, count, &params);
+    if_abi12! {
+        // SAFETY: valid out-pointer; the rest is the caller's promise.
+        unsafe { cu!(driver, cuGraphAddNode(&mut node, graph, deps, count, params)) }?;
+    }
+    if_abi13! {
+        // SAFETY: as above; no edge data (null) means default edges.
+        unsafe {
+            cu!(
+                driver,
+                cuGraphAddNode_v2(&mut node, graph, deps, std::ptr::null(), count, params)
+            )
+        }?;
+    }
+    Ok(node)
+}
+
+/// Adds the edge `from -> to` to `graph`: `cuGraphAddDependencies` under 12,
+/// `cuGraphAddDependencies_v2` (12.3, with per-edge data; none is given) under 13.
+///
+/// # Safety
+///
+/// `graph` must be valid and both nodes belong to it.
+pub(crate) unsafe fn graph_add_dependency(
+    driver: &'static Driver,
+    graph: CUgraph,
+    from: CUgraphNode,
+    to: CUgraphNode,
+) -> Result<()> {
+    let _ = (driver, graph, from, to);
+    if_abi12! {
+        // SAFETY: one valid node on each side; the rest is the caller's promise.
+        unsafe { cu!(driver, cuGraphAddDependencies(graph, &from, &to, 1)) }?;
+    }
+    if_abi13! {
+        // SAFETY: as above; no edge data.
+        unsafe { cu!(driver, cuGraphAddDependencies_v2(graph, &from, &to, std::ptr::null(), 1)) }?;
+    }
+    Ok(())
+}
+
+/// What `cuStreamGetCaptureInfo` says of a stream.
+pub(crate) struct CaptureInfo {
+    /// Whether the stream captures.
+    pub(crate) status: CUstreamCaptureStatus,
+    /// The capture's id, unique in the process (0 when not capturing).
+    pub(crate) id: u64,
+    /// The graph being captured into (null when not capturing).
+    pub(crate) graph: CUgraph,
+    /// The nodes the stream's next captured work will depend on (the driver's array, valid
+    /// until the stream's next call).
+    dependencies: *const CUgraphNode,
+    count: usize,
+}
+
+impl CaptureInfo {
+    /// The nodes the stream's next captured work will depend on.
+    ///
+    /// # Safety
+    ///
+    /// No call may have been made on the stream since the query.
+    pub(crate) unsafe fn dependencies(&self) -> &[CUgraphNode] {
+        if self.dependencies.is_null() || self.count == 0 {
+            return &[];
+        }
+        // SAFETY: the driver's array of `count` nodes, valid until the stream's next call.
+        unsafe { std::slice::from_raw_parts(self.dependencies, self.count) }
+    }
+}
+
+/// A stream's capture status, capture id, graph and current dependencies:
+/// `cuStreamGetCaptureInfo_v2` (11.3) under 12, `cuStreamGetCaptureInfo_v3` (12.3, which adds
+/// edge data; none is asked for) under 13.
+///
+/// # Safety
+///
+/// `stream` must be valid.
+pub(crate) unsafe fn stream_capture_info(
+    driver: &'static Driver,
+    stream: CUstream,
+) -> Result<CaptureInfo> {
+    let mut info = CaptureInfo {
+        status: CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE,
+        id: 0,
+        graph: std::ptr::null_mut(),
+        dependencies: std::ptr::null(),
+        count: 0,
+    };
+    let _ = (driver, stream);
+    if_abi12! {
+        // SAFETY: every out-pointer is valid; the stream is the caller's promise.
+        unsafe {
+            cu!(
+                driver,
+                cuStreamGetCaptureInfo_v2(
+                    stream,
+                    &mut info.status,
+                    &mut info.id,
+                    &mut info.graph,
+                    &mut info.dependencies,
+                    &mut info.count,
+                )
+            )
+        }?;
+    }
+    if_abi13! {
+        // SAFETY: as above; no edge data is asked for (null).
+        unsafe {
+            cu!(
+                driver,
+                cuStreamGetCaptureInfo_v3(
+                    stream,
+                    &mut info.status,
+                    &mut info.id,
+                    &mut info.graph,
+                    &mut info.dependencies,
+                    std::ptr::null_mut(),
+                    &mut info.count,
+                )
+            )
+        }?;
+    }
+    Ok(info)
+}

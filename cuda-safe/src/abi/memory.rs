@@ -1,0 +1,104 @@
+//! Memory locations (the id moved into a union in CUDA 13) and the managed-memory hints that
+//! take them (`cuMemPrefetchAsync`, `cuMemAdvise`: a `CUdevice` under 12, a location under 13).
+
+use crate::error::{Result, cu};
+use cuda_sys::{
+    CUdeviceptr, CUmem_advise, CUmemLocation, CUmemLocationType, CUstream, Driver, if_abi12,
+    if_abi13,
+};
+
+/// A device location (`CU_MEM_LOCATION_TYPE_DEVICE`, `ordinal`): the id moved into a union in
+/// CUDA 13.
+pub(crate) fn device_location(ordinal: i32) -> CUmemLocation {
+    location(CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, ordinal)
+}
+
+/// A location of any type with its id (a device ordinal, a host NUMA node, or 0 for the
+/// host): the id moved into a union in CUDA 13.
+pub(crate) fn location(kind: CUmemLocationType, id: i32) -> CUmemLocation {
+    #[allow(unused_mut)]
+    let mut location = CUmemLocation {
+        type_: kind,
+        ..Default::default()
+    };
+    if_abi12! { location.id = id; }
+    if_abi13! { location.__bindgen_anon_1.id = id; }
+    location
+}
+
+/// The id of a location (its device ordinal or NUMA node), in either layout.
+pub(crate) fn location_id(location: &CUmemLocation) -> i32 {
+    if_abi12! { return location.id; }
+    // SAFETY: every location the crate builds or the driver returns sets the `id` variant
+    // (the `localized` one is the same four bytes seen as two bytes and padding).
+    if_abi13! { return unsafe { location.__bindgen_anon_1.id }; }
+    #[allow(unreachable_code)]
+    0
+}
+
+/// Under the CUDA 12 ABI, the `CUdevice` the plain (pre-12.2) entry points take for a location
+/// they can name: a device's ordinal, or `CU_DEVICE_CPU` for the host; `None` for locations
+/// only the `_v2` entry points know (host NUMA nodes).
+#[cfg_attr(not(test), allow(dead_code))]
+pub(super) fn legacy_device(location: &CUmemLocation) -> Option<cuda_sys::CUdevice> {
+    match location.type_ {
+        CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE => Some(location_id(location)),
+        CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST => Some(cuda_sys::CU_DEVICE_CPU),
+        _ => None,
+    }
+}
+
+/// Queues a prefetch of managed memory to `location` on `stream`. Under 12 the plain
+/// `cuMemPrefetchAsync` (every CUDA 12 driver) takes a device or the host, and
+/// `cuMemPrefetchAsync_v2` (12.2) is used only for host NUMA nodes; under 13 the header names
+/// only the `CUmemLocation` form (`cuMemPrefetchAsync_v2`).
+///
+/// # Safety
+///
+/// `ptr..ptr + bytes` must be memory the driver can prefetch (managed memory) and `stream`
+/// valid.
+pub(crate) unsafe fn mem_prefetch(
+    driver: &'static Driver,
+    ptr: CUdeviceptr,
+    bytes: usize,
+    location: CUmemLocation,
+    stream: CUstream,
+) -> Result<()> {
+    if_abi12! {
+        if let Some(device) = legacy_device(&location) {
+            // SAFETY: the range and stream are the caller's promise.
+            return unsafe { cu!(driver, cuMemPrefetchAsync(ptr, bytes, device, stream)) };
+        }
+    }
+    // SAFETY: as above; no flags are defined.
+    unsafe {
+        cu!(
+            driver,
+            cuMemPrefetchAsync_v2(ptr, bytes, location, 0, stream)
+        )
+    }
+}
+
+/// Gives the driver `advice` about managed memory, for `location` (ignored by the read-mostly
+/// advice): the plain `cuMemAdvise` under 12 where it can name the location, else
+/// `cuMemAdvise_v2` (as for [`mem_prefetch`]).
+///
+/// # Safety
+///
+/// `ptr..ptr + bytes` must be managed memory.
+pub(crate) unsafe fn mem_advise(
+    driver: &'static Driver,
+    ptr: CUdeviceptr,
+    bytes: usize,
+    advice: CUmem_advise,
+    location: CUmemLocation,
+) -> Result<()> {
+    if_abi12! {
+        if let Some(device) = legacy_device(&location) {
+            // SAFETY: the range is the caller's promise.
+            return unsafe { cu!(driver, cuMemAdvise(ptr, bytes, advice, device)) };
+        }
+    }
+    // SAFETY: as above.
+    unsafe { cu!(driver, cuMemAdvise_v2(ptr, bytes, advice, location)) }
+}

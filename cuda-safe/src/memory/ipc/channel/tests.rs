@@ -1,0 +1,165 @@
+//! The channel's tests: messages, descriptors, pools, chunks, peers that go away.
+
+use std::io::{Read, Write};
+
+use super::wire::{ControlBuffer, Kind};
+use super::*;
+
+#[test]
+fn one_descriptor_fits_the_control_buffer() {
+    // SAFETY: CMSG_SPACE only computes a size.
+    let space = unsafe { libc::CMSG_SPACE(size_of::<libc::c_int>() as u32) } as usize;
+    assert!(space <= size_of::<ControlBuffer>());
+}
+
+#[test]
+fn bytes_and_descriptors_cross_and_kinds_are_checked() {
+    let (a, b) = Channel::pair().unwrap();
+    a.send_bytes(b"hello").unwrap();
+    assert_eq!(b.recv_bytes().unwrap(), b"hello");
+    // A descriptor beside a message arrives as a new descriptor of the same file.
+    let file = tempfile_with(b"shared through SCM_RIGHTS");
+    a.send(Kind::Pool, &[POOL_BY_FD], Some(file.as_fd()))
+        .unwrap();
+    let (payload, fd) = b.recv(Kind::Pool).unwrap();
+    assert_eq!(payload, [POOL_BY_FD]);
+    let mut text = String::new();
+    let mut received = std::fs::File::from(fd.expect("a descriptor"));
+    use std::io::Seek;
+    received.rewind().unwrap();
+    received.read_to_string(&mut text).unwrap();
+    assert_eq!(text, "shared through SCM_RIGHTS");
+    // Another kind than the one asked for is refused, naming both.
+    a.send_bytes(b"x").unwrap();
+    let error = b.recv(Kind::Buffer).unwrap_err();
+    assert!(
+        error.to_string().contains("expected a buffer, got bytes"),
+        "{error}"
+    );
+    // A message too long for the channel is refused before it is sent.
+    let long = vec![0u8; MAX_MESSAGE_BYTES + 1];
+    assert!(matches!(
+        a.send_bytes(&long),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+#[test]
+fn a_pool_travels_with_its_device_and_descriptor() {
+    let (a, b) = Channel::pair().unwrap();
+    let uuid = Uuid(std::array::from_fn(|i| i as u8 + 1));
+    let pool = ExportedPool::new(PoolHandle::PosixFd(tempfile_with(b"pool")), uuid);
+    a.send_exported_pool(&pool).unwrap();
+    let got = b.recv_exported_pool().unwrap();
+    assert_eq!(got.device_uuid(), uuid);
+    assert!(matches!(got.handle(), PoolHandle::PosixFd(_)));
+    let fabric = ExportedPool::new(PoolHandle::Fabric([9; 64]), uuid);
+    a.send_exported_pool(&fabric).unwrap();
+    let got = b.recv_exported_pool().unwrap();
+    assert!(matches!(got.handle(), PoolHandle::Fabric(data) if *data == [9; 64]));
+    // A pool message that says "descriptor" but carries none is malformed.
+    let mut payload = uuid.0.to_vec();
+    payload.push(POOL_BY_FD);
+    a.send(Kind::Pool, &payload, None).unwrap();
+    let error = b.recv_exported_pool().unwrap_err();
+    assert!(
+        error.to_string().contains("memory pool arrived malformed"),
+        "{error}"
+    );
+    a.send(Kind::Pool, &[POOL_BY_FD], None).unwrap();
+    assert!(matches!(
+        b.recv_exported_pool(),
+        Err(Error::IpcProtocol { .. })
+    ));
+}
+
+#[test]
+fn virtual_memory_chunks_cross_with_their_descriptors() {
+    let (a, b) = Channel::pair().unwrap();
+    let mib2 = 2 << 20;
+    let chunks = vec![
+        (
+            tempfile_with(b"first"),
+            VmmShareDescriptor::test_chunk(0, 0, mib2, 2 * mib2),
+        ),
+        (
+            tempfile_with(b"second"),
+            VmmShareDescriptor::test_chunk(1, mib2, mib2, 2 * mib2),
+        ),
+    ];
+    a.send_vmm_chunks(&chunks).unwrap();
+    let got = b.recv_vmm_chunks().unwrap();
+    assert_eq!(got.len(), 2);
+    for ((fd, descriptor), (_, sent)) in got.into_iter().zip(&chunks) {
+        assert_eq!(descriptor, *sent);
+        let mut file = std::fs::File::from(fd);
+        let mut text = String::new();
+        use std::io::Seek;
+        file.rewind().unwrap();
+        file.read_to_string(&mut text).unwrap();
+        assert!(text == "first" || text == "second");
+    }
+    // A chunk without its file descriptor is malformed; so is a count past the limit.
+    a.send(Kind::VmmChunks, &1u32.to_le_bytes(), None).unwrap();
+    a.send(Kind::VmmChunk, &chunks[0].1.to_bytes(), None)
+        .unwrap();
+    let error = b.recv_vmm_chunks().unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("virtual-memory chunk arrived malformed"),
+        "{error}"
+    );
+    a.send(
+        Kind::VmmChunks,
+        &(MAX_VMM_CHUNKS as u32 + 1).to_le_bytes(),
+        None,
+    )
+    .unwrap();
+    assert!(matches!(
+        b.recv_vmm_chunks(),
+        Err(Error::IpcProtocol { .. })
+    ));
+}
+
+#[test]
+fn a_closed_channel_is_the_peer_gone() {
+    let (a, b) = Channel::pair().unwrap();
+    drop(b);
+    assert_eq!(a.wait_released().unwrap(), Released::PeerGone);
+    assert!(matches!(
+        a.recv_bytes(),
+        Err(Error::IpcPeerGone {
+            what: "waiting for bytes"
+        })
+    ));
+    assert!(matches!(
+        a.send_bytes(b"anyone?"),
+        Err(Error::IpcPeerGone { .. })
+    ));
+}
+
+#[test]
+fn a_release_notice_is_acknowledged_and_garbage_is_refused() {
+    let (a, b) = Channel::pair().unwrap();
+    b.send(Kind::Released, &[], None).unwrap();
+    assert_eq!(a.wait_released().unwrap(), Released::Acknowledged);
+    (&b.socket).write_all(b"GET / HTTP/1.1\r\n").unwrap();
+    let error = a.recv_bytes().unwrap_err();
+    assert!(matches!(error, Error::IpcProtocol { .. }), "{error}");
+}
+
+#[test]
+fn a_timeout_ends_a_wait_for_a_silent_peer() {
+    let (a, _b) = Channel::pair().unwrap();
+    a.set_timeout(Some(Duration::from_millis(20))).unwrap();
+    let error = a.wait_released().unwrap_err();
+    assert!(matches!(error, Error::IpcIo { .. }), "{error}");
+}
+
+/// A file holding `text`, already unlinked.
+fn tempfile_with(text: &[u8]) -> OwnedFd {
+    let mut file = tempfile::tempfile().unwrap();
+    file.write_all(text).unwrap();
+    OwnedFd::from(file)
+}
