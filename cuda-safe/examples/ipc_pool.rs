@@ -71,7 +71,8 @@ fn parent() -> Result<ExitCode> {
     let mut child = Command::new(std::env::current_exe()?)
         .env(CHILD_ENV, listener.path())
         .spawn()?;
-    let channel = listener.accept()?;
+    // Bounded: a child that dies before it connects does not leave the parent waiting.
+    let channel = listener.accept_timeout(Duration::from_secs(60))?;
     channel.set_timeout(Some(Duration::from_secs(60)))?;
 
     // Export exactly what the floor times: the pool's handle and the buffer's descriptor.

@@ -39,6 +39,7 @@ pub struct Device {
 }
 
 /// Free and total memory of a device, in bytes.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemInfo {
     /// Bytes not allocated by anyone.
@@ -48,6 +49,7 @@ pub struct MemInfo {
 }
 
 /// The attributes most programs need, read in one call of [`Device::properties`].
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DeviceProperties {
@@ -113,6 +115,7 @@ pub struct DeviceProperties {
 
 /// The device limits a launch configuration is checked against; a [`Context`] reads them once
 /// ([`Context::launch_limits`]).
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaunchLimits {
     /// Most threads in a block.

@@ -21,6 +21,14 @@ use std::str::FromStr;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Uuid(pub [u8; 16]);
 
+/// As its text (`"GPU-xxxxxxxx-..."`).
+#[cfg(feature = "serde")]
+impl serde::Serialize for Uuid {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
 impl fmt::Display for Uuid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&uuid_string(GPU_UUID_PREFIX, &self.0))

@@ -1,15 +1,17 @@
 //! All-reduce with one process per GPU, as `torchrun` runs a job: started without `RANK`, it
 //! launches itself once per GPU with `RANK`, `WORLD_SIZE`, `LOCAL_RANK`, `MASTER_ADDR`
-//! (127.0.0.1) and `MASTER_PORT` (a free port) set and waits for them; each rank takes its
-//! GPU, gets the unique id from rank 0 over TCP and joins (`ncclCommInitRank`), then measures
-//! as the `allreduce` example does (the method of `bench/floors/nccl_floor.c`). Rank 0 prints the
-//! table and the `FIG` lines.
+//! (127.0.0.1), `MASTER_PORT` (a port the launcher binds and hands to rank 0) and the job's
+//! secret set and waits for them; each rank takes its GPU, gets the unique id from rank 0 over
+//! TCP (each side proving it knows the secret) and joins (`ncclCommInitRank`), then measures
+//! as the `allreduce` example does (the method of `bench/floors/nccl_floor.c`). Rank 0 prints
+//! the table and the `FIG` lines.
 //!
 //! ```text
 //! cargo run --release -p cuda-safe --features nccl --example allreduce_ranks
 //! ```
 //!
-//! Under a launcher of your own, set the five variables and start it once per GPU. Every rank
+//! Under a launcher of your own, set the five variables and `CUDA_SAFE_NCCL_SECRET` (the same
+//! random hex digits for every rank) and start it once per GPU. Every rank
 //! inherits this process's environment, NCCL's variables included. Without a driver, a GPU or
 //! NCCL it prints one line saying what is missing and exits with status 1.
 

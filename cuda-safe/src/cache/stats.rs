@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// `entries` and `bytes` describe what the cache holds now (for an on-disk cache, the whole
 /// directory, whoever wrote it); the counters count what this cache object has done since it
 /// was created.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CacheStats {

@@ -149,6 +149,17 @@ pub enum Error {
         /// What this end was waiting for.
         what: &'static str,
     },
+    /// An earlier call on this IPC channel stopped in the middle of a message (its deadline
+    /// passed, or the message was malformed), so the channel is out of step with the other
+    /// end: every later call fails with this error. Close the channel.
+    #[error(
+        "IPC channel: out of step with the other end since {what} stopped in the middle of a \
+         message (a timeout or a malformed message); close the channel"
+    )]
+    IpcPoisoned {
+        /// What the call that stopped was doing (`waiting for bytes`).
+        what: &'static str,
+    },
     /// A file operation of a program cache failed.
     #[error("program cache at {}: {source}", path.display())]
     CacheIo {

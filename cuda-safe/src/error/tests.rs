@@ -214,3 +214,15 @@ fn debug_is_the_line_then_the_causes_it_does_not_say() {
     );
     assert_eq!(debug.lines().next(), Some(ordered.to_string().as_str()));
 }
+
+#[test]
+fn a_poisoned_ipc_channel_says_what_stopped_and_what_to_do() {
+    let poisoned = Error::IpcPoisoned {
+        what: "waiting for bytes",
+    };
+    let text = poisoned.to_string();
+    assert!(text.starts_with("IPC channel: out of step"), "{text}");
+    assert!(text.contains("since waiting for bytes stopped"), "{text}");
+    assert!(text.ends_with("close the channel"), "{text}");
+    assert!(!poisoned.is_not_supported() && !poisoned.is_no_device());
+}

@@ -27,8 +27,10 @@
 //! ```
 //!
 //! One process per GPU, started by a launcher that sets `RANK`, `WORLD_SIZE`, `LOCAL_RANK`,
-//! `MASTER_ADDR` and `MASTER_PORT` ([`Launcher`], or `torchrun`):
-//! [`Communicator::from_env`]. `docs/collectives.md` has the recipes.
+//! `MASTER_ADDR` and `MASTER_PORT` ([`Launcher`], or `torchrun`) and the job's secret
+//! ([`SECRET`]): [`Communicator::from_env`]. Rank 0 hands the unique id only to ranks that
+//! prove they know the secret, and proves it too, within one deadline.
+//! `docs/collectives.md` has the recipes and the threat model.
 //!
 //! Every call checks what it can before NCCL sees it: lengths (all-gather's receive buffer is
 //! the send length times the ranks, reduce-scatter's send buffer the receive length times the
@@ -71,8 +73,13 @@ pub use binding::{
     COMM_BLOCKING, CollectiveSource, CollectiveTarget, CommConfig, Communicator, Group, NcclType,
     ReduceOp, Registered, UniqueId, View, group,
 };
-pub use bootstrap::{LOCAL_RANK, MASTER_ADDR, MASTER_PORT, RANK, RankEnv, WORLD_SIZE};
-pub use launcher::{Launcher, free_port};
+pub use bootstrap::{
+    JobSecret, LISTEN_FD, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, MAX_WORLD_SIZE, RANK, RankEnv,
+    SECRET, WORLD_SIZE,
+};
+pub use launcher::Launcher;
+#[allow(deprecated)]
+pub use launcher::free_port;
 #[allow(deprecated)]
 pub use launcher::{NVLS_ENABLE, disable_nvls_in_process, nvls_disabled};
 pub use library::{MIN_NCCL_VERSION, version};

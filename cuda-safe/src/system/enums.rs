@@ -36,6 +36,14 @@ macro_rules! open_enum {
             }
         }
 
+        /// As its name (`"Hopper"`), or `"unknown (N)"` for a value this crate does not list.
+        #[cfg(feature = "serde")]
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.collect_str(self)
+            }
+        }
+
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 match self.name() {

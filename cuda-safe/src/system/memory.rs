@@ -4,6 +4,7 @@ use super::device::{Device, query};
 use crate::error::Result;
 
 /// How busy the GPU was over NVML's last sample period (1/6 s to 1 s, by product).
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Utilization {
     /// Percent of the time one or more kernels ran.
@@ -13,6 +14,7 @@ pub struct Utilization {
 }
 
 /// Device memory, in bytes (`nvmlMemory_v2_t`): `reserved + used + free == total`.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct MemoryInfo {
     /// Installed memory.
@@ -26,6 +28,7 @@ pub struct MemoryInfo {
 }
 
 /// BAR1 memory (the window the CPU and peers map device memory through), in bytes.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Bar1Memory {
     /// The window's size.

@@ -5,6 +5,7 @@ use super::enums::{ComputeMode, EccCounter, EccErrorType, FeatureState};
 use crate::error::{Result, nvml};
 
 /// A setting's value now and the value it takes at the next reboot or GPU reset.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CurrentAndPending<T> {
     /// In force now.

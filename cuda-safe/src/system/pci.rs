@@ -6,6 +6,7 @@ use crate::error::Result;
 use crate::ffi::from_c_chars;
 
 /// Where a device sits on the PCI bus (`nvmlPciInfo_t`).
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct PciInfo {
     /// The bus id, `domain:bus:device.function` (`"00000000:1B:00.0"`), which

@@ -63,6 +63,25 @@ unsafe impl Pod for ProcessInfo {}
 
 const _: () = assert!(size_of::<ProcessInfo>() == 32);
 
+/// As its fields: `pid`, and `used_gpu_memory`, `gpu_instance_id`, `compute_instance_id` and
+/// `used_gpu_cc_protected_memory` (each `null` where NVML reported none).
+#[cfg(feature = "serde")]
+impl serde::Serialize for ProcessInfo {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut state = serializer.serialize_struct("ProcessInfo", 5)?;
+        state.serialize_field("pid", &self.pid())?;
+        state.serialize_field("used_gpu_memory", &self.used_gpu_memory())?;
+        state.serialize_field("gpu_instance_id", &self.gpu_instance_id())?;
+        state.serialize_field("compute_instance_id", &self.compute_instance_id())?;
+        state.serialize_field(
+            "used_gpu_cc_protected_memory",
+            &self.used_gpu_cc_protected_memory(),
+        )?;
+        state.end()
+    }
+}
+
 impl ProcessInfo {
     /// The process id (in the host's pid namespace).
     pub fn pid(&self) -> u32 {

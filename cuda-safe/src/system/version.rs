@@ -18,6 +18,14 @@ pub struct VersionString {
     parts: Vec<u32>,
 }
 
+/// As its text (`"580.159.04"`).
+#[cfg(feature = "serde")]
+impl serde::Serialize for VersionString {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
 impl VersionString {
     /// Parses `text`: the numeric components are read from the start, dot by dot, up to the
     /// first one that is not a number (`"580.65.06"` gives `[580, 65, 6]`; `"r580_00"`

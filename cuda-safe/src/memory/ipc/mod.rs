@@ -40,6 +40,12 @@
 //! # Ok::<(), cuda_safe::Error>(())
 //! ```
 //!
+//! Each call on a channel can be bounded ([`Channel::set_timeout`]: a deadline for the whole
+//! message, whatever pace the other process keeps), and so can an accept
+//! ([`Listener::accept_timeout`]). A call that stops in the middle of a message leaves the
+//! channel poisoned ([`Error::IpcPoisoned`](crate::Error::IpcPoisoned) from then on). Received
+//! pool and chunk descriptors are checked to be ones that can hold GPU memory.
+//!
 //! Pools can also travel as fabric handles ([`IpcHandleType::Fabric`](crate::IpcHandleType))
 //! between processes of one NVLink fabric, and as bare values through
 //! [`DeviceMemoryResource::export_pool`](crate::DeviceMemoryResource::export_pool) and

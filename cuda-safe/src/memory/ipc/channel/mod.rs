@@ -1,14 +1,26 @@
 //! A UNIX-socket channel between two processes that carries pools (their file descriptors),
 //! buffers, events and the release of imported buffers.
+//!
+//! Each call is bounded by the channel's timeout ([`Channel::set_timeout`]) as a whole: the
+//! deadline is set when the call starts and every wait for the socket is cut to the time left,
+//! so a peer that trickles its bytes cannot make a message take longer. A call that stops in
+//! the middle of a message (its deadline passed, or the message was malformed) leaves the
+//! channel out of step with its peer: the channel is then poisoned, and every later call is
+//! [`Error::IpcPoisoned`].
 
+mod fd_kind;
+#[cfg(all(test, target_os = "linux"))]
+mod hostile;
+mod io;
 mod listener;
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 mod tests;
 mod wire;
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use super::share::{ExportedPool, IpcBufferDescriptor, PoolHandle};
@@ -20,9 +32,10 @@ use crate::memory::{Buffer, DeviceMemoryResource};
 use crate::stream::Stream;
 use crate::uuid::Uuid;
 
+use io::Deadline;
 pub use listener::Listener;
 pub use wire::MAX_MESSAGE_BYTES;
-use wire::{Kind, io_error, malformed};
+use wire::{Kind, Transfer, io_error, malformed};
 
 /// The most virtual-memory chunks [`Channel::send_vmm_chunks`] sends at once (a file
 /// descriptor each).
@@ -32,6 +45,8 @@ pub const MAX_VMM_CHUNKS: usize = 1 << 16;
 /// file descriptor beside the message, or a fabric handle of 64 bytes after this byte).
 const POOL_BY_FD: u8 = 1;
 const POOL_BY_FABRIC: u8 = 2;
+/// The length of a pool message whose pool travels as a file descriptor.
+const POOL_BYTES_FD: usize = 16 + 1;
 /// The length of a pool message carrying a fabric handle.
 const POOL_BYTES_FABRIC: usize = 16 + 1 + 64;
 
@@ -48,12 +63,19 @@ pub enum Released {
 /// One end of a connection to another process, for sharing GPU memory with it.
 ///
 /// Messages are typed: each `recv_*` expects the kind of message the matching `send_*` sends
-/// and refuses another ([`Error::IpcProtocol`]). A closed channel is [`Error::IpcPeerGone`].
-/// See the [module documentation](super) for the protocol that keeps memory alive while the
-/// other process uses it.
+/// and refuses another ([`Error::IpcProtocol`]), as it refuses a length or a file descriptor
+/// the protocol does not give that kind. A closed channel is [`Error::IpcPeerGone`]. Each call
+/// is one deadline ([`set_timeout`](Self::set_timeout)); one that stops in the middle of a
+/// message poisons the channel ([`Error::IpcPoisoned`] from then on). See the
+/// [module documentation](super) for the protocol that keeps memory alive while the other
+/// process uses it.
 #[derive(Debug)]
 pub struct Channel {
     socket: UnixStream,
+    /// How long each call may take (`None`: for ever).
+    timeout: Mutex<Option<Duration>>,
+    /// What the call was doing that stopped in the middle of a message, once one has.
+    poisoned: OnceLock<&'static str>,
 }
 
 impl Channel {
@@ -65,7 +87,7 @@ impl Channel {
     /// [`Error::IpcIo`] from the operating system.
     pub fn pair() -> Result<(Self, Self)> {
         let (a, b) = UnixStream::pair().map_err(io_error("creating a socket pair"))?;
-        Ok((Self { socket: a }, Self { socket: b }))
+        Ok((Self::from_unix_stream(a), Self::from_unix_stream(b)))
     }
 
     /// Connects to a [`Listener`] at `path`.
@@ -75,31 +97,58 @@ impl Channel {
     /// [`Error::IpcIo`] from the operating system.
     pub fn connect(path: impl AsRef<Path>) -> Result<Self> {
         let socket = UnixStream::connect(path).map_err(io_error("connecting"))?;
-        Ok(Self { socket })
+        Ok(Self::from_unix_stream(socket))
     }
 
-    /// A channel over a connected UNIX stream socket.
+    /// A channel over a connected UNIX stream socket (blocking or not: the channel waits with
+    /// `poll(2)` and never blocks in a read or a write).
     pub fn from_unix_stream(socket: UnixStream) -> Self {
-        Self { socket }
+        Self {
+            socket,
+            timeout: Mutex::new(None),
+            poisoned: OnceLock::new(),
+        }
     }
 
-    /// Makes every receive give up after `timeout` (`None`: wait for ever, the default), so a
-    /// hung peer cannot block this process for ever.
+    /// Bounds every later call (`None`: none, the default): each send and each receive must
+    /// move its whole message within `timeout` of its start, whatever pace the other process
+    /// keeps, or it fails with [`Error::IpcIo`] of kind
+    /// [`TimedOut`](std::io::ErrorKind::TimedOut). A call that sends or receives several
+    /// messages ([`send_vmm_chunks`](Self::send_vmm_chunks),
+    /// [`recv_vmm_chunks`](Self::recv_vmm_chunks)) gets one deadline for all of them. A call
+    /// that times out before any byte of its message moved leaves the channel as it was; one
+    /// that times out in the middle poisons it ([`Error::IpcPoisoned`]).
     ///
     /// # Errors
     ///
-    /// [`Error::IpcIo`] from the operating system (for a zero timeout).
+    /// [`Error::InvalidArgument`] for a zero timeout.
     pub fn set_timeout(&self, timeout: Option<Duration>) -> Result<()> {
-        self.socket
-            .set_read_timeout(timeout)
-            .map_err(io_error("setting the timeout"))
+        if timeout == Some(Duration::ZERO) {
+            return Err(Error::invalid_argument(
+                "an IPC channel's timeout must be longer than zero (None waits for ever)",
+            ));
+        }
+        *self.timeout.lock().unwrap_or_else(PoisonError::into_inner) = timeout;
+        Ok(())
+    }
+
+    /// The timeout each call has ([`set_timeout`](Self::set_timeout)).
+    pub fn timeout(&self) -> Option<Duration> {
+        *self.timeout.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether a call stopped in the middle of a message, so that every call now fails with
+    /// [`Error::IpcPoisoned`].
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned.get().is_some()
     }
 
     /// Exports a shareable pool ([`DeviceMemoryResource::export_pool`]) and sends it.
     ///
     /// # Errors
     ///
-    /// As [`DeviceMemoryResource::export_pool`]; [`Error::IpcIo`] or [`Error::IpcPeerGone`].
+    /// As [`DeviceMemoryResource::export_pool`] and
+    /// [`send_exported_pool`](Self::send_exported_pool).
     pub fn send_pool(&self, pool: &DeviceMemoryResource) -> Result<()> {
         self.send_exported_pool(&pool.export_pool()?)
     }
@@ -108,7 +157,8 @@ impl Channel {
     ///
     /// # Errors
     ///
-    /// [`Error::IpcIo`] or [`Error::IpcPeerGone`].
+    /// [`Error::IpcIo`] (a timeout included), [`Error::IpcPeerGone`] or
+    /// [`Error::IpcPoisoned`].
     pub fn send_exported_pool(&self, pool: &ExportedPool) -> Result<()> {
         let mut payload = Vec::with_capacity(POOL_BYTES_FABRIC);
         payload.extend_from_slice(&pool.device_uuid().0);
@@ -135,19 +185,26 @@ impl Channel {
         DeviceMemoryResource::import_pool(self.recv_exported_pool()?)
     }
 
-    /// Receives a pool without importing it.
+    /// Receives a pool without importing it. A pool that travels as a file descriptor must
+    /// come with one that can be a shareable handle: a regular file of a file system, a
+    /// socket, a pipe, a directory or a block device is refused (the driver's own handles are
+    /// descriptors of its control device).
     ///
     /// # Errors
     ///
-    /// [`Error::IpcProtocol`] for another message; [`Error::IpcIo`] or
-    /// [`Error::IpcPeerGone`].
+    /// [`Error::IpcProtocol`] for another message, a malformed one or a descriptor of the
+    /// wrong kind; [`Error::IpcIo`] (a timeout included), [`Error::IpcPeerGone`] or
+    /// [`Error::IpcPoisoned`].
     pub fn recv_exported_pool(&self) -> Result<ExportedPool> {
         let (payload, fd) = self.recv(Kind::Pool)?;
         let (uuid, handle) = payload
             .split_first_chunk::<16>()
             .ok_or_else(|| malformed(Kind::Pool))?;
         let handle = match (handle, fd) {
-            ([POOL_BY_FD], Some(fd)) => PoolHandle::PosixFd(fd),
+            ([POOL_BY_FD], Some(fd)) => {
+                fd_kind::check_memory_fd(fd.as_fd(), Kind::Pool)?;
+                PoolHandle::PosixFd(fd)
+            }
             ([POOL_BY_FABRIC, data @ ..], None) => {
                 PoolHandle::Fabric(data.try_into().map_err(|_| malformed(Kind::Pool))?)
             }
@@ -162,7 +219,7 @@ impl Channel {
     ///
     /// # Errors
     ///
-    /// As [`Buffer::export_ipc`]; [`Error::IpcIo`] or [`Error::IpcPeerGone`].
+    /// As [`Buffer::export_ipc`] and [`send_buffer_descriptor`](Self::send_buffer_descriptor).
     pub fn send_buffer(&self, buffer: &Buffer) -> Result<()> {
         self.send_buffer_descriptor(&buffer.export_ipc()?)
     }
@@ -171,7 +228,8 @@ impl Channel {
     ///
     /// # Errors
     ///
-    /// [`Error::IpcIo`] or [`Error::IpcPeerGone`].
+    /// [`Error::IpcIo`] (a timeout included), [`Error::IpcPeerGone`] or
+    /// [`Error::IpcPoisoned`].
     pub fn send_buffer_descriptor(&self, descriptor: &IpcBufferDescriptor) -> Result<()> {
         self.send(Kind::Buffer, &descriptor.to_bytes(), None)
     }
@@ -192,8 +250,8 @@ impl Channel {
     ///
     /// # Errors
     ///
-    /// [`Error::IpcProtocol`] for another message; [`Error::IpcIo`] or
-    /// [`Error::IpcPeerGone`].
+    /// [`Error::IpcProtocol`] for another message or a malformed one; [`Error::IpcIo`] (a
+    /// timeout included), [`Error::IpcPeerGone`] or [`Error::IpcPoisoned`].
     pub fn recv_buffer_descriptor(&self) -> Result<IpcBufferDescriptor> {
         let (payload, _) = self.recv(Kind::Buffer)?;
         IpcBufferDescriptor::from_bytes(&payload).map_err(|_| malformed(Kind::Buffer))
@@ -203,7 +261,8 @@ impl Channel {
     ///
     /// # Errors
     ///
-    /// As [`Event::ipc_handle`]; [`Error::IpcIo`] or [`Error::IpcPeerGone`].
+    /// As [`Event::ipc_handle`]; [`Error::IpcIo`] (a timeout included),
+    /// [`Error::IpcPeerGone`] or [`Error::IpcPoisoned`].
     pub fn send_event(&self, event: &Event) -> Result<()> {
         self.send(Kind::Event, &event.ipc_handle()?, None)
     }
@@ -212,7 +271,9 @@ impl Channel {
     ///
     /// # Errors
     ///
-    /// [`Error::IpcProtocol`] for another message; as [`Event::open_ipc`].
+    /// [`Error::IpcProtocol`] for another message or a malformed one; [`Error::IpcIo`] (a
+    /// timeout included), [`Error::IpcPeerGone`] or [`Error::IpcPoisoned`]; as
+    /// [`Event::open_ipc`].
     pub fn recv_event(&self, context: &Context) -> Result<Event> {
         let (payload, _) = self.recv(Kind::Event)?;
         let handle: [u8; 64] = payload
@@ -227,8 +288,8 @@ impl Channel {
     ///
     /// # Errors
     ///
-    /// The driver's error from the unmapping or the wait; [`Error::IpcIo`] or
-    /// [`Error::IpcPeerGone`].
+    /// The driver's error from the unmapping or the wait; [`Error::IpcIo`] (a timeout
+    /// included), [`Error::IpcPeerGone`] or [`Error::IpcPoisoned`].
     pub fn release(&self, buffer: Buffer) -> Result<()> {
         let stream = buffer.stream().clone();
         buffer.close()?;
@@ -238,12 +299,14 @@ impl Channel {
 
     /// Waits until the other process has given back the buffer sent to it
     /// ([`release`](Self::release)) or has closed the channel; after either, the buffer can
-    /// be freed here.
+    /// be freed here. The notice is exactly what `release` sends: a notice with a payload or a
+    /// file descriptor is refused, not taken for a release.
     ///
     /// # Errors
     ///
     /// [`Error::IpcIo`] (a timeout set with [`set_timeout`](Self::set_timeout) included);
-    /// [`Error::IpcProtocol`] for another message.
+    /// [`Error::IpcProtocol`] for another message or a malformed notice;
+    /// [`Error::IpcPoisoned`]. After any of them the other process may still hold the buffer.
     pub fn wait_released(&self) -> Result<Released> {
         match self.recv(Kind::Released) {
             Ok(_) => Ok(Released::Acknowledged),
@@ -255,12 +318,12 @@ impl Channel {
     /// Sends virtual-memory chunks exported as file descriptors
     /// ([`VirtualMapping::export_fds`](crate::VirtualMapping::export_fds),
     /// [`GrowableBuffer::export_fds`](crate::GrowableBuffer::export_fds)): each descriptor with
-    /// its file descriptor, in order.
+    /// its file descriptor, in order, all within one deadline.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for more than [`MAX_VMM_CHUNKS`] chunks; [`Error::IpcIo`] or
-    /// [`Error::IpcPeerGone`].
+    /// [`Error::InvalidArgument`] for more than [`MAX_VMM_CHUNKS`] chunks; [`Error::IpcIo`] (a
+    /// timeout included), [`Error::IpcPeerGone`] or [`Error::IpcPoisoned`].
     pub fn send_vmm_chunks(&self, chunks: &[(OwnedFd, VmmShareDescriptor)]) -> Result<()> {
         if chunks.len() > MAX_VMM_CHUNKS {
             return Err(Error::invalid_argument(format!(
@@ -268,47 +331,66 @@ impl Channel {
                 chunks.len()
             )));
         }
-        self.send(Kind::VmmChunks, &(chunks.len() as u32).to_le_bytes(), None)?;
-        for (fd, descriptor) in chunks {
-            self.send(Kind::VmmChunk, &descriptor.to_bytes(), Some(fd.as_fd()))?;
-        }
-        Ok(())
+        self.call(|transfer| {
+            transfer.sequence(|transfer| {
+                let count = (chunks.len() as u32).to_le_bytes();
+                transfer.send(Kind::VmmChunks, &count, None)?;
+                for (fd, descriptor) in chunks {
+                    transfer.send(Kind::VmmChunk, &descriptor.to_bytes(), Some(fd.as_fd()))?;
+                }
+                Ok(())
+            })
+        })
     }
 
     /// Receives what [`send_vmm_chunks`](Self::send_vmm_chunks) sent, for
     /// [`VirtualMemoryResource::import_fds`](crate::VirtualMemoryResource::import_fds) (which
-    /// checks the descriptors).
+    /// checks the descriptors), all within one deadline. Each chunk's file descriptor must be
+    /// one that can be a shareable handle (as for [`recv_exported_pool`](Self::recv_exported_pool)).
+    /// A chunk refused for what it holds is refused once every chunk has come, so the channel
+    /// stays in step.
     ///
     /// # Errors
     ///
-    /// [`Error::IpcProtocol`] for another message or a chunk without its file descriptor;
-    /// [`Error::IpcIo`] or [`Error::IpcPeerGone`].
+    /// [`Error::IpcProtocol`] for another message, a count past [`MAX_VMM_CHUNKS`], a chunk
+    /// without its file descriptor or with one of the wrong kind; [`Error::IpcIo`] (a timeout
+    /// included), [`Error::IpcPeerGone`] or [`Error::IpcPoisoned`].
     pub fn recv_vmm_chunks(&self) -> Result<Vec<(OwnedFd, VmmShareDescriptor)>> {
-        let (payload, _) = self.recv(Kind::VmmChunks)?;
-        let count = payload
-            .as_slice()
-            .try_into()
-            .map(u32::from_le_bytes)
-            .map_err(|_| malformed(Kind::VmmChunks))? as usize;
-        if count > MAX_VMM_CHUNKS {
-            return Err(malformed(Kind::VmmChunks));
-        }
-        (0..count)
-            .map(|_| {
-                let (payload, fd) = self.recv(Kind::VmmChunk)?;
-                let descriptor = VmmShareDescriptor::from_bytes(&payload)
-                    .map_err(|_| malformed(Kind::VmmChunk))?;
-                Ok((fd.ok_or_else(|| malformed(Kind::VmmChunk))?, descriptor))
+        self.call(|transfer| {
+            transfer.sequence(|transfer| {
+                let (payload, _) = transfer.recv(Kind::VmmChunks)?;
+                let count = payload
+                    .as_slice()
+                    .try_into()
+                    .map(u32::from_le_bytes)
+                    .map_err(|_| malformed(Kind::VmmChunks))? as usize;
+                if count > MAX_VMM_CHUNKS {
+                    return Err(malformed(Kind::VmmChunks));
+                }
+                // Transport errors end the sequence at once; a chunk refused for its content
+                // is reported after the last one came.
+                let mut chunks = Vec::with_capacity(count);
+                let mut refused = None;
+                for _ in 0..count {
+                    let (payload, fd) = transfer.recv(Kind::VmmChunk)?;
+                    match chunk(&payload, fd) {
+                        Ok(chunk) => chunks.push(chunk),
+                        Err(error) => {
+                            refused.get_or_insert(error);
+                        }
+                    }
+                }
+                Ok(refused.map_or(Ok(chunks), Err))
             })
-            .collect()
+        })?
     }
 
     /// Sends the caller's own bytes (at most [`MAX_MESSAGE_BYTES`]).
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a longer message; [`Error::IpcIo`] or
-    /// [`Error::IpcPeerGone`].
+    /// [`Error::InvalidArgument`] for a longer message; [`Error::IpcIo`] (a timeout included),
+    /// [`Error::IpcPeerGone`] or [`Error::IpcPoisoned`].
     pub fn send_bytes(&self, bytes: &[u8]) -> Result<()> {
         self.send(Kind::Bytes, bytes, None)
     }
@@ -317,19 +399,46 @@ impl Channel {
     ///
     /// # Errors
     ///
-    /// [`Error::IpcProtocol`] for another message; [`Error::IpcIo`] or
-    /// [`Error::IpcPeerGone`].
+    /// [`Error::IpcProtocol`] for another message or a longer one; [`Error::IpcIo`] (a
+    /// timeout included), [`Error::IpcPeerGone`] or [`Error::IpcPoisoned`].
     pub fn recv_bytes(&self) -> Result<Vec<u8>> {
         self.recv(Kind::Bytes).map(|(payload, _)| payload)
     }
 
     /// Sends one message, with `fd` beside it when given.
     fn send(&self, kind: Kind, payload: &[u8], fd: Option<BorrowedFd<'_>>) -> Result<()> {
-        wire::send(&self.socket, kind, payload, fd)
+        self.call(|transfer| transfer.send(kind, payload, fd))
     }
 
     /// Receives one message, which must be of `kind`: its payload and its file descriptor.
     fn recv(&self, kind: Kind) -> Result<(Vec<u8>, Option<OwnedFd>)> {
-        wire::recv(&self.socket, kind)
+        self.call(|transfer| transfer.recv(kind))
     }
+
+    /// Runs one call's messages within one deadline; poisons the channel when the call stops
+    /// in the middle of a message (a peer that went away poisons nothing: every later call
+    /// sees it gone).
+    fn call<T>(&self, body: impl FnOnce(&mut Transfer<'_>) -> Result<T>) -> Result<T> {
+        if let Some(what) = self.poisoned.get() {
+            return Err(Error::IpcPoisoned { what });
+        }
+        let mut transfer = Transfer::new(&self.socket, Deadline::after(self.timeout()));
+        let result = body(&mut transfer);
+        if let Err(error) = &result
+            && transfer.is_open()
+            && !matches!(error, Error::IpcPeerGone { .. })
+        {
+            let _ = self.poisoned.set(transfer.doing());
+        }
+        result
+    }
+}
+
+/// One virtual-memory chunk from its message: its descriptor and its file descriptor.
+fn chunk(payload: &[u8], fd: Option<OwnedFd>) -> Result<(OwnedFd, VmmShareDescriptor)> {
+    let descriptor =
+        VmmShareDescriptor::from_bytes(payload).map_err(|_| malformed(Kind::VmmChunk))?;
+    let fd = fd.ok_or_else(|| malformed(Kind::VmmChunk))?;
+    fd_kind::check_memory_fd(fd.as_fd(), Kind::VmmChunk)?;
+    Ok((fd, descriptor))
 }

@@ -2,7 +2,8 @@
 
 use std::io::{Read, Write};
 
-use super::wire::{ControlBuffer, Kind};
+use super::io::ControlBuffer;
+use super::wire::Kind;
 use super::*;
 
 #[test]
@@ -18,24 +19,32 @@ fn bytes_and_descriptors_cross_and_kinds_are_checked() {
     a.send_bytes(b"hello").unwrap();
     assert_eq!(b.recv_bytes().unwrap(), b"hello");
     // A descriptor beside a message arrives as a new descriptor of the same file.
-    let file = tempfile_with(b"shared through SCM_RIGHTS");
-    a.send(Kind::Pool, &[POOL_BY_FD], Some(file.as_fd()))
-        .unwrap();
+    let file = memfd_with(b"shared through SCM_RIGHTS");
+    let mut pool = [0u8; POOL_BYTES_FD];
+    pool[16] = POOL_BY_FD;
+    a.send(Kind::Pool, &pool, Some(file.as_fd())).unwrap();
     let (payload, fd) = b.recv(Kind::Pool).unwrap();
-    assert_eq!(payload, [POOL_BY_FD]);
+    assert_eq!(payload, pool);
     let mut text = String::new();
     let mut received = std::fs::File::from(fd.expect("a descriptor"));
     use std::io::Seek;
     received.rewind().unwrap();
     received.read_to_string(&mut text).unwrap();
     assert_eq!(text, "shared through SCM_RIGHTS");
-    // Another kind than the one asked for is refused, naming both.
+    // Another kind than the one asked for is refused, naming both; its payload is left
+    // unread, so the channel is out of step for good.
     a.send_bytes(b"x").unwrap();
     let error = b.recv(Kind::Buffer).unwrap_err();
     assert!(
         error.to_string().contains("expected a buffer, got bytes"),
         "{error}"
     );
+    assert!(matches!(
+        b.recv_bytes(),
+        Err(Error::IpcPoisoned {
+            what: "waiting for a buffer"
+        })
+    ));
     // A message too long for the channel is refused before it is sent.
     let long = vec![0u8; MAX_MESSAGE_BYTES + 1];
     assert!(matches!(
@@ -48,7 +57,7 @@ fn bytes_and_descriptors_cross_and_kinds_are_checked() {
 fn a_pool_travels_with_its_device_and_descriptor() {
     let (a, b) = Channel::pair().unwrap();
     let uuid = Uuid(std::array::from_fn(|i| i as u8 + 1));
-    let pool = ExportedPool::new(PoolHandle::PosixFd(tempfile_with(b"pool")), uuid);
+    let pool = ExportedPool::new(PoolHandle::PosixFd(memfd_with(b"pool")), uuid);
     a.send_exported_pool(&pool).unwrap();
     let got = b.recv_exported_pool().unwrap();
     assert_eq!(got.device_uuid(), uuid);
@@ -66,11 +75,14 @@ fn a_pool_travels_with_its_device_and_descriptor() {
         error.to_string().contains("memory pool arrived malformed"),
         "{error}"
     );
+    // So is one of a length the protocol does not give a pool (refused before its payload
+    // is read: the channel is out of step).
     a.send(Kind::Pool, &[POOL_BY_FD], None).unwrap();
     assert!(matches!(
         b.recv_exported_pool(),
         Err(Error::IpcProtocol { .. })
     ));
+    assert!(b.is_poisoned());
 }
 
 #[test]
@@ -79,11 +91,11 @@ fn virtual_memory_chunks_cross_with_their_descriptors() {
     let mib2 = 2 << 20;
     let chunks = vec![
         (
-            tempfile_with(b"first"),
+            memfd_with(b"first"),
             VmmShareDescriptor::test_chunk(0, 0, mib2, 2 * mib2),
         ),
         (
-            tempfile_with(b"second"),
+            memfd_with(b"second"),
             VmmShareDescriptor::test_chunk(1, mib2, mib2, 2 * mib2),
         ),
     ];
@@ -99,7 +111,9 @@ fn virtual_memory_chunks_cross_with_their_descriptors() {
         file.read_to_string(&mut text).unwrap();
         assert!(text == "first" || text == "second");
     }
-    // A chunk without its file descriptor is malformed; so is a count past the limit.
+    // A chunk without its file descriptor is malformed (refused once the sequence is over,
+    // so the channel stays in step); so is a count past the limit, after which the channel
+    // cannot know where the next message starts.
     a.send(Kind::VmmChunks, &1u32.to_le_bytes(), None).unwrap();
     a.send(Kind::VmmChunk, &chunks[0].1.to_bytes(), None)
         .unwrap();
@@ -110,6 +124,7 @@ fn virtual_memory_chunks_cross_with_their_descriptors() {
             .contains("virtual-memory chunk arrived malformed"),
         "{error}"
     );
+    assert!(!b.is_poisoned());
     a.send(
         Kind::VmmChunks,
         &(MAX_VMM_CHUNKS as u32 + 1).to_le_bytes(),
@@ -120,6 +135,7 @@ fn virtual_memory_chunks_cross_with_their_descriptors() {
         b.recv_vmm_chunks(),
         Err(Error::IpcProtocol { .. })
     ));
+    assert!(b.is_poisoned());
 }
 
 #[test]
@@ -157,9 +173,14 @@ fn a_timeout_ends_a_wait_for_a_silent_peer() {
     assert!(matches!(error, Error::IpcIo { .. }), "{error}");
 }
 
-/// A file holding `text`, already unlinked.
-fn tempfile_with(text: &[u8]) -> OwnedFd {
-    let mut file = tempfile::tempfile().unwrap();
+/// Anonymous memory holding `text`, as the stub driver exports pools and chunks.
+pub(super) fn memfd_with(text: &[u8]) -> OwnedFd {
+    // SAFETY: the name is a valid C string; the descriptor returned is new and ours.
+    let fd = unsafe { libc::memfd_create(c"cuda-safe-test".as_ptr(), libc::MFD_CLOEXEC) };
+    assert!(fd >= 0, "{}", std::io::Error::last_os_error());
+    // SAFETY: `fd` is a new descriptor no one else owns.
+    let mut file =
+        std::fs::File::from(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) });
     file.write_all(text).unwrap();
     OwnedFd::from(file)
 }

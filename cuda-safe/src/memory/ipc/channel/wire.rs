@@ -1,12 +1,17 @@
 //! The channel's wire format: each message is a 12-byte header (magic, kind, payload length),
-//! its payload, and at most one file descriptor beside it (`SCM_RIGHTS`).
+//! its payload, and at most one file descriptor beside it (`SCM_RIGHTS`). A [`Transfer`] moves
+//! the messages of one call within one deadline and knows whether it stopped in the middle of
+//! one (which leaves the channel out of step).
 
-use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 
+use super::super::share::IpcBufferDescriptor;
+use super::io::{Deadline, recv_some, send_some, wait};
 use crate::error::{Error, Result};
+use crate::memory::vmm::VmmShareDescriptor;
 
 /// Every message starts with these bytes, then its kind and its payload's length.
 const MAGIC: [u8; 4] = *b"CSIP";
@@ -24,7 +29,7 @@ pub(super) enum Kind {
     Buffer = 2,
     /// An event's 64-byte IPC handle.
     Event = 3,
-    /// The importer has dropped its imported buffer.
+    /// The importer has dropped its imported buffer: no payload, no descriptor.
     Released = 4,
     /// The caller's own bytes.
     Bytes = 5,
@@ -32,6 +37,15 @@ pub(super) enum Kind {
     VmmChunks = 6,
     /// One virtual-memory chunk: its file descriptor beside it, its descriptor in it.
     VmmChunk = 7,
+}
+
+/// The payload lengths a kind of message may declare.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Length {
+    /// Exactly one of these.
+    OneOf(&'static [usize]),
+    /// Anything up to [`MAX_MESSAGE_BYTES`].
+    UpToMax,
 }
 
 impl Kind {
@@ -60,96 +74,248 @@ impl Kind {
             Self::VmmChunk => "a virtual-memory chunk",
         }
     }
+
+    /// What this end does while sending a message of this kind.
+    fn sending(self) -> &'static str {
+        match self {
+            Self::Pool => "sending a memory pool",
+            Self::Buffer => "sending a buffer",
+            Self::Event => "sending an event",
+            Self::Released => "sending a release notice",
+            Self::Bytes => "sending bytes",
+            Self::VmmChunks | Self::VmmChunk => "sending virtual-memory chunks",
+        }
+    }
+
+    /// What this end does while waiting for a message of this kind.
+    pub(super) fn waiting(self) -> &'static str {
+        match self {
+            Self::Pool => "waiting for a memory pool",
+            Self::Buffer => "waiting for a buffer",
+            Self::Event => "waiting for an event",
+            Self::Released => "waiting for a release notice",
+            Self::Bytes => "waiting for bytes",
+            Self::VmmChunks | Self::VmmChunk => "waiting for virtual-memory chunks",
+        }
+    }
+
+    /// The payload lengths the protocol allows (the channel's own messages are fixed).
+    fn lengths(self) -> Length {
+        match self {
+            // A fabric handle after the UUID and the tag, or the tag alone beside a descriptor.
+            Self::Pool => Length::OneOf(&[super::POOL_BYTES_FD, super::POOL_BYTES_FABRIC]),
+            Self::Buffer => Length::OneOf(&[IpcBufferDescriptor::BYTES]),
+            Self::Event => Length::OneOf(&[64]),
+            Self::Released => Length::OneOf(&[0]),
+            Self::Bytes => Length::UpToMax,
+            Self::VmmChunks => Length::OneOf(&[4]),
+            Self::VmmChunk => Length::OneOf(&[VmmShareDescriptor::BYTES]),
+        }
+    }
+
+    /// Whether a file descriptor may travel beside a message of this kind.
+    fn carries_fd(self) -> bool {
+        matches!(self, Self::Pool | Self::VmmChunk)
+    }
 }
 
-/// Sends one message on `socket`, with `fd` beside it when given.
-pub(super) fn send(
-    socket: &UnixStream,
-    kind: Kind,
-    payload: &[u8],
-    fd: Option<BorrowedFd<'_>>,
-) -> Result<()> {
-    if payload.len() > MAX_MESSAGE_BYTES {
-        return Err(Error::invalid_argument(format!(
-            "an IPC message holds at most {MAX_MESSAGE_BYTES} bytes, not {}",
-            payload.len()
-        )));
-    }
-    let what = kind.what();
-    let mut header = [0u8; HEADER_BYTES];
-    header[..4].copy_from_slice(&MAGIC);
-    header[4..8].copy_from_slice(&(kind as u32).to_le_bytes());
-    header[8..].copy_from_slice(&(payload.len() as u32).to_le_bytes());
-    let sent = send_with_fd(socket, &header, fd).map_err(|error| gone_or(error, what))?;
-    let mut socket = socket;
-    socket
-        .write_all(&header[sent..])
-        .and_then(|()| socket.write_all(payload))
-        .map_err(|error| gone_or(error, what))
+/// The messages of one call on a channel, moved within one deadline. It remembers whether it
+/// stopped inside a message (or inside a sequence of them, as the chunks of
+/// [`send_vmm_chunks`](super::Channel::send_vmm_chunks)): after that the channel is out of
+/// step with its peer.
+pub(super) struct Transfer<'a> {
+    socket: &'a UnixStream,
+    deadline: Deadline,
+    /// A message or sequence has begun and not ended.
+    open: bool,
+    /// Inside a sequence: `open` stays set between its messages.
+    in_sequence: bool,
+    /// What the last message was doing (for the poisoned channel's error).
+    doing: &'static str,
 }
 
-/// Receives one message from `socket`, which must be of `kind`: its payload and its file
-/// descriptor.
-pub(super) fn recv(socket: &UnixStream, kind: Kind) -> Result<(Vec<u8>, Option<OwnedFd>)> {
-    let what = kind.what();
-    let mut header = [0u8; HEADER_BYTES];
-    let (got, fd) = recv_with_fd(socket, &mut header).map_err(|error| Error::IpcIo {
-        what: "receiving",
-        source: Arc::new(error),
-    })?;
-    if got == 0 {
-        return Err(Error::IpcPeerGone {
-            what: waiting(kind),
-        });
+impl<'a> Transfer<'a> {
+    pub(super) fn new(socket: &'a UnixStream, deadline: Deadline) -> Self {
+        Self {
+            socket,
+            deadline,
+            open: false,
+            in_sequence: false,
+            doing: "a message",
+        }
     }
-    let mut socket = socket;
-    socket
-        .read_exact(&mut header[got..])
-        .map_err(|error| gone_or(error, what))?;
-    if header[..4] != MAGIC {
-        return Err(Error::IpcProtocol {
-            detail: "the other end sent something that is not a message of this channel".into(),
-        });
+
+    /// Whether the transfer stopped inside a message or a sequence.
+    pub(super) fn is_open(&self) -> bool {
+        self.open
     }
-    let wire_kind = u32::from_le_bytes(header[4..8].try_into().unwrap_or_default());
-    let len = u32::from_le_bytes(header[8..].try_into().unwrap_or_default()) as usize;
-    let came = Kind::from_wire(wire_kind);
-    if came != Some(kind) {
-        return Err(Error::IpcProtocol {
-            detail: format!(
-                "expected {what}, got {}",
+
+    /// What it was doing when it stopped.
+    pub(super) fn doing(&self) -> &'static str {
+        self.doing
+    }
+
+    /// Runs `body`, whose messages form one sequence: once a byte of it has moved, the
+    /// transfer counts as stopped in the middle until `body` succeeds.
+    pub(super) fn sequence<T>(&mut self, body: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        self.in_sequence = true;
+        let result = body(self);
+        self.in_sequence = false;
+        if result.is_ok() {
+            self.open = false;
+        }
+        result
+    }
+
+    /// The end of one message.
+    fn message_done(&mut self) {
+        if !self.in_sequence {
+            self.open = false;
+        }
+    }
+
+    /// Sends one message, with `fd` beside it when given.
+    pub(super) fn send(
+        &mut self,
+        kind: Kind,
+        payload: &[u8],
+        fd: Option<BorrowedFd<'_>>,
+    ) -> Result<()> {
+        if payload.len() > MAX_MESSAGE_BYTES {
+            return Err(Error::invalid_argument(format!(
+                "an IPC message holds at most {MAX_MESSAGE_BYTES} bytes, not {}",
+                payload.len()
+            )));
+        }
+        let doing = kind.sending();
+        self.doing = doing;
+        let mut header = [0u8; HEADER_BYTES];
+        header[..4].copy_from_slice(&MAGIC);
+        header[4..8].copy_from_slice(&(kind as u32).to_le_bytes());
+        header[8..].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+        let total = HEADER_BYTES + payload.len();
+        let (mut sent, mut fd) = (0, fd);
+        while sent < total {
+            let (first, second) = if sent < HEADER_BYTES {
+                (&header[sent..], payload)
+            } else {
+                (&payload[sent - HEADER_BYTES..], &[][..])
+            };
+            match send_some(self.socket.as_fd(), first, second, fd) {
+                Ok(0) => return Err(Error::IpcPeerGone { what: doing }),
+                Ok(count) => {
+                    self.open = true;
+                    fd = None;
+                    sent += count;
+                }
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    wait(self.socket.as_fd(), libc::POLLOUT, &self.deadline)
+                        .map_err(|error| gone_or(error, doing))?;
+                }
+                Err(error) => return Err(gone_or(error, doing)),
+            }
+        }
+        self.message_done();
+        Ok(())
+    }
+
+    /// Receives one message, which must be of `kind`, with a length the protocol allows for
+    /// it (checked before any of the payload is read): its payload and its file descriptor.
+    pub(super) fn recv(&mut self, kind: Kind) -> Result<(Vec<u8>, Option<OwnedFd>)> {
+        self.doing = kind.waiting();
+        let mut fd = None;
+        let mut header = [0u8; HEADER_BYTES];
+        self.read_exact(&mut header, &mut fd, kind)?;
+        if header[..4] != MAGIC {
+            return Err(protocol(
+                "the other end sent something that is not a message of this channel",
+            ));
+        }
+        let wire_kind = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
+        let len = u32::from_le_bytes([header[8], header[9], header[10], header[11]]) as usize;
+        let came = Kind::from_wire(wire_kind);
+        if came != Some(kind) {
+            return Err(protocol(format!(
+                "expected {}, got {}",
+                kind.what(),
                 came.map_or("a message of an unknown kind", Kind::what)
-            )
-            .into(),
-        });
+            )));
+        }
+        let allowed = match kind.lengths() {
+            Length::OneOf(lengths) => lengths.contains(&len),
+            Length::UpToMax => len <= MAX_MESSAGE_BYTES,
+        };
+        if !allowed {
+            return Err(protocol(format!(
+                "{} declared a payload of {len} bytes, which the protocol does not allow",
+                kind.what()
+            )));
+        }
+        let mut payload = vec![0; len];
+        self.read_exact(&mut payload, &mut fd, kind)?;
+        self.message_done();
+        if fd.is_some() && !kind.carries_fd() {
+            return Err(protocol(format!(
+                "{} came with a file descriptor, which it never carries",
+                kind.what()
+            )));
+        }
+        Ok((payload, fd))
     }
-    if len > MAX_MESSAGE_BYTES {
-        return Err(malformed(kind));
+
+    /// Fills `buffer` from the socket within the deadline, keeping a descriptor that comes
+    /// beside the bytes in `fd` (a second one is a protocol error).
+    fn read_exact(
+        &mut self,
+        buffer: &mut [u8],
+        fd: &mut Option<OwnedFd>,
+        kind: Kind,
+    ) -> Result<()> {
+        let mut filled = 0;
+        while filled < buffer.len() {
+            match recv_some(self.socket.as_fd(), &mut buffer[filled..]) {
+                Ok((0, _)) => {
+                    return Err(Error::IpcPeerGone {
+                        what: kind.waiting(),
+                    });
+                }
+                Ok((count, came)) => {
+                    self.open = true;
+                    filled += count;
+                    if let Some(came) = came {
+                        if fd.is_some() {
+                            return Err(protocol(
+                                "more file descriptors came than a message carries",
+                            ));
+                        }
+                        *fd = Some(came);
+                    }
+                }
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    wait(self.socket.as_fd(), libc::POLLIN, &self.deadline)
+                        .map_err(|error| gone_or(error, kind.waiting()))?;
+                }
+                Err(error) if error.kind() == io::ErrorKind::InvalidData => {
+                    self.open = true;
+                    return Err(protocol(error.to_string()));
+                }
+                Err(error) => return Err(gone_or(error, kind.waiting())),
+            }
+        }
+        Ok(())
     }
-    let mut payload = vec![0; len];
-    socket
-        .read_exact(&mut payload)
-        .map_err(|error| gone_or(error, what))?;
-    Ok((payload, fd))
 }
 
-/// What this end was doing when a message of `kind` did not come.
-fn waiting(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Pool => "waiting for a memory pool",
-        Kind::Buffer => "waiting for a buffer",
-        Kind::Event => "waiting for an event",
-        Kind::Released => "waiting for a release notice",
-        Kind::Bytes => "waiting for bytes",
-        Kind::VmmChunks | Kind::VmmChunk => "waiting for virtual-memory chunks",
+/// An [`Error::IpcProtocol`] saying `detail`.
+fn protocol(detail: impl Into<std::borrow::Cow<'static, str>>) -> Error {
+    Error::IpcProtocol {
+        detail: detail.into(),
     }
 }
 
 /// The error of a malformed message of `kind`.
 pub(super) fn malformed(kind: Kind) -> Error {
-    Error::IpcProtocol {
-        detail: format!("{} arrived malformed", kind.what()).into(),
-    }
+    protocol(format!("{} arrived malformed", kind.what()))
 }
 
 /// An operating-system error as [`Error::IpcIo`], or [`Error::IpcPeerGone`] when it says the
@@ -172,109 +338,4 @@ pub(super) fn io_error(what: &'static str) -> impl FnOnce(io::Error) -> Error {
         what,
         source: Arc::new(error),
     }
-}
-
-/// Room for one file descriptor's control message, aligned for `cmsghdr`.
-#[repr(C, align(8))]
-pub(super) struct ControlBuffer([u8; 32]);
-
-/// Sends `bytes` (some of them, as a stream socket may) with `fd` beside them; returns how
-/// many bytes went.
-fn send_with_fd(
-    socket: &UnixStream,
-    bytes: &[u8],
-    fd: Option<BorrowedFd<'_>>,
-) -> io::Result<usize> {
-    let mut iov = libc::iovec {
-        iov_base: bytes.as_ptr() as *mut libc::c_void,
-        iov_len: bytes.len(),
-    };
-    let mut control = ControlBuffer([0; 32]);
-    // SAFETY: an all-zero msghdr is valid (no name, no control).
-    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
-    message.msg_iov = &mut iov;
-    message.msg_iovlen = 1;
-    if let Some(fd) = fd {
-        // SAFETY: CMSG_SPACE only computes a size.
-        let space = unsafe { libc::CMSG_SPACE(size_of::<libc::c_int>() as u32) } as usize;
-        message.msg_control = control.0.as_mut_ptr().cast();
-        message.msg_controllen = space as _;
-        // SAFETY: the control buffer holds `space` bytes (at most 32, checked by the
-        // assertion in the tests), aligned for cmsghdr; CMSG_FIRSTHDR points into it.
-        unsafe {
-            let header = libc::CMSG_FIRSTHDR(&message);
-            (*header).cmsg_level = libc::SOL_SOCKET;
-            (*header).cmsg_type = libc::SCM_RIGHTS;
-            (*header).cmsg_len = libc::CMSG_LEN(size_of::<libc::c_int>() as u32) as _;
-            libc::CMSG_DATA(header)
-                .cast::<libc::c_int>()
-                .write_unaligned(fd.as_raw_fd());
-        }
-    }
-    loop {
-        // SAFETY: `message` points at live buffers for the call; MSG_NOSIGNAL turns a closed
-        // peer into EPIPE instead of a signal.
-        let sent = unsafe { libc::sendmsg(socket.as_raw_fd(), &message, libc::MSG_NOSIGNAL) };
-        if sent >= 0 {
-            return Ok(sent as usize);
-        }
-        let error = io::Error::last_os_error();
-        if error.kind() != io::ErrorKind::Interrupted {
-            return Err(error);
-        }
-    }
-}
-
-/// Receives into `bytes` (some of them) and the file descriptor sent beside them, if any;
-/// returns how many bytes came (0: the other end closed the channel).
-fn recv_with_fd(socket: &UnixStream, bytes: &mut [u8]) -> io::Result<(usize, Option<OwnedFd>)> {
-    let mut iov = libc::iovec {
-        iov_base: bytes.as_mut_ptr().cast(),
-        iov_len: bytes.len(),
-    };
-    let mut control = ControlBuffer([0; 32]);
-    // SAFETY: an all-zero msghdr is valid.
-    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
-    message.msg_iov = &mut iov;
-    message.msg_iovlen = 1;
-    message.msg_control = control.0.as_mut_ptr().cast();
-    message.msg_controllen = control.0.len() as _;
-    let got = loop {
-        // SAFETY: `message` points at live buffers for the call; received descriptors are
-        // close-on-exec.
-        let got =
-            unsafe { libc::recvmsg(socket.as_raw_fd(), &mut message, libc::MSG_CMSG_CLOEXEC) };
-        if got >= 0 {
-            break got as usize;
-        }
-        let error = io::Error::last_os_error();
-        if error.kind() != io::ErrorKind::Interrupted {
-            return Err(error);
-        }
-    };
-    let mut fds = Vec::new();
-    // SAFETY: the kernel filled `message.msg_control` with `msg_controllen` bytes of control
-    // messages; CMSG_FIRSTHDR/NXTHDR walk them within that length.
-    unsafe {
-        let mut header = libc::CMSG_FIRSTHDR(&message);
-        while !header.is_null() {
-            if (*header).cmsg_level == libc::SOL_SOCKET && (*header).cmsg_type == libc::SCM_RIGHTS {
-                let data = libc::CMSG_DATA(header).cast::<libc::c_int>();
-                let count = ((*header).cmsg_len as usize - libc::CMSG_LEN(0) as usize)
-                    / size_of::<libc::c_int>();
-                for index in 0..count {
-                    // Owned at once, so every descriptor received is closed on any error.
-                    fds.push(OwnedFd::from_raw_fd(data.add(index).read_unaligned()));
-                }
-            }
-            header = libc::CMSG_NXTHDR(&message, header);
-        }
-    }
-    if message.msg_flags & libc::MSG_CTRUNC != 0 || fds.len() > 1 {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "more file descriptors came than a message carries",
-        ));
-    }
-    Ok((got, fds.pop()))
 }
