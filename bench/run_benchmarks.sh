@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# Runs every C floor (bench/*_floor.c) and every bundled Rust benchmark (cuda-*/benches/*, but
-# not the diagnostics, diag_*, which take arguments: bench/diag/README.md) in alternating
-# rounds in one job, then prints one comparison table (and bench.json).
+# Runs every C floor (bench/floors/*_floor.c, built by bench/floors/build.sh) and every bundled
+# Rust benchmark (cuda-*/benches/*, but not the diagnostics, diag_*, bundled with --lab, which
+# take arguments) in alternating rounds in one job, then prints one comparison table (and
+# bench.json).
 #
 # usage (on the GPU machine, from anywhere): bash <bundle>/bench/run_benchmarks.sh [ROUNDS] [FILTER]
 #   ROUNDS  rounds of every program (default 5); medians and per-round ratios are reported
 #   FILTER  only Rust benchmarks whose "abi/name" contains FILTER, or one of its comma-separated
 #           parts ("peer_copy,ipc_pool"); floors always run (FLOORS selects them)
 # environment: OUT (folder for bench.log, bench.json, bench-table.txt; default logs/ in the
-# bundle), FLOORS (only these floors, by name without .c: "multi_gpu_floor nccl_floor"; default
-# all), ABIS (default "cuda-12 cuda-13"), BENCH_EXAMPLES (examples that print FIG lines and
+# bundle), FLOORS (only these floors, by name without .c: "multi_gpu_floor nccl_floor"; "all":
+# every one; default: all but async_floor and blas_floor, which no benchmark pairs with yet), ABIS (default "cuda-12 cuda-13"), BENCH_EXAMPLES (examples that print FIG lines and
 # run in the rounds too; default "green_isolation allreduce"), BENCH_CPU (the core every program is pinned to,
 # so that floor and crate run alike; default 2; empty: no pinning), THREAD_CPUS (the cores the
 # multi-threaded programs, those named *threads*, are pinned to instead; default 2-9).
 set -u
+# NVLink multicast stays off: a rule of our GPU machines, not of the library.
+export NCCL_NVLS_ENABLE=0
 here=$(cd "$(dirname "$0")" && pwd) || exit 2
 bundle=$(dirname "$here")
 out=${OUT:-$bundle/logs}
@@ -55,22 +58,26 @@ matches_filter() {
 }
 
 floors=()
-for src in "$here"/*_floor.c; do
+names=()
+for src in "$here"/floors/*_floor.c; do
     [ -f "$src" ] || continue
     name=$(basename "$src" .c)
-    [ -n "${FLOORS:-}" ] && [[ " $FLOORS " != *" $name "* ]] && continue
-    libs="-lcuda -lnvrtc -lpthread -lm"
-    grep -q '<nvml.h>' "$src" && libs="$libs -l:libnvidia-ml.so.1"
-    # NCCL's floor calls the runtime and NCCL (installed system-wide where it runs).
-    grep -q '<nccl.h>' "$src" && libs="$libs -lcudart -lnccl"
-    # shellcheck disable=SC2086
-    if gcc -O2 -o "$tmp/$name" "$src" -I$cuda/include -L$cuda/lib64 -L$cuda/lib64/stubs $libs \
-        >>"$log" 2>&1; then
-        floors+=("$tmp/$name")
-    else
-        echo "could not build $name (see $log)"
-    fi
+    case ${FLOORS:-} in
+    all) ;;
+    "") [[ $name == async_floor || $name == blas_floor ]] && continue ;;
+    *) [[ " $FLOORS " != *" $name "* ]] && continue ;;
+    esac
+    names+=("$name")
 done
+if [ "${#names[@]}" -gt 0 ]; then
+    while read -r status name; do
+        if [ "$status" = built ]; then
+            floors+=("$tmp/$name")
+        else
+            echo "could not build $name (see $log)"
+        fi
+    done < <(CUDA=$cuda bash "$here/floors/build.sh" "$tmp" "${names[@]}" 2>>"$log")
+fi
 
 benches=()
 for abi in ${ABIS:-cuda-12 cuda-13}; do

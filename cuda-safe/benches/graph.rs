@@ -1,4 +1,4 @@
-//! CUDA graphs and host callbacks: the loops of `../shared/bench/graph_floor.c` through
+//! CUDA graphs and host callbacks: the loops of `bench/floors/graph_floor.c` through
 //! `cuda-safe`, with the floor's figure names. A chain of 100 tiny kernels (each adds 1 to one
 //! int) is launched on a stream, captured, instantiated, uploaded and replayed; one kernel
 //! node's arguments are updated in the executable; a host function makes a round trip. The

@@ -1,4 +1,4 @@
-//! The busy green-partitioned probe of `../shared/bench/driver_floor.c` (SAXPY on 1M floats,
+//! The busy green-partitioned probe of `bench/floors/driver_floor.c` (SAXPY on 1M floats,
 //! launch to completion, in its own green context of half the SMs while `spin` fills the
 //! other half), taken two ways in one process and interleaved sample by sample: through
 //! `cuda-safe` (`launch` + `Stream::sync`) and through the raw driver calls the floor makes

@@ -1,4 +1,4 @@
-//! Compile, load and launch benchmark: the loops of `../shared/bench/driver_floor.c` through
+//! Compile, load and launch benchmark: the loops of `bench/floors/driver_floor.c` through
 //! `cuda-safe`, with the floor's figure names, plus the program-cache figures.
 //!
 //! Prints `FIG name value unit` lines. Run beside the C floor in one job

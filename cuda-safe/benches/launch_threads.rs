@@ -2,7 +2,7 @@
 //! the primary context, each launching an empty kernel 20,000 times through [`launch`] and then
 //! synchronizing its stream; throughput is all launches over the wall time from the common
 //! start to the last thread's end (median of 5). The same loop as
-//! `bench/launch_threads_floor.c`, with the same `FIG` names.
+//! `bench/floors/launch_threads_floor.c`, with the same `FIG` names.
 //!
 //! `launch_threads crate raw` measures instead, in one process, the crate's loop against the
 //! floor's raw driver calls (`cuLaunchKernel` + `cuStreamSynchronize` on the same kernel) for

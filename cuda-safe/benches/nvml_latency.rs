@@ -1,6 +1,6 @@
 //! Latency of the common NVML getters through `cuda_safe::system`, on GPU 0, beside the same
 //! calls made straight through the raw layer (`nvml_sys`). Prints `FIG name value unit` lines
-//! with the names `bench/nvml_floor.c` uses for the C calls, so the two compare line by line
+//! with the names `bench/floors/nvml_floor.c` uses for the C calls, so the two compare line by line
 //! when run in one job; the raw-layer figures carry a `_raw` suffix.
 //!
 //! Each figure is the median of up to 2,000 timed calls (at most 2 s per getter) after 50

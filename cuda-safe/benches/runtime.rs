@@ -1,4 +1,4 @@
-//! Runtime-core benchmark: the loops of `bench/runtime_floor.c`, through `cuda-safe`.
+//! Runtime-core benchmark: the loops of `bench/floors/runtime_floor.c`, through `cuda-safe`.
 //!
 //! Prints `FIG name value unit` lines with the floor's names, so one job can run both and
 //! compare: pool alloc+free of 1 MiB, event record, a 4-byte memset plus stream sync, and a

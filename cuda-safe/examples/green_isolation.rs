@@ -1,7 +1,7 @@
 //! Why green contexts: a latency-sensitive small kernel (SAXPY on 1M floats, launch to
 //! completion) while a GPU-filling job runs, first sharing the whole GPU, then in its own green
 //! context beside the filler's. The loops are those of the C floor
-//! (`../shared/bench/driver_floor.c`), and the figures are printed as `FIG name value unit`
+//! (`bench/floors/driver_floor.c`), and the figures are printed as `FIG name value unit`
 //! lines with the floor's names, so `bench/run_benchmarks.sh` compares them.
 //!
 //! The buffers come from the device's default pool. With the argument `cumemalloc` they come

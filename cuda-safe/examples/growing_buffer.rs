@@ -2,9 +2,9 @@
 //! keeps incrementing its first 2 MiB: every growth maps one new physical chunk at the end of
 //! a reservation made up front, so nothing is copied and the address never changes. Prints a
 //! table (size, grow time, address) and checks the start's contents and the address. Before
-//! that, it measures one 1 GiB allocation as `bench/multi_gpu_floor.c` does (reserve + create +
-//! map + set access, then unmap + release + free; the process's first, as the floor's) and
-//! prints the `FIG` lines the bench runner compares with the floor's.
+//! that, it measures one 1 GiB allocation as `bench/floors/multi_gpu_floor.c` does (reserve +
+//! create + map + set access, then unmap + release + free; the process's first, as the floor's)
+//! and prints the `FIG` lines the bench runner compares with the floor's.
 //!
 //! ```text
 //! cargo run --release -p cuda-safe --example growing_buffer

@@ -1,13 +1,24 @@
 //! Shared helpers and the test harness of the GPU integration tests in `tests/`.
 //!
-//! Each file in `tests/tests/` is a test target with `harness = false` (its `[[test]]` entry in
-//! `tests/Cargo.toml`) whose `main` lists its tests with [`gpu_tests!`]. They run under
-//! [`libtest_mimic`], which reads libtest's command line (a filter, `--exact`, `--skip`,
-//! `--list`, `--ignored`, `--include-ignored`, `--test-threads`, `--format`, `--quiet`, ...)
-//! and exits as libtest does: 0, or 101 when a test failed. As under libtest, each test runs on
-//! a thread of its own named after it, and `RUST_TEST_THREADS` stands in for a missing
-//! `--test-threads`; unlike libtest, a test's output is not captured (`--nocapture` is accepted
-//! and changes nothing).
+//! The GPU tests are one test target, `gpu` (`tests/tests/main.rs`, `harness = false`), whose
+//! modules are the test files (`cache.rs`, `graph/`, ...). Each file lists its tests in a
+//! [`GpuFile`] made by [`gpu_file!`], and `main` hands every file to [`run_gpu_files`]. A
+//! test's name is its file's, then its own: `cache::a_warm_kernel_request_returns_the_same_kernel`,
+//! `graph::capture::capture_in_global_mode_records_launches`.
+//!
+//! The tests run under [`libtest_mimic`], which reads libtest's command line (a filter,
+//! `--exact`, `--skip`, `--list`, `--ignored`, `--include-ignored`, `--test-threads`,
+//! `--format`, `--quiet`, ...) and exits as libtest does: 0, or 101 when a test failed. As
+//! under libtest, each test runs on a thread of its own named after it, and
+//! `RUST_TEST_THREADS` stands in for a missing `--test-threads`; unlike libtest, a test's
+//! output is not captured (`--nocapture` is accepted and changes nothing).
+//!
+//! Each file's tests run in a process of their own, as when every file was a binary of its
+//! own: where a GPU is usable and the tests chosen come from several files, the binary starts
+//! itself once per file, one after another, with [`FILE_ENV`] naming the file (`run.sh` does
+//! the same, one item per file). A file may rely on its process: `context_release` needs a
+//! primary context nothing else retained; others set pool attributes or peer access that last
+//! as long as the process.
 //!
 //! Whether a GPU is usable ([`why_no_gpu`]) is found once, before any test runs, and decides
 //! what becomes of every test ([`GpuVerdict`]):
@@ -19,12 +30,15 @@
 //! - No GPU is usable and `CUDA_SAFE_REQUIRE_GPU=1` (the GPU bundle's `run.sh` sets it): the
 //!   same line, and every test fails with the reason.
 
+mod files;
+
+pub use files::{FILE_ENV, GpuFile, run_gpu_files};
+
 use std::any::Any;
-use std::process::ExitCode;
 use std::thread;
 
 use cuda_sys::CUresult;
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 
 /// The variable that turns a missing GPU from an ignored test into a failed one.
 pub const REQUIRE_GPU_ENV: &str = "CUDA_SAFE_REQUIRE_GPU";
@@ -60,7 +74,7 @@ pub fn why_no_gpu() -> Option<String> {
     }
 }
 
-/// A GPU test as [`gpu_tests!`] lists it: its name and its function.
+/// A GPU test as [`gpu_file!`] lists it: its name in its file and its function.
 pub type GpuTest = (&'static str, fn());
 
 /// What becomes of the GPU tests on this machine.
@@ -98,11 +112,14 @@ impl GpuVerdict {
         }
     }
 
-    /// The trial `test` becomes: it runs [`GpuVerdict::run`]; where no GPU is usable it is
-    /// marked `[no GPU]`, and ignored unless a GPU is required.
-    pub fn trial(&self, test: GpuTest) -> Trial {
+    /// The trial the test `name` becomes: it runs [`GpuVerdict::run`]; where no GPU is usable
+    /// it is marked `[no GPU]`, and ignored unless a GPU is required.
+    pub fn trial(&self, name: String, test: fn()) -> Trial {
         let verdict = self.clone();
-        let trial = Trial::test(test.0, move || verdict.run(test).map_err(Failed::from));
+        let thread_name = name.clone();
+        let trial = Trial::test(name, move || {
+            verdict.run(&thread_name, test).map_err(Failed::from)
+        });
         match self {
             Self::Run => trial,
             Self::Ignore(_) => trial.with_kind(NO_GPU_KIND).with_ignored_flag(true),
@@ -110,9 +127,9 @@ impl GpuVerdict {
         }
     }
 
-    /// Runs `test`: on a thread of its own named after it where a GPU is usable (a panic is
-    /// the error); otherwise the error is the reason no GPU is usable.
-    pub fn run(&self, (name, test): GpuTest) -> Result<(), String> {
+    /// Runs `test`: on a thread of its own named `name` where a GPU is usable (a panic is the
+    /// error); otherwise the error is the reason no GPU is usable.
+    pub fn run(&self, name: &str, test: fn()) -> Result<(), String> {
         match self {
             Self::Run => thread::Builder::new()
                 .name(name.to_owned())
@@ -135,48 +152,6 @@ fn panic_message(payload: &(dyn Any + Send)) -> &str {
         .copied()
         .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("(a payload that is not a string)")
-}
-
-/// Runs `tests` under libtest-mimic with this process's arguments, as [`GpuVerdict::here`]
-/// decides, after printing [`GpuVerdict::line`] (unless only listing), and returns the exit
-/// code. [`gpu_tests!`] expands to this.
-pub fn run_gpu_tests(tests: &[GpuTest]) -> ExitCode {
-    let mut args = Arguments::from_args();
-    if args.test_threads.is_none() {
-        args.test_threads = std::env::var("RUST_TEST_THREADS")
-            .ok()
-            .and_then(|threads| threads.parse().ok())
-            .filter(|&threads: &usize| threads > 0);
-    }
-    let verdict = GpuVerdict::here();
-    if !args.list
-        && let Some(line) = verdict.line()
-    {
-        eprintln!("{line}");
-    }
-    let trials = tests.iter().map(|&test| verdict.trial(test)).collect();
-    libtest_mimic::run(&args, trials).exit_code()
-}
-
-/// Runs a test file's GPU tests, the functions named, and gives the exit code: the body of the
-/// file's `main` (see the crate's documentation for what happens without a GPU).
-///
-/// ```text
-/// fn main() -> std::process::ExitCode {
-///     gpu_tests![a_kernel_launches, a_buffer_round_trips]
-/// }
-/// ```
-///
-/// Each name is a `fn()` of the file, which fails its test by panicking; in a test split into
-/// modules (`tests/tests/graph/main.rs`), a path to one, which is also the test's name
-/// (`capture::capture_in_global_mode_records_launches`). A test function left out of the list
-/// is dead code, which the lints reject. A file in `tests/tests/` needs its `[[test]]` entry
-/// with `harness = false`: under libtest its `main` never runs, and it reports no tests.
-#[macro_export]
-macro_rules! gpu_tests {
-    ($($test:path),+ $(,)?) => {
-        $crate::run_gpu_tests(&[$((stringify!($test), $test as fn())),+])
-    };
 }
 
 /// Panics with the API name and code unless `result` is `CUDA_SUCCESS`.
@@ -248,14 +223,14 @@ mod tests {
     fn with_a_gpu_each_test_runs_on_its_own_thread_and_a_panic_fails_it() {
         let verdict = GpuVerdict::Run;
         assert_eq!(verdict.line(), None);
-        let test: GpuTest = ("on_a_thread_named_after_it", on_a_thread_named_after_it);
-        let trial = verdict.trial(test);
-        assert_eq!(trial.name(), "on_a_thread_named_after_it");
+        let name = "on_a_thread_named_after_it";
+        let trial = verdict.trial(name.to_owned(), on_a_thread_named_after_it);
+        assert_eq!(trial.name(), name);
         assert_eq!(trial.kind(), "");
         assert!(!trial.has_ignored_flag());
-        assert_eq!(verdict.run(test), Ok(()));
+        assert_eq!(verdict.run(name, on_a_thread_named_after_it), Ok(()));
         assert_eq!(
-            verdict.run(("panics", panics)),
+            verdict.run("panics", panics),
             Err("test panicked: the kernel wrote 3".to_owned())
         );
     }
@@ -265,12 +240,12 @@ mod tests {
         let verdict = GpuVerdict::Ignore(REASON.to_owned());
         let line = verdict.line().expect("a line saying why");
         assert!(line.contains("ignored") && line.ends_with(REASON), "{line}");
-        let trial = verdict.trial(("panics", panics));
-        assert_eq!(trial.name(), "panics");
+        let trial = verdict.trial("file::panics".to_owned(), panics);
+        assert_eq!(trial.name(), "file::panics");
         assert_eq!(trial.kind(), "no GPU");
         assert!(trial.has_ignored_flag());
         assert_eq!(
-            verdict.run(("panics", panics)),
+            verdict.run("panics", panics),
             Err(format!("a GPU is needed but {REASON}"))
         );
     }
@@ -283,11 +258,11 @@ mod tests {
             line.contains("CUDA_SAFE_REQUIRE_GPU=1") && line.ends_with(REASON),
             "{line}"
         );
-        let trial = verdict.trial(("panics", panics));
+        let trial = verdict.trial("panics".to_owned(), panics);
         assert_eq!(trial.kind(), "no GPU");
         assert!(!trial.has_ignored_flag());
         assert_eq!(
-            verdict.run(("panics", panics)),
+            verdict.run("panics", panics),
             Err(format!(
                 "a GPU is required (CUDA_SAFE_REQUIRE_GPU=1) but {REASON}"
             ))

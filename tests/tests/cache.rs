@@ -2,7 +2,7 @@
 //! disk, in a "new process" simulated by a fresh cache) give launchable kernels, templated
 //! kernels included, and a corrupted entry is recompiled.
 
-use cuda_gpu_tests::gpu_tests;
+use cuda_gpu_tests::{GpuFile, gpu_file};
 use cuda_safe::cache::{
     FileStreamProgramCache, InMemoryProgramCache, ProgramCache, TieredProgramCache,
 };
@@ -130,11 +130,10 @@ fn a_warm_kernel_request_returns_the_same_kernel() {
     ));
 }
 
-fn main() -> std::process::ExitCode {
-    gpu_tests![
-        a_program_compiles_and_loads_once_per_process,
-        a_disk_hit_in_a_new_cache_resolves_templated_kernels,
-        an_assumed_nvrtc_version_skips_nvrtc_on_hits_and_is_checked_on_misses,
-        a_warm_kernel_request_returns_the_same_kernel
-    ]
-}
+/// This file's tests.
+pub(crate) const FILE: GpuFile = gpu_file![
+    a_program_compiles_and_loads_once_per_process,
+    a_disk_hit_in_a_new_cache_resolves_templated_kernels,
+    an_assumed_nvrtc_version_skips_nvrtc_on_hits_and_is_checked_on_misses,
+    a_warm_kernel_request_returns_the_same_kernel,
+];

@@ -13,7 +13,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
-use cuda_gpu_tests::gpu_tests;
+use cuda_gpu_tests::{GpuFile, gpu_file};
 use cuda_safe::checkpoint::{Process, ProcessState};
 use cuda_safe::sys::CUresult;
 use cuda_safe::{Device, Error};
@@ -224,10 +224,13 @@ fn a_checkpointed_child_gets_its_gpu_memory_back() {
 
 /// The child's part when [`CHILD_ENV`] is set, before the harness (which would probe the GPU
 /// and print); the test otherwise.
-fn main() -> std::process::ExitCode {
-    if std::env::var_os(CHILD_ENV).is_some() {
-        child_main();
-        return std::process::ExitCode::SUCCESS;
-    }
-    gpu_tests![a_checkpointed_child_gets_its_gpu_memory_back]
+/// This file's tests.
+pub(crate) const FILE: GpuFile = gpu_file![a_checkpointed_child_gets_its_gpu_memory_back,];
+
+/// The child's part, when this process is this file's child ([`CHILD_ENV`] set): its exit
+/// code; `None` otherwise. `main` asks before the harness runs.
+pub(crate) fn child_part() -> Option<std::process::ExitCode> {
+    std::env::var_os(CHILD_ENV)?;
+    child_main();
+    Some(std::process::ExitCode::SUCCESS)
 }

@@ -1,10 +1,11 @@
 //! The primary context's lifecycle: retained on first use and kept (so `device.set_current()?;`
 //! followed by work re-uses it, as in `cuda.core`), released by `release_primary_context` once
 //! the last handle using it is gone, and not kept again until `set_current` (or
-//! `retain_primary_context`) asks for it. In its own test binary, so no other test holds the
-//! context meanwhile; its steps run in order on one thread (see `lifecycle` below).
+//! `retain_primary_context`) asks for it. In a process of its own (as every test file), so no
+//! other test holds the context meanwhile; its steps run in order on one thread (see
+//! `lifecycle` below).
 
-use cuda_gpu_tests::gpu_tests;
+use cuda_gpu_tests::{GpuFile, gpu_file};
 use cuda_safe::{Device, StreamOptions};
 
 fn primary_context_active(device: &Device) -> bool {
@@ -108,6 +109,5 @@ fn release_waits_for_the_last_holder(device: &Device) {
     assert!(!primary_context_active(device));
 }
 
-fn main() -> std::process::ExitCode {
-    gpu_tests![lifecycle]
-}
+/// This file's tests.
+pub(crate) const FILE: GpuFile = gpu_file![lifecycle,];

@@ -3,7 +3,7 @@
 //! buffer with a chosen pitch, CUDA arrays, and bad extents refused on each side with the
 //! destination untouched.
 
-use cuda_gpu_tests::gpu_tests;
+use cuda_gpu_tests::{GpuFile, gpu_file};
 use cuda_safe::{
     ArrayDescriptor, ArrayFormat, Copy3d, CudaArray, Device, Error, HostPitched, HostPitchedMut,
     PitchedBuffer, Stream,
@@ -311,11 +311,10 @@ fn bad_extents_are_refused_on_each_side_and_copy_nothing() {
     );
 }
 
-fn main() -> std::process::ExitCode {
-    gpu_tests![
-        device_to_device_sub_rectangles_across_streams,
-        host_to_device_and_back_in_3d_through_a_chosen_pitch,
-        arrays_round_trip_in_2d_and_3d,
-        bad_extents_are_refused_on_each_side_and_copy_nothing,
-    ]
-}
+/// This file's tests.
+pub(crate) const FILE: GpuFile = gpu_file![
+    device_to_device_sub_rectangles_across_streams,
+    host_to_device_and_back_in_3d_through_a_chosen_pitch,
+    arrays_round_trip_in_2d_and_3d,
+    bad_extents_are_refused_on_each_side_and_copy_nothing,
+];

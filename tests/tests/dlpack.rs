@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use cuda_gpu_tests::gpu_tests;
+use cuda_gpu_tests::{GpuFile, gpu_file};
 use cuda_safe::dlpack::{
     DLDataType, DLDeviceType, DLManagedTensorVersioned, Layout, StridedMemoryView, ViewDevice,
 };
@@ -396,12 +396,11 @@ fn dlpack_export_is_ordered_on_the_consumer_stream() {
     consumer.sync().unwrap();
 }
 
-fn main() -> std::process::ExitCode {
-    gpu_tests![
-        dlpack_export_is_ordered_on_the_consumer_stream,
-        a_buffer_view_is_scaled_in_place_by_a_kernel,
-        a_strided_view_scales_only_its_elements,
-        dlpack_export_and_reimport_keep_the_data_and_delete_once,
-        buffer_views_are_checked_against_the_buffer
-    ]
-}
+/// This file's tests.
+pub(crate) const FILE: GpuFile = gpu_file![
+    dlpack_export_is_ordered_on_the_consumer_stream,
+    a_buffer_view_is_scaled_in_place_by_a_kernel,
+    a_strided_view_scales_only_its_elements,
+    dlpack_export_and_reimport_keep_the_data_and_delete_once,
+    buffer_views_are_checked_against_the_buffer,
+];

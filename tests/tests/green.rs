@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use cuda_gpu_tests::gpu_tests;
+use cuda_gpu_tests::{GpuFile, gpu_file};
 use cuda_safe::{
     CodeKind, Context, Device, Error, GreenContextOptions, Kernel, LaunchConfig, Program,
     ProgramOptions, SplitRequest, StreamOptions, launch,
@@ -345,15 +345,14 @@ fn buffers_moved_off_busy_streams_see_the_work_queued_before() {
     }
 }
 
-fn main() -> std::process::ExitCode {
-    gpu_tests![
-        the_sm_resource_and_its_rules,
-        every_equal_split_that_fits_is_exact_and_the_others_say_why,
-        impossible_splits_say_what_the_hardware_can_give,
-        green_contexts_own_disjoint_sms_and_report_them,
-        one_kernel_runs_in_two_green_contexts_from_two_threads,
-        closing_a_green_context_while_it_is_current,
-        resources_keep_their_context_and_internal_calls_keep_the_current_context,
-        buffers_moved_off_busy_streams_see_the_work_queued_before
-    ]
-}
+/// This file's tests.
+pub(crate) const FILE: GpuFile = gpu_file![
+    the_sm_resource_and_its_rules,
+    every_equal_split_that_fits_is_exact_and_the_others_say_why,
+    impossible_splits_say_what_the_hardware_can_give,
+    green_contexts_own_disjoint_sms_and_report_them,
+    one_kernel_runs_in_two_green_contexts_from_two_threads,
+    closing_a_green_context_while_it_is_current,
+    resources_keep_their_context_and_internal_calls_keep_the_current_context,
+    buffers_moved_off_busy_streams_see_the_work_queued_before,
+];

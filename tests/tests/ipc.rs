@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::time::Duration;
 
-use cuda_gpu_tests::{gpu_tests, random_words};
+use cuda_gpu_tests::{GpuFile, gpu_file, random_words};
 use cuda_safe::ipc::{Channel, IpcBufferDescriptor, Listener, Released};
 use cuda_safe::{
     Device, DeviceMemoryResource, Error, Event, EventOptions, IpcHandleType, PoolOptions,
@@ -266,21 +266,24 @@ fn buffers_of_every_size_are_exported_once_their_pool_is() {
     }
 }
 
-fn main() -> std::process::ExitCode {
-    if let Ok(spec) = std::env::var(CHILD_ENV) {
-        let (role, path) = spec.split_once(':').expect("role:path");
-        return match child(role, path) {
-            Ok(()) => std::process::ExitCode::SUCCESS,
-            Err(error) => {
-                eprintln!("child ({role}): {error}");
-                std::process::ExitCode::FAILURE
-            }
-        };
-    }
-    gpu_tests![
-        a_child_process_reads_and_modifies_a_buffer_ordered_by_ipc_events,
-        a_child_killed_while_copying_from_an_imported_buffer_leaves_the_parent_intact,
-        mistakes_are_refused_before_the_driver,
-        buffers_of_every_size_are_exported_once_their_pool_is,
-    ]
+/// This file's tests.
+pub(crate) const FILE: GpuFile = gpu_file![
+    a_child_process_reads_and_modifies_a_buffer_ordered_by_ipc_events,
+    a_child_killed_while_copying_from_an_imported_buffer_leaves_the_parent_intact,
+    mistakes_are_refused_before_the_driver,
+    buffers_of_every_size_are_exported_once_their_pool_is,
+];
+
+/// The child's part, when this process is one of this file's children ([`CHILD_ENV`] set to
+/// `role:path`): its exit code; `None` otherwise. `main` asks before the harness runs.
+pub(crate) fn child_part() -> Option<std::process::ExitCode> {
+    let spec = std::env::var(CHILD_ENV).ok()?;
+    let (role, path) = spec.split_once(':').expect("role:path");
+    Some(match child(role, path) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("child ({role}): {error}");
+            std::process::ExitCode::FAILURE
+        }
+    })
 }

@@ -1,6 +1,6 @@
 //! Loading and launching on a real GPU: ObjectCode, Kernel, LaunchConfig and launch.
 
-use cuda_gpu_tests::gpu_tests;
+use cuda_gpu_tests::{GpuFile, gpu_file};
 use cuda_safe::{
     CodeKind, Device, DeviceMemoryResource, Dim3, Error, Kernel, LaunchConfig, ObjectCode, Program,
     ProgramOptions, Stream, StreamOptions, launch,
@@ -394,15 +394,14 @@ fn a_launch_on_another_stream_is_ordered_with_the_buffers_stream() {
     assert!(out.to_vec::<f32>().unwrap().iter().all(|&v| v == 7.0));
 }
 
-fn main() -> std::process::ExitCode {
-    gpu_tests![
-        saxpy_matches_the_cpu_on_random_data,
-        kernels_report_parameters_and_attributes,
-        occupancy_agrees_with_the_limits,
-        bad_launches_are_errors_and_the_gpu_stays_usable,
-        one_library_runs_on_two_streams_and_two_threads,
-        templates_structs_clusters_and_cooperative_launches,
-        ptx_and_files_load_too,
-        a_launch_on_another_stream_is_ordered_with_the_buffers_stream
-    ]
-}
+/// This file's tests.
+pub(crate) const FILE: GpuFile = gpu_file![
+    saxpy_matches_the_cpu_on_random_data,
+    kernels_report_parameters_and_attributes,
+    occupancy_agrees_with_the_limits,
+    bad_launches_are_errors_and_the_gpu_stays_usable,
+    one_library_runs_on_two_streams_and_two_threads,
+    templates_structs_clusters_and_cooperative_launches,
+    ptx_and_files_load_too,
+    a_launch_on_another_stream_is_ordered_with_the_buffers_stream,
+];

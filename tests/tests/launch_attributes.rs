@@ -3,7 +3,7 @@
 //! priority, memory synchronisation domains and an access-policy window each launch and give
 //! correct results; the refusals are typed; cluster occupancy answers.
 
-use cuda_gpu_tests::gpu_tests;
+use cuda_gpu_tests::{GpuFile, gpu_file};
 use cuda_safe::{
     AccessPolicyWindow, AttributeSupport, ClusterScheduling, CodeKind, Device, Dim3, Error,
     EventOptions, Kernel, LaunchAttributes, LaunchConfig, MemSyncDomain, MemSyncDomainMap,
@@ -392,13 +392,12 @@ fn cluster_occupancy_answers() {
     eprintln!("{clusters} clusters of 2 x {BLOCK} threads resident; largest cluster {size}");
 }
 
-fn main() -> std::process::ExitCode {
-    gpu_tests![
-        a_programmatic_dependent_pair_gives_correct_results,
-        a_programmatic_event_orders_another_stream,
-        cluster_attributes_launch_and_give_correct_results,
-        priority_domains_and_windows_launch_and_give_correct_results,
-        unsupported_and_invalid_attributes_are_typed_errors,
-        cluster_occupancy_answers,
-    ]
-}
+/// This file's tests.
+pub(crate) const FILE: GpuFile = gpu_file![
+    a_programmatic_dependent_pair_gives_correct_results,
+    a_programmatic_event_orders_another_stream,
+    cluster_attributes_launch_and_give_correct_results,
+    priority_domains_and_windows_launch_and_give_correct_results,
+    unsupported_and_invalid_attributes_are_typed_errors,
+    cluster_occupancy_answers,
+];

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use cuda_gpu_tests::gpu_tests;
+use cuda_gpu_tests::{GpuFile, gpu_file};
 use cuda_safe::cache::{FileStreamProgramCache, InMemoryProgramCache, ProgramCache};
 use cuda_safe::{
     CodeKind, CompiledCode, Device, Error, LaunchConfig, LinkInput, LinkInputKind, Linker,
@@ -323,16 +323,19 @@ fn child_main(dir: &Path) {
     println!("{CHILD_HIT}");
 }
 
-fn main() -> std::process::ExitCode {
-    if let Some(dir) = std::env::var_os(CHILD_ENV) {
-        child_main(Path::new(&dir));
-        return std::process::ExitCode::SUCCESS;
-    }
-    gpu_tests![
-        the_lto_link_runs_and_matches_the_whole_program_kernel,
-        link_errors_give_the_log,
-        every_input_kind_links,
-        the_driver_linker_refuses_lto_ir_by_type,
-        the_cache_returns_a_linked_image_without_relinking,
-    ]
+/// This file's tests.
+pub(crate) const FILE: GpuFile = gpu_file![
+    the_lto_link_runs_and_matches_the_whole_program_kernel,
+    link_errors_give_the_log,
+    every_input_kind_links,
+    the_driver_linker_refuses_lto_ir_by_type,
+    the_cache_returns_a_linked_image_without_relinking,
+];
+
+/// The child's part, when this process is this file's child ([`CHILD_ENV`] naming the cache
+/// folder): its exit code; `None` otherwise. `main` asks before the harness runs.
+pub(crate) fn child_part() -> Option<std::process::ExitCode> {
+    let dir = std::env::var_os(CHILD_ENV)?;
+    child_main(Path::new(&dir));
+    Some(std::process::ExitCode::SUCCESS)
 }

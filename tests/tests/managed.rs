@@ -1,7 +1,7 @@
 //! Managed-memory hints on a real GPU: prefetch to the device and the host, advice read back
 //! through the range attributes, and hints refused on memory that is not managed.
 
-use cuda_gpu_tests::gpu_tests;
+use cuda_gpu_tests::{GpuFile, gpu_file};
 use cuda_safe::sys::CUdevice_attribute;
 use cuda_safe::{
     Advice, Buffer, Device, Error, ManagedMemoryResource, MemoryLocation, PinnedMemoryResource,
@@ -123,10 +123,9 @@ fn hints_on_memory_that_is_not_managed_are_refused() {
     }
 }
 
-fn main() -> std::process::ExitCode {
-    gpu_tests![
-        prefetches_land_where_asked_and_keep_the_data,
-        advice_is_read_back,
-        hints_on_memory_that_is_not_managed_are_refused,
-    ]
-}
+/// This file's tests.
+pub(crate) const FILE: GpuFile = gpu_file![
+    prefetches_land_where_asked_and_keep_the_data,
+    advice_is_read_back,
+    hints_on_memory_that_is_not_managed_are_refused,
+];

@@ -5,7 +5,7 @@
 use std::fmt::Debug;
 use std::time::Duration;
 
-use cuda_gpu_tests::{check, gpu_tests};
+use cuda_gpu_tests::{GpuFile, check, gpu_file};
 use cuda_safe::system::{
     self, ClockId, ClockType, Device, EccCounter, EccErrorType, EventSet, EventTypes,
     NVLINK_MAX_LINKS, P2pCapability, PcieCounter, Session, TemperatureThreshold,
@@ -461,18 +461,17 @@ fn cuda_and_nvml_devices_convert_by_uuid() {
     assert_eq!(cuda_safe::Device::from_nvml(&nvml).unwrap(), cuda);
 }
 
-fn main() -> std::process::ExitCode {
-    gpu_tests![
-        system_queries_are_sane,
-        devices_are_found_by_index_uuid_bus_id_and_cuda_uuid,
-        memory_is_sane,
-        this_process_appears_among_compute_processes_after_allocating,
-        power_and_temperature_are_physical,
-        mig_mode_reads_or_is_not_supported,
-        nvlink_queries_return_a_value_or_not_supported,
-        every_query_on_every_device_is_ok_or_a_typed_error,
-        event_set_waits_with_a_timeout,
-        nvml_restarts_after_the_last_user_is_gone,
-        cuda_and_nvml_devices_convert_by_uuid
-    ]
-}
+/// This file's tests.
+pub(crate) const FILE: GpuFile = gpu_file![
+    system_queries_are_sane,
+    devices_are_found_by_index_uuid_bus_id_and_cuda_uuid,
+    memory_is_sane,
+    this_process_appears_among_compute_processes_after_allocating,
+    power_and_temperature_are_physical,
+    mig_mode_reads_or_is_not_supported,
+    nvlink_queries_return_a_value_or_not_supported,
+    every_query_on_every_device_is_ok_or_a_typed_error,
+    event_set_waits_with_a_timeout,
+    nvml_restarts_after_the_last_user_is_gone,
+    cuda_and_nvml_devices_convert_by_uuid,
+];

@@ -2,7 +2,7 @@
 //! GPU 0's pool memory. Each test skips (with the reason) on a machine with one GPU, and fails
 //! there under `CUDA_SAFE_REQUIRE_GPUS=2`.
 
-use cuda_gpu_tests::{devices, gpu_tests, random_words};
+use cuda_gpu_tests::{GpuFile, devices, gpu_file, random_words};
 use cuda_safe::{
     CodeKind, Device, DeviceMemoryResource, Error, LaunchConfig, PoolOptions, Program,
     ProgramOptions, StreamOptions, launch,
@@ -130,10 +130,9 @@ fn a_kernel_on_gpu1_reads_gpu0_pool_memory_once_access_is_granted() {
     assert!(matches!(own, Error::InvalidArgument(_)), "{own}");
 }
 
-fn main() -> std::process::ExitCode {
-    gpu_tests![
-        peer_access_is_enabled_and_disabled_both_ways_idempotently,
-        peer_copies_move_random_data_both_ways,
-        a_kernel_on_gpu1_reads_gpu0_pool_memory_once_access_is_granted,
-    ]
-}
+/// This file's tests.
+pub(crate) const FILE: GpuFile = gpu_file![
+    peer_access_is_enabled_and_disabled_both_ways_idempotently,
+    peer_copies_move_random_data_both_ways,
+    a_kernel_on_gpu1_reads_gpu0_pool_memory_once_access_is_granted,
+];

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use cuda_gpu_tests::gpu_tests;
+use cuda_gpu_tests::{GpuFile, gpu_file};
 use cuda_safe::cache::{InMemoryProgramCache, ProgramCache};
 use cuda_safe::nvrtc_sys::nvrtcResult;
 use cuda_safe::{CodeKind, CppStandard, Device, Error, Program, ProgramOptions};
@@ -466,20 +466,19 @@ fn include_paths_need_a_caller_digest_to_be_cached() {
     assert_eq!(cache.stats().unwrap().hits, 1);
 }
 
-fn main() -> std::process::ExitCode {
-    gpu_tests![
-        every_option_compiles_alone_for_every_target,
-        all_options_together_compile_for_every_target,
-        every_cpp_standard_compiles,
-        a_compile_error_returns_the_log_and_the_options,
-        name_expressions_give_lowered_names,
-        an_invalid_name_expression_is_an_error,
-        in_memory_headers_are_included,
-        warnings_come_back_on_success,
-        nvrtc_version_and_architectures,
-        the_default_architecture_is_the_devices,
-        compile_cached_hits_on_the_second_call,
-        failed_compiles_are_not_cached,
-        include_paths_need_a_caller_digest_to_be_cached
-    ]
-}
+/// This file's tests.
+pub(crate) const FILE: GpuFile = gpu_file![
+    every_option_compiles_alone_for_every_target,
+    all_options_together_compile_for_every_target,
+    every_cpp_standard_compiles,
+    a_compile_error_returns_the_log_and_the_options,
+    name_expressions_give_lowered_names,
+    an_invalid_name_expression_is_an_error,
+    in_memory_headers_are_included,
+    warnings_come_back_on_success,
+    nvrtc_version_and_architectures,
+    the_default_architecture_is_the_devices,
+    compile_cached_hits_on_the_second_call,
+    failed_compiles_are_not_cached,
+    include_paths_need_a_caller_digest_to_be_cached,
+];

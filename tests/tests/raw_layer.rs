@@ -2,7 +2,7 @@
 
 use std::ffi::CStr;
 
-use cuda_gpu_tests::{check, gpu_tests};
+use cuda_gpu_tests::{GpuFile, check, gpu_file};
 use cuda_sys::{EntryPoint, LoadError};
 
 fn driver_version() -> i32 {
@@ -182,12 +182,11 @@ fn nvml_initialises_and_counts_devices() {
     assert_eq!(status, nvml_sys::nvmlReturn_t::NVML_SUCCESS);
 }
 
-fn main() -> std::process::ExitCode {
-    gpu_tests![
-        driver_init_version_devices_and_names,
-        every_symbol_the_driver_should_have_resolves,
-        a_symbol_newer_than_the_driver_is_a_typed_error,
-        nvrtc_reports_its_version,
-        nvml_initialises_and_counts_devices
-    ]
-}
+/// This file's tests.
+pub(crate) const FILE: GpuFile = gpu_file![
+    driver_init_version_devices_and_names,
+    every_symbol_the_driver_should_have_resolves,
+    a_symbol_newer_than_the_driver_is_a_typed_error,
+    nvrtc_reports_its_version,
+    nvml_initialises_and_counts_devices,
+];

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use cuda_gpu_tests::gpu_tests;
+use cuda_gpu_tests::{GpuFile, gpu_file};
 use cuda_safe::{
     Buffer, Device, DeviceMemoryResource, Error, Event, EventOptions, ManagedMemoryResource,
     PinnedMemoryResource, PoolOptions, Stream, StreamOptions, SyncDeviceMemoryResource,
@@ -554,23 +554,22 @@ fn cumemalloc_memory_round_trips_and_is_freed_on_drop() {
     ));
 }
 
-fn main() -> std::process::ExitCode {
-    gpu_tests![
-        typed_allocations_and_fills_round_trip,
-        device_properties_are_sane,
-        primary_context_is_shared_and_bound_once,
-        streams_have_options_and_reject_bad_priorities,
-        a_foreign_stream_is_used_but_not_destroyed,
-        an_event_orders_two_streams,
-        events_time_work_and_report_misuse,
-        the_pool_reuses_freed_memory,
-        an_owned_pool_respects_its_limit,
-        round_trips_of_odd_sizes_keep_every_byte,
-        pinned_and_pageable_uploads_both_work,
-        managed_memory_is_visible_to_host_and_device,
-        wrong_sizes_are_rejected_and_empty_buffers_behave,
-        buffers_move_between_streams_and_threads,
-        elapsed_waits_for_both_events_on_different_streams,
-        cumemalloc_memory_round_trips_and_is_freed_on_drop
-    ]
-}
+/// This file's tests.
+pub(crate) const FILE: GpuFile = gpu_file![
+    typed_allocations_and_fills_round_trip,
+    device_properties_are_sane,
+    primary_context_is_shared_and_bound_once,
+    streams_have_options_and_reject_bad_priorities,
+    a_foreign_stream_is_used_but_not_destroyed,
+    an_event_orders_two_streams,
+    events_time_work_and_report_misuse,
+    the_pool_reuses_freed_memory,
+    an_owned_pool_respects_its_limit,
+    round_trips_of_odd_sizes_keep_every_byte,
+    pinned_and_pageable_uploads_both_work,
+    managed_memory_is_visible_to_host_and_device,
+    wrong_sizes_are_rejected_and_empty_buffers_behave,
+    buffers_move_between_streams_and_threads,
+    elapsed_waits_for_both_events_on_different_streams,
+    cumemalloc_memory_round_trips_and_is_freed_on_drop,
+];

@@ -7,7 +7,7 @@
 mod common;
 
 use common::Matrix;
-use cuda_gpu_tests::gpu_tests;
+use cuda_gpu_tests::{GpuFile, gpu_file};
 use cuda_safe::dlpack::{DLDataType, Layout, StridedMemoryView};
 use cuda_safe::{
     Buffer, Device, Error, Im2colOptions, Interleave, L2Promotion, Stream, Swizzle, TensorMap,
@@ -327,11 +327,10 @@ fn a_views_map_copies_the_same() {
     assert!(error.unwrap_err().to_string().contains("contiguous"));
 }
 
-fn main() -> std::process::ExitCode {
-    gpu_tests![
-        valid_descriptors_encode,
-        invalid_descriptors_are_refused_by_rule,
-        tma_copy_is_correct_on_random_data,
-        a_views_map_copies_the_same,
-    ]
-}
+/// This file's tests.
+pub(crate) const FILE: GpuFile = gpu_file![
+    valid_descriptors_encode,
+    invalid_descriptors_are_refused_by_rule,
+    tma_copy_is_correct_on_random_data,
+    a_views_map_copies_the_same,
+];

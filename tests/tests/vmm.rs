@@ -9,7 +9,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::process::{Command, ExitCode};
 use std::time::Duration;
 
-use cuda_gpu_tests::{check, devices, gpu_tests};
+use cuda_gpu_tests::{GpuFile, check, devices, gpu_file};
 use cuda_safe::ipc::{Channel, Listener};
 use cuda_safe::{
     CodeKind, Device, Error, Growth, IpcHandleType, LaunchConfig, Program, ProgramOptions, Stream,
@@ -527,24 +527,27 @@ fn child_main(socket: &str) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn main() -> ExitCode {
-    if let Ok(socket) = std::env::var(CHILD_ENV) {
-        return child_main(&socket);
-    }
-    gpu_tests![
-        growth_keeps_contents_and_address,
-        growth_past_the_reservation_moves_without_losing_contents,
-        a_growable_buffer_moved_off_a_busy_stream_sees_the_work_queued_before,
-        growth_beyond_max_size_is_refused_and_leaves_the_buffer_whole,
-        buffers_from_the_resource_round_trip,
-        the_floor_path_maps_and_unmaps_a_gib,
-        a_thread_without_a_current_context_maps,
-        a_second_device_reads_through_access_set_later,
-        peers_in_the_options_get_access_to_every_allocation,
-        export_without_a_handle_type_is_refused,
-        chunks_export_and_import_in_process,
-        a_failed_import_undoes_its_mappings_and_leaves_the_export_usable,
-        fabric_handles_work_or_say_they_are_unsupported,
-        chunks_export_to_a_child_process,
-    ]
+/// This file's tests.
+pub(crate) const FILE: GpuFile = gpu_file![
+    growth_keeps_contents_and_address,
+    growth_past_the_reservation_moves_without_losing_contents,
+    a_growable_buffer_moved_off_a_busy_stream_sees_the_work_queued_before,
+    growth_beyond_max_size_is_refused_and_leaves_the_buffer_whole,
+    buffers_from_the_resource_round_trip,
+    the_floor_path_maps_and_unmaps_a_gib,
+    a_thread_without_a_current_context_maps,
+    a_second_device_reads_through_access_set_later,
+    peers_in_the_options_get_access_to_every_allocation,
+    export_without_a_handle_type_is_refused,
+    chunks_export_and_import_in_process,
+    a_failed_import_undoes_its_mappings_and_leaves_the_export_usable,
+    fabric_handles_work_or_say_they_are_unsupported,
+    chunks_export_to_a_child_process,
+];
+
+/// The child's part, when this process is this file's child ([`CHILD_ENV`] naming the
+/// socket): its exit code; `None` otherwise. `main` asks before the harness runs.
+pub(crate) fn child_part() -> Option<ExitCode> {
+    let socket = std::env::var(CHILD_ENV).ok()?;
+    Some(child_main(&socket))
 }

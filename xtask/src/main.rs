@@ -3,9 +3,10 @@
 //! - `cargo xtask bindgen [--from-wheels | --cuda-home DIR] [--only CRATE]... [--check]`:
 //!   regenerate the raw bindings of `cuda-sys`, `nvrtc-sys`, `nvml-sys`, `nvjitlink-sys` and
 //!   `nccl-sys` (or only the named crates'), or check the committed ones for drift.
-//! - `cargo xtask gpu-bundle [--out DIR] [--only FILTER]...`: build the GPU tests, examples and
-//!   benchmarks in release mode and write a folder that runs them (or the ones a filter keeps) on
-//!   a GPU machine without Rust.
+//! - `cargo xtask gpu-bundle [--out DIR] [--only FILTER]... [--lab]`: build the GPU tests,
+//!   examples and benchmarks in release mode, with the C floors' sources, and write a folder
+//!   that runs them (or the ones a filter keeps) on a GPU machine without Rust; `--lab` adds the
+//!   lab's diagnostics.
 
 #[cfg(feature = "bindgen")]
 mod bindgen;
@@ -24,7 +25,7 @@ usage:
   cargo xtask bindgen --cuda-home DIR [--check]   generate the file of DIR's CUDA major version
                                                   (nccl.h always comes from its pinned wheels)
   cargo xtask bindgen ... --only CRATE            only this crate's files (nccl-sys, cuda-sys, ...)
-  cargo xtask gpu-bundle [--out DIR] [--only FILTER]...
+  cargo xtask gpu-bundle [--out DIR] [--only FILTER]... [--lab]
                                                   build the GPU bundle (default target/gpu-bundle)";
 
 fn main() -> ExitCode {

@@ -1,4 +1,4 @@
-//! The kernels of the green section of `../shared/bench/driver_floor.c`, byte for byte:
+//! The kernels of the green section of `bench/floors/driver_floor.c`, byte for byte:
 //! `saxpy` (the probe) and `spin` (the filler), for `green_contention`.
 
 /// `saxpy(float a, const float* x, const float* y, float* out, size_t n)` and

@@ -1,13 +1,13 @@
 //! The clock of the launch-throughput benchmark from several threads (`launch_threads`): as in
-//! `bench/launch_threads_floor.c`, every worker gets ready, all start together, and the time
-//! runs from the common start to the last worker's end.
+//! `bench/floors/launch_threads_floor.c`, every worker gets ready, all start together, and the
+//! time runs from the common start to the last worker's end.
 
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
 use cuda_safe::{Error, Result};
 
-/// Launches per worker per repeat, as in `bench/launch_threads_floor.c`.
+/// Launches per worker per repeat, as in `bench/floors/launch_threads_floor.c`.
 pub const LAUNCHES: u32 = 20_000;
 /// Launches per worker before the clock starts, as in the floor.
 pub const WARMUP: u32 = 1_000;

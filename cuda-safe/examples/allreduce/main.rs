@@ -1,5 +1,5 @@
-//! All-reduce across every GPU of this process, the way `bench/nccl_floor.c` measures it: one
-//! communicator per GPU (`ncclCommInitAll`), each iteration a group of one in-place float32
+//! All-reduce across every GPU of this process, the way `bench/floors/nccl_floor.c` measures it:
+//! one communicator per GPU (`ncclCommInitAll`), each iteration a group of one in-place float32
 //! sum per GPU, sizes from 1 KiB to 1 GiB. Prints a table like nccl-tests' (size, count, time,
 //! algorithm and bus bandwidth, bus = algorithm x 2(n-1)/n) with each sum checked, and `FIG`
 //! lines under the floor's names.

@@ -1,4 +1,4 @@
-//! What both all-reduce examples share: the sizes, the method of `bench/nccl_floor.c` (5
+//! What both all-reduce examples share: the sizes, the method of `bench/floors/nccl_floor.c` (5
 //! warm-up iterations, then 50 timed ones, 10 at 1 GiB, each a group of one all-reduce per
 //! rank, f32 sum, in place; a monotonic clock around the loop, closed by a sync of every
 //! stream), the check of the sum, and the table and `FIG` lines.

@@ -3,8 +3,8 @@
 //! (127.0.0.1), `MASTER_PORT` (a port the launcher binds and hands to rank 0) and the job's
 //! secret set and waits for them; each rank takes its GPU, gets the unique id from rank 0 over
 //! TCP (each side proving it knows the secret) and joins (`ncclCommInitRank`), then measures
-//! as the `allreduce` example does (the method of `bench/nccl_floor.c`). Rank 0 prints the
-//! table and the `FIG` lines.
+//! as the `allreduce` example does (the method of `bench/floors/nccl_floor.c`). Rank 0 prints
+//! the table and the `FIG` lines.
 //!
 //! ```text
 //! cargo run --release -p cuda-safe --features nccl --example allreduce_ranks

@@ -6,7 +6,7 @@ use cuda_safe::{
     DotFlags, Error, EventOptions, Graph, InstantiateOptions, LaunchConfig, StreamOptions,
 };
 
-use crate::common::setup;
+use super::common::setup;
 
 pub(crate) fn kernel_nodes_run_with_checked_typed_arguments() {
     let setup = setup();

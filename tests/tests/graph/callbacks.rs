@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use cuda_safe::{Error, EventOptions, Graph, launch};
 
-use crate::common::setup;
+use super::common::setup;
 
 pub(crate) fn stream_host_functions_run_once_in_stream_order() {
     let setup = setup();

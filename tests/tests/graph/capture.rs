@@ -9,7 +9,7 @@ use cuda_safe::{
 };
 use cuda_sys::CUresult;
 
-use crate::common::{Setup, setup, setup_alone};
+use super::common::{Setup, setup, setup_alone};
 
 /// Captures `count` launches of add(x, 1) on `stream` in `mode`, checking the status on the
 /// way.

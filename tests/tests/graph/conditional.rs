@@ -4,7 +4,7 @@
 use cuda_safe::{CaptureMode, ConditionalHandle, Error, Graph, ObjectCode};
 use cuda_sys::CudaVersion;
 
-use crate::common::{compile, driver_version, setup};
+use super::common::{compile, driver_version, setup};
 
 /// Kernels that set a conditional handle (NVRTC 12.3 on knows the handle type).
 const CONDITIONAL_SOURCE: &str = r#"

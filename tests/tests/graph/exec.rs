@@ -3,7 +3,7 @@
 
 use cuda_safe::{Error, Graph};
 
-use crate::common::setup;
+use super::common::setup;
 
 pub(crate) fn whole_graph_updates_are_applied_or_refused_with_the_reason() {
     let setup = setup();

@@ -5,7 +5,7 @@ use std::sync::{Arc, Weak};
 
 use cuda_safe::{Buffer, Graph};
 
-use crate::common::{SOURCE, Sentinel, compile, eventually, setup};
+use super::common::{SOURCE, Sentinel, compile, eventually, setup};
 
 pub(crate) fn dropping_the_graph_while_a_replay_is_in_flight_keeps_what_it_uses() {
     let setup = setup();

@@ -3,16 +3,19 @@
 use std::path::PathBuf;
 
 /// The usage line of this task, quoted in argument errors.
-const USAGE: &str = "usage: cargo xtask gpu-bundle [--out DIR] [--only FILTER]...";
+const USAGE: &str = "usage: cargo xtask gpu-bundle [--out DIR] [--only FILTER]... [--lab]";
 
 /// What the command line asks for.
 #[derive(Debug, Default, PartialEq)]
 pub(super) struct Args {
     /// `--out DIR`: where the bundle goes (default `target/gpu-bundle`).
     pub out: Option<PathBuf>,
-    /// `--only FILTER`, repeatable: keep only the executables whose `abi/kind/name` contains
-    /// one of them (the same matching as `run.sh FILTER`); empty keeps every executable.
+    /// `--only FILTER`, repeatable: keep only the items whose `abi/kind/name` contains one of
+    /// them (the same matching as `run.sh FILTER`; a test file is an item, `abi/tests/FILE`);
+    /// empty keeps every item.
     pub only: Vec<String>,
+    /// `--lab`: also the lab's diagnostics (the lab package's benchmarks, `lab/diag/`).
+    pub lab: bool,
 }
 
 impl Args {
@@ -26,12 +29,16 @@ impl Args {
     }
 }
 
-/// Parses the task's arguments: `--out DIR` (or `--out=DIR`) and `--only FILTER` (or
-/// `--only=FILTER`), each value non-empty.
+/// Parses the task's arguments: `--out DIR` (or `--out=DIR`), `--only FILTER` (or
+/// `--only=FILTER`), each value non-empty, and `--lab`.
 pub(super) fn parse_args(args: &[String]) -> Result<Args, String> {
     let mut parsed = Args::default();
     let mut args = args.iter();
     while let Some(arg) = args.next() {
+        if arg == "--lab" {
+            parsed.lab = true;
+            continue;
+        }
         let (flag, value) = match arg.split_once('=') {
             Some((flag @ ("--out" | "--only"), value)) => (flag, value),
             _ if arg == "--out" || arg == "--only" => (
@@ -82,6 +89,16 @@ mod tests {
         assert!(parse_args(&strings(&["--check"])).is_err_and(|e| e.contains("`--check`")));
         assert!(parse_args(&strings(&["--out", "a", "extra"])).is_err());
         assert!(parse_args(&strings(&["--outside=x"])).is_err());
+        assert!(parse_args(&strings(&["--lab=yes"])).is_err());
+    }
+
+    #[test]
+    fn lab_asks_for_the_diagnostics_beside_the_rest() {
+        let args = parse_args(&strings(&["--lab", "--only", "diag_green"])).unwrap();
+        assert!(args.lab);
+        assert_eq!(args.only, ["diag_green"]);
+        assert!(!Args::default().lab);
+        assert!(parse_args(&strings(&["--out", "d", "--lab"])).is_ok_and(|a| a.lab));
     }
 
     #[test]

@@ -6,15 +6,37 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use super::plan::Kind;
-
-/// An executable cargo built, as read from one `compiler-artifact` message.
+/// A target cargo built, as read from one `compiler-artifact` message.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct Artifact {
+    /// The `Cargo.toml` of the target's package.
+    pub(super) manifest_path: PathBuf,
     /// The target's name (the file name without cargo's hash).
     pub(super) name: String,
-    /// The built file.
-    pub(super) executable: PathBuf,
+    /// The target's kinds (`test`, `example`, `bench`, `lib`, `cdylib`, ...).
+    pub(super) kinds: Vec<String>,
+    /// The built executable, for an executable target.
+    pub(super) executable: Option<PathBuf>,
+    /// The files built.
+    pub(super) filenames: Vec<PathBuf>,
+}
+
+impl Artifact {
+    /// Whether its target is of `kind`.
+    pub(super) fn is(&self, kind: &str) -> bool {
+        self.kinds.iter().any(|known| known == kind)
+    }
+
+    /// The shared library among its files (a `cdylib`'s `.so`, `.dylib` or `.dll`).
+    pub(super) fn shared_library(&self) -> Option<&Path> {
+        self.filenames
+            .iter()
+            .find(|file| {
+                file.extension()
+                    .is_some_and(|ext| ext == "so" || ext == "dylib" || ext == "dll")
+            })
+            .map(PathBuf::as_path)
+    }
 }
 
 /// Runs cargo in the workspace root with `args`; cargo's stderr goes to the user, its stdout
@@ -45,42 +67,34 @@ pub(super) fn run_cargo(root: &Path, cargo: &str, args: &[&str]) -> Result<Vec<S
     Ok(lines)
 }
 
-/// Reads one line of cargo's JSON output: the executable it announces, if it is one of `kind`.
-pub(super) fn parse_artifact(line: &str, kind: Kind) -> Option<Artifact> {
+/// Reads one line of cargo's JSON output: the target it announces built, if it is one.
+pub(super) fn parse_artifact(line: &str) -> Option<Artifact> {
     let message: Value = serde_json::from_str(line).ok()?;
     if message["reason"].as_str() != Some("compiler-artifact") {
         return None;
     }
-    let executable = message["executable"].as_str()?;
     let target = &message["target"];
-    let wanted = match kind {
-        Kind::Test => message["profile"]["test"].as_bool() == Some(true),
-        Kind::Example => target_has_kind(target, "example"),
-        Kind::Bench => target_has_kind(target, "bench"),
+    let strings = |value: &Value| -> Vec<String> {
+        value
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|item| item.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
     };
-    if !wanted {
-        return None;
-    }
     Some(Artifact {
+        manifest_path: PathBuf::from(message["manifest_path"].as_str()?),
         name: target["name"].as_str()?.to_owned(),
-        executable: PathBuf::from(executable),
+        kinds: strings(&target["kind"]),
+        executable: message["executable"].as_str().map(PathBuf::from),
+        filenames: strings(&message["filenames"])
+            .into_iter()
+            .map(PathBuf::from)
+            .collect(),
     })
-}
-
-/// Reads one line of cargo's JSON output: the shared library a `cdylib` target produced.
-pub(super) fn parse_cdylib(line: &str) -> Option<PathBuf> {
-    let message: Value = serde_json::from_str(line).ok()?;
-    if message["reason"].as_str() != Some("compiler-artifact")
-        || !target_has_kind(&message["target"], "cdylib")
-    {
-        return None;
-    }
-    message["filenames"]
-        .as_array()?
-        .iter()
-        .filter_map(Value::as_str)
-        .find(|file| file.ends_with(".so") || file.ends_with(".dylib") || file.ends_with(".dll"))
-        .map(PathBuf::from)
 }
 
 /// Whether a cargo target object lists `wanted` among its kinds.
@@ -111,53 +125,56 @@ mod tests {
 
     #[test]
     fn cdylib_artifacts_name_their_shared_library() {
+        let cdylib = parse_artifact(CDYLIB_LINE).expect("an artifact");
+        assert!(cdylib.is("cdylib") && cdylib.executable.is_none());
         assert_eq!(
-            parse_cdylib(CDYLIB_LINE),
-            Some(PathBuf::from("/ws/target/bundle/libcuda_safe_interop.so"))
+            cdylib.shared_library(),
+            Some(Path::new("/ws/target/bundle/libcuda_safe_interop.so"))
         );
-        assert_eq!(parse_cdylib(LIB_LINE), None);
-        assert_eq!(parse_cdylib(TEST_LINE), None);
-        assert_eq!(parse_cdylib("not json"), None);
-        assert_eq!(parse_artifact(CDYLIB_LINE, Kind::Test), None);
+        assert_eq!(
+            cdylib.manifest_path,
+            PathBuf::from("/ws/interop/Cargo.toml")
+        );
+        let lib = parse_artifact(LIB_LINE).expect("an artifact");
+        assert!(lib.is("lib") && lib.shared_library().is_none() && lib.executable.is_none());
     }
 
     #[test]
     fn test_artifact_is_named_after_its_target() {
-        let artifact = parse_artifact(TEST_LINE, Kind::Test).expect("a test binary");
-        assert_eq!(artifact.name, "raw_layer");
+        let artifact = parse_artifact(TEST_LINE).expect("a test binary");
+        assert_eq!(artifact.name, "gpu");
+        assert!(artifact.is("test") && !artifact.is("bench"));
+        assert_eq!(
+            artifact.manifest_path,
+            PathBuf::from("/ws/tests/Cargo.toml")
+        );
         assert_eq!(
             artifact.executable,
-            PathBuf::from("/ws/target/bundle/deps/raw_layer-0123abcd")
+            Some(PathBuf::from("/ws/target/bundle/deps/gpu-0123abcd"))
         );
-        assert_eq!(parse_artifact(TEST_LINE, Kind::Example), None);
-        assert_eq!(parse_artifact(TEST_LINE, Kind::Bench), None);
     }
 
     #[test]
     fn example_and_bench_artifacts_are_told_apart() {
-        let example = parse_artifact(EXAMPLE_LINE, Kind::Example).expect("an example");
+        let example = parse_artifact(EXAMPLE_LINE).expect("an example");
         assert_eq!(example.name, "driver_info");
-        assert_eq!(parse_artifact(EXAMPLE_LINE, Kind::Test), None);
-        assert_eq!(parse_artifact(EXAMPLE_LINE, Kind::Bench), None);
-        let bench = parse_artifact(BENCH_LINE, Kind::Bench).expect("a bench");
+        assert!(example.is("example") && !example.is("test") && !example.is("bench"));
+        let bench = parse_artifact(BENCH_LINE).expect("a bench");
         assert_eq!(bench.name, "launch");
+        assert!(bench.is("bench") && !bench.is("example"));
         assert_eq!(
             bench.executable,
-            PathBuf::from("/ws/target/bundle/deps/launch-77")
+            Some(PathBuf::from("/ws/target/bundle/deps/launch-77"))
         );
-        assert_eq!(parse_artifact(BENCH_LINE, Kind::Example), None);
     }
 
     #[test]
     fn other_messages_are_ignored() {
-        for kind in [Kind::Test, Kind::Example, Kind::Bench] {
-            assert_eq!(parse_artifact(LIB_LINE, kind), None);
-            assert_eq!(
-                parse_artifact(r#"{"reason":"build-finished","success":true}"#, kind),
-                None
-            );
-            assert_eq!(parse_artifact("not json", kind), None);
-            assert_eq!(parse_artifact("", kind), None);
-        }
+        assert_eq!(
+            parse_artifact(r#"{"reason":"build-finished","success":true}"#),
+            None
+        );
+        assert_eq!(parse_artifact("not json"), None);
+        assert_eq!(parse_artifact(""), None);
     }
 }

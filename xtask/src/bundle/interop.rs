@@ -1,53 +1,14 @@
-//! The DLPack interop proof: its C ABI library for each ABI and its scripts.
+//! The DLPack interop proof's scripts (its library is built with the rest of each ABI:
+//! `executables`).
 
 use std::fs;
 use std::path::Path;
 
-use super::PROFILE;
-use super::cargo::{parse_cdylib, run_cargo};
-use super::files::{make_executable, mib};
-use super::plan::Abi;
-
-/// The `cdylib` of the DLPack interop proof, built for each ABI into `<abi>/lib/`.
-const INTEROP_PACKAGE: &str = "cuda-safe-interop";
+use super::files::make_executable;
 
 /// The interop proof's scripts (`*.py`, `*.sh`), relative to the workspace root; copied to
 /// `interop/` of the bundle.
 const INTEROP_SCRIPTS: &str = "interop/python";
-
-/// Builds the interop proof's `cdylib` for `abi` and copies it into `<abi>/lib/`.
-pub(super) fn build_interop(root: &Path, cargo: &str, abi: &Abi, out: &Path) -> Result<(), String> {
-    let mut args = vec![
-        "build",
-        "--lib",
-        "--profile",
-        PROFILE,
-        "-p",
-        INTEROP_PACKAGE,
-    ];
-    args.extend(abi.cargo_args);
-    args.push("--message-format=json-render-diagnostics");
-    let lines = run_cargo(root, cargo, &args)?;
-    let library = lines
-        .iter()
-        .find_map(|line| parse_cdylib(line))
-        .ok_or_else(|| format!("cargo announced no shared library of `{INTEROP_PACKAGE}`"))?;
-    let name = library
-        .file_name()
-        .ok_or_else(|| format!("{} has no file name", library.display()))?;
-    let dir = out.join(abi.name).join("lib");
-    fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    let dest = dir.join(name);
-    let size = fs::copy(&library, &dest)
-        .map_err(|e| format!("copying {} to {}: {e}", library.display(), dest.display()))?;
-    println!(
-        "gpu-bundle: {}/lib/{} ({})",
-        abi.name,
-        name.to_string_lossy(),
-        mib(size)
-    );
-    Ok(())
-}
 
 /// Copies the interop proof's Python and shell scripts into `interop/` of the bundle, keeping
 /// shell scripts executable.

@@ -1,5 +1,7 @@
 //! The workspace's packages, as `cargo metadata` describes them.
 
+use std::path::PathBuf;
+
 use serde_json::Value;
 
 use super::cargo::target_has_kind;
@@ -10,6 +12,8 @@ use super::plan::Kind;
 pub(super) struct Package {
     /// The package's name.
     pub(super) name: String,
+    /// Its `Cargo.toml`, which cargo's messages name for each artifact.
+    pub(super) manifest_path: PathBuf,
     /// The names of its features.
     pub(super) features: Vec<String>,
     /// Its test, example and bench targets.
@@ -19,16 +23,18 @@ pub(super) struct Package {
 /// One test, example or bench target of a package.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct Target {
+    /// The target's name.
     pub(super) name: String,
+    /// Test, example or bench.
     pub(super) kind: Kind,
     /// The features it needs (`required-features`): without them cargo does not build it.
     pub(super) required_features: Vec<String>,
 }
 
 impl Package {
-    /// Whether it has targets of `kind`.
-    pub(super) fn has(&self, kind: Kind) -> bool {
-        self.targets.iter().any(|target| target.kind == kind)
+    /// Whether it declares `feature`.
+    pub(super) fn has_feature(&self, feature: &str) -> bool {
+        self.features.iter().any(|declared| declared == feature)
     }
 }
 
@@ -45,6 +51,9 @@ pub(super) fn parse_metadata(json: &str) -> Result<Vec<Package>, String> {
             let name = package["name"]
                 .as_str()
                 .ok_or("reading cargo metadata: a package without a name")?;
+            let manifest_path = package["manifest_path"]
+                .as_str()
+                .ok_or_else(|| format!("reading cargo metadata: `{name}` has no manifest path"))?;
             let features = package["features"]
                 .as_object()
                 .map(|features| features.keys().cloned().collect())
@@ -55,6 +64,7 @@ pub(super) fn parse_metadata(json: &str) -> Result<Vec<Package>, String> {
                 .unwrap_or_default();
             Ok(Package {
                 name: name.to_owned(),
+                manifest_path: PathBuf::from(manifest_path),
                 features,
                 targets,
             })
@@ -91,14 +101,14 @@ mod tests {
     #[test]
     fn metadata_is_read() {
         let json = r#"{"packages":[
-            {"name":"cuda-sys","features":{"cuda-12":[],"cuda-13":[],"default":["cuda-12"]},
+            {"name":"cuda-sys","manifest_path":"/ws/cuda-sys/Cargo.toml","features":{"cuda-12":[],"cuda-13":[],"default":["cuda-12"]},
              "targets":[{"kind":["lib"],"name":"cuda_sys"},{"kind":["example"],"name":"driver_info"}]},
-            {"name":"cuda-safe","features":{"cuda-12":[],"cuda-13":[],"default":["cuda-12"]},
+            {"name":"cuda-safe","manifest_path":"/ws/cuda-safe/Cargo.toml","features":{"cuda-12":[],"cuda-13":[],"default":["cuda-12"]},
              "targets":[{"kind":["lib"],"name":"cuda_safe"},{"kind":["bench"],"name":"launch"}]},
-            {"name":"gpu-tests","features":{"nccl":[]},
+            {"name":"gpu-tests","manifest_path":"/ws/gpu-tests/Cargo.toml","features":{"nccl":[]},
              "targets":[{"kind":["test"],"name":"nccl","required-features":["nccl"]},
                         {"kind":["test"],"name":"green"}]},
-            {"name":"xtask","features":{},"targets":[{"kind":["bin"],"name":"xtask"}]}
+            {"name":"xtask","manifest_path":"/ws/xtask/Cargo.toml","features":{},"targets":[{"kind":["bin"],"name":"xtask"}]}
         ],"workspace_members":[]}"#;
         let packages = parse_metadata(json).expect("valid metadata");
         assert_eq!(
@@ -108,6 +118,7 @@ mod tests {
                 package("cuda-safe", &[(Kind::Bench, "launch")]),
                 Package {
                     name: "gpu-tests".to_owned(),
+                    manifest_path: PathBuf::from("/ws/gpu-tests/Cargo.toml"),
                     features: strings(&["nccl"]),
                     targets: vec![
                         Target {
@@ -124,12 +135,14 @@ mod tests {
                 },
                 Package {
                     name: "xtask".to_owned(),
+                    manifest_path: PathBuf::from("/ws/xtask/Cargo.toml"),
                     features: vec![],
                     targets: vec![],
                 },
             ]
         );
         assert!(parse_metadata("{}").is_err());
+        assert!(parse_metadata(r#"{"packages":[{"name":"x"}]}"#).is_err());
         assert!(parse_metadata("not json").is_err());
     }
 }

@@ -1,26 +1,35 @@
 #!/usr/bin/env bash
 # Written by `cargo xtask gpu-bundle`; rebuild the bundle rather than editing this copy.
 #
-# Runs the bundled GPU tests, examples and benchmarks of each CUDA ABI on a GPU machine (no Rust
-# needed), with CUDA_SAFE_REQUIRE_GPU=1 so that a test without a GPU fails instead of being
-# reported as ignored.
+# Runs everything the bundle holds on a GPU machine (no Rust needed), in one go: for each CUDA
+# ABI the GPU tests (one item per test file, each in a process of its own), the examples and
+# the benchmarks, then the C floors. The tests run with CUDA_SAFE_REQUIRE_GPU=1, so that a test
+# without a GPU fails instead of being reported as ignored. Writes run.log and summary.txt.
 #
 # usage: bash run.sh [FILTER]
-#   FILTER               run only the items whose "abi/kind/name" contains FILTER
+#   FILTER               run only the items whose name contains FILTER: a test file is
+#                        "cuda-12/tests/graph", an example "cuda-13/examples/saxpy", a benchmark
+#                        "cuda-12/benches/launch", a floor "bench/floors/driver_floor" (so
+#                        "tests/graph" runs the graph tests of both ABIs, "graph" those and the
+#                        graph examples, benchmarks and floor)
 # environment:
 #   OUT                  folder for run.log and summary.txt (default: logs/ beside this script)
 #   TEST_THREADS         --test-threads for the test binaries (default 1)
+#   TEST_ARGS            more arguments for the test binaries, split on blanks (a libtest
+#                        filter such as "capture::" runs only the tests whose name has it)
 #   SANITIZE=1           run the test binaries under compute-sanitizer memcheck
-#   RUN_BENCHES=1        run the benchmarks too (they are skipped otherwise; the diagnostics,
-#                        diag_*, never: they take arguments)
-#   RUN_FLOOR=1          run the C floors too: bench/driver_floor (driver API) and
-#                        bench/nvml_floor (NVML getters)
+#   RUN_BENCHES=0        leave the benchmarks out (they run by default; the diagnostics,
+#                        diag_*, bundled with --lab, never: they take arguments)
+#   RUN_FLOOR=0          leave the C floors out (by default bench/floors/build.sh builds them
+#                        and each runs as an item)
 #   EXAMPLE_ARGS_<name>  extra arguments for example <name>, split on blanks (defaults: monitor
 #                        takes 5 samples, bandwidth sweeps up to 64 MiB and draws into the log
 #                        folder; set the variable, even empty, to change that)
 #   ITEM_TIMEOUT         seconds one item may run before it is stopped and failed (default 300;
 #                        0: no limit)
 set -u
+# NVLink multicast stays off: a rule of our GPU machines, not of the library.
+export NCCL_NVLS_ENABLE=0
 
 # Inner mode, what SANITIZE=1 runs each test binary with: `run.sh --sanitize COMMAND [ARG...]`
 # runs COMMAND under compute-sanitizer memcheck ($SANITIZER) and fails when the sanitizer finds
@@ -90,51 +99,6 @@ if [ "${SANITIZE:-0}" = 1 ]; then
     fi
 fi
 
-floor=""
-if [ -f bench/driver_floor.c ]; then
-    if command -v gcc >/dev/null 2>&1 && [ -d /usr/local/cuda ]; then
-        floor_bin=${TMPDIR:-/tmp}/driver_floor
-        # build_floor [GCC ARG...]: compile the floor; gcc's messages go to stdout and the log.
-        build_floor() {
-            gcc -O2 -o "$floor_bin" bench/driver_floor.c -I/usr/local/cuda/include \
-                -L/usr/local/cuda/lib64 "$@" -lcuda -lnvrtc -lpthread -lm 2>&1 | tee -a "$log"
-            return "${PIPESTATUS[0]}"
-        }
-        if build_floor || build_floor -L/usr/lib/x86_64-linux-gnu ||
-            build_floor -L/usr/local/cuda/lib64/stubs; then
-            floor=$floor_bin
-            say "driver floor: built $floor (RUN_FLOOR=1 runs it)"
-        else
-            say "driver floor: build FAILED (gcc's messages are above)"
-        fi
-    else
-        say "driver floor: not built (needs gcc and /usr/local/cuda)"
-    fi
-fi
-
-nvml_floor=""
-if [ -f bench/nvml_floor.c ]; then
-    if command -v gcc >/dev/null 2>&1 && [ -d /usr/local/cuda ]; then
-        nvml_floor_bin=${TMPDIR:-/tmp}/nvml_floor
-        # build_nvml_floor GCC ARG...: compile the NVML floor; gcc's messages go to stdout and
-        # the log.
-        build_nvml_floor() {
-            gcc -O2 -o "$nvml_floor_bin" bench/nvml_floor.c -I/usr/local/cuda/include "$@" 2>&1 |
-                tee -a "$log"
-            return "${PIPESTATUS[0]}"
-        }
-        if build_nvml_floor -lnvidia-ml || build_nvml_floor -l:libnvidia-ml.so.1 ||
-            build_nvml_floor -L/usr/local/cuda/lib64/stubs -lnvidia-ml; then
-            nvml_floor=$nvml_floor_bin
-            say "nvml floor: built $nvml_floor (RUN_FLOOR=1 runs it)"
-        else
-            say "nvml floor: build FAILED (gcc's messages are above)"
-        fi
-    else
-        say "nvml floor: not built (needs gcc and /usr/local/cuda)"
-    fi
-fi
-
 passed=0
 failed=0
 skipped=0
@@ -177,28 +141,49 @@ run_item() {
 : "${EXAMPLE_ARGS_monitor=-c 5}"
 : "${EXAMPLE_ARGS_bandwidth=--max-mib 64 --svg $logdir/bandwidth.svg}"
 
+# run_tests ABI BINARY: run a test binary of ABI, one item per test file when BINARY.files lists
+# them (each with CUDA_GPU_TESTS_FILE naming it), else as one item.
+run_tests() {
+    local abi=$1 bin=$2 file label files=()
+    # TEST_ARGS is split on blanks on purpose.
+    # shellcheck disable=SC2206
+    local args=("--test-threads=${TEST_THREADS:-1}" ${TEST_ARGS:-})
+    if [ ! -f "$bin.files" ]; then
+        selected "$bin" || return 0
+        run_item "$bin" ${sanitizer[@]+"${sanitizer[@]}"} "./$bin" "${args[@]}"
+        return 0
+    fi
+    mapfile -t files <"$bin.files"
+    for file in "${files[@]}"; do
+        [ -n "$file" ] || continue
+        label=$abi/tests/$file
+        selected "$label" || continue
+        run_item "$label" env CUDA_GPU_TESTS_FILE="$file" \
+            ${sanitizer[@]+"${sanitizer[@]}"} "./$bin" "${args[@]}"
+    done
+}
+
 for abi in cuda-12 cuda-13; do
     for kind in tests examples benches; do
         for bin in "$abi/$kind"/*; do
-            [ -f "$bin" ] || continue
-            selected "$bin" || continue
+            { [ -f "$bin" ] && [ -x "$bin" ]; } || continue
             name=${bin##*/}
             case $kind in
             tests)
-                run_item "$bin" ${sanitizer[@]+"${sanitizer[@]}"} "./$bin" \
-                    "--test-threads=${TEST_THREADS:-1}"
+                run_tests "$abi" "$bin"
                 ;;
             examples)
+                selected "$bin" || continue
                 var=EXAMPLE_ARGS_${name//[^A-Za-z0-9_]/_}
                 # The extra arguments are split on blanks on purpose.
                 # shellcheck disable=SC2086
                 run_item "$bin" "./$bin" ${!var:-}
                 ;;
             benches)
-                # The diagnostics (diag_*) take arguments and never run here:
-                # bench/diag/README.md.
+                # The diagnostics (diag_*, bundled with --lab) take arguments: never run here.
                 [[ $name == diag_* ]] && continue
-                if [ "${RUN_BENCHES:-0}" = 1 ]; then
+                selected "$bin" || continue
+                if [ "${RUN_BENCHES:-1}" = 1 ]; then
                     run_item "$bin" "./$bin"
                 else
                     skipped=$((skipped + 1))
@@ -209,29 +194,39 @@ for abi in cuda-12 cuda-13; do
     done
 done
 
-if [ "${RUN_FLOOR:-0}" = 1 ]; then
-    if selected bench/driver_floor; then
-        if [ -n "$floor" ]; then
-            run_item bench/driver_floor "$floor"
+# The C floors chosen, built by bench/floors/build.sh (its lines and gcc's messages go to stdout
+# and the log), each an item; one that could not be built fails.
+floors=()
+if [ "${RUN_FLOOR:-1}" = 1 ]; then
+    for src in bench/floors/*_floor.c; do
+        [ -f "$src" ] && selected "${src%.c}" && floors+=("$(basename "$src" .c)")
+    done
+fi
+if [ "${#floors[@]}" -gt 0 ]; then
+    floor_dir=""
+    say ""
+    if command -v gcc >/dev/null 2>&1 && [ -d /usr/local/cuda ]; then
+        floor_dir=$(mktemp -d "${TMPDIR:-/tmp}/floors.XXXXXX") || exit 2
+        bash bench/floors/build.sh "$floor_dir" "${floors[@]}" 2>&1 | sed 's/^/floors: /' |
+            tee -a "$log"
+    else
+        say "floors: not built (needs gcc and /usr/local/cuda)"
+    fi
+    for name in "${floors[@]}"; do
+        if [ -n "$floor_dir" ] && [ -x "$floor_dir/$name" ]; then
+            run_item "bench/floors/$name" "$floor_dir/$name"
         else
-            say "RUN_FLOOR=1 but bench/driver_floor was not built"
-            record FAIL 0.00 bench/driver_floor
+            say "bench/floors/$name: not built"
+            record FAIL 0.00 "bench/floors/$name (not built)"
         fi
-    fi
-    if selected bench/nvml_floor; then
-        if [ -n "$nvml_floor" ]; then
-            run_item bench/nvml_floor "$nvml_floor"
-        elif [ -f bench/nvml_floor.c ]; then
-            say "RUN_FLOOR=1 but bench/nvml_floor was not built"
-            record FAIL 0.00 bench/nvml_floor
-        fi
-    fi
+    done
+    if [ -n "$floor_dir" ]; then rm -rf "$floor_dir"; fi
 fi
 
 {
     printf '%-4s %9s  %s\n' result seconds item
     if [ "${#results[@]}" -gt 0 ]; then printf '%s\n' "${results[@]}"; fi
-    if [ "$skipped" -gt 0 ]; then echo "($skipped benchmarks not run: RUN_BENCHES=1 runs them)"; fi
+    if [ "$skipped" -gt 0 ]; then echo "($skipped benchmarks left out: RUN_BENCHES=0)"; fi
     echo "$passed passed, $failed failed"
 } >"$summary"
 say ""

@@ -11,10 +11,11 @@ pub(super) fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| (*s).to_owned()).collect()
 }
 
-/// A package with both ABI features and `targets`.
+/// A package with both ABI features and `targets`, whose manifest is `/ws/NAME/Cargo.toml`.
 pub(super) fn package(name: &str, targets: &[(Kind, &str)]) -> Package {
     Package {
         name: name.to_owned(),
+        manifest_path: PathBuf::from(format!("/ws/{name}/Cargo.toml")),
         features: strings(&["cuda-12", "cuda-13", "default"]),
         targets: targets
             .iter()

@@ -1,6 +1,6 @@
 // The C floor of the runtime-core benchmark (cuda-safe/benches/runtime.rs): the same loops,
 // straight on the CUDA driver API. Prints `FIG name value unit` lines with the same names.
-// Build: gcc -O2 bench/runtime_floor.c -I/usr/local/cuda/include -lcuda -o runtime_floor
+// Build: gcc -O2 bench/floors/runtime_floor.c -I/usr/local/cuda/include -lcuda -o runtime_floor
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>

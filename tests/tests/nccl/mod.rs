@@ -10,21 +10,18 @@
 //! inherited the parent's `NCCL_NVLS_ENABLE` (the scripts of our GPU machines export 0; the
 //! crate itself sets none of NCCL's variables).
 
-use std::fmt::Debug;
-use std::process::{Child, ExitCode};
-use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+mod ranks;
 
-use cuda_gpu_tests::{devices, gpu_tests};
-use cuda_safe::nccl::{self, Communicator, Launcher, NcclType, ReduceOp};
+use std::fmt::Debug;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use cuda_gpu_tests::{GpuFile, devices, gpu_file};
+use cuda_safe::nccl::{self, Communicator, NcclType, ReduceOp};
 use cuda_safe::{Buffer, Device, Error, Stream};
 
-/// Set in a rank process's environment: the scenario it runs.
-const CHILD_ENV: &str = "CUDA_SAFE_NCCL_TEST_CHILD";
 /// How long anything here may wait for NCCL or a rank process.
 const TIMEOUT: Duration = Duration::from_secs(120);
-/// The dead-peer scenario's wait: short, so the test shows the abort.
-const DEAD_PEER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One test at a time: communicators of concurrent tests on the same GPUs can deadlock each
 /// other's kernels, so each test holds this while it runs.
@@ -468,45 +465,12 @@ fn a_refused_group_queues_nothing() {
     assert_eq!(buffers[1].to_vec::<f32>().unwrap(), sum);
 }
 
-/// Starts this binary as two rank processes running `scenario`, and waits for both.
-fn run_ranks(scenario: &str) -> Vec<std::process::ExitStatus> {
-    let launcher = Launcher::local(2).unwrap();
-    let program = std::env::current_exe().unwrap();
-    let mut children: Vec<Child> = (0..2)
-        .map(|rank| {
-            launcher
-                .command(&program, rank)
-                .env(CHILD_ENV, scenario)
-                .env(PARENT_NVLS_ENV, parent_nvls())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let deadline = Instant::now() + TIMEOUT;
-    let mut statuses = Vec::new();
-    for child in &mut children {
-        loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                statuses.push(status);
-                break;
-            }
-            if Instant::now() >= deadline {
-                let _ = child.kill();
-                statuses.push(child.wait().unwrap());
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-    statuses
-}
-
 fn two_processes_reduce_and_broadcast() {
     let _serial = serial();
     if devices(2).is_none() {
         return;
     }
-    let statuses = run_ranks("collectives");
+    let statuses = ranks::run_ranks("collectives");
     assert!(
         statuses.iter().all(|status| status.success()),
         "{statuses:?}"
@@ -518,99 +482,21 @@ fn a_dead_peer_is_detected_and_aborted() {
     if devices(2).is_none() {
         return;
     }
-    let statuses = run_ranks("dead-peer");
+    let statuses = ranks::run_ranks("dead-peer");
     // Rank 0 passes only when its wait ended in an NCCL error or the timeout (it aborted).
     assert!(statuses[0].success(), "rank 0: {:?}", statuses[0]);
 }
 
-/// A rank process: joins through the launcher's variables, then runs `scenario`.
-fn child_main(scenario: &str) -> ExitCode {
-    if std::env::var(PARENT_NVLS_ENV).ok() != Some(parent_nvls()) {
-        eprintln!("rank process did not inherit the parent's NCCL_NVLS_ENABLE");
-        return ExitCode::FAILURE;
-    }
-    let comm = Communicator::from_env(TIMEOUT).expect("joining the job");
-    let (rank, ranks) = (comm.rank().unwrap(), comm.size().unwrap());
-    let device = *comm.device();
-    let stream = device.create_stream(Default::default()).unwrap();
-    let pool = device.default_memory_resource().unwrap();
-    match scenario {
-        "collectives" => {
-            let values: Vec<f32> = (0..1001).map(|i| element(rank, i) as f32).collect();
-            let mut buffer = pool.allocate_from_host(&values, &stream).unwrap();
-            comm.all_reduce_in_place::<f32>(&mut buffer, ReduceOp::Sum, &stream)
-                .unwrap();
-            let mut root = pool
-                .allocate_from_host(&[rank as i64 + 100; 3], &stream)
-                .unwrap();
-            comm.broadcast_in_place::<i64>(&mut root, 1, &stream)
-                .unwrap();
-            comm.wait_with_timeout(&stream, TIMEOUT).unwrap();
-            let sum: Vec<f32> = (0..1001)
-                .map(|i| (0..ranks).map(|r| element(r, i)).sum::<u32>() as f32)
-                .collect();
-            assert_eq!(buffer.to_vec::<f32>().unwrap(), sum);
-            assert_eq!(root.to_vec::<i64>().unwrap(), [101; 3]);
-            comm.finalize().unwrap();
-            ExitCode::SUCCESS
-        }
-        "dead-peer" => {
-            // One collective together, so every connection is up; then rank 1 leaves.
-            let mut buffer = pool
-                .allocate_from_host(&[1.0f32; 1 << 20], &stream)
-                .unwrap();
-            comm.all_reduce_in_place::<f32>(&mut buffer, ReduceOp::Sum, &stream)
-                .unwrap();
-            comm.wait_with_timeout(&stream, TIMEOUT).unwrap();
-            if rank == 1 {
-                // Gone mid-way, without a word to rank 0.
-                std::process::exit(0);
-            }
-            let waited = comm
-                .all_reduce_in_place::<f32>(&mut buffer, ReduceOp::Sum, &stream)
-                .and_then(|()| comm.wait_with_timeout(&stream, DEAD_PEER_TIMEOUT));
-            match waited {
-                Err(
-                    error @ (Error::NcclTimeout { .. }
-                    | Error::NcclAsync { .. }
-                    | Error::Nccl { .. }),
-                ) => {
-                    eprintln!("rank 0 saw its peer die: {error}");
-                    ExitCode::SUCCESS
-                }
-                other => {
-                    eprintln!("rank 0 expected an NCCL error or a timeout, got {other:?}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
-        other => {
-            eprintln!("unknown scenario {other}");
-            ExitCode::FAILURE
-        }
-    }
-}
+pub(crate) use ranks::child_part;
 
-/// The variable through which a rank learns the parent's `NCCL_NVLS_ENABLE`.
-const PARENT_NVLS_ENV: &str = "CUDA_GPU_TESTS_PARENT_NVLS";
-
-/// This process's `NCCL_NVLS_ENABLE`, or `unset`.
-fn parent_nvls() -> String {
-    std::env::var("NCCL_NVLS_ENABLE").unwrap_or_else(|_| "unset".to_owned())
-}
-
-fn main() -> ExitCode {
-    if let Ok(scenario) = std::env::var(CHILD_ENV) {
-        return child_main(&scenario);
-    }
-    gpu_tests![
-        all_reduce_is_right_for_every_type_and_size,
-        broadcast_reduce_gather_and_scatter_are_right,
-        send_and_receive_swap_buffers,
-        split_communicators_work_on_their_own,
-        mismatches_are_refused_before_nccl,
-        a_refused_group_queues_nothing,
-        two_processes_reduce_and_broadcast,
-        a_dead_peer_is_detected_and_aborted,
-    ]
-}
+/// This file's tests.
+pub(crate) const FILE: GpuFile = gpu_file![
+    all_reduce_is_right_for_every_type_and_size,
+    broadcast_reduce_gather_and_scatter_are_right,
+    send_and_receive_swap_buffers,
+    split_communicators_work_on_their_own,
+    mismatches_are_refused_before_nccl,
+    a_refused_group_queues_nothing,
+    two_processes_reduce_and_broadcast,
+    a_dead_peer_is_detected_and_aborted,
+];

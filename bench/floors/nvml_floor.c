@@ -1,6 +1,6 @@
 // The floor for the NVML getters: the calls `cuda_safe::system` wraps, made straight from C.
 // Build where the CUDA toolkit is (it needs nvml.h and the driver's libnvidia-ml.so.1):
-//   gcc -O2 bench/nvml_floor.c -I/usr/local/cuda/include -lnvidia-ml -o nvml_floor
+//   gcc -O2 bench/floors/nvml_floor.c -I/usr/local/cuda/include -lnvidia-ml -o nvml_floor
 //   (or -l:libnvidia-ml.so.1 when no unversioned libnvidia-ml.so is installed)
 // Measures, on GPU 0, the median latency of nvmlDeviceGetUtilizationRates,
 // nvmlDeviceGetMemoryInfo_v2, nvmlDeviceGetTemperature (and nvmlDeviceGetTemperatureV where the

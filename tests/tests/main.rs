@@ -1,0 +1,74 @@
+//! The GPU integration tests: one binary, `gpu`, whose modules are the test files. Each file
+//! lists its tests in a `FILE` ([`cuda_gpu_tests::gpu_file!`]); [`cuda_gpu_tests::run_gpu_files`]
+//! runs each file's tests in a process of its own, named `file::test`, so that
+//! `cargo test -p cuda-gpu-tests -- graph::` runs the graph tests. The files whose tests start
+//! this binary again as a child process (`checkpoint`, `ipc`, `link`, `vmm`, `nccl`) run the
+//! child's part here, before the harness. `nccl` needs the `nccl` feature.
+
+mod cache;
+mod checkpoint;
+mod context_release;
+mod copies;
+mod dlpack;
+mod graph;
+mod green;
+mod ipc;
+mod launch;
+mod launch_attributes;
+mod link;
+mod managed;
+#[cfg(feature = "nccl")]
+mod nccl;
+mod nvml;
+mod peer;
+mod program;
+mod raw_layer;
+mod runtime;
+mod tma;
+mod vmm;
+
+use std::process::ExitCode;
+
+use cuda_gpu_tests::GpuFile;
+
+/// Every test file, in the order they run: by name, and `nccl` (with its feature) last.
+fn files() -> Vec<GpuFile> {
+    let files = [
+        cache::FILE,
+        checkpoint::FILE,
+        context_release::FILE,
+        copies::FILE,
+        dlpack::FILE,
+        graph::FILE,
+        green::FILE,
+        ipc::FILE,
+        launch::FILE,
+        launch_attributes::FILE,
+        link::FILE,
+        managed::FILE,
+        nvml::FILE,
+        peer::FILE,
+        program::FILE,
+        raw_layer::FILE,
+        runtime::FILE,
+        tma::FILE,
+        vmm::FILE,
+    ]
+    .into_iter();
+    #[cfg(feature = "nccl")]
+    let files = files.chain([nccl::FILE]);
+    files.collect()
+}
+
+fn main() -> ExitCode {
+    let child = checkpoint::child_part()
+        .or_else(ipc::child_part)
+        .or_else(link::child_part)
+        .or_else(vmm::child_part);
+    #[cfg(feature = "nccl")]
+    let child = child.or_else(nccl::child_part);
+    if let Some(code) = child {
+        return code;
+    }
+    cuda_gpu_tests::run_gpu_files(&files())
+}
