@@ -33,20 +33,31 @@ pub(super) fn fetch(
 ) -> Result<[u8; ID_BYTES]> {
     let mut nonces = Nonces::new()?;
     let mut last = String::from("no attempt");
+    let mut last_attempted = false;
     while deadline.remaining().is_some() {
         let targets = address
             .to_socket_addrs()
             .map_err(|e| bootstrap_error(format!("{address} does not resolve: {e}")))?;
         for target in targets {
+            // A failure is only recorded for a connection that was tried: the deadline
+            // running out between two attempts must not hide why the last one failed.
+            let Some(left) = deadline.remaining() else {
+                break;
+            };
             let session = Session {
                 root_nonce: [0; 32],
                 rank_nonce: nonces.next(),
                 world_size,
                 rank,
             };
-            match attempt(target, secret, session, deadline) {
+            match attempt(target, secret, session, left, deadline) {
                 Ok(id) => return Ok(id),
-                Err(failure) => last = failure,
+                // Running out of time says less than what failed before it.
+                Err(failure) if failure.deadline && last_attempted => {}
+                Err(failure) => {
+                    last = failure.text;
+                    last_attempted = true;
+                }
             }
         }
         if let Some(left) = deadline.remaining() {
@@ -59,15 +70,54 @@ pub(super) fn fetch(
     )))
 }
 
-/// One connection's exchange; the failure in words.
+/// Why one connection's exchange failed, in words, and whether it was the deadline.
+struct Failure {
+    text: String,
+    deadline: bool,
+}
+
+impl Failure {
+    fn deadline() -> Self {
+        Self {
+            text: "the deadline passed in the middle of a message".into(),
+            deadline: true,
+        }
+    }
+}
+
+impl From<String> for Failure {
+    fn from(text: String) -> Self {
+        Self {
+            text,
+            deadline: false,
+        }
+    }
+}
+
+impl From<&str> for Failure {
+    fn from(text: &str) -> Self {
+        text.to_owned().into()
+    }
+}
+
+impl From<io::Error> for Failure {
+    fn from(error: io::Error) -> Self {
+        Self {
+            deadline: error.kind() == io::ErrorKind::TimedOut,
+            text: error.to_string(),
+        }
+    }
+}
+
+/// One connection's exchange, connecting within `left`.
 fn attempt(
     target: SocketAddr,
     secret: &JobSecret,
     mut session: Session,
+    left: Duration,
     deadline: &Deadline,
-) -> std::result::Result<[u8; ID_BYTES], String> {
-    let left = deadline.remaining().ok_or("the deadline passed")?;
-    let stream = TcpStream::connect_timeout(&target, left).map_err(|e| e.to_string())?;
+) -> std::result::Result<[u8; ID_BYTES], Failure> {
+    let stream = TcpStream::connect_timeout(&target, left)?;
     let _ = stream.set_nodelay(true);
     let mut hello = [0u8; HELLO_BYTES];
     read_full(&stream, &mut hello, deadline)?;
@@ -77,8 +127,12 @@ fn attempt(
     let proof = proof(secret, &session).map_err(|e| e.to_string())?;
     write_full(&stream, &proof, deadline)?;
     let mut answer = [0u8; ID_MESSAGE_BYTES];
-    read_full(&stream, &mut answer, deadline).map_err(|e| {
-        format!("{e} (after this rank's proof: rank 0 drops a rank whose secret differs)")
+    read_full(&stream, &mut answer, deadline).map_err(|failure| Failure {
+        text: format!(
+            "{} (after this rank's proof: rank 0 drops a rank whose secret differs)",
+            failure.text
+        ),
+        ..failure
     })?;
     let id = check_id(secret, &answer, &session).ok_or(
         "the answer failed rank 0's proof: whoever answered does not know the job's secret \
@@ -94,20 +148,16 @@ fn read_full(
     stream: &TcpStream,
     buffer: &mut [u8],
     deadline: &Deadline,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), Failure> {
     let mut filled = 0;
     while filled < buffer.len() {
-        let left = deadline
-            .remaining()
-            .ok_or("the deadline passed in the middle of a message")?;
-        stream
-            .set_read_timeout(Some(left))
-            .map_err(|e| e.to_string())?;
+        let left = deadline.remaining().ok_or_else(Failure::deadline)?;
+        stream.set_read_timeout(Some(left))?;
         match (&*stream).read(&mut buffer[filled..]) {
             Ok(0) => return Err("rank 0 closed the connection".into()),
             Ok(count) => filled += count,
             Err(e) if is_retry(&e) => {}
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.into()),
         }
     }
     Ok(())
@@ -118,20 +168,16 @@ fn write_full(
     stream: &TcpStream,
     bytes: &[u8],
     deadline: &Deadline,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), Failure> {
     let mut sent = 0;
     while sent < bytes.len() {
-        let left = deadline
-            .remaining()
-            .ok_or("the deadline passed in the middle of a message")?;
-        stream
-            .set_write_timeout(Some(left))
-            .map_err(|e| e.to_string())?;
+        let left = deadline.remaining().ok_or_else(Failure::deadline)?;
+        stream.set_write_timeout(Some(left))?;
         match (&*stream).write(&bytes[sent..]) {
             Ok(0) => return Err("rank 0 closed the connection".into()),
             Ok(count) => sent += count,
             Err(e) if is_retry(&e) => {}
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.into()),
         }
     }
     Ok(())
