@@ -25,6 +25,7 @@ use crate::error::{Result, cu};
 use crate::event::{Event, EventOptions};
 use crate::handle::{Owned, Release, assert_send_sync};
 use crate::stream::{Stream, StreamOptions};
+use crate::trace::span;
 use cuda_sys::Driver;
 use cuda_sys::{CUcontext, CUdevResource, CUdevResourceDesc, CUgreenCtx, CUgreenCtxCreate_flags};
 
@@ -107,6 +108,7 @@ impl Context {
             }
             return Ok(Self { inner });
         }
+        let _span = span!(DEBUG, "primary_context_retain", device = device.ordinal());
         let driver = device.driver();
         let mut raw: CUcontext = std::ptr::null_mut();
         // SAFETY: `raw` is a valid out-pointer and the device handle came from cuDeviceGet.
@@ -196,6 +198,12 @@ impl Context {
         resources: &mut [CUdevResource],
         sm_count: u32,
     ) -> Result<Context> {
+        let _span = span!(
+            DEBUG,
+            "green_context_create",
+            device = device.ordinal(),
+            sm_count
+        );
         let driver = device.driver();
         let count = u32::try_from(resources.len()).unwrap_or(u32::MAX);
         let mut desc: CUdevResourceDesc = std::ptr::null_mut();

@@ -23,6 +23,7 @@ use crate::error::Result;
 use crate::kernel::Kernel;
 use crate::module::{ObjectCode, check_compiled};
 use crate::program::{Keying, Learnt, Program};
+use crate::trace::span;
 
 /// Launchable kernels for programs, compiling and loading each program at most once per
 /// process and looking each kernel up at most once per loaded program.
@@ -147,6 +148,7 @@ impl<C: ProgramCache> KernelCache<C> {
 
     /// The loaded program for `program` and `target`, loading (and compiling) it on a miss.
     fn loaded(&self, program: &Program, target: CodeKind) -> Result<Arc<Loaded>> {
+        let _span = span!(TRACE, "kernel_cache_get", program = %program.options().name, %target);
         let keying = match &self.assumed_compiler {
             Some(version) => Keying {
                 version,

@@ -55,6 +55,7 @@ mod driver;
 mod error;
 mod ffi;
 mod handle;
+mod trace;
 mod user_file;
 mod uuid;
 
@@ -87,6 +88,8 @@ pub mod nccl;
 
 // Top: built from the floors below.
 pub mod checkpoint;
+#[cfg(feature = "cudarc")]
+pub mod cudarc_bridge;
 pub mod dlpack;
 #[cfg(unix)]
 pub use memory::ipc;

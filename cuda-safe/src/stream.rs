@@ -17,6 +17,7 @@
 //! [`query`](Stream::query) or `launch_host_func` (the crate's own waits on the stream, in
 //! copies to the host or frees, leave it for those).
 
+use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
@@ -67,6 +68,9 @@ struct StreamInner {
     /// the queued callbacks, which may outlive the stream); made with the first host function,
     /// so that a stream without any reads nothing beyond this handle to check.
     panics: OnceLock<Arc<PanicSlot>>,
+    /// What keeps a wrapped stream alive (another library's handle to it), held and dropped
+    /// with this value, never released by it.
+    owner: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 impl StreamInner {
@@ -139,7 +143,7 @@ impl Stream {
                 )
             }?;
         }
-        Ok(Self::from_parts(raw, context.clone(), true))
+        Ok(Self::from_parts(raw, context.clone(), true, None))
     }
 
     /// Wraps a stream created elsewhere (another library), without owning it: dropping the
@@ -151,7 +155,30 @@ impl Stream {
     /// of it (buffers keep one) lives. For the special handles (`CU_STREAM_LEGACY`,
     /// `CU_STREAM_PER_THREAD`), see [`Stream::legacy_default`].
     pub unsafe fn from_raw(raw: CUstream, context: &Context) -> Self {
-        Self::from_parts(raw, context.clone(), false)
+        Self::from_parts(raw, context.clone(), false, None)
+    }
+
+    /// Wraps a stream created elsewhere, without owning it, and keeps `owner` (another
+    /// library's handle to the stream, such as a cudarc `Arc<CudaStream>`) alive for as long as
+    /// the wrapper or any clone of it lives. The stream is never destroyed by this crate; the
+    /// last clone drops `owner`, which may destroy it then.
+    ///
+    /// # Safety
+    ///
+    /// `raw` must be a valid stream of `context` for as long as `owner` lives. For the special
+    /// handles, see [`Stream::legacy_default`] and [`Stream::per_thread_default`].
+    pub unsafe fn from_raw_with_owner(
+        raw: CUstream,
+        context: &Context,
+        owner: Arc<dyn Any + Send + Sync>,
+    ) -> Self {
+        Self::from_parts(raw, context.clone(), false, Some(owner))
+    }
+
+    /// What keeps this stream alive, when it was wrapped with
+    /// [`from_raw_with_owner`](Self::from_raw_with_owner); `None` otherwise.
+    pub fn owner(&self) -> Option<&Arc<dyn Any + Send + Sync>> {
+        self.inner.owner.as_ref()
     }
 
     /// The legacy default stream (`CU_STREAM_LEGACY`), which synchronizes with every blocking
@@ -163,7 +190,7 @@ impl Stream {
     /// use the wrapper (and any buffer associated with it, which frees itself there) only on
     /// threads where `context` is current.
     pub unsafe fn legacy_default(context: &Context) -> Self {
-        Self::from_parts(cuda_sys::CU_STREAM_LEGACY, context.clone(), false)
+        Self::from_parts(cuda_sys::CU_STREAM_LEGACY, context.clone(), false, None)
     }
 
     /// The calling thread's default stream (`CU_STREAM_PER_THREAD`).
@@ -174,10 +201,15 @@ impl Stream {
     /// associated with it, which frees itself there) only on the thread that made it, with
     /// `context` current.
     pub unsafe fn per_thread_default(context: &Context) -> Self {
-        Self::from_parts(cuda_sys::CU_STREAM_PER_THREAD, context.clone(), false)
+        Self::from_parts(cuda_sys::CU_STREAM_PER_THREAD, context.clone(), false, None)
     }
 
-    fn from_parts(raw: CUstream, context: Context, owned: bool) -> Self {
+    fn from_parts(
+        raw: CUstream,
+        context: Context,
+        owned: bool,
+        owner: Option<Arc<dyn Any + Send + Sync>>,
+    ) -> Self {
         let driver = context.driver();
         Self {
             inner: Arc::new(Owned::new(StreamInner {
@@ -187,6 +219,7 @@ impl Stream {
                 owned,
                 marker: OnceLock::new(),
                 panics: OnceLock::new(),
+                owner,
             })),
         }
     }
@@ -452,6 +485,7 @@ impl fmt::Debug for Stream {
             .field("raw", &self.inner.raw)
             .field("device", &self.device().ordinal())
             .field("owned", &self.inner.owned)
+            .field("has_owner", &self.inner.owner.is_some())
             .finish()
     }
 }

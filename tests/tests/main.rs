@@ -3,12 +3,15 @@
 //! runs each file's tests in a process of its own, named `file::test`, so that
 //! `cargo test -p cuda-gpu-tests -- graph::` runs the graph tests. The files whose tests start
 //! this binary again as a child process (`checkpoint`, `ipc`, `link`, `vmm`, `nccl`) run the
-//! child's part here, before the harness. `nccl` needs the `nccl` feature.
+//! child's part here, before the harness. `nccl` needs the `nccl` feature,
+//! `cudarc_bridge` the `cudarc` feature.
 
 mod cache;
 mod checkpoint;
 mod context_release;
 mod copies;
+#[cfg(feature = "cudarc")]
+mod cudarc_bridge;
 mod dlpack;
 mod graph;
 mod green;
@@ -31,7 +34,8 @@ use std::process::ExitCode;
 
 use cuda_gpu_tests::GpuFile;
 
-/// Every test file, in the order they run: by name, and `nccl` (with its feature) last.
+/// Every test file, in the order they run: by name, then `cudarc_bridge` and `nccl` (with
+/// their features).
 fn files() -> Vec<GpuFile> {
     let files = [
         cache::FILE,
@@ -55,6 +59,8 @@ fn files() -> Vec<GpuFile> {
         vmm::FILE,
     ]
     .into_iter();
+    #[cfg(feature = "cudarc")]
+    let files = files.chain([cudarc_bridge::FILE]);
     #[cfg(feature = "nccl")]
     let files = files.chain([nccl::FILE]);
     files.collect()

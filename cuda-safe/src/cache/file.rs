@@ -19,6 +19,7 @@ use super::temp;
 use super::{CacheKey, CacheStats, ProgramCache};
 use crate::code::CompiledCode;
 use crate::error::Result;
+use crate::trace::span;
 use walk::{Found, scan, walk};
 
 mod walk;
@@ -406,7 +407,9 @@ impl FileStreamProgramCache {
 
 impl ProgramCache for FileStreamProgramCache {
     fn get(&self, key: &CacheKey) -> Result<Option<CompiledCode>> {
+        let span = span!(DEBUG, "cache_get", cache = "file", %key, hit = tracing::field::Empty);
         let found = self.read_entry(key, &self.entry_path(key));
+        span.record_hit(found.is_some());
         Counters::bump(match found {
             Some(_) => &self.counters.hits,
             None => &self.counters.misses,
@@ -415,6 +418,7 @@ impl ProgramCache for FileStreamProgramCache {
     }
 
     fn put(&self, key: &CacheKey, program: &CompiledCode) -> Result<()> {
+        let _span = span!(DEBUG, "cache_put", cache = "file", %key);
         let stored = self.store(key, program);
         if stored.is_err() {
             Counters::bump(&self.counters.failed_stores);

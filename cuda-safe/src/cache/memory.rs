@@ -10,6 +10,7 @@ use super::stats::Counters;
 use super::{CacheKey, CacheStats, ProgramCache};
 use crate::code::CompiledCode;
 use crate::error::Result;
+use crate::trace::span;
 
 /// The most notes an in-memory cache keeps; storing one more forgets the others.
 const MAX_NOTES: usize = 64;
@@ -112,7 +113,9 @@ impl InMemoryProgramCache {
 
 impl ProgramCache for InMemoryProgramCache {
     fn get(&self, key: &CacheKey) -> Result<Option<CompiledCode>> {
+        let span = span!(TRACE, "cache_get", cache = "memory", %key, hit = tracing::field::Empty);
         let found = self.lock().lru.get(key).map(|(code, _)| code.clone());
+        span.record_hit(found.is_some());
         Counters::bump(match found {
             Some(_) => &self.counters.hits,
             None => &self.counters.misses,
@@ -121,6 +124,7 @@ impl ProgramCache for InMemoryProgramCache {
     }
 
     fn put(&self, key: &CacheKey, program: &CompiledCode) -> Result<()> {
+        let _span = span!(TRACE, "cache_put", cache = "memory", %key);
         let weight = program.weight();
         if weight > self.max_bytes || self.max_entries == Some(0) {
             Counters::bump(&self.counters.rejected);

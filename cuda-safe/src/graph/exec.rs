@@ -14,6 +14,7 @@ use crate::error::{Error, Result, cu};
 use crate::handle::{Owned, Release};
 use crate::launch::{KernelArgs, check_args};
 use crate::stream::Stream;
+use crate::trace::span;
 use cuda_sys::{
     CUgraphExec, CUgraphExecUpdateResult, CUgraphExecUpdateResultInfo, CUgraphInstantiate_flags,
     CUresult, Driver,
@@ -110,6 +111,7 @@ impl Graph {
     /// As [`instantiate`](Self::instantiate).
     #[doc(alias = "cuGraphInstantiateWithFlags")]
     pub fn instantiate_with(self, options: InstantiateOptions) -> Result<GraphExec> {
+        let _span = span!(DEBUG, "graph_instantiate");
         let driver = self.driver();
         let mut raw: CUgraphExec = std::ptr::null_mut();
         {

@@ -42,6 +42,7 @@ use crate::cache::{CacheKey, ProgramCache};
 use crate::code::{CodeKind, CompiledCode};
 use crate::error::{Error, Result};
 use crate::program::{CompiledProgram, Toolchain};
+use crate::trace::span;
 
 /// What a backend returns: the linked bytes and its info log.
 struct Linked {
@@ -278,6 +279,8 @@ impl Linker {
 
     /// Links with a plan made by [`Linker::plan`].
     fn link_with(&self, target: CodeKind, plan: &Plan) -> Result<CompiledProgram> {
+        let _span =
+            span!(DEBUG, "link", %target, backend = ?plan.backend, inputs = self.inputs.len());
         let linked = match plan.backend {
             LinkerBackend::Driver => {
                 driver::link(&self.inputs, &self.options, &plan.digits, &plan.flags)?

@@ -12,6 +12,7 @@ use crate::device::Device;
 use crate::error::{Error, Result, cu};
 use crate::handle::{Owned, Release, assert_send_sync};
 use crate::stream::Stream;
+use crate::trace::span;
 use cuda_sys::{
     CUdevice_attribute, CUdeviceptr, CUmemAllocationHandleType, CUmemAllocationType,
     CUmemPool_attribute, CUmemPoolProps, CUmemoryPool, Driver,
@@ -209,6 +210,7 @@ impl DeviceMemoryResource {
     /// handle type the device's pools cannot be shared with; the driver's error.
     #[doc(alias = "cuMemPoolCreate")]
     pub fn new_pool(device: &Device, options: PoolOptions) -> Result<Self> {
+        let _span = span!(DEBUG, "pool_create", device = device.ordinal());
         if options.max_size == Some(0) {
             return Err(Error::invalid_argument(
                 "a pool's max_size must be more than 0",

@@ -29,6 +29,7 @@ use crate::error::{Error, Result, cu};
 use crate::ffi::to_c_string;
 use crate::handle::{Owned, Release, assert_send_sync};
 use crate::program::CompiledProgram;
+use crate::trace::span;
 use cuda_sys::{CUdeviceptr, CUlibrary, Driver};
 
 /// Code loaded with `cuLibraryLoadData` / `cuLibraryLoadFromFile`; cloning is cheap. Kernels
@@ -215,6 +216,7 @@ impl ObjectCode {
         if image.is_empty() {
             return Err(Error::invalid_argument("an empty image cannot be loaded"));
         }
+        let _span = span!(DEBUG, "module_load", ?kind, bytes = image.len());
         let driver = driver()?;
         let mut raw: CUlibrary = std::ptr::null_mut();
         // SAFETY: valid out-pointer; the image is a complete buffer the driver copies, checked

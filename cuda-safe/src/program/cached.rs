@@ -6,6 +6,7 @@ use super::compiler::{KeyCompiler, check_recalled, compiler_version, key_compile
 use crate::cache::{CacheKey, ProgramCache};
 use crate::code::{CodeKind, CompiledCode};
 use crate::error::{Error, Result};
+use crate::trace::span;
 
 /// How the compiler version of a key was learnt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,9 +172,17 @@ impl Program {
         keying: Keying<'_>,
         prepare: &dyn Fn(&CompiledCode) -> Result<()>,
     ) -> Result<Fetched> {
+        let span = span!(
+            DEBUG,
+            "compile_cached",
+            program = %self.options().name,
+            %target,
+            hit = tracing::field::Empty
+        );
         let plan = self.plan(target)?;
         let mut key = self.remembered_key(target, Some(&plan), keying.version)?;
         if let Some(code) = lookup(cache, &key) {
+            span.record_hit(true);
             let program = CompiledProgram::cached(code, plan.flags, Toolchain::Nvrtc);
             return Ok(Fetched { key, program });
         }
@@ -183,6 +192,7 @@ impl Program {
                 if let Some(actual) = check_recalled(cache, keying.version)? {
                     key = self.remembered_key(target, Some(&plan), actual)?;
                     if let Some(code) = lookup(cache, &key) {
+                        span.record_hit(true);
                         let program = CompiledProgram::cached(code, plan.flags, Toolchain::Nvrtc);
                         return Ok(Fetched { key, program });
                     }
@@ -198,6 +208,7 @@ impl Program {
                 }
             }
         }
+        span.record_hit(false);
         let compiled = self.compile_with(target, plan.flags)?;
         prepare(compiled.code())?;
         if let Err(error) = cache.put(&key, compiled.code()) {

@@ -11,6 +11,7 @@ use crate::cache::CacheKey;
 use crate::code::{CodeKind, CompiledCode};
 use crate::error::{Error, Result};
 use crate::ffi::to_c_string as c_string;
+use crate::trace::span;
 
 /// CUDA C++ source to compile at run time with NVRTC, with its [`ProgramOptions`] and name
 /// expressions. Compiling does not change it: it can be compiled for several targets, from
@@ -139,6 +140,7 @@ impl Program {
         target: CodeKind,
         flags: Vec<String>,
     ) -> Result<CompiledProgram> {
+        let _span = span!(DEBUG, "nvrtc_compile", program = %self.options.name, %target);
         let nvrtc = nvrtc_sys::nvrtc()?;
         let source = c_string("source", &self.source)?;
         let name = c_string("program name", &self.options.name)?;

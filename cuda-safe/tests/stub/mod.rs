@@ -12,7 +12,7 @@ use std::sync::Mutex;
 
 /// The C sources, compiled together: the control functions, the driver (`cuda_*.c`, sharing
 /// `cuda_stub.h`), NVRTC and NVML.
-const SOURCES: [&str; 13] = [
+const SOURCES: [&str; 14] = [
     "stub_control.c",
     "cuda_misc.c",
     "cuda_device.c",
@@ -24,6 +24,7 @@ const SOURCES: [&str; 13] = [
     "cuda_ipc.c",
     "cuda_code.c",
     "cuda_green.c",
+    "cuda_cudarc.c",
     "libnvrtc_stub.c",
     "libnvml_stub.c",
 ];
@@ -256,7 +257,16 @@ fn compile(output: &Path) -> Result<(), String> {
     let compiler = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
     let result = Command::new(&compiler)
         .args([
-            "-shared", "-fPIC", "-std=c11", "-O1", "-Wall", "-Wextra", "-o",
+            "-shared",
+            "-fPIC",
+            "-std=c11",
+            "-O1",
+            "-Wall",
+            "-Wextra",
+            // Named as the driver, so that a library that opens `libcuda.so` by name (cudarc,
+            // in tests/bridges.rs) finds this one, already loaded, before any on the disk.
+            "-Wl,-soname,libcuda.so",
+            "-o",
         ])
         .arg(output)
         .args(SOURCES.map(|source| sources.join(source)))
