@@ -87,6 +87,7 @@ pub mod nccl;
 
 // Top: built from the floors below.
 pub mod checkpoint;
+pub mod completion;
 pub mod dlpack;
 #[cfg(unix)]
 pub use memory::ipc;
@@ -160,6 +161,7 @@ mod workspace_docs {
     markdown! {
         Readme: "README.md",
         Architecture: "docs/architecture.md",
+        Async: "docs/async.md",
         GettingStarted: "docs/getting-started.md",
         Graphs: "docs/graphs.md",
         GreenContexts: "docs/green-contexts.md",

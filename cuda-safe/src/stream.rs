@@ -242,6 +242,14 @@ impl Stream {
         unsafe { cu!(self.inner.driver, cuStreamSynchronize(self.inner.raw)) }
     }
 
+    /// Reports a host function's panic kept since the last report
+    /// ([`Error::CallbackPanicked`]), as [`sync`](Self::sync) does after its wait: for the
+    /// crate's waits that end without blocking (a completion future).
+    #[inline]
+    pub(crate) fn check_callback_panics(&self) -> Result<()> {
+        self.inner.check_panics()
+    }
+
     /// Whether all work queued so far has finished, without blocking.
     ///
     /// # Errors
@@ -285,7 +293,7 @@ impl Stream {
     }
 
     /// Whether the stream is being captured into a graph (or its capture was invalidated).
-    fn is_capturing(&self) -> Result<bool> {
+    pub(crate) fn is_capturing(&self) -> Result<bool> {
         let mut status = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
         // SAFETY: valid stream and out-pointer.
         unsafe {
