@@ -9,8 +9,8 @@ use std::task::{Context as TaskContext, Poll};
 
 use bytemuck::Pod;
 
-use super::shared::Reactor;
 use super::settle::release_after;
+use super::shared::Reactor;
 use super::table::Keep;
 use super::waiter::{Outcome, Waiter};
 use crate::error::{Error, Result};

@@ -3,8 +3,8 @@
 
 use bytemuck::Pod;
 
-use super::shared::{Mark, Reactor};
 use super::futures::{Completion, Download};
+use super::shared::{Mark, Reactor};
 use super::staging::Staging;
 use super::waiter::{Report, Waiter};
 use crate::error::{Error, Result};
@@ -173,8 +173,9 @@ impl Buffer {
             std::ptr::copy_nonoverlapping(src.as_ptr().cast::<u8>(), staging.as_ptr(), bytes);
         }
         // SAFETY: the block holds `src.len()` initialized `T`s, page-aligned.
-        let staged =
-            unsafe { std::slice::from_raw_parts(staging.as_ptr().cast::<T>().cast_const(), src.len()) };
+        let staged = unsafe {
+            std::slice::from_raw_parts(staging.as_ptr().cast::<T>().cast_const(), src.len())
+        };
         // SAFETY: the block stays alive and unchanged until the stream has passed the copy,
         // which the upload's event, recorded right after it, tells (the future holds the
         // block, or the reactor once the future is dropped).

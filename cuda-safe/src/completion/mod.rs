@@ -39,7 +39,7 @@
 //! completes the lane at once), and sleeps: before it does, each lane with unfinished work
 //! gets one host function (`cuLaunchHostFunc`) on a side stream of the reactor's, queued behind
 //! a wait on the lane's oldest event, that rings the reactor awake when that work is done. A
-//! sweep every 10 ms asks every lane anyway (a host function the driver runs late, or not at
+//! sweep every 10 ms ([`set_sweep_interval`]) asks every lane anyway (a host function the driver runs late, or not at
 //! all after a sticky error).
 //!
 //! Why this mix, from the C floor's figures (`async_floor.c`, H200, first readings of
@@ -98,16 +98,17 @@
 //! development dependency, is not built for loom too).
 
 mod bell;
-mod shared;
 mod futures;
 mod methods;
 mod reactor;
 mod settle;
+mod shared;
 mod staging;
 mod sync;
 mod table;
 mod waiter;
 
-pub use shared::{Reactor, ReactorStats};
 pub use futures::{Completion, Download};
+pub use reactor::{set_sweep_interval, sweep_interval};
+pub use shared::{Reactor, ReactorStats};
 pub use waiter::{set_spin_budget, spin_budget};

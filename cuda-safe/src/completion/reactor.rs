@@ -9,7 +9,7 @@
 //! raises the lane's flag and rings the bell. The bell wakes the reactor, which asks only the
 //! lanes whose flag rose (and those with new marks), so a sleeping reactor costs no CPU and a
 //! completion costs one host function per lane at most, however many futures wait behind it.
-//! A sweep every [`SWEEP`] asks every lane, for a host function that is late (a user's host
+//! A sweep every [`sweep_interval`] (10 ms unless set) asks every lane, for a host function that is late (a user's host
 //! function blocking the driver's callback thread) or never comes (after a sticky error).
 //!
 //! Wakers run, and what dropped futures left is dropped, on this thread, outside every lock
@@ -18,12 +18,12 @@
 use std::collections::{HashMap, VecDeque};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::Waker;
 use std::time::Duration;
 
-use super::shared::{Core, LaneKey, Mark, Registration};
 use super::settle::release_after;
+use super::shared::{Core, LaneKey, Mark, Registration};
 use super::table::{Finish, Keep, Slot};
 use super::waiter::relaxed_capture_mode;
 use crate::context::Context;
@@ -32,8 +32,30 @@ use crate::event::Event;
 use crate::handle::log_drop_error;
 use crate::stream::{Stream, StreamOptions};
 
-/// How often a reactor with unfinished work asks every lane, whatever the host functions say.
-pub(super) const SWEEP: Duration = Duration::from_millis(10);
+/// How often a reactor with unfinished work asks every lane unless [`set_sweep_interval`]
+/// changes it.
+const DEFAULT_SWEEP: Duration = Duration::from_millis(10);
+
+/// The shortest sweep interval: shorter would poll rather than sleep.
+const MIN_SWEEP: Duration = Duration::from_micros(100);
+
+/// The sweep interval in force, in nanoseconds.
+static SWEEP_NS: AtomicU64 = AtomicU64::new(DEFAULT_SWEEP.as_nanos() as u64);
+
+/// Sets how often the reactor, while futures wait, asks every stream's oldest event whatever
+/// the host functions say (process-wide; at least 100 us). The default is 10 ms: the longest a
+/// completion waits when the driver runs the reactor's host function late (a user's host
+/// function holding the driver's callback thread) or never (after a sticky error). Each sweep
+/// costs a `cuEventQuery` per stream with waiting futures.
+pub fn set_sweep_interval(interval: Duration) {
+    let nanos = u64::try_from(interval.max(MIN_SWEEP).as_nanos()).unwrap_or(u64::MAX);
+    SWEEP_NS.store(nanos, Ordering::Relaxed);
+}
+
+/// The sweep interval in force ([`set_sweep_interval`]).
+pub fn sweep_interval() -> Duration {
+    Duration::from_nanos(SWEEP_NS.load(Ordering::Relaxed))
+}
 
 /// Passes after which an empty lane is dropped (with its stream handle) while others still
 /// have work; all empty lanes go when nothing is watched.
@@ -131,7 +153,7 @@ impl Worker {
             self.retire_lanes(false);
             self.arm();
             self.finish();
-            sweep = !self.core.bell.wait(Some(SWEEP));
+            sweep = !self.core.bell.wait(Some(sweep_interval()));
         }
     }
 
@@ -252,7 +274,8 @@ impl Worker {
                 Err(error) => {
                     log::warn!(
                         "cuda-safe: the completion reactor could not arm a host function \
-                         ({error}); the lane is swept every {SWEEP:?}"
+                         ({error}); the lane is swept every {:?}",
+                        sweep_interval()
                     );
                     lane.unarmable = true;
                     lane.dirty = true;

@@ -69,7 +69,9 @@ mod tests {
             message: "operation not permitted on an event last recorded in a capturing stream",
         };
         assert!(!gpu_has_stopped(&captured));
-        assert!(!gpu_has_stopped(&Error::invalid_argument("no driver answer")));
+        assert!(!gpu_has_stopped(&Error::invalid_argument(
+            "no driver answer"
+        )));
 
         let kept = std::sync::Arc::new(());
         release_after(kept.clone(), &fault);

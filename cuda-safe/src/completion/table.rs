@@ -274,8 +274,15 @@ mod tests {
                 (Detach::Left, Finish::Wake(_)) => 0,
                 (Detach::Done(..), Finish::Wake(Some(_))) => panic!("a dropped future was woken"),
             };
-            assert_eq!(gives, 1, "round {round}: the slot was given back {gives} times");
-            assert_eq!(std::sync::Arc::strong_count(&kept), 1, "kept until dropped once");
+            assert_eq!(
+                gives, 1,
+                "round {round}: the slot was given back {gives} times"
+            );
+            assert_eq!(
+                std::sync::Arc::strong_count(&kept),
+                1,
+                "kept until dropped once"
+            );
             table.give(slot);
         }
     }
@@ -292,7 +299,10 @@ mod tests {
             Finish::Wake(Some(waker)) => waker.wake(),
             _ => panic!("the waiting future is woken"),
         }
-        assert!(!first.raised.load(Ordering::SeqCst), "the stale waker is not woken");
+        assert!(
+            !first.raised.load(Ordering::SeqCst),
+            "the stale waker is not woken"
+        );
         assert!(second.raised.load(Ordering::SeqCst));
         assert!(matches!(
             slot.poll(&second_waker),
@@ -301,7 +311,10 @@ mod tests {
         table.give(slot);
         let again = table.take();
         let (_, waker) = flag();
-        assert!(again.poll(&waker).is_pending(), "a given-back slot is empty");
+        assert!(
+            again.poll(&waker).is_pending(),
+            "a given-back slot is empty"
+        );
         assert_eq!(table.sizes(), (1, 0));
     }
 }
@@ -405,7 +418,10 @@ mod loom_model {
                 Detach::Left => false,
             };
             let reactor_gives = reactor.join().unwrap();
-            assert!(future_gives != reactor_gives, "exactly one gives the slot back");
+            assert!(
+                future_gives != reactor_gives,
+                "exactly one gives the slot back"
+            );
             assert_eq!(std::sync::Arc::strong_count(&kept), 1);
             assert_eq!(table.sizes(), (1, 1));
         });

@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
-use super::shared::{LaneKey, Mark, Reactor, Registration};
 use super::settle::gpu_has_stopped;
+use super::shared::{LaneKey, Mark, Reactor, Registration};
 use super::staging::Staging;
 use super::table::{Detach, Finish, Keep, Slot};
 use crate::callback::PanicSlot;
@@ -27,7 +27,7 @@ use crate::stream::Stream;
 use cuda_sys::{CUstreamCaptureMode, Driver};
 
 /// The spin budget unless [`set_spin_budget`](super::set_spin_budget) changes it.
-pub(super) const DEFAULT_SPIN: Duration = Duration::from_micros(20);
+const DEFAULT_SPIN: Duration = Duration::from_micros(20);
 
 /// The most first polls a spin that ran out makes the next ones skip (`2^10 - 1`).
 const MAX_MISSES: u32 = 10;
@@ -286,7 +286,11 @@ impl Waiter {
                     .stream
                     .as_ref()
                     .map_or(Ok(()), Stream::check_callback_panics);
-                let graph = self.report.graph.as_ref().map_or(Ok(()), |slot| slot.check());
+                let graph = self
+                    .report
+                    .graph
+                    .as_ref()
+                    .map_or(Ok(()), |slot| slot.check());
                 Outcome {
                     result: stream.and(graph),
                     settled: true,
@@ -460,7 +464,10 @@ mod tests {
         assert!(spun <= 11, "{spun} spins in 1000 first polls of a busy GPU");
         governor.record(true);
         assert_eq!(governor.allow(), Some(Duration::from_micros(20)));
-        assert!(governor.allow().is_some(), "spins again after a finished one");
+        assert!(
+            governor.allow().is_some(),
+            "spins again after a finished one"
+        );
         governor.budget_ns.store(0, Ordering::Relaxed);
         assert_eq!(governor.allow(), None, "a zero budget never spins");
     }
