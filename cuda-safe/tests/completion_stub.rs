@@ -32,6 +32,9 @@ use stub::{Installed, KINDS, Stub};
 /// A case's verdict: `Err` says what went wrong.
 type Verdict = Result<(), String>;
 
+/// One case, with what it works on.
+type Case<'a> = Box<dyn Fn() -> Verdict + 'a>;
+
 /// What the cases work on: two streams of device 0's primary context and its pool.
 struct Fixture {
     device: Device,
@@ -443,7 +446,7 @@ fn main() -> ExitCode {
     // Held for the whole run, as a server would: events and staging are reused across cases.
     let reactor = Reactor::shared();
     let fx = &fixture;
-    let cases: Vec<(&str, Box<dyn Fn() -> Verdict>)> = vec![
+    let cases: Vec<(&str, Case<'_>)> = vec![
         (
             "a short wait is its record and queries",
             Box::new(|| a_short_wait_is_its_record_and_queries(stub, fx, &reactor)),

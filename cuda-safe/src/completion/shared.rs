@@ -292,27 +292,19 @@ impl Core {
         drop(surplus);
     }
 
-    /// Hands `registration` to the reactor thread, starting it if it is not running.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::ReactorThread`] when the thread cannot be started; the registration is given
-    /// back then, for the caller to wait another way.
-    pub(super) fn register(
-        self: &Arc<Self>,
-        registration: Registration,
-    ) -> std::result::Result<(), (Error, Registration)> {
-        if let Err(error) = self.start() {
-            return Err((error, registration));
-        }
+    /// Hands `registration` to the reactor thread, which [`start`](Self::start) has started.
+    pub(super) fn register(&self, registration: Registration) {
         self.watched.fetch_add(1, Ordering::Relaxed);
         lock(&self.incoming).push(registration);
         self.bell.ring();
-        Ok(())
     }
 
-    /// Starts the reactor thread once.
-    fn start(self: &Arc<Self>) -> Result<()> {
+    /// Starts the reactor thread, once.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ReactorThread`] when the operating system refuses the thread.
+    pub(super) fn start(self: &Arc<Self>) -> Result<()> {
         let mut started = lock(&self.started);
         if *started {
             return Ok(());

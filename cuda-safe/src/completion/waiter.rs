@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use super::settle::gpu_has_stopped;
 use super::shared::{LaneKey, Mark, Reactor, Registration};
 use super::staging::Staging;
-use super::table::{Detach, Finish, Keep, Slot};
+use super::table::{Detach, Keep, Slot};
 use crate::callback::PanicSlot;
 use crate::error::{Error, Result, cu};
 use crate::stream::Stream;
@@ -240,26 +240,21 @@ impl Waiter {
                     recycle(self, mark);
                     verdict
                 }
-                None => {
-                    let slot = core.table.take();
-                    let _pending = slot.poll(cx.waker());
-                    let registration = Registration {
-                        lane: lane_key(lane, &slot),
-                        mark,
-                        stream,
-                        slot: slot.clone(),
-                    };
-                    match core.register(registration) {
-                        Ok(()) => {
-                            self.phase = Phase::Registered(slot);
-                            return Poll::Pending;
-                        }
-                        Err((error, registration)) => {
-                            core.table.give(slot);
-                            block_on_mark(self, registration.mark, error)
-                        }
+                None => match core.start() {
+                    Ok(()) => {
+                        let slot = core.table.take();
+                        let _pending = slot.poll(cx.waker());
+                        core.register(Registration {
+                            lane: lane_key(lane, &slot),
+                            mark,
+                            stream,
+                            slot: slot.clone(),
+                        });
+                        self.phase = Phase::Registered(slot);
+                        return Poll::Pending;
                     }
-                }
+                    Err(error) => block_on_mark(self, mark, error),
+                },
             },
             Phase::Registered(slot) => match slot.poll(cx.waker()) {
                 Poll::Pending => {
@@ -320,27 +315,24 @@ impl Waiter {
                     recycle(self, mark);
                     return;
                 };
+                if let Err(error) = core.start() {
+                    // No reactor thread: wait here, then release what was kept.
+                    log::warn!("cuda-safe: {error}; the dropping thread waits for the GPU");
+                    match mark.sync() {
+                        Ok(()) => drop(keep),
+                        Err(error) => super::settle::release_after(keep, &error),
+                    }
+                    recycle(self, mark);
+                    return;
+                }
                 let slot = core.table.take();
                 let _left = slot.detach(Some(keep));
-                let registration = Registration {
+                core.register(Registration {
                     lane: lane_key(lane, &slot),
                     mark,
                     stream,
                     slot: slot.clone(),
-                };
-                if let Err((error, registration)) = core.register(registration) {
-                    // No reactor thread: wait here, then release what was kept.
-                    log::warn!("cuda-safe: {error}; the dropping thread waits for the GPU");
-                    let waited = registration.mark.sync();
-                    if let Finish::Release(Some(keep)) = slot.complete(Ok(())) {
-                        match waited {
-                            Ok(()) => drop(keep),
-                            Err(error) => super::settle::release_after(keep, &error),
-                        }
-                    }
-                    recycle(self, registration.mark);
-                    core.table.give(slot);
-                }
+                });
             }
             Phase::Registered(slot) => {
                 if let Detach::Done(keep, outcome) = slot.detach(keep) {
