@@ -6,7 +6,7 @@ use bytemuck::Pod;
 use super::futures::{Completion, Download};
 use super::shared::{Mark, Reactor};
 use super::staging::Staging;
-use super::waiter::{Report, Waiter};
+use super::waiter::{Report, Waiter, refuse_capturing};
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::graph::GraphExec;
@@ -51,7 +51,7 @@ impl Stream {
             graph: None,
         };
         Completion::new(
-            Waiter::on_stream(Reactor::shared(), self, report, None),
+            Waiter::on_stream(Reactor::shared(), self, report, None, false),
             keep,
         )
     }
@@ -101,7 +101,13 @@ impl Buffer {
         match self.start_download::<T>(&reactor) {
             Ok((len, None)) => Download::new(Waiter::ready(reactor), len),
             Ok((len, Some(staging))) => Download::new(
-                Waiter::on_stream(reactor, self.stream(), Report::default(), Some(staging)),
+                Waiter::on_stream(
+                    reactor,
+                    self.stream(),
+                    Report::default(),
+                    Some(staging),
+                    true,
+                ),
                 len,
             ),
             Err(error) => Download::new(Waiter::failed(reactor, error, None), 0),
@@ -116,6 +122,7 @@ impl Buffer {
         if len == 0 {
             return Ok((0, None));
         }
+        refuse_capturing(self.stream())?;
         let staging = Staging::take(&reactor.core, self.len(), self.stream().context())?;
         // SAFETY: the block holds at least the buffer's bytes, is page-aligned (so aligned for
         // `T`) and initialized; the host does not touch it until the copy has finished (the
@@ -144,7 +151,13 @@ impl Buffer {
         match self.start_upload(&reactor, src) {
             Ok(None) => Completion::new(Waiter::ready(reactor), ()),
             Ok(Some(staging)) => Completion::new(
-                Waiter::on_stream(reactor, self.stream(), Report::default(), Some(staging)),
+                Waiter::on_stream(
+                    reactor,
+                    self.stream(),
+                    Report::default(),
+                    Some(staging),
+                    true,
+                ),
                 (),
             ),
             Err(error) => Completion::new(Waiter::failed(reactor, error, None), ()),
@@ -165,6 +178,7 @@ impl Buffer {
         if bytes == 0 {
             return Ok(None);
         }
+        refuse_capturing(self.stream())?;
         let staging = Staging::take(&reactor.core, bytes, self.stream().context())?;
         // SAFETY: the block holds at least `bytes` bytes, owned by this upload; `src` is a
         // valid slice of `bytes` bytes, and the two cannot overlap (the block is the
@@ -203,7 +217,7 @@ impl GraphExec {
             stream: None,
             graph: Some(self.panic_slot().clone()),
         };
-        Completion::new(Waiter::on_stream(reactor, stream, report, None), ())
+        Completion::new(Waiter::on_stream(reactor, stream, report, None, false), ())
     }
 }
 

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use super::settle::release_after;
 use super::shared::{Core, LaneKey, Mark, Registration};
-use super::table::{Finish, Keep, Slot};
+use super::table::{Finish, Keep, SlotRef};
 use super::waiter::relaxed_capture_mode;
 use crate::context::Context;
 use crate::error::{Result, cu};
@@ -88,7 +88,7 @@ pub(super) fn run(core: Arc<Core>) {
 /// One watched mark and the slot it completes.
 struct Entry {
     mark: Mark,
-    slot: Arc<Slot>,
+    slot: SlotRef,
 }
 
 /// The marks of one stream (or one lone mark), oldest first.
@@ -121,7 +121,7 @@ struct Done {
     wakers: Vec<Waker>,
     keeps: Vec<Keep>,
     events: Vec<Event>,
-    slots: Vec<Arc<Slot>>,
+    slots: Vec<SlotRef>,
 }
 
 struct Worker {
@@ -287,23 +287,21 @@ impl Worker {
     }
 
     fn give_notifier(&mut self, notifier: Stream) {
-        let index = match self
+        match self
             .notifiers
-            .iter()
-            .position(|(context, _)| context.same_as(notifier.context()))
+            .iter_mut()
+            .find(|(context, _)| context.same_as(notifier.context()))
         {
-            Some(index) => index,
-            None => {
-                self.notifiers
-                    .push((notifier.context().clone(), Vec::new()));
-                self.notifiers.len() - 1
+            Some((_, idle)) if idle.len() < MAX_IDLE_NOTIFIERS => idle.push(notifier),
+            Some(_) => {
+                if let Err(error) = notifier.close() {
+                    log_drop_error("completion side stream", &error);
+                }
             }
-        };
-        let idle = &mut self.notifiers[index].1;
-        if idle.len() < MAX_IDLE_NOTIFIERS {
-            idle.push(notifier);
-        } else if let Err(error) = notifier.close() {
-            log_drop_error("completion side stream", &error);
+            None => {
+                let context = notifier.context().clone();
+                self.notifiers.push((context, vec![notifier]));
+            }
         }
     }
 }

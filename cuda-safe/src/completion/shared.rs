@@ -9,7 +9,7 @@ use std::thread;
 use super::bell::Bell;
 use super::reactor;
 use super::staging::StagingCache;
-use super::table::{Slot, Table};
+use super::table::{SlotRef, Table};
 use crate::context::Context;
 use crate::error::{Error, Result, cu, cu_ready};
 use crate::event::{Event, EventOptions};
@@ -90,7 +90,7 @@ pub(super) struct Registration {
     /// The stream the mark was recorded on, kept while its lane exists (so that its handle
     /// cannot be reused by another stream meanwhile).
     pub(super) stream: Option<Stream>,
-    pub(super) slot: Arc<Slot>,
+    pub(super) slot: SlotRef,
 }
 
 /// Where a watched mark stands: on a stream, after that stream's earlier marks (so a later
@@ -271,21 +271,16 @@ impl Core {
         {
             let mut pools = lock(&self.events);
             for event in events {
-                let index = match pools
-                    .iter()
-                    .position(|(owner, _)| owner.same_as(event.context()))
+                match pools
+                    .iter_mut()
+                    .find(|(owner, _)| owner.same_as(event.context()))
                 {
-                    Some(index) => index,
+                    Some((_, idle)) if idle.len() < MAX_IDLE_EVENTS => idle.push(event),
+                    Some(_) => surplus.push(event),
                     None => {
-                        pools.push((event.context().clone(), Vec::new()));
-                        pools.len() - 1
+                        let context = event.context().clone();
+                        pools.push((context, vec![event]));
                     }
-                };
-                let idle = &mut pools[index].1;
-                if idle.len() < MAX_IDLE_EVENTS {
-                    idle.push(event);
-                } else {
-                    surplus.push(event);
                 }
             }
         }

@@ -21,6 +21,9 @@ use crate::error::Result;
 /// with it: the values moved into it, its pinned staging memory.
 pub(super) type Keep = Box<dyn Send>;
 
+/// A shared slot, as the future and the reactor hold it.
+pub(super) type SlotRef = Arc<Slot>;
+
 /// At most this many idle slots are kept for reuse (about 2 MiB); the rest are freed.
 const MAX_IDLE: usize = 16_384;
 
@@ -128,7 +131,7 @@ impl Table {
     }
 
     /// An empty slot: an idle one, or a new one while the table grows.
-    pub(super) fn take(&self) -> Arc<Slot> {
+    pub(super) fn take(&self) -> SlotRef {
         if let Some(slot) = lock(&self.free).pop() {
             return slot;
         }
@@ -137,7 +140,7 @@ impl Table {
     }
 
     /// Gives a slot back, by whichever of the future and the reactor finished it.
-    pub(super) fn give(&self, slot: Arc<Slot>) {
+    pub(super) fn give(&self, slot: SlotRef) {
         slot.reset();
         let mut free = lock(&self.free);
         if free.len() < MAX_IDLE {
@@ -155,8 +158,10 @@ impl Table {
     }
 }
 
-#[cfg(all(test, not(cuda_safe_loom)))]
+#[cfg(test)]
 mod tests {
+    #![cfg(not(cuda_safe_loom))]
+
     use std::sync::atomic::AtomicBool;
     use std::sync::mpsc;
     use std::task::Wake;
@@ -321,8 +326,10 @@ mod tests {
 
 /// The loom model of the table: `RUSTFLAGS="--cfg cuda_safe_loom" cargo test -p cuda-safe
 /// --lib --release completion::` (in a target directory of its own; `docs/async.md`).
-#[cfg(all(test, cuda_safe_loom))]
+#[cfg(test)]
 mod loom_model {
+    #![cfg(cuda_safe_loom)]
+
     use std::task::Wake;
 
     use super::*;

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use super::settle::gpu_has_stopped;
 use super::shared::{LaneKey, Mark, Reactor, Registration};
 use super::staging::Staging;
-use super::table::{Detach, Keep, Slot};
+use super::table::{Detach, Keep, Slot, SlotRef};
 use crate::callback::PanicSlot;
 use crate::error::{Error, Result, cu};
 use crate::stream::Stream;
@@ -126,7 +126,7 @@ enum Phase {
         stream: Option<Stream>,
     },
     /// The reactor watches it.
-    Registered(Arc<Slot>),
+    Registered(SlotRef),
     /// Reported.
     Done,
 }
@@ -141,14 +141,16 @@ pub(super) struct Waiter {
 
 impl Waiter {
     /// A wait for the work queued on `stream` so far (an event recorded there now), reporting
-    /// as `report` says, holding `hold` until it is done.
+    /// as `report` says, holding `hold` until it is done. `capture_checked`: the caller has
+    /// made sure the stream is not being captured (before queuing a copy into `hold`).
     pub(super) fn on_stream(
         reactor: Reactor,
         stream: &Stream,
         report: Report,
         hold: Option<Staging>,
+        capture_checked: bool,
     ) -> Self {
-        let phase = match record(&reactor, stream) {
+        let phase = match record(&reactor, stream, capture_checked) {
             Ok(mark) => {
                 let raw = stream.as_raw() as usize;
                 // The special handles name a different stream on each thread or context.
@@ -360,21 +362,30 @@ impl Waiter {
 }
 
 /// The lane of a mark: its stream's, or one of its own (named by its slot).
-fn lane_key(lane: Option<(usize, usize)>, slot: &Arc<Slot>) -> LaneKey {
+fn lane_key(lane: Option<(usize, usize)>, slot: &SlotRef) -> LaneKey {
     match lane {
         Some((stream, context)) => LaneKey::Stream(stream, context),
-        None => LaneKey::Alone(Arc::as_ptr(slot) as usize),
+        None => LaneKey::Alone(std::ptr::from_ref::<Slot>(slot) as usize),
     }
 }
 
-/// Records one of the reactor's events on `stream`, refusing a capturing stream (the event
-/// would become part of the graph, never completing).
-fn record(reactor: &Reactor, stream: &Stream) -> Result<Mark> {
+/// Refuses a capturing stream: an event recorded there would become part of the graph, never
+/// completing (and a copy queued there, a node of it).
+pub(super) fn refuse_capturing(stream: &Stream) -> Result<()> {
     if stream.is_capturing()? {
         return Err(Error::invalid_argument(
             "a completion cannot wait on a stream being captured (its event would be captured \
              into the graph); await the graph's launch instead (GraphExec::launch_async)",
         ));
+    }
+    Ok(())
+}
+
+/// Records one of the reactor's events on `stream` (refused while it is captured, unless the
+/// caller has checked).
+fn record(reactor: &Reactor, stream: &Stream, capture_checked: bool) -> Result<Mark> {
+    if !capture_checked {
+        refuse_capturing(stream)?;
     }
     let core = &reactor.core;
     let event = core.take_event(stream.context())?;
@@ -387,12 +398,19 @@ fn record(reactor: &Reactor, stream: &Stream) -> Result<Mark> {
     }
 }
 
-/// A failed making: whether the GPU is done with what the future holds is learned by waiting
-/// for the stream where that is allowed (not while it is captured).
+/// A failed making: what the future holds may be released once the GPU is done with it, or can
+/// no longer touch it. Nothing was queued for it (`stream` is `None`), or the stream is being
+/// captured (nothing of the future was queued: releasing a value is then what dropping it
+/// would do), or the context has stopped; otherwise the stream is waited for.
 fn failure_phase(error: Error, stream: Option<&Stream>) -> Phase {
     let settled = match stream {
         None => true,
-        Some(stream) => matches!(stream.is_capturing(), Ok(false)) && stream.drain().is_ok(),
+        Some(_) if gpu_has_stopped(&error) => true,
+        Some(stream) => match stream.is_capturing() {
+            Ok(true) => true,
+            Ok(false) => stream.drain().is_ok(),
+            Err(_) => false,
+        },
     };
     Phase::Failed { error, settled }
 }
