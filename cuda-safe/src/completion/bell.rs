@@ -63,15 +63,13 @@ impl Bell {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(cuda_safe_loom)))]
 mod tests {
-    #![cfg(not(cuda_safe_loom))]
-
     use std::sync::Arc;
     use std::thread;
     use std::time::Instant;
 
-    use super::*;
+    use super::{AtomicUsize, Bell, Duration, Ordering};
 
     #[test]
     fn a_ring_before_the_wait_is_kept_and_a_silent_bell_times_out() {
@@ -118,12 +116,11 @@ mod tests {
 }
 
 /// The loom model of the bell (run as the table's, `docs/async.md`).
-#[cfg(test)]
+#[cfg(all(test, cuda_safe_loom))]
 mod loom_model {
-    #![cfg(cuda_safe_loom)]
-
-    use super::*;
-    use crate::completion::sync::{Arc, AtomicBool};
+    use super::{Bell, Ordering};
+    use crate::completion::sync::Arc;
+    use loom::sync::atomic::AtomicBool;
 
     #[test]
     fn a_ring_racing_the_sleep_always_wakes_the_waiter() {

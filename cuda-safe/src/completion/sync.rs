@@ -3,14 +3,14 @@
 //! [`table`](super::table) and [`bell`](super::bell)). Only those two files use it.
 
 #[cfg(not(cuda_safe_loom))]
-pub(super) use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+pub(super) use std::sync::atomic::{AtomicUsize, Ordering};
 #[cfg(not(cuda_safe_loom))]
 pub(super) use std::sync::{Arc, Mutex, MutexGuard};
 #[cfg(not(cuda_safe_loom))]
 pub(super) use std::thread::{Thread, current};
 
 #[cfg(cuda_safe_loom)]
-pub(super) use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+pub(super) use loom::sync::atomic::{AtomicUsize, Ordering};
 #[cfg(cuda_safe_loom)]
 pub(super) use loom::sync::{Arc, Mutex, MutexGuard};
 #[cfg(cuda_safe_loom)]

@@ -158,17 +158,15 @@ impl Table {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(cuda_safe_loom)))]
 mod tests {
-    #![cfg(not(cuda_safe_loom))]
-
     use std::sync::atomic::AtomicBool;
     use std::sync::mpsc;
     use std::task::Wake;
     use std::thread;
     use std::time::{Duration, Instant};
 
-    use super::*;
+    use super::{Arc, Detach, Finish, Keep, Ordering, Poll, Slot, Table, Waker};
     use crate::error::Error;
 
     /// A waker that raises a flag and unparks the thread that made it.
@@ -326,14 +324,12 @@ mod tests {
 
 /// The loom model of the table: `RUSTFLAGS="--cfg cuda_safe_loom" cargo test -p cuda-safe
 /// --lib --release completion::` (in a target directory of its own; `docs/async.md`).
-#[cfg(test)]
+#[cfg(all(test, cuda_safe_loom))]
 mod loom_model {
-    #![cfg(cuda_safe_loom)]
-
     use std::task::Wake;
 
-    use super::*;
-    use crate::completion::sync::AtomicBool;
+    use super::{Arc, Detach, Finish, Ordering, Poll, Slot, Table, Waker};
+    use loom::sync::atomic::AtomicBool;
 
     /// A waker raising a flag the model checks.
     struct Flag(AtomicBool);
