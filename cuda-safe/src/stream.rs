@@ -18,7 +18,7 @@
 //! copies to the host or frees, leave it for those).
 
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use crate::callback::{self, PanicSlot};
 use crate::context::Context;
@@ -28,6 +28,9 @@ use crate::event::{Event, EventOptions};
 use crate::handle::{Owned, Release, assert_send_sync};
 use crate::ordering;
 use cuda_sys::{CUstream, CUstream_flags, CUstreamCaptureMode, CUstreamCaptureStatus, Driver};
+
+/// Idle events a stream keeps for the crate's completions (`completion`), at most.
+const MAX_SPARE_EVENTS: usize = 256;
 
 /// How to create a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +70,9 @@ struct StreamInner {
     /// the queued callbacks, which may outlive the stream); made with the first host function,
     /// so that a stream without any reads nothing beyond this handle to check.
     panics: OnceLock<Arc<PanicSlot>>,
+    /// Untimed events the crate's completion futures recorded here and finished with, for the
+    /// next ones: they live and die with the stream.
+    spare_events: Mutex<Vec<Event>>,
 }
 
 impl StreamInner {
@@ -185,6 +191,7 @@ impl Stream {
                 owned,
                 marker: OnceLock::new(),
                 panics: OnceLock::new(),
+                spare_events: Mutex::new(Vec::new()),
             })),
         }
     }
@@ -375,6 +382,37 @@ impl Stream {
     /// far (nothing to do when they are the same stream).
     pub fn wait_stream(&self, other: &Stream) -> Result<()> {
         ordering::wait_for(self, other)
+    }
+
+    /// An untimed event of the stream's context that a completion recorded here before and is
+    /// done with, or a new one.
+    pub(crate) fn take_spare_event(&self) -> Result<Event> {
+        let spare = self
+            .inner
+            .spare_events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        match spare {
+            Some(event) => Ok(event),
+            None => Event::new(self.context(), EventOptions::default()),
+        }
+    }
+
+    /// Keeps `event` (from [`take_spare_event`](Self::take_spare_event)) for the next
+    /// completion; past the limit it is destroyed, outside the lock.
+    pub(crate) fn keep_spare_event(&self, event: Event) {
+        let mut spare = self
+            .inner
+            .spare_events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if spare.len() < MAX_SPARE_EVENTS {
+            spare.push(event);
+        } else {
+            drop(spare);
+            drop(event);
+        }
     }
 
     /// The stream's marker event, made on first use (not recorded); see [`ordering`].

@@ -123,7 +123,7 @@ impl Buffer {
             return Ok((0, None));
         }
         refuse_capturing(self.stream())?;
-        let staging = Staging::take(&reactor.core, self.len(), self.stream().context())?;
+        let staging = Staging::take(&reactor.core, self.len(), self.stream())?;
         // SAFETY: the block holds at least the buffer's bytes, is page-aligned (so aligned for
         // `T`) and initialized; the host does not touch it until the copy has finished (the
         // download holds it, or the reactor once the download is dropped).
@@ -179,7 +179,7 @@ impl Buffer {
             return Ok(None);
         }
         refuse_capturing(self.stream())?;
-        let staging = Staging::take(&reactor.core, bytes, self.stream().context())?;
+        let staging = Staging::take(&reactor.core, bytes, self.stream())?;
         // SAFETY: the block holds at least `bytes` bytes, owned by this upload; `src` is a
         // valid slice of `bytes` bytes, and the two cannot overlap (the block is the
         // reactor's).

@@ -30,8 +30,8 @@
 //!
 //! # How a wait is watched
 //!
-//! Every future records an event (recycled: a future allocates none once warm) when it is
-//! made. Its first poll asks the event for at most 20 us ([`set_spin_budget`]): short work,
+//! Every future records an event (one of its stream's spare events: a future allocates none
+//! once warm) when it is made. Its first poll asks the event for at most 20 us ([`set_spin_budget`]): short work,
 //! the case where latency counts, resolves there at the latency of a `cuEventQuery` loop,
 //! without a wake. A future still waiting then goes to one process-wide reactor thread
 //! ([`Reactor`]), which keeps the waiting futures of each stream in a lane (a stream's events
@@ -62,7 +62,7 @@
 //! `docs/performance.md` (`cuda-safe/benches/completion.rs` beside `async_floor.c`).
 //!
 //! What allocates per completion: nothing for a future that resolves within its spin (the
-//! event and the reactor handle are reused); for one that waits, nothing once the reactor is
+//! stream's spare event and the reactor handle are reused); for one that waits, nothing once the reactor is
 //! warm (its slot in the waker table, its place in the lane and the registration queue are
 //! reused), except the waker clone the executor makes (a reference count for tokio,
 //! `pollster` and `futures`) and one boxed host function per lane each time the reactor goes
@@ -82,13 +82,13 @@
 //!
 //! # Memory and threads
 //!
-//! Host memory grows with the futures in flight, not with time: a waker table slot (about
-//! 128 bytes) and an event per waiting future, at most 16,384 idle slots and 1,024 idle
-//! events per context kept for reuse, pinned staging in powers of two from 4 KiB with at most
-//! 64 MiB idle ([`Reactor::stats`] tells what is held). The reactor thread starts with the
-//! first future that has to wait and ends once the last [`Reactor`] handle (every future holds
-//! one) is gone and the work of dropped futures has finished, releasing its events, side
-//! streams and staging memory; nothing joins it at process exit, so it cannot hang it. Hold a
+//! Host memory grows with the futures in flight, not with time: a waker table slot (at most
+//! 128 bytes, a test checks) and an event per waiting future; at most 16,384 idle slots kept
+//! for reuse, and up to 256 spare events per stream (they go with the stream); pinned staging
+//! in powers of two from 4 KiB with at most 64 MiB idle ([`Reactor::stats`] tells what is
+//! held). The reactor thread starts with the first future that has to wait and ends once the
+//! last [`Reactor`] handle (every future holds one) is gone and the work of dropped futures
+//! has finished, releasing its side streams and staging memory; nothing joins it at process exit, so it cannot hang it. Hold a
 //! `Reactor` for the life of a server that awaits one request at a time, so that the thread
 //! and its caches are not made again for each.
 //!

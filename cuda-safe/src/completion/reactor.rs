@@ -28,7 +28,6 @@ use super::table::{Finish, Keep, SlotRef};
 use super::waiter::relaxed_capture_mode;
 use crate::context::Context;
 use crate::error::{Result, cu};
-use crate::event::Event;
 use crate::handle::log_drop_error;
 use crate::stream::{Stream, StreamOptions};
 
@@ -120,7 +119,7 @@ struct Lane {
 struct Done {
     wakers: Vec<Waker>,
     keeps: Vec<Keep>,
-    events: Vec<Event>,
+    marks: Vec<Mark>,
     slots: Vec<SlotRef>,
 }
 
@@ -164,17 +163,11 @@ impl Worker {
     /// Puts the new registrations into their lanes.
     fn take_incoming(&mut self) {
         self.core.take_incoming(&mut self.inbox);
-        for Registration {
-            lane,
-            mark,
-            stream,
-            slot,
-        } in self.inbox.drain(..)
-        {
+        for Registration { lane, mark, slot } in self.inbox.drain(..) {
             let entry = self.lanes.entry(lane).or_insert_with(|| Lane {
                 entries: VecDeque::new(),
                 ordered: matches!(lane, LaneKey::Stream(..)),
-                _stream: stream,
+                _stream: mark.stream().cloned(),
                 context: mark.context().clone(),
                 notifier: None,
                 signal: Arc::new(AtomicBool::new(false)),
@@ -236,7 +229,7 @@ impl Worker {
                 log::error!("cuda-safe: dropping a value a dropped completion held panicked");
             }
         }
-        self.core.give_events(done.events.drain(..));
+        done.marks.drain(..).for_each(Mark::recycle);
         for slot in done.slots.drain(..) {
             self.core.table.give(slot);
         }
@@ -353,9 +346,7 @@ fn complete(entry: Entry, outcome: Result<()>, core: &Core, done: &mut Done) {
             done.slots.push(slot);
         }
     }
-    if let Mark::Pooled(event) = mark {
-        done.events.push(event);
-    }
+    done.marks.push(mark);
 }
 
 /// Queues, on the lane's side stream, a wait on its oldest mark and a host function raising

@@ -1,5 +1,5 @@
 //! The reactor's shared state and its handle: the waker table, the bell, the registrations
-//! waiting for the reactor thread, the recycled events and staging memory, and the count of
+//! waiting for the reactor thread, the recycled staging memory, and the count of
 //! handles that keeps the thread alive.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -12,12 +12,9 @@ use super::staging::StagingCache;
 use super::table::{SlotRef, Table};
 use crate::context::Context;
 use crate::error::{Error, Result, cu, cu_ready};
-use crate::event::{Event, EventOptions};
+use crate::event::Event;
 use crate::stream::Stream;
 use cuda_sys::{CUevent, Driver};
-
-/// At most this many idle events are kept for each context; the rest are destroyed.
-const MAX_IDLE_EVENTS: usize = 1024;
 
 /// The reactor of the process, while any handle to it lives.
 static SHARED: Mutex<Weak<Core>> = Mutex::new(Weak::new());
@@ -27,7 +24,7 @@ static SHARED: Mutex<Weak<Core>> = Mutex::new(Weak::new());
 static RUNNING: AtomicUsize = AtomicUsize::new(0);
 
 /// A handle to the reactor that watches GPU work for completion futures, and keeps it (its
-/// thread, its recycled events and staging memory) alive.
+/// thread, its side streams and staging memory) alive.
 ///
 /// Every future of [`completion`](super) holds one; a server that awaits GPU work one request
 /// after another keeps one too ([`Reactor::shared`] at start-up), so that the reactor's thread
@@ -53,8 +50,6 @@ pub struct ReactorStats {
     pub slots: usize,
     /// Idle slots.
     pub idle_slots: usize,
-    /// Idle events kept for reuse.
-    pub idle_events: usize,
     /// Pinned staging memory in use by downloads and uploads in flight, in bytes.
     pub staging_in_use: usize,
     /// Pinned staging memory kept for reuse, in bytes.
@@ -74,8 +69,6 @@ pub(super) struct Core {
     incoming: Mutex<Vec<Registration>>,
     /// Whether the thread was started (once per core).
     started: Mutex<bool>,
-    /// Idle events by context.
-    events: Mutex<Vec<(Context, Vec<Event>)>>,
     pub(super) staging: Mutex<StagingCache>,
     /// Registered work not yet completed.
     pub(super) watched: AtomicUsize,
@@ -87,9 +80,6 @@ pub(super) struct Core {
 pub(super) struct Registration {
     pub(super) lane: LaneKey,
     pub(super) mark: Mark,
-    /// The stream the mark was recorded on, kept while its lane exists (so that its handle
-    /// cannot be reused by another stream meanwhile).
-    pub(super) stream: Option<Stream>,
     pub(super) slot: SlotRef,
 }
 
@@ -106,8 +96,9 @@ pub(super) enum LaneKey {
 
 /// The event a future waits on.
 pub(super) enum Mark {
-    /// One of the reactor's recycled events, recorded for the future.
-    Pooled(Event),
+    /// One of the stream's spare events, recorded there for the future, and the stream (kept
+    /// while the mark is watched, so that its handle cannot be reused by another stream).
+    Pooled { event: Event, stream: Stream },
     /// The user's event, kept alive by the future (or by what a dropped future left).
     Borrowed {
         raw: CUevent,
@@ -126,7 +117,7 @@ impl Mark {
     /// The context the event belongs to.
     pub(super) fn context(&self) -> &Context {
         match self {
-            Self::Pooled(event) => event.context(),
+            Self::Pooled { event, .. } => event.context(),
             Self::Borrowed { context, .. } => context,
         }
     }
@@ -134,8 +125,23 @@ impl Mark {
     /// The raw event.
     pub(super) fn raw(&self) -> CUevent {
         match self {
-            Self::Pooled(event) => event.as_raw(),
+            Self::Pooled { event, .. } => event.as_raw(),
             Self::Borrowed { raw, .. } => *raw,
+        }
+    }
+
+    /// The stream the mark was recorded on, for a spare event.
+    pub(super) fn stream(&self) -> Option<&Stream> {
+        match self {
+            Self::Pooled { stream, .. } => Some(stream),
+            Self::Borrowed { .. } => None,
+        }
+    }
+
+    /// Gives a spare event back to its stream (a borrowed one stays with its owner).
+    pub(super) fn recycle(self) {
+        if let Self::Pooled { event, stream } = self {
+            stream.keep_spare_event(event);
         }
     }
 
@@ -143,7 +149,7 @@ impl Mark {
     /// (`cuEventSynchronize`): for when no reactor thread can be started.
     pub(super) fn sync(&self) -> Result<()> {
         match self {
-            Self::Pooled(event) => event.sync(),
+            Self::Pooled { event, .. } => event.sync(),
             Self::Borrowed { raw, driver, .. } => {
                 // SAFETY: the event is alive (its owner keeps it until the wait is over).
                 unsafe { cu!(driver, cuEventSynchronize(*raw)) }
@@ -154,7 +160,7 @@ impl Mark {
     /// Whether the work before the event's record has finished (`cuEventQuery`).
     pub(super) fn is_done(&self) -> Result<bool> {
         match self {
-            Self::Pooled(event) => event.is_done(),
+            Self::Pooled { event, .. } => event.is_done(),
             Self::Borrowed { raw, driver, .. } => {
                 // SAFETY: the event is alive (its owner keeps it until the reactor is done).
                 unsafe { cu_ready!(driver, cuEventQuery(*raw)) }
@@ -189,14 +195,12 @@ impl Reactor {
     pub fn stats(&self) -> ReactorStats {
         let core = &self.core;
         let (slots, idle_slots) = core.table.sizes();
-        let idle_events = lock(&core.events).iter().map(|(_, idle)| idle.len()).sum();
         let (staging_in_use, staging_idle) = lock(&core.staging).bytes();
         ReactorStats {
             handles: core.handles.load(Ordering::Relaxed),
             watched: core.watched.load(Ordering::Relaxed),
             slots,
             idle_slots,
-            idle_events,
             staging_in_use,
             staging_idle,
             found_by_sweep: core.found_by_sweep.load(Ordering::Relaxed),
@@ -244,47 +248,10 @@ impl Core {
             table: Table::new(),
             incoming: Mutex::new(Vec::new()),
             started: Mutex::new(false),
-            events: Mutex::new(Vec::new()),
             staging: Mutex::new(StagingCache::default()),
             watched: AtomicUsize::new(0),
             found_by_sweep: std::sync::atomic::AtomicU64::new(0),
         }
-    }
-
-    /// An idle event of `context`, or a new one (untimed, spin-waiting: the reactor only
-    /// queries it).
-    pub(super) fn take_event(&self, context: &Context) -> Result<Event> {
-        let reused = lock(&self.events)
-            .iter_mut()
-            .find(|(owner, _)| owner.same_as(context))
-            .and_then(|(_, idle)| idle.pop());
-        match reused {
-            Some(event) => Ok(event),
-            None => Event::new(context, EventOptions::default()),
-        }
-    }
-
-    /// Keeps `events` for reuse (beyond the limit per context, they are destroyed, outside
-    /// the lock).
-    pub(super) fn give_events(&self, events: impl IntoIterator<Item = Event>) {
-        let mut surplus = Vec::new();
-        {
-            let mut pools = lock(&self.events);
-            for event in events {
-                match pools
-                    .iter_mut()
-                    .find(|(owner, _)| owner.same_as(event.context()))
-                {
-                    Some((_, idle)) if idle.len() < MAX_IDLE_EVENTS => idle.push(event),
-                    Some(_) => surplus.push(event),
-                    None => {
-                        let context = event.context().clone();
-                        pools.push((context, vec![event]));
-                    }
-                }
-            }
-        }
-        drop(surplus);
     }
 
     /// Hands `registration` to the reactor thread, which [`start`](Self::start) has started.

@@ -16,6 +16,7 @@ use super::shared::{Core, lock};
 use crate::context::Context;
 use crate::error::{Error, Result, cu};
 use crate::handle::log_drop_error;
+use crate::stream::Stream;
 use cuda_sys::CU_MEMHOSTALLOC_PORTABLE;
 
 /// The smallest block.
@@ -68,13 +69,15 @@ pub(super) struct Staging {
 }
 
 impl Staging {
-    /// A block of at least `bytes` bytes (more than 0), idle or new in `context`.
+    /// A block of at least `bytes` bytes (more than 0) for a copy on `stream`: idle, or new in
+    /// the primary context of the stream's device (the memory is portable, and a green
+    /// context's streams then keep no green context alive through the cache).
     ///
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a size past the largest block; the driver's error from
     /// `cuMemHostAlloc` (out of memory included).
-    pub(super) fn take(core: &Arc<Core>, bytes: usize, context: &Context) -> Result<Self> {
+    pub(super) fn take(core: &Arc<Core>, bytes: usize, stream: &Stream) -> Result<Self> {
         let size = bytes
             .max(MIN_BLOCK)
             .checked_next_power_of_two()
@@ -93,7 +96,7 @@ impl Staging {
         };
         let block = match reused {
             Some(block) => block,
-            None => match allocate(size, context) {
+            None => match primary_of(stream).and_then(|context| allocate(size, &context)) {
                 Ok(block) => block,
                 Err(error) => {
                     lock(&core.staging).in_use_bytes -= size;
@@ -135,6 +138,13 @@ impl Drop for Staging {
             free(block);
         }
     }
+}
+
+/// The primary context of `stream`'s device: the one its buffers keep alive, retained only
+/// when nothing holds it.
+fn primary_of(stream: &Stream) -> Result<Context> {
+    let device = stream.device();
+    Context::live_primary(device).map_or_else(|| device.context(), Ok)
 }
 
 /// A new page-locked block of `bytes` bytes in `context` (portable: usable from every

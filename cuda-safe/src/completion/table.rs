@@ -291,6 +291,12 @@ mod tests {
     }
 
     #[test]
+    fn a_slot_is_at_most_128_bytes_with_its_reference_counts() {
+        let size = size_of::<Slot>() + 2 * size_of::<usize>();
+        assert!(size <= 128, "a slot takes {size} bytes");
+    }
+
+    #[test]
     fn a_later_poll_replaces_the_waker_and_errors_reach_the_future() {
         let table = Table::new();
         let slot = table.take();

@@ -123,7 +123,6 @@ enum Phase {
         mark: Mark,
         /// The lane of a real stream; `None` for a mark with no order to others.
         lane: Option<(usize, usize)>,
-        stream: Option<Stream>,
     },
     /// The reactor watches it.
     Registered(SlotRef),
@@ -150,16 +149,12 @@ impl Waiter {
         hold: Option<Staging>,
         capture_checked: bool,
     ) -> Self {
-        let phase = match record(&reactor, stream, capture_checked) {
+        let phase = match record(stream, capture_checked) {
             Ok(mark) => {
                 let raw = stream.as_raw() as usize;
                 // The special handles name a different stream on each thread or context.
                 let lane = (raw > 2).then(|| (raw, stream.context().as_raw() as usize));
-                Phase::Recorded {
-                    mark,
-                    lane,
-                    stream: lane.map(|_| stream.clone()),
-                }
+                Phase::Recorded { mark, lane }
             }
             Err(error) => failure_phase(error, Some(stream)),
         };
@@ -176,11 +171,7 @@ impl Waiter {
     pub(super) fn on_mark(reactor: Reactor, mark: Mark) -> Self {
         Self {
             reactor,
-            phase: Phase::Recorded {
-                mark,
-                lane: None,
-                stream: None,
-            },
+            phase: Phase::Recorded { mark, lane: None },
             report: Report::default(),
             hold: None,
         }
@@ -237,9 +228,9 @@ impl Waiter {
                     hold: self.hold.take(),
                 });
             }
-            Phase::Recorded { mark, lane, stream } => match spin(&mark) {
+            Phase::Recorded { mark, lane } => match spin(&mark) {
                 Some(verdict) => {
-                    recycle(self, mark);
+                    mark.recycle();
                     verdict
                 }
                 None => match core.start() {
@@ -249,13 +240,12 @@ impl Waiter {
                         core.register(Registration {
                             lane: lane_key(lane, &slot),
                             mark,
-                            stream,
                             slot: slot.clone(),
                         });
                         self.phase = Phase::Registered(slot);
                         return Poll::Pending;
                     }
-                    Err(error) => block_on_mark(self, mark, error),
+                    Err(error) => block_on_mark(mark, error),
                 },
             },
             Phase::Registered(slot) => match slot.poll(cx.waker()) {
@@ -312,9 +302,9 @@ impl Waiter {
         };
         let core = self.reactor.core.clone();
         match std::mem::replace(&mut self.phase, Phase::Done) {
-            Phase::Recorded { mark, lane, stream } => {
+            Phase::Recorded { mark, lane } => {
                 let Some(keep) = keep else {
-                    recycle(self, mark);
+                    mark.recycle();
                     return;
                 };
                 if let Err(error) = core.start() {
@@ -324,7 +314,7 @@ impl Waiter {
                         Ok(()) => drop(keep),
                         Err(error) => super::settle::release_after(keep, &error),
                     }
-                    recycle(self, mark);
+                    mark.recycle();
                     return;
                 }
                 let slot = core.table.take();
@@ -332,7 +322,6 @@ impl Waiter {
                 core.register(Registration {
                     lane: lane_key(lane, &slot),
                     mark,
-                    stream,
                     slot: slot.clone(),
                 });
             }
@@ -381,18 +370,20 @@ pub(super) fn refuse_capturing(stream: &Stream) -> Result<()> {
     Ok(())
 }
 
-/// Records one of the reactor's events on `stream` (refused while it is captured, unless the
+/// Records one of the stream's spare events there (refused while it is captured, unless the
 /// caller has checked).
-fn record(reactor: &Reactor, stream: &Stream, capture_checked: bool) -> Result<Mark> {
+fn record(stream: &Stream, capture_checked: bool) -> Result<Mark> {
     if !capture_checked {
         refuse_capturing(stream)?;
     }
-    let core = &reactor.core;
-    let event = core.take_event(stream.context())?;
+    let event = stream.take_spare_event()?;
     match event.record(stream) {
-        Ok(()) => Ok(Mark::Pooled(event)),
+        Ok(()) => Ok(Mark::Pooled {
+            event,
+            stream: stream.clone(),
+        }),
         Err(error) => {
-            core.give_events([event]);
+            stream.keep_spare_event(event);
             Err(error)
         }
     }
@@ -415,18 +406,11 @@ fn failure_phase(error: Error, stream: Option<&Stream>) -> Phase {
     Phase::Failed { error, settled }
 }
 
-/// Gives a pooled event back.
-fn recycle(waiter: &Waiter, mark: Mark) {
-    if let Mark::Pooled(event) = mark {
-        waiter.reactor.core.give_events([event]);
-    }
-}
-
 /// Without a reactor thread, waits for the mark on this thread.
-fn block_on_mark(waiter: &Waiter, mark: Mark, error: Error) -> Result<()> {
+fn block_on_mark(mark: Mark, error: Error) -> Result<()> {
     log::warn!("cuda-safe: {error}; waiting for the GPU on the polling thread instead");
     let waited = mark.sync();
-    recycle(waiter, mark);
+    mark.recycle();
     waited
 }
 
