@@ -30,7 +30,7 @@ use crate::ordering;
 use cuda_sys::{CUstream, CUstream_flags, CUstreamCaptureMode, CUstreamCaptureStatus, Driver};
 
 /// Idle events a stream keeps for the crate's completions (`completion`), at most.
-const MAX_SPARE_EVENTS: usize = 256;
+const MAX_SPARE_EVENTS: usize = 1024;
 
 /// How to create a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

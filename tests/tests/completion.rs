@@ -339,7 +339,7 @@ fn dropped_in_flight_futures_keep_their_memory() {
     let reactor = Reactor::shared();
     completion::set_spin_budget(Duration::ZERO);
     // A buffer a running kernel writes, moved into a completion dropped at once.
-    let mut written = pool.allocate_array::<u32>(1 << 20, &s1).unwrap();
+    let mut written = pool.allocate_array::<u32>(1 << 16, &s1).unwrap();
     late_fill_on(&s1, &mut written, 7, LATE);
     drop(s1.completion_with(written));
     // A download whose copy waits behind that kernel, dropped: its staging stays in use, and
@@ -407,7 +407,7 @@ fn child_fault() {
     );
     completion::set_spin_budget(Duration::ZERO);
     let error = pollster::block_on(x.to_vec_async::<u32>()).unwrap_err();
-    println!("through the reactor: {error}");
+    println!("a download after it: {error}");
     assert_eq!(
         error.cuda_code(),
         Some(cuda_safe::sys::CUresult::CUDA_ERROR_ILLEGAL_ADDRESS)

@@ -84,7 +84,7 @@
 //!
 //! Host memory grows with the futures in flight, not with time: a waker table slot (at most
 //! 128 bytes, a test checks) and an event per waiting future; at most 16,384 idle slots kept
-//! for reuse, and up to 256 spare events per stream (they go with the stream); pinned staging
+//! for reuse, and up to 1,024 spare events per stream (they go with the stream); pinned staging
 //! in powers of two from 4 KiB with at most 64 MiB idle ([`Reactor::stats`] tells what is
 //! held). The reactor thread starts with the first future that has to wait and ends once the
 //! last [`Reactor`] handle (every future holds one) is gone and the work of dropped futures
