@@ -75,7 +75,9 @@
 //! done with it: the values moved into [`Stream::completion_with`](crate::Stream::completion_with)
 //! and the staging memory of downloads and uploads go to the reactor, which drops them once
 //! the event has finished. Buffers themselves free in stream order, so a buffer dropped while
-//! a download from it runs is freed after the copy. When a failure says nothing about the
+//! a download from it runs is freed after the copy. A value whose drop waits (pinned, managed
+//! or `cuMemAlloc` memory waits for its stream) holds up the reactor while it waits: move pool
+//! buffers into completions, keep the others yourself. When a failure says nothing about the
 //! GPU's progress (an event captured by a capture begun meanwhile on another thread), what
 //! the future holds is kept for the rest of the process, and the leak logged, rather than
 //! freed under a running kernel.
