@@ -31,16 +31,16 @@
 //! # How a wait is watched
 //!
 //! Every future records an event (one of its stream's spare events: a future allocates none
-//! once warm) when it is made. Its first poll asks the event for at most 20 us ([`set_spin_budget`]): short work,
-//! the case where latency counts, resolves there at the latency of a `cuEventQuery` loop,
-//! without a wake. A future still waiting then goes to one process-wide reactor thread
+//! once warm) when it is made. Its first poll asks the event for at most 20 us
+//! ([`set_spin_budget`]): short work, the case where latency counts, resolves there at the
+//! latency of a `cuEventQuery` loop, without a wake. A future still waiting then goes to one process-wide reactor thread
 //! ([`Reactor`]), which keeps the waiting futures of each stream in a lane (a stream's events
 //! finish in order, so it asks only a lane's oldest event, or its newest, whose completion
 //! completes the lane at once), and sleeps: before it does, each lane with unfinished work
 //! gets one host function (`cuLaunchHostFunc`) on a side stream of the reactor's, queued behind
 //! a wait on the lane's oldest event, that rings the reactor awake when that work is done. A
-//! sweep every 10 ms ([`set_sweep_interval`]) asks every lane anyway (a host function the driver runs late, or not at
-//! all after a sticky error).
+//! sweep every 10 ms ([`set_sweep_interval`]) asks every lane anyway (a host function the
+//! driver runs late, or not at all after a sticky error).
 //!
 //! Why this mix, from the C floor's figures (`async_floor.c`, H200, first readings of
 //! `shared/bench/README.md`, pinned to one core): a host function waking the waiter per
@@ -62,9 +62,9 @@
 //! `docs/performance.md` (`cuda-safe/benches/completion.rs` beside `async_floor.c`).
 //!
 //! What allocates per completion: nothing for a future that resolves within its spin (the
-//! stream's spare event and the reactor handle are reused); for one that waits, nothing once the reactor is
-//! warm (its slot in the waker table, its place in the lane and the registration queue are
-//! reused), except the waker clone the executor makes (a reference count for tokio,
+//! stream's spare event and the reactor handle are reused); for one that waits, nothing once
+//! the reactor is warm (its slot in the waker table, its place in the lane and the
+//! registration queue are reused), except the waker clone the executor makes (a reference count for tokio,
 //! `pollster` and `futures`) and one boxed host function per lane each time the reactor goes
 //! to sleep with that lane unfinished. A download returns a new `Vec` (its result); a future
 //! dropped before it resolves boxes what it keeps alive.
