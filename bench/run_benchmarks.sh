@@ -9,9 +9,9 @@
 #   FILTER  only Rust benchmarks whose "abi/name" contains FILTER, or one of its comma-separated
 #           parts ("peer_copy,ipc_pool"); floors always run (FLOORS selects them)
 # environment: OUT (folder for bench.log, bench.json, bench-table.txt; default logs/ in the
-# bundle), FLOORS (only these floors, by name without .c: "multi_gpu_floor nccl_floor"; "all":
-# every one; default: all but async_floor and blas_floor, which no benchmark pairs with yet), ABIS (default "cuda-12 cuda-13"), BENCH_EXAMPLES (examples that print FIG lines and
-# run in the rounds too; default "green_isolation allreduce"), BENCH_CPU (the core every program is pinned to,
+# bundle), FLOORS (only these floors, by name without .c: "multi_gpu_floor nccl_floor"; default
+# or "all": every one), ABIS (default "cuda-12 cuda-13"), BENCH_EXAMPLES (examples that print
+# FIG lines and run in the rounds too; default "green_isolation allreduce"), BENCH_CPU (the core every program is pinned to,
 # so that floor and crate run alike; default 2; empty: no pinning), THREAD_CPUS (the cores the
 # multi-threaded programs, those named *threads*, are pinned to instead; default 2-9).
 set -u
@@ -63,8 +63,7 @@ for src in "$here"/floors/*_floor.c; do
     [ -f "$src" ] || continue
     name=$(basename "$src" .c)
     case ${FLOORS:-} in
-    all) ;;
-    "") [[ $name == async_floor || $name == blas_floor ]] && continue ;;
+    "" | all) ;;
     *) [[ " $FLOORS " != *" $name "* ]] && continue ;;
     esac
     names+=("$name")

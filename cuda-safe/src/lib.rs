@@ -88,6 +88,7 @@ pub mod nccl;
 
 // Top: built from the floors below.
 pub mod checkpoint;
+pub mod completion;
 #[cfg(feature = "cudarc")]
 pub mod cudarc_bridge;
 pub mod dlpack;
@@ -165,6 +166,7 @@ mod workspace_docs {
     markdown! {
         Readme: "README.md",
         Architecture: "docs/architecture.md",
+        Async: "docs/async.md",
         GettingStarted: "docs/getting-started.md",
         Graphs: "docs/graphs.md",
         GreenContexts: "docs/green-contexts.md",

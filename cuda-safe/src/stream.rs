@@ -19,7 +19,7 @@
 
 use std::any::Any;
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use crate::callback::{self, PanicSlot};
 use crate::context::Context;
@@ -29,6 +29,9 @@ use crate::event::{Event, EventOptions};
 use crate::handle::{Owned, Release, assert_send_sync};
 use crate::ordering;
 use cuda_sys::{CUstream, CUstream_flags, CUstreamCaptureMode, CUstreamCaptureStatus, Driver};
+
+/// Idle events a stream keeps for the crate's completions (`completion`), at most.
+const MAX_SPARE_EVENTS: usize = 1024;
 
 /// How to create a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +74,9 @@ struct StreamInner {
     /// What keeps a wrapped stream alive (another library's handle to it), held and dropped
     /// with this value, never released by it.
     owner: Option<Arc<dyn Any + Send + Sync>>,
+    /// Untimed events the crate's completion futures recorded here and finished with, for the
+    /// next ones: they live and die with the stream.
+    spare_events: Mutex<Vec<Event>>,
 }
 
 impl StreamInner {
@@ -220,6 +226,7 @@ impl Stream {
                 marker: OnceLock::new(),
                 panics: OnceLock::new(),
                 owner,
+                spare_events: Mutex::new(Vec::new()),
             })),
         }
     }
@@ -278,6 +285,14 @@ impl Stream {
         unsafe { cu!(self.inner.driver, cuStreamSynchronize(self.inner.raw)) }
     }
 
+    /// Reports a host function's panic kept since the last report
+    /// ([`Error::CallbackPanicked`]), as [`sync`](Self::sync) does after its wait: for the
+    /// crate's waits that end without blocking (a completion future).
+    #[inline]
+    pub(crate) fn check_callback_panics(&self) -> Result<()> {
+        self.inner.check_panics()
+    }
+
     /// Whether all work queued so far has finished, without blocking.
     ///
     #[doc = cuda_sys::api_doc!(cuStreamQuery)]
@@ -322,7 +337,7 @@ impl Stream {
     }
 
     /// Whether the stream is being captured into a graph (or its capture was invalidated).
-    fn is_capturing(&self) -> Result<bool> {
+    pub(crate) fn is_capturing(&self) -> Result<bool> {
         let mut status = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
         // SAFETY: valid stream and out-pointer.
         unsafe {
@@ -407,6 +422,37 @@ impl Stream {
     /// far (nothing to do when they are the same stream).
     pub fn wait_stream(&self, other: &Stream) -> Result<()> {
         ordering::wait_for(self, other)
+    }
+
+    /// An untimed event of the stream's context that a completion recorded here before and is
+    /// done with, or a new one.
+    pub(crate) fn take_spare_event(&self) -> Result<Event> {
+        let spare = self
+            .inner
+            .spare_events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        match spare {
+            Some(event) => Ok(event),
+            None => Event::new(self.context(), EventOptions::default()),
+        }
+    }
+
+    /// Keeps `event` (from [`take_spare_event`](Self::take_spare_event)) for the next
+    /// completion; past the limit it is destroyed, outside the lock.
+    pub(crate) fn keep_spare_event(&self, event: Event) {
+        let mut spare = self
+            .inner
+            .spare_events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if spare.len() < MAX_SPARE_EVENTS {
+            spare.push(event);
+        } else {
+            drop(spare);
+            drop(event);
+        }
     }
 
     /// The stream's marker event, made on first use (not recorded); see [`ordering`].

@@ -339,11 +339,11 @@ fn special_cudarc_streams_are_refused() {
 }
 
 pub(crate) const FILE: GpuFile = gpu_file![
-        a_cudarc_stream_is_ours_and_kept_alive,
-        our_kernel_runs_on_a_cudarc_slice,
-        views_take_part_in_cudarc_event_tracking,
-        without_cudarc_tracking_the_view_orders_the_streams,
-        our_stream_gets_a_cudarc_side,
-        a_lent_buffer_is_ordered_and_never_freed_by_cudarc,
-        special_cudarc_streams_are_refused
-    ];
+    a_cudarc_stream_is_ours_and_kept_alive,
+    our_kernel_runs_on_a_cudarc_slice,
+    views_take_part_in_cudarc_event_tracking,
+    without_cudarc_tracking_the_view_orders_the_streams,
+    our_stream_gets_a_cudarc_side,
+    a_lent_buffer_is_ordered_and_never_freed_by_cudarc,
+    special_cudarc_streams_are_refused
+];

@@ -2,12 +2,14 @@
 //! lists its tests in a `FILE` ([`cuda_gpu_tests::gpu_file!`]); [`cuda_gpu_tests::run_gpu_files`]
 //! runs each file's tests in a process of its own, named `file::test`, so that
 //! `cargo test -p cuda-gpu-tests -- graph::` runs the graph tests. The files whose tests start
-//! this binary again as a child process (`checkpoint`, `ipc`, `link`, `vmm`, `nccl`) run the
+//! this binary again as a child process (`checkpoint`, `completion`, `ipc`, `link`, `vmm`,
+//! `nccl`) run the
 //! child's part here, before the harness. `nccl` needs the `nccl` feature,
 //! `cudarc_bridge` the `cudarc` feature.
 
 mod cache;
 mod checkpoint;
+mod completion;
 mod context_release;
 mod copies;
 #[cfg(feature = "cudarc")]
@@ -40,6 +42,7 @@ fn files() -> Vec<GpuFile> {
     let files = [
         cache::FILE,
         checkpoint::FILE,
+        completion::FILE,
         context_release::FILE,
         copies::FILE,
         dlpack::FILE,
@@ -68,6 +71,7 @@ fn files() -> Vec<GpuFile> {
 
 fn main() -> ExitCode {
     let child = checkpoint::child_part()
+        .or_else(completion::child_part)
         .or_else(ipc::child_part)
         .or_else(link::child_part)
         .or_else(vmm::child_part);

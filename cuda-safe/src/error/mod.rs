@@ -207,6 +207,11 @@ pub enum Error {
         /// How many callbacks panicked since the last report (at least 1).
         count: usize,
     },
+    /// The thread that watches GPU work for the completion futures
+    /// ([`completion`](crate::completion)) could not be started: the operating system refused
+    /// a new thread.
+    #[error("the completion reactor's thread could not start: {0}")]
+    ReactorThread(Box<str>),
     /// `cuGraphExecUpdate` refused to update an executable graph from another graph; the
     /// executable is unchanged and still runs as before.
     #[error("cuGraphExecUpdate refused the update: {detail}")]

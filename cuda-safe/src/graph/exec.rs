@@ -7,9 +7,11 @@
 //! `cuGraphExecKernelNodeSetParams`.
 
 use std::fmt;
+use std::sync::Arc;
 
 use super::build::kernel_params;
 use super::{Graph, KernelNode, Node, owned_node};
+use crate::callback::PanicSlot;
 use crate::error::{Error, Result, cu};
 use crate::handle::{Owned, Release};
 use crate::launch::{KernelArgs, check_args};
@@ -140,6 +142,12 @@ impl GraphExec {
     /// The graph it was made from (to list its nodes, or write it as DOT).
     pub fn graph(&self) -> &Graph {
         &self.graph
+    }
+
+    /// Where the panics of the graph's host nodes are kept until reported: a completion of a
+    /// launch reports them when the launch has finished.
+    pub(crate) fn panic_slot(&self) -> &Arc<PanicSlot> {
+        &self.graph.panics
     }
 
     /// Launches the graph on `stream` (`cuGraphLaunch`): it runs after the stream's queued

@@ -69,6 +69,7 @@ mod bootstrap;
 mod launcher;
 mod library;
 
+pub(crate) use binding::in_group;
 pub use binding::{
     COMM_BLOCKING, CollectiveSource, CollectiveTarget, CommConfig, Communicator, Group, NcclType,
     ReduceOp, Registered, UniqueId, View, group,

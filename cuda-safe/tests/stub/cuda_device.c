@@ -224,6 +224,7 @@ CUresult cuCtxGetDevice(CUdevice *device) {
 
 CUresult cuCtxSynchronize(void) {
     DRIVER("cuCtxSynchronize");
+    note_wait_while_held("cuCtxSynchronize");
     return need_current("cuCtxSynchronize");
 }
 
@@ -305,6 +306,7 @@ CUresult cuStreamDestroy_v2(struct stream *stream) {
 
 CUresult cuStreamSynchronize(void *stream) {
     DRIVER("cuStreamSynchronize");
+    note_wait_while_held("cuStreamSynchronize");
     return stream_context(stream, "cuStreamSynchronize") != NULL ? CUDA_SUCCESS
                                                                   : CUDA_ERROR_INVALID_HANDLE;
 }
@@ -315,8 +317,8 @@ CUresult cuStreamQuery(void *stream) {
                                                             : CUDA_ERROR_INVALID_HANDLE;
 }
 
-/* The calling thread's capture mode (the stub is single-threaded): global (0) at first. */
-static int capture_mode;
+/* The calling thread's capture mode: global (0) at first. */
+static __thread int capture_mode;
 
 CUresult cuThreadExchangeStreamCaptureMode(int *mode) {
     DRIVER("cuThreadExchangeStreamCaptureMode");
@@ -411,6 +413,7 @@ CUresult cuEventRecord(struct event *event, void *stream) {
     if (event->context != context)
         return CUDA_ERROR_INVALID_HANDLE;
     event->recorded = 1;
+    event->pending = gpu_held;
     return CUDA_SUCCESS;
 }
 
@@ -418,6 +421,8 @@ CUresult cuEventSynchronize(struct event *event) {
     DRIVER("cuEventSynchronize");
     if (!valid(event, T_EVENT, "cuEventSynchronize"))
         return CUDA_ERROR_INVALID_HANDLE;
+    if (event->pending)
+        note_wait_while_held("cuEventSynchronize");
     return context_error(event->context, "cuEventSynchronize");
 }
 
@@ -425,7 +430,14 @@ CUresult cuEventQuery(struct event *event) {
     DRIVER("cuEventQuery");
     if (!valid(event, T_EVENT, "cuEventQuery"))
         return CUDA_ERROR_INVALID_HANDLE;
-    return context_error(event->context, "cuEventQuery");
+    CHECK(context_error(event->context, "cuEventQuery"));
+    return event->pending ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+
+/* Every event recorded while the GPU was held has finished. */
+void finish_held_events(void) {
+    for (size_t i = 0; i < event_count; i++)
+        events[i]->pending = 0;
 }
 
 static CUresult elapsed(const char *api, float *ms, struct event *start, struct event *end) {

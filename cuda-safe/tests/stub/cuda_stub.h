@@ -23,8 +23,9 @@
  * events), cuda_memory.c (allocations, pools, pitched memory, copies, memsets), cuda_managed.c
  * (managed memory's hints), cuda_vmm.c (virtual memory), cuda_copy.c (arrays, 2-D and 3-D
  * copies), cuda_peer.c (peer attributes, peer access, pool access, peer copies), cuda_ipc.c
- * (shareable pools, their buffers and IPC events), cuda_code.c (libraries, kernels, launches)
- * and cuda_green.c (resources and green contexts). Everything declared here is hidden: the
+ * (shareable pools, their buffers and IPC events), cuda_code.c (libraries, kernels, launches),
+ * cuda_green.c (resources and green contexts) and cuda_async.c (host functions, and holding the
+ * GPU's progress for the completion tests). Everything declared here is hidden: the
  * shared object exports the CUDA entry points and the stub_* functions only.
  */
 #ifndef CUDA_SAFE_CUDA_STUB_H
@@ -52,6 +53,7 @@ enum {
     CUDA_ERROR_INVALID_HANDLE = 400,
     CUDA_ERROR_ILLEGAL_STATE = 401,
     CUDA_ERROR_NOT_FOUND = 500,
+    CUDA_ERROR_NOT_READY = 600,
     CUDA_ERROR_ILLEGAL_ADDRESS = 700,
     CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
     CUDA_ERROR_PEER_ACCESS_NOT_ENABLED = 705,
@@ -122,6 +124,7 @@ struct event {
     struct context *context;
     unsigned flags;
     int recorded;
+    int pending; /* recorded while the GPU was held (stub_hold_gpu): not finished yet */
 };
 
 #define CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR 1u
@@ -199,8 +202,10 @@ void abandon(void *handle, enum type type);
 struct context *stream_context(const void *handle, const char *api);
 
 /* Every entry point but cuInit, cuDriverGetVersion and the error strings: counted, faults
- * injected, and refused before cuInit. */
+ * injected, and refused before cuInit; the stub's lock is held until the entry point returns
+ * (so DRIVER opens the function, once). */
 #define DRIVER(name)                                                                           \
+    STUB_LOCKED();                                                                             \
     do {                                                                                       \
         ENTER(name);                                                                           \
         if (!initialised) {                                                                    \
@@ -211,6 +216,7 @@ struct context *stream_context(const void *handle, const char *api);
 
 /* A release: counted, and a fault injected into it abandons the object (see the top). */
 #define DRIVER_RELEASE(name, abandoning)                                                       \
+    STUB_LOCKED();                                                                             \
     do {                                                                                       \
         int injected_ = stub_enter(name, 0);                                                   \
         if (injected_ != 0) {                                                                  \
@@ -248,6 +254,18 @@ struct stream *new_stream(struct context *context, unsigned flags, int priority)
 
 /* A new event of `context`. */
 struct event *new_event(struct context *context, unsigned flags);
+
+/* Every event recorded while the GPU was held has finished (stub_hold_gpu). */
+void finish_held_events(void);
+
+/* ---- Host functions and the GPU's progress (cuda_async.c). ---- */
+
+/* Whether the GPU is held: work queued from then on does not finish until it is released. */
+extern int gpu_held;
+
+/* Notes a blocking wait made while the GPU is held (it would never return on a GPU whose work
+ * cannot finish until the waiting thread lets it): a misuse. */
+void note_wait_while_held(const char *api);
 
 /* ---- Allocations (cuda_memory.c). ---- */
 

@@ -12,7 +12,7 @@ use std::sync::Mutex;
 
 /// The C sources, compiled together: the control functions, the driver (`cuda_*.c`, sharing
 /// `cuda_stub.h`), NVRTC and NVML.
-const SOURCES: [&str; 14] = [
+const SOURCES: [&str; 15] = [
     "stub_control.c",
     "cuda_misc.c",
     "cuda_device.c",
@@ -25,6 +25,7 @@ const SOURCES: [&str; 14] = [
     "cuda_code.c",
     "cuda_green.c",
     "cuda_cudarc.c",
+    "cuda_async.c",
     "libnvrtc_stub.c",
     "libnvml_stub.c",
 ];
@@ -84,6 +85,7 @@ pub struct Stub {
     unbind: unsafe extern "C" fn(),
     set_driver_version: unsafe extern "C" fn(c_int),
     play_other_process: unsafe extern "C" fn(c_int),
+    hold_gpu: unsafe extern "C" fn(c_int),
     /// Keeps the functions above loaded (for the whole process: the stub is never unloaded).
     _library: libloading::Library,
 }
@@ -185,6 +187,15 @@ impl Stub {
         unsafe { (self.set_driver_version)(version) }
     }
 
+    /// Holds the GPU's progress (`true`): events recorded from now on report
+    /// `CUDA_ERROR_NOT_READY` and host functions queued from now on wait; or releases it
+    /// (`false`): those events finish and the host functions run on this thread, in order.
+    #[allow(dead_code)] // The completion test's control alone.
+    pub fn hold_gpu(&self, hold: bool) {
+        // SAFETY: as `reset`; host functions released here run on this thread.
+        unsafe { (self.hold_gpu)(c_int::from(hold)) }
+    }
+
     /// Runs `make` as another process: the IPC event handles it takes carry another process
     /// id, so this process can open them (the driver refuses a process's own).
     pub fn as_other_process<T>(&self, make: impl FnOnce() -> T) -> T {
@@ -259,6 +270,7 @@ fn compile(output: &Path) -> Result<(), String> {
         .args([
             "-shared",
             "-fPIC",
+            "-pthread",
             "-std=c11",
             "-O1",
             "-Wall",
@@ -320,6 +332,7 @@ fn open(path: &Path) -> Stub {
         unbind: function!("stub_unbind"),
         set_driver_version: function!("stub_set_driver_version"),
         play_other_process: function!("stub_play_other_process"),
+        hold_gpu: function!("stub_hold_gpu"),
         _library: library,
     }
 }

@@ -4,7 +4,8 @@
  * The three libraries are compiled into one shared object, loaded through CUDA_SAFE_LIBCUDA,
  * CUDA_SAFE_LIBNVRTC and CUDA_SAFE_LIBNVML at once, so one set of control functions (stub_*)
  * sees every call. No CUDA header is used: handles are pointers to the stub's own objects,
- * results are ints with the header's values. The stub is single-threaded, like the tests.
+ * results are ints with the header's values. Calls from several threads are serialized by one
+ * lock (STUB_LOCKED).
  */
 #ifndef CUDA_SAFE_STUB_H
 #define CUDA_SAFE_STUB_H
@@ -28,6 +29,15 @@ enum kind {
     K_FD,      /* open file descriptors of exported pools and chunks (counted when read) */
     K_COUNT
 };
+
+/* The stub's one lock, recursive: every driver entry point holds it for its whole call, and
+ * the bookkeeping below takes it too, so a test may call the driver from several threads (the
+ * completion reactor's thread and the test's). STUB_LOCKED() holds it until the end of the
+ * enclosing block. */
+int stub_lock(void);
+void stub_unlock(int *held);
+#define STUB_LOCKED()                                                                          \
+    __attribute__((cleanup(stub_unlock), unused)) int stub_locked_ = stub_lock()
 
 /* Counts and logs a call of `name` (with `arg`, for calls whose argument tells the tests
  * something), and returns the code of an armed fault it triggers, or 0. */

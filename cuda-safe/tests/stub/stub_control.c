@@ -2,6 +2,8 @@
  * The stub's bookkeeping and the control functions the tests call: call counts and the call
  * log, injected faults, live-object counts and misuse reports.
  */
+#define _GNU_SOURCE /* PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +46,18 @@ static const char *const KIND_NAMES[K_COUNT] = {
     "program", "nvml",  "range",  "chunk", "array", "fd",
 };
 
+static pthread_mutex_t stub_mutex = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+
+int stub_lock(void) {
+    pthread_mutex_lock(&stub_mutex);
+    return 1;
+}
+
+void stub_unlock(int *held) {
+    (void)held;
+    pthread_mutex_unlock(&stub_mutex);
+}
+
 static struct counter *counter_for(const char *name) {
     for (size_t i = 0; i < counter_count; i++) {
         if (strcmp(counters[i].name, name) == 0)
@@ -57,6 +71,7 @@ static struct counter *counter_for(const char *name) {
 }
 
 int stub_enter(const char *name, long arg) {
+    STUB_LOCKED();
     struct counter *counter = counter_for(name);
     if (counter != NULL)
         counter->calls++;
@@ -76,6 +91,7 @@ int stub_enter(const char *name, long arg) {
 }
 
 void stub_misuse_note(const char *format, ...) {
+    STUB_LOCKED();
     va_list args;
     va_start(args, format);
     vsnprintf(last_misuse, sizeof last_misuse, format, args);
@@ -84,6 +100,7 @@ void stub_misuse_note(const char *format, ...) {
 }
 
 void stub_live_add(enum kind kind, long delta) {
+    STUB_LOCKED();
     live[kind] += delta;
 }
 
@@ -111,6 +128,7 @@ __attribute__((destructor)) static void write_call_log(void) {
 /* Disarms every fault and clears the call counts, the log and the misuse count; resets the
  * checkpoint state. Live objects are kept. */
 void stub_reset(void) {
+    STUB_LOCKED();
     memset(faults, 0, sizeof faults);
     for (size_t i = 0; i < counter_count; i++)
         counters[i].calls = 0;
@@ -124,6 +142,7 @@ void stub_reset(void) {
 /* Arms a fault: the `nth` call (from 1) of `name` from now on returns `code` without doing
  * anything. Returns 0, or -1 when every slot is taken or the arguments are unusable. */
 int stub_fail(const char *name, int code, int nth) {
+    STUB_LOCKED();
     if (name == NULL || nth < 1 || strlen(name) >= sizeof faults[0].name)
         return -1;
     for (size_t i = 0; i < MAX_FAULTS; i++) {
@@ -139,11 +158,13 @@ int stub_fail(const char *name, int code, int nth) {
 
 /* Disarms every fault that has not fired. */
 void stub_disarm(void) {
+    STUB_LOCKED();
     memset(faults, 0, sizeof faults);
 }
 
 /* How many armed faults have not fired yet. */
 int stub_faults_pending(void) {
+    STUB_LOCKED();
     int pending = 0;
     for (size_t i = 0; i < MAX_FAULTS; i++)
         pending += faults[i].remaining > 0;
@@ -152,6 +173,7 @@ int stub_faults_pending(void) {
 
 /* Calls of `name` since the last reset. */
 unsigned long long stub_calls(const char *name) {
+    STUB_LOCKED();
     for (size_t i = 0; i < counter_count; i++) {
         if (strcmp(counters[i].name, name) == 0)
             return counters[i].calls;
@@ -162,24 +184,29 @@ unsigned long long stub_calls(const char *name) {
 /* The call log since the last reset or stub_log_clear: its length (-1 after an overflow), and
  * each entry's name and argument. */
 long long stub_log_len(void) {
+    STUB_LOCKED();
     return log_overflow ? -1 : (long long)log_len;
 }
 
 const char *stub_log_name(size_t index) {
+    STUB_LOCKED();
     return index < log_len ? call_log[index].name : NULL;
 }
 
 long long stub_log_arg(size_t index) {
+    STUB_LOCKED();
     return index < log_len ? call_log[index].arg : 0;
 }
 
 void stub_log_clear(void) {
+    STUB_LOCKED();
     log_len = 0;
     log_overflow = 0;
 }
 
 /* Live objects of a kind ("stream", "alloc", ...); -1 for an unknown kind. */
 long long stub_live(const char *kind) {
+    STUB_LOCKED();
     for (size_t i = 0; i < K_COUNT; i++) {
         if (strcmp(KIND_NAMES[i], kind) == 0)
             return i == K_FD ? open_pool_fds() : live[i];
@@ -189,9 +216,11 @@ long long stub_live(const char *kind) {
 
 /* Misuses since the last reset, and the last one's description. */
 unsigned long long stub_misuse(void) {
+    STUB_LOCKED();
     return misuse_count;
 }
 
 const char *stub_last_misuse(void) {
+    STUB_LOCKED();
     return last_misuse;
 }

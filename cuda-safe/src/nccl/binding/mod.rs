@@ -19,4 +19,5 @@ pub use config::CommConfig;
 pub use group::{Group, group};
 pub use id::UniqueId;
 pub use register::Registered;
+pub(crate) use state::in_group;
 pub use types::{NcclType, ReduceOp};

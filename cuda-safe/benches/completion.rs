@@ -1,0 +1,243 @@
+//! Learning that GPU work finished, through the crate, beside `bench/floors/async_floor.c` (run in the
+//! same job; the runner pins both to one core).
+//!
+//! - The floor's four ways, made through the crate, under the floor's names (so the runner's
+//!   table sets each beside the C figure): `complete_stream_sync_spin` (launch + `sync`),
+//!   `complete_event_blocking_sync` (launch + record + `sync` of a blocking-sync event),
+//!   `complete_event_query_poll` (launch + record + `is_done` in a loop) and
+//!   `complete_host_func_wake` (launch + `launch_host_func` signalling a condition variable).
+//! - The futures: `complete_await_current_thread` (launch + `pollster::block_on` of
+//!   `stream.completion()`, the default spin budget) and `complete_await_reactor` (the same
+//!   with the spin off: the reactor thread and its host function), and
+//!   `complete_await_over_event_blocking_sync`, the first over the crate's blocking-sync
+//!   figure (goal: at most 1.3); each the median of 2,000 after 200 warm-ups, as the floor.
+//! - CPU time while 1,000 futures of one stream wait on a 100 ms kernel on one thread:
+//!   `wait_100ms_cpu_process_1000_futures` (the process's CPU time from the last first poll to
+//!   the last future resolved, every thread counted), `wait_100ms_cpu_share_1000_futures` (that,
+//!   in percent of one core over the wait; goal: at most 2), `register_1000_futures_cpu` (making
+//!   and first-polling them), and `wait_100ms_cpu_process_1_future` beside the floor's
+//!   `wait_100ms_cpu_process_host_func`; medians of 5.
+//!
+//! Launches per second from 8 tasks against 8 blocking threads are `completion_threads`.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::task::{Context as TaskContext, Poll, Wake, Waker};
+use std::thread::{self, Thread};
+use std::time::{Duration, Instant};
+
+#[path = "common/completion_kit.rs"]
+mod kit;
+
+use cuda_safe::completion::{self, Completion, Reactor};
+use cuda_safe::{Device, Error, EventOptions, Result, Stream};
+use kit::{Kernels, kernels, launch_empty, launch_spin, median, process_cpu_ms};
+
+const WARM: usize = 200;
+const REPS: usize = 2000;
+const WAITS: usize = 5;
+const FUTURES: usize = 1000;
+const HUNDRED_MS: u64 = 100_000_000;
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn fig(name: &str, value: f64, unit: &str) {
+    println!("FIG {name} {value:.4} {unit}");
+}
+
+/// The median latency, in microseconds, of `REPS` runs of `once` after `WARM`.
+fn latency(mut once: impl FnMut() -> Result<()>) -> Result<f64> {
+    let mut samples = Vec::with_capacity(REPS);
+    for i in 0..WARM + REPS {
+        let start = Instant::now();
+        once()?;
+        if i >= WARM {
+            samples.push(start.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    Ok(median(&mut samples))
+}
+
+fn run() -> Result<()> {
+    let device = Device::new(0)?;
+    let kernels = kernels(&device)?;
+    let stream = device.create_stream(Default::default())?;
+    // Held for the whole run, as a server holds one.
+    let reactor = Reactor::shared();
+    latencies(&device, &kernels, &stream)?;
+    waits(&kernels, &stream)?;
+    println!("INFO reactor after the run: {:?}", reactor.stats());
+    println!("DONE");
+    Ok(())
+}
+
+fn latencies(device: &Device, kernels: &Kernels, stream: &Stream) -> Result<()> {
+    let spin = latency(|| {
+        launch_empty(kernels, stream)?;
+        stream.sync()
+    })?;
+    fig("complete_stream_sync_spin", spin, "us");
+    let blocking = device.create_event(EventOptions {
+        blocking_sync: true,
+        ..Default::default()
+    })?;
+    let blocking_sync = latency(|| {
+        launch_empty(kernels, stream)?;
+        blocking.record(stream)?;
+        blocking.sync()
+    })?;
+    fig("complete_event_blocking_sync", blocking_sync, "us");
+    let polled = device.create_event(EventOptions::default())?;
+    let poll = latency(|| {
+        launch_empty(kernels, stream)?;
+        polled.record(stream)?;
+        while !polled.is_done()? {}
+        Ok(())
+    })?;
+    fig("complete_event_query_poll", poll, "us");
+    let signal = Arc::new((Mutex::new(false), Condvar::new()));
+    let host_func = latency(|| {
+        launch_empty(kernels, stream)?;
+        let woken = signal.clone();
+        stream.launch_host_func(move || {
+            let (done, wake) = &*woken;
+            *done.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            wake.notify_one();
+        })?;
+        let (done, wake) = &*signal;
+        let mut done = done.lock().unwrap_or_else(|e| e.into_inner());
+        while !*done {
+            done = wake.wait(done).unwrap_or_else(|e| e.into_inner());
+        }
+        *done = false;
+        Ok(())
+    })?;
+    fig("complete_host_func_wake", host_func, "us");
+    let awaited = latency(|| {
+        launch_empty(kernels, stream)?;
+        pollster::block_on(stream.completion())
+    })?;
+    fig("complete_await_current_thread", awaited, "us");
+    completion::set_spin_budget(Duration::ZERO);
+    let reactor_path = latency(|| {
+        launch_empty(kernels, stream)?;
+        pollster::block_on(stream.completion())
+    });
+    completion::set_spin_budget(Duration::from_micros(20));
+    fig("complete_await_reactor", reactor_path?, "us");
+    fig(
+        "complete_await_over_event_blocking_sync",
+        awaited / blocking_sync,
+        "ratio",
+    );
+    Ok(())
+}
+
+/// A waker that raises a flag and unparks the polling thread.
+struct Unpark {
+    woken: AtomicBool,
+    thread: Thread,
+}
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::Release);
+        self.thread.unpark();
+    }
+}
+
+/// Polls every future once (registering those that wait); which resolved at once.
+fn first_polls(futures: &mut [Completion], cx: &mut TaskContext<'_>) -> Vec<bool> {
+    futures
+        .iter_mut()
+        .map(|future| Pin::new(future).poll(cx).is_ready())
+        .collect()
+}
+
+/// Waits, on this thread, until every future that was pending has resolved.
+fn wait_all(futures: &mut [Completion], done: &mut [bool], waker: &Arc<Unpark>) -> Result<()> {
+    let waker_handle = Waker::from(waker.clone());
+    let mut cx = TaskContext::from_waker(&waker_handle);
+    while done.iter().any(|finished| !finished) {
+        if !waker.woken.swap(false, Ordering::Acquire) {
+            thread::park();
+            continue;
+        }
+        for (future, finished) in futures.iter_mut().zip(done.iter_mut()) {
+            if !*finished && let Poll::Ready(outcome) = Pin::new(future).poll(&mut cx) {
+                outcome?;
+                *finished = true;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The CPU time of `count` futures of `stream` waiting on a 100 ms kernel: (the wait's
+/// process CPU time in ms, the wait's wall time in ms, the making and first polls' CPU time).
+fn one_wait(kernels: &Kernels, stream: &Stream, count: usize) -> Result<(f64, f64, f64)> {
+    let waker = Arc::new(Unpark {
+        woken: AtomicBool::new(false),
+        thread: thread::current(),
+    });
+    let waker_handle = Waker::from(waker.clone());
+    let mut cx = TaskContext::from_waker(&waker_handle);
+    let start = Instant::now();
+    launch_spin(kernels, stream, HUNDRED_MS)?;
+    let made = process_cpu_ms();
+    let mut futures: Vec<Completion> = (0..count).map(|_| stream.completion()).collect();
+    let mut done = first_polls(&mut futures, &mut cx);
+    let (cpu, wall) = (process_cpu_ms(), Instant::now());
+    wait_all(&mut futures, &mut done, &waker)?;
+    let (cpu_end, wall_end) = (process_cpu_ms(), Instant::now());
+    if (wall_end - start) < Duration::from_millis(99) {
+        return Err(Error::invalid_argument(
+            "the futures resolved before the 100 ms kernel ended",
+        ));
+    }
+    Ok((
+        cpu_end - cpu,
+        (wall_end - wall).as_secs_f64() * 1e3,
+        cpu - made,
+    ))
+}
+
+fn waits(kernels: &Kernels, stream: &Stream) -> Result<()> {
+    launch_spin(kernels, stream, 1000)?;
+    stream.sync()?;
+    let (mut cpu, mut share, mut register) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..WAITS {
+        let (waited, wall, made) = one_wait(kernels, stream, FUTURES)?;
+        cpu.push(waited);
+        share.push(100.0 * waited / wall);
+        register.push(made);
+    }
+    fig(
+        "wait_100ms_cpu_process_1000_futures",
+        median(&mut cpu),
+        "ms",
+    );
+    fig("wait_100ms_cpu_share_1000_futures", median(&mut share), "%");
+    fig("register_1000_futures_cpu", median(&mut register), "ms");
+    let mut single = Vec::new();
+    for _ in 0..WAITS {
+        single.push(one_wait(kernels, stream, 1)?.0);
+    }
+    fig("wait_100ms_cpu_process_1_future", median(&mut single), "ms");
+    Ok(())
+}
