@@ -67,7 +67,7 @@ struct SinceNote(Option<Introduced>);
 impl fmt::Display for SinceNote {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
-            Some(release) => write!(f, " (introduced in {release}; {})", release.remedy()),
+            Some(release) => write!(f, " (introduced in {release}; update {})", release.remedy()),
             None => Ok(()),
         }
     }

@@ -1,5 +1,6 @@
 //! Version numbers as the headers encode them: CUDA's (`12040` is CUDA 12.4) and NCCL's
-//! (`21803` is NCCL 2.18.3), and which release of its library introduced an entry point.
+//! (`21803` is NCCL 2.18.3), a CUDA library's own (cuBLAS 12.5, cuRAND 10.3), and which release
+//! of its library introduced an entry point.
 
 use std::fmt;
 
@@ -79,6 +80,49 @@ impl fmt::Display for NcclVersion {
     }
 }
 
+/// A release of a CUDA library that numbers its versions apart from CUDA (cuBLAS 12.5, whose
+/// major follows CUDA's but whose minor does not; cuRAND 10.3, in CUDA 12): the library's name
+/// and the major and minor version its own header gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LibraryVersion {
+    library: &'static str,
+    major: u32,
+    minor: u32,
+}
+
+impl LibraryVersion {
+    /// Version `major.minor` of `library` (`"cuBLAS"`, 12, 5).
+    pub const fn new(library: &'static str, major: u32, minor: u32) -> Self {
+        Self {
+            library,
+            major,
+            minor,
+        }
+    }
+
+    /// The library's name (`cuBLAS`).
+    pub const fn library(self) -> &'static str {
+        self.library
+    }
+
+    /// The major version (`12` for cuBLAS 12.5).
+    pub const fn major(self) -> u32 {
+        self.major
+    }
+
+    /// The minor version (`5` for cuBLAS 12.5).
+    pub const fn minor(self) -> u32 {
+        self.minor
+    }
+}
+
+impl fmt::Display for LibraryVersion {
+    /// `cuBLAS 12.5`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}.{}", self.library, self.major, self.minor)
+    }
+}
+
 /// The release of its library that introduced an entry point, as the headers tell it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Introduced {
@@ -86,6 +130,9 @@ pub enum Introduced {
     Cuda(CudaVersion),
     /// An NCCL release: the first NCCL header (at minor-version granularity) declaring it.
     Nccl(NcclVersion),
+    /// A release of a library versioned on its own (cuBLAS, cuBLASLt, cuRAND): the first of
+    /// its headers (at minor-version granularity) declaring it.
+    Library(LibraryVersion),
 }
 
 impl Introduced {
@@ -93,7 +140,7 @@ impl Introduced {
     pub const fn cuda(self) -> Option<CudaVersion> {
         match self {
             Self::Cuda(version) => Some(version),
-            Self::Nccl(_) => None,
+            _ => None,
         }
     }
 
@@ -101,32 +148,44 @@ impl Introduced {
     pub const fn nccl(self) -> Option<NcclVersion> {
         match self {
             Self::Nccl(version) => Some(version),
-            Self::Cuda(_) => None,
+            _ => None,
         }
     }
 
-    /// What to update to get the entry point.
+    /// The library's own version, when a release of a library versioned on its own (cuBLAS,
+    /// cuRAND) introduced the entry point.
+    pub const fn library(self) -> Option<LibraryVersion> {
+        match self {
+            Self::Library(version) => Some(version),
+            _ => None,
+        }
+    }
+
+    /// What to update to get the entry point: the driver, NCCL, or the library.
     pub(crate) const fn remedy(self) -> &'static str {
         match self {
-            Self::Cuda(_) => "update the driver",
-            Self::Nccl(_) => "update NCCL",
+            Self::Cuda(_) => "the driver",
+            Self::Nccl(_) => "NCCL",
+            Self::Library(version) => version.library,
         }
     }
 }
 
 impl fmt::Display for Introduced {
-    /// `CUDA 12.4`, or `NCCL 2.18` (an NCCL entry point is dated by its minor release).
+    /// `CUDA 12.4`, `NCCL 2.18` (an NCCL entry point is dated by its minor release), or
+    /// `cuBLAS 12.5`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Cuda(version) => write!(f, "CUDA {version}"),
             Self::Nccl(version) => write!(f, "NCCL {}.{}", version.major(), version.minor()),
+            Self::Library(version) => version.fmt(f),
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{CudaVersion, Introduced, NcclVersion};
+    use super::{CudaVersion, Introduced, LibraryVersion, NcclVersion};
 
     #[test]
     fn nccl_codes_follow_both_encodings() {
@@ -165,5 +224,22 @@ mod tests {
         assert_eq!(CudaVersion(13000).major(), 13);
         assert_eq!(CudaVersion(13000).minor(), 0);
         assert!(CudaVersion(12090) < CudaVersion(13000));
+    }
+
+    #[test]
+    fn a_library_version_names_its_library() {
+        let cublas = LibraryVersion::new("cuBLAS", 12, 5);
+        assert_eq!(cublas.to_string(), "cuBLAS 12.5");
+        assert_eq!(
+            (cublas.library(), cublas.major(), cublas.minor()),
+            ("cuBLAS", 12, 5)
+        );
+        let introduced = Introduced::Library(cublas);
+        assert_eq!(introduced.to_string(), "cuBLAS 12.5");
+        assert_eq!(introduced.library(), Some(cublas));
+        assert_eq!(introduced.cuda(), None);
+        assert_eq!(introduced.nccl(), None);
+        assert_eq!(introduced.remedy(), "cuBLAS");
+        assert_eq!(Introduced::Cuda(CudaVersion(12040)).library(), None);
     }
 }
