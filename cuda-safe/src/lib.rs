@@ -84,6 +84,12 @@ pub mod system;
 // Beside, above the driver core: collectives on NCCL.
 #[cfg(feature = "nccl")]
 pub mod nccl;
+// Beside, above launch: dense linear algebra on cuBLAS and cuBLASLt.
+#[cfg(feature = "blas")]
+pub mod blas;
+// Beside, above the driver core: random numbers on cuRAND.
+#[cfg(feature = "rand")]
+pub mod rand;
 
 // Top: built from the floors below.
 pub mod checkpoint;
