@@ -28,6 +28,7 @@ mod fill;
 
 use std::fmt;
 
+pub use curand_sys;
 pub use fill::{Fill, Real};
 
 use crate::error::{Error, Result, curand};
