@@ -63,6 +63,8 @@ for src in "$here"/*_floor.c; do
     grep -q '<nvml.h>' "$src" && libs="$libs -l:libnvidia-ml.so.1"
     # NCCL's floor calls the runtime and NCCL (installed system-wide where it runs).
     grep -q '<nccl.h>' "$src" && libs="$libs -lcudart -lnccl"
+    # The BLAS floor calls cuBLAS, cuBLASLt and cuRAND; their headers reach CCCL's nv/target.
+    grep -q '<cublas_v2.h>' "$src" && libs="$libs -lcublas -lcublasLt -lcurand -I$cuda/include/cccl"
     # shellcheck disable=SC2086
     if gcc -O2 -o "$tmp/$name" "$src" -I$cuda/include -L$cuda/lib64 -L$cuda/lib64/stubs $libs \
         >>"$log" 2>&1; then
