@@ -68,7 +68,7 @@ impl Blas {
     /// # Errors
     ///
     /// [`Error::Load`] when cuBLAS cannot be loaded; cuBLAS's and the driver's errors.
-    #[doc(alias = "cublasCreate", alias = "cublasCreate_v2")]
+    #[doc(alias = "cublasCreate_v2")]
     pub fn new(stream: &Stream) -> Result<Self> {
         let workspace = stream
             .device()
