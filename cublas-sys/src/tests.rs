@@ -70,14 +70,14 @@ fn entry_points_newer_than_the_oldest_header_are_dated() {
     if_abi12! {
         assert_eq!(
             since("cublasGemmGroupedBatchedEx"),
-            Some(Introduced::Library(LibraryVersion::new("cuBLAS", 12, 5)))
+            Some(Introduced::Library(LibraryVersion::new(12, 5)))
         );
         assert!(api_doc!(cublasGemmGroupedBatchedEx).contains("Needs cuBLAS 12.5."));
     }
     if_abi13! {
         assert_eq!(
             since("cublasSetEmulationSpecialValuesSupport"),
-            Some(Introduced::Library(LibraryVersion::new("cuBLAS", 13, 1)))
+            Some(Introduced::Library(LibraryVersion::new(13, 1)))
         );
     }
 }
@@ -118,7 +118,7 @@ fn a_library_without_the_symbol_gives_the_typed_error() {
     // SAFETY: libc's initialisers have run already in this process; only lookups happen, and
     // none of its functions is called (it has none of cuBLAS's symbols).
     let cublas = unsafe {
-        Library::open_first("libc", [PathBuf::from("libc.so.6")], &ENTRY_POINTS)
+        Library::open_first(LIBCUBLAS.name, [PathBuf::from("libc.so.6")], &ENTRY_POINTS)
             .map(|library| Cublas::new(library))
     }
     .expect("libc.so.6 loads");

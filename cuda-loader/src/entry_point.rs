@@ -31,17 +31,11 @@ impl EntryPoint {
         Self { symbol, since }
     }
 
-    /// An entry point of a library versioned on its own (`"cuBLAS"`) named `symbol`,
-    /// introduced in version `since` (`(12, 5)`: major, minor) of that library when known.
-    pub const fn library(
-        symbol: &'static CStr,
-        library: &'static str,
-        since: Option<(u32, u32)>,
-    ) -> Self {
+    /// An entry point named `symbol` of a library versioned on its own (cuBLAS, cuRAND),
+    /// introduced in release `since` (`(12, 5)`: major, minor) of that library when known.
+    pub const fn library(symbol: &'static CStr, since: Option<(u16, u16)>) -> Self {
         let since = match since {
-            Some((major, minor)) => Some(Introduced::Library(LibraryVersion::new(
-                library, major, minor,
-            ))),
+            Some((major, minor)) => Some(Introduced::Library(LibraryVersion::new(major, minor))),
             None => None,
         };
         Self { symbol, since }
@@ -87,14 +81,14 @@ mod tests {
             Some(Introduced::Nccl(NcclVersion(21800)))
         );
         assert_eq!(EntryPoint::new(c"cuInit", None).introduced(), None);
-        let cublas = EntryPoint::library(c"cublasGemmGroupedBatchedEx", "cuBLAS", Some((12, 5)));
+        let cublas = EntryPoint::library(c"cublasGemmGroupedBatchedEx", Some((12, 5)));
         assert_eq!(cublas.since(), None);
         assert_eq!(
             cublas.introduced(),
-            Some(Introduced::Library(LibraryVersion::new("cuBLAS", 12, 5)))
+            Some(Introduced::Library(LibraryVersion::new(12, 5)))
         );
         assert_eq!(
-            EntryPoint::library(c"cublasCreate_v2", "cuBLAS", None).introduced(),
+            EntryPoint::library(c"cublasCreate_v2", None).introduced(),
             None
         );
     }

@@ -81,45 +81,38 @@ impl fmt::Display for NcclVersion {
 }
 
 /// A release of a CUDA library that numbers its versions apart from CUDA (cuBLAS 12.5, whose
-/// major follows CUDA's but whose minor does not; cuRAND 10.3, in CUDA 12): the library's name
-/// and the major and minor version its own header gives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// major follows CUDA's but whose minor does not; cuRAND 10.3, in CUDA 12): the major and minor
+/// version its own header gives. Which library it is a release of, the [`LoadError`] that
+/// carries it says (its `library`); four bytes, so an error stays small.
+///
+/// [`LoadError`]: crate::LoadError
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct LibraryVersion {
-    library: &'static str,
-    major: u32,
-    minor: u32,
+    major: u16,
+    minor: u16,
 }
 
 impl LibraryVersion {
-    /// Version `major.minor` of `library` (`"cuBLAS"`, 12, 5).
-    pub const fn new(library: &'static str, major: u32, minor: u32) -> Self {
-        Self {
-            library,
-            major,
-            minor,
-        }
+    /// Version `major.minor` (12, 5).
+    pub const fn new(major: u16, minor: u16) -> Self {
+        Self { major, minor }
     }
 
-    /// The library's name (`cuBLAS`).
-    pub const fn library(self) -> &'static str {
-        self.library
-    }
-
-    /// The major version (`12` for cuBLAS 12.5).
-    pub const fn major(self) -> u32 {
+    /// The major version (`12` for 12.5).
+    pub const fn major(self) -> u16 {
         self.major
     }
 
-    /// The minor version (`5` for cuBLAS 12.5).
-    pub const fn minor(self) -> u32 {
+    /// The minor version (`5` for 12.5).
+    pub const fn minor(self) -> u16 {
         self.minor
     }
 }
 
 impl fmt::Display for LibraryVersion {
-    /// `cuBLAS 12.5`.
+    /// `12.5`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}.{}", self.library, self.major, self.minor)
+        write!(f, "{}.{}", self.major, self.minor)
     }
 }
 
@@ -131,7 +124,8 @@ pub enum Introduced {
     /// An NCCL release: the first NCCL header (at minor-version granularity) declaring it.
     Nccl(NcclVersion),
     /// A release of a library versioned on its own (cuBLAS, cuBLASLt, cuRAND): the first of
-    /// its headers (at minor-version granularity) declaring it.
+    /// its headers (at minor-version granularity) declaring it. The library is the one the
+    /// entry point belongs to.
     Library(LibraryVersion),
 }
 
@@ -161,24 +155,26 @@ impl Introduced {
         }
     }
 
-    /// What to update to get the entry point: the driver, NCCL, or the library.
-    pub(crate) const fn remedy(self) -> &'static str {
+    /// What to update to get the entry point: the driver, NCCL, or `library` (the library's
+    /// short name, for a release of a library versioned on its own).
+    pub(crate) const fn remedy(self, library: &'static str) -> &'static str {
         match self {
             Self::Cuda(_) => "the driver",
             Self::Nccl(_) => "NCCL",
-            Self::Library(version) => version.library,
+            Self::Library(_) => library,
         }
     }
 }
 
 impl fmt::Display for Introduced {
     /// `CUDA 12.4`, `NCCL 2.18` (an NCCL entry point is dated by its minor release), or
-    /// `cuBLAS 12.5`.
+    /// `release 12.5` (of the entry point's own library; a [`LoadError`](crate::LoadError)
+    /// names it: `cuBLAS 12.5`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Cuda(version) => write!(f, "CUDA {version}"),
             Self::Nccl(version) => write!(f, "NCCL {}.{}", version.major(), version.minor()),
-            Self::Library(version) => version.fmt(f),
+            Self::Library(version) => write!(f, "release {version}"),
         }
     }
 }
@@ -227,19 +223,20 @@ mod tests {
     }
 
     #[test]
-    fn a_library_version_names_its_library() {
-        let cublas = LibraryVersion::new("cuBLAS", 12, 5);
-        assert_eq!(cublas.to_string(), "cuBLAS 12.5");
-        assert_eq!(
-            (cublas.library(), cublas.major(), cublas.minor()),
-            ("cuBLAS", 12, 5)
-        );
+    fn a_library_version_is_its_own_numbering() {
+        let cublas = LibraryVersion::new(12, 5);
+        assert_eq!(cublas.to_string(), "12.5");
+        assert_eq!((cublas.major(), cublas.minor()), (12, 5));
+        assert!(LibraryVersion::new(12, 9) > cublas);
         let introduced = Introduced::Library(cublas);
-        assert_eq!(introduced.to_string(), "cuBLAS 12.5");
+        assert_eq!(introduced.to_string(), "release 12.5");
         assert_eq!(introduced.library(), Some(cublas));
         assert_eq!(introduced.cuda(), None);
         assert_eq!(introduced.nccl(), None);
-        assert_eq!(introduced.remedy(), "cuBLAS");
+        assert_eq!(introduced.remedy("cuBLAS"), "cuBLAS");
         assert_eq!(Introduced::Cuda(CudaVersion(12040)).library(), None);
+        assert_eq!(Introduced::Nccl(NcclVersion(21800)).remedy("x"), "NCCL");
+        // As small as the CUDA and NCCL dates, so an error carrying one stays small.
+        assert_eq!(size_of::<Option<Introduced>>(), 8);
     }
 }

@@ -41,7 +41,7 @@ impl Dating<'_> {
                 let version = code(versions.get(name).copied());
                 quote!(::cuda_loader::EntryPoint::nccl(#symbol, #version))
             }
-            Self::Library(library, versions) => {
+            Self::Library(_, versions) => {
                 let version = match versions.get(name) {
                     Some((major, minor)) => {
                         let major = Literal::u32_unsuffixed(*major);
@@ -50,7 +50,7 @@ impl Dating<'_> {
                     }
                     None => quote!(None),
                 };
-                quote!(::cuda_loader::EntryPoint::library(#symbol, #library, #version))
+                quote!(::cuda_loader::EntryPoint::library(#symbol, #version))
             }
         }
     }
