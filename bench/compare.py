@@ -17,7 +17,7 @@ from collections import defaultdict
 
 SECTION = re.compile(r"^=== (floor|ours):(\S+) round (\d+) ===$")
 FIG = re.compile(r"^FIG (\S+) (\S+) (\S+)$")
-RATES = ("GB/s", "TB/s", "GFLOP/s", "1/s")
+RATES = ("GB/s", "TB/s", "GFLOP/s", "TFLOP/s", "1/s")
 
 
 def parse(path):

@@ -2,7 +2,7 @@
 
 use std::ffi::CStr;
 
-use crate::{CudaVersion, Introduced, NcclVersion};
+use crate::{CudaVersion, Introduced, LibraryVersion, NcclVersion};
 
 /// One exported function of a library: its symbol and the release that introduced it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +26,16 @@ impl EntryPoint {
     pub const fn nccl(symbol: &'static CStr, since: Option<u32>) -> Self {
         let since = match since {
             Some(version) => Some(Introduced::Nccl(NcclVersion(version))),
+            None => None,
+        };
+        Self { symbol, since }
+    }
+
+    /// An entry point named `symbol` of a library versioned on its own (cuBLAS, cuRAND),
+    /// introduced in release `since` (`(12, 5)`: major, minor) of that library when known.
+    pub const fn library(symbol: &'static CStr, since: Option<(u16, u16)>) -> Self {
+        let since = match since {
+            Some((major, minor)) => Some(Introduced::Library(LibraryVersion::new(major, minor))),
             None => None,
         };
         Self { symbol, since }
@@ -56,7 +66,7 @@ impl EntryPoint {
 #[cfg(test)]
 mod tests {
     use super::EntryPoint;
-    use crate::{CudaVersion, Introduced, NcclVersion};
+    use crate::{CudaVersion, Introduced, LibraryVersion, NcclVersion};
 
     #[test]
     fn a_cuda_entry_point_is_dated_by_cuda_and_an_nccl_one_by_nccl() {
@@ -71,5 +81,15 @@ mod tests {
             Some(Introduced::Nccl(NcclVersion(21800)))
         );
         assert_eq!(EntryPoint::new(c"cuInit", None).introduced(), None);
+        let cublas = EntryPoint::library(c"cublasGemmGroupedBatchedEx", Some((12, 5)));
+        assert_eq!(cublas.since(), None);
+        assert_eq!(
+            cublas.introduced(),
+            Some(Introduced::Library(LibraryVersion::new(12, 5)))
+        );
+        assert_eq!(
+            EntryPoint::library(c"cublasCreate_v2", None).introduced(),
+            None
+        );
     }
 }

@@ -30,7 +30,7 @@ pub enum LoadError {
     #[error(
         "{library} at {} has no entry point `{symbol}`{}",
         path.display(),
-        SinceNote(*since)
+        SinceNote(*since, library)
     )]
     SymbolMissing {
         /// The library's display name.
@@ -62,12 +62,23 @@ impl fmt::Display for AttemptList<'_> {
     }
 }
 
-struct SinceNote(Option<Introduced>);
+/// ` (introduced in CUDA 12.4; update the driver)`: the release that introduced a missing
+/// symbol, when known, of the library whose display name is `.1` (`cuBLAS (libcublas)`: a
+/// release of a library versioned on its own is named by the name's first word, `cuBLAS 12.5`).
+struct SinceNote<'a>(Option<Introduced>, &'a &'static str);
 
-impl fmt::Display for SinceNote {
+impl fmt::Display for SinceNote<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let short: &'static str = self.1.split(' ').next().unwrap_or(self.1);
         match self.0 {
-            Some(release) => write!(f, " (introduced in {release}; {})", release.remedy()),
+            Some(Introduced::Library(version)) => {
+                write!(f, " (introduced in {short} {version}; update {short})")
+            }
+            Some(release) => write!(
+                f,
+                " (introduced in {release}; update {})",
+                release.remedy(short)
+            ),
             None => Ok(()),
         }
     }

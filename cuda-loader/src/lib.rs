@@ -16,6 +16,7 @@
 //!     env_var: "CUDA_LOADER_DOC_EXAMPLE_PATH",
 //!     file_names: &["libdoes-not-exist.so.1"],
 //!     search_dirs: &[],
+//!     wheel_dirs: &[],
 //!     global: false,
 //! };
 //! // SAFETY: the only candidate does not exist, so no library's initialisers run.
@@ -35,5 +36,5 @@ mod version;
 pub use entry_point::EntryPoint;
 pub use error::{Attempt, LoadError};
 pub use library::Library;
-pub use spec::LibrarySpec;
-pub use version::{CudaVersion, Introduced, NcclVersion};
+pub use spec::{LibrarySpec, PYTHON_ENV_VARS};
+pub use version::{CudaVersion, Introduced, LibraryVersion, NcclVersion};

@@ -255,6 +255,7 @@ mod tests {
             env_var: "CUDA_LOADER_TEST_NO_SUCH_VARIABLE",
             file_names: Box::leak(Box::new([file])),
             search_dirs: &[],
+            wheel_dirs: &[],
             global,
         }
     }

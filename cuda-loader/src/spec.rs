@@ -19,6 +19,14 @@ pub struct LibrarySpec {
     /// the plain file names. A relative root is ignored with a warning: it would resolve against
     /// whatever the working directory is, so a library planted there would be loaded.
     pub search_dirs: &'static [&'static str],
+    /// Folders inside a Python environment's `site-packages` where NVIDIA's PyPI wheels put
+    /// the library (`nvidia/cublas/lib` for a CUDA 12 wheel, `nvidia/cu13/lib` for a CUDA 13
+    /// one). For each of [`PYTHON_ENV_VARS`] set to an absolute path (an active virtual
+    /// environment or conda environment), `<env>/lib/python3.*/site-packages/<folder>/<file
+    /// name>` is tried after the toolkit roots (`<env>\Lib\site-packages\...` on Windows). A
+    /// process that has already loaded the library (a Python program that imported PyTorch)
+    /// finds it by its soname, through the plain file names.
+    pub wheel_dirs: &'static [&'static str],
     /// Whether the library is opened as a library the executable is linked to is loaded at
     /// startup (`RTLD_NOW | RTLD_GLOBAL` on Unix: its symbols bound at open, a library that
     /// cannot be bound failing there, and joining the process's global scope); otherwise with
@@ -32,6 +40,11 @@ pub struct LibrarySpec {
 /// The toolkit root tried after the environment's roots.
 const DEFAULT_TOOLKIT_ROOT: &str = "/usr/local/cuda";
 
+/// The variables naming a Python environment whose wheels [`LibrarySpec::wheel_dirs`] are
+/// looked for in: a virtual environment's (`VIRTUAL_ENV`, set by its `activate`) and a conda
+/// environment's (`CONDA_PREFIX`).
+pub const PYTHON_ENV_VARS: [&str; 2] = ["VIRTUAL_ENV", "CONDA_PREFIX"];
+
 impl LibrarySpec {
     /// The candidates to try, in order, reading the environment of this process.
     pub fn candidates(&self) -> Vec<PathBuf> {
@@ -42,7 +55,8 @@ impl LibrarySpec {
     ///
     /// An explicit path from [`env_var`](Self::env_var) is the only candidate when it is set;
     /// otherwise the plain file names come first (the dynamic loader's own search), then the
-    /// same names under each toolkit root's `lib64`. Duplicates are dropped.
+    /// same names under each toolkit root's `lib64`, then in the wheels' folders of each Python
+    /// environment (see [`wheel_dirs`](Self::wheel_dirs)). Duplicates are dropped.
     pub fn candidates_with(&self, env: impl Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
         if let Some(explicit) = env(self.env_var).filter(|value| !value.is_empty()) {
             return vec![PathBuf::from(explicit)];
@@ -75,8 +89,56 @@ impl LibrarySpec {
                 }
             }
         }
+        if !self.wheel_dirs.is_empty() {
+            for var in PYTHON_ENV_VARS {
+                let Some(prefix) = env(var)
+                    .filter(|value| !value.is_empty())
+                    .map(PathBuf::from)
+                else {
+                    continue;
+                };
+                if !prefix.is_absolute() {
+                    log::warn!(
+                        "cuda-loader: ignoring {var}={} while looking for {}: a Python \
+                         environment must be an absolute path",
+                        prefix.display(),
+                        self.name
+                    );
+                    continue;
+                }
+                for site in site_packages(&prefix) {
+                    for dir in self.wheel_dirs {
+                        for name in self.file_names {
+                            let path = site.join(dir).join(name);
+                            if !candidates.contains(&path) {
+                                candidates.push(path);
+                            }
+                        }
+                    }
+                }
+            }
+        }
         candidates
     }
+}
+
+/// The `site-packages` folders of the Python environment at `prefix`, in name order:
+/// `lib/python3.*/site-packages` (`Lib\site-packages` on Windows).
+fn site_packages(prefix: &std::path::Path) -> Vec<PathBuf> {
+    if cfg!(windows) {
+        return vec![prefix.join("Lib").join("site-packages")];
+    }
+    let Ok(entries) = std::fs::read_dir(prefix.join("lib")) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with("python3"))
+        .map(|entry| entry.path().join("site-packages"))
+        .filter(|site| site.is_dir())
+        .collect();
+    found.sort();
+    found
 }
 
 #[cfg(test)]
@@ -90,6 +152,7 @@ mod tests {
         env_var: "TEST_LIB_PATH",
         file_names: &["libtest.so.13", "libtest.so.12"],
         search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+        wheel_dirs: &[],
         global: false,
     };
 
@@ -162,5 +225,36 @@ mod tests {
                 .into_owned();
             assert!(!name.ends_with(".so"), "unversioned candidate {name}");
         }
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn wheels_of_each_python_environment_come_after_the_toolkit_roots() {
+        let venv = std::env::temp_dir().join(format!("cuda-loader-venv-{}", std::process::id()));
+        let site = venv.join("lib/python3.12/site-packages");
+        std::fs::create_dir_all(&site).unwrap();
+        std::fs::create_dir_all(venv.join("lib/not-python")).unwrap();
+        let spec = LibrarySpec {
+            wheel_dirs: &["nvidia/cu13/lib", "nvidia/test/lib"],
+            ..SPEC
+        };
+        let venv_text: &'static str = Box::leak(venv.display().to_string().into_boxed_str());
+        let pairs: &'static [(&'static str, &'static str)] = Box::leak(Box::new([
+            ("VIRTUAL_ENV", venv_text),
+            ("CONDA_PREFIX", "relative/conda"),
+        ]));
+        let candidates = spec.candidates_with(env_of(pairs));
+        assert_eq!(candidates.len(), 4 + 4, "{candidates:?}");
+        assert_eq!(
+            candidates[4],
+            site.join("nvidia/cu13/lib/libtest.so.13"),
+            "{candidates:?}"
+        );
+        assert_eq!(candidates[7], site.join("nvidia/test/lib/libtest.so.12"));
+        // No environment, or one without wheels: the search is the toolkit's alone.
+        assert_eq!(spec.candidates_with(env_of(&[])).len(), 4);
+        std::fs::remove_dir_all(&venv).unwrap();
+        let gone = spec.candidates_with(env_of(pairs));
+        assert_eq!(gone.len(), 4, "{gone:?}");
     }
 }

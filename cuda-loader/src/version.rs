@@ -1,5 +1,6 @@
 //! Version numbers as the headers encode them: CUDA's (`12040` is CUDA 12.4) and NCCL's
-//! (`21803` is NCCL 2.18.3), and which release of its library introduced an entry point.
+//! (`21803` is NCCL 2.18.3), a CUDA library's own (cuBLAS 12.5, cuRAND 10.3), and which release
+//! of its library introduced an entry point.
 
 use std::fmt;
 
@@ -79,6 +80,42 @@ impl fmt::Display for NcclVersion {
     }
 }
 
+/// A release of a CUDA library that numbers its versions apart from CUDA (cuBLAS 12.5, whose
+/// major follows CUDA's but whose minor does not; cuRAND 10.3, in CUDA 12): the major and minor
+/// version its own header gives. Which library it is a release of, the [`LoadError`] that
+/// carries it says (its `library`); four bytes, so an error stays small.
+///
+/// [`LoadError`]: crate::LoadError
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LibraryVersion {
+    major: u16,
+    minor: u16,
+}
+
+impl LibraryVersion {
+    /// Version `major.minor` (12, 5).
+    pub const fn new(major: u16, minor: u16) -> Self {
+        Self { major, minor }
+    }
+
+    /// The major version (`12` for 12.5).
+    pub const fn major(self) -> u16 {
+        self.major
+    }
+
+    /// The minor version (`5` for 12.5).
+    pub const fn minor(self) -> u16 {
+        self.minor
+    }
+}
+
+impl fmt::Display for LibraryVersion {
+    /// `12.5`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
 /// The release of its library that introduced an entry point, as the headers tell it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Introduced {
@@ -86,6 +123,10 @@ pub enum Introduced {
     Cuda(CudaVersion),
     /// An NCCL release: the first NCCL header (at minor-version granularity) declaring it.
     Nccl(NcclVersion),
+    /// A release of a library versioned on its own (cuBLAS, cuBLASLt, cuRAND): the first of
+    /// its headers (at minor-version granularity) declaring it. The library is the one the
+    /// entry point belongs to.
+    Library(LibraryVersion),
 }
 
 impl Introduced {
@@ -93,7 +134,7 @@ impl Introduced {
     pub const fn cuda(self) -> Option<CudaVersion> {
         match self {
             Self::Cuda(version) => Some(version),
-            Self::Nccl(_) => None,
+            _ => None,
         }
     }
 
@@ -101,32 +142,46 @@ impl Introduced {
     pub const fn nccl(self) -> Option<NcclVersion> {
         match self {
             Self::Nccl(version) => Some(version),
-            Self::Cuda(_) => None,
+            _ => None,
         }
     }
 
-    /// What to update to get the entry point.
-    pub(crate) const fn remedy(self) -> &'static str {
+    /// The library's own version, when a release of a library versioned on its own (cuBLAS,
+    /// cuRAND) introduced the entry point.
+    pub const fn library(self) -> Option<LibraryVersion> {
         match self {
-            Self::Cuda(_) => "update the driver",
-            Self::Nccl(_) => "update NCCL",
+            Self::Library(version) => Some(version),
+            _ => None,
+        }
+    }
+
+    /// What to update to get the entry point: the driver, NCCL, or `library` (the library's
+    /// short name, for a release of a library versioned on its own).
+    pub(crate) const fn remedy(self, library: &'static str) -> &'static str {
+        match self {
+            Self::Cuda(_) => "the driver",
+            Self::Nccl(_) => "NCCL",
+            Self::Library(_) => library,
         }
     }
 }
 
 impl fmt::Display for Introduced {
-    /// `CUDA 12.4`, or `NCCL 2.18` (an NCCL entry point is dated by its minor release).
+    /// `CUDA 12.4`, `NCCL 2.18` (an NCCL entry point is dated by its minor release), or
+    /// `release 12.5` (of the entry point's own library; a [`LoadError`](crate::LoadError)
+    /// names it: `cuBLAS 12.5`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Cuda(version) => write!(f, "CUDA {version}"),
             Self::Nccl(version) => write!(f, "NCCL {}.{}", version.major(), version.minor()),
+            Self::Library(version) => write!(f, "release {version}"),
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{CudaVersion, Introduced, NcclVersion};
+    use super::{CudaVersion, Introduced, LibraryVersion, NcclVersion};
 
     #[test]
     fn nccl_codes_follow_both_encodings() {
@@ -165,5 +220,23 @@ mod tests {
         assert_eq!(CudaVersion(13000).major(), 13);
         assert_eq!(CudaVersion(13000).minor(), 0);
         assert!(CudaVersion(12090) < CudaVersion(13000));
+    }
+
+    #[test]
+    fn a_library_version_is_its_own_numbering() {
+        let cublas = LibraryVersion::new(12, 5);
+        assert_eq!(cublas.to_string(), "12.5");
+        assert_eq!((cublas.major(), cublas.minor()), (12, 5));
+        assert!(LibraryVersion::new(12, 9) > cublas);
+        let introduced = Introduced::Library(cublas);
+        assert_eq!(introduced.to_string(), "release 12.5");
+        assert_eq!(introduced.library(), Some(cublas));
+        assert_eq!(introduced.cuda(), None);
+        assert_eq!(introduced.nccl(), None);
+        assert_eq!(introduced.remedy("cuBLAS"), "cuBLAS");
+        assert_eq!(Introduced::Cuda(CudaVersion(12040)).library(), None);
+        assert_eq!(Introduced::Nccl(NcclVersion(21800)).remedy("x"), "NCCL");
+        // As small as the CUDA and NCCL dates, so an error carrying one stays small.
+        assert_eq!(size_of::<Option<Introduced>>(), 8);
     }
 }

@@ -5,7 +5,8 @@
 //! cache compiled programs ([`cache`], [`KernelCache`]), split a GPU's SMs between jobs (green
 //! contexts: [`SplitRequest`], [`Device::create_green_context`]), record work once and replay
 //! it as a CUDA graph ([`Graph`], [`Capture`], [`GraphExec`]) and watch GPUs through NVML
-//! ([`system`]).
+//! ([`system`]). With its features, it also runs collectives on NCCL (`nccl`), dense linear
+//! algebra on cuBLAS and cuBLASLt (`blas`) and random numbers on cuRAND (`rand`).
 //!
 //! ```no_run
 //! use cuda_safe::{launch, CodeKind, Device, LaunchConfig, Program, ProgramOptions};
@@ -85,6 +86,12 @@ pub mod system;
 // Beside, above the driver core: collectives on NCCL.
 #[cfg(feature = "nccl")]
 pub mod nccl;
+// Beside, above launch: dense linear algebra on cuBLAS and cuBLASLt.
+#[cfg(feature = "blas")]
+pub mod blas;
+// Beside, above the driver core: random numbers on cuRAND.
+#[cfg(feature = "rand")]
+pub mod rand;
 
 // Top: built from the floors below.
 pub mod checkpoint;
@@ -184,5 +191,11 @@ mod workspace_docs {
     #[cfg(feature = "nccl")]
     markdown! {
         Collectives: "docs/collectives.md",
+    }
+
+    // Its blocks use `cuda_safe::blas` and `cuda_safe::rand`, which exist with the features.
+    #[cfg(all(feature = "blas", feature = "rand"))]
+    markdown! {
+        Blas: "docs/blas.md",
     }
 }

@@ -192,9 +192,10 @@ fn compile(output: &Path) -> Result<(), String> {
     sources.sort();
     let compiler = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
     let done = Command::new(&compiler)
-        .args(["-shared", "-fPIC", "-std=c11", "-O1", "-o"])
+        .args(["-shared", "-fPIC", "-pthread", "-std=c11", "-O1", "-o"])
         .arg(output)
         .args(&sources)
+        .arg("-lm")
         .output()
         .map_err(|error| format!("no C compiler ({}: {error})", compiler.to_string_lossy()))?;
     if done.status.success() {

@@ -109,6 +109,9 @@ const FEATURES: &[&str] = &[
     "nvJitLink",
     "peer access",
     "managed memory",
+    "cuBLAS",
+    "cuBLASLt",
+    "cuRAND",
 ];
 
 #[test]
@@ -138,6 +141,9 @@ const NO_API_DOC: &[(&str, &str)] = &[(
 /// The prefixes of C names, and the raw crate whose `api_doc!` knows them.
 const C_PREFIXES: &[(&str, &str)] = &[
     ("nvJitLink", "nvjitlink_sys"),
+    ("cublasLt", "cublaslt_sys"),
+    ("cublas", "cublas_sys"),
+    ("curand", "curand_sys"),
     ("nvrtc", "nvrtc_sys"),
     ("nvml", "nvml_sys"),
     ("nccl", "nccl_sys"),

@@ -26,6 +26,7 @@ pub static LIBCUDA: LibrarySpec = LibrarySpec {
     env_var: LIBCUDA_PATH_ENV,
     file_names: FILE_NAMES,
     search_dirs: &[],
+    wheel_dirs: &[],
     // The driver: one per system, and a program linked to it has its symbols global.
     global: true,
 };

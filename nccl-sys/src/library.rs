@@ -20,6 +20,7 @@ pub static LIBNCCL: LibrarySpec = LibrarySpec {
     env_var: LIBNCCL_PATH_ENV,
     file_names: FILE_NAMES,
     search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+    wheel_dirs: &[],
     global: false,
 };
 

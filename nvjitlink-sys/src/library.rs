@@ -33,6 +33,7 @@ pub static LIBNVJITLINK: LibrarySpec = LibrarySpec {
     env_var: LIBNVJITLINK_PATH_ENV,
     file_names: FILE_NAMES,
     search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+    wheel_dirs: &[],
     global: false,
 };
 

@@ -25,6 +25,7 @@ pub static LIBNVML: LibrarySpec = LibrarySpec {
     env_var: LIBNVML_PATH_ENV,
     file_names: FILE_NAMES,
     search_dirs: &[],
+    wheel_dirs: &[],
     global: false,
 };
 

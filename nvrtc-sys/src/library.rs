@@ -33,6 +33,7 @@ pub static LIBNVRTC: LibrarySpec = LibrarySpec {
     env_var: LIBNVRTC_PATH_ENV,
     file_names: FILE_NAMES,
     search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+    wheel_dirs: &[],
     global: false,
 };
 

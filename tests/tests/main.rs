@@ -3,10 +3,11 @@
 //! runs each file's tests in a process of its own, named `file::test`, so that
 //! `cargo test -p cuda-gpu-tests -- graph::` runs the graph tests. The files whose tests start
 //! this binary again as a child process (`checkpoint`, `completion`, `ipc`, `link`, `vmm`,
-//! `nccl`) run the
-//! child's part here, before the harness. `nccl` needs the `nccl` feature,
-//! `cudarc_bridge` the `cudarc` feature.
+//! `nccl`) run the child's part here, before the harness. `nccl`, `blas`, `rand` and
+//! `cudarc_bridge` need the features of their names (`cudarc` for the last).
 
+#[cfg(feature = "blas")]
+mod blas;
 mod cache;
 mod checkpoint;
 mod completion;
@@ -27,6 +28,8 @@ mod nccl;
 mod nvml;
 mod peer;
 mod program;
+#[cfg(feature = "rand")]
+mod rand;
 mod raw_layer;
 mod runtime;
 mod tma;
@@ -36,8 +39,8 @@ use std::process::ExitCode;
 
 use cuda_gpu_tests::GpuFile;
 
-/// Every test file, in the order they run: by name, then `cudarc_bridge` and `nccl` (with
-/// their features).
+/// Every test file, in the order they run: by name, then `blas`, `rand`, `cudarc_bridge`
+/// and `nccl` (with their features).
 fn files() -> Vec<GpuFile> {
     let files = [
         cache::FILE,
@@ -62,6 +65,10 @@ fn files() -> Vec<GpuFile> {
         vmm::FILE,
     ]
     .into_iter();
+    #[cfg(feature = "blas")]
+    let files = files.chain([blas::FILE]);
+    #[cfg(feature = "rand")]
+    let files = files.chain([rand::FILE]);
     #[cfg(feature = "cudarc")]
     let files = files.chain([cudarc_bridge::FILE]);
     #[cfg(feature = "nccl")]

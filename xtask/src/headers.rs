@@ -17,9 +17,19 @@ pub const NVRTC_H: &str = "nvrtc.h";
 pub const NVML_H: &str = "nvml.h";
 /// The nvJitLink header.
 pub const NVJITLINK_H: &str = "nvJitLink.h";
+/// The CUDA runtime's `library_types.h` (`cudaDataType`, `libraryPropertyType`), which the
+/// cuBLAS headers include.
+pub const LIBRARY_TYPES_H: &str = "library_types.h";
 
 /// Every header a set holds.
-const ALL_HEADERS: [&str; 5] = [CUDA_H, CUDA_TYPEDEFS_H, NVRTC_H, NVML_H, NVJITLINK_H];
+const ALL_HEADERS: [&str; 6] = [
+    CUDA_H,
+    CUDA_TYPEDEFS_H,
+    NVRTC_H,
+    NVML_H,
+    NVJITLINK_H,
+    LIBRARY_TYPES_H,
+];
 
 /// One set of headers of one CUDA major version, gathered in one include directory.
 #[derive(Debug)]
@@ -28,7 +38,8 @@ pub struct HeaderSet {
     pub major: u32,
     /// `CUDA_VERSION` from `cuda.h` (`13050`).
     pub cuda_version: u32,
-    /// The directory holding `cuda.h`, `cudaTypedefs.h`, `nvrtc.h`, `nvml.h` and `nvJitLink.h`.
+    /// The directory holding `cuda.h`, `cudaTypedefs.h`, `nvrtc.h`, `nvml.h`, `nvJitLink.h`
+    /// and `library_types.h`.
     pub include_dir: PathBuf,
     /// Where each header came from, by header file name, for the generated files' preamble.
     pub sources: Vec<(&'static str, String)>,
@@ -68,7 +79,7 @@ const WHEELS_12: &[Wheel] = &[
         version: "12.9.79",
         file_name: "nvidia_cuda_runtime_cu12-12.9.79-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
         sha256: "25bba2dfb01d48a9b59ca474a1ac43c6ebf7011f1b0b8cc44f54eb6ac48a96c3",
-        headers: &[CUDA_H, CUDA_TYPEDEFS_H],
+        headers: &[CUDA_H, CUDA_TYPEDEFS_H, LIBRARY_TYPES_H],
     },
     Wheel {
         name: "nvidia-cuda-nvrtc-cu12",
@@ -108,7 +119,7 @@ const WHEELS_13: &[Wheel] = &[
         version: "13.5.37",
         file_name: "nvidia_cuda_runtime-13.5.37-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
         sha256: "df2b79a8852f10d1fef8c848489c49eebb5754051bf870202a862831412b179d",
-        headers: &[CUDA_H, CUDA_TYPEDEFS_H],
+        headers: &[CUDA_H, CUDA_TYPEDEFS_H, LIBRARY_TYPES_H],
     },
     Wheel {
         name: "nvidia-cuda-nvrtc",

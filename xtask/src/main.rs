@@ -1,8 +1,9 @@
 //! `cargo xtask`: the project's tasks that are not plain cargo commands.
 //!
 //! - `cargo xtask bindgen [--from-wheels | --cuda-home DIR] [--only CRATE]... [--check]`:
-//!   regenerate the raw bindings of `cuda-sys`, `nvrtc-sys`, `nvml-sys`, `nvjitlink-sys` and
-//!   `nccl-sys` (or only the named crates'), or check the committed ones for drift.
+//!   regenerate the raw bindings of `cuda-sys`, `nvrtc-sys`, `nvml-sys`, `nvjitlink-sys`,
+//!   `nccl-sys`, `cublas-sys`, `cublaslt-sys` and `curand-sys` (or only the named crates'), or
+//!   check the committed ones for drift.
 //! - `cargo xtask gpu-bundle [--out DIR] [--only FILTER]... [--lab]`: build the GPU tests,
 //!   examples and benchmarks in release mode, with the C floors' sources, and write a folder
 //!   that runs them (or the ones a filter keeps) on a GPU machine without Rust; `--lab` adds the
@@ -14,6 +15,8 @@ mod bundle;
 #[cfg(feature = "bindgen")]
 mod headers;
 #[cfg(feature = "bindgen")]
+mod library_headers;
+#[cfg(feature = "bindgen")]
 mod nccl_header;
 mod public_api;
 
@@ -23,7 +26,8 @@ const USAGE: &str = "\
 usage:
   cargo xtask bindgen [--from-wheels] [--check]   generate from the pinned PyPI header wheels (default)
   cargo xtask bindgen --cuda-home DIR [--check]   generate the file of DIR's CUDA major version
-                                                  (nccl.h always comes from its pinned wheels)
+                                                  (nccl.h and the cuBLAS and cuRAND headers always
+                                                  come from their pinned wheels)
   cargo xtask bindgen ... --only CRATE            only this crate's files (nccl-sys, cuda-sys, ...)
   cargo xtask gpu-bundle [--out DIR] [--only FILTER]... [--lab]
                                                   build the GPU bundle (default target/gpu-bundle)";

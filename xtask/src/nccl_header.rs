@@ -201,7 +201,7 @@ pub fn fetch(workspace: &Path, pinned: &PinnedHeader) -> Result<PathBuf, String>
 }
 
 /// The lowercase hex SHA-256 of `bytes`.
-fn sha256_hex(bytes: &[u8]) -> String {
+pub fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()
         .map(|byte| format!("{byte:02x}"))
@@ -218,6 +218,16 @@ const EXTRA_ROOM: u64 = 1024;
 
 /// Reads `.../include/nccl.h` out of the wheel at `url` with two or three Range requests.
 fn header_from_wheel(url: &str) -> Result<Vec<u8>, String> {
+    let mut members = members_from_wheel(url, &["/include/nccl.h"])?;
+    members
+        .pop()
+        .ok_or_else(|| format!("{url}: the wheel holds no include/nccl.h"))
+}
+
+/// Reads the members whose names end with each of `suffixes` (`/include/cublas_api.h`) out of
+/// the wheel at `url`, in that order: one HEAD request, one Range request for the archive's
+/// tail (its central directory), and one for each member (none of the rest is fetched).
+pub fn members_from_wheel(url: &str, suffixes: &[&str]) -> Result<Vec<Vec<u8>>, String> {
     let len = content_length(url)?;
     let mut remote = RemoteZip::new(len);
     let tail_start = len.saturating_sub(TAIL);
@@ -228,19 +238,31 @@ fn header_from_wheel(url: &str) -> Result<Vec<u8>, String> {
         remote.add(directory.offset, range(url, directory.offset, tail_start)?)?;
     }
     let directory_bytes = remote.fetched(directory.offset, directory.size)?;
-    let entry = find_entry(&directory_bytes, "/include/nccl.h")
-        .ok_or_else(|| format!("{url}: the wheel holds no include/nccl.h"))?;
-    let end = (entry.header_offset + 30 + entry.name.len() as u64 + EXTRA_ROOM + entry.compressed)
-        .min(tail_start);
-    remote.add(entry.header_offset, range(url, entry.header_offset, end)?)?;
+    let mut names = Vec::new();
+    for suffix in suffixes {
+        let entry = find_entry(&directory_bytes, suffix)
+            .ok_or_else(|| format!("{url}: the wheel holds no member ending in {suffix}"))?;
+        let end =
+            (entry.header_offset + 30 + entry.name.len() as u64 + EXTRA_ROOM + entry.compressed)
+                .min(tail_start);
+        if entry.header_offset < tail_start {
+            remote.add(entry.header_offset, range(url, entry.header_offset, end)?)?;
+        }
+        names.push(entry.name);
+    }
     let mut archive =
         zip::ZipArchive::new(remote).map_err(|e| format!("{url}: reading the zip: {e}"))?;
-    let mut contents = Vec::new();
-    archive
-        .by_name(&entry.name)
-        .and_then(|mut file| file.read_to_end(&mut contents).map_err(Into::into))
-        .map_err(|e| format!("{url}: unpacking {}: {e}", entry.name))?;
-    Ok(contents)
+    names
+        .iter()
+        .map(|name| {
+            let mut contents = Vec::new();
+            archive
+                .by_name(name)
+                .and_then(|mut file| file.read_to_end(&mut contents).map_err(Into::into))
+                .map_err(|e| format!("{url}: unpacking {name}: {e}"))?;
+            Ok(contents)
+        })
+        .collect()
 }
 
 /// The size of the file at `url`, from a HEAD request.

@@ -23,7 +23,7 @@ use serde_json::Value;
 const RELEASED: &str = "0.1.0";
 
 /// The features the listing is made with: every optional part of the API.
-const FEATURES: &str = "nccl,half,serde,tracing,cudarc";
+const FEATURES: &str = "nccl,half,serde,tracing,cudarc,blas,rand";
 
 /// Runs the task: `args` are the arguments after `public-api`.
 pub fn run(args: &[String]) -> Result<(), String> {

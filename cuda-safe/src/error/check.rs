@@ -1,6 +1,6 @@
 //! Checking a library call's outcome: the `check*` functions, and the macros that call an
 //! entry point and check it under the function's own name ([`cu!`], [`cu_ready!`], [`nvrtc!`],
-//! [`nvjitlink!`], [`nvml!`]).
+//! [`nvjitlink!`], [`nvml!`], and with their features NCCL's, cuBLAS's and cuRAND's).
 
 use cuda_sys::{CUresult, LoadError};
 use nvjitlink_sys::nvJitLinkResult;
@@ -68,9 +68,57 @@ macro_rules! nccl {
     };
 }
 
+/// [`cu!`] for cuBLAS: `unsafe { cublas!(cublas, cublasSetStream_v2(handle, stream)) }`.
+/// Debug builds first refuse a call made from inside a host callback, as [`cu!`] does.
+#[cfg(feature = "blas")]
+macro_rules! cublas {
+    ($cublas:expr, $function:ident($($argument:expr),* $(,)?)) => {
+        match $crate::callback::refuse_inside_callback(stringify!($function)) {
+            Ok(()) => $crate::error::check_cublas(
+                stringify!($function),
+                $cublas.$function($($argument),*),
+            ),
+            Err(error) => Err(error),
+        }
+    };
+}
+
+/// [`cublas!`] for cuBLASLt, whose status is cuBLAS's own type under another crate's name.
+#[cfg(feature = "blas")]
+macro_rules! cublaslt {
+    ($lt:expr, $function:ident($($argument:expr),* $(,)?)) => {
+        match $crate::callback::refuse_inside_callback(stringify!($function)) {
+            Ok(()) => $crate::error::check_cublas(
+                stringify!($function),
+                $lt.$function($($argument),*)
+                    .map(|status| ::cublas_sys::cublasStatus_t(status.0)),
+            ),
+            Err(error) => Err(error),
+        }
+    };
+}
+
+/// [`cu!`] for cuRAND: `unsafe { curand!(curand, curandSetStream(generator, stream)) }`.
+#[cfg(feature = "rand")]
+macro_rules! curand {
+    ($curand:expr, $function:ident($($argument:expr),* $(,)?)) => {
+        match $crate::callback::refuse_inside_callback(stringify!($function)) {
+            Ok(()) => $crate::error::check_curand(
+                stringify!($function),
+                $curand.$function($($argument),*),
+            ),
+            Err(error) => Err(error),
+        }
+    };
+}
+
+#[cfg(feature = "rand")]
+pub(crate) use curand;
 #[cfg(feature = "nccl")]
 pub(crate) use nccl;
 pub(crate) use {cu, cu_ready, nvjitlink, nvml, nvrtc};
+#[cfg(feature = "blas")]
+pub(crate) use {cublas, cublaslt};
 
 /// Turns a driver call's outcome into `Result<()>`; the error path is out of line. Called
 /// through [`cu!`], which names the call.
@@ -137,6 +185,35 @@ pub(crate) fn check_nvml(api: &'static str, result: Result<nvmlReturn_t, LoadErr
     match result {
         Ok(nvmlReturn_t::NVML_SUCCESS) => Ok(()),
         Ok(code) => Err(Error::nvml(api, code)),
+        Err(error) => Err(Error::Load(error)),
+    }
+}
+
+/// Turns a cuBLAS (or cuBLASLt) call's outcome into `Result<()>` (through [`cublas!`] and
+/// [`cublaslt!`]); the error path is out of line.
+#[cfg(feature = "blas")]
+#[inline(always)]
+pub(crate) fn check_cublas(
+    api: &'static str,
+    result: Result<cublas_sys::cublasStatus_t, LoadError>,
+) -> Result<()> {
+    match result {
+        Ok(cublas_sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS) => Ok(()),
+        Ok(code) => Err(Error::cublas(api, code)),
+        Err(error) => Err(Error::Load(error)),
+    }
+}
+
+/// Turns a cuRAND call's outcome into `Result<()>` (through [`curand!`]).
+#[cfg(feature = "rand")]
+#[inline(always)]
+pub(crate) fn check_curand(
+    api: &'static str,
+    result: Result<curand_sys::curandStatus_t, LoadError>,
+) -> Result<()> {
+    match result {
+        Ok(curand_sys::curandStatus_t::CURAND_STATUS_SUCCESS) => Ok(()),
+        Ok(code) => Err(Error::curand(api, code)),
         Err(error) => Err(Error::Load(error)),
     }
 }

@@ -10,10 +10,13 @@
 
 use std::borrow::Cow;
 use std::ffi::c_char;
-use std::fmt;
 
 use crate::ffi::static_str;
+#[cfg(feature = "blas")]
+use cublas_sys::cublasStatus_t;
 use cuda_sys::{CUgraphExecUpdateResult, CUresult, CudaVersion, Introduced, LoadError};
+#[cfg(feature = "rand")]
+use curand_sys::curandStatus_t;
 #[cfg(feature = "nccl")]
 use nccl_sys::ncclResult_t;
 use nvjitlink_sys::nvJitLinkResult;
@@ -22,6 +25,9 @@ use nvrtc_sys::nvrtcResult;
 
 mod capture;
 mod check;
+mod display;
+#[cfg(any(feature = "blas", feature = "rand"))]
+mod libraries;
 mod nvjitlink_codes;
 #[cfg(test)]
 mod tests;
@@ -31,8 +37,15 @@ pub(crate) use check::{
     check, check_nvjitlink, check_nvml, check_nvrtc, check_ready, cu, cu_ready, nvjitlink, nvml,
     nvrtc,
 };
+#[cfg(feature = "blas")]
+pub(crate) use check::{check_cublas, cublas, cublaslt};
+#[cfg(feature = "rand")]
+pub(crate) use check::{check_curand, curand};
 #[cfg(feature = "nccl")]
 pub(crate) use check::{check_nccl, nccl};
+use display::{LogSuffix, MorePanics};
+#[cfg(feature = "nccl")]
+use display::{NcclDetail, nccl_texts};
 use nvjitlink_codes::nvjitlink_code;
 
 /// `Result` with this crate's [`Error`].
@@ -264,6 +277,44 @@ pub enum Error {
     #[cfg(feature = "nccl")]
     #[error("NCCL bootstrap: {0}")]
     NcclBootstrap(Cow<'static, str>),
+    /// A cuBLAS or cuBLASLt call failed (both libraries answer with `cublasStatus_t`).
+    #[cfg(feature = "blas")]
+    #[error("{api} failed: {name} ({message})")]
+    Cublas {
+        /// The function (`cublasGemmEx`, `cublasLtMatmul`).
+        api: &'static str,
+        /// The raw status.
+        code: cublasStatus_t,
+        /// `cublasGetStatusName` of the code (`CUBLAS_STATUS_NOT_SUPPORTED`).
+        name: &'static str,
+        /// `cublasGetStatusString` of the code.
+        message: &'static str,
+    },
+    /// cuBLASLt refused a matmul plan: it found no algorithm for the shape, types, layouts and
+    /// epilogue asked for (or refused one of their descriptors). Nothing was queued.
+    #[cfg(feature = "blas")]
+    #[error("cuBLASLt refused the matmul {shape}: {reason}")]
+    MatmulRefused {
+        /// The plan asked for: shape, transposes, types and epilogue.
+        shape: Box<str>,
+        /// Why: the call that refused and its status, or that the heuristic found nothing.
+        reason: Box<str>,
+        /// The status cuBLASLt answered, when a call refused.
+        code: Option<cublasStatus_t>,
+    },
+    /// A cuRAND call failed.
+    #[cfg(feature = "rand")]
+    #[error("{api} failed: {name} ({message})")]
+    Curand {
+        /// The function (`curandGenerateNormal`).
+        api: &'static str,
+        /// The raw status.
+        code: curandStatus_t,
+        /// The code's name in `curand.h` (`CURAND_STATUS_LENGTH_NOT_MULTIPLE`).
+        name: &'static str,
+        /// What the code means, from the header's comments (cuRAND has no message call).
+        message: &'static str,
+    },
     /// A kernel cache was told to assume one NVRTC version and another is loaded.
     #[error("the kernel cache assumes NVRTC {assumed}, but NVRTC {loaded} is loaded")]
     NvrtcVersionMismatch {
@@ -279,34 +330,6 @@ pub enum Error {
 impl From<std::convert::Infallible> for Error {
     fn from(never: std::convert::Infallible) -> Self {
         match never {}
-    }
-}
-
-impl fmt::Debug for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let line = self.to_string();
-        f.write_str(&line)?;
-        let mut said = line;
-        let mut causes = Vec::new();
-        let mut source = std::error::Error::source(self);
-        while let Some(cause) = source {
-            let text = cause.to_string();
-            if !said.contains(&text) {
-                said.push_str(&text);
-                causes.push(text);
-            }
-            source = cause.source();
-        }
-        match causes.as_slice() {
-            [] => Ok(()),
-            [only] => write!(f, "\n\nCaused by:\n    {only}"),
-            many => {
-                f.write_str("\n\nCaused by:")?;
-                many.iter()
-                    .enumerate()
-                    .try_for_each(|(index, cause)| write!(f, "\n    {index}: {cause}"))
-            }
-        }
     }
 }
 
@@ -370,6 +393,10 @@ impl Error {
             Self::Cuda { code, .. } => *code == CUresult::CUDA_ERROR_OUT_OF_MEMORY,
             Self::Nvrtc { code, .. } => *code == nvrtcResult::NVRTC_ERROR_OUT_OF_MEMORY,
             Self::Nvml { code, .. } => *code == nvmlReturn_t::NVML_ERROR_MEMORY,
+            #[cfg(feature = "blas")]
+            Self::Cublas { code, .. } => *code == cublasStatus_t::CUBLAS_STATUS_ALLOC_FAILED,
+            #[cfg(feature = "rand")]
+            Self::Curand { code, .. } => *code == curandStatus_t::CURAND_STATUS_ALLOCATION_FAILED,
             other => other.cause().is_some_and(Error::is_out_of_memory),
         }
     }
@@ -393,6 +420,20 @@ impl Error {
             Self::Nvml { code, .. } => *code == nvmlReturn_t::NVML_ERROR_NOT_SUPPORTED,
             // NVJITLINK_ERROR_UNSUPPORTED_ARCH, which only the CUDA 13 header names.
             Self::NvJitLink { code, .. } => code.0 == 17,
+            #[cfg(feature = "blas")]
+            Self::Cublas { code, .. } => matches!(
+                *code,
+                cublasStatus_t::CUBLAS_STATUS_NOT_SUPPORTED
+                    | cublasStatus_t::CUBLAS_STATUS_ARCH_MISMATCH
+            ),
+            #[cfg(feature = "blas")]
+            Self::MatmulRefused { .. } => true,
+            #[cfg(feature = "rand")]
+            Self::Curand { code, .. } => matches!(
+                *code,
+                curandStatus_t::CURAND_STATUS_ARCH_MISMATCH
+                    | curandStatus_t::CURAND_STATUS_DOUBLE_PRECISION_REQUIRED
+            ),
             other => other.cause().is_some_and(Error::is_not_supported),
         }
     }
@@ -433,8 +474,8 @@ impl Error {
         }
     }
 
-    /// The CUDA version that introduced a missing symbol, when known (an NCCL symbol's
-    /// release is in the [`LoadError`] itself).
+    /// The CUDA version that introduced a missing symbol, when known (an NCCL, cuBLAS or
+    /// cuRAND symbol's release is in the [`LoadError`] itself).
     pub fn missing_since(&self) -> Option<CudaVersion> {
         match self {
             Self::Load(LoadError::SymbolMissing { since, .. }) => since.and_then(Introduced::cuda),
@@ -559,69 +600,6 @@ impl Error {
         match self {
             Self::Nvml { code, .. } => Some(*code),
             _ => None,
-        }
-    }
-}
-
-/// `ncclGetErrorString` of `code` and `ncclGetLastError`'s text (for the last failure on this
-/// thread or anywhere: NCCL keeps one), when NCCL is loaded.
-#[cfg(feature = "nccl")]
-fn nccl_texts(code: ncclResult_t) -> (&'static str, Option<Box<str>>) {
-    let Ok(nccl) = nccl_sys::nccl() else {
-        return ("an NCCL error (NCCL is not loaded)", None);
-    };
-    // SAFETY: ncclGetErrorString accepts any code and returns a static string.
-    let name = unsafe { nccl.ncclGetErrorString(code) }
-        .ok()
-        // SAFETY: the string is static and NUL-terminated.
-        .and_then(|text| unsafe { static_str(text) })
-        .unwrap_or("an unknown NCCL error code");
-    // SAFETY: ncclGetLastError takes a communicator or null and returns a NUL-terminated
-    // string NCCL owns; it is copied at once.
-    let last = unsafe { nccl.ncclGetLastError(std::ptr::null_mut()) }
-        .ok()
-        .filter(|text| !text.is_null())
-        // SAFETY: non-null, NUL-terminated, alive until NCCL's next error; copied here.
-        .map(|text| unsafe { std::ffi::CStr::from_ptr(text) }.to_string_lossy())
-        .map(|text| text.trim().to_owned())
-        .filter(|text| !text.is_empty())
-        .map(String::into_boxed_str);
-    (name, last)
-}
-
-/// `: <last error>` after an NCCL error's name, when NCCL said more.
-#[cfg(feature = "nccl")]
-struct NcclDetail<'a>(Option<&'a str>);
-
-#[cfg(feature = "nccl")]
-impl fmt::Display for NcclDetail<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            Some(text) => write!(f, " ({text})"),
-            None => Ok(()),
-        }
-    }
-}
-
-/// ` (and N more)` after the first panic's message, when several callbacks panicked.
-struct MorePanics(usize);
-
-impl fmt::Display for MorePanics {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            0 | 1 => Ok(()),
-            count => write!(f, " (and {} more)", count - 1),
-        }
-    }
-}
-
-struct LogSuffix<'a>(Option<&'a str>);
-
-impl fmt::Display for LogSuffix<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            Some(log) if !log.trim().is_empty() => write!(f, "\n{}", log.trim_end()),
-            _ => Ok(()),
         }
     }
 }

@@ -13,6 +13,9 @@ pub const RAW_CRATES: &[&str] = &[
     "nvml_sys",
     "nvjitlink_sys",
     "nccl_sys",
+    "cublas_sys",
+    "cublaslt_sys",
+    "curand_sys",
 ];
 
 /// A module's place in one ordering: its floor (0 is the lowest), its row on that floor, its

@@ -96,7 +96,8 @@ struct allocation *allocate(size_t size, enum alloc_kind kind, struct pool *pool
         if (memory == MAP_FAILED)
             return NULL;
     } else {
-        memory = malloc(size);
+        /* The driver's allocations are aligned to at least 256 bytes; libraries rely on it. */
+        memory = aligned_alloc(256, (size + 255) / 256 * 256);
         if (memory == NULL)
             return NULL;
     }

@@ -1,5 +1,6 @@
-//! The fake CUDA driver, NVRTC and NVML of `tests/stub/*.c`: compiled with the C compiler into
-//! one shared object, loaded in place of the three libraries through `CUDA_SAFE_LIBCUDA`,
+//! The fake CUDA driver, NVRTC and NVML of `tests/stub/*.c` (and cuBLAS, cuBLASLt and cuRAND,
+//! for the tests of those: [`install_with`]): compiled with the C compiler into one shared
+//! object, loaded in place of the libraries through `CUDA_SAFE_LIBCUDA`,
 //! `CUDA_SAFE_LIBNVRTC` and `CUDA_SAFE_LIBNVML`, and controlled through its `stub_*` functions
 //! (call counts and log, injected faults, live objects, misuses, playing another process). Also a
 //! `log` logger that keeps the crate's error lines, so a test can count what a `Drop` logged.
@@ -11,8 +12,8 @@ use std::process::Command;
 use std::sync::Mutex;
 
 /// The C sources, compiled together: the control functions, the driver (`cuda_*.c`, sharing
-/// `cuda_stub.h`), NVRTC and NVML.
-const SOURCES: [&str; 15] = [
+/// `cuda_stub.h`), NVRTC, NVML, and cuBLAS, cuBLASLt and cuRAND.
+const SOURCES: [&str; 16] = [
     "stub_control.c",
     "cuda_misc.c",
     "cuda_device.c",
@@ -28,6 +29,7 @@ const SOURCES: [&str; 15] = [
     "cuda_async.c",
     "libnvrtc_stub.c",
     "libnvml_stub.c",
+    "libblas_stub.c",
 ];
 
 /// The kinds of objects the stub counts, in the order of [`Live`] (`range` and `chunk`: VMM
@@ -224,6 +226,12 @@ pub enum Installed {
 /// Without a C compiler the tests are skipped, except under `CI`, where that is a failure
 /// (this panics); a compile error is always a failure.
 pub fn install() -> Installed {
+    install_with(&[], |_| {})
+}
+
+/// [`install`], pointing `variables` at the stub too, and running `load` with the stub's path
+/// (to open the libraries they name) while the stub's file is still there.
+pub fn install_with(variables: &[&str], load: impl FnOnce(&Path)) -> Installed {
     if !cfg!(target_os = "linux") {
         return Installed::Skipped("the stub driver is built for Linux only".into());
     }
@@ -242,7 +250,10 @@ pub fn install() -> Installed {
         cuda_safe::sys::LIBCUDA_PATH_ENV,
         cuda_safe::nvrtc_sys::LIBNVRTC_PATH_ENV,
         cuda_safe::nvml_sys::LIBNVML_PATH_ENV,
-    ] {
+    ]
+    .iter()
+    .chain(variables)
+    {
         // SAFETY: `install` runs first in `main`, before any other thread exists, so nothing
         // reads the environment concurrently.
         unsafe { std::env::set_var(variable, &library) };
@@ -259,6 +270,7 @@ pub fn install() -> Installed {
             "the stub is what loaded"
         );
     }
+    load(&library);
     Installed::Ready(Box::leak(Box::new(open(&library))))
 }
 
@@ -282,6 +294,7 @@ fn compile(output: &Path) -> Result<(), String> {
         ])
         .arg(output)
         .args(SOURCES.map(|source| sources.join(source)))
+        .arg("-lm")
         .output();
     match result {
         Err(error) => Err(format!(

@@ -17,20 +17,15 @@ pub(super) enum Dating<'a> {
     Cuda(&'a BTreeMap<String, Vec<u32>>),
     /// NCCL: the `NCCL_VERSION_CODE` (patch 0) of the first header declaring each function.
     Nccl(&'a BTreeMap<String, u32>),
+    /// A library versioned on its own (cuBLAS, cuRAND): its name, and the (major, minor) of
+    /// the first of its headers declaring each function.
+    Library(&'static str, &'a BTreeMap<String, (u32, u32)>),
 }
 
 impl Dating<'_> {
-    /// The version code that introduced `symbol`, when known.
-    fn since(&self, symbol: &str) -> Option<u32> {
-        match self {
-            Self::Cuda(versions) => since_of(symbol, versions),
-            Self::Nccl(versions) => versions.get(symbol).copied(),
-        }
-    }
-
     /// The entry point's row in `ENTRY_POINTS`.
     fn row(&self, symbol: &Literal, name: &str) -> TokenStream {
-        let version = match self.since(name) {
+        let code = |version: Option<u32>| match version {
             Some(version) => {
                 let version = Literal::u32_unsuffixed(version);
                 quote!(Some(#version))
@@ -38,29 +33,56 @@ impl Dating<'_> {
             None => quote!(None),
         };
         match self {
-            Self::Cuda(_) => quote!(::cuda_loader::EntryPoint::new(#symbol, #version)),
-            Self::Nccl(_) => quote!(::cuda_loader::EntryPoint::nccl(#symbol, #version)),
+            Self::Cuda(versions) => {
+                let version = code(since_of(name, versions));
+                quote!(::cuda_loader::EntryPoint::new(#symbol, #version))
+            }
+            Self::Nccl(versions) => {
+                let version = code(versions.get(name).copied());
+                quote!(::cuda_loader::EntryPoint::nccl(#symbol, #version))
+            }
+            Self::Library(_, versions) => {
+                let version = match versions.get(name) {
+                    Some((major, minor)) => {
+                        let major = Literal::u32_unsuffixed(*major);
+                        let minor = Literal::u32_unsuffixed(*minor);
+                        quote!(Some((#major, #minor)))
+                    }
+                    None => quote!(None),
+                };
+                quote!(::cuda_loader::EntryPoint::library(#symbol, #version))
+            }
         }
     }
 
     /// `Needs a CUDA 12.4 driver.` for an entry point newer than CUDA 12.0, the oldest driver
-    /// the crates support; `Needs NCCL 2.18.` for one newer than the oldest NCCL dated
-    /// against (the undated ones are in every NCCL from that one on).
+    /// the crates support; `Needs NCCL 2.18.` (`Needs cuBLAS 12.5.`) for one newer than the
+    /// oldest NCCL (cuBLAS) header dated against (the undated ones are in every release from
+    /// that one on).
     pub(super) fn needs(&self, symbol: &str) -> Option<String> {
-        let version = self.since(symbol)?;
         match self {
-            Self::Cuda(_) => (version > OLDEST_CUDA).then(|| {
-                format!(
-                    "Needs a CUDA {}.{} driver.",
-                    version / 1000,
-                    (version % 1000) / 10
-                )
-            }),
-            Self::Nccl(_) => Some(format!(
-                "Needs NCCL {}.{}.",
-                version / 10000,
-                (version % 10000) / 100
-            )),
+            Self::Cuda(versions) => {
+                let version = since_of(symbol, versions)?;
+                (version > OLDEST_CUDA).then(|| {
+                    format!(
+                        "Needs a CUDA {}.{} driver.",
+                        version / 1000,
+                        (version % 1000) / 10
+                    )
+                })
+            }
+            Self::Nccl(versions) => {
+                let version = versions.get(symbol)?;
+                Some(format!(
+                    "Needs NCCL {}.{}.",
+                    version / 10000,
+                    (version % 10000) / 100
+                ))
+            }
+            Self::Library(library, versions) => {
+                let (major, minor) = versions.get(symbol)?;
+                Some(format!("Needs {library} {major}.{minor}."))
+            }
         }
     }
 }

@@ -109,7 +109,17 @@ pub(super) fn bindgen_items(
     header_path: &Path,
     include_dirs: &[&Path],
 ) -> Result<(Vec<syn::Item>, Vec<syn::Signature>), String> {
-    let raw = bindgen::Builder::default()
+    bindgen_items_with(api, header_path, include_dirs, |builder| builder)
+}
+
+/// [`bindgen_items`], with `configure` adding to the builder's settings.
+pub(super) fn bindgen_items_with(
+    api: &Api,
+    header_path: &Path,
+    include_dirs: &[&Path],
+    configure: impl FnOnce(bindgen::Builder) -> bindgen::Builder,
+) -> Result<(Vec<syn::Item>, Vec<syn::Signature>), String> {
+    let builder = bindgen::Builder::default()
         .header(header_path.display().to_string())
         .clang_args(
             include_dirs
@@ -128,7 +138,8 @@ pub(super) fn bindgen_items(
         .layout_tests(true)
         .formatter(bindgen::Formatter::None)
         .rust_target(bindgen::RustTarget::stable(85, 0).map_err(|e| e.to_string())?)
-        .rust_edition(bindgen::RustEdition::Edition2024)
+        .rust_edition(bindgen::RustEdition::Edition2024);
+    let raw = configure(builder)
         .generate()
         .map_err(|e| format!("bindgen failed on {}: {e}", header_path.display()))?
         .to_string();

@@ -1,8 +1,9 @@
 //! `cargo xtask bindgen`: generates the raw bindings and the lazily loading entry-point tables,
 //! and each `-sys` crate's scaffolding (see [`scaffold`]).
 //!
-//! For each header (`cuda.h`, `nvrtc.h`, `nvml.h`, `nvJitLink.h`) of each CUDA major, and for
-//! `nccl.h` once (NCCL's ABI does not follow the CUDA major; see [`nccl`]), bindgen produces the
+//! For each header (`cuda.h`, `nvrtc.h`, `nvml.h`, `nvJitLink.h`, and the cuBLAS, cuBLASLt and
+//! cuRAND headers of their own wheels: see [`libraries`]) of each CUDA major, and for `nccl.h`
+//! once (NCCL's ABI does not follow the CUDA major; see [`nccl`]), bindgen produces the
 //! types and constants; the function declarations it finds become methods of one struct
 //! (`Driver`, `Nvrtc`, `Nvml`) that resolve their symbol through `cuda-loader` on first use.
 //! The symbol of each method is the name clang sees after the header's macros, so it is the
@@ -15,18 +16,21 @@ mod doxygen;
 mod entry_points;
 mod format;
 mod generate;
+mod libraries;
 mod links;
 mod md5;
 mod nccl;
 mod nvml;
 mod scaffold;
 mod scan;
+mod sections;
 
 use std::fs;
 use std::path::PathBuf;
 
 use api::APIS;
 use generate::generate;
+use libraries::{LIBRARY_APIS, generate_library};
 use scaffold::SCAFFOLDS;
 
 use crate::headers;
@@ -71,7 +75,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let options = parse_args(args)?;
     let root = crate::workspace_root();
     let wanted = |krate: &str| options.only.is_empty() || options.only.iter().any(|k| k == krate);
-    let sets = if !APIS.iter().any(|api| wanted(api.crate_dir)) {
+    let header_crates = APIS
+        .iter()
+        .map(|api| api.crate_dir)
+        .chain(LIBRARY_APIS.iter().map(|library| library.api.crate_dir));
+    let sets = if !header_crates.clone().any(wanted) {
         Vec::new()
     } else {
         match &options.cuda_home {
@@ -88,6 +96,16 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 .join("src")
                 .join(format!("v{}.rs", set.major));
             outputs.push((path, generate(api, set)?));
+        }
+        for library in LIBRARY_APIS
+            .iter()
+            .filter(|library| wanted(library.api.crate_dir))
+        {
+            let path = root
+                .join(library.api.crate_dir)
+                .join("src")
+                .join(format!("v{}.rs", set.major));
+            outputs.push((path, generate_library(library, set, &root)?));
         }
     }
     // nccl.h is not part of a CUDA toolkit: it always comes from its pinned wheels.

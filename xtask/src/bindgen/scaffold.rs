@@ -40,6 +40,9 @@ pub(super) struct LibraryRecipe {
     pub(super) file_names: FileNames,
     /// Its toolkit-root variables.
     pub(super) search_dirs: &'static [&'static str],
+    /// The folders NVIDIA's PyPI wheels put it in, under a Python environment's
+    /// `site-packages`.
+    pub(super) wheel_dirs: &'static [&'static str],
     /// Whether it is opened into the global scope, and why (a comment), when it is.
     pub(super) global: Option<&'static str>,
     /// The function that opens it (`nvrtc`).
@@ -63,7 +66,7 @@ pub(super) enum FileNames {
 }
 
 /// The recipes, one per `-sys` crate.
-pub(super) const SCAFFOLDS: [Scaffold; 5] = [
+pub(super) const SCAFFOLDS: [Scaffold; 8] = [
     Scaffold {
         crate_dir: "cuda-sys",
         rust_name: "cuda_sys",
@@ -78,6 +81,7 @@ pub(super) const SCAFFOLDS: [Scaffold; 5] = [
                        (`lib64/stubs/libcuda.so`), which loads but fails every call.",
             file_names: FileNames::Fixed(&["libcuda.so.1"], Some(&["nvcuda.dll"])),
             search_dirs: &[],
+            wheel_dirs: &[],
             global: Some(
                 "The driver: one per system, and a program linked to it has its symbols global.",
             ),
@@ -107,6 +111,7 @@ pub(super) const SCAFFOLDS: [Scaffold; 5] = [
                 ["nvrtc64_120_0.dll", "nvrtc64_130_0.dll"],
             ),
             search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+            wheel_dirs: &[],
             global: None,
             function: "nvrtc",
             struct_name: "Nvrtc",
@@ -132,6 +137,7 @@ pub(super) const SCAFFOLDS: [Scaffold; 5] = [
             spec_doc: ": the driver's versioned soname.",
             file_names: FileNames::Fixed(&["libnvidia-ml.so.1"], Some(&["nvml.dll"])),
             search_dirs: &[],
+            wheel_dirs: &[],
             global: None,
             function: "nvml",
             struct_name: "Nvml",
@@ -162,6 +168,7 @@ pub(super) const SCAFFOLDS: [Scaffold; 5] = [
                 ["nvJitLink_120_0.dll", "nvJitLink_130_0.dll"],
             ),
             search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+            wheel_dirs: &[],
             global: None,
             function: "nvjitlink",
             struct_name: "NvJitLink",
@@ -187,6 +194,7 @@ pub(super) const SCAFFOLDS: [Scaffold; 5] = [
             spec_doc: ".",
             file_names: FileNames::Fixed(&["libnccl.so.2"], None),
             search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+            wheel_dirs: &[],
             global: None,
             function: "nccl",
             struct_name: "Nccl",
@@ -199,7 +207,101 @@ pub(super) const SCAFFOLDS: [Scaffold; 5] = [
                      generated from (NCCL keeps its C ABI stable across releases).",
         },
     },
+    Scaffold {
+        crate_dir: "cublas-sys",
+        rust_name: "cublas_sys",
+        abi: true,
+        library: LibraryRecipe {
+            file: "libcublas",
+            display_name: "cuBLAS (libcublas)",
+            env_const: "LIBCUBLAS_PATH_ENV",
+            env_var: "CUDA_SAFE_LIBCUBLAS",
+            spec: "LIBCUBLAS",
+            spec_doc: ".",
+            file_names: FileNames::PerMajor(
+                ["libcublas.so.12", "libcublas.so.13"],
+                ["cublas64_12.dll", "cublas64_13.dll"],
+            ),
+            search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+            wheel_dirs: CUBLAS_WHEEL_DIRS,
+            global: None,
+            function: "cublas",
+            struct_name: "Cublas",
+            what: "cuBLAS",
+            note: Some(
+                "Loading creates no cuBLAS context (`cublasCreate_v2` does). cuBLAS is built on \
+                 cuBLASLt, which the dynamic loader looks for by its soname: a process that \
+                 opened `libcublasLt` first (`cublaslt_sys::cublaslt()`) has it found there.",
+            ),
+            safety: "LIBCUBLAS names only NVIDIA's versioned sonames (on the search path, under \
+                     a toolkit root or in a Python environment's cuBLAS wheel) or the path the \
+                     user chose explicitly with $CUDA_SAFE_LIBCUBLAS: cuBLAS, whose initialisers \
+                     are sound to run in any thread and whose exports have the signatures of the \
+                     `cublas_v2.h` the bindings and ENTRY_POINTS were generated from.",
+        },
+    },
+    Scaffold {
+        crate_dir: "cublaslt-sys",
+        rust_name: "cublaslt_sys",
+        abi: true,
+        library: LibraryRecipe {
+            file: "libcublasLt",
+            display_name: "cuBLASLt (libcublasLt)",
+            env_const: "LIBCUBLASLT_PATH_ENV",
+            env_var: "CUDA_SAFE_LIBCUBLASLT",
+            spec: "LIBCUBLASLT",
+            spec_doc: ".",
+            file_names: FileNames::PerMajor(
+                ["libcublasLt.so.12", "libcublasLt.so.13"],
+                ["cublasLt64_12.dll", "cublasLt64_13.dll"],
+            ),
+            search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+            wheel_dirs: CUBLAS_WHEEL_DIRS,
+            global: None,
+            function: "cublaslt",
+            struct_name: "CublasLt",
+            what: "cuBLASLt",
+            note: None,
+            safety: "LIBCUBLASLT names only NVIDIA's versioned sonames (on the search path, \
+                     under a toolkit root or in a Python environment's cuBLAS wheel) or the path \
+                     the user chose explicitly with $CUDA_SAFE_LIBCUBLASLT: cuBLASLt, whose \
+                     initialisers are sound to run in any thread and whose exports have the \
+                     signatures of the `cublasLt.h` the bindings and ENTRY_POINTS were generated \
+                     from.",
+        },
+    },
+    Scaffold {
+        crate_dir: "curand-sys",
+        rust_name: "curand_sys",
+        abi: true,
+        library: LibraryRecipe {
+            file: "libcurand",
+            display_name: "cuRAND (libcurand)",
+            env_const: "LIBCURAND_PATH_ENV",
+            env_var: "CUDA_SAFE_LIBCURAND",
+            spec: "LIBCURAND",
+            spec_doc: ": its soname is `libcurand.so.10` under both CUDA majors (cuRAND numbers \
+                       its releases apart from CUDA: 10.3 in CUDA 12, 10.4 in CUDA 13).",
+            file_names: FileNames::Fixed(&["libcurand.so.10"], Some(&["curand64_10.dll"])),
+            search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+            wheel_dirs: &["nvidia/curand/lib", "nvidia/cu13/lib"],
+            global: None,
+            function: "curand",
+            struct_name: "Curand",
+            what: "cuRAND",
+            note: None,
+            safety: "LIBCURAND names only NVIDIA's versioned soname (on the search path, under a \
+                     toolkit root or in a Python environment's cuRAND wheel) or the path the \
+                     user chose explicitly with $CUDA_SAFE_LIBCURAND: cuRAND, whose initialisers \
+                     are sound to run in any thread and whose exports have the signatures of the \
+                     `curand.h` the bindings and ENTRY_POINTS were generated from.",
+        },
+    },
 ];
+
+/// Where the cuBLAS wheels put `libcublas` and `libcublasLt`: `nvidia-cublas-cu12` in
+/// `nvidia/cublas/lib`, `nvidia-cublas` (CUDA 13) in `nvidia/cu13/lib`.
+const CUBLAS_WHEEL_DIRS: &[&str] = &["nvidia/cublas/lib", "nvidia/cu13/lib"];
 
 /// The generated `abi.rs`, the same in every crate with the ABI features.
 const ABI_RS: &str = include_str!("scaffold/abi.rs.in");
@@ -301,7 +403,8 @@ impl LibraryRecipe {
                  name: {display:?},\n    \
                  env_var: {env_const},\n    \
                  file_names: FILE_NAMES,\n    \
-                 search_dirs: {dirs},\n\
+                 search_dirs: {dirs},\n    \
+                 wheel_dirs: {wheel_dirs},\n\
              {global}\
              }};\n\n\
              /// The process's {what} entry points, loading `{file}` on the first call.\n\
@@ -324,6 +427,7 @@ impl LibraryRecipe {
              }}\n",
             display = self.display_name,
             dirs = slice(self.search_dirs),
+            wheel_dirs = slice(self.wheel_dirs),
             safety = comment("            ", "//", &format!("SAFETY: {}", self.safety)),
         );
         out

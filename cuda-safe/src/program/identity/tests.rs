@@ -12,6 +12,7 @@ const ZLIB: LibrarySpec = LibrarySpec {
     env_var: "CUDA_SAFE_TEST_NO_SUCH_LIBRARY_PATH",
     file_names: &["libz.so.1"],
     search_dirs: &["CUDA_SAFE_TEST_NO_SUCH_ROOT"],
+    wheel_dirs: &[],
     global: false,
 };
 
