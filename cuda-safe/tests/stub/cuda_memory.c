@@ -96,9 +96,11 @@ struct allocation *allocate(size_t size, enum alloc_kind kind, struct pool *pool
         if (memory == MAP_FAILED)
             return NULL;
     } else {
-        memory = malloc(size);
-        if (memory == NULL)
+        /* 512-byte aligned, as the driver's allocations are (textures need it). */
+        void *aligned = NULL;
+        if (posix_memalign(&aligned, 512, size == 0 ? 1 : size) != 0)
             return NULL;
+        memory = aligned;
     }
     memset(memory, 0xCD, size); /* fresh memory is not zero: fills must write it */
     stub_live_add(K_ALLOC, 1);

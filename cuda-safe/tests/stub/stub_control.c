@@ -41,7 +41,7 @@ static char last_misuse[512];
 
 static const char *const KIND_NAMES[K_COUNT] = {
     "context", "green", "stream", "event", "pool", "alloc", "library",
-    "program", "nvml",  "range",  "chunk", "array", "fd",
+    "program", "nvml",  "range",  "chunk", "array", "texture", "fd",
 };
 
 static struct counter *counter_for(const char *name) {
