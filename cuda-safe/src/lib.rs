@@ -132,11 +132,15 @@ pub use launch::{
 pub use link::LinkedCode;
 pub use link::{LinkInput, LinkInputKind, Linker, LinkerBackend, LinkerOptions};
 pub use memory::copies::{
-    ArrayDescriptor, ArrayFormat, Copy3d, CudaArray, HostPitched, HostPitchedMut, Offset3, Pitched,
-    PitchedBuffer, PitchedMut,
+    ArrayDescriptor, ArrayFlags, ArrayFormat, Copy3d, CudaArray, HostPitched, HostPitchedMut,
+    Offset3, Pitched, PitchedBuffer, PitchedMut,
 };
 pub use memory::managed::{Advice, MemoryLocation, RangeAttributes};
 pub use memory::peer::PeerAttributes;
+pub use memory::texture::{
+    AddressMode, FilterMode, MipmappedArray, ReadMode, SurfaceObject, TextureDescriptor,
+    TextureLimits, TextureObject,
+};
 pub use memory::vmm::{
     FabricHandle, GrowableBuffer, Growth, VirtualMapping, VirtualMemoryResource,
     VirtualMemoryResourceOptions, VmmAccess, VmmGranularity, VmmLocation, VmmShareDescriptor,
@@ -185,6 +189,7 @@ mod workspace_docs {
         Nvml: "docs/nvml.md",
         Performance: "docs/performance.md",
         ProgramCache: "docs/program-cache.md",
+        Textures: "docs/textures.md",
     }
 
     // Its blocks use `cuda_safe::nccl`, which exists with the feature only.

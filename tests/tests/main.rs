@@ -32,6 +32,7 @@ mod program;
 mod rand;
 mod raw_layer;
 mod runtime;
+mod textures;
 mod tma;
 mod vmm;
 
@@ -61,6 +62,7 @@ fn files() -> Vec<GpuFile> {
         program::FILE,
         raw_layer::FILE,
         runtime::FILE,
+        textures::FILE,
         tma::FILE,
         vmm::FILE,
     ]

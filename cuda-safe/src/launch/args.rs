@@ -7,6 +7,7 @@ use std::any::Any;
 use std::ffi::c_void;
 use std::sync::Arc;
 
+use crate::memory::texture::{SurfaceObject, TextureObject};
 use crate::memory::{Buffer, DeviceSlice, DeviceSliceMut};
 use crate::stream::Stream;
 use cuda_sys::CUdeviceptr;
@@ -122,6 +123,43 @@ macro_rules! shared_buffer_args {
 }
 
 shared_buffer_args!(Arc<Buffer>, &Arc<Buffer>);
+
+/// Implements [`KernelArg`] for texture and surface objects: their 64-bit handle, ordered on
+/// their resource's stream (which their destruction waits for); shared ones (`Arc`) are kept
+/// alive by a graph node made with them.
+macro_rules! texture_args {
+    ($($ty:ty),* $(,)?) => {$(
+        impl KernelArg for &$ty {
+            type Repr = u64;
+            #[inline(always)]
+            fn to_repr(&self) -> u64 {
+                self.as_raw()
+            }
+            #[inline(always)]
+            fn stream(&self) -> Option<&Stream> {
+                Some(<$ty>::stream(self))
+            }
+        }
+
+        impl KernelArg for Arc<$ty> {
+            type Repr = u64;
+            #[inline(always)]
+            fn to_repr(&self) -> u64 {
+                self.as_raw()
+            }
+            #[inline(always)]
+            fn stream(&self) -> Option<&Stream> {
+                Some(<$ty>::stream(self))
+            }
+            fn keep_alive(&self) -> Option<Box<dyn Any + Send>> {
+                let object: Arc<$ty> = Arc::clone(self);
+                Some(Box::new(object))
+            }
+        }
+    )*};
+}
+
+texture_args!(TextureObject, SurfaceObject);
 
 impl<T: bytemuck::Pod> KernelArg for DeviceSlice<'_, T> {
     type Repr = CUdeviceptr;

@@ -33,6 +33,7 @@ pub mod managed;
 pub(crate) mod peer;
 mod resource;
 mod slice;
+pub(crate) mod texture;
 pub(crate) mod vmm;
 
 pub use buffer::Buffer;

@@ -7,11 +7,14 @@ use crate::stub::{Call, KINDS};
 
 /// Calls that give an object back: a failure leaks that object, and inside an operation (not a
 /// `close`) it is logged, not returned.
-const RELEASES: [&str; 15] = [
+const RELEASES: [&str; 18] = [
     "cuMemUnmap",
     "cuMemRelease",
     "cuMemAddressFree",
     "cuArrayDestroy",
+    "cuMipmappedArrayDestroy",
+    "cuTexObjectDestroy",
+    "cuSurfObjectDestroy",
     "cuStreamDestroy_v2",
     "cuEventDestroy_v2",
     "cuMemPoolDestroy",

@@ -1,5 +1,6 @@
 /*
- * The fake libcuda's CUDA arrays (dense host memory behind an opaque handle) and its 2-D and
+ * The fake libcuda's CUDA arrays (dense host memory behind an opaque handle), mipmapped arrays
+ * (a chain of such arrays, each level half the last) and its 2-D and
  * 3-D copies between linear memory (device or host, with a pitch) and arrays, done at once on
  * the host. Every row a copy touches is checked against its side first: device memory against
  * the live allocation it starts in, host memory against every allocation (a host copy must not
@@ -12,12 +13,29 @@
 
 #include "cuda_stub.h"
 
+struct mipmap;
+
 struct array {
     struct object head;
     struct context *context;
     size_t width_bytes, height, depth; /* height and depth at least 1 */
     unsigned char *memory;
+    unsigned flags;        /* CUDA_ARRAY3D_* */
+    struct mipmap *parent; /* a level: the mipmapped array that owns it */
+    int users;             /* textures and surfaces reading it */
 };
+
+#define MAX_LEVELS 16
+
+struct mipmap {
+    struct object head;
+    unsigned levels;
+    struct array *level[MAX_LEVELS];
+    int users; /* textures reading it */
+};
+
+#define CUDA_ARRAY3D_SURFACE_LDST 2u
+#define CUDA_ARRAY3D_TEXTURE_GATHER 8u
 
 /* The CUDA_ARRAY3D_DESCRIPTOR, CUDA_MEMCPY2D and CUDA_MEMCPY3D of both ABIs. */
 struct array3d_descriptor {
@@ -74,27 +92,114 @@ static size_t format_bytes(int format) {
     }
 }
 
-CUresult cuArray3DCreate_v2(struct array **array, const struct array3d_descriptor *desc) {
-    DRIVER("cuArray3DCreate_v2");
-    CHECK(need_current("cuArray3DCreate_v2"));
-    if (array == NULL || desc == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
+/* Whether `desc` describes an array the stub makes. */
+static int valid_descriptor(const struct array3d_descriptor *desc) {
     size_t element = format_bytes(desc->format) * desc->channels;
-    if (element == 0 || (desc->channels != 1 && desc->channels != 2 && desc->channels != 4) ||
-        desc->flags != 0 || desc->width == 0 || (desc->height == 0 && desc->depth != 0))
-        return CUDA_ERROR_INVALID_VALUE;
+    return element != 0 && (desc->channels == 1 || desc->channels == 2 || desc->channels == 4) &&
+           (desc->flags & ~(CUDA_ARRAY3D_SURFACE_LDST | CUDA_ARRAY3D_TEXTURE_GATHER)) == 0 &&
+           desc->width != 0 && (desc->height != 0 || desc->depth == 0);
+}
+
+/* A new array of `desc`'s shape, filled with a pattern (not counted: the callers count). */
+static struct array *new_array(const struct array3d_descriptor *desc) {
     struct array *made = make(sizeof *made, T_ARRAY);
     made->context = current;
-    made->width_bytes = desc->width * element;
+    made->width_bytes = desc->width * format_bytes(desc->format) * desc->channels;
     made->height = desc->height == 0 ? 1 : desc->height;
     made->depth = desc->depth == 0 ? 1 : desc->depth;
+    made->flags = desc->flags;
     made->memory = malloc(made->width_bytes * made->height * made->depth);
     if (made->memory == NULL)
         abort();
     memset(made->memory, 0xCD, made->width_bytes * made->height * made->depth);
+    return made;
+}
+
+static void free_array(struct array *array) {
+    array->head.alive = 0;
+    free(array->memory);
+    array->memory = NULL;
+}
+
+CUresult cuArray3DCreate_v2(struct array **array, const struct array3d_descriptor *desc) {
+    DRIVER("cuArray3DCreate_v2");
+    CHECK(need_current("cuArray3DCreate_v2"));
+    if (array == NULL || desc == NULL || !valid_descriptor(desc))
+        return CUDA_ERROR_INVALID_VALUE;
+    *array = new_array(desc);
     stub_live_add(K_ARRAY, 1);
-    *array = made;
     return CUDA_SUCCESS;
+}
+
+/* ---- Mipmapped arrays. ---- */
+
+CUresult cuMipmappedArrayCreate(struct mipmap **mipmap, const struct array3d_descriptor *desc,
+                                unsigned levels) {
+    DRIVER("cuMipmappedArrayCreate");
+    CHECK(need_current("cuMipmappedArrayCreate"));
+    if (mipmap == NULL || desc == NULL || !valid_descriptor(desc) || levels == 0 ||
+        levels > MAX_LEVELS || (desc->flags & CUDA_ARRAY3D_TEXTURE_GATHER) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t largest = desc->width > desc->height ? desc->width : desc->height;
+    largest = largest > desc->depth ? largest : desc->depth;
+    if ((largest >> (levels - 1)) == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct mipmap *made = make(sizeof *made, T_MIPMAP);
+    made->levels = levels;
+    for (unsigned i = 0; i < levels; i++) {
+        struct array3d_descriptor level = *desc;
+        level.width = desc->width >> i ? desc->width >> i : 1;
+        level.height = desc->height == 0 ? 0 : (desc->height >> i ? desc->height >> i : 1);
+        level.depth = desc->depth == 0 ? 0 : (desc->depth >> i ? desc->depth >> i : 1);
+        made->level[i] = new_array(&level);
+        made->level[i]->parent = made;
+    }
+    stub_live_add(K_ARRAY, 1);
+    *mipmap = made;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMipmappedArrayGetLevel(struct array **array, struct mipmap *mipmap, unsigned level) {
+    DRIVER("cuMipmappedArrayGetLevel");
+    if (!valid(mipmap, T_MIPMAP, "cuMipmappedArrayGetLevel"))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (array == NULL || level >= mipmap->levels)
+        return CUDA_ERROR_INVALID_VALUE;
+    *array = mipmap->level[level];
+    return CUDA_SUCCESS;
+}
+
+/* As the driver wants: its context current; no texture or surface may still read it. */
+CUresult cuMipmappedArrayDestroy(struct mipmap *mipmap) {
+    DRIVER_RELEASE("cuMipmappedArrayDestroy", abandon(mipmap, T_MIPMAP));
+    if (!valid(mipmap, T_MIPMAP, "cuMipmappedArrayDestroy"))
+        return CUDA_ERROR_INVALID_HANDLE;
+    CHECK(need_current("cuMipmappedArrayDestroy"));
+    int users = mipmap->users;
+    for (unsigned i = 0; i < mipmap->levels; i++) {
+        users += mipmap->level[i]->users;
+        free_array(mipmap->level[i]);
+    }
+    if (users != 0)
+        stub_misuse_note("cuMipmappedArrayDestroy: %d textures or surfaces still read it", users);
+    mipmap->head.alive = 0;
+    stub_live_add(K_ARRAY, -1);
+    return CUDA_SUCCESS;
+}
+
+CUresult check_array_resource(const void *handle, int mipmapped, int surface, const char *api) {
+    if (!valid(handle, mipmapped ? T_MIPMAP : T_ARRAY, api))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (surface && (((const struct array *)handle)->flags & CUDA_ARRAY3D_SURFACE_LDST) == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+void use_array_resource(void *handle, int mipmapped, int delta) {
+    if (mipmapped)
+        ((struct mipmap *)handle)->users += delta;
+    else
+        ((struct array *)handle)->users += delta;
 }
 
 /* As the driver wants: the array's context current. */
@@ -103,9 +208,13 @@ CUresult cuArrayDestroy(struct array *array) {
     if (!valid(array, T_ARRAY, "cuArrayDestroy"))
         return CUDA_ERROR_INVALID_HANDLE;
     CHECK(need_current("cuArrayDestroy"));
-    array->head.alive = 0;
-    free(array->memory);
-    array->memory = NULL;
+    if (array->parent != NULL) {
+        stub_misuse_note("cuArrayDestroy: %p is a level of a mipmapped array", (void *)array);
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    if (array->users != 0)
+        stub_misuse_note("cuArrayDestroy: %d textures or surfaces still read it", array->users);
+    free_array(array);
     stub_live_add(K_ARRAY, -1);
     return CUDA_SUCCESS;
 }

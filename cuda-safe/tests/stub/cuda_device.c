@@ -38,8 +38,15 @@ static const struct attribute ATTRIBUTES[] = {
     {9, 65536},        /* TOTAL_CONSTANT_MEMORY */
     {10, 32},          /* WARP_SIZE */
     {12, 65536},       /* MAX_REGISTERS_PER_BLOCK */
+    {14, 512},         /* TEXTURE_ALIGNMENT */
     {16, SM_COUNT},    /* MULTIPROCESSOR_COUNT */
     {18, 0},           /* INTEGRATED */
+    {21, 131072},      /* MAXIMUM_TEXTURE1D_WIDTH */
+    {22, 131072},      /* MAXIMUM_TEXTURE2D_WIDTH */
+    {23, 65536},       /* MAXIMUM_TEXTURE2D_HEIGHT */
+    {24, 16384},       /* MAXIMUM_TEXTURE3D_WIDTH */
+    {25, 16384},       /* MAXIMUM_TEXTURE3D_HEIGHT */
+    {26, 16384},       /* MAXIMUM_TEXTURE3D_DEPTH */
     {31, 1},           /* CONCURRENT_KERNELS */
     {32, 1},           /* ECC_ENABLED */
     {33, 0},           /* PCI_BUS_ID: per device (PCI_BUS) */
@@ -49,7 +56,23 @@ static const struct attribute ATTRIBUTES[] = {
     {39, 2048},        /* MAX_THREADS_PER_MULTIPROCESSOR */
     {40, 3},           /* ASYNC_ENGINE_COUNT */
     {41, 1},           /* UNIFIED_ADDRESSING */
+    {45, 32768},       /* MAXIMUM_TEXTURE2D_GATHER_WIDTH */
+    {46, 32768},       /* MAXIMUM_TEXTURE2D_GATHER_HEIGHT */
     {50, 0},           /* PCI_DOMAIN_ID */
+    {51, 32},          /* TEXTURE_PITCH_ALIGNMENT */
+    {55, 32768},       /* MAXIMUM_SURFACE1D_WIDTH */
+    {56, 131072},      /* MAXIMUM_SURFACE2D_WIDTH */
+    {57, 65536},       /* MAXIMUM_SURFACE2D_HEIGHT */
+    {58, 16384},       /* MAXIMUM_SURFACE3D_WIDTH */
+    {59, 16384},       /* MAXIMUM_SURFACE3D_HEIGHT */
+    {60, 16384},       /* MAXIMUM_SURFACE3D_DEPTH */
+    {69, 268435456},   /* MAXIMUM_TEXTURE1D_LINEAR_WIDTH */
+    {70, 131072},      /* MAXIMUM_TEXTURE2D_LINEAR_WIDTH */
+    {71, 65000},       /* MAXIMUM_TEXTURE2D_LINEAR_HEIGHT */
+    {72, 2097120},     /* MAXIMUM_TEXTURE2D_LINEAR_PITCH */
+    {73, 32768},       /* MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH */
+    {74, 32768},       /* MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT */
+    {77, 32768},       /* MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH */
     {75, 9},           /* COMPUTE_CAPABILITY_MAJOR */
     {76, 0},           /* COMPUTE_CAPABILITY_MINOR */
     {78, 1},           /* STREAM_PRIORITIES_SUPPORTED */

@@ -96,10 +96,11 @@ struct allocation *allocate(size_t size, enum alloc_kind kind, struct pool *pool
         if (memory == MAP_FAILED)
             return NULL;
     } else {
-        /* The driver's allocations are aligned to at least 256 bytes; libraries rely on it. */
-        memory = aligned_alloc(256, (size + 255) / 256 * 256);
-        if (memory == NULL)
+        /* 512-byte aligned, as the driver's allocations are (libraries and textures rely on it). */
+        void *aligned = NULL;
+        if (posix_memalign(&aligned, 512, size == 0 ? 1 : size) != 0)
             return NULL;
+        memory = aligned;
     }
     memset(memory, 0xCD, size); /* fresh memory is not zero: fills must write it */
     stub_live_add(K_ALLOC, 1);

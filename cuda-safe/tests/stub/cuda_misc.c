@@ -10,7 +10,8 @@
 
 static const char *const TYPE_NAMES[] = {
     "?",       "context", "green context", "stream", "event",     "pool",
-    "library", "kernel",  "resource desc", "chunk",  "CUDA array"};
+    "library", "kernel",  "resource desc", "chunk",  "CUDA array", "mipmapped array",
+    "texture or surface"};
 
 int initialised;
 static int driver_version = 13010;

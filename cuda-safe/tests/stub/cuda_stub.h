@@ -22,7 +22,7 @@
  * initialisation, error strings, checkpoints), cuda_device.c (the devices, contexts, streams,
  * events), cuda_memory.c (allocations, pools, pitched memory, copies, memsets), cuda_managed.c
  * (managed memory's hints), cuda_vmm.c (virtual memory), cuda_copy.c (arrays, 2-D and 3-D
- * copies), cuda_peer.c (peer attributes, peer access, pool access, peer copies), cuda_ipc.c
+ * copies, mipmapped arrays), cuda_texture.c (texture and surface objects), cuda_peer.c (peer attributes, peer access, pool access, peer copies), cuda_ipc.c
  * (shareable pools, their buffers and IPC events), cuda_code.c (libraries, kernels, launches),
  * cuda_green.c (resources and green contexts) and cuda_async.c (host functions, and holding the
  * GPU's progress for the completion tests). Everything declared here is hidden: the
@@ -88,6 +88,8 @@ enum type {
     T_DESC,
     T_CHUNK, /* a VMM physical allocation */
     T_ARRAY,
+    T_MIPMAP,
+    T_TEXTURE, /* a texture or surface object */
 };
 
 /* The head of every object. The context and the stream are shared by the sources; the other
@@ -287,6 +289,16 @@ struct allocation *track(void *memory, size_t size, enum alloc_kind kind, struct
 /* A new allocation of `size` bytes from `pool` that maps the memory of `source` (an import),
  * or NULL when the mapping fails. */
 struct allocation *map_import(struct allocation *source, struct pool *pool);
+
+/* ---- Arrays as texture and surface resources (cuda_copy.c). ---- */
+
+/* Checks that `handle` is a live array (`mipmapped` 0) or mipmapped array (1); a surface
+ * needs an array made with CUDA_ARRAY3D_SURFACE_LDST (`surface` 1). */
+CUresult check_array_resource(const void *handle, int mipmapped, int surface, const char *api);
+
+/* Adds `delta` to the textures and surfaces reading the array or mipmapped array `handle`
+ * (destroying it while one does is a misuse). */
+void use_array_resource(void *handle, int mipmapped, int delta);
 
 /* ---- Shareable pools (cuda_ipc.c). ---- */
 

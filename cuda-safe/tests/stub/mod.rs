@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 /// The C sources, compiled together: the control functions, the driver (`cuda_*.c`, sharing
 /// `cuda_stub.h`), NVRTC, NVML, and cuBLAS, cuBLASLt and cuRAND.
-const SOURCES: [&str; 16] = [
+const SOURCES: [&str; 17] = [
     "stub_control.c",
     "cuda_misc.c",
     "cuda_device.c",
@@ -24,6 +24,7 @@ const SOURCES: [&str; 16] = [
     "cuda_peer.c",
     "cuda_ipc.c",
     "cuda_code.c",
+    "cuda_texture.c",
     "cuda_green.c",
     "cuda_cudarc.c",
     "cuda_async.c",
@@ -35,13 +36,13 @@ const SOURCES: [&str; 16] = [
 /// The kinds of objects the stub counts, in the order of [`Live`] (`range` and `chunk`: VMM
 /// reservations and physical allocations; `fd`, last: descriptors of exported pools and chunks
 /// open in the process).
-pub const KINDS: [&str; 13] = [
+pub const KINDS: [&str; 14] = [
     "context", "green", "stream", "event", "pool", "alloc", "library", "program", "nvml", "range",
-    "chunk", "array", "fd",
+    "chunk", "array", "texture", "fd",
 ];
 
 /// Live objects per kind of [`KINDS`].
-pub type Live = [i64; 13];
+pub type Live = [i64; 14];
 
 /// One call the stub answered: the exported name and, for `cuCtxSetCurrent`, whether it set a
 /// context (1) or none (0).

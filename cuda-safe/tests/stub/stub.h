@@ -25,7 +25,8 @@ enum kind {
     K_NVML,    /* NVML initialisations */
     K_RANGE,   /* VMM address reservations */
     K_CHUNK,   /* VMM physical allocations (made or imported) */
-    K_ARRAY,   /* CUDA arrays */
+    K_ARRAY,   /* CUDA arrays and mipmapped arrays (not their levels) */
+    K_TEXTURE, /* texture and surface objects */
     K_FD,      /* open file descriptors of exported pools and chunks (counted when read) */
     K_COUNT
 };

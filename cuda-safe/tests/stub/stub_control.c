@@ -43,7 +43,7 @@ static char last_misuse[512];
 
 static const char *const KIND_NAMES[K_COUNT] = {
     "context", "green", "stream", "event", "pool", "alloc", "library",
-    "program", "nvml",  "range",  "chunk", "array", "fd",
+    "program", "nvml",  "range",  "chunk", "array", "texture", "fd",
 };
 
 static pthread_mutex_t stub_mutex = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;

@@ -37,7 +37,8 @@ mod extent;
 mod pitched_buffer;
 mod views;
 
-pub use array::{ArrayDescriptor, ArrayFormat, CudaArray};
+pub(crate) use array::check_flags;
+pub use array::{ArrayDescriptor, ArrayFlags, ArrayFormat, CudaArray};
 pub(crate) use engine::linear_description;
 pub use extent::{Copy3d, Offset3};
 pub use pitched_buffer::PitchedBuffer;

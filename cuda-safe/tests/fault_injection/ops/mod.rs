@@ -9,6 +9,7 @@ mod ipc;
 mod managed;
 mod memory;
 mod peer;
+mod textures;
 mod vmm;
 
 use crate::case::Op;
@@ -33,5 +34,6 @@ pub(crate) fn operations(scratch: &std::path::Path, stub: &'static Stub) -> Vec<
     vmm::vmm_operations(&mut ops);
     managed::managed_operations(&mut ops);
     copies::copy_operations(&mut ops);
+    textures::texture_operations(&mut ops);
     ops
 }
