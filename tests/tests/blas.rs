@@ -472,11 +472,12 @@ fn fp8_matmul_with_scales_matches_the_cpu_on_sm89_and_later() {
         &wide(&b, 0.25),
         k,
     );
-    let scales = up(&s, &[0.25f32, 0.25]);
+    // cuBLASLt takes 16-byte aligned scale pointers: the two scales sit 4 elements apart.
+    let scales = up(&s, &[0.25f32, 0.0, 0.0, 0.0, 0.25]);
     let scale_view = scales.as_slice::<f32>().unwrap();
     let (scale_a, scale_b) = (
         scale_view.slice(0..1).unwrap(),
-        scale_view.slice(1..2).unwrap(),
+        scale_view.slice(4..5).unwrap(),
     );
     let (da, db) = (up(&s, &a), up(&s, &b));
     let desc = MatmulDesc::new::<F8E4M3, F8E4M3, bf16>(Gemm::new(m, n, k).transpose_a());
@@ -489,6 +490,14 @@ fn fp8_matmul_with_scales_matches_the_cpu_on_sm89_and_later() {
     matmul.run(&plan, call).unwrap();
     let got = read::<bf16>(&d, bf16::to_f64);
     check(&format!("{desc}"), &got, &want, (1e-2, 1e-2));
+    // A scale 4 bytes in is refused before cuBLASLt sees it.
+    let misaligned = scale_view.slice(1..2).unwrap();
+    let call = MatmulCall::new::<F8E4M3, F8E4M3, bf16>(&da, &db, &mut d)
+        .and_then(|call| call.scale_a(&scale_a))
+        .and_then(|call| call.scale_b(&misaligned))
+        .unwrap();
+    let error = matmul.run(&plan, call).unwrap_err();
+    assert!(matches!(error, Error::InvalidArgument(_)), "{error}");
 }
 
 fn a_captured_gemm_and_matmul_replay_correctly() {

@@ -2,6 +2,7 @@
 
 use cuda_safe::blas::{Epilogue, F8E4M3, Gemm, Matmul, MatmulCall, MatmulDesc};
 use cuda_safe::{Buffer, Error};
+use half::bf16;
 
 use super::blas::{close, reference};
 use super::{Case, CaseFn, Lcg, ensure, names};
@@ -227,6 +228,26 @@ fn run_checks_refuse_first(case: &Case) -> Result<(), String> {
         let mut d = zeros(64)?;
         let call = MatmulCall::new::<f32, f32, f32>(&a, &a, &mut d)?.scale_a(&bias)?;
         matmul.run(&plain, call)
+    })?;
+    let fp8 = matmul
+        .plan(&MatmulDesc::new::<F8E4M3, F8E4M3, bf16>(
+            Gemm::new(16, 16, 16).transpose_a(),
+        ))
+        .map_err(|e| e.to_string())?;
+    let (a8, scales) = (
+        case.pool
+            .allocate_zeroed::<F8E4M3>(256, &case.stream)
+            .map_err(|e| e.to_string())?,
+        upload(case, &[1.0; 8])?,
+    );
+    check("a scale 4 bytes into a buffer", "16-byte aligned", &|| {
+        let mut d = case.pool.allocate_zeroed::<bf16>(256, &case.stream)?;
+        let view = scales.as_slice::<f32>()?;
+        let (first, second) = (view.slice(0..1)?, view.slice(1..2)?);
+        let call = MatmulCall::new::<F8E4M3, F8E4M3, bf16>(&a8, &a8, &mut d)?
+            .scale_a(&first)?
+            .scale_b(&second)?;
+        matmul.run(&fp8, call)
     })?;
     check(
         "a workspace smaller than the plan's",

@@ -82,7 +82,9 @@ impl<'a> MatmulCall<'a> {
         Ok(self)
     }
 
-    /// A's scale factor (FP8 inputs): D is computed from `scale_a * A`.
+    /// A's scale factor (FP8 inputs): D is computed from `scale_a * A`. Every scale and the
+    /// amax output must be 16-byte aligned (one `f32` at the start of a buffer, or 4 elements
+    /// apart in one): [`Matmul::run`](super::Matmul::run) refuses others.
     ///
     /// # Errors
     ///
@@ -213,11 +215,24 @@ impl<'a> MatmulCall<'a> {
                 return Err(unused("FP8 scale factors", desc));
             }
             holds(&"a scale factor", 1, scale.len())?;
+            if !scale.as_raw().is_multiple_of(SCALE_ALIGNMENT) {
+                return Err(Error::invalid_argument(format!(
+                    "a scale factor is at {:#x}, but cuBLASLt takes only {SCALE_ALIGNMENT}-byte \
+                     aligned scale pointers (it answers NOT_SUPPORTED for one 4 bytes into a \
+                     buffer)",
+                    scale.as_raw()
+                )));
+            }
             pointers[2 + index] = scale.as_raw();
         }
         Ok(pointers)
     }
 }
+
+/// The alignment of the scale and amax pointers cuBLASLt runs with: on the H200 (cuBLASLt
+/// 13.1) a scale 4 bytes into an allocation is NOT_SUPPORTED at `cublasLtMatmul`, one 256 bytes
+/// in is accepted.
+const SCALE_ALIGNMENT: u64 = 16;
 
 /// The error for a plan's need the call did not meet.
 fn missing(what: &str, desc: &dyn fmt::Display) -> Error {
