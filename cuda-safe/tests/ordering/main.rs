@@ -167,12 +167,12 @@ fn set_stream_while_the_old_stream_is_busy(stub: &Stub, fx: &Fixture) -> Verdict
     let moved = x.set_stream(&fx.second);
     stub.slow_gpu(false);
     moved.map_err(failed)?;
-    ensure(stub.calls("cuStreamWaitEvent") > 0, || {
-        "set_stream queued no wait on a busy stream".into()
-    })?;
     // SAFETY: the stub's `twice` doubles the N floats `x` holds (now on `second`).
     unsafe { launch(&fx.second, &fx.config, &fx.kernel, (&mut x, N)) }.map_err(failed)?;
     no_race(stub)?;
+    ensure(stub.calls("cuStreamWaitEvent") > 0, || {
+        "set_stream queued no wait on a busy stream".into()
+    })?;
     holds(&x, 8.0)?;
     no_race(stub)
 }
