@@ -38,6 +38,7 @@ CUresult cuLaunchHostFunc(void *stream, void (*function)(void *), void *data) {
         return CUDA_ERROR_INVALID_HANDLE;
     if (function == NULL)
         return CUDA_ERROR_INVALID_VALUE;
+    race_enqueue(stream, "cuLaunchHostFunc");
     if (!gpu_held) {
         function(data);
         return CUDA_SUCCESS;

@@ -328,9 +328,12 @@ static CUresult launch(const char *api, const struct launch_config *config,
         memcpy(&n, params[1], sizeof n);
         if (n > 0)
             CHECK(check_range(x, n * sizeof(float), 0, api));
+        race_access(race_enqueue(config->stream, api), x, n * sizeof(float), RACE_WRITE, api);
         float *values = (float *)(uintptr_t)x;
         for (size_t i = 0; i < n; i++)
             values[i] *= 2.0f;
+    } else {
+        race_enqueue(config->stream, api);
     }
     return CUDA_SUCCESS;
 }

@@ -287,6 +287,11 @@ static CUresult copy_3d(const char *api, const struct memcpy3d *p, void *stream)
     CHECK(resolve(api, p->dst_type, p->dst_host, p->dst_device, p->dst_array, p->dst_pitch,
                   p->dst_height, p->dst_x, p->dst_y, p->dst_z, p->width, p->height, p->depth,
                   &dst));
+    unsigned actor = race_enqueue(stream, api);
+    if (p->src_type != MEMORY_ARRAY)
+        race_access(actor, (CUdeviceptr)(uintptr_t)src.base, 1, RACE_READ, api);
+    if (p->dst_type != MEMORY_ARRAY)
+        race_access(actor, (CUdeviceptr)(uintptr_t)dst.base, 1, RACE_WRITE, api);
     for (size_t z = 0; z < p->depth; z++) {
         for (size_t y = 0; y < p->height; y++)
             memmove(dst.base + z * dst.slice + y * dst.pitch,

@@ -19,6 +19,8 @@ CUresult cuMemAllocAsync(CUdeviceptr *ptr, size_t size, void *stream) {
     if (made == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     made->device = context->device;
+    race_access(race_enqueue(stream, "cuMemAllocAsync"), made->ptr, size, RACE_ALLOC,
+                "cuMemAllocAsync");
     *ptr = made->ptr;
     return CUDA_SUCCESS;
 }
@@ -28,6 +30,8 @@ CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes, vo
     if (stream_context(stream, "cuMemcpyHtoDAsync_v2") == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
     CHECK(check_range(dst, bytes, 0, "cuMemcpyHtoDAsync_v2"));
+    race_access(race_enqueue(stream, "cuMemcpyHtoDAsync_v2"), dst, bytes, RACE_WRITE,
+                "cuMemcpyHtoDAsync_v2");
     memmove((void *)(uintptr_t)dst, src, bytes);
     return CUDA_SUCCESS;
 }
@@ -37,6 +41,8 @@ CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t bytes, void *st
     if (stream_context(stream, "cuMemcpyDtoHAsync_v2") == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
     CHECK(check_range(src, bytes, 0, "cuMemcpyDtoHAsync_v2"));
+    race_access(race_enqueue(stream, "cuMemcpyDtoHAsync_v2"), src, bytes, RACE_READ,
+                "cuMemcpyDtoHAsync_v2");
     memmove(dst, (const void *)(uintptr_t)src, bytes);
     return CUDA_SUCCESS;
 }

@@ -248,7 +248,9 @@ CUresult cuCtxGetDevice(CUdevice *device) {
 CUresult cuCtxSynchronize(void) {
     DRIVER("cuCtxSynchronize");
     note_wait_while_held("cuCtxSynchronize");
-    return need_current("cuCtxSynchronize");
+    CHECK(need_current("cuCtxSynchronize"));
+    race_sync_context(current);
+    return CUDA_SUCCESS;
 }
 
 CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest) {
@@ -330,14 +332,20 @@ CUresult cuStreamDestroy_v2(struct stream *stream) {
 CUresult cuStreamSynchronize(void *stream) {
     DRIVER("cuStreamSynchronize");
     note_wait_while_held("cuStreamSynchronize");
-    return stream_context(stream, "cuStreamSynchronize") != NULL ? CUDA_SUCCESS
-                                                                  : CUDA_ERROR_INVALID_HANDLE;
+    if (stream_context(stream, "cuStreamSynchronize") == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    race_sync_stream(stream);
+    return CUDA_SUCCESS;
 }
 
 CUresult cuStreamQuery(void *stream) {
     DRIVER("cuStreamQuery");
-    return stream_context(stream, "cuStreamQuery") != NULL ? CUDA_SUCCESS
-                                                            : CUDA_ERROR_INVALID_HANDLE;
+    if (stream_context(stream, "cuStreamQuery") == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (race_stream_busy(stream))
+        return CUDA_ERROR_NOT_READY;
+    race_sync_stream(stream);
+    return CUDA_SUCCESS;
 }
 
 /* The calling thread's capture mode: global (0) at first. */
@@ -402,7 +410,10 @@ CUresult cuStreamWaitEvent(void *stream, struct event *event, unsigned flags) {
         return CUDA_ERROR_INVALID_HANDLE;
     /* The event may belong to another context than the stream. */
     CHECK(context_error(event->context, "cuStreamWaitEvent"));
-    return flags <= 1 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    if (flags > 1)
+        return CUDA_ERROR_INVALID_VALUE;
+    race_wait(stream, event);
+    return CUDA_SUCCESS;
 }
 
 CUresult cuEventCreate(struct event **event, unsigned flags) {
@@ -422,6 +433,7 @@ CUresult cuEventDestroy_v2(struct event *event) {
         return CUDA_ERROR_INVALID_HANDLE;
     CHECK(context_error(event->context, "cuEventDestroy_v2"));
     event->head.alive = 0;
+    race_forget_event(event);
     stub_live_add(K_EVENT, -1);
     return CUDA_SUCCESS;
 }
@@ -437,6 +449,7 @@ CUresult cuEventRecord(struct event *event, void *stream) {
         return CUDA_ERROR_INVALID_HANDLE;
     event->recorded = 1;
     event->pending = gpu_held;
+    race_record(event, stream);
     return CUDA_SUCCESS;
 }
 
@@ -446,7 +459,9 @@ CUresult cuEventSynchronize(struct event *event) {
         return CUDA_ERROR_INVALID_HANDLE;
     if (event->pending)
         note_wait_while_held("cuEventSynchronize");
-    return context_error(event->context, "cuEventSynchronize");
+    CHECK(context_error(event->context, "cuEventSynchronize"));
+    race_sync_event(event);
+    return CUDA_SUCCESS;
 }
 
 CUresult cuEventQuery(struct event *event) {
@@ -454,7 +469,10 @@ CUresult cuEventQuery(struct event *event) {
     if (!valid(event, T_EVENT, "cuEventQuery"))
         return CUDA_ERROR_INVALID_HANDLE;
     CHECK(context_error(event->context, "cuEventQuery"));
-    return event->pending ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+    if (event->pending)
+        return CUDA_ERROR_NOT_READY;
+    race_sync_event(event);
+    return CUDA_SUCCESS;
 }
 
 /* Every event recorded while the GPU was held has finished. */

@@ -270,5 +270,6 @@ CUresult cuIpcOpenEventHandle(struct event **event, CUipcEventHandle handle) {
     if (!alive(record.event, T_EVENT))
         return CUDA_ERROR_INVALID_VALUE;
     *event = new_event(current, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING);
+    (*event)->ipc_source = record.event;
     return CUDA_SUCCESS;
 }

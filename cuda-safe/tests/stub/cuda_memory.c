@@ -308,6 +308,8 @@ CUresult cuMemAllocFromPoolAsync(CUdeviceptr *ptr, size_t size, struct pool *poo
         pool->reserved = pool->used;
     if (pool->reserved > pool->reserved_high)
         pool->reserved_high = pool->reserved;
+    race_access(race_enqueue(stream, "cuMemAllocFromPoolAsync"), made->ptr, size, RACE_ALLOC,
+                "cuMemAllocFromPoolAsync");
     *ptr = made->ptr;
     return CUDA_SUCCESS;
 }
@@ -316,6 +318,7 @@ CUresult cuMemFreeAsync(CUdeviceptr ptr, void *stream) {
     DRIVER_RELEASE("cuMemFreeAsync", abandon_allocation(ptr));
     if (stream_context(stream, "cuMemFreeAsync") == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
+    race_access(race_enqueue(stream, "cuMemFreeAsync"), ptr, 1, RACE_FREE, "cuMemFreeAsync");
     return release(ptr, A_POOL, "cuMemFreeAsync");
 }
 
@@ -329,6 +332,7 @@ CUresult cuMemHostAlloc(void **ptr, size_t size, unsigned flags) {
     struct allocation *made = allocate(size, A_HOST, NULL);
     if (made == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    race_access(race_host("cuMemHostAlloc"), made->ptr, size, RACE_ALLOC, "cuMemHostAlloc");
     *ptr = (void *)(uintptr_t)made->ptr;
     return CUDA_SUCCESS;
 }
@@ -336,6 +340,8 @@ CUresult cuMemHostAlloc(void **ptr, size_t size, unsigned flags) {
 CUresult cuMemFreeHost(void *ptr) {
     DRIVER_RELEASE("cuMemFreeHost", abandon_allocation((CUdeviceptr)(uintptr_t)ptr));
     CHECK(need_current("cuMemFreeHost"));
+    race_access(race_host("cuMemFreeHost"), (CUdeviceptr)(uintptr_t)ptr, 1, RACE_FREE,
+                "cuMemFreeHost");
     return release((CUdeviceptr)(uintptr_t)ptr, A_HOST, "cuMemFreeHost");
 }
 
@@ -347,6 +353,8 @@ CUresult cuMemAllocManaged(CUdeviceptr *ptr, size_t size, unsigned flags) {
     struct allocation *made = allocate(size, A_MANAGED, NULL);
     if (made == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    race_access(race_host("cuMemAllocManaged"), made->ptr, size, RACE_ALLOC,
+                "cuMemAllocManaged");
     *ptr = made->ptr;
     return CUDA_SUCCESS;
 }
@@ -360,6 +368,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t size) {
     struct allocation *made = allocate(size, A_DEVICE, NULL);
     if (made == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    race_access(race_host("cuMemAlloc_v2"), made->ptr, size, RACE_ALLOC, "cuMemAlloc_v2");
     *ptr = made->ptr;
     return CUDA_SUCCESS;
 }
@@ -369,6 +378,7 @@ CUresult cuMemFree_v2(CUdeviceptr ptr) {
     DRIVER_RELEASE("cuMemFree_v2", abandon_allocation(ptr));
     CHECK(need_current("cuMemFree_v2"));
     const struct allocation *a = find_allocation(ptr, 1);
+    race_access(race_host("cuMemFree_v2"), ptr, 1, RACE_FREE, "cuMemFree_v2");
     return release(ptr, a != NULL && a->kind == A_DEVICE ? A_DEVICE : A_MANAGED, "cuMemFree_v2");
 }
 
@@ -385,6 +395,8 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr *ptr, size_t *pitch, size_t width, size_
     if (made == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     made->device = current->device;
+    race_access(race_host("cuMemAllocPitch_v2"), made->ptr, made->size, RACE_ALLOC,
+                "cuMemAllocPitch_v2");
     *ptr = made->ptr;
     *pitch = padded;
     return CUDA_SUCCESS;
@@ -407,6 +419,9 @@ CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, void *str
                          "context current");
         return CUDA_ERROR_INVALID_VALUE;
     }
+    unsigned actor = race_enqueue(stream, "cuMemcpyAsync");
+    race_access(actor, src, bytes, RACE_READ, "cuMemcpyAsync");
+    race_access(actor, dst, bytes, RACE_WRITE, "cuMemcpyAsync");
     memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes);
     return CUDA_SUCCESS;
 }
@@ -421,6 +436,8 @@ static CUresult memset_2d(const char *api, CUdeviceptr dst, size_t pitch, unsign
     if (dst % word != 0 || (height > 1 && pitch < width * word))
         return CUDA_ERROR_INVALID_VALUE;
     CHECK(check_range(dst, (height - 1) * pitch + width * word, 0, api));
+    race_access(race_enqueue(stream, api), dst, (height - 1) * pitch + width * word, RACE_WRITE,
+                api);
     for (size_t row = 0; row < height; row++) {
         unsigned char *start = (unsigned char *)(uintptr_t)(dst + row * pitch);
         for (size_t i = 0; i < width; i++)

@@ -87,6 +87,7 @@ struct context *stream_context(const void *handle, const char *api) {
 void stub_driver_reset(void) {
     process_state = 0;
     ipc_reset();
+    race_reset();
 }
 
 /* ---- Control functions of the driver (exported for the tests). ---- */

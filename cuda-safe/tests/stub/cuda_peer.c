@@ -178,6 +178,9 @@ CUresult cuMemcpyPeerAsync(CUdeviceptr dst, struct context *dst_context, CUdevic
         return CUDA_SUCCESS;
     CHECK(check_side(dst, dst_context, bytes, "destination"));
     CHECK(check_side(src, src_context, bytes, "source"));
+    unsigned actor = race_enqueue(stream, "cuMemcpyPeerAsync");
+    race_access(actor, src, bytes, RACE_READ, "cuMemcpyPeerAsync");
+    race_access(actor, dst, bytes, RACE_WRITE, "cuMemcpyPeerAsync");
     memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes);
     return CUDA_SUCCESS;
 }

@@ -24,8 +24,9 @@
  * (managed memory's hints), cuda_vmm.c (virtual memory), cuda_copy.c (arrays, 2-D and 3-D
  * copies, mipmapped arrays), cuda_texture.c (texture and surface objects), cuda_peer.c (peer attributes, peer access, pool access, peer copies), cuda_ipc.c
  * (shareable pools, their buffers and IPC events), cuda_code.c (libraries, kernels, launches),
- * cuda_green.c (resources and green contexts) and cuda_async.c (host functions, and holding the
- * GPU's progress for the completion tests). Everything declared here is hidden: the
+ * cuda_green.c (resources and green contexts), cuda_async.c (host functions, and holding the
+ * GPU's progress for the completion tests) and cuda_race.c (the ordering race checker: which
+ * accesses of an allocation stream order leaves unordered). Everything declared here is hidden: the
  * shared object exports the CUDA entry points and the stub_* functions only.
  */
 #ifndef CUDA_SAFE_CUDA_STUB_H
@@ -116,7 +117,11 @@ struct stream {
     struct context *context;
     unsigned flags;
     int priority;
+    unsigned race_slot; /* the race checker's actor (cuda_race.c); 0 until first used */
 };
+
+struct vc;          /* a vector clock (cuda_race.c) */
+struct race_record; /* an allocation's last accesses (cuda_race.c) */
 
 #define CU_EVENT_DISABLE_TIMING 2u
 #define CU_EVENT_INTERPROCESS 4u
@@ -127,6 +132,8 @@ struct event {
     unsigned flags;
     int recorded;
     int pending; /* recorded while the GPU was held (stub_hold_gpu): not finished yet */
+    struct vc *race;                 /* the clock of its last record (cuda_race.c) */
+    const struct event *ipc_source; /* opened from an IPC handle: the event it stands for */
 };
 
 #define CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR 1u
@@ -173,6 +180,7 @@ struct allocation {
     int read_mostly;
     struct place preferred, prefetched;
     unsigned accessed_by; /* bit d: device d; bit DEVICE_COUNT: the host */
+    struct race_record *race; /* its last accesses (cuda_race.c) */
     struct allocation *next;
 };
 
@@ -268,6 +276,49 @@ extern int gpu_held;
 /* Notes a blocking wait made while the GPU is held (it would never return on a GPU whose work
  * cannot finish until the waiting thread lets it): a misuse. */
 void note_wait_while_held(const char *api);
+
+/* ---- The ordering race checker (cuda_race.c). ---- */
+
+/* How an operation uses an allocation. */
+enum race_access { RACE_READ, RACE_WRITE, RACE_FREE, RACE_ALLOC };
+
+/* An actor that is not tracked (the checker is off, or the stream unusable). */
+#define RACE_OFF 0xFFFFFFFFu
+
+/* Enters one operation `api` queued on `stream` (a stub stream or a default-stream handle of
+ * the current context) in the stream's order; returns the stream's actor for race_access. */
+unsigned race_enqueue(const void *stream, const char *api);
+
+/* Enters one synchronous operation of the host; returns the host's actor. */
+unsigned race_host(const char *api);
+
+/* Notes that the operation just entered by `actor` makes an access of `kind` to `bytes` at
+ * `ptr` (nothing for memory outside every live allocation); a race is recorded when an earlier
+ * conflicting access is not ordered before it. */
+void race_access(unsigned actor, CUdeviceptr ptr, size_t bytes, enum race_access kind,
+                 const char *api);
+
+/* cuEventRecord: the event keeps the stream's clock. */
+void race_record(struct event *event, const void *stream);
+
+/* cuStreamWaitEvent: the stream's later work comes after the event's record. */
+void race_wait(const void *stream, const struct event *event);
+
+/* The host has seen everything queued on `stream` (or before `event`'s record, or on every
+ * stream of `context`) finish. */
+void race_sync_stream(const void *stream);
+void race_sync_event(const struct event *event);
+void race_sync_context(const struct context *context);
+
+/* Forgets the races counted since the last reset, and makes the GPU prompt again (stub_reset). */
+void race_reset(void);
+
+/* Frees what the checker keeps for a destroyed event. */
+void race_forget_event(struct event *event);
+
+/* Whether cuStreamQuery must answer CUDA_ERROR_NOT_READY: the GPU is slow (stub_slow_gpu) and
+ * `stream` has work the host has not seen finish. */
+int race_stream_busy(const void *stream);
 
 /* ---- Allocations (cuda_memory.c). ---- */
 

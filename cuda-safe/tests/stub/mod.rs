@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 /// The C sources, compiled together: the control functions, the driver (`cuda_*.c`, sharing
 /// `cuda_stub.h`), NVRTC, NVML, and cuBLAS, cuBLASLt and cuRAND.
-const SOURCES: [&str; 17] = [
+const SOURCES: [&str; 18] = [
     "stub_control.c",
     "cuda_misc.c",
     "cuda_device.c",
@@ -28,6 +28,7 @@ const SOURCES: [&str; 17] = [
     "cuda_green.c",
     "cuda_cudarc.c",
     "cuda_async.c",
+    "cuda_race.c",
     "libnvrtc_stub.c",
     "libnvml_stub.c",
     "libblas_stub.c",
@@ -89,6 +90,12 @@ pub struct Stub {
     set_driver_version: unsafe extern "C" fn(c_int),
     play_other_process: unsafe extern "C" fn(c_int),
     hold_gpu: unsafe extern "C" fn(c_int),
+    races: unsafe extern "C" fn() -> u64,
+    first_race: unsafe extern "C" fn() -> *const c_char,
+    races_reset: unsafe extern "C" fn(),
+    races_state: unsafe extern "C" fn() -> c_int,
+    slow_gpu: unsafe extern "C" fn(c_int),
+    race_host_access: unsafe extern "C" fn(u64, usize, c_int),
     /// Keeps the functions above loaded (for the whole process: the stub is never unloaded).
     _library: libloading::Library,
 }
@@ -197,6 +204,53 @@ impl Stub {
     pub fn hold_gpu(&self, hold: bool) {
         // SAFETY: as `reset`; host functions released here run on this thread.
         unsafe { (self.hold_gpu)(c_int::from(hold)) }
+    }
+
+    /// Ordering races the checker of `cuda_race.c` found since the last reset
+    /// ([`reset`](Self::reset) or [`races_reset`](Self::races_reset)), and the first one's
+    /// description (both operations named).
+    #[allow(dead_code)] // The ordering test's control alone.
+    pub fn races(&self) -> (u64, String) {
+        // SAFETY: as `reset`; the description is a NUL-terminated buffer of the stub's, copied
+        // at once.
+        unsafe {
+            (
+                (self.races)(),
+                CStr::from_ptr((self.first_race)())
+                    .to_string_lossy()
+                    .into_owned(),
+            )
+        }
+    }
+
+    /// Forgets the races counted so far (the order the checker knows stays).
+    #[allow(dead_code)] // The ordering test's control alone.
+    pub fn races_reset(&self) {
+        // SAFETY: as `reset`.
+        unsafe { (self.races_reset)() }
+    }
+
+    /// Whether the race checker still runs (it turns itself off past 4096 streams).
+    #[allow(dead_code)] // The ordering test's control alone.
+    pub fn race_checker_on(&self) -> bool {
+        // SAFETY: as `reset`.
+        unsafe { (self.races_state)() != 0 }
+    }
+
+    /// Makes the GPU slow for `cuStreamQuery` (`true`): a stream with work the host has not
+    /// seen finish reports `CUDA_ERROR_NOT_READY`; or prompt again (`false`).
+    #[allow(dead_code)] // The ordering test's control alone.
+    pub fn slow_gpu(&self, slow: bool) {
+        // SAFETY: as `reset`.
+        unsafe { (self.slow_gpu)(c_int::from(slow)) }
+    }
+
+    /// Tells the race checker that the host reads (or, with `write`, writes) `bytes` at
+    /// `address` now (host-accessible memory the test touches itself).
+    #[allow(dead_code)] // The ordering test's control alone.
+    pub fn host_access(&self, address: u64, bytes: usize, write: bool) {
+        // SAFETY: as `reset`; the stub only looks the address up among its allocations.
+        unsafe { (self.race_host_access)(address, bytes, c_int::from(write)) }
     }
 
     /// Runs `make` as another process: the IPC event handles it takes carry another process
@@ -347,6 +401,12 @@ fn open(path: &Path) -> Stub {
         set_driver_version: function!("stub_set_driver_version"),
         play_other_process: function!("stub_play_other_process"),
         hold_gpu: function!("stub_hold_gpu"),
+        races: function!("stub_races"),
+        first_race: function!("stub_first_race"),
+        races_reset: function!("stub_races_reset"),
+        races_state: function!("stub_races_state"),
+        slow_gpu: function!("stub_slow_gpu"),
+        race_host_access: function!("stub_race_host_access"),
         _library: library,
     }
 }

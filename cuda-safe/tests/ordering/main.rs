@@ -1,0 +1,358 @@
+//! The crate's ordering rules against the stub driver's race checker (`tests/stub/cuda_race.c`:
+//! a happens-before model of stream order over the stub's synchronous GPU). Each case uses one
+//! rule across two streams and asserts that the checker saw no race and that the data is
+//! right; the checker's own case shows that an unordered pair is reported with both operations
+//! named. Take a rule's wait out of the crate and its case fails with the race
+//! (`lab/notes/ordering-races-2026-12.md` records that for several rules).
+//!
+//! Graph launches are not covered: the stub has no graphs.
+//!
+//! A `main` of its own (`harness = false`): the stub is built and the library variables are set
+//! before anything else runs.
+
+#[allow(dead_code)]
+#[path = "../stub/mod.rs"]
+mod stub;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use cuda_safe::dlpack::{DLDataType, Layout, StridedMemoryView};
+use cuda_safe::{
+    Buffer, Device, DeviceMemoryResource, Kernel, LaunchConfig, ObjectCode, PinnedMemoryResource,
+    Stream, launch,
+};
+use stub::{Installed, Stub};
+
+/// PTX text for the stub, which knows the kernel `twice` of any image.
+const PTX: &str = ".version 8.5\n.target sm_90\n.address_size 64\n.visible .entry twice()\n{\n}\n";
+
+/// Floats per buffer.
+const N: usize = 1024;
+
+/// A case's verdict: `Err` says what went wrong.
+type Verdict = Result<(), String>;
+
+/// What the cases work on: two streams of device 0's primary context, its pool, `twice`.
+struct Fixture {
+    device: Device,
+    first: Stream,
+    second: Stream,
+    pool: DeviceMemoryResource,
+    kernel: Kernel,
+    config: LaunchConfig,
+}
+
+fn ensure(holds: bool, what: impl FnOnce() -> String) -> Verdict {
+    if holds { Ok(()) } else { Err(what()) }
+}
+
+fn failed(error: cuda_safe::Error) -> String {
+    format!("unexpected error: {error}")
+}
+
+/// No race since the case began, and no misuse.
+fn no_race(stub: &Stub) -> Verdict {
+    let (races, first) = stub.races();
+    ensure(races == 0, || {
+        format!("{races} ordering races; the first: {first}")
+    })?;
+    let (misuses, last) = stub.misuse();
+    ensure(misuses == 0, || {
+        format!("{misuses} misuses; the last: {last}")
+    })
+}
+
+/// Every float of `buffer` is `expected` (read on the buffer's stream, which waits).
+fn holds(buffer: &Buffer, expected: f32) -> Verdict {
+    let values = buffer.to_vec::<f32>().map_err(failed)?;
+    ensure(values.iter().all(|&v| v == expected), || {
+        format!("expected {expected} everywhere, read {:?}...", &values[..4])
+    })
+}
+
+/// The checker itself: a memset queued on one stream over a buffer another stream filled, with
+/// no wait between, is one race naming both operations.
+fn the_checker_sees_an_unordered_pair(stub: &Stub, fx: &Fixture) -> Verdict {
+    let mut buffer = fx
+        .pool
+        .allocate_zeroed::<f32>(N, &fx.first)
+        .map_err(failed)?;
+    buffer.fill(1.0f32).map_err(failed)?;
+    let driver = cuda_safe::sys::driver().map_err(|e| e.to_string())?;
+    // SAFETY: N 4-byte words of a live buffer, on a live stream; the race is the point.
+    let code = unsafe { driver.cuMemsetD32Async(buffer.as_raw(), 0, N, fx.second.as_raw()) };
+    ensure(code.is_ok_and(|c| c.0 == 0), || {
+        "the raw memset failed".into()
+    })?;
+    fx.second.sync().map_err(failed)?;
+    let (races, first) = stub.races();
+    stub.races_reset();
+    ensure(races == 1, || {
+        format!("expected one race, saw {races}: {first}")
+    })?;
+    ensure(
+        first.contains("cuMemsetD32Async") && first.contains("writes") && first.contains("stream"),
+        || format!("the race does not name both memsets: {first}"),
+    )
+}
+
+/// `Buffer::copy_from` between buffers of two streams: the copy (on the destination's stream)
+/// comes after the source's fill, and the source's free after the copy.
+fn copy_across_streams(stub: &Stub, fx: &Fixture) -> Verdict {
+    let mut src = fx
+        .pool
+        .allocate_zeroed::<f32>(N, &fx.first)
+        .map_err(failed)?;
+    src.fill(3.0f32).map_err(failed)?;
+    let mut dst = fx
+        .pool
+        .allocate_zeroed::<f32>(N, &fx.second)
+        .map_err(failed)?;
+    dst.copy_from(&src).map_err(failed)?;
+    drop(src);
+    no_race(stub)?;
+    holds(&dst, 3.0)?;
+    no_race(stub)
+}
+
+/// A launch on one stream with a buffer of another: the kernel comes after the buffer's fill.
+fn launch_with_a_foreign_buffer(stub: &Stub, fx: &Fixture) -> Verdict {
+    let mut x = fx
+        .pool
+        .allocate_zeroed::<f32>(N, &fx.first)
+        .map_err(failed)?;
+    x.fill(1.5f32).map_err(failed)?;
+    // SAFETY: the stub's `twice` doubles the N floats `x` holds.
+    unsafe { launch(&fx.second, &fx.config, &fx.kernel, (&mut x, N)) }.map_err(failed)?;
+    no_race(stub)?;
+    holds(&x, 3.0)?;
+    no_race(stub)
+}
+
+/// A buffer dropped while another stream still uses it: its free (on its own stream) comes
+/// after a launch on the other stream and after a copy out of it on the other stream.
+fn a_buffer_dropped_while_another_stream_uses_it(stub: &Stub, fx: &Fixture) -> Verdict {
+    let mut x = fx
+        .pool
+        .allocate_from_host(&[2.0f32; N], &fx.first)
+        .map_err(failed)?;
+    // SAFETY: the stub's `twice` doubles the N floats `x` holds.
+    unsafe { launch(&fx.second, &fx.config, &fx.kernel, (&mut x, N)) }.map_err(failed)?;
+    drop(x);
+    let src = fx
+        .pool
+        .allocate_from_host(&[5.0f32; N], &fx.first)
+        .map_err(failed)?;
+    let mut dst = fx
+        .pool
+        .allocate_zeroed::<f32>(N, &fx.second)
+        .map_err(failed)?;
+    dst.copy_from(&src).map_err(failed)?;
+    drop(src);
+    no_race(stub)?;
+    holds(&dst, 5.0)?;
+    no_race(stub)
+}
+
+/// `Buffer::set_stream` while the old stream still has work (the GPU slow for
+/// `cuStreamQuery`): work on the new stream comes after the old stream's fill.
+fn set_stream_while_the_old_stream_is_busy(stub: &Stub, fx: &Fixture) -> Verdict {
+    let mut x = fx
+        .pool
+        .allocate_zeroed::<f32>(N, &fx.first)
+        .map_err(failed)?;
+    x.fill(4.0f32).map_err(failed)?;
+    stub.slow_gpu(true);
+    let moved = x.set_stream(&fx.second);
+    stub.slow_gpu(false);
+    moved.map_err(failed)?;
+    // SAFETY: the stub's `twice` doubles the N floats `x` holds (now on `second`).
+    unsafe { launch(&fx.second, &fx.config, &fx.kernel, (&mut x, N)) }.map_err(failed)?;
+    no_race(stub)?;
+    ensure(stub.calls("cuStreamWaitEvent") > 0, || {
+        "set_stream queued no wait on a busy stream".into()
+    })?;
+    holds(&x, 8.0)?;
+    no_race(stub)
+}
+
+/// A DLPack export to a consumer stream: the consumer's kernel comes after the producer's
+/// fill, and the buffer's free after the consumer's work queued before the deleter.
+fn dlpack_export_to_a_consumer_stream(stub: &Stub, fx: &Fixture) -> Verdict {
+    let mut buffer = fx
+        .pool
+        .allocate_zeroed::<f32>(N, &fx.first)
+        .map_err(failed)?;
+    buffer.fill(0.5f32).map_err(failed)?;
+    let shared = Arc::new(buffer);
+    let view = StridedMemoryView::from_buffer(
+        Arc::clone(&shared),
+        &[N as i64],
+        Layout::C,
+        DLDataType::F32,
+    )
+    .map_err(failed)?;
+    let exported = view
+        .into_dlpack_versioned(Some(&fx.second))
+        .map_err(failed)?;
+    // SAFETY: `exported` is the live tensor just handed out; its data is N floats.
+    let data = unsafe { (*exported).dl_tensor.data } as u64;
+    // SAFETY: the stub's `twice` doubles the N floats at `data`, which the export keeps alive.
+    unsafe { launch(&fx.second, &fx.config, &fx.kernel, (data, N)) }.map_err(failed)?;
+    // SAFETY: the tensor came from `into_dlpack_versioned` and is deleted once, here.
+    unsafe {
+        let deleter = (*exported).deleter.expect("the export's deleter");
+        deleter(exported);
+    }
+    no_race(stub)?;
+    let buffer = Arc::into_inner(shared).ok_or("the deleter kept the buffer")?;
+    holds(&buffer, 1.0)?;
+    // The last reference: its free on `first` after the consumer's kernel.
+    drop(buffer);
+    no_race(stub)
+}
+
+/// A deleter called while only the export holds the buffer: its free on the producer's stream
+/// comes after the consumer's kernel.
+fn dlpack_deleter_frees_after_the_consumer(stub: &Stub, fx: &Fixture) -> Verdict {
+    let buffer = fx
+        .pool
+        .allocate_from_host(&[1.0f32; N], &fx.first)
+        .map_err(failed)?;
+    let view = StridedMemoryView::from_buffer(buffer, &[N as i64], Layout::C, DLDataType::F32)
+        .map_err(failed)?;
+    let exported = view
+        .into_dlpack_versioned(Some(&fx.second))
+        .map_err(failed)?;
+    // SAFETY: as in the case above.
+    let data = unsafe { (*exported).dl_tensor.data } as u64;
+    // SAFETY: as above.
+    unsafe { launch(&fx.second, &fx.config, &fx.kernel, (data, N)) }.map_err(failed)?;
+    // SAFETY: as above; this drops the buffer, queueing its free on `first`.
+    unsafe {
+        let deleter = (*exported).deleter.expect("the export's deleter");
+        deleter(exported);
+    }
+    no_race(stub)
+}
+
+/// The completion futures: a download resolves after the kernel that wrote the buffer (its
+/// staging block reused by a download on another stream), and a stream's completion orders
+/// the host's read of pinned memory after the stream's work.
+fn completion_futures_order_the_host(stub: &Stub, fx: &Fixture) -> Verdict {
+    let mut x = fx
+        .pool
+        .allocate_from_host(&[1.0f32; N], &fx.first)
+        .map_err(failed)?;
+    // SAFETY: the stub's `twice` doubles the N floats `x` holds.
+    unsafe { launch(&fx.first, &fx.config, &fx.kernel, (&mut x, N)) }.map_err(failed)?;
+    let read = pollster::block_on(x.to_vec_async::<f32>()).map_err(failed)?;
+    ensure(read.iter().all(|&v| v == 2.0), || {
+        "the download is wrong".into()
+    })?;
+    let mut y = fx
+        .pool
+        .allocate_zeroed::<f32>(N, &fx.second)
+        .map_err(failed)?;
+    y.fill(7.0f32).map_err(failed)?;
+    let read = pollster::block_on(y.to_vec_async::<f32>()).map_err(failed)?;
+    ensure(read.iter().all(|&v| v == 7.0), || {
+        "the second download is wrong".into()
+    })?;
+    let pinned = PinnedMemoryResource::new(&fx.device).map_err(failed)?;
+    let mut host = pinned
+        .allocate_zeroed::<f32>(N, &fx.second)
+        .map_err(failed)?;
+    host.fill(9.0f32).map_err(failed)?;
+    pollster::block_on(fx.second.completion()).map_err(failed)?;
+    stub.host_access(host.as_raw(), 4 * N, false);
+    let values = host.as_host_slice::<f32>().map_err(failed)?;
+    ensure(values.iter().all(|&v| v == 9.0), || {
+        "the pinned buffer is wrong".into()
+    })?;
+    no_race(stub)
+}
+
+fn main() -> ExitCode {
+    let stub = match stub::install() {
+        Installed::Ready(stub) => stub,
+        Installed::Skipped(reason) => {
+            println!("ordering: skipped: {reason}");
+            return ExitCode::SUCCESS;
+        }
+    };
+    let fixture = Device::new(0).and_then(|device| {
+        device.context()?.bind()?;
+        Ok(Fixture {
+            first: device.create_stream(Default::default())?,
+            second: device.create_stream(Default::default())?,
+            pool: device.default_memory_resource()?,
+            kernel: ObjectCode::from_ptx(PTX)?.get_kernel("twice")?,
+            config: LaunchConfig::for_num_elements(N, 256)?,
+            device,
+        })
+    });
+    let fx = &fixture.expect("the fixture on the stub");
+    type Case = fn(&Stub, &Fixture) -> Verdict;
+    let cases: [(&str, Case); 8] = [
+        (
+            "the checker sees an unordered pair",
+            the_checker_sees_an_unordered_pair,
+        ),
+        ("copy across streams", copy_across_streams),
+        ("launch with a foreign buffer", launch_with_a_foreign_buffer),
+        (
+            "a buffer dropped while another stream uses it",
+            a_buffer_dropped_while_another_stream_uses_it,
+        ),
+        (
+            "set_stream while the old stream is busy",
+            set_stream_while_the_old_stream_is_busy,
+        ),
+        (
+            "DLPack export to a consumer stream",
+            dlpack_export_to_a_consumer_stream,
+        ),
+        (
+            "DLPack deleter frees after the consumer",
+            dlpack_deleter_frees_after_the_consumer,
+        ),
+        (
+            "completion futures order the host",
+            completion_futures_order_the_host,
+        ),
+    ];
+    let mut failures = 0;
+    for (name, case) in cases {
+        // Everything before the case is known finished: each case starts from a quiet GPU.
+        fx.first
+            .sync()
+            .and_then(|()| fx.second.sync())
+            .expect("the streams drain");
+        stub.reset();
+        let verdict = case(stub, fx);
+        fx.first
+            .sync()
+            .and_then(|()| fx.second.sync())
+            .expect("the streams drain");
+        match verdict {
+            Ok(()) => println!("ok   {name}"),
+            Err(why) => {
+                failures += 1;
+                println!("FAIL {name}: {why}");
+            }
+        }
+    }
+    ensure(stub.race_checker_on(), || {
+        "the race checker turned itself off".into()
+    })
+    .expect("the checker runs");
+    if failures == 0 {
+        println!("ordering: {} cases passed", cases.len());
+        ExitCode::SUCCESS
+    } else {
+        println!("ordering: {failures} of {} cases failed", cases.len());
+        ExitCode::FAILURE
+    }
+}
