@@ -1,6 +1,6 @@
 // Which FP8 cublasLtMatmul setups the H200's cuBLASLt accepts: m=n=256, k=512, e4m3 TN, D bf16,
-// without scales, with A/B scale pointers set after or before the heuristic, and with the B
-// scale 4 bytes or 256 bytes after the A scale. Prints one line per case: the status.
+// without scales, and with A/B scale pointers whose B scale sits 4 to 256 bytes after the A
+// scale (the A scale at the start of an allocation). Prints one line per case: the status.
 //   gcc -O2 fp8_scale_probe.c -I/usr/local/cuda/include -I/usr/local/cuda/include/cccl \
 //       -L/usr/local/cuda/lib64 -lcuda -lcublasLt -o fp8_scale_probe
 #include <cuda.h>
@@ -54,14 +54,9 @@ int main(void) {
   CK(cuMemsetD8(A, 0x38, 8192 * 8192)); CK(cuMemsetD8(B, 0x38, 8192 * 8192));
   float quarter[256]; for (int i = 0; i < 256; i++) quarter[i] = 0.25f;
   CK(cuMemcpyHtoD(S, quarter, sizeof quarter));
-  int shapes[][3] = {{256, 256, 512}, {8192, 8192, 8192}};
-  for (int i = 0; i < 2; i++) {
-    int m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
-    printf("%dx%dx%d no scales:                 %s\n", m, n, k, run(0, 0, 0, m, n, k));
-    printf("%dx%dx%d scales after heuristic, +4:   %s\n", m, n, k, run(1, 0, 4, m, n, k));
-    printf("%dx%dx%d scales after heuristic, +256: %s\n", m, n, k, run(1, 0, 256, m, n, k));
-    printf("%dx%dx%d scales before heuristic, +4:  %s\n", m, n, k, run(1, 1, 4, m, n, k));
-    printf("%dx%dx%d scales before heuristic, +256:%s\n", m, n, k, run(1, 1, 256, m, n, k));
-  }
+  size_t offsets[] = {4, 8, 16, 32, 64, 128, 256};
+  printf("256x256x512 no scales: %s\n", run(0, 0, 0, 256, 256, 512));
+  for (int i = 0; i < 7; i++)
+    printf("256x256x512 B scale %3zu bytes after A's: %s\n", offsets[i], run(1, 0, offsets[i], 256, 256, 512));
   return 0;
 }
