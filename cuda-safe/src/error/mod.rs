@@ -26,13 +26,14 @@ use nvrtc_sys::nvrtcResult;
 mod capture;
 mod check;
 mod display;
+mod kinds;
 #[cfg(any(feature = "blas", feature = "rand"))]
 mod libraries;
 mod nvjitlink_codes;
 #[cfg(test)]
 mod tests;
 
-use capture::{CaptureHint, capture_hint};
+use capture::CaptureHint;
 pub(crate) use check::{
     check, check_nvjitlink, check_nvml, check_nvrtc, check_ready, cu, cu_ready, nvjitlink, nvml,
     nvrtc,
@@ -383,94 +384,6 @@ impl Error {
         match self {
             Self::Link { log, .. } => Some(log),
             _ => None,
-        }
-    }
-
-    /// Whether memory ran out: the driver's `CUDA_ERROR_OUT_OF_MEMORY`, NVRTC's or NVML's
-    /// out-of-memory code (also when wrapped by another error of this crate).
-    pub fn is_out_of_memory(&self) -> bool {
-        match self {
-            Self::Cuda { code, .. } => *code == CUresult::CUDA_ERROR_OUT_OF_MEMORY,
-            Self::Nvrtc { code, .. } => *code == nvrtcResult::NVRTC_ERROR_OUT_OF_MEMORY,
-            Self::Nvml { code, .. } => *code == nvmlReturn_t::NVML_ERROR_MEMORY,
-            #[cfg(feature = "blas")]
-            Self::Cublas { code, .. } => *code == cublasStatus_t::CUBLAS_STATUS_ALLOC_FAILED,
-            #[cfg(feature = "rand")]
-            Self::Curand { code, .. } => *code == curandStatus_t::CURAND_STATUS_ALLOCATION_FAILED,
-            other => other.cause().is_some_and(Error::is_out_of_memory),
-        }
-    }
-
-    /// Whether what was asked is not supported here, whoever says so: the crate
-    /// ([`Error::Unsupported`]), the driver (`CUDA_ERROR_NOT_SUPPORTED` and the
-    /// `CUDA_ERROR_UNSUPPORTED_*` codes), NVML (`NVML_ERROR_NOT_SUPPORTED`), or a library too
-    /// old to have the entry point at all ([`Error::is_symbol_missing`]).
-    pub fn is_not_supported(&self) -> bool {
-        match self {
-            Self::Unsupported { .. } => true,
-            Self::Load(LoadError::SymbolMissing { .. }) => true,
-            Self::Cuda { code, .. } => matches!(
-                *code,
-                CUresult::CUDA_ERROR_NOT_SUPPORTED
-                    | CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION
-                    | CUresult::CUDA_ERROR_UNSUPPORTED_LIMIT
-                    | CUresult::CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY
-                    | CUresult::CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC
-            ),
-            Self::Nvml { code, .. } => *code == nvmlReturn_t::NVML_ERROR_NOT_SUPPORTED,
-            // NVJITLINK_ERROR_UNSUPPORTED_ARCH, which only the CUDA 13 header names.
-            Self::NvJitLink { code, .. } => code.0 == 17,
-            #[cfg(feature = "blas")]
-            Self::Cublas { code, .. } => matches!(
-                *code,
-                cublasStatus_t::CUBLAS_STATUS_NOT_SUPPORTED
-                    | cublasStatus_t::CUBLAS_STATUS_ARCH_MISMATCH
-            ),
-            #[cfg(feature = "blas")]
-            Self::MatmulRefused { .. } => true,
-            #[cfg(feature = "rand")]
-            Self::Curand { code, .. } => matches!(
-                *code,
-                curandStatus_t::CURAND_STATUS_ARCH_MISMATCH
-                    | curandStatus_t::CURAND_STATUS_DOUBLE_PRECISION_REQUIRED
-            ),
-            other => other.cause().is_some_and(Error::is_not_supported),
-        }
-    }
-
-    /// Whether the driver refused work because of a stream capture: work not allowed while a
-    /// stream captures (a synchronization, the legacy default stream, a call prohibited by the
-    /// capture's mode), a capture that was invalidated, not joined, merged or ended on the
-    /// wrong thread (`CUDA_ERROR_STREAM_CAPTURE_*`, `CUDA_ERROR_CAPTURED_EVENT`).
-    pub fn is_capture_error(&self) -> bool {
-        match self {
-            Self::Cuda { code, .. } => capture_hint(*code).is_some(),
-            other => other.cause().is_some_and(Error::is_capture_error),
-        }
-    }
-
-    /// Whether this process has no usable CUDA driver or GPU: `libcuda` (or NVML) could not
-    /// be loaded, or the driver says there is no device or that it is too old or not loaded.
-    /// Tests and tools use it to skip GPU work with a reason instead of failing.
-    pub fn is_no_device(&self) -> bool {
-        match self {
-            Self::Load(LoadError::LibraryNotFound { library, .. }) => {
-                *library == cuda_sys::LIBCUDA.name || *library == nvml_sys::LIBNVML.name
-            }
-            Self::Cuda { code, .. } => matches!(
-                *code,
-                CUresult::CUDA_ERROR_NO_DEVICE
-                    | CUresult::CUDA_ERROR_NOT_INITIALIZED
-                    | CUresult::CUDA_ERROR_SYSTEM_DRIVER_MISMATCH
-                    | CUresult::CUDA_ERROR_STUB_LIBRARY
-                    | CUresult::CUDA_ERROR_DEVICE_UNAVAILABLE
-            ),
-            Self::Nvml { code, .. } => matches!(
-                *code,
-                nvmlReturn_t::NVML_ERROR_DRIVER_NOT_LOADED
-                    | nvmlReturn_t::NVML_ERROR_LIBRARY_NOT_FOUND
-            ),
-            _ => false,
         }
     }
 

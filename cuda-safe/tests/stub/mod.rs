@@ -32,6 +32,7 @@ const SOURCES: [&str; 18] = [
     "libnvrtc_stub.c",
     "libnvml_stub.c",
     "libblas_stub.c",
+    "libcurand_stub.c",
 ];
 
 /// The kinds of objects the stub counts, in the order of [`Live`] (`range` and `chunk`: VMM
