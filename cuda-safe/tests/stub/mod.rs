@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 /// The C sources, compiled together: the control functions, the driver (`cuda_*.c`, sharing
 /// `cuda_stub.h`), NVRTC, NVML, and cuBLAS, cuBLASLt and cuRAND.
-const SOURCES: [&str; 18] = [
+const SOURCES: &[&str] = &[
     "stub_control.c",
     "cuda_misc.c",
     "cuda_device.c",
@@ -349,7 +349,7 @@ fn compile(output: &Path) -> Result<(), String> {
             "-o",
         ])
         .arg(output)
-        .args(SOURCES.map(|source| sources.join(source)))
+        .args(SOURCES.iter().map(|source| sources.join(source)))
         .arg("-lm")
         .output();
     match result {
