@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use crate::{Attempt, LoadError};
 
 /// Opens the first of `candidates` that is not refused before the dynamic loader sees it (see
-/// [`not_a_regular_file`]) and that the dynamic loader accepts: its path and handle. The error
-/// names the library `name` and lists every candidate tried, with the reason for each.
+/// [`refusal`]) and that the dynamic loader accepts: its path and handle. The error names the
+/// library `name` and lists every candidate tried, with the reason for each.
 ///
 /// # Safety
 ///
@@ -19,7 +19,7 @@ pub(crate) unsafe fn open_first_candidate(
 ) -> Result<(PathBuf, libloading::Library), LoadError> {
     let mut tried = Vec::new();
     for candidate in candidates {
-        if let Some(reason) = not_a_regular_file(&candidate) {
+        if let Some(reason) = refusal(&candidate) {
             tried.push(Attempt {
                 candidate: candidate.display().to_string(),
                 reason,
@@ -76,6 +76,33 @@ unsafe fn open_path(
     unsafe { libloading::Library::new(path) }
 }
 
+/// Why `candidate` is not handed to the dynamic loader: a relative path (see
+/// [`relative_path`]), or not a regular file (see [`not_a_regular_file`]). Every library's
+/// candidates pass here, an override variable's value (`CUDA_SAFE_LIBNCCL`) among them, so
+/// the rule is the same for all of them.
+fn refusal(candidate: &Path) -> Option<String> {
+    relative_path(candidate).or_else(|| not_a_regular_file(candidate))
+}
+
+/// The reason a relative path (`./libnccl.so.2`, `lib/libcuda.so.1`: one with a folder, which
+/// the dynamic loader opens as it is) is refused: it would resolve against whatever the working
+/// directory is, so a library planted there would be loaded, as the toolkit roots' rule says
+/// ([`LibrarySpec::search_dirs`](crate::LibrarySpec::search_dirs)). An override naming one is
+/// still the only candidate (an explicit choice is never replaced by another library): the
+/// load fails, saying why. A bare file name (`libnccl.so.2`) is searched for by the loader, not
+/// in the working directory, and passes.
+fn relative_path(candidate: &Path) -> Option<String> {
+    let folder = candidate.parent()?;
+    if candidate.is_absolute() || folder.as_os_str().is_empty() {
+        return None;
+    }
+    Some(
+        "a relative path, not opened: it would resolve against the working directory; give an \
+         absolute path"
+            .to_owned(),
+    )
+}
+
 /// Why `candidate` is not handed to the dynamic loader: it is a path (it holds a `/`, so the
 /// loader would open it as it is rather than search for it) to something other than a regular
 /// file. `dlopen` of a FIFO blocks until a writer appears, and opening a device file can block
@@ -115,7 +142,7 @@ fn not_a_regular_file(candidate: &Path) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::not_a_regular_file;
+    use super::{not_a_regular_file, refusal, relative_path};
     use crate::{EntryPoint, Library, LoadError};
     use std::path::{Path, PathBuf};
 
@@ -203,6 +230,37 @@ mod tests {
         std::fs::write(&file, b"not a library").expect("write");
         assert_eq!(not_a_regular_file(&file), None);
         let _ = std::fs::remove_file(&file);
+    }
+
+    #[test]
+    fn relative_paths_are_refused_and_bare_names_and_absolute_paths_are_not() {
+        for relative in ["./libcuda.so.1", "lib/libcuda.so.1", "../x/libnccl.so.2"] {
+            let reason = refusal(Path::new(relative)).expect("refused");
+            assert!(
+                reason.starts_with("a relative path, not opened"),
+                "{reason}"
+            );
+        }
+        assert_eq!(relative_path(Path::new("libcuda.so.1")), None);
+        assert_eq!(
+            relative_path(Path::new("/opt/cuda/lib64/libcuda.so.1")),
+            None
+        );
+        // SAFETY: the only candidate is refused before the dynamic loader sees it.
+        let error = unsafe {
+            Library::open_first(
+                "the probe",
+                [PathBuf::from("./libc.so.6")],
+                &NO_ENTRY_POINTS,
+            )
+        }
+        .unwrap_err();
+        let LoadError::LibraryNotFound { tried, .. } = &error else {
+            panic!("wrong error: {error:?}");
+        };
+        assert_eq!(tried.len(), 1);
+        assert_eq!(tried[0].candidate, "./libc.so.6");
+        assert!(tried[0].reason.contains("working directory"), "{error}");
     }
 
     #[test]

@@ -10,7 +10,9 @@ pub struct LibrarySpec {
     pub name: &'static str,
     /// Environment variable holding an explicit path. When it is set (and not empty), that
     /// path is the only candidate: an explicit choice is never silently replaced by another
-    /// library.
+    /// library. A relative path (one with a folder, `./libnccl.so.2`) is never opened, whichever
+    /// library it is for: it would resolve against the working directory, so the load fails,
+    /// naming it and why; a bare file name goes to the dynamic loader's search.
     pub env_var: &'static str,
     /// Versioned file names, tried first through the system's search path, in order.
     pub file_names: &'static [&'static str],

@@ -88,7 +88,8 @@ pub(super) fn kernel_params(
 impl Graph {
     /// Adds a kernel node, after `dependencies`, that launches `kernel` with `config` and
     /// `args` (`cuGraphAddKernelNode`), the same typed arguments [`launch`](crate::launch)
-    /// takes, checked against the kernel's parameter list when the driver reports it.
+    /// takes, checked against the kernel's parameter list when the driver reports it (as
+    /// [`launch`](crate::launch) says, also when it failed partway).
     ///
     /// The graph keeps the kernel loaded and every `Arc<Buffer>` argument alive; the
     /// arguments' values are copied now.

@@ -71,10 +71,16 @@ impl Kernel {
         &self.name
     }
 
-    /// The parameter list (`None` when the driver predates `cuKernelGetParamInfo`, CUDA 12.4),
-    /// read from the driver once. The driver needs a current context for it: with none, this
-    /// returns `None` and reads again next time ([`launch`](crate::launch) reads it in the
-    /// stream's context).
+    /// The parameter list, read from the driver once. The driver needs a current context for
+    /// it: with none, this returns `None` and reads again next time ([`launch`](crate::launch)
+    /// reads it in the stream's context).
+    ///
+    /// `None` for good, and nothing logged, when the driver predates `cuKernelGetParamInfo`
+    /// (CUDA 12.4: the symbol is missing) or answers `CUDA_ERROR_NOT_SUPPORTED`. `None` for
+    /// good, too, when the driver fails otherwise: the failure is logged once for the kernel
+    /// (at error level, naming the call and its error; its clones share the read), never read
+    /// again, and launches then check the parameters read before the failure
+    /// ([`launch`](crate::launch) says how).
     #[doc = cuda_sys::api_doc!(cuKernelGetParamInfo)]
     #[doc(alias = "cuKernelGetParamInfo")]
     #[inline]
@@ -83,6 +89,7 @@ impl Kernel {
             Some(known) => known.as_ref(),
             None => self.read_params(),
         }
+        .filter(|params| params.complete())
         .map(Params::list)
     }
 
@@ -96,16 +103,41 @@ impl Kernel {
         self.read_params()
     }
 
+    /// The parameter list (a prefix when the driver failed partway), read now: kept for the
+    /// clones, and a failure logged by the one reader whose answer is kept.
     #[cold]
     fn read_params(&self) -> Option<&Params> {
         match params::read(self.driver(), self.raw) {
             ParamRead::Known(list) => self.params.get_or_init(|| Some(list)).as_ref(),
             ParamRead::Unknowable => self.params.get_or_init(|| None).as_ref(),
             ParamRead::NotYet => None,
+            ParamRead::Failed { known, error } => {
+                let read = known.list().len();
+                let mut kept = false;
+                let params = self.params.get_or_init(|| {
+                    kept = true;
+                    Some(known)
+                });
+                if kept {
+                    let checked = match read {
+                        0 => "its launches' arguments go unchecked".to_owned(),
+                        _ => format!(
+                            "its launches check only that the first {read} arguments have the \
+                             sizes of its first {read} parameters"
+                        ),
+                    };
+                    log::error!(
+                        "cuda-safe: reading the parameters of kernel `{}` failed at parameter \
+                         {read}: {error}; {checked}",
+                        self.name
+                    );
+                }
+                params.as_ref()
+            }
         }
     }
 
-    /// The number of parameters, when known.
+    /// The number of parameters, when known (see [`params`](Self::params)).
     pub fn param_count(&self) -> Option<usize> {
         self.params().map(<[ParamInfo]>::len)
     }

@@ -1,5 +1,6 @@
 //! A kernel's parameter list, as the driver reports it (`cuKernelGetParamInfo`, CUDA 12.4 on).
 
+use crate::error::Error;
 use cuda_sys::{CUkernel, CUresult, Driver, LoadError};
 
 /// One parameter of a kernel, from `cuKernelGetParamInfo`.
@@ -11,10 +12,14 @@ pub struct ParamInfo {
     pub size: usize,
 }
 
-/// A kernel's parameter list, with the sizes also packed in place for the launch check.
+/// A kernel's parameter list, with the sizes also packed in place for the launch check; or,
+/// when the driver failed partway through the list, the parameters read before the failure.
 #[derive(Debug)]
 pub(crate) struct Params {
     list: Box<[ParamInfo]>,
+    /// Whether `list` is the whole list; `false` when the driver failed at index `list.len()`,
+    /// so the kernel has at least that many parameters, of which only these are known.
+    complete: bool,
     /// The sizes of a list of at most [`PACKED`] parameters: the launch check compares them
     /// without reading the list, which lives elsewhere in memory (one cache line fewer on each
     /// launch, which counts when launches are far apart and the line has gone cold).
@@ -56,13 +61,30 @@ impl Params {
         let packed = PackedSizes::pack(list.iter().map(|param| param.size));
         Self {
             list: list.into_boxed_slice(),
+            complete: true,
             packed,
         }
     }
 
-    /// The parameters, in order.
+    /// The first parameters of a list the driver failed to read to its end: arguments fit
+    /// when there are at least as many and these come first (never packed, so the complete
+    /// lists' check is unchanged).
+    pub(super) fn prefix(list: Vec<ParamInfo>) -> Self {
+        Self {
+            list: list.into_boxed_slice(),
+            complete: false,
+            packed: None,
+        }
+    }
+
+    /// The parameters, in order (only the first ones when not [`complete`](Self::complete)).
     pub(crate) fn list(&self) -> &[ParamInfo] {
         &self.list
+    }
+
+    /// Whether [`list`](Self::list) is the whole list.
+    pub(crate) fn complete(&self) -> bool {
+        self.complete
     }
 
     /// Whether arguments of these `sizes` fit the parameters, one for one.
@@ -70,15 +92,24 @@ impl Params {
     pub(crate) fn fit(&self, sizes: &[usize]) -> bool {
         match self.packed {
             Some(packed) => PackedSizes::pack(sizes.iter().copied()) == Some(packed),
-            None => {
-                self.list.len() == sizes.len()
-                    && self
-                        .list
-                        .iter()
-                        .zip(sizes)
-                        .all(|(param, &size)| param.size == size)
-            }
+            None => self.fit_unpacked(sizes),
         }
+    }
+
+    /// [`fit`](Self::fit) for a list that is not packed: a long or wide one, or a prefix.
+    #[cold]
+    fn fit_unpacked(&self, sizes: &[usize]) -> bool {
+        let count_fits = if self.complete {
+            self.list.len() == sizes.len()
+        } else {
+            self.list.len() <= sizes.len()
+        };
+        count_fits
+            && self
+                .list
+                .iter()
+                .zip(sizes)
+                .all(|(param, &size)| param.size == size)
     }
 }
 
@@ -88,8 +119,16 @@ pub(super) enum ParamRead {
     Known(Params),
     /// The driver cannot tell (before CUDA 12.4): no checks.
     Unknowable,
-    /// No context was current, or the driver failed for now: a later read may succeed.
+    /// No context was current: a later read, in a context, may succeed.
     NotYet,
+    /// The driver failed at index `known.list().len()`: the parameters before it (a prefix,
+    /// possibly empty) and the error.
+    Failed {
+        /// The parameters read before the failure.
+        known: Params,
+        /// The failed call's error.
+        error: Error,
+    },
 }
 
 /// The most parameters a kernel can have (its parameters fit in 32,764 bytes), bounding the
@@ -97,8 +136,10 @@ pub(super) enum ParamRead {
 const MAX_PARAMS: usize = 32_764;
 
 /// Reads the kernel's parameter list (`cuKernelGetParamInfo`, which needs a current context).
-/// The driver's answers are told apart here (an index past the end ends the list), so the call
-/// is made directly rather than through `cu!`.
+/// The driver's answers are told apart here (an index past the end ends the list; no current
+/// context is "not yet"; `CUDA_ERROR_NOT_SUPPORTED` or a missing symbol, an old driver, is
+/// "never"; any other error a failure, kept with the parameters read before it), so the call is
+/// made directly rather than through `cu!`.
 #[cold]
 pub(super) fn read(driver: &'static Driver, kernel: CUkernel) -> ParamRead {
     let mut params = Vec::new();
@@ -111,8 +152,18 @@ pub(super) fn read(driver: &'static Driver, kernel: CUkernel) -> ParamRead {
             // The driver cannot tell, now or later.
             Ok(CUresult::CUDA_ERROR_NOT_SUPPORTED) => return ParamRead::Unknowable,
             Err(LoadError::SymbolMissing { .. }) => return ParamRead::Unknowable,
-            // No context, or a transient error: unknown for now, asked again next time.
-            Ok(_) | Err(_) => return ParamRead::NotYet,
+            // No context: unknown for now, asked again next time (in a context).
+            Ok(CUresult::CUDA_ERROR_INVALID_CONTEXT) => return ParamRead::NotYet,
+            failed => {
+                let error = match failed {
+                    Ok(code) => Error::cuda("cuKernelGetParamInfo", code),
+                    Err(error) => Error::Load(error),
+                };
+                return ParamRead::Failed {
+                    known: Params::prefix(params),
+                    error,
+                };
+            }
         }
     }
     ParamRead::Unknowable
@@ -157,6 +208,19 @@ mod tests {
         assert!(!saxpy.fit(&[4, 8, 8, 8, 8 + 65_536]));
         assert!(params(&[]).fit(&[]));
         assert!(!params(&[]).fit(&[0]));
+    }
+
+    #[test]
+    fn a_prefix_fits_longer_arguments_that_begin_with_its_sizes() {
+        let known = Params::prefix(vec![ParamInfo { offset: 0, size: 8 }]);
+        assert!(!known.complete() && known.packed.is_none());
+        assert!(known.fit(&[8]));
+        assert!(known.fit(&[8, 4, 16]));
+        assert!(!known.fit(&[]));
+        assert!(!known.fit(&[4, 8]));
+        assert!(Params::prefix(Vec::new()).fit(&[]));
+        assert!(Params::prefix(Vec::new()).fit(&[1, 2]));
+        assert!(params(&[8]).complete() && !params(&[8]).fit(&[8, 4]));
     }
 
     proptest! {

@@ -39,7 +39,7 @@ pub use config::{Dim3, LaunchConfig};
 
 use crate::context::Context;
 use crate::error::{Error, Result, cu};
-use crate::kernel::{Kernel, ParamInfo};
+use crate::kernel::{Kernel, ParamInfo, Params};
 use crate::ordering::ForeignStreams;
 use crate::stream::Stream;
 use cuda_sys::{
@@ -51,7 +51,7 @@ use cuda_sys::{
 const ATTRIBUTE_SLOTS: usize = 10;
 
 /// Checks the arguments against the kernel's parameter list (read in `context` the first
-/// time), when the driver gives one.
+/// time), when the driver gives one, or against the parameters it gave before failing.
 #[inline]
 pub(crate) fn check_args(
     kernel: &Kernel,
@@ -60,9 +60,7 @@ pub(crate) fn check_args(
     names: &[&'static str],
 ) -> Result<()> {
     match kernel.params_in(context) {
-        Some(params) if !params.fit(sizes) => {
-            Err(args_mismatch(kernel, params.list(), sizes, names))
-        }
+        Some(params) if !params.fit(sizes) => Err(args_mismatch(kernel, params, sizes, names)),
         _ => Ok(()),
     }
 }
@@ -71,13 +69,24 @@ pub(crate) fn check_args(
 #[cold]
 fn args_mismatch(
     kernel: &Kernel,
-    params: &[ParamInfo],
+    params: &Params,
     sizes: &[usize],
     names: &[&'static str],
 ) -> Error {
-    if params.len() != sizes.len() {
+    let complete = params.complete();
+    let params: &[ParamInfo] = params.list();
+    if complete && params.len() != sizes.len() {
         return Error::invalid_argument(format!(
             "kernel `{}` takes {} parameters, {} arguments were given",
+            kernel.name(),
+            params.len(),
+            sizes.len()
+        ));
+    }
+    if params.len() > sizes.len() {
+        return Error::invalid_argument(format!(
+            "kernel `{}` takes at least {} parameters (the driver failed reading the rest), {} \
+             arguments were given",
             kernel.name(),
             params.len(),
             sizes.len()
@@ -109,6 +118,15 @@ fn args_mismatch(
 /// The configuration is checked against the stream's device and the arguments against the
 /// kernel's parameter list before anything reaches the driver; the launch itself is queued.
 ///
+/// The parameter list is read once per kernel (shared by its clones), on its first launch, in
+/// the stream's context ([`Kernel::params`]). When the driver cannot report it (older than
+/// CUDA 12.4: `cuKernelGetParamInfo` is missing, or it answers `CUDA_ERROR_NOT_SUPPORTED`),
+/// arguments are not checked, and nothing is logged. When the read fails otherwise, the
+/// failure is logged once for the kernel (error level) and never retried, and this and every
+/// later launch of the kernel still checks what the driver did report before failing: at least
+/// that many arguments, with those parameters' sizes (a failure at the first parameter leaves
+/// nothing to check). The launch is not refused for it.
+///
 /// A buffer or slice argument whose stream is not `stream` is ordered both ways: the launch
 /// waits for the work queued on the buffer's stream, and that stream's later work (the buffer's
 /// free, a host view) waits for the launch. This costs nothing when every buffer is on the
@@ -121,7 +139,8 @@ fn args_mismatch(
 /// Nothing is queued when:
 /// - [`Error::InvalidArgument`]: the configuration is outside the device's limits
 ///   ([`LaunchConfig::validate`]), the arguments' count or sizes differ from the kernel's
-///   parameters (when the driver reports them), or the dynamic shared memory is over the
+///   parameters (when the driver reports them; fewer arguments than the parameters it reported
+///   before failing, or other sizes for those), or the dynamic shared memory is over the
 ///   kernel's own limit (the error says to raise it with
 ///   [`Kernel::set_max_dynamic_shared_memory`]);
 /// - [`Error::Unsupported`]: clusters or a cooperative launch on a device without them;

@@ -48,7 +48,7 @@ fn check_version(version: NcclVersion) -> Result<()> {
             "NCCL collectives",
             format!(
                 "the loaded NCCL is {version}; cuda-safe needs NCCL 2.x from {MIN_NCCL_VERSION} on \
-                 (set CUDA_SAFE_LIBNCCL to another libnccl.so.2)"
+                 (set CUDA_SAFE_LIBNCCL to the absolute path of another libnccl.so.2)"
             ),
         ));
     }

@@ -100,13 +100,17 @@ pub(crate) struct Absorbed {
     pub(crate) call: &'static str,
     /// Which of its calls (from 1); all when empty.
     pub(crate) nths: &'static [usize],
+    /// Which codes (their values); all when empty.
+    pub(crate) codes: &'static [u32],
     /// Why (the behaviour the crate documents).
     pub(crate) why: &'static str,
 }
 
 impl Absorbed {
-    pub(crate) fn covers(&self, call: &Call, nth: usize) -> bool {
-        call.to_string() == self.call && (self.nths.is_empty() || self.nths.contains(&nth))
+    pub(crate) fn covers(&self, call: &Call, nth: usize, code: Code) -> bool {
+        call.to_string() == self.call
+            && (self.nths.is_empty() || self.nths.contains(&nth))
+            && (self.codes.is_empty() || self.codes.contains(&code.value))
     }
 }
 
@@ -233,8 +237,35 @@ impl Op {
         nths: &'static [usize],
         why: &'static str,
     ) -> Self {
-        self.absorbed.push(Absorbed { call, nths, why });
+        self.absorbed.push(Absorbed {
+            call,
+            nths,
+            codes: &[],
+            why,
+        });
         self
+    }
+
+    /// A call whose failure with one of `codes` (their values) the operation absorbs by design.
+    pub(crate) fn absorbs_codes(
+        mut self,
+        call: &'static str,
+        codes: &'static [u32],
+        why: &'static str,
+    ) -> Self {
+        self.absorbed.push(Absorbed {
+            call,
+            nths: &[],
+            codes,
+            why,
+        });
+        self
+    }
+
+    /// A call whose failure the operation only logs by design, for every code but those it
+    /// absorbs ([`absorbs_codes`](Self::absorbs_codes), checked first).
+    pub(crate) fn logs(self, call: &'static str, why: &'static str) -> Self {
+        self.logs_nth(call, &[], why)
     }
 
     /// Some calls (the `nths`, from 1) of a name whose failure the operation only logs by
@@ -245,7 +276,12 @@ impl Op {
         nths: &'static [usize],
         why: &'static str,
     ) -> Self {
-        self.logged.push(Absorbed { call, nths, why });
+        self.logged.push(Absorbed {
+            call,
+            nths,
+            codes: &[],
+            why,
+        });
         self
     }
 

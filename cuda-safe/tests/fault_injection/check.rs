@@ -181,7 +181,7 @@ pub(crate) fn check(
             let absorbed = op
                 .absorbed
                 .iter()
-                .any(|absorbed| absorbed.covers(call, fault.nth));
+                .any(|absorbed| absorbed.covers(call, fault.nth, fault.code));
             let release = RELEASES.contains(&call.name.as_str());
             // A release inside an operation, a guard restoring "no context", or a call the
             // operation lists, can only log (and may leak what it was releasing); a `close`
@@ -189,7 +189,7 @@ pub(crate) fn check(
             let listed = op
                 .logged
                 .iter()
-                .any(|listed| listed.covers(call, fault.nth));
+                .any(|listed| listed.covers(call, fault.nth, fault.code));
             let logged = call.unbinds() || (release && !op.releases) || listed;
             let may_leak = op.releases || call.unbinds() || release || listed;
             if !seen.drop_logs.is_empty() {

@@ -138,8 +138,14 @@ fn main() -> ExitCode {
             .chain(op.logged.iter().map(|listed| ("logged", listed)));
         for (how, listed) in listed {
             let which: Vec<String> = listed.nths.iter().map(|nth| format!(" #{nth}")).collect();
+            let codes: Vec<String> = listed.codes.iter().map(u32::to_string).collect();
+            let codes = if codes.is_empty() {
+                String::new()
+            } else {
+                format!(" failing with {}", codes.join(", "))
+            };
             println!(
-                "       {how} by design: {}{}: {}",
+                "       {how} by design: {}{}{codes}: {}",
                 listed.call,
                 which.join(","),
                 listed.why

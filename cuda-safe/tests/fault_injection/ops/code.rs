@@ -11,6 +11,20 @@ use crate::fixtures::{
     launch_fixture, launch_twice, program, stream, take,
 };
 
+/// `CUDA_ERROR_NOT_SUPPORTED`: how a driver without the parameter query answers.
+const NOT_SUPPORTED: u32 = 801;
+
+/// Why `cuKernelGetParamInfo` failing with `CUDA_ERROR_NOT_SUPPORTED` is absorbed.
+const PARAMS_OLD_DRIVER: &str = "a driver that cannot report parameters (NOT_SUPPORTED, or no \
+                                 symbol before CUDA 12.4): launches unchecked, nothing logged, \
+                                 never read again";
+
+/// Why any other failure of `cuKernelGetParamInfo` is logged (the case launches twice, and the
+/// one line is checked over both).
+const PARAMS_FAILED: &str = "a failed parameter read is logged once per kernel, never retried; \
+                             launches check the parameters read before it (Kernel::params, \
+                             launch)";
+
 pub(crate) fn code_operations(ops: &mut Vec<Op>, scratch: &std::path::Path) {
     ops.push(op(
         "ObjectCode::from_ptx",
@@ -79,11 +93,8 @@ pub(crate) fn code_operations(ops: &mut Vec<Op>, scratch: &std::path::Path) {
         op("Kernel::params (no context current)", kernel, |k| {
             Ok(k.params().map(<[_]>::len))
         })
-        .absorbs(
-            "cuKernelGetParamInfo",
-            "Kernel::params reads the list best-effort: a failure is `None`, read again next time \
-         (NOT_SUPPORTED: never)",
-        ),
+        .absorbs_codes("cuKernelGetParamInfo", &[NOT_SUPPORTED], PARAMS_OLD_DRIVER)
+        .logs("cuKernelGetParamInfo", PARAMS_FAILED),
     );
     ops.push(op(
         "Kernel::attributes",
@@ -114,8 +125,8 @@ pub(crate) fn code_operations(ops: &mut Vec<Op>, scratch: &std::path::Path) {
         },
         |f| launch_twice(f, &f.stream),
     ));
-    const PARAMS: &str = "launch checks the arguments against the parameter list when the driver \
-                          gives it; reading it is best-effort (kernel::params)";
+    const PARAMS: &str = "launch reads the parameter list in the stream's context: a failure to \
+                          make it current leaves this launch unchecked, read again next launch";
     ops.push(
         op(
             "launch (first launch of a kernel: reads its parameters)",
@@ -124,7 +135,8 @@ pub(crate) fn code_operations(ops: &mut Vec<Op>, scratch: &std::path::Path) {
         )
         .absorbs("cuCtxGetCurrent", PARAMS)
         .absorbs("cuCtxSetCurrent(ctx)", PARAMS)
-        .absorbs("cuKernelGetParamInfo", PARAMS),
+        .absorbs_codes("cuKernelGetParamInfo", &[NOT_SUPPORTED], PARAMS_OLD_DRIVER)
+        .logs("cuKernelGetParamInfo", PARAMS_FAILED),
     );
     ops.push(op(
         "launch (a buffer of another stream)",
