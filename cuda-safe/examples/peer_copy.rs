@@ -87,8 +87,9 @@ fn both_ways(a: &mut Side, b: &mut Side, bytes: usize) -> Result<f64> {
 fn run() -> Result<ExitCode> {
     let count = Device::count()?;
     if count < 2 {
-        eprintln!("error: peer_copy needs two GPUs; {count} visible");
-        return Ok(ExitCode::FAILURE);
+        // 77: not for this machine (the GPU bundle's run.sh reports it as skipped).
+        eprintln!("skipped: peer_copy needs two GPUs; {count} visible");
+        return Ok(ExitCode::from(77));
     }
     let (gpu0, gpu1) = (Device::new(0)?, Device::new(1)?);
     println!(

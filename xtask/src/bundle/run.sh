@@ -102,6 +102,7 @@ fi
 passed=0
 failed=0
 skipped=0
+skipped=0
 results=()
 
 # selected LABEL: whether LABEL passes the filter (every label does when there is none).
@@ -111,7 +112,11 @@ selected() {
 
 # record STATUS SECONDS LABEL: count one item and add its row to the summary.
 record() {
-    if [ "$1" = PASS ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+    case $1 in
+    PASS) passed=$((passed + 1)) ;;
+    SKIP) skipped=$((skipped + 1)) ;;
+    *) failed=$((failed + 1)) ;;
+    esac
     results+=("$(printf '%-4s %9s  %s' "$1" "$2" "$3")")
 }
 
@@ -131,7 +136,13 @@ run_item() {
     rc=${PIPESTATUS[0]}
     end=$(date +%s%N)
     secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')
-    if [ "$rc" -eq 0 ]; then status=PASS; else status=FAIL; fi
+    # Exit 77 (the automake convention): the item cannot run on this machine (an example
+    # that needs two GPUs on one), said in its own output; not a failure.
+    case $rc in
+    0) status=PASS ;;
+    77) status=SKIP ;;
+    *) status=FAIL ;;
+    esac
     if [ "$rc" -eq 124 ]; then say "(stopped after ${item_timeout}s: ITEM_TIMEOUT)"; fi
     say "=== $label: $status (exit $rc, ${secs}s) ==="
     record "$status" "$secs" "$label"
@@ -227,7 +238,7 @@ fi
     printf '%-4s %9s  %s\n' result seconds item
     if [ "${#results[@]}" -gt 0 ]; then printf '%s\n' "${results[@]}"; fi
     if [ "$skipped" -gt 0 ]; then echo "($skipped benchmarks left out: RUN_BENCHES=0)"; fi
-    echo "$passed passed, $failed failed"
+    echo "$passed passed, $failed failed, $skipped skipped (exit 77: not for this machine)"
 } >"$summary"
 say ""
 say "=== summary ==="

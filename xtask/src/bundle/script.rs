@@ -29,7 +29,7 @@ mod tests {
         assert!(RUN_SH.contains("--tool memcheck --error-exitcode 99"));
         assert!(RUN_SH.contains("CUDA_GPU_TESTS_FILE=\"$file\""));
         assert!(RUN_SH.contains("bash bench/floors/build.sh \"$floor_dir\""));
-        assert!(RUN_SH.contains(r#"echo "$passed passed, $failed failed""#));
+        assert!(RUN_SH.contains(r#"echo "$passed passed, $failed failed, $skipped skipped"#));
         for abi in &ABIS {
             assert!(RUN_SH.contains(abi.name), "run.sh must run {}", abi.name);
         }
@@ -68,6 +68,11 @@ mod tests {
         write_executable(&abi.join("tests/gpu"), test.as_bytes()).expect("write");
         fs::write(abi.join("tests/gpu.files"), "cache\ngraph\nbad\n").expect("write");
         write_executable(&abi.join("examples/ex"), b"#!/bin/sh\necho example\n").expect("write");
+        write_executable(
+            &abi.join("examples/two_gpus"),
+            b"#!/bin/sh\necho skipped: needs two GPUs\nexit 77\n",
+        )
+        .expect("write");
         write_executable(&abi.join("benches/plain"), b"#!/bin/sh\necho FIG x 1 us\n")
             .expect("write");
         write_executable(&abi.join("benches/diag_thing"), b"#!/bin/sh\nexit 3\n").expect("write");
@@ -122,6 +127,7 @@ mod tests {
             ("PASS", "cuda-12/tests/graph"),
             ("FAIL", "cuda-12/tests/bad"),
             ("PASS", "cuda-12/examples/ex"),
+            ("SKIP", "cuda-12/examples/two_gpus"),
             ("PASS", "cuda-12/benches/plain"),
         ] {
             assert!(has_row(&stdout, status, item), "{status} {item}: {stdout}");
@@ -132,9 +138,12 @@ mod tests {
         );
         assert!(!stdout.contains("diag_thing"), "{stdout}");
         assert!(!stdout.contains("a_floor"), "{stdout}");
-        assert!(stdout.contains("4 passed, 1 failed"), "{stdout}");
+        assert!(stdout.contains("4 passed, 1 failed, 1 skipped"), "{stdout}");
         let summary = fs::read_to_string(dir.join("logs/summary.txt")).expect("summary.txt");
-        assert!(summary.ends_with("4 passed, 1 failed\n"), "{summary}");
+        assert!(
+            summary.ends_with("4 passed, 1 failed, 1 skipped (exit 77: not for this machine)\n"),
+            "{summary}"
+        );
         fs::remove_dir_all(&dir).expect("cleanup");
     }
 
