@@ -1,8 +1,10 @@
 //! All-reduce across every GPU of this process, the way `bench/floors/nccl_floor.c` measures it:
 //! one communicator per GPU (`ncclCommInitAll`), each iteration a group of one in-place float32
 //! sum per GPU, sizes from 1 KiB to 1 GiB. Prints a table like nccl-tests' (size, count, time,
-//! algorithm and bus bandwidth, bus = algorithm x 2(n-1)/n) with each sum checked, and `FIG`
-//! lines under the floor's names.
+//! algorithm and bus bandwidth, bus = algorithm x 2(n-1)/n), and `FIG` lines under the floor's
+//! names. After each size's timed iterations one more all-reduce, of a pattern whose exact sum
+//! is known for any number of GPUs (`measure::expected`), is checked in every element of every
+//! GPU: the table's last column.
 //!
 //! ```text
 //! cargo run --release -p cuda-safe --features nccl --example allreduce
@@ -87,16 +89,26 @@ fn run() -> Result<bool> {
             },
             || streams.iter().try_for_each(Stream::sync),
         )?;
-        let mut first = [0f32];
-        whole[0]
-            .slice_mut(..1)?
-            .as_slice()
-            .copy_to_host(&mut first)?;
+        // One more all-reduce, untimed, of a pattern whose exact sum is known for any number
+        // of GPUs, checked in every element of every GPU.
+        for (rank, part) in parts.iter_mut().enumerate() {
+            measure::fill_pattern(part, rank)?;
+        }
+        nccl::group(|group| {
+            for ((comm, part), stream) in comms.iter().zip(&mut parts).zip(&streams) {
+                group.all_reduce_in_place::<f32>(comm, part, ReduceOp::Sum, stream)?;
+            }
+            Ok(())
+        })?;
+        streams.iter().try_for_each(Stream::sync)?;
+        let mut check = measure::Check::default();
+        for (rank, part) in parts.iter().enumerate() {
+            check.merge(measure::check_pattern(&part.as_slice(), rank, ranks)?);
+        }
         let row = measure::Row {
             bytes,
             micros,
-            value: first[0],
-            sum: measure::Sum::check(first[0], bytes, ranks),
+            check,
         };
         all_right &= measure::print_row(&row, ranks);
     }

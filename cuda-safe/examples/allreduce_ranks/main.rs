@@ -3,7 +3,8 @@
 //! (127.0.0.1), `MASTER_PORT` (a port the launcher binds and hands to rank 0) and the job's
 //! secret set and waits for them; each rank takes its GPU, gets the unique id from rank 0 over
 //! TCP (each side proving it knows the secret) and joins (`ncclCommInitRank`), then measures
-//! as the `allreduce` example does (the method of `bench/floors/nccl_floor.c`). Rank 0 prints
+//! as the `allreduce` example does (the method of `bench/floors/nccl_floor.c`, then one more
+//! all-reduce of a pattern whose exact sum is known, checked in every element). Rank 0 prints
 //! the table and the `FIG` lines.
 //!
 //! ```text
@@ -106,18 +107,26 @@ fn rank() -> Result<bool> {
             },
             || comm.wait_with_timeout(&stream, TIMEOUT),
         )?;
-        let mut first = [0f32];
-        whole.slice_mut(..1)?.as_slice().copy_to_host(&mut first)?;
+        // One more all-reduce, untimed, of a pattern whose exact sum is known for any number
+        // of ranks, checked in every element.
+        measure::fill_pattern(&mut part, rank)?;
+        nccl::group(|group| {
+            group.all_reduce_in_place::<f32>(&comm, &mut part, ReduceOp::Sum, &stream)
+        })?;
+        comm.wait_with_timeout(&stream, TIMEOUT)?;
         let row = measure::Row {
             bytes,
             micros,
-            value: first[0],
-            sum: measure::Sum::check(first[0], bytes, ranks),
+            check: measure::check_pattern(&part.as_slice(), rank, ranks)?,
         };
         if rank == 0 {
             all_right &= measure::print_row(&row, ranks);
-        } else {
-            all_right &= row.sum.is_right();
+        } else if !row.check.is_right() {
+            eprintln!(
+                "rank {rank}, {bytes} bytes: the sum was wrong: {:?}",
+                row.check
+            );
+            all_right = false;
         }
     }
     comm.finalize()?;
