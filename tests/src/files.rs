@@ -16,10 +16,11 @@ const TESTS_FAILED: u8 = 101;
 /// The exit code when the command line names no known test file, or cannot be followed.
 const BAD_REQUEST: u8 = 2;
 
-/// One test file's tests, as [`gpu_file!`] lists them.
+/// One test file's tests, as [`gpu_file!`](crate::gpu_file!) lists them.
 #[derive(Debug, Clone, Copy)]
 pub struct GpuFile {
-    /// The file's module path, `module_path!()` where [`gpu_file!`] was written (`gpu::graph`).
+    /// The file's module path, `module_path!()` where [`gpu_file!`](crate::gpu_file!) was
+    /// written (`gpu::graph`).
     pub module: &'static str,
     /// Its tests, each named as in the file (`capture::...` in a folder).
     pub tests: &'static [GpuTest],
