@@ -217,7 +217,12 @@ enum Scope {
 
 /// A range pushed on this thread's NVTX stack, popped when this guard drops ([`range`],
 /// [`Domain::range`]). Neither `Send` nor `Sync`: NVTX pops the range of the thread that
-/// calls, so it must drop on the thread that pushed it.
+/// calls, so it must drop on the thread that pushed it:
+///
+/// ```compile_fail
+/// fn on_another_thread(_: impl Send) {}
+/// on_another_thread(cuda_safe::nvtx::range("step"));
+/// ```
 #[derive(Debug)]
 #[must_use = "the range is popped when the guard drops: bind it (`let _range = ...`)"]
 pub struct Range<'d> {
