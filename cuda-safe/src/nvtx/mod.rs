@@ -32,9 +32,8 @@
 //!
 //! # Cost
 //!
-//! Without a tool (the variable unset, its library missing, or its initialisation refusing,
-//! each logged once by `log` but the first), every call is one relaxed atomic load and a
-//! branch: no string is copied, nothing allocates, and a guard's drop tests a field. The first
+//! Without a tool (the variable unset, or its library missing or refusing to attach, which
+//! are logged once through `log`), every call is one relaxed atomic load and a branch: no string is copied, nothing allocates, and a guard's drop tests a field. The first
 //! call of the process reads the variable, so it must be set before the process makes it (a
 //! profiler sets it before it starts the program).
 //!
@@ -42,6 +41,10 @@
 //! when shorter than 256 bytes, and allocates one for a longer name; [`Domain::register_string`]
 //! saves even that (the tool keeps the text, the call passes a handle). A NUL inside a name
 //! ends it there. Then the call is the tool's function: that is what the tool costs.
+//!
+//! The tool is loaded inside the first NVTX call, under a `std::sync::Once`: a tool whose
+//! `InitializeInjectionNvtx2` called back into this module's API would wait for itself (no
+//! known tool does; NVTX's C client spins likewise).
 //!
 //! Ranges pushed by [`range`] belong to the thread that pushed them (NVTX keeps one stack per
 //! thread), so a [`Range`] is neither `Send` nor `Sync`; a [`StartedRange`] may end on any

@@ -4,7 +4,8 @@
  * each, read back through fake_nvtx_log(). It checks what a real tool relies on: the table
  * sizes, the attributes' version and size, and push/pop nesting per thread.
  *
- * FAKE_NVTX_REFUSE=1 makes the initialisation return 0 (the tool refuses to attach). */
+ * FAKE_NVTX_REFUSE=1 makes the initialisation return 0 (the tool refuses to attach);
+ * FAKE_NVTX_CORE_ONLY=1 leaves the CORE2 (domain) slots empty, as a tool that ignores domains. */
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -195,9 +196,19 @@ static int domain_range_pop(domain *d) {
 static void domain_name_category_a(domain *d, uint32_t category, const char *name) {
     note("domain %s name_category %u %s", d->name, category, name);
 }
+/* Registered strings live as long as the tool (the process), as a real tool's do. */
+static registered strings[64];
+
 static registered *domain_register_string_a(domain *d, const char *text) {
-    registered *r = calloc(1, sizeof *r);
+    pthread_mutex_lock(&lock);
+    if (next_string > (int)(sizeof strings / sizeof strings[0])) {
+        pthread_mutex_unlock(&lock);
+        note("TOO MANY STRINGS");
+        return NULL;
+    }
+    registered *r = &strings[next_string - 1];
     r->id = next_string++;
+    pthread_mutex_unlock(&lock);
     snprintf(r->text, sizeof r->text, "%s", text);
     note("domain %s register %s -> %d", d->name, text, r->id);
     return r;
@@ -256,6 +267,9 @@ int InitializeInjectionNvtx2(get_export_table_fn get_export_table) {
     put(core, core_size, 9, (fn_ptr)range_push_a);
     put(core, core_size, 11, (fn_ptr)range_pop);
     put(core, core_size, 12, (fn_ptr)name_category_a);
+    const char *core_only = getenv("FAKE_NVTX_CORE_ONLY");
+    if (core_only && core_only[0] == '1')
+        return 1;
     put(core2, core2_size, 1, (fn_ptr)domain_mark_ex);
     put(core2, core2_size, 2, (fn_ptr)domain_range_start_ex);
     put(core2, core2_size, 3, (fn_ptr)domain_range_end);

@@ -4,7 +4,8 @@
 //! calls made: push/pop nesting, start/end ids (one ended on another thread), marks, colours,
 //! categories, payloads, domains and their registered strings, names past the stack buffer.
 //! Then NVTX stays off, with no error, when the variable is unset, names a missing library, or
-//! names a tool that refuses to attach.
+//! names a tool that refuses to attach; a tool that leaves the domain slots empty gets the
+//! default domain's calls only.
 //!
 //! A `main` of its own (`harness = false`): the tool is looked for once per process, on the
 //! first NVTX call, so each case is a child process with the variable set before anything
@@ -81,6 +82,25 @@ fn main() -> ExitCode {
     assert_eq!(log, EXPECTED, "the tool received exactly the calls made");
     println!("nvtx: the fake tool received every call, in order");
 
+    let core_only = run(
+        "tool",
+        &[
+            (INJECTION, fake.as_os_str()),
+            ("FAKE_NVTX_CORE_ONLY", "1".as_ref()),
+        ],
+        &fake,
+    );
+    let without_domains: String = EXPECTED
+        .lines()
+        .filter(|line| !line.starts_with("domain"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    assert_eq!(
+        core_only, without_domains,
+        "a tool without domain slots gets the default domain's calls only"
+    );
+    println!("nvtx: a tool that leaves the domain slots empty is not called for domains");
+
     run("off", &[], &fake);
     let missing = scratch.path().join("no-such-tool.so");
     run("off", &[(INJECTION, missing.as_os_str())], &fake);
@@ -107,7 +127,8 @@ fn run(case: &str, vars: &[(&str, &std::ffi::OsStr)], fake: &Path) -> String {
         .env(CHILD, case)
         .env(FAKE, fake)
         .env_remove(INJECTION)
-        .env_remove("FAKE_NVTX_REFUSE");
+        .env_remove("FAKE_NVTX_REFUSE")
+        .env_remove("FAKE_NVTX_CORE_ONLY");
     for (name, value) in vars {
         command.env(name, value);
     }
@@ -191,7 +212,8 @@ fn scenario() {
         }
         let phase =
             domain.range_start_with(&EventAttributes::new("phase").payload(Payload::U32(9)));
-        assert_eq!(phase.id(), enabled.then_some(102));
+        // None without a tool, or with one that takes no domains.
+        assert!(phase.id().is_none_or(|id| id == 102));
         phase.end();
         let plain = domain.range("plain");
         drop(plain);
