@@ -6,7 +6,8 @@
 //! contexts: [`SplitRequest`], [`Device::create_green_context`]), record work once and replay
 //! it as a CUDA graph ([`Graph`], [`Capture`], [`GraphExec`]) and watch GPUs through NVML
 //! ([`system`]). With its features, it also runs collectives on NCCL (`nccl`), dense linear
-//! algebra on cuBLAS and cuBLASLt (`blas`) and random numbers on cuRAND (`rand`).
+//! algebra on cuBLAS and cuBLASLt (`blas`) and random numbers on cuRAND (`rand`). Its
+//! [`nvtx`] ranges and marks name what a profiler shows, at one relaxed load when none runs.
 //!
 //! ```no_run
 //! use cuda_safe::{launch, CodeKind, Device, LaunchConfig, Program, ProgramOptions};
@@ -83,6 +84,8 @@ mod tma;
 
 // Beside: NVML, on the ground floor only.
 pub mod system;
+// Beside: NVTX annotations for Nsight, on the ground floor only.
+pub mod nvtx;
 // Beside, above the driver core: collectives on NCCL.
 #[cfg(feature = "nccl")]
 pub mod nccl;
@@ -190,6 +193,7 @@ mod workspace_docs {
         Performance: "docs/performance.md",
         ProgramCache: "docs/program-cache.md",
         Textures: "docs/textures.md",
+        Tools: "docs/tools.md",
     }
 
     // Its blocks use `cuda_safe::nccl`, which exists with the feature only.

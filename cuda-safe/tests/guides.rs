@@ -112,6 +112,7 @@ const FEATURES: &[&str] = &[
     "cuBLAS",
     "cuBLASLt",
     "cuRAND",
+    "NVTX",
 ];
 
 #[test]
