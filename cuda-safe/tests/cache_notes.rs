@@ -13,11 +13,15 @@
 //! variables set before anything loads a library. Without a C compiler it prints that it
 //! skipped (and fails under `CI`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, ExitCode};
 
 use cuda_safe::cache::{FileStreamProgramCache, ProgramCache};
 use cuda_safe::{CodeKind, KernelCache, Program, ProgramOptions};
+
+// Only its compiler: this test loads the stub by path in child processes of its own.
+#[allow(dead_code)]
+mod stub;
 
 /// Set in a child: the cache directory it requests its kernel through.
 const CHILD: &str = "CUDA_SAFE_CACHE_NOTES_CHILD";
@@ -37,7 +41,7 @@ fn main() -> ExitCode {
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
         .expect("a temporary directory under the target directory");
     let driver = scratch.path().join("libcuda-stub.so");
-    if let Err(reason) = compile(&driver) {
+    if let Err(reason) = stub::compile(&driver) {
         assert!(
             std::env::var_os("CI").is_none(),
             "CI is set, so the stub must build: {reason}"
@@ -179,31 +183,4 @@ fn child(dir: &Path) -> ExitCode {
     let mapped = maps.lines().any(|line| line.ends_with(NVRTC_FILE));
     println!("nvrtc_mapped={} hit={}", u8::from(mapped), u8::from(hit));
     ExitCode::SUCCESS
-}
-
-/// Compiles every C source of `tests/stub` into `output`; the error says why not.
-fn compile(output: &Path) -> Result<(), String> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/stub");
-    let mut sources: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map_err(|error| format!("{}: {error}", dir.display()))?
-        .filter_map(|entry| Some(entry.ok()?.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "c"))
-        .collect();
-    sources.sort();
-    let compiler = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
-    let done = Command::new(&compiler)
-        .args(["-shared", "-fPIC", "-pthread", "-std=c11", "-O1", "-o"])
-        .arg(output)
-        .args(&sources)
-        .arg("-lm")
-        .output()
-        .map_err(|error| format!("no C compiler ({}: {error})", compiler.to_string_lossy()))?;
-    if done.status.success() {
-        Ok(())
-    } else {
-        panic!(
-            "the stub does not compile:\n{}",
-            String::from_utf8_lossy(&done.stderr)
-        )
-    }
 }

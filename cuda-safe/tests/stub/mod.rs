@@ -331,7 +331,7 @@ pub fn install_with(variables: &[&str], load: impl FnOnce(&Path)) -> Installed {
 }
 
 /// Compiles the sources into `output`; the error says why not (no compiler, or its errors).
-fn compile(output: &Path) -> Result<(), String> {
+pub fn compile(output: &Path) -> Result<(), String> {
     let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/stub");
     let compiler = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
     let result = Command::new(&compiler)
