@@ -191,8 +191,10 @@ impl Generator {
         &self.inner.stream
     }
 
-    /// Moves the generator to `stream`: numbers generated from now on are queued there (work
-    /// queued there does not wait for the old stream's: order the streams where that matters).
+    /// Moves the generator to `stream`: numbers generated from now on are queued there, after
+    /// the work queued on the old stream (a pseudorandom generator keeps its state in device
+    /// memory, so the next generation must follow the last one). Buffers being filled keep
+    /// their own streams' order as every generation does.
     ///
     #[doc = curand_sys::api_doc!(curandSetStream)]
     /// # Errors
@@ -205,6 +207,8 @@ impl Generator {
                 "a cuRAND generator moves only to a stream of its own context",
             ));
         }
+        // The generator's state is written by the old stream's last generation.
+        crate::ordering::hand_over(stream, &self.inner.stream)?;
         // SAFETY: a live generator and stream.
         unsafe {
             curand!(
