@@ -148,10 +148,22 @@ impl Blas {
         let call = shape.call()?;
         let spans = batch.extents(&call)?;
         let (a, b, c) = (a.operand()?, b.operand()?, c.operand_mut()?);
-        let what = |name: &str| format!("the batch of {} {name}s of {shape}", batch.count);
-        holds(&what("A"), spans[0], a.len())?;
-        holds(&what("B"), spans[1], b.len())?;
-        holds(&what("C"), spans[2], c.len())?;
+        let count_ = batch.count;
+        holds(
+            &format_args!("the batch of {count_} As of {shape}"),
+            spans[0],
+            a.len(),
+        )?;
+        holds(
+            &format_args!("the batch of {count_} Bs of {shape}"),
+            spans[1],
+            b.len(),
+        )?;
+        holds(
+            &format_args!("the batch of {count_} Cs of {shape}"),
+            spans[2],
+            c.len(),
+        )?;
         let count = c_int("batch count", batch.count)?;
         let strides = [batch.stride_a, batch.stride_b, batch.stride_c].map(|s| s as i64);
         let (alpha, beta) = scalars.addresses()?;

@@ -218,8 +218,8 @@ impl<'a> MatmulCall<'a> {
             if !scale.as_raw().is_multiple_of(SCALE_ALIGNMENT) {
                 return Err(Error::invalid_argument(format!(
                     "a scale factor is at {:#x}, but cuBLASLt takes only {SCALE_ALIGNMENT}-byte \
-                     aligned scale pointers (it answers NOT_SUPPORTED for one 4 bytes into a \
-                     buffer)",
+                     aligned scale pointers (it answers NOT_SUPPORTED for one 4 or 8 bytes \
+                     into a buffer)",
                     scale.as_raw()
                 )));
             }
@@ -230,8 +230,8 @@ impl<'a> MatmulCall<'a> {
 }
 
 /// The alignment of the scale and amax pointers cuBLASLt runs with: on the H200 (cuBLASLt
-/// 13.1) a scale 4 bytes into an allocation is NOT_SUPPORTED at `cublasLtMatmul`, one 256 bytes
-/// in is accepted.
+/// 13.1) a scale 4 or 8 bytes into an allocation is NOT_SUPPORTED at `cublasLtMatmul`, one 16,
+/// 32, ... 256 bytes in is accepted.
 const SCALE_ALIGNMENT: u64 = 16;
 
 /// The error for a plan's need the call did not meet.

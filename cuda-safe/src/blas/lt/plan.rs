@@ -436,7 +436,9 @@ pub(crate) fn layouts(desc: &MatmulDesc) -> Result<Layouts> {
             })?;
             let bytes = match kind {
                 Aux::Mask => elements.div_ceil(8),
-                Aux::Values => elements * element_size(type_d),
+                Aux::Values => elements.checked_mul(element_size(type_d)).ok_or_else(|| {
+                    Error::invalid_argument("the auxiliary output overflows the address space")
+                })?,
             };
             Some((c_long("the auxiliary leading dimension", ld)?, bytes))
         }
