@@ -92,24 +92,25 @@ impl Params {
     pub(crate) fn fit(&self, sizes: &[usize]) -> bool {
         match self.packed {
             Some(packed) => PackedSizes::pack(sizes.iter().copied()) == Some(packed),
-            None => self.fit_unpacked(sizes),
+            None if self.complete => self.list.len() == sizes.len() && self.prefix_fits(sizes),
+            None => self.fit_prefix(sizes),
         }
     }
 
-    /// [`fit`](Self::fit) for a list that is not packed: a long or wide one, or a prefix.
+    /// Whether the first arguments have the sizes of the parameters known.
+    #[inline(always)]
+    fn prefix_fits(&self, sizes: &[usize]) -> bool {
+        self.list
+            .iter()
+            .zip(sizes)
+            .all(|(param, &size)| param.size == size)
+    }
+
+    /// [`fit`](Self::fit) for a prefix (the driver failed partway): at least that many
+    /// arguments, of those sizes.
     #[cold]
-    fn fit_unpacked(&self, sizes: &[usize]) -> bool {
-        let count_fits = if self.complete {
-            self.list.len() == sizes.len()
-        } else {
-            self.list.len() <= sizes.len()
-        };
-        count_fits
-            && self
-                .list
-                .iter()
-                .zip(sizes)
-                .all(|(param, &size)| param.size == size)
+    fn fit_prefix(&self, sizes: &[usize]) -> bool {
+        self.list.len() <= sizes.len() && self.prefix_fits(sizes)
     }
 }
 
