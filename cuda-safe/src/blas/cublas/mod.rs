@@ -164,8 +164,19 @@ impl Blas {
         self.inner.workspace.set_stream(stream)?;
         self.inner.stream = stream.clone();
         if let Err(error) = self.bind() {
-            self.inner.stream = old;
-            let _ = self.bind();
+            // Back to the old stream, the workspace with it, so the handle is as it was.
+            self.inner.stream = old.clone();
+            let back = self
+                .inner
+                .workspace
+                .set_stream(&old)
+                .and_then(|()| self.bind());
+            if let Err(again) = back {
+                log::error!(
+                    "cuda-safe: a cuBLAS handle could not move back to its stream after a \
+                     failed move ({again}); its calls may fail until set_stream succeeds"
+                );
+            }
             return Err(error);
         }
         Ok(())
