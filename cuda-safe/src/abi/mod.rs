@@ -8,6 +8,7 @@
 mod graph;
 mod green;
 mod memory;
+mod nvjitlink;
 mod nvml;
 #[cfg(test)]
 mod tests;
@@ -15,6 +16,7 @@ mod tests;
 pub(crate) use graph::{graph_add_dependency, graph_add_node, stream_capture_info};
 pub(crate) use green::{split_sm_counts, stated_sm_rules, workqueue_resource_type};
 pub(crate) use memory::{device_location, location, location_id, mem_advise, mem_prefetch};
+pub(crate) use nvjitlink::{NVJITLINK_HAS_LINKED_LTOIR, linked_ltoir};
 pub(crate) use nvml::gpu_temperature;
 
 use crate::error::{Error, Result, cu};

@@ -1,10 +1,11 @@
-//! Linking with nvJitLink: one `nvJitLinkHandle` per link, created, fed, completed, read and
-//! destroyed inside [`link`].
+//! Linking with nvJitLink: one `nvJitLinkHandle` per link, created, fed, completed, read (CUBIN,
+//! PTX or LTO-IR) and destroyed inside [`link`].
 
 use std::ffi::{CString, c_char, c_void};
 
 use super::input::LinkInput;
 use super::{Linked, failure_log};
+use crate::abi;
 use crate::code::CodeKind;
 use crate::error::{Error, Result, nvjitlink};
 use crate::ffi::to_c_string;
@@ -108,12 +109,21 @@ fn add_and_complete(handle: &Handle, inputs: &[LinkInput], names: &[CString]) ->
     unsafe { nvjitlink!(handle.library, nvJitLinkComplete(handle.raw)) }
 }
 
-/// The linked CUBIN or PTX (PTX with its NUL terminator).
+/// The linked CUBIN, PTX (with its NUL terminator) or LTO-IR.
 fn output(handle: &Handle, target: CodeKind) -> Result<Vec<u8>> {
     let mut size = 0usize;
     let library = handle.library;
     let mut bytes;
-    if target == CodeKind::Ptx {
+    if target == CodeKind::LtoIr {
+        // SAFETY: the handle is live and its link completed.
+        bytes = unsafe { abi::linked_ltoir(library, handle.raw) }?;
+        if bytes.is_empty() {
+            return Err(Error::unexpected(
+                "nvJitLinkGetLinkedLTOIRSize",
+                "a completed -lto link kept no LTO-IR",
+            ));
+        }
+    } else if target == CodeKind::Ptx {
         // SAFETY: the handle is live and completed; `size` is a valid out-pointer.
         unsafe { nvjitlink!(library, nvJitLinkGetLinkedPtxSize(handle.raw, &mut size)) }?;
         bytes = vec![0u8; size];
