@@ -155,8 +155,8 @@ pub use memory::{
 };
 pub use module::ObjectCode;
 pub use program::{
-    CompiledProgram, CppStandard, Program, ProgramOptions, Toolchain, nvrtc_supported_archs,
-    nvrtc_version,
+    CompiledProgram, CppStandard, CudaHeaders, Pch, PchStatus, Program, ProgramOptions, Toolchain,
+    nvrtc_pch_heap_size, nvrtc_set_pch_heap_size, nvrtc_supported_archs, nvrtc_version,
 };
 pub use stream::{Stream, StreamOptions};
 pub use tma::{
