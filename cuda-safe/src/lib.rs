@@ -133,7 +133,7 @@ pub use launch::{
 };
 #[allow(deprecated)]
 pub use link::LinkedCode;
-pub use link::{LinkInput, LinkInputKind, Linker, LinkerBackend, LinkerOptions};
+pub use link::{LinkInput, LinkInputKind, Linker, LinkerBackend, LinkerOptions, nvjitlink_version};
 pub use memory::copies::{
     ArrayDescriptor, ArrayFlags, ArrayFormat, Copy3d, CudaArray, HostPitched, HostPitchedMut,
     Offset3, Pitched, PitchedBuffer, PitchedMut,

@@ -34,6 +34,7 @@ mod raw_layer;
 mod runtime;
 mod textures;
 mod tma;
+mod toolchain;
 mod vmm;
 
 use std::process::ExitCode;
@@ -64,6 +65,7 @@ fn files() -> Vec<GpuFile> {
         runtime::FILE,
         textures::FILE,
         tma::FILE,
+        toolchain::FILE,
         vmm::FILE,
     ]
     .into_iter();

@@ -37,6 +37,7 @@ mod options;
 mod partial;
 
 pub use input::{LinkInput, LinkInputKind};
+pub use nvjitlink::nvjitlink_version;
 pub use options::{LinkerBackend, LinkerOptions};
 
 use crate::cache::{CacheKey, ProgramCache};

@@ -12,7 +12,8 @@ use std::process::Command;
 use std::sync::Mutex;
 
 /// The C sources, compiled together: the control functions, the driver (`cuda_*.c`, sharing
-/// `cuda_stub.h`), NVRTC, NVML, and cuBLAS, cuBLASLt and cuRAND.
+/// `cuda_stub.h`), NVRTC, nvJitLink (loaded only where a test points `CUDA_SAFE_LIBNVJITLINK`
+/// at the stub: [`install_with`]), NVML, and cuBLAS, cuBLASLt and cuRAND.
 const SOURCES: &[&str] = &[
     "stub_control.c",
     "cuda_misc.c",
@@ -30,6 +31,7 @@ const SOURCES: &[&str] = &[
     "cuda_async.c",
     "cuda_race.c",
     "libnvrtc_stub.c",
+    "libnvjitlink_stub.c",
     "libnvml_stub.c",
     "libblas_stub.c",
     "libcurand_stub.c",
