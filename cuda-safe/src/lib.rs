@@ -192,6 +192,7 @@ mod workspace_docs {
         Nvml: "docs/nvml.md",
         Performance: "docs/performance.md",
         ProgramCache: "docs/program-cache.md",
+        Programs: "docs/programs.md",
         Textures: "docs/textures.md",
         Tools: "docs/tools.md",
     }
