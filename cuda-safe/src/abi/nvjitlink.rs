@@ -24,7 +24,8 @@ pub(crate) unsafe fn linked_ltoir(
     nvjitlink_sys::if_abi12! {
         return Err(crate::error::Error::unsupported(
             "LTO-IR link output (nvJitLinkGetLinkedLTOIR)",
-            "this build's CUDA 12 bindings do not declare it: build with the cuda-13 feature",
+            "this build's CUDA 12 bindings do not declare it: build cuda-safe with the cuda-13 \
+             feature",
         ));
     }
     nvjitlink_sys::if_abi13! {

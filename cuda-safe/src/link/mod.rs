@@ -1,6 +1,6 @@
 //! Linking device code at run time, as `cuda.core`'s `Linker`: LTO-IR, PTX, CUBIN, fatbin,
-//! objects and archives into one CUBIN (or PTX), with nvJitLink, falling back to the driver's
-//! linker where nvJitLink is absent.
+//! objects and archives into one CUBIN (or PTX, or LTO-IR for a later link), in one step or
+//! incrementally, with nvJitLink, falling back to the driver's linker where nvJitLink is absent.
 //!
 //! ```no_run
 //! use cuda_safe::cache::InMemoryProgramCache;

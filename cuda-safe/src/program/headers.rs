@@ -43,13 +43,15 @@ pub enum CudaHeaders {
     /// (`~/.cache/...` on Linux). Their content follows NVRTC's version, which a cache key
     /// names.
     Bundled(Option<String>),
-    /// The toolkit's include folder, the first holding `cuda_fp16.h` of: `$CUDA_SAFE_CUDA_INCLUDE`
-    /// (alone, when set), `$CUDA_HOME/include`, `$CUDA_PATH/include`, `/usr/local/cuda/include`,
-    /// then `nvidia/cu13/include` and `nvidia/cuda_runtime/include` in the `site-packages` of
-    /// `$VIRTUAL_ENV` and `$CONDA_PREFIX` (NVIDIA's wheels); with its `cccl` folder (CUDA 13)
-    /// when it has one: `--include-path=DIR` for each, after
+    /// The toolkit's include folder, the first holding `cuda_fp16.h` of:
+    /// `$CUDA_SAFE_CUDA_INCLUDE` (alone, when set; absolute), `$CUDA_HOME/include`,
+    /// `$CUDA_PATH/include`, `/usr/local/cuda/include`, then `nvidia/cu13/include` and
+    /// `nvidia/cuda_runtime/include` in the `site-packages` of `$VIRTUAL_ENV` and
+    /// `$CONDA_PREFIX` (NVIDIA's wheels); with its `cccl` folder (CUDA 13) when it has one:
+    /// `--include-path=DIR` for each, after
     /// [`include_paths`](super::ProgramOptions::include_paths). A cache key covers the folders'
-    /// real paths and the size and modification time of each file in them.
+    /// real paths and the size and modification time of each file directly in them, read once
+    /// per process.
     Toolkit,
 }
 
@@ -147,6 +149,15 @@ fn default_bundled_dir() -> Result<PathBuf> {
 /// through `env`.
 fn toolkit_dirs(env: &dyn Fn(&str) -> Option<OsString>) -> Result<Vec<PathBuf>> {
     let tried = candidates(env);
+    if let [explicit] = tried.as_slice()
+        && !explicit.is_absolute()
+    {
+        return Err(Error::invalid_argument(format!(
+            "{CUDA_INCLUDE_ENV}={} is a relative path, which would be read from the working \
+             directory; name the folder by its absolute path",
+            explicit.display()
+        )));
+    }
     let Some(found) = tried.iter().find(|dir| dir.join(MARKER).is_file()) else {
         let list = tried
             .iter()
@@ -298,6 +309,14 @@ mod tests {
                 site.join("nvidia/cuda_runtime/include"),
             ]
         );
+    }
+
+    #[test]
+    fn a_relative_override_is_refused() {
+        let env = env_of(vec![(CUDA_INCLUDE_ENV, "include".into())]);
+        let error = toolkit_dirs(&env).unwrap_err();
+        assert!(matches!(error, Error::InvalidArgument(_)), "{error}");
+        assert!(error.to_string().contains("relative"), "{error}");
     }
 
     #[test]

@@ -4,8 +4,8 @@
 //!
 //! NVRTC keeps the PCHs it makes in one heap per process. A compile that creates a PCH
 //! finishes even when the heap is too small ([`PchStatus::HeapExhausted`], with the size it
-//! needs); grow the heap and compile again to have the PCH. The crate resizes the heap only
-//! while no compile of its own that creates or uses a PCH runs.
+//! needs); grow the heap and compile again to have the PCH. A resize waits for this crate's
+//! compiles that create or use a PCH, and holds the next ones back until it is done.
 //!
 //! ```no_run
 //! use cuda_safe::{CodeKind, Pch, PchStatus, Program, ProgramOptions, nvrtc_set_pch_heap_size};
