@@ -215,7 +215,7 @@ mod tests {
             (LinkInput::DEVICE_RUNTIME_ENV, missing.clone()),
             ("CUDA_HOME", home.clone()),
         ]);
-        assert_eq!(candidates(&env), [missing.clone()]);
+        assert_eq!(candidates(&env), std::slice::from_ref(&missing));
         match find(&env) {
             Err(LoadError::LibraryNotFound { library, tried }) => {
                 assert_eq!(library, SPEC.name);
