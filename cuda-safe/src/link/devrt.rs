@@ -125,7 +125,8 @@ impl Linker {
     }
 }
 
-#[cfg(all(test, unix))]
+#[cfg(unix)]
+#[cfg(test)]
 mod tests {
     use std::fs;
     use std::path::Path;
@@ -233,7 +234,7 @@ mod tests {
             LinkInput::DEVICE_RUNTIME_ENV,
             PathBuf::from("libcudadevrt.a"),
         )]);
-        let error = crate::Error::from(find(relative).unwrap_err()).to_string();
+        let error = crate::error::Error::from(find(relative).unwrap_err()).to_string();
         assert!(error.contains("a relative path is not searched"), "{error}");
         assert!(
             error.contains("the CUDA device runtime (libcudadevrt.a)"),
