@@ -26,11 +26,13 @@ type Outcome = Result<(), String>;
 /// `CUDA_ERROR_OUT_OF_MEMORY`.
 const OUT_OF_MEMORY: i32 = 2;
 
-const DEVICE: InstantiateOptions = InstantiateOptions {
-    device_launch: true,
-    auto_free_on_launch: false,
-    use_node_priority: false,
-};
+/// For device launch.
+fn device_launch() -> InstantiateOptions {
+    InstantiateOptions {
+        device_launch: true,
+        ..Default::default()
+    }
+}
 
 /// Instantiates an empty graph of `stream`'s context with `options`.
 fn instantiate(stream: &Stream, options: InstantiateOptions) -> cuda_safe::Result<GraphExec> {
@@ -57,11 +59,11 @@ fn options_are_the_drivers_flags(stub: &Stub, stream: &Stream) -> Outcome {
             },
             1,
         ),
-        (DEVICE, 4),
+        (device_launch(), 4),
         (
             InstantiateOptions {
                 use_node_priority: true,
-                ..DEVICE
+                ..device_launch()
             },
             4 | 8,
         ),
@@ -91,7 +93,7 @@ fn device_launch_and_auto_free_are_refused_first(stub: &Stub, stream: &Stream) -
     stub.reset();
     let both = InstantiateOptions {
         auto_free_on_launch: true,
-        ..DEVICE
+        ..device_launch()
     };
     match instantiate(stream, both) {
         Err(Error::InvalidArgument(why)) if why.contains("auto_free_on_launch") => {}
@@ -106,7 +108,7 @@ fn device_launch_and_auto_free_are_refused_first(stub: &Stub, stream: &Stream) -
 
 /// Unified addressing is asked once, for device launch only; failing to ask is the error.
 fn unified_addressing_is_asked_for_device_launch(stub: &Stub, stream: &Stream) -> Outcome {
-    for (options, asked) in [(InstantiateOptions::default(), 0), (DEVICE, 1)] {
+    for (options, asked) in [(InstantiateOptions::default(), 0), (device_launch(), 1)] {
         let graph = Graph::new(stream.context()).map_err(|e| e.to_string())?;
         stub.reset();
         let exec = graph.instantiate_with(options).map_err(|e| e.to_string())?;
@@ -121,7 +123,7 @@ fn unified_addressing_is_asked_for_device_launch(stub: &Stub, stream: &Stream) -
     let graph = Graph::new(stream.context()).map_err(|e| e.to_string())?;
     stub.reset();
     stub.fail("cuDeviceGetAttribute", OUT_OF_MEMORY, 1);
-    match graph.instantiate_with(DEVICE) {
+    match graph.instantiate_with(device_launch()) {
         Err(error) if error.cuda_code() == Some(CUresult::CUDA_ERROR_OUT_OF_MEMORY) => {}
         other => return Err(format!("a failed attribute query gave {other:?}")),
     }
@@ -139,7 +141,7 @@ fn refusals_are_typed(stub: &Stub, stream: &Stream) -> Outcome {
         Reason::CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED,
     ] {
         stub.refuse_instantiation(reason.0);
-        match instantiate(stream, DEVICE) {
+        match instantiate(stream, device_launch()) {
             Err(Error::GraphInstantiateRefused {
                 reason: given,
                 detail,
@@ -148,7 +150,7 @@ fn refusals_are_typed(stub: &Stub, stream: &Stream) -> Outcome {
         }
     }
     stub.refuse_instantiation(Reason::CUDA_GRAPH_INSTANTIATE_ERROR.0);
-    match instantiate(stream, DEVICE) {
+    match instantiate(stream, device_launch()) {
         Err(error) if error.cuda_code() == Some(CUresult::CUDA_ERROR_INVALID_VALUE) => {}
         other => return Err(format!("CUDA_GRAPH_INSTANTIATE_ERROR gave {other:?}")),
     }
@@ -164,7 +166,7 @@ fn refusals_are_typed(stub: &Stub, stream: &Stream) -> Outcome {
 
 /// Only an executable instantiated for device launch has a device handle: its `CUgraphExec`.
 fn the_device_handle_is_the_executable(_: &Stub, stream: &Stream) -> Outcome {
-    let device = instantiate(stream, DEVICE).map_err(|e| e.to_string())?;
+    let device = instantiate(stream, device_launch()).map_err(|e| e.to_string())?;
     let handle = device.device_handle().map_err(|e| e.to_string())?;
     if handle.as_raw() != device.as_raw() {
         return Err(format!("{handle:?} is not {:?}", device.as_raw()));

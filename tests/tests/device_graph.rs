@@ -5,8 +5,9 @@
 //! where there is none).
 //!
 //! The launching kernels are compiled with relocatable device code to PTX and linked with the
-//! device runtime (`Linker::add_device_runtime`); the device graphs' kernel is compiled on its
-//! own, as a whole program (a device graph's kernels must not launch work themselves).
+//! device runtime (`Linker::add_device_runtime`); the device graphs' kernel, which launches
+//! nothing, is compiled on its own as a whole program (a device graph's kernels may not use
+//! dynamic parallelism).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -93,18 +94,19 @@ fn launchers() -> ObjectCode {
 }
 
 /// For device launch.
-const DEVICE: InstantiateOptions = InstantiateOptions {
-    device_launch: true,
-    auto_free_on_launch: false,
-    use_node_priority: false,
-};
+fn device_launch() -> InstantiateOptions {
+    InstantiateOptions {
+        device_launch: true,
+        ..Default::default()
+    }
+}
 
 /// A graph of one `add(counter, value)` node, instantiated for device launch.
 fn device_graph(setup: &Setup, counter: &Arc<Buffer>, value: i32) -> GraphExec {
     let mut graph = Graph::new(setup.stream.context()).unwrap();
     // SAFETY: add(int*, int) updates the one int of `counter`, which the graph keeps alive.
     unsafe { graph.add_kernel(&[], &setup.one, &setup.add, (counter, value)) }.unwrap();
-    graph.instantiate_with(DEVICE).unwrap()
+    graph.instantiate_with(device_launch()).unwrap()
 }
 
 fn a_kernel_tail_launches_the_graph_a_flag_in_device_memory_chooses() {
@@ -208,7 +210,7 @@ fn what_a_device_graph_cannot_be_is_refused() {
         .unwrap()
         .instantiate_with(InstantiateOptions {
             auto_free_on_launch: true,
-            ..DEVICE
+            ..device_launch()
         });
     assert!(
         matches!(&refused, Err(Error::InvalidArgument(why)) if why.contains("auto_free_on_launch")),
@@ -220,7 +222,7 @@ fn what_a_device_graph_cannot_be_is_refused() {
         graph.add_host(&[], || {}).unwrap();
         graph
     };
-    let refused = with_host_node().instantiate_with(DEVICE);
+    let refused = with_host_node().instantiate_with(device_launch());
     eprintln!("a host node, for device launch: {refused:?}");
     assert!(
         matches!(

@@ -54,9 +54,10 @@ pub(super) fn instantiate(graph: &Graph, options: InstantiateOptions) -> Result<
             cuGraphInstantiateWithParams(&mut raw, graph.as_raw(), &mut params)
         )
     };
+    let made = called.is_ok() && !raw.is_null();
     let outcome = outcome(called, params.result_out);
-    if outcome.is_err() && !raw.is_null() {
-        // A refusal with an executable made anyway: not kept.
+    if outcome.is_err() && made {
+        // A refusal with an executable made anyway (the call succeeded): not kept.
         // SAFETY: the executable was just made by this call, nothing else has it.
         if let Err(error) = unsafe { cu!(driver, cuGraphExecDestroy(raw)) } {
             log::warn!("cuda-safe: destroying a refused executable graph failed: {error}");

@@ -9,11 +9,12 @@ use crate::case::{Op, op};
 use crate::fixtures::{stream, take};
 
 /// For device launch.
-const DEVICE: InstantiateOptions = InstantiateOptions {
-    device_launch: true,
-    auto_free_on_launch: false,
-    use_node_priority: false,
-};
+fn device_launch() -> InstantiateOptions {
+    InstantiateOptions {
+        device_launch: true,
+        ..Default::default()
+    }
+}
 
 /// A stream and an executable of an empty graph of its context, made with `options`.
 fn executable(options: InstantiateOptions) -> (Stream, GraphExec) {
@@ -30,16 +31,16 @@ pub(crate) fn device_graph_operations(ops: &mut Vec<Op>) {
         Graph::new(s.context())?.instantiate()
     }));
     ops.push(op("Graph::instantiate_with (device launch)", stream, |s| {
-        Graph::new(s.context())?.instantiate_with(DEVICE)
+        Graph::new(s.context())?.instantiate_with(device_launch())
     }));
     ops.push(op(
         "GraphExec::upload",
-        || executable(DEVICE),
+        || executable(device_launch()),
         |(s, exec)| exec.upload(s),
     ));
     ops.push(op(
         "GraphExec::launch",
-        || executable(DEVICE),
+        || executable(device_launch()),
         |(s, exec)| exec.launch(s),
     ));
     ops.push(
