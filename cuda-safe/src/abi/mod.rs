@@ -15,7 +15,10 @@ mod tests;
 
 pub(crate) use graph::{graph_add_dependency, graph_add_node, stream_capture_info};
 pub(crate) use green::{split_sm_counts, stated_sm_rules, workqueue_resource_type};
-pub(crate) use memory::{device_location, location, location_id, mem_advise, mem_prefetch};
+pub(crate) use memory::{
+    BatchHint, HintBatch, device_location, location, location_id, mem_advise, mem_hint_batch,
+    mem_prefetch,
+};
 pub(crate) use nvjitlink::{NVJITLINK_HAS_LINKED_LTOIR, linked_ltoir};
 pub(crate) use nvml::gpu_temperature;
 

@@ -57,13 +57,16 @@
 mod build;
 mod capture;
 mod conditional;
+mod device;
 mod dot;
 mod exec;
+mod instantiate;
 mod keep;
 mod memory;
 
 pub use capture::{Capture, CaptureMode, CaptureStatus};
 pub use conditional::ConditionalHandle;
+pub use device::DeviceGraphHandle;
 pub use dot::DotFlags;
 pub use exec::{GraphExec, InstantiateOptions};
 

@@ -24,7 +24,8 @@
  * (managed memory's hints), cuda_vmm.c (virtual memory), cuda_copy.c (arrays, 2-D and 3-D
  * copies, mipmapped arrays), cuda_texture.c (texture and surface objects), cuda_peer.c (peer attributes, peer access, pool access, peer copies), cuda_ipc.c
  * (shareable pools, their buffers and IPC events), cuda_code.c (libraries, kernels, launches),
- * cuda_green.c (resources and green contexts), cuda_async.c (host functions, and holding the
+ * cuda_green.c (resources and green contexts), cuda_graph.c (graphs and their executables,
+ * without nodes), cuda_async.c (host functions, and holding the
  * GPU's progress for the completion tests) and cuda_race.c (the ordering race checker: which
  * accesses of an allocation stream order leaves unordered). Everything declared here is hidden: the
  * shared object exports the CUDA entry points and the stub_* functions only.
@@ -91,6 +92,8 @@ enum type {
     T_ARRAY,
     T_MIPMAP,
     T_TEXTURE, /* a texture or surface object */
+    T_GRAPH,
+    T_GRAPH_EXEC,
 };
 
 /* The head of every object. The context and the stream are shared by the sources; the other
@@ -350,6 +353,11 @@ CUresult check_array_resource(const void *handle, int mipmapped, int surface, co
 /* Adds `delta` to the textures and surfaces reading the array or mipmapped array `handle`
  * (destroying it while one does is a misuse). */
 void use_array_resource(void *handle, int mipmapped, int delta);
+
+/* ---- Graphs (cuda_graph.c). ---- */
+
+/* Forgets an instantiation refusal armed and not used (stub_refuse_instantiation). */
+void graph_reset(void);
 
 /* ---- Shareable pools (cuda_ipc.c). ---- */
 
