@@ -45,6 +45,7 @@
 pub use cuda_sys as sys;
 #[cfg(feature = "nccl")]
 pub use nccl_sys;
+pub use nvfatbin_sys;
 pub use nvjitlink_sys;
 pub use nvml_sys;
 pub use nvrtc_sys;
@@ -133,7 +134,10 @@ pub use launch::{
 };
 #[allow(deprecated)]
 pub use link::LinkedCode;
-pub use link::{LinkInput, LinkInputKind, Linker, LinkerBackend, LinkerOptions, nvjitlink_version};
+pub use link::{
+    FatbinBuilder, FatbinCompression, FatbinHost, FatbinOptions, LinkInput, LinkInputKind, Linker,
+    LinkerBackend, LinkerOptions, nvjitlink_version,
+};
 pub use memory::copies::{
     ArrayDescriptor, ArrayFlags, ArrayFormat, Copy3d, CudaArray, HostPitched, HostPitchedMut,
     Offset3, Pitched, PitchedBuffer, PitchedMut,

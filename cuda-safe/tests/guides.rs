@@ -107,6 +107,7 @@ const FEATURES: &[&str] = &[
     "NVML",
     "TMA",
     "nvJitLink",
+    "nvFatbin",
     "peer access",
     "managed memory",
     "cuBLAS",
@@ -149,6 +150,7 @@ const CUDA_13_ONLY: &str =
 /// The prefixes of C names, and the raw crate whose `api_doc!` knows them.
 const C_PREFIXES: &[(&str, &str)] = &[
     ("nvJitLink", "nvjitlink_sys"),
+    ("nvFatbin", "nvfatbin_sys"),
     ("cublasLt", "cublaslt_sys"),
     ("cublas", "cublas_sys"),
     ("curand", "curand_sys"),

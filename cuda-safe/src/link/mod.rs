@@ -31,12 +31,14 @@
 
 mod devrt;
 mod driver;
+mod fatbin;
 mod input;
 mod keying;
 mod nvjitlink;
 mod options;
 mod partial;
 
+pub use fatbin::{FatbinBuilder, FatbinCompression, FatbinHost, FatbinOptions};
 pub use input::{LinkInput, LinkInputKind};
 pub use nvjitlink::nvjitlink_version;
 pub use options::{LinkerBackend, LinkerOptions};

@@ -274,6 +274,7 @@ fn key_slot(target: CodeKind) -> usize {
         CodeKind::Ptx => 0,
         CodeKind::Cubin => 1,
         CodeKind::LtoIr => 2,
+        CodeKind::Fatbin => 3,
     }
 }
 

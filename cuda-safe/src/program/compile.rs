@@ -32,7 +32,7 @@ pub struct Program {
     headers: OnceLock<Resolved>,
     /// The cache key of each target with the compiler version it was made for, computed on
     /// first use (see [`Program::cache_key`]).
-    pub(super) keys: [OnceLock<(String, CacheKey)>; 3],
+    pub(super) keys: [OnceLock<(String, CacheKey)>; 4],
 }
 
 /// What one compile will be: the architecture name and the flags.
@@ -121,8 +121,9 @@ impl Program {
     ///
     /// - [`Error::Nvrtc`] from `nvrtcCompileProgram` for a compile error, whose `log` holds
     ///   NVRTC's full log followed by a line listing the flags used;
-    /// - [`Error::InvalidArgument`] when NVRTC produced no output of the target's kind (an
-    ///   extra option contradicts it), or the bundled headers' folder cannot be made;
+    /// - [`Error::InvalidArgument`] for [`CodeKind::Fatbin`] (NVRTC compiles to no fatbin), and
+    ///   when NVRTC produced no output of the target's kind (an extra option contradicts it),
+    ///   or the bundled headers' folder cannot be made;
     /// - [`Error::Unsupported`] for a [`pch`](ProgramOptions::pch) before NVRTC 12.8 and
     ///   [`CudaHeaders::Bundled`] before NVRTC 13.3 (naming the loaded one), and when
     ///   [`CudaHeaders::Toolkit`] finds no folder (naming each one tried);
@@ -243,6 +244,7 @@ impl Program {
 
     /// The architecture name and flags for compiling to `target`.
     pub(super) fn plan(&self, target: CodeKind) -> Result<Plan> {
+        arch::nvrtc_output(target)?;
         let digits = self.arch_digits()?;
         let headers = self.resolved_headers()?;
         Ok(Plan {

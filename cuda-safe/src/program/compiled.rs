@@ -14,6 +14,8 @@ pub enum Toolchain {
     /// The driver's linker (`cuLink*`): [`Linker::link`](crate::Linker::link) without
     /// nvJitLink.
     DriverLinker,
+    /// nvFatbin: [`FatbinBuilder::build`](crate::FatbinBuilder::build) through `libnvfatbin`.
+    NvFatbin,
 }
 
 /// The result of a successful compile ([`Program::compile`](crate::Program::compile)) or link

@@ -413,11 +413,13 @@ impl ProgramOptions {
     ///
     /// # Errors
     ///
-    /// As [`ProgramOptions::validate`]; with `arch` unset, the errors of [`Device::new`] when no
+    /// As [`ProgramOptions::validate`]; [`Error::InvalidArgument`] for [`CodeKind::Fatbin`],
+    /// which NVRTC does not compile to; with `arch` unset, the errors of [`Device::new`] when no
     /// device can be asked; [`Error::Unsupported`] when [`CudaHeaders::Toolkit`] finds no
     /// folder (naming each one tried).
     pub fn to_flags(&self, target: CodeKind) -> Result<Vec<String>> {
         self.validate()?;
+        arch::nvrtc_output(target)?;
         let headers = self.resolve_headers()?;
         Ok(self.render(target, &self.resolve_arch()?, &headers.flags))
     }

@@ -108,6 +108,7 @@ impl NvrtcProgram {
                 CodeKind::Ptx => nvrtc!(nvrtc, nvrtcGetPTXSize(raw, &mut size)),
                 CodeKind::Cubin => nvrtc!(nvrtc, nvrtcGetCUBINSize(raw, &mut size)),
                 CodeKind::LtoIr => nvrtc!(nvrtc, nvrtcGetLTOIRSize(raw, &mut size)),
+                CodeKind::Fatbin => super::arch::nvrtc_output(kind),
             }
         }?;
         let mut code = vec![0u8; size];
@@ -121,6 +122,7 @@ impl NvrtcProgram {
                 CodeKind::Ptx => nvrtc!(nvrtc, nvrtcGetPTX(raw, out)),
                 CodeKind::Cubin => nvrtc!(nvrtc, nvrtcGetCUBIN(raw, out)),
                 CodeKind::LtoIr => nvrtc!(nvrtc, nvrtcGetLTOIR(raw, out)),
+                CodeKind::Fatbin => super::arch::nvrtc_output(kind),
             }
         }?;
         Ok(code)

@@ -28,6 +28,11 @@ impl LinkerOptions {
                      optimisation",
                 ));
             }
+            CodeKind::Fatbin => {
+                return Err(invalid(
+                    "a link produces CUBIN, PTX or LTO-IR, not a fatbin (FatbinBuilder builds one)",
+                ));
+            }
         }
         let mut flags = vec![format!("-arch=sm_{digits}")];
         let switches = [
