@@ -13,7 +13,8 @@ use std::sync::Mutex;
 
 /// The C sources, compiled together: the control functions, the driver (`cuda_*.c`, sharing
 /// `cuda_stub.h`), NVRTC, nvJitLink (loaded only where a test points `CUDA_SAFE_LIBNVJITLINK`
-/// at the stub: [`install_with`]), NVML, and cuBLAS, cuBLASLt and cuRAND.
+/// at the stub: [`install_with`]), NVML, nvFatbin (likewise, through `CUDA_SAFE_LIBNVFATBIN`),
+/// and cuBLAS, cuBLASLt and cuRAND.
 const SOURCES: &[&str] = &[
     "stub_control.c",
     "cuda_misc.c",
@@ -34,6 +35,7 @@ const SOURCES: &[&str] = &[
     "libnvrtc_stub.c",
     "libnvjitlink_stub.c",
     "libnvml_stub.c",
+    "libnvfatbin_stub.c",
     "libblas_stub.c",
     "libcurand_stub.c",
 ];
