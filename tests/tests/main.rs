@@ -17,6 +17,7 @@ mod copies;
 mod cudarc_bridge;
 mod device_graph;
 mod dlpack;
+mod fatbin;
 mod graph;
 mod green;
 mod ipc;
@@ -53,6 +54,7 @@ fn files() -> Vec<GpuFile> {
         copies::FILE,
         device_graph::FILE,
         dlpack::FILE,
+        fatbin::FILE,
         graph::FILE,
         green::FILE,
         ipc::FILE,
