@@ -134,10 +134,16 @@ fn no_guide_calls_missing_what_the_crate_has() {
 }
 
 /// C calls a wrapper may alias without `api_doc!`, and why.
-const NO_API_DOC: &[(&str, &str)] = &[(
-    "cuDevSmResourceSplit",
-    "in the CUDA 13 headers only, so the CUDA 12 ABI's api_doc! does not know it",
-)];
+const NO_API_DOC: &[(&str, &str)] = &[
+    (
+        "cuDevSmResourceSplit",
+        "in the CUDA 13 headers only, so the CUDA 12 ABI's api_doc! does not know it",
+    ),
+    ("cuGraphGetId", "in the CUDA 13 headers only (linked by hand)"),
+    ("cuGraphExecGetId", "in the CUDA 13 headers only (linked by hand)"),
+    ("cuGraphNodeGetLocalId", "in the CUDA 13 headers only (linked by hand)"),
+    ("cuGraphNodeGetToolsId", "in the CUDA 13 headers only (linked by hand)"),
+];
 
 /// The prefixes of C names, and the raw crate whose `api_doc!` knows them.
 const C_PREFIXES: &[(&str, &str)] = &[

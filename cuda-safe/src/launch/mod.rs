@@ -46,9 +46,9 @@ use cuda_sys::{
     CUfunction, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig, CUresult, CUstream,
 };
 
-/// Attribute slots on the stack for one `cuLaunchKernelEx`: the cluster shape, cooperation,
-/// and every [`LaunchAttributes`] field.
-const ATTRIBUTE_SLOTS: usize = 10;
+/// Attribute slots on the stack for one `cuLaunchKernelEx` (or one graph kernel node): the
+/// cluster shape, cooperation, and every [`LaunchAttributes`] field.
+pub(crate) const ATTRIBUTE_SLOTS: usize = 10;
 
 /// Checks the arguments against the kernel's parameter list (read in `context` the first
 /// time), when the driver gives one, or against the parameters it gave before failing.
@@ -316,6 +316,26 @@ pub unsafe fn launch_with<A: KernelArgs>(
     }
 }
 
+/// Writes `config`'s cluster shape and cooperation into `slots` (room for two) as launch
+/// attributes, and returns how many: what a launch and a graph kernel node set alike.
+#[inline(always)]
+pub(crate) fn write_shape(config: &LaunchConfig, slots: &mut [CUlaunchAttribute]) -> usize {
+    let mut count = 0;
+    if let (Some(cluster), Some(slot)) = (config.cluster, slots.get_mut(count)) {
+        slot.id = CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        slot.value.clusterDim.x = cluster.x;
+        slot.value.clusterDim.y = cluster.y;
+        slot.value.clusterDim.z = cluster.z;
+        count += 1;
+    }
+    if let (true, Some(slot)) = (config.cooperative, slots.get_mut(count)) {
+        slot.id = CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+        slot.value.cooperative = 1;
+        count += 1;
+    }
+    count
+}
+
 /// One `cuLaunchKernelEx` with the configuration's cluster and cooperation and `attributes`,
 /// the attribute array on this stack frame.
 ///
@@ -333,19 +353,7 @@ unsafe fn launch_ex(
     attributes: &LaunchAttributes<'_>,
 ) -> Result<()> {
     let mut slots = [CUlaunchAttribute::default(); ATTRIBUTE_SLOTS];
-    let mut count = 0;
-    if let Some(cluster) = config.cluster {
-        slots[count].id = CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        slots[count].value.clusterDim.x = cluster.x;
-        slots[count].value.clusterDim.y = cluster.y;
-        slots[count].value.clusterDim.z = cluster.z;
-        count += 1;
-    }
-    if config.cooperative {
-        slots[count].id = CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-        slots[count].value.cooperative = 1;
-        count += 1;
-    }
+    let mut count = write_shape(config, &mut slots);
     count += attributes.write(&mut slots[count..]);
     let launch_config = CUlaunchConfig {
         gridDimX: config.grid.x,
