@@ -368,7 +368,7 @@ CUresult cuStreamIsCapturing(void *stream, int *status) {
         return CUDA_ERROR_INVALID_HANDLE;
     if (status == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    *status = 0;
+    *status = stream_capturing(stream);
     return CUDA_SUCCESS;
 }
 

@@ -12,7 +12,8 @@ use std::process::Command;
 use std::sync::Mutex;
 
 /// The C sources, compiled together: the control functions, the driver (`cuda_*.c`, sharing
-/// `cuda_stub.h`), NVRTC, NVML, and cuBLAS, cuBLASLt and cuRAND.
+/// `cuda_stub.h`; the graph files `cuda_graph.h` too), NVRTC, NVML, and cuBLAS, cuBLASLt and
+/// cuRAND.
 const SOURCES: &[&str] = &[
     "stub_control.c",
     "cuda_misc.c",
@@ -29,6 +30,9 @@ const SOURCES: &[&str] = &[
     "cuda_cudarc.c",
     "cuda_async.c",
     "cuda_race.c",
+    "cuda_graph.c",
+    "cuda_graph_copy.c",
+    "cuda_graph_exec.c",
     "libnvrtc_stub.c",
     "libnvml_stub.c",
     "libblas_stub.c",
@@ -36,15 +40,15 @@ const SOURCES: &[&str] = &[
 ];
 
 /// The kinds of objects the stub counts, in the order of [`Live`] (`range` and `chunk`: VMM
-/// reservations and physical allocations; `fd`, last: descriptors of exported pools and chunks
-/// open in the process).
-pub const KINDS: [&str; 14] = [
+/// reservations and physical allocations; `graph`, `exec`, `userobj`: graphs, executable graphs
+/// and user objects; `fd`, last: descriptors of exported pools and chunks open in the process).
+pub const KINDS: [&str; 17] = [
     "context", "green", "stream", "event", "pool", "alloc", "library", "program", "nvml", "range",
-    "chunk", "array", "texture", "fd",
+    "chunk", "array", "texture", "graph", "exec", "userobj", "fd",
 ];
 
 /// Live objects per kind of [`KINDS`].
-pub type Live = [i64; 14];
+pub type Live = [i64; 17];
 
 /// One call the stub answered: the exported name and, for `cuCtxSetCurrent`, whether it set a
 /// context (1) or none (0).
