@@ -139,10 +139,22 @@ const NO_API_DOC: &[(&str, &str)] = &[
         "cuDevSmResourceSplit",
         "in the CUDA 13 headers only, so the CUDA 12 ABI's api_doc! does not know it",
     ),
-    ("cuGraphGetId", "in the CUDA 13 headers only (linked by hand)"),
-    ("cuGraphExecGetId", "in the CUDA 13 headers only (linked by hand)"),
-    ("cuGraphNodeGetLocalId", "in the CUDA 13 headers only (linked by hand)"),
-    ("cuGraphNodeGetToolsId", "in the CUDA 13 headers only (linked by hand)"),
+    (
+        "cuGraphGetId",
+        "in the CUDA 13 headers only (linked by hand)",
+    ),
+    (
+        "cuGraphExecGetId",
+        "in the CUDA 13 headers only (linked by hand)",
+    ),
+    (
+        "cuGraphNodeGetLocalId",
+        "in the CUDA 13 headers only (linked by hand)",
+    ),
+    (
+        "cuGraphNodeGetToolsId",
+        "in the CUDA 13 headers only (linked by hand)",
+    ),
 ];
 
 /// The prefixes of C names, and the raw crate whose `api_doc!` knows them.

@@ -171,8 +171,7 @@ pub(crate) unsafe fn set_capture_dependencies(
     stream: CUstream,
     nodes: &mut [CUgraphNode],
 ) -> Result<()> {
-    let flags =
-        CUstreamUpdateCaptureDependencies_flags::CU_STREAM_SET_CAPTURE_DEPENDENCIES.0;
+    let flags = CUstreamUpdateCaptureDependencies_flags::CU_STREAM_SET_CAPTURE_DEPENDENCIES.0;
     let (list, count) = (nodes.as_mut_ptr(), nodes.len());
     let _ = (driver, stream, list, count, flags);
     if_abi12! {

@@ -37,7 +37,7 @@ use crate::abi;
 use crate::error::{Error, Result, cu};
 use crate::handle::{Owned, Release};
 use crate::kernel::Kernel;
-use crate::launch::{Keep, KernelArgs, LaunchAttributes, LaunchConfig, launch, launch_with};
+use crate::launch::{Keep, KernelArgs, LaunchAttributes, LaunchConfig, launch_captured};
 use crate::ordering::wait_for;
 use crate::stream::Stream;
 use cuda_sys::{CUgraph, CUresult, CUstreamCaptureMode, CUstreamCaptureStatus, CUuserObject};
@@ -216,23 +216,31 @@ impl Capture {
         wait_for(&self.inner.stream, branch)
     }
 
-    /// Records a launch of `kernel` on the capturing stream, as [`launch`] does, and returns its
-    /// node, whose arguments an executable can then change
+    /// Records a launch of `kernel` on the capturing stream, as [`launch`](crate::launch)
+    /// does, and returns its node, whose arguments an executable can then change
     /// ([`GraphExec::set_kernel_args`](super::GraphExec::set_kernel_args)). The graph keeps the
     /// kernel loaded and every `Arc<Buffer>` argument alive. A cluster shape or a cooperative
     /// launch is written onto the node too (`cuGraphKernelNodeSetAttribute`), so the node keeps
     /// them whatever the capture recorded.
     ///
+    /// Unlike [`launch`](crate::launch), buffers of other streams are not ordered with their
+    /// streams here: a capture runs nothing, and may not depend on work outside it (the driver
+    /// refuses a wait for another stream's event); each replay runs in the graph's order, on
+    /// the stream it is launched on. So a conditional body's capture
+    /// ([`add_while`](Self::add_while), ...) takes the buffers of the capture's stream.
+    ///
+    #[doc = cuda_sys::api_doc!(cuLaunchKernel)]
     #[doc = cuda_sys::api_doc!(cuLaunchKernelEx)]
     /// # Errors
     ///
-    /// As [`launch`]; [`Error::UnexpectedAnswer`] if the capture does not show the launch as
-    /// its one last node.
+    /// As [`launch`](crate::launch); [`Error::UnexpectedAnswer`] if the capture does not show
+    /// the launch as its one last node.
     ///
     /// # Safety
     ///
-    /// As [`launch`], at every replay, and as [`begin`](Self::begin) for the memory used.
-    #[doc(alias = "cuLaunchKernelEx")]
+    /// As [`launch`](crate::launch), at every replay, and as [`begin`](Self::begin) for the
+    /// memory used.
+    #[doc(alias = "cuLaunchKernel", alias = "cuLaunchKernelEx")]
     pub unsafe fn launch<A: KernelArgs>(
         &mut self,
         config: &LaunchConfig,
@@ -241,27 +249,31 @@ impl Capture {
     ) -> Result<KernelNode> {
         let mut keep: Vec<Keep> = vec![Box::new(kernel.clone())];
         args.keep_alive(&mut keep);
+        let plain = LaunchAttributes::default();
         // SAFETY: the caller's promise, as for `launch`.
-        unsafe { launch(&self.inner.stream, config, kernel, args) }?;
-        self.launched(config, &LaunchAttributes::default(), kernel, keep)
+        unsafe { launch_captured(&self.inner.stream, config, &plain, kernel, args) }?;
+        self.launched(config, &plain, kernel, keep)
     }
 
     /// Records a launch of `kernel` with launch `attributes` on the capturing stream, as
-    /// [`launch_with`] does, and returns its node, as [`launch`](Self::launch) does. The
-    /// attributes a graph node holds (priority, memory synchronisation domains, an access-policy
-    /// window, cluster scheduling, a preferred cluster shape), the cluster shape and cooperation
-    /// are written onto the node as well; programmatic dependent launch becomes an edge from
-    /// the previous kernel node, as the driver records it.
+    /// [`launch_with`](crate::launch_with) does, and returns its node, as
+    /// [`launch`](Self::launch) does. The attributes a graph node holds (priority, memory
+    /// synchronisation domains, an access-policy window, cluster scheduling, a preferred
+    /// cluster shape), the cluster shape and cooperation are written onto the node as well;
+    /// programmatic dependent launch becomes an edge from the previous kernel node, as the
+    /// driver records it. Buffers are not ordered with their streams, as for
+    /// [`launch`](Self::launch).
     ///
     #[doc = cuda_sys::api_doc!(cuLaunchKernelEx)]
     #[doc = cuda_sys::api_doc!(cuGraphKernelNodeSetAttribute)]
     /// # Errors
     ///
-    /// As [`launch_with`] and [`launch`](Self::launch).
+    /// As [`launch_with`](crate::launch_with) and [`launch`](Self::launch).
     ///
     /// # Safety
     ///
-    /// As [`launch_with`], at every replay, and as [`begin`](Self::begin) for the memory used.
+    /// As [`launch_with`](crate::launch_with), at every replay, and as [`begin`](Self::begin)
+    /// for the memory used.
     #[doc(alias = "cuLaunchKernelEx", alias = "cuGraphKernelNodeSetAttribute")]
     pub unsafe fn launch_with<A: KernelArgs>(
         &mut self,
@@ -273,7 +285,7 @@ impl Capture {
         let mut keep: Vec<Keep> = vec![Box::new(kernel.clone())];
         args.keep_alive(&mut keep);
         // SAFETY: the caller's promise, as for `launch_with`.
-        unsafe { launch_with(&self.inner.stream, config, attributes, kernel, args) }?;
+        unsafe { launch_captured(&self.inner.stream, config, attributes, kernel, args) }?;
         // Programmatic dependent launch is an edge of the graph now, not a node attribute.
         let on_node = LaunchAttributes {
             programmatic_stream_serialization: false,

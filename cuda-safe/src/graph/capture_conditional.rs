@@ -30,11 +30,11 @@
 //! # Ok::<(), cuda_safe::Error>(())
 //! ```
 
+use super::Node;
 use super::capture::{Capture, Recording};
 use super::conditional::{
     ConditionalHandle, body_graphs, check_kind, conditional_params, create_handle,
 };
-use super::Node;
 use crate::abi;
 use crate::error::{Error, Result, cu};
 use crate::handle::Owned;
@@ -63,8 +63,9 @@ impl Capture {
     }
 
     /// A new condition for the conditional nodes of this capture's graph
-    /// (`cuGraphConditionalHandleCreate`), as [`Graph::conditional_handle`](super::Graph::conditional_handle)
-    /// makes one for a graph; each handle must be used by one conditional node of the graph.
+    /// (`cuGraphConditionalHandleCreate`), as
+    /// [`Graph::conditional_handle`](super::Graph::conditional_handle) makes one for a graph;
+    /// each handle must be used by one conditional node of the graph.
     ///
     #[doc = cuda_sys::api_doc!(cuGraphConditionalHandleCreate)]
     /// # Errors
@@ -101,7 +102,10 @@ impl Capture {
     /// [`Error::Unsupported`] on an older driver; the body's error (the node is removed again);
     /// the driver's error (a body holding work conditional bodies cannot hold, a capturing
     /// `body_stream`).
-    #[doc(alias = "cuStreamBeginCaptureToGraph", alias = "cuStreamUpdateCaptureDependencies")]
+    #[doc(
+        alias = "cuStreamBeginCaptureToGraph",
+        alias = "cuStreamUpdateCaptureDependencies"
+    )]
     pub fn add_if(
         &mut self,
         handle: &ConditionalHandle,
@@ -121,7 +125,10 @@ impl Capture {
     /// # Errors
     ///
     /// As [`add_if`](Self::add_if), with [`Error::Unsupported`] before CUDA 12.8.
-    #[doc(alias = "cuStreamBeginCaptureToGraph", alias = "cuStreamUpdateCaptureDependencies")]
+    #[doc(
+        alias = "cuStreamBeginCaptureToGraph",
+        alias = "cuStreamUpdateCaptureDependencies"
+    )]
     pub fn add_if_else(
         &mut self,
         handle: &ConditionalHandle,
@@ -149,7 +156,10 @@ impl Capture {
     /// # Errors
     ///
     /// As [`add_if`](Self::add_if).
-    #[doc(alias = "cuStreamBeginCaptureToGraph", alias = "cuStreamUpdateCaptureDependencies")]
+    #[doc(
+        alias = "cuStreamBeginCaptureToGraph",
+        alias = "cuStreamUpdateCaptureDependencies"
+    )]
     pub fn add_while(
         &mut self,
         handle: &ConditionalHandle,
@@ -157,7 +167,9 @@ impl Capture {
         mut body: impl FnMut(&mut Capture) -> Result<()>,
     ) -> Result<Node> {
         let kind = CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_WHILE;
-        self.add_conditional(handle, kind, body_stream, 1, &mut |_, capture| body(capture))
+        self.add_conditional(handle, kind, body_stream, 1, &mut |_, capture| {
+            body(capture)
+        })
     }
 
     /// Records a *switch* node after the work captured so far, with `cases` bodies: the body
@@ -170,7 +182,10 @@ impl Capture {
     /// # Errors
     ///
     /// As [`add_if_else`](Self::add_if_else); [`Error::InvalidArgument`] for no case.
-    #[doc(alias = "cuStreamBeginCaptureToGraph", alias = "cuStreamUpdateCaptureDependencies")]
+    #[doc(
+        alias = "cuStreamBeginCaptureToGraph",
+        alias = "cuStreamUpdateCaptureDependencies"
+    )]
     pub fn add_switch(
         &mut self,
         handle: &ConditionalHandle,
@@ -213,9 +228,7 @@ impl Capture {
             }
             let mut after = [node];
             // SAFETY: the stream captures into `graph`, which holds `node`.
-            unsafe {
-                abi::set_capture_dependencies(driver, self.inner.stream.as_raw(), &mut after)
-            }
+            unsafe { abi::set_capture_dependencies(driver, self.inner.stream.as_raw(), &mut after) }
         });
         if let Err(error) = recorded {
             // SAFETY: the node was just added to the capture's graph and nothing depends on it

@@ -60,8 +60,9 @@ impl Graph {
         Ok(clone.node(found))
     }
 
-    /// The copy in `clone` of a kernel node of this graph, as [`node_in_clone`](Self::node_in_clone)
-    /// finds it, running the same kernel with the same shape.
+    /// The copy in `clone` of a kernel node of this graph, as
+    /// [`node_in_clone`](Self::node_in_clone) finds it, running the same kernel with the same
+    /// shape.
     ///
     #[doc = cuda_sys::api_doc!(cuGraphNodeFindInClone)]
     /// # Errors

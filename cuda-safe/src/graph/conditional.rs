@@ -155,9 +155,7 @@ pub(super) fn body_graphs(params: &CUgraphNodeParams) -> Result<&[CUgraph]> {
     }
     // SAFETY: the driver's array of one body graph per body, owned by the node, which lives
     // while `params` is used (the caller's node).
-    Ok(unsafe {
-        std::slice::from_raw_parts(conditional.phGraph_out, conditional.size as usize)
-    })
+    Ok(unsafe { std::slice::from_raw_parts(conditional.phGraph_out, conditional.size as usize) })
 }
 
 /// What a conditional node of `kind` with `bodies` bodies needs: the driver version, and a

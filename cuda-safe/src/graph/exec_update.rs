@@ -22,7 +22,9 @@ use crate::context::Context;
 use crate::error::{Result, cu};
 use crate::event::Event;
 use crate::memory::Buffer;
-use cuda_sys::{CUgraph, CUgraphExec, CUgraphExecUpdateResultInfo, CUgraphNode, CUgraphNodeType, Driver};
+use cuda_sys::{
+    CUgraph, CUgraphExec, CUgraphExecUpdateResultInfo, CUgraphNode, CUgraphNodeType, Driver,
+};
 
 /// Whether an executable's updates made its graph keep something the executable does not
 /// hold yet, and what hands it over ([`before_destroy`](Self::before_destroy)).

@@ -13,7 +13,10 @@ impl Graph {
     /// The driver's id of this graph, unique in the process and fixed for its life
     /// (`cuGraphGetId`).
     ///
-    /// Calls [`cuGraphGetId`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html#group__CUDA__GRAPH_1g0f05ae29d14198ff57d722156d60aa41) (in the CUDA 13 bindings only). Needs a CUDA 13.1 driver.
+    /// Calls [`cuGraphGetId`][cuGraphGetId] (in the CUDA 13 bindings only). Needs a CUDA 13.1
+    /// driver.
+    ///
+    /// [cuGraphGetId]: https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html#group__CUDA__GRAPH_1g0f05ae29d14198ff57d722156d60aa41
     ///
     /// # Errors
     ///
@@ -28,7 +31,10 @@ impl Graph {
     /// The id of `node` among the nodes of this graph, fixed for the node's life
     /// (`cuGraphNodeGetLocalId`).
     ///
-    /// Calls [`cuGraphNodeGetLocalId`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html#group__CUDA__GRAPH_1g18fd5107a28aaae1e396efcb0edaa70d) (in the CUDA 13 bindings only). Needs a CUDA 13.1 driver.
+    /// Calls [`cuGraphNodeGetLocalId`][cuGraphNodeGetLocalId] (in the CUDA 13 bindings only). Needs a CUDA 13.1
+    /// driver.
+    ///
+    /// [cuGraphNodeGetLocalId]: https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html#group__CUDA__GRAPH_1g18fd5107a28aaae1e396efcb0edaa70d
     ///
     /// # Errors
     ///
@@ -44,7 +50,10 @@ impl Graph {
     /// The id tools (CUPTI, Nsight Systems) give `node`, unique in the process
     /// (`cuGraphNodeGetToolsId`).
     ///
-    /// Calls [`cuGraphNodeGetToolsId`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html#group__CUDA__GRAPH_1g10d4cf58921a26acce90ed1a03fcd4c1) (in the CUDA 13 bindings only). Needs a CUDA 13.1 driver.
+    /// Calls [`cuGraphNodeGetToolsId`][cuGraphNodeGetToolsId] (in the CUDA 13 bindings only). Needs a CUDA 13.1
+    /// driver.
+    ///
+    /// [cuGraphNodeGetToolsId]: https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html#group__CUDA__GRAPH_1g10d4cf58921a26acce90ed1a03fcd4c1
     ///
     /// # Errors
     ///
@@ -61,7 +70,10 @@ impl GraphExec {
     /// The driver's id of this executable, unique in the process and fixed for its life
     /// (`cuGraphExecGetId`).
     ///
-    /// Calls [`cuGraphExecGetId`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html#group__CUDA__GRAPH_1g7a561a95ac508d0a99bccbf89aa01509) (in the CUDA 13 bindings only). Needs a CUDA 13.1 driver.
+    /// Calls [`cuGraphExecGetId`][cuGraphExecGetId] (in the CUDA 13 bindings only). Needs a CUDA 13.1
+    /// driver.
+    ///
+    /// [cuGraphExecGetId]: https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html#group__CUDA__GRAPH_1g7a561a95ac508d0a99bccbf89aa01509
     ///
     /// # Errors
     ///

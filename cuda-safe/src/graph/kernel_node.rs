@@ -19,8 +19,9 @@ use crate::launch::{
     check_args, write_shape,
 };
 use cuda_sys::{
-    CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER, CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC, CUdevice_attribute,
-    CUgraphDependencyType, CUgraphEdgeData, CUgraphNode, CUlaunchAttribute, Driver,
+    CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER, CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC,
+    CUdevice_attribute, CUgraphDependencyType, CUgraphEdgeData, CUgraphNode, CUlaunchAttribute,
+    Driver,
 };
 
 /// How a kernel node depends on another kernel node when the dependency is not the default
@@ -91,7 +92,11 @@ pub(super) fn check_attributes(
 
 /// Refuses a cooperative `config` whose grid is larger than the blocks of `kernel` that can
 /// be resident on `context`'s device at once (which a grid-wide synchronization needs).
-pub(super) fn check_co_residency(kernel: &Kernel, config: &LaunchConfig, context: &Context) -> Result<()> {
+pub(super) fn check_co_residency(
+    kernel: &Kernel,
+    config: &LaunchConfig,
+    context: &Context,
+) -> Result<()> {
     if !config.cooperative {
         return Ok(());
     }
@@ -165,7 +170,10 @@ impl Graph {
     /// # Safety
     ///
     /// As [`add_kernel`](Self::add_kernel).
-    #[doc(alias = "cuGraphAddKernelNode", alias = "cuGraphKernelNodeSetAttribute")]
+    #[doc(
+        alias = "cuGraphAddKernelNode",
+        alias = "cuGraphKernelNodeSetAttribute"
+    )]
     pub unsafe fn add_kernel_with<A: KernelArgs>(
         &mut self,
         dependencies: &[Node],
@@ -319,13 +327,14 @@ mod tests {
         assert_eq!(slots[0].id, Id::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
         // SAFETY: the cluster variant is the one written for that id.
         let cluster = unsafe { slots[0].value.clusterDim };
-        assert_eq!(
-            Dim3::from((cluster.x, cluster.y, cluster.z)),
-            Dim3::from(2)
-        );
+        assert_eq!(Dim3::from((cluster.x, cluster.y, cluster.z)), Dim3::from(2));
         assert_eq!(slots[1].id, Id::CU_LAUNCH_ATTRIBUTE_COOPERATIVE);
         // SAFETY: as above, for cooperation.
         assert_eq!(unsafe { slots[1].value.cooperative }, 1);
-        assert_eq!(write_shape(&config, &mut slots[..1]), 1, "no room: no overrun");
+        assert_eq!(
+            write_shape(&config, &mut slots[..1]),
+            1,
+            "no room: no overrun"
+        );
     }
 }

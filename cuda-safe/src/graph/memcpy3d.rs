@@ -104,7 +104,9 @@ impl fmt::Debug for CopyNodeSide {
             Owner::Pitched(buffer) => format!("pitched buffer {:#x}", buffer.as_raw()),
             Owner::Array(_) => "array".to_owned(),
         };
-        f.debug_struct("CopyNodeSide").field("memory", &kind).finish()
+        f.debug_struct("CopyNodeSide")
+            .field("memory", &kind)
+            .finish()
     }
 }
 

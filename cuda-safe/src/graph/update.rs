@@ -115,8 +115,7 @@ impl Graph {
         args: A,
     ) -> Result<()> {
         self.raw_node(node.node)?;
-        if config.cluster != node.config.cluster || config.cooperative != node.config.cooperative
-        {
+        if config.cluster != node.config.cluster || config.cooperative != node.config.cooperative {
             return Err(Error::invalid_argument(format!(
                 "a kernel node keeps its cluster shape and cooperation ({:?}, cooperative: {}); \
                  the new configuration has {:?}, cooperative: {}",

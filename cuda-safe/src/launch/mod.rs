@@ -182,42 +182,15 @@ pub unsafe fn launch<A: KernelArgs>(
     };
     let launched = args.with_params(|pointers, sizes, names| {
         check_args(kernel, stream.context(), sizes, names)?;
-        let parameters = if pointers.is_empty() {
-            std::ptr::null_mut()
-        } else {
-            pointers.as_mut_ptr()
-        };
-        if config.cluster.is_none() && !config.cooperative {
-            // SAFETY: one pointer per parameter, each to a value of the parameter's size
-            // (checked when the driver says), alive on this stack frame; a `CUkernel` is a
-            // valid `CUfunction` for `cuLaunchKernel` and launches in the stream's context.
-            // What the kernel does with its arguments is the caller's promise.
-            return unsafe {
-                cu!(
-                    stream.driver(),
-                    cuLaunchKernel(
-                        kernel.as_raw() as CUfunction,
-                        config.grid.x,
-                        config.grid.y,
-                        config.grid.z,
-                        config.block.x,
-                        config.block.y,
-                        config.block.z,
-                        config.shared_mem,
-                        stream.as_raw(),
-                        parameters,
-                        std::ptr::null_mut(),
-                    )
-                )
-            };
-        }
-        // SAFETY: as above.
+        // SAFETY: one pointer per parameter, each to a value of the parameter's size (checked
+        // when the driver says), alive on this stack frame; no attributes. What the kernel
+        // does with its arguments is the caller's promise.
         unsafe {
-            launch_ex(
+            launch_raw(
                 kernel,
                 config,
-                stream.as_raw(),
-                parameters,
+                stream,
+                pointers,
                 &LaunchAttributes::default(),
             )
         }
@@ -314,6 +287,88 @@ pub unsafe fn launch_with<A: KernelArgs>(
         Some(others) => others.after_launch(stream),
         None => Ok(()),
     }
+}
+
+/// One launch of `kernel` with `config` and `attributes`: `cuLaunchKernel` for a plain one,
+/// `cuLaunchKernelEx` otherwise.
+///
+/// # Safety
+///
+/// `pointers` holds one pointer per kernel parameter to a value of its size, alive for the
+/// call; `stream` is a live stream of the context the kernel launches in; `attributes` were
+/// validated.
+#[inline(always)]
+unsafe fn launch_raw(
+    kernel: &Kernel,
+    config: &LaunchConfig,
+    stream: &Stream,
+    pointers: &mut [*mut std::ffi::c_void],
+    attributes: &LaunchAttributes<'_>,
+) -> Result<()> {
+    let parameters = if pointers.is_empty() {
+        std::ptr::null_mut()
+    } else {
+        pointers.as_mut_ptr()
+    };
+    if config.cluster.is_none() && !config.cooperative && attributes.count() == 0 {
+        // SAFETY: the caller's promise; a `CUkernel` is a valid `CUfunction` for
+        // `cuLaunchKernel` and launches in the stream's context.
+        return unsafe {
+            cu!(
+                stream.driver(),
+                cuLaunchKernel(
+                    kernel.as_raw() as CUfunction,
+                    config.grid.x,
+                    config.grid.y,
+                    config.grid.z,
+                    config.block.x,
+                    config.block.y,
+                    config.block.z,
+                    config.shared_mem,
+                    stream.as_raw(),
+                    parameters,
+                    std::ptr::null_mut(),
+                )
+            )
+        };
+    }
+    // SAFETY: as above.
+    unsafe { launch_ex(kernel, config, stream.as_raw(), parameters, attributes) }
+}
+
+/// Records a launch on `stream`, which captures, as [`launch_with`] launches, but without
+/// ordering the arguments' buffers with their streams: a capture runs nothing, and it may not
+/// depend on work outside it (an event of another stream); a replay runs in the graph's order,
+/// on the stream it is launched on.
+///
+/// # Safety
+///
+/// As [`launch_with`], at every replay; the memory the kernel uses is ordered with the
+/// replays by the caller.
+pub(crate) unsafe fn launch_captured<A: KernelArgs>(
+    stream: &Stream,
+    config: &LaunchConfig,
+    attributes: &LaunchAttributes<'_>,
+    kernel: &Kernel,
+    args: A,
+) -> Result<()> {
+    config.validate_in(stream.context())?;
+    if attributes.count() > 0 {
+        attributes.validate(config, &AttributeSupport::of(stream)?)?;
+        attributes.validate_event(stream)?;
+    }
+    let launched = args.with_params(|pointers, sizes, names| {
+        check_args(kernel, stream.context(), sizes, names)?;
+        // SAFETY: as in `launch`; the attributes were checked above.
+        unsafe { launch_raw(kernel, config, stream, pointers, attributes) }
+    });
+    if let Err(error) = launched {
+        return Err(explain_launch_error(error, stream, config, kernel));
+    }
+    if let Some(programmatic) = attributes.programmatic_event {
+        programmatic.event.note_recorded();
+    }
+    Ok(())
 }
 
 /// Writes `config`'s cluster shape and cooperation into `slots` (room for two) as launch

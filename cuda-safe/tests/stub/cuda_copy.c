@@ -230,6 +230,8 @@ static CUresult resolve(const char *api, int type, const void *host, CUdeviceptr
     }
     if (type == MEMORY_UNIFIED)
         type = MEMORY_DEVICE; /* device, pinned or managed: inside a live allocation */
+    if (pitch == 0 && height == 1 && depth == 1 && y == 0 && z == 0)
+        pitch = x + width; /* one row: the driver needs no pitch (a 1-D copy node's) */
     if (type != MEMORY_HOST && type != MEMORY_DEVICE)
         return CUDA_ERROR_INVALID_VALUE;
     if (pitch < x + width) {

@@ -530,8 +530,11 @@ CUresult cuStreamUpdateCaptureDependencies_v2(void *stream, struct gnode *const 
     return update_deps("cuStreamUpdateCaptureDependencies_v2", stream, nodes, count, flags);
 }
 
+/* A failure (injected too) ends the capture as well, and discards the graph it made, as the
+ * driver does when it refuses to end one. */
 CUresult cuStreamEndCapture(void *handle, struct graph **graph) {
-    DRIVER("cuStreamEndCapture");
+    STUB_LOCKED();
+    int injected = stub_enter("cuStreamEndCapture", 0);
     if (stream_context(handle, "cuStreamEndCapture") == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
     if (graph == NULL)
@@ -541,10 +544,12 @@ CUresult cuStreamEndCapture(void *handle, struct graph **graph) {
         return CUDA_ERROR_ILLEGAL_STATE;
     struct capture *capture = stream->capture;
     stream->capture = NULL;
-    *graph = capture->graph;
+    *graph = injected == 0 ? capture->graph : NULL;
+    if (injected != 0 && capture->owns)
+        graph_destroy(capture->graph);
     free(capture->deps);
     free(capture);
-    return CUDA_SUCCESS;
+    return injected != 0 ? injected : CUDA_SUCCESS;
 }
 
 CUresult capture_launch(const char *api, void *stream, struct kernel *kernel,

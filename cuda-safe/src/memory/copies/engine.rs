@@ -467,8 +467,14 @@ mod tests {
         assert_eq!(params.srcMemoryType, CUmemorytype::CU_MEMORYTYPE_UNIFIED);
         assert_eq!(params.dstMemoryType, CUmemorytype::CU_MEMORYTYPE_UNIFIED);
         assert_eq!((params.srcDevice, params.dstDevice), (0x1000, 0x9000));
-        assert_eq!((params.srcXInBytes, params.srcY, params.srcHeight), (32, 2, 4));
-        assert_eq!((params.WidthInBytes, params.Height, params.Depth), (32, 2, 2));
+        assert_eq!(
+            (params.srcXInBytes, params.srcY, params.srcHeight),
+            (32, 2, 4)
+        );
+        assert_eq!(
+            (params.WidthInBytes, params.Height, params.Depth),
+            (32, 2, 2)
+        );
         let past = node_description(&Copy3d::boxed(32, 2, 3), &src, &dst).unwrap_err();
         assert!(past.to_string().contains("source"), "{past}");
         let empty = node_description(&Copy3d::boxed(0, 2, 2), &src, &dst).unwrap_err();
