@@ -177,14 +177,13 @@ fn graph_calls_use_each_abis_entry_points() {
 #[test]
 fn graph_ids_need_the_13_abi() {
     let driver = driver_without_symbols();
-    let null = std::ptr::null_mut();
     // SAFETY: the fake driver resolves no symbol, so nothing reaches C.
     let errors = unsafe {
         [
-            graph_id(driver, null).unwrap_err(),
-            exec_id(driver, null).unwrap_err(),
-            node_local_id(driver, null).unwrap_err(),
-            node_tools_id(driver, null).unwrap_err(),
+            graph_id(driver, std::ptr::null_mut()).unwrap_err(),
+            exec_id(driver, std::ptr::null_mut()).unwrap_err(),
+            node_local_id(driver, std::ptr::null_mut()).unwrap_err(),
+            node_tools_id(driver, std::ptr::null_mut()).unwrap_err(),
         ]
     };
     let names = [
