@@ -43,8 +43,8 @@ pub(crate) fn clustered_and_cooperative_nodes(stub: &Stub, fx: &Fixture) -> Verd
         ..LaunchConfig::new(3, 32)
     };
     stub.take_log();
-    // SAFETY: refused before the driver.
     refused(
+        // SAFETY: refused before the driver.
         unsafe { graph.add_kernel(&[], &uneven, &fx.twice, (&x, 8usize)) },
         "not a multiple of the cluster",
     )?;
@@ -76,8 +76,8 @@ pub(crate) fn clustered_and_cooperative_nodes(stub: &Stub, fx: &Fixture) -> Verd
         cooperative: true,
         ..LaunchConfig::new(4225, 32)
     };
-    // SAFETY: refused before the driver.
     refused(
+        // SAFETY: refused before the driver.
         unsafe { graph.add_kernel(&[], &too_large, &fx.twice, (&x, 8usize)) },
         "a cooperative grid of 4225 blocks is more than the 4224",
     )?;
@@ -120,8 +120,8 @@ pub(crate) fn attributes_and_kernel_edges(stub: &Stub, fx: &Fixture) -> Verdict 
         programmatic_stream_serialization: true,
         ..Default::default()
     };
-    // SAFETY: refused before the driver.
     refused(
+        // SAFETY: refused before the driver.
         unsafe { graph.add_kernel_with(&[], &one, &programmatic, &fx.twice, (&x, 4usize)) },
         "Graph::add_kernel_edge",
     )?;
@@ -129,8 +129,8 @@ pub(crate) fn attributes_and_kernel_edges(stub: &Stub, fx: &Fixture) -> Verdict 
         priority: Some(3),
         ..Default::default()
     };
-    // SAFETY: refused before the driver (the stub's priorities are 0 to -5).
     refused(
+        // SAFETY: refused before the driver (the stub's priorities are 0 to -5).
         unsafe { graph.add_kernel_with(&[], &one, &out_of_range, &fx.twice, (&x, 4usize)) },
         "outside the context's range",
     )?;

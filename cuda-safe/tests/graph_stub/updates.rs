@@ -72,13 +72,13 @@ pub(crate) fn definition_updates_change_what_runs(stub: &Stub, fx: &Fixture) -> 
     )?;
     let mut node = kernel.clone();
     let clustered = LaunchConfig::clusters(1, 1, 32).map_err(failed)?;
-    // SAFETY: refused before the driver.
     refused(
+        // SAFETY: refused before the driver.
         unsafe { graph.set_kernel(&mut node, &clustered, &fx.twice, (&x, 8usize)) },
         "keeps its cluster shape",
     )?;
-    // SAFETY: refused before the driver: one argument short.
     refused(
+        // SAFETY: refused before the driver: one argument short.
         unsafe { graph.set_kernel_args(&kernel, (&x,)) },
         "takes 2 parameters",
     )?;

@@ -72,7 +72,11 @@ fn attribute(node: Node, id: CUlaunchAttributeID) -> CUlaunchAttributeValue {
 fn cluster_of(node: Node) -> (u32, u32, u32) {
     // SAFETY: the cluster variant is the one the id names.
     let dim = unsafe {
-        attribute(node, CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION).clusterDim
+        attribute(
+            node,
+            CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+        )
+        .clusterDim
     };
     (dim.x, dim.y, dim.z)
 }
@@ -127,8 +131,7 @@ pub(crate) fn clustered_kernel_nodes_read_their_cluster_rank_and_size() {
     // SAFETY: as above; the graph keeps the buffers.
     let mut capture = unsafe { Capture::begin(&setup.stream, CaptureMode::ThreadLocal) }.unwrap();
     // SAFETY: as above.
-    let captured =
-        unsafe { capture.launch(&quads, &cluster_info, (&ranks3, &sizes3)) }.unwrap();
+    let captured = unsafe { capture.launch(&quads, &cluster_info, (&ranks3, &sizes3)) }.unwrap();
     let captured_graph = capture.end().unwrap();
     assert_eq!(cluster_of(captured.node()), (4, 1, 1));
     captured_graph
@@ -146,7 +149,11 @@ pub(crate) fn cooperative_kernel_nodes_synchronize_the_grid() {
     let grid_rotate = code.get_kernel("grid_rotate").unwrap();
     let sms = setup.device.properties().unwrap().multiprocessor_count;
     let blocks = sms as usize;
-    let (barrier, input, output) = (words(&setup, 1), words(&setup, blocks), words(&setup, blocks));
+    let (barrier, input, output) = (
+        words(&setup, 1),
+        words(&setup, blocks),
+        words(&setup, blocks),
+    );
     let cooperative = LaunchConfig {
         cooperative: true,
         ..LaunchConfig::new(sms, 32)
@@ -156,12 +163,21 @@ pub(crate) fn cooperative_kernel_nodes_synchronize_the_grid() {
     // SAFETY: grid_rotate updates the barrier and one u32 of `input` and `output` per block
     // (`blocks` each); one block per SM is resident at once.
     let node = unsafe {
-        graph.add_kernel(&[reset], &cooperative, &grid_rotate, (&barrier, &input, &output))
+        graph.add_kernel(
+            &[reset],
+            &cooperative,
+            &grid_rotate,
+            (&barrier, &input, &output),
+        )
     }
     .unwrap();
     // SAFETY: the cooperative variant is the one the id names.
     let flag = unsafe {
-        attribute(node.node(), CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE).cooperative
+        attribute(
+            node.node(),
+            CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE,
+        )
+        .cooperative
     };
     assert_eq!(flag, 1);
     // More blocks than can be resident are refused before the driver.
@@ -206,7 +222,11 @@ pub(crate) fn launch_attributes_are_kept_on_explicit_and_captured_nodes() {
         unsafe { graph.add_kernel_with(&[], &setup.one, &attributes, &add, (&x, 1i32)) }.unwrap();
     // SAFETY: the priority variant is the one the id names.
     let priority = unsafe {
-        attribute(explicit.node(), CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PRIORITY).priority
+        attribute(
+            explicit.node(),
+            CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PRIORITY,
+        )
+        .priority
     };
     assert_eq!(priority, greatest);
     let programmatic = LaunchAttributes {
@@ -221,8 +241,8 @@ pub(crate) fn launch_attributes_are_kept_on_explicit_and_captured_nodes() {
         "{refused:?}"
     );
     // SAFETY: as above.
-    let later = unsafe { graph.add_kernel(&[explicit.node()], &setup.one, &add, (&x, 10i32)) }
-        .unwrap();
+    let later =
+        unsafe { graph.add_kernel(&[explicit.node()], &setup.one, &add, (&x, 10i32)) }.unwrap();
     let lowest = LaunchAttributes {
         priority: Some(0),
         ..Default::default()
@@ -230,7 +250,11 @@ pub(crate) fn launch_attributes_are_kept_on_explicit_and_captured_nodes() {
     graph.set_kernel_attributes(&later, &lowest).unwrap();
     // SAFETY: as above.
     let priority = unsafe {
-        attribute(later.node(), CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PRIORITY).priority
+        attribute(
+            later.node(),
+            CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PRIORITY,
+        )
+        .priority
     };
     assert_eq!(priority, 0);
     graph.instantiate().unwrap().launch(&setup.stream).unwrap();
@@ -246,10 +270,16 @@ pub(crate) fn launch_attributes_are_kept_on_explicit_and_captured_nodes() {
     // SAFETY: the variants the ids name.
     let (priority, domain) = unsafe {
         (
-            attribute(captured.node(), CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PRIORITY)
-                .priority,
-            attribute(captured.node(), CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN)
-                .memSyncDomain,
+            attribute(
+                captured.node(),
+                CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PRIORITY,
+            )
+            .priority,
+            attribute(
+                captured.node(),
+                CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN,
+            )
+            .memSyncDomain,
         )
     };
     assert_eq!(priority, greatest);

@@ -42,7 +42,11 @@ pub(crate) fn clones_run_on_their_own_and_removed_nodes_are_gone() {
 
     let clone_exec = clone.instantiate().unwrap();
     clone_exec.launch(&setup.stream).unwrap();
-    assert_eq!(setup.read(&x), [10, 0], "the clone runs without the removed node");
+    assert_eq!(
+        setup.read(&x),
+        [10, 0],
+        "the clone runs without the removed node"
+    );
     let exec = graph.instantiate().unwrap();
     exec.launch(&setup.stream).unwrap();
     assert_eq!(setup.read(&x), [11, 1], "the original is unchanged");
@@ -60,7 +64,9 @@ pub(crate) fn clones_run_on_their_own_and_removed_nodes_are_gone() {
     let copy_exec = copy.instantiate().unwrap();
     copy_exec.launch(&setup.stream).unwrap();
     setup.stream.sync().unwrap();
-    let held = weak.upgrade().expect("still kept by the clone's executable");
+    let held = weak
+        .upgrade()
+        .expect("still kept by the clone's executable");
     assert_eq!(held.as_raw(), observed);
     assert_eq!(held.to_vec::<i32>().unwrap(), [5]);
 }
@@ -88,10 +94,16 @@ pub(crate) fn ids_are_distinct_and_stable_where_the_driver_has_them() {
     };
     assert_eq!(graph.driver_id().unwrap(), id, "stable");
     assert_ne!(clone.driver_id().unwrap(), id, "a clone has its own");
-    let (local_a, local_b) = (graph.node_local_id(a).unwrap(), graph.node_local_id(b).unwrap());
+    let (local_a, local_b) = (
+        graph.node_local_id(a).unwrap(),
+        graph.node_local_id(b).unwrap(),
+    );
     assert_ne!(local_a, local_b);
     assert_eq!(graph.node_local_id(a).unwrap(), local_a);
-    let (tools_a, tools_b) = (graph.node_tools_id(a).unwrap(), graph.node_tools_id(b).unwrap());
+    let (tools_a, tools_b) = (
+        graph.node_tools_id(a).unwrap(),
+        graph.node_tools_id(b).unwrap(),
+    );
     assert_ne!(tools_a, tools_b);
     assert_eq!(graph.node_tools_id(b).unwrap(), tools_b);
     let (first, second) = (graph.instantiate().unwrap(), clone.instantiate().unwrap());
@@ -119,7 +131,12 @@ pub(crate) fn conditional_bodies_added_by_capture_run_as_their_handles_say() {
         // SAFETY: nothing is recorded.
         let mut capture =
             unsafe { Capture::begin(&setup.stream, CaptureMode::ThreadLocal) }.unwrap();
-        assert!(capture.conditional_handle(Some(1)).unwrap_err().is_not_supported());
+        assert!(
+            capture
+                .conditional_handle(Some(1))
+                .unwrap_err()
+                .is_not_supported()
+        );
         drop(capture);
         return;
     }
@@ -163,16 +180,31 @@ pub(crate) fn conditional_bodies_added_by_capture_run_as_their_handles_say() {
         })
     }
     .unwrap();
-    assert_eq!(Capture::status_of(&body_stream).unwrap(), CaptureStatus::Idle);
+    assert_eq!(
+        Capture::status_of(&body_stream).unwrap(),
+        CaptureStatus::Idle
+    );
     let nodes = graph.nodes().unwrap().len();
-    assert_eq!(nodes, if else_too { 5 } else { 4 }, "kernels and conditional nodes");
+    assert_eq!(
+        nodes,
+        if else_too { 5 } else { 4 },
+        "kernels and conditional nodes"
+    );
     let exec = graph.instantiate().unwrap();
     exec.launch(&setup.stream).unwrap();
     let expected = if else_too { 111 } else { 101 };
     assert_eq!(setup.read(&counter), [5], "the loop ran five times");
-    assert_eq!(setup.read(&x), [expected], "the if was skipped, the else taken");
+    assert_eq!(
+        setup.read(&x),
+        [expected],
+        "the if was skipped, the else taken"
+    );
     exec.launch(&setup.stream).unwrap();
-    assert_eq!(setup.read(&counter), [6], "the default (1) entered the loop once more");
+    assert_eq!(
+        setup.read(&counter),
+        [6],
+        "the default (1) entered the loop once more"
+    );
     assert_eq!(setup.read(&x), [2 * expected]);
 
     // A body's error takes its node out, and the capture goes on (discarded here: its handle
@@ -183,12 +215,23 @@ pub(crate) fn conditional_bodies_added_by_capture_run_as_their_handles_say() {
     let failed = capture.add_while(&handle, &body_stream, |_| {
         Err(Error::invalid_argument("the body's own error"))
     });
-    assert!(failed.unwrap_err().to_string().contains("the body's own error"));
+    assert!(
+        failed
+            .unwrap_err()
+            .to_string()
+            .contains("the body's own error")
+    );
     let mut elsewhere = Graph::new(&setup.context).unwrap();
     let foreign = elsewhere.conditional_handle(None).unwrap();
     let refused = capture.add_while(&foreign, &body_stream, |_| Ok(()));
     assert!(refused.unwrap_err().to_string().contains("another graph"));
-    assert_eq!(Capture::status_of(&body_stream).unwrap(), CaptureStatus::Idle);
+    assert_eq!(
+        Capture::status_of(&body_stream).unwrap(),
+        CaptureStatus::Idle
+    );
     let discarded = capture.end().unwrap();
-    assert!(discarded.nodes().unwrap().is_empty(), "no node was left behind");
+    assert!(
+        discarded.nodes().unwrap().is_empty(),
+        "no node was left behind"
+    );
 }

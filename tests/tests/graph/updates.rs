@@ -52,7 +52,10 @@ pub(crate) fn definition_updates_change_what_runs() {
     let clustered = cuda_safe::LaunchConfig::clusters(1, 2, 32).unwrap();
     // SAFETY: refused before the driver.
     let reshaped = unsafe { graph.set_kernel(&mut kernel, &clustered, &set_at, (&x, 0i32, 1i32)) };
-    assert!(matches!(reshaped, Err(Error::InvalidArgument(_))), "{reshaped:?}");
+    assert!(
+        matches!(reshaped, Err(Error::InvalidArgument(_))),
+        "{reshaped:?}"
+    );
 
     let exec = graph.instantiate().unwrap();
     exec.launch(&setup.stream).unwrap();
@@ -82,8 +85,18 @@ pub(crate) fn executable_updates_keep_what_they_use_past_a_replay_in_flight() {
         .create_stream(StreamOptions::default())
         .unwrap();
     let (x, y) = (setup.ints(256), setup.ints(256));
-    let src = Arc::new(setup.pool.allocate_from_host(&[5i32; 256], &setup.stream).unwrap());
-    let dst = Arc::new(setup.pinned.allocate_zeroed::<i32>(256, &setup.stream).unwrap());
+    let src = Arc::new(
+        setup
+            .pool
+            .allocate_from_host(&[5i32; 256], &setup.stream)
+            .unwrap(),
+    );
+    let dst = Arc::new(
+        setup
+            .pinned
+            .allocate_zeroed::<i32>(256, &setup.stream)
+            .unwrap(),
+    );
     let filled = setup.ints(256);
     setup.stream.sync().unwrap();
     let runs = Arc::new(AtomicUsize::new(0));
@@ -118,17 +131,29 @@ pub(crate) fn executable_updates_keep_what_they_use_past_a_replay_in_flight() {
     std::thread::sleep(std::time::Duration::from_millis(50));
     // Freed early, the source's memory would come back to the pool: take it and overwrite it.
     let mut reuse = setup.pool.allocate(256 * 4, &setup.stream).unwrap();
-    reuse.fill_u32(0x7f7f_7f7f).unwrap();
-    assert!(weak_src.upgrade().is_some(), "the copy's source outlives the replay in flight");
-    assert!(weak_filled.upgrade().is_some(), "so does the memset's target");
+    reuse.fill(0x7f7f_7f7fu32).unwrap();
+    assert!(
+        weak_src.upgrade().is_some(),
+        "the copy's source outlives the replay in flight"
+    );
+    assert!(
+        weak_filled.upgrade().is_some(),
+        "so does the memset's target"
+    );
     assert_eq!(drops.load(Ordering::SeqCst), 0, "and the closure");
     other.sync().unwrap();
     setup.stream.sync().unwrap();
-    assert_eq!(dst.as_host_slice::<i32>().unwrap(), [5; 256], "the copy read its source");
+    assert_eq!(
+        dst.as_host_slice::<i32>().unwrap(),
+        [5; 256],
+        "the copy read its source"
+    );
     assert_eq!(runs.load(Ordering::SeqCst), 1, "the new closure ran once");
     assert_eq!(setup.read(&y), [0; 256], "the old copy did not run");
     eventually("dropping the source", || weak_src.upgrade().is_none());
-    eventually("dropping the memset's target", || weak_filled.upgrade().is_none());
+    eventually("dropping the memset's target", || {
+        weak_filled.upgrade().is_none()
+    });
     eventually("dropping the closure", || drops.load(Ordering::SeqCst) == 1);
     drop(reuse);
 
@@ -151,8 +176,15 @@ pub(crate) fn executable_updates_keep_what_they_use_past_a_replay_in_flight() {
 pub(crate) fn copy_nodes_move_boxes_between_buffers_pitched_memory_and_arrays() {
     let setup = setup();
     let (width, height, depth) = (256usize, 16usize, 4usize);
-    let bytes: Vec<u8> = (0..width * height * depth).map(|i| (i % 251) as u8).collect();
-    let packed = Arc::new(setup.pool.allocate_from_host(&bytes, &setup.stream).unwrap());
+    let bytes: Vec<u8> = (0..width * height * depth)
+        .map(|i| (i % 251) as u8)
+        .collect();
+    let packed = Arc::new(
+        setup
+            .pool
+            .allocate_from_host(&bytes, &setup.stream)
+            .unwrap(),
+    );
     let pitched =
         Arc::new(PitchedBuffer::allocate(&setup.stream, width, height, depth, 4).unwrap());
     let descriptor = ArrayDescriptor {
@@ -163,8 +195,18 @@ pub(crate) fn copy_nodes_move_boxes_between_buffers_pitched_memory_and_arrays() 
         channels: 1,
     };
     let array = CudaArray::new(&setup.stream, descriptor).unwrap();
-    let back = Arc::new(setup.pool.allocate_zeroed::<u8>(bytes.len(), &setup.stream).unwrap());
-    let corner = Arc::new(setup.pool.allocate_zeroed::<u8>(64 * 4 * 2, &setup.stream).unwrap());
+    let back = Arc::new(
+        setup
+            .pool
+            .allocate_zeroed::<u8>(bytes.len(), &setup.stream)
+            .unwrap(),
+    );
+    let corner = Arc::new(
+        setup
+            .pool
+            .allocate_zeroed::<u8>(64 * 4 * 2, &setup.stream)
+            .unwrap(),
+    );
     setup.stream.sync().unwrap();
     let whole = Copy3d::boxed(width, height, depth);
     let rows = |buffer: &Arc<Buffer>, pitch, per_slice| {
@@ -178,13 +220,22 @@ pub(crate) fn copy_nodes_move_boxes_between_buffers_pitched_memory_and_arrays() 
     let array_side = CopyNodeSide::array(&array);
 
     let mut graph = Graph::new(&setup.context).unwrap();
-    let into_pitched = graph.add_memcpy_3d(&[], &pitched_side, &packed_side, &whole).unwrap();
+    let into_pitched = graph
+        .add_memcpy_3d(&[], &pitched_side, &packed_side, &whole)
+        .unwrap();
     let into_array = graph
         .add_memcpy_3d(&[into_pitched], &array_side, &pitched_side, &whole)
         .unwrap();
-    let out = graph.add_memcpy_3d(&[into_array], &back_side, &array_side, &whole).unwrap();
+    let out = graph
+        .add_memcpy_3d(&[into_array], &back_side, &array_side, &whole)
+        .unwrap();
     let past = graph
-        .add_memcpy_3d(&[], &back_side, &packed_side, &Copy3d::boxed(width, height, depth + 1))
+        .add_memcpy_3d(
+            &[],
+            &back_side,
+            &packed_side,
+            &Copy3d::boxed(width, height, depth + 1),
+        )
         .unwrap_err();
     assert!(past.to_string().contains("source"), "{past}");
     // A second graph: a 64 x 4 x 2 box from (32, 8, 1) of the array into `corner`.
@@ -192,12 +243,18 @@ pub(crate) fn copy_nodes_move_boxes_between_buffers_pitched_memory_and_arrays() 
     let corner_side = rows(&corner, 64, 4).unwrap();
     let from_corner = Copy3d::boxed(64, 4, 2).from_offset(32, 8, 1);
     let cloned_out = graph.node_in_clone(&boxed, out).unwrap();
-    boxed.set_memcpy_3d(cloned_out, &corner_side, &array_side, &from_corner).unwrap();
+    boxed
+        .set_memcpy_3d(cloned_out, &corner_side, &array_side, &from_corner)
+        .unwrap();
     drop((array, pitched, packed)); // the graphs keep them
 
     graph.instantiate().unwrap().launch(&setup.stream).unwrap();
     setup.stream.sync().unwrap();
-    assert_eq!(back.to_vec::<u8>().unwrap(), bytes, "through pitched memory and an array");
+    assert_eq!(
+        back.to_vec::<u8>().unwrap(),
+        bytes,
+        "through pitched memory and an array"
+    );
     let mut exec = boxed.instantiate().unwrap();
     exec.launch(&setup.stream).unwrap();
     setup.stream.sync().unwrap();
@@ -208,7 +265,11 @@ pub(crate) fn copy_nodes_move_boxes_between_buffers_pitched_memory_and_arrays() 
             bytes[start..start + 64].to_vec()
         })
         .collect();
-    assert_eq!(corner.to_vec::<u8>().unwrap(), expected, "the box at (32, 8, 1)");
+    assert_eq!(
+        corner.to_vec::<u8>().unwrap(),
+        expected,
+        "the box at (32, 8, 1)"
+    );
     // The driver updates only some copies in an executable; a 3-D box is refused with its error,
     // or applied.
     let single = Copy3d::boxed(64, 4, 2);
@@ -223,7 +284,11 @@ pub(crate) fn copy_nodes_move_boxes_between_buffers_pitched_memory_and_arrays() 
                     bytes[start..start + 64].to_vec()
                 })
                 .collect();
-            assert_eq!(corner.to_vec::<u8>().unwrap(), expected, "the box at the origin");
+            assert_eq!(
+                corner.to_vec::<u8>().unwrap(),
+                expected,
+                "the box at the origin"
+            );
         }
         Err(error) => {
             println!("the driver refused a 3-D copy update in the executable: {error}");
