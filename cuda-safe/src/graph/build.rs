@@ -13,6 +13,8 @@ use super::{Graph, KernelNode, Node};
 use crate::abi;
 use crate::callback::{self, Shared};
 use crate::context::Context;
+#[cfg(doc)]
+use crate::error::Error;
 use crate::error::{Result, cu};
 use crate::event::Event;
 use crate::kernel::Kernel;
