@@ -117,8 +117,8 @@ pub use driver::driver_version;
 pub use error::{Error, Result};
 pub use event::{Event, EventOptions};
 pub use graph::{
-    Capture, CaptureMode, CaptureStatus, ConditionalHandle, CopyNodeSide, DotFlags, Graph,
-    GraphAllocation, GraphExec, InstantiateOptions, KernelEdge, KernelNode, Node,
+    Capture, CaptureMode, CaptureStatus, ConditionalHandle, CopyNodeSide, DeviceGraphHandle,
+    DotFlags, Graph, GraphAllocation, GraphExec, InstantiateOptions, KernelEdge, KernelNode, Node,
 };
 pub use green::{
     DeviceResources, GreenContextOptions, PartitionRules, SmResource, SmSplit, SplitPlan,

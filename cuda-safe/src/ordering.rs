@@ -12,6 +12,8 @@
 //! - A launch whose buffers live on other streams waits for their queued work and makes their
 //!   later work wait for it ([`ForeignStreams`]); when every buffer is on the launch stream this
 //!   costs one comparison per buffer.
+//! - A batch of hints on one stream over buffers of any number of streams ([`among_streams`])
+//!   is ordered as a launch is, with no bound on the streams.
 //!
 //! ```no_run
 //! use cuda_safe::Device;
@@ -79,6 +81,37 @@ pub(crate) fn across_streams(
         dst.drain()?;
         Err(error)
     })
+}
+
+/// Runs `enqueue` (which queues work on `stream` touching memory ordered on each of `others`)
+/// after the work queued on every one of `others` so far, and makes their later work (such as
+/// a free) wait for it; any number of streams, repeats and `stream` itself skipped. If that last
+/// ordering fails, waits for `stream` before returning the error (as [`across_streams`]).
+pub(crate) fn among_streams<'a>(
+    stream: &Stream,
+    others: impl IntoIterator<Item = &'a Stream>,
+    enqueue: impl FnOnce() -> Result<()>,
+) -> Result<()> {
+    let mut distinct: Vec<&Stream> = Vec::new();
+    for other in others {
+        if !other.same_as(stream) && !distinct.iter().any(|known| known.same_as(other)) {
+            distinct.push(other);
+        }
+    }
+    if distinct.is_empty() {
+        return enqueue();
+    }
+    stream.marker()?;
+    distinct
+        .iter()
+        .try_for_each(|other| wait_for(stream, other))?;
+    enqueue()?;
+    mark(stream)
+        .and_then(|marker| distinct.iter().try_for_each(|other| other.wait(marker)))
+        .or_else(|error| {
+            stream.drain()?;
+            Err(error)
+        })
 }
 
 /// The distinct streams, other than a launch stream, that a launch's buffer arguments are

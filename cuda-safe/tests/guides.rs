@@ -135,27 +135,19 @@ fn no_guide_calls_missing_what_the_crate_has() {
 
 /// C calls a wrapper may alias without `api_doc!`, and why.
 const NO_API_DOC: &[(&str, &str)] = &[
-    (
-        "cuDevSmResourceSplit",
-        "in the CUDA 13 headers only, so the CUDA 12 ABI's api_doc! does not know it",
-    ),
-    (
-        "cuGraphGetId",
-        "in the CUDA 13 headers only (linked by hand)",
-    ),
-    (
-        "cuGraphExecGetId",
-        "in the CUDA 13 headers only (linked by hand)",
-    ),
-    (
-        "cuGraphNodeGetLocalId",
-        "in the CUDA 13 headers only (linked by hand)",
-    ),
-    (
-        "cuGraphNodeGetToolsId",
-        "in the CUDA 13 headers only (linked by hand)",
-    ),
+    ("cuDevSmResourceSplit", CUDA_13_ONLY),
+    ("cuMemPrefetchBatchAsync", CUDA_13_ONLY),
+    ("cuMemDiscardBatchAsync", CUDA_13_ONLY),
+    ("cuMemDiscardAndPrefetchBatchAsync", CUDA_13_ONLY),
+    ("cuGraphGetId", CUDA_13_ONLY),
+    ("cuGraphExecGetId", CUDA_13_ONLY),
+    ("cuGraphNodeGetLocalId", CUDA_13_ONLY),
+    ("cuGraphNodeGetToolsId", CUDA_13_ONLY),
 ];
+
+/// Why a name of [`NO_API_DOC`] links its reference by hand.
+const CUDA_13_ONLY: &str =
+    "in the CUDA 13 headers only, so the CUDA 12 ABI's api_doc! does not know it";
 
 /// The prefixes of C names, and the raw crate whose `api_doc!` knows them.
 const C_PREFIXES: &[(&str, &str)] = &[

@@ -121,7 +121,9 @@ mod library;
 pub use abi::ABI_MAJOR;
 pub use bindings::*;
 pub use consts::*;
-pub use cuda_loader::{CudaVersion, EntryPoint, Introduced, Library, LibrarySpec, LoadError};
+pub use cuda_loader::{
+    Attempt, CudaVersion, EntryPoint, Introduced, Library, LibrarySpec, LoadError,
+};
 pub use library::{LIBCUDA, LIBCUDA_PATH_ENV, driver};
 
 #[cfg(test)]

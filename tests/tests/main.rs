@@ -2,8 +2,8 @@
 //! lists its tests in a `FILE` ([`cuda_gpu_tests::gpu_file!`]); [`cuda_gpu_tests::run_gpu_files`]
 //! runs each file's tests in a process of its own, named `file::test`, so that
 //! `cargo test -p cuda-gpu-tests -- graph::` runs the graph tests. The files whose tests start
-//! this binary again as a child process (`checkpoint`, `completion`, `ipc`, `link`, `vmm`,
-//! `nccl`) run the child's part here, before the harness. `nccl`, `blas`, `rand` and
+//! this binary again as a child process (`checkpoint`, `completion`, `device_graph`, `ipc`,
+//! `link`, `vmm`, `nccl`) run the child's part here, before the harness. `nccl`, `blas`, `rand` and
 //! `cudarc_bridge` need the features of their names (`cudarc` for the last).
 
 #[cfg(feature = "blas")]
@@ -15,6 +15,7 @@ mod context_release;
 mod copies;
 #[cfg(feature = "cudarc")]
 mod cudarc_bridge;
+mod device_graph;
 mod dlpack;
 mod graph;
 mod green;
@@ -49,6 +50,7 @@ fn files() -> Vec<GpuFile> {
         completion::FILE,
         context_release::FILE,
         copies::FILE,
+        device_graph::FILE,
         dlpack::FILE,
         graph::FILE,
         green::FILE,
@@ -81,6 +83,7 @@ fn files() -> Vec<GpuFile> {
 fn main() -> ExitCode {
     let child = checkpoint::child_part()
         .or_else(completion::child_part)
+        .or_else(device_graph::child_part)
         .or_else(ipc::child_part)
         .or_else(link::child_part)
         .or_else(vmm::child_part);

@@ -102,3 +102,117 @@ pub(crate) unsafe fn mem_advise(
     // SAFETY: as above.
     unsafe { cu!(driver, cuMemAdvise_v2(ptr, bytes, advice, location)) }
 }
+
+/// One batch of managed-memory ranges for the batched hints: the ranges, and for a prefetch
+/// the distinct target locations with the index of the first range each applies to (each
+/// applies up to the next one's first range).
+pub(crate) struct HintBatch {
+    /// The ranges' start addresses.
+    pub(crate) ptrs: Vec<CUdeviceptr>,
+    /// The ranges' lengths in bytes, none zero.
+    pub(crate) sizes: Vec<usize>,
+    /// The target locations (empty for a discard).
+    pub(crate) locations: Vec<CUmemLocation>,
+    /// For each location, the index of the first range it applies to (the first is 0).
+    pub(crate) first_range: Vec<usize>,
+}
+
+/// What a batched hint does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BatchHint {
+    /// `cuMemPrefetchBatchAsync`.
+    Prefetch,
+    /// `cuMemDiscardBatchAsync`.
+    Discard,
+    /// `cuMemDiscardAndPrefetchBatchAsync`.
+    DiscardAndPrefetch,
+}
+
+if_abi12! {
+    /// Queues `batch` as one batched hint on `stream`. The batched entry points are in the
+    /// CUDA 13 header only: under 12 a prefetch is one `cuMemPrefetchAsync` per range (what
+    /// the batch means, in as many calls), and a discard is [`Error::Unsupported`](crate::error::Error::Unsupported).
+    ///
+    /// # Safety
+    ///
+    /// Every range must be memory the driver can migrate (managed memory) that stays allocated
+    /// until `stream` has passed the hint, and `stream` valid; a discard's ranges must not be
+    /// read or written by anything not ordered with it.
+    pub(crate) unsafe fn mem_hint_batch(
+        driver: &'static Driver,
+        hint: BatchHint,
+        batch: &mut HintBatch,
+        stream: CUstream,
+    ) -> Result<()> {
+        if hint != BatchHint::Prefetch {
+            return Err(crate::error::Error::unsupported(
+                "discarding managed memory",
+                "cuMemDiscardBatchAsync and cuMemDiscardAndPrefetchBatchAsync are in the CUDA \
+                 13 header only; build with the cuda-13 feature (needs a CUDA 13 driver)",
+            ));
+        }
+        let mut location = 0;
+        for (index, (&ptr, &bytes)) in batch.ptrs.iter().zip(&batch.sizes).enumerate() {
+            while batch.first_range.get(location + 1).is_some_and(|&first| first <= index) {
+                location += 1;
+            }
+            let Some(&to) = batch.locations.get(location) else {
+                return Err(crate::error::Error::invalid_argument(
+                    "a prefetch batch needs a location",
+                ));
+            };
+            // SAFETY: the range and stream are the caller's promise.
+            unsafe { mem_prefetch(driver, ptr, bytes, to, stream) }?;
+        }
+        Ok(())
+    }
+}
+
+if_abi13! {
+    /// Queues `batch` as one batched hint on `stream`: `cuMemPrefetchBatchAsync`,
+    /// `cuMemDiscardBatchAsync` or `cuMemDiscardAndPrefetchBatchAsync` (CUDA 13).
+    ///
+    /// # Safety
+    ///
+    /// Every range must be memory the driver can migrate (managed memory) that stays allocated
+    /// until `stream` has passed the hint, and `stream` valid; a discard's ranges must not be
+    /// read or written by anything not ordered with it.
+    pub(crate) unsafe fn mem_hint_batch(
+        driver: &'static Driver,
+        hint: BatchHint,
+        batch: &mut HintBatch,
+        stream: CUstream,
+    ) -> Result<()> {
+        let HintBatch {
+            ptrs,
+            sizes,
+            locations,
+            first_range,
+        } = batch;
+        let (count, located) = (ptrs.len(), locations.len());
+        let (ptrs, sizes) = (ptrs.as_mut_ptr(), sizes.as_mut_ptr());
+        let (locations, first_range) = (locations.as_mut_ptr(), first_range.as_mut_ptr());
+        // SAFETY: `ptrs` and `sizes` hold `count` entries, `locations` and `first_range`
+        // `located` (the driver only reads them); no flags are defined; the ranges and the
+        // stream are the caller's promise.
+        unsafe {
+            match hint {
+                BatchHint::Discard => {
+                    cu!(driver, cuMemDiscardBatchAsync(ptrs, sizes, count, 0, stream))
+                }
+                BatchHint::Prefetch => cu!(
+                    driver,
+                    cuMemPrefetchBatchAsync(
+                        ptrs, sizes, count, locations, first_range, located, 0, stream
+                    )
+                ),
+                BatchHint::DiscardAndPrefetch => cu!(
+                    driver,
+                    cuMemDiscardAndPrefetchBatchAsync(
+                        ptrs, sizes, count, locations, first_range, located, 0, stream
+                    )
+                ),
+            }
+        }
+    }
+}

@@ -17,7 +17,10 @@ pub(crate) use graph::{
     set_capture_dependencies, stream_capture_info,
 };
 pub(crate) use green::{split_sm_counts, stated_sm_rules, workqueue_resource_type};
-pub(crate) use memory::{device_location, location, location_id, mem_advise, mem_prefetch};
+pub(crate) use memory::{
+    BatchHint, HintBatch, device_location, location, location_id, mem_advise, mem_hint_batch,
+    mem_prefetch,
+};
 pub(crate) use nvml::gpu_temperature;
 
 use crate::error::{Error, Result, cu};

@@ -14,7 +14,9 @@ use std::ffi::c_char;
 use crate::ffi::static_str;
 #[cfg(feature = "blas")]
 use cublas_sys::cublasStatus_t;
-use cuda_sys::{CUgraphExecUpdateResult, CUresult, CudaVersion, Introduced, LoadError};
+use cuda_sys::{
+    CUgraphExecUpdateResult, CUgraphInstantiateResult, CUresult, CudaVersion, Introduced, LoadError,
+};
 #[cfg(feature = "rand")]
 use curand_sys::curandStatus_t;
 #[cfg(feature = "nccl")]
@@ -232,6 +234,16 @@ pub enum Error {
     GraphUpdateRefused {
         /// The driver's reason.
         reason: CUgraphExecUpdateResult,
+        /// What the reason means.
+        detail: &'static str,
+    },
+    /// `cuGraphInstantiateWithParams` refused to instantiate a graph, giving a reason: a
+    /// structure it cannot run, or, instantiating for device launch, a node or a context a
+    /// device graph cannot have.
+    #[error("cuGraphInstantiateWithParams refused the graph: {detail}")]
+    GraphInstantiateRefused {
+        /// The driver's reason.
+        reason: CUgraphInstantiateResult,
         /// What the reason means.
         detail: &'static str,
     },

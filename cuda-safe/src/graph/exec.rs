@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::build::kernel_params;
 use super::exec_update::Transfer;
-use super::{Graph, KernelNode, Node, owned_node};
+use super::{Graph, KernelNode, Node, instantiate, owned_node};
 use crate::callback::PanicSlot;
 use crate::error::{Error, Result, cu};
 use crate::handle::{Owned, Release};
@@ -33,11 +33,17 @@ pub struct InstantiateOptions {
     /// Schedule kernel nodes by their own priority attributes rather than the launch stream's
     /// (`CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY`).
     pub use_node_priority: bool,
+    /// Make the executable launchable from the device as well as from the host
+    /// (`CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH`): a kernel launches it through
+    /// [`GraphExec::device_handle`] once it has been uploaded. Not with
+    /// `auto_free_on_launch`; the graph may hold kernel, memcpy, memset and child-graph nodes
+    /// only, on one device.
+    pub device_launch: bool,
 }
 
 impl InstantiateOptions {
     /// The driver's flags for these options.
-    fn flags(&self) -> u64 {
+    pub(super) fn flags(&self) -> u64 {
         let mut flags = 0u64;
         if self.auto_free_on_launch {
             flags |= u64::from(
@@ -48,6 +54,10 @@ impl InstantiateOptions {
             flags |= u64::from(
                 CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY.0,
             );
+        }
+        if self.device_launch {
+            flags |=
+                u64::from(CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH.0);
         }
         flags
     }
@@ -69,6 +79,8 @@ pub struct GraphExec {
     pub(super) handle: Owned<ExecHandle>,
     // Dropped after the executable.
     pub(super) graph: Graph,
+    /// Instantiated for device launch.
+    device_launch: bool,
 }
 
 /// The owned `CUgraphExec`.
@@ -96,48 +108,47 @@ impl Release for ExecHandle {
 }
 
 impl Graph {
-    /// Instantiates the graph with default options (`cuGraphInstantiate`); the executable owns
-    /// the graph.
+    /// Instantiates the graph with default options (`cuGraphInstantiateWithParams`); the
+    /// executable owns the graph.
     ///
     #[doc = cuda_sys::api_doc!(cuGraphInstantiate)]
-    #[doc = cuda_sys::api_doc!(cuGraphInstantiateWithFlags)]
+    #[doc = cuda_sys::api_doc!(cuGraphInstantiateWithParams)]
     /// # Errors
     ///
-    /// The driver's error (a cycle, a conditional handle no node uses, a node type a
-    /// conditional body cannot hold).
-    #[doc(alias = "cuGraphInstantiate", alias = "cuGraphInstantiateWithFlags")]
+    /// [`Error::GraphInstantiateRefused`] with the driver's reason (a cycle, a conditional
+    /// handle no node uses); the driver's error (a node type a conditional body cannot hold).
+    #[doc(alias = "cuGraphInstantiate", alias = "cuGraphInstantiateWithParams")]
     pub fn instantiate(self) -> Result<GraphExec> {
         self.instantiate_with(InstantiateOptions::default())
     }
 
-    /// Instantiates the graph with `options` (`cuGraphInstantiateWithFlags`).
+    /// Instantiates the graph with `options` (`cuGraphInstantiateWithParams`).
     ///
-    #[doc = cuda_sys::api_doc!(cuGraphInstantiateWithFlags)]
+    #[doc = cuda_sys::api_doc!(cuGraphInstantiateWithParams)]
     /// # Errors
     ///
-    /// As [`instantiate`](Self::instantiate).
-    #[doc(alias = "cuGraphInstantiateWithFlags")]
+    /// - [`Error::InvalidArgument`], before any driver call, for `device_launch` with
+    ///   `auto_free_on_launch`;
+    /// - [`Error::Unsupported`] for `device_launch` on a device without unified addressing;
+    /// - [`Error::GraphInstantiateRefused`] with the driver's reason: as
+    ///   [`instantiate`](Self::instantiate), and for `device_launch` a node a device graph
+    ///   cannot hold (a host, event or allocation node) or nodes of several contexts;
+    /// - the driver's error.
+    #[doc(alias = "cuGraphInstantiateWithParams")]
     pub fn instantiate_with(self, options: InstantiateOptions) -> Result<GraphExec> {
         let _span = span!(DEBUG, "graph_instantiate");
-        let driver = self.driver();
-        let mut raw: CUgraphExec = std::ptr::null_mut();
-        {
+        let raw = {
             let _current = self.context.scoped()?;
-            // SAFETY: a valid graph and out-pointer; the flags are the driver's.
-            unsafe {
-                cu!(
-                    driver,
-                    cuGraphInstantiateWithFlags(&mut raw, self.as_raw(), options.flags())
-                )
-            }?;
-        }
+            instantiate::instantiate(&self, options)?
+        };
         Ok(GraphExec {
             handle: Owned::new(ExecHandle {
                 raw,
-                driver,
+                driver: self.driver(),
                 transfer: Transfer::default(),
             }),
             graph: self,
+            device_launch: options.device_launch,
         })
     }
 }
@@ -151,6 +162,11 @@ impl GraphExec {
     /// The graph it was made from (to list its nodes, or write it as DOT).
     pub fn graph(&self) -> &Graph {
         &self.graph
+    }
+
+    /// Whether it was instantiated for device launch ([`InstantiateOptions::device_launch`]).
+    pub(super) fn device_launch(&self) -> bool {
+        self.device_launch
     }
 
     /// Where the panics of the graph's host nodes are kept until reported: a completion of a
@@ -328,7 +344,7 @@ impl GraphExec {
     #[doc = cuda_sys::api_doc!(cuGraphExecDestroy)]
     #[doc(alias = "cuGraphExecDestroy")]
     pub fn close(self) -> Result<()> {
-        let Self { handle, graph } = self;
+        let Self { handle, graph, .. } = self;
         let exec = handle.close();
         let graph = graph.close();
         exec.and(graph)
@@ -367,6 +383,7 @@ impl fmt::Debug for GraphExec {
         f.debug_struct("GraphExec")
             .field("raw", &self.handle.raw)
             .field("graph", &self.graph)
+            .field("device_launch", &self.device_launch)
             .finish()
     }
 }
@@ -381,8 +398,15 @@ mod tests {
         let both = InstantiateOptions {
             auto_free_on_launch: true,
             use_node_priority: true,
+            ..Default::default()
         };
         assert_eq!(both.flags(), 1 | 8);
+        let device = InstantiateOptions {
+            device_launch: true,
+            use_node_priority: true,
+            ..Default::default()
+        };
+        assert_eq!(device.flags(), 4 | 8);
     }
 
     #[test]

@@ -11,6 +11,9 @@
 //! node), and the executable's release, before destroying it, updates it from that graph once:
 //! it then holds every reference, and the driver drops them after its last launch. Should that
 //! update be refused, the release waits for the context to finish its work instead.
+//!
+//! An executable instantiated for device launch must be uploaded again
+//! ([`GraphExec::upload`]) before a kernel launches it with the new parameters.
 
 use std::sync::Arc;
 

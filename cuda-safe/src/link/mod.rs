@@ -29,6 +29,7 @@
 //! A failed link is [`Error::Link`]: the linker call's error as its source, and the linker's
 //! error log, info log and the flags used as its log ([`Error::link_log`]).
 
+mod devrt;
 mod driver;
 mod input;
 mod keying;

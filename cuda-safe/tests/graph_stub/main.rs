@@ -163,9 +163,9 @@ pub(crate) fn words_of(buffer: &Buffer) -> Result<Vec<u32>, String> {
     buffer.to_vec::<u32>().map_err(failed)
 }
 
-/// Live graphs, executables, user objects and allocations.
-fn graph_objects(stub: &Stub) -> [i64; 4] {
-    ["graph", "exec", "userobj", "alloc"].map(|kind| live_of(stub, kind))
+/// Live graphs (and executables), user objects and allocations.
+fn graph_objects(stub: &Stub) -> [i64; 3] {
+    ["graph", "userobj", "alloc"].map(|kind| live_of(stub, kind))
 }
 
 type Case<'a> = Box<dyn Fn() -> Verdict + 'a>;
@@ -235,7 +235,7 @@ fn main() -> ExitCode {
             })
             .map_err(|why| {
                 format!(
-                    "{why}: [graph, exec, userobj, alloc] {before:?} -> {:?}",
+                    "{why}: [graph, userobj, alloc] {before:?} -> {:?}",
                     graph_objects(stub)
                 )
             })

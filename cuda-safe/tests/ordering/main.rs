@@ -18,9 +18,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use cuda_safe::dlpack::{DLDataType, Layout, StridedMemoryView};
+use cuda_safe::managed::discard_prefetch_batch;
 use cuda_safe::{
-    Buffer, Device, DeviceMemoryResource, Kernel, LaunchConfig, ObjectCode, PinnedMemoryResource,
-    Stream, launch,
+    Buffer, Device, DeviceMemoryResource, Error, Kernel, LaunchConfig, ManagedMemoryResource,
+    MemoryLocation, ObjectCode, PinnedMemoryResource, Stream, launch,
 };
 use stub::{Installed, Stub};
 
@@ -274,6 +275,42 @@ fn completion_futures_order_the_host(stub: &Stub, fx: &Fixture) -> Verdict {
     no_race(stub)
 }
 
+/// A discard-and-prefetch batch on one stream over managed buffers of another: the discard
+/// comes after their fill, and their next fill after the discard. Under the CUDA 12 ABI the
+/// discard is refused as unsupported, with nothing queued.
+fn a_discard_batch_over_foreign_buffers(stub: &Stub, fx: &Fixture) -> Verdict {
+    let managed = ManagedMemoryResource::new(&fx.device).map_err(failed)?;
+    let mut a = managed
+        .allocate_zeroed::<f32>(N, &fx.first)
+        .map_err(failed)?;
+    let mut b = managed
+        .allocate_zeroed::<f32>(N, &fx.first)
+        .map_err(failed)?;
+    a.fill(1.0f32).map_err(failed)?;
+    b.fill(1.0f32).map_err(failed)?;
+    let to = MemoryLocation::Device(0);
+    let discarded = discard_prefetch_batch(&fx.second, &[&mut a, &mut b], &[to]);
+    if cuda_safe::sys::ABI_MAJOR < 13 {
+        ensure(matches!(discarded, Err(Error::Unsupported { .. })), || {
+            format!("a discard under the CUDA 12 ABI gave {discarded:?}")
+        })?;
+        ensure(stub.calls("cuMemDiscardAndPrefetchBatchAsync") == 0, || {
+            "a refused discard reached the driver".into()
+        })?;
+        return no_race(stub);
+    }
+    discarded.map_err(failed)?;
+    no_race(stub)?;
+    a.fill(2.0f32).map_err(failed)?;
+    b.fill(2.0f32).map_err(failed)?;
+    no_race(stub)?;
+    holds(&a, 2.0)?;
+    holds(&b, 2.0)?;
+    let last = a.last_prefetch_location().map_err(failed)?;
+    ensure(last == Some(to), || format!("last prefetched to {last:?}"))?;
+    no_race(stub)
+}
+
 fn main() -> ExitCode {
     let stub = match stub::install() {
         Installed::Ready(stub) => stub,
@@ -295,7 +332,7 @@ fn main() -> ExitCode {
     });
     let fx = &fixture.expect("the fixture on the stub");
     type Case = fn(&Stub, &Fixture) -> Verdict;
-    let cases: [(&str, Case); 8] = [
+    let cases: [(&str, Case); 9] = [
         (
             "the checker sees an unordered pair",
             the_checker_sees_an_unordered_pair,
@@ -321,6 +358,10 @@ fn main() -> ExitCode {
         (
             "completion futures order the host",
             completion_futures_order_the_host,
+        ),
+        (
+            "a discard batch over foreign buffers",
+            a_discard_batch_over_foreign_buffers,
         ),
     ];
     let mut failures = 0;

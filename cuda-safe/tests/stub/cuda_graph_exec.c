@@ -20,6 +20,7 @@ struct gexec {
     struct object head;
     struct graph *graph; /* the copy it runs (owned), holding its references */
     unsigned id;
+    unsigned long long flags; /* CUDA_GRAPH_INSTANTIATE_FLAG_* */
 };
 
 static unsigned next_exec_id = 1;
@@ -135,32 +136,84 @@ CUresult graph_run(const char *api, struct graph *graph, void *stream) {
 /* ---- Executables. ---- */
 
 static int valid_exec(const struct gexec *exec, const char *api) {
-    return valid(exec, T_GEXEC, api) && valid(exec->graph, T_GRAPH, api);
+    return valid(exec, T_GRAPH_EXEC, api) && valid(exec->graph, T_GRAPH, api);
 }
 
-CUresult cuGraphInstantiateWithFlags(struct gexec **out, struct graph *graph,
-                                     unsigned long long flags) {
-    DRIVER("cuGraphInstantiateWithFlags");
-    CHECK(need_current("cuGraphInstantiateWithFlags"));
-    if (!valid(graph, T_GRAPH, "cuGraphInstantiateWithFlags"))
-        return CUDA_ERROR_INVALID_HANDLE;
-    if (out == NULL || (flags & ~0xFull) != 0)
+#define CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH 1ull
+#define CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD 2ull
+#define CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH 4ull
+
+/* CUDA_GRAPH_INSTANTIATE_PARAMS: 32 bytes, the result at offset 24. */
+struct instantiate_params {
+    unsigned long long flags;
+    void *upload_stream;
+    struct gnode *error_node;
+    int result;
+};
+
+/* The CUgraphInstantiateResult the next instantiation fails with; 0: none armed. */
+static int refusal;
+
+void graph_reset(void) {
+    refusal = 0;
+}
+
+/* Makes the next cuGraphInstantiateWithParams fail with CUDA_ERROR_INVALID_VALUE and `result`
+ * as its CUgraphInstantiateResult (0 disarms), as the driver refuses a graph it cannot
+ * instantiate (for device launch: a host node, nodes of two contexts). */
+void stub_refuse_instantiation(int result) {
+    STUB_LOCKED();
+    refusal = result;
+}
+
+/* Counted and logged with the flags given. */
+CUresult cuGraphInstantiateWithParams(struct gexec **out, struct graph *graph,
+                                      struct instantiate_params *params) {
+    static const char api[] = "cuGraphInstantiateWithParams";
+    STUB_LOCKED();
+    int injected = stub_enter(api, params == NULL ? -1 : (long)params->flags);
+    if (injected != 0)
+        return injected;
+    if (!initialised) {
+        stub_misuse_note("%s before cuInit", api);
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    CHECK(need_current(api));
+    if (out == NULL || params == NULL || !valid(graph, T_GRAPH, api))
         return CUDA_ERROR_INVALID_VALUE;
-    struct gexec *exec = make(sizeof *exec, T_GEXEC);
+    unsigned long long flags = params->flags;
+    if ((flags & ~15ull) != 0 ||
+        ((flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) && params->upload_stream == NULL))
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH) &&
+        (flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)) {
+        stub_misuse_note("%s: device launch with auto-free on launch (documented as refused)",
+                         api);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (refusal != 0) {
+        params->result = refusal;
+        params->error_node = NULL;
+        refusal = 0;
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    struct gexec *exec = make(sizeof *exec, T_GRAPH_EXEC);
     exec->graph = graph_copy(graph, 1, 1);
     exec->id = next_exec_id++;
-    stub_live_add(K_EXEC, 1);
+    exec->flags = flags;
+    stub_live_add(K_GRAPH, 1);
+    params->result = 0;
     *out = exec;
     return CUDA_SUCCESS;
 }
 
 CUresult cuGraphExecDestroy(struct gexec *exec) {
-    DRIVER_RELEASE("cuGraphExecDestroy", abandon(exec, T_GEXEC));
+    DRIVER_RELEASE("cuGraphExecDestroy", abandon(exec, T_GRAPH_EXEC));
     if (!valid_exec(exec, "cuGraphExecDestroy"))
         return CUDA_ERROR_INVALID_HANDLE;
     graph_destroy(exec->graph);
     exec->head.alive = 0;
-    stub_live_add(K_EXEC, -1);
+    stub_live_add(K_GRAPH, -1);
     return CUDA_SUCCESS;
 }
 
@@ -168,6 +221,7 @@ CUresult cuGraphLaunch(struct gexec *exec, void *stream) {
     DRIVER("cuGraphLaunch");
     if (!valid_exec(exec, "cuGraphLaunch") || stream_context(stream, "cuGraphLaunch") == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
+    race_enqueue(stream, "cuGraphLaunch");
     conditional_reset_defaults();
     return graph_run("cuGraphLaunch", exec->graph, stream);
 }
@@ -176,6 +230,7 @@ CUresult cuGraphUpload(struct gexec *exec, void *stream) {
     DRIVER("cuGraphUpload");
     if (!valid_exec(exec, "cuGraphUpload") || stream_context(stream, "cuGraphUpload") == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
+    race_enqueue(stream, "cuGraphUpload");
     return CUDA_SUCCESS;
 }
 

@@ -4,8 +4,10 @@
  * managed allocation (the crate passes whole buffers); anything else is CUDA_ERROR_INVALID_VALUE
  * with the misuse noted. Both ABIs' entry points are served: under CUDA 12 the plain ones take
  * a device (CU_DEVICE_CPU for the host), the _v2 ones (CUDA 12.2, and the only ones under 13) a
- * CUmemLocation by value. See cuda_stub.h.
+ * CUmemLocation by value; the batched hints (CUDA 13) take arrays of ranges and locations, and a
+ * discard fills its ranges with a byte no write of the crate's tests uses. See cuda_stub.h.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "cuda_stub.h"
@@ -94,6 +96,85 @@ CUresult cuMemPrefetchAsync_v2(CUdeviceptr ptr, size_t bytes, CUmemLocation loca
     if (flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
     return prefetch("cuMemPrefetchAsync_v2", ptr, bytes, location, stream);
+}
+
+/* ---- Batches (CUDA 13). ---- */
+
+/* The byte a discard leaves in memory: what a read of discarded memory finds is indeterminate. */
+enum { DISCARDED = 0xd5 };
+
+/* One batched hint: every argument checked before any range changes, so a refused batch
+ * leaves all of them as they were. `located` is 0 for a discard. */
+static CUresult batch(const char *api, CUdeviceptr *ptrs, size_t *sizes, size_t count,
+                      CUmemLocation *locations, size_t *first, size_t located,
+                      unsigned long long flags, void *stream, int discard) {
+    if (stream_context(stream, api) == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (flags != 0 || count == 0 || ptrs == NULL || sizes == NULL) {
+        stub_misuse_note("%s: flags %llu, %zu ranges", api, flags, count);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    int prefetches = locations != NULL || located != 0;
+    if (prefetches && (locations == NULL || first == NULL || located == 0 || located > count ||
+                       first[0] != 0)) {
+        stub_misuse_note("%s: %zu locations for %zu ranges", api, located, count);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    struct place places[64];
+    if (located > sizeof places / sizeof places[0])
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t j = 0; j < located; j++) {
+        if ((j > 0 && first[j] <= first[j - 1]) || first[j] >= count ||
+            !place_of(locations[j], &places[j], api)) {
+            stub_misuse_note("%s: location %zu (first range %zu) is not valid", api, j, first[j]);
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    for (size_t i = 0; i < count; i++) {
+        if (managed_range(ptrs[i], sizes[i], api) == NULL)
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    unsigned actor = race_enqueue(stream, api);
+    size_t j = 0;
+    for (size_t i = 0; i < count; i++) {
+        struct allocation *a = find_live_allocation(ptrs[i]);
+        if (discard) {
+            race_access(actor, ptrs[i], sizes[i], RACE_WRITE, api);
+            memset((void *)(uintptr_t)ptrs[i], DISCARDED, sizes[i]);
+        }
+        while (j + 1 < located && first[j + 1] <= i)
+            j++;
+        if (prefetches)
+            a->prefetched = places[j];
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemPrefetchBatchAsync(CUdeviceptr *ptrs, size_t *sizes, size_t count,
+                                 CUmemLocation *locations, size_t *first, size_t located,
+                                 unsigned long long flags, void *stream) {
+    DRIVER("cuMemPrefetchBatchAsync");
+    if (located == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return batch("cuMemPrefetchBatchAsync", ptrs, sizes, count, locations, first, located, flags,
+                 stream, 0);
+}
+
+CUresult cuMemDiscardBatchAsync(CUdeviceptr *ptrs, size_t *sizes, size_t count,
+                                unsigned long long flags, void *stream) {
+    DRIVER("cuMemDiscardBatchAsync");
+    return batch("cuMemDiscardBatchAsync", ptrs, sizes, count, NULL, NULL, 0, flags, stream, 1);
+}
+
+CUresult cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr *ptrs, size_t *sizes, size_t count,
+                                           CUmemLocation *locations, size_t *first,
+                                           size_t located, unsigned long long flags,
+                                           void *stream) {
+    DRIVER("cuMemDiscardAndPrefetchBatchAsync");
+    if (located == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return batch("cuMemDiscardAndPrefetchBatchAsync", ptrs, sizes, count, locations, first,
+                 located, flags, stream, 1);
 }
 
 /* ---- Advice. ---- */

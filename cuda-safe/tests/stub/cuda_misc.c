@@ -11,7 +11,7 @@
 static const char *const TYPE_NAMES[] = {
     "?",       "context", "green context", "stream", "event",     "pool",
     "library", "kernel",  "resource desc", "chunk",  "CUDA array", "mipmapped array",
-    "texture or surface", "graph", "graph node", "executable graph", "user object"};
+    "texture or surface", "graph", "executable graph", "graph node", "user object"};
 
 int initialised;
 static int driver_version = 13010;
@@ -88,6 +88,7 @@ void stub_driver_reset(void) {
     process_state = 0;
     ipc_reset();
     race_reset();
+    graph_reset();
 }
 
 /* ---- Control functions of the driver (exported for the tests). ---- */

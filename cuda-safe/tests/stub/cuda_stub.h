@@ -27,9 +27,10 @@
  * cuda_green.c (resources and green contexts), cuda_async.c (host functions, and holding the
  * GPU's progress for the completion tests), cuda_race.c (the ordering race checker: which
  * accesses of an allocation stream order leaves unordered), cuda_graph.c (graphs, their nodes
- * and user objects) and cuda_graph_exec.c (executable graphs and stream capture), which share
- * cuda_graph.h. Everything declared here is hidden: the shared object exports the CUDA entry
- * points and the stub_* functions only.
+ * and user objects), cuda_graph_copy.c (copies of graphs: clones, executables' and child
+ * graphs; ids; conditional nodes) and cuda_graph_exec.c (executable graphs and stream capture),
+ * which share cuda_graph.h. Everything declared here is hidden: the shared object exports the
+ * CUDA entry points and the stub_* functions only.
  */
 #ifndef CUDA_SAFE_CUDA_STUB_H
 #define CUDA_SAFE_CUDA_STUB_H
@@ -93,10 +94,10 @@ enum type {
     T_ARRAY,
     T_MIPMAP,
     T_TEXTURE, /* a texture or surface object */
-    T_GRAPH,   /* a graph (cuda_graph.c) */
-    T_GNODE,   /* a graph node */
-    T_GEXEC,   /* an executable graph (cuda_graph_exec.c) */
-    T_UOBJ,    /* a user object */
+    T_GRAPH,      /* a graph (cuda_graph.c) */
+    T_GRAPH_EXEC, /* an executable graph (cuda_graph_exec.c) */
+    T_GNODE,      /* a graph node */
+    T_UOBJ,       /* a user object */
 };
 
 /* The head of every object. The context and the stream are shared by the sources; the other
@@ -362,7 +363,7 @@ size_t kernel_param_sizes(const struct kernel *kernel, const size_t **sizes);
  * `count_down` counts down and sets its conditional handle). */
 CUresult kernel_run(const char *api, const struct kernel *kernel, void **params, void *stream);
 
-/* ---- Graphs and capture (cuda_graph.c, cuda_graph_exec.c). ---- */
+/* ---- Graphs and capture (cuda_graph*.c). ---- */
 
 /* Whether `stream` (a stub stream or a default-stream handle) is capturing. */
 int stream_capturing(const void *stream);
@@ -375,6 +376,9 @@ CUresult capture_launch(const char *api, void *stream, struct kernel *kernel,
 
 /* Sets the value of the conditional handle `handle` (a kernel's cudaGraphSetConditional). */
 void conditional_set(unsigned long long handle, unsigned value);
+
+/* Forgets an instantiation refusal armed and not used (stub_refuse_instantiation). */
+void graph_reset(void);
 
 /* ---- Copies (cuda_copy.c). ---- */
 

@@ -27,12 +27,12 @@ const SOURCES: &[&str] = &[
     "cuda_code.c",
     "cuda_texture.c",
     "cuda_green.c",
-    "cuda_cudarc.c",
-    "cuda_async.c",
-    "cuda_race.c",
     "cuda_graph.c",
     "cuda_graph_copy.c",
     "cuda_graph_exec.c",
+    "cuda_cudarc.c",
+    "cuda_async.c",
+    "cuda_race.c",
     "libnvrtc_stub.c",
     "libnvml_stub.c",
     "libblas_stub.c",
@@ -40,15 +40,16 @@ const SOURCES: &[&str] = &[
 ];
 
 /// The kinds of objects the stub counts, in the order of [`Live`] (`range` and `chunk`: VMM
-/// reservations and physical allocations; `graph`, `exec`, `userobj`: graphs, executable graphs
-/// and user objects; `fd`, last: descriptors of exported pools and chunks open in the process).
-pub const KINDS: [&str; 17] = [
+/// reservations and physical allocations; `graph`: graphs (made, cloned or captured; not the
+/// bodies nodes own) and executable graphs; `userobj`: user objects; `fd`, last: descriptors of
+/// exported pools and chunks open in the process).
+pub const KINDS: [&str; 16] = [
     "context", "green", "stream", "event", "pool", "alloc", "library", "program", "nvml", "range",
-    "chunk", "array", "texture", "graph", "exec", "userobj", "fd",
+    "chunk", "array", "texture", "graph", "userobj", "fd",
 ];
 
 /// Live objects per kind of [`KINDS`].
-pub type Live = [i64; 17];
+pub type Live = [i64; 16];
 
 /// One call the stub answered: the exported name and, for `cuCtxSetCurrent`, whether it set a
 /// context (1) or none (0).
@@ -101,6 +102,7 @@ pub struct Stub {
     races_state: unsafe extern "C" fn() -> c_int,
     slow_gpu: unsafe extern "C" fn(c_int),
     race_host_access: unsafe extern "C" fn(u64, usize, c_int),
+    refuse_instantiation: unsafe extern "C" fn(c_int),
     /// Keeps the functions above loaded (for the whole process: the stub is never unloaded).
     _library: libloading::Library,
 }
@@ -258,6 +260,15 @@ impl Stub {
         unsafe { (self.race_host_access)(address, bytes, c_int::from(write)) }
     }
 
+    /// Makes the next `cuGraphInstantiateWithParams` fail with `CUDA_ERROR_INVALID_VALUE` and
+    /// `result` as its `CUgraphInstantiateResult`, as the driver refuses a graph.
+    #[allow(dead_code)] // The device-graph test's control alone.
+    pub fn refuse_instantiation(&self, result: u32) {
+        let result = c_int::try_from(result).expect("a CUgraphInstantiateResult");
+        // SAFETY: as `reset`.
+        unsafe { (self.refuse_instantiation)(result) }
+    }
+
     /// Runs `make` as another process: the IPC event handles it takes carry another process
     /// id, so this process can open them (the driver refuses a process's own).
     pub fn as_other_process<T>(&self, make: impl FnOnce() -> T) -> T {
@@ -412,6 +423,7 @@ fn open(path: &Path) -> Stub {
         races_state: function!("stub_races_state"),
         slow_gpu: function!("stub_slow_gpu"),
         race_host_access: function!("stub_race_host_access"),
+        refuse_instantiation: function!("stub_refuse_instantiation"),
         _library: library,
     }
 }

@@ -42,9 +42,8 @@ static unsigned long misuse_count;
 static char last_misuse[512];
 
 static const char *const KIND_NAMES[K_COUNT] = {
-    "context", "green", "stream", "event", "pool", "alloc", "library",
-    "program", "nvml",  "range",  "chunk", "array", "texture", "graph",
-    "exec",    "userobj", "fd",
+    "context", "green", "stream", "event", "pool",    "alloc", "library", "program",
+    "nvml",    "range", "chunk",  "array", "texture", "graph", "userobj", "fd",
 };
 
 static pthread_mutex_t stub_mutex = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;

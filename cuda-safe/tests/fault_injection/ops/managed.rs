@@ -1,5 +1,8 @@
 //! The operations of managed memory's hints: prefetches, advice, range attributes.
 
+use std::cell::RefCell;
+
+use cuda_safe::managed::{discard_batch, discard_prefetch_batch, prefetch_batch};
 use cuda_safe::{Advice, Buffer, ManagedMemoryResource, MemoryLocation, Stream};
 
 use crate::case::{Op, op};
@@ -50,6 +53,50 @@ pub(crate) fn managed_operations(ops: &mut Vec<Op>) {
             format!("Buffer::advise ({name})"),
             managed,
             move |(b, _)| b.advise(advice),
+        ));
+    }
+    ops.push(op(
+        "prefetch_batch (two buffers of two streams, one location each)",
+        || (managed(), managed(), stream()),
+        |((a, _), (b, _), on)| {
+            let to = [MemoryLocation::Device(0), MemoryLocation::Host];
+            prefetch_batch(on, &[a, b], &to)
+        },
+    ));
+    ops.push(op(
+        "Buffer::last_prefetch_location",
+        || {
+            let (buffer, stream) = managed();
+            buffer
+                .prefetch(MemoryLocation::Device(1))
+                .expect("prefetched");
+            (buffer, stream)
+        },
+        |(b, _)| b.last_prefetch_location(),
+    ));
+    if cuda_safe::sys::ABI_MAJOR >= 13 {
+        // A discard writes: the fixtures sit in a RefCell for the `&mut` borrows.
+        let two = || RefCell::new((managed(), managed(), stream()));
+        ops.push(op(
+            "discard_batch (two buffers of two streams)",
+            two,
+            |cell| {
+                let ((a, _), (b, _), on) = &mut *cell.borrow_mut();
+                discard_batch(on, &[a, b])
+            },
+        ));
+        ops.push(op(
+            "discard_prefetch_batch (one location for two buffers)",
+            two,
+            |cell| {
+                let ((a, _), (b, _), on) = &mut *cell.borrow_mut();
+                discard_prefetch_batch(on, &[a, b], &[MemoryLocation::Device(0)])
+            },
+        ));
+        ops.push(op(
+            "Buffer::discard",
+            || RefCell::new(managed()),
+            |cell| cell.borrow_mut().0.discard(),
         ));
     }
     ops.push(op(

@@ -4,6 +4,7 @@ mod checkpoint_nvml;
 mod code;
 mod copies;
 mod device;
+mod device_graph;
 mod green;
 mod ipc;
 mod managed;
@@ -35,5 +36,6 @@ pub(crate) fn operations(scratch: &std::path::Path, stub: &'static Stub) -> Vec<
     managed::managed_operations(&mut ops);
     copies::copy_operations(&mut ops);
     textures::texture_operations(&mut ops);
+    device_graph::device_graph_operations(&mut ops);
     ops
 }

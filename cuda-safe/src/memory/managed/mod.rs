@@ -19,9 +19,15 @@
 //! # Ok::<(), cuda_safe::Error>(())
 //! ```
 //!
+//! [`prefetch_batch`], [`discard_batch`] and [`discard_prefetch_batch`] do the same for many
+//! buffers in one driver call (CUDA 13), and [`Buffer::discard`] drops a buffer's contents
+//! without migrating them.
+//!
 //! The CUDA 12 and 13 headers differ here (a `CUdevice` against a `CUmemLocation`); `abi`
 //! picks the entry point, so the same code builds for both. Host NUMA nodes need a CUDA 12.2
 //! driver, as do the range attributes (which read locations by type and id).
+
+mod batch;
 
 use std::ffi::c_void;
 
@@ -32,6 +38,11 @@ use crate::memory::Buffer;
 use crate::stream::Stream;
 use cuda_sys::{
     CUdeviceptr, CUmem_advise, CUmem_range_attribute, CUmemLocation, CUmemLocationType,
+};
+
+pub use batch::{
+    discard_batch, discard_prefetch_batch, discard_prefetch_range_batch, discard_range_batch,
+    prefetch_batch, prefetch_range_batch,
 };
 
 /// A place managed memory can live or be read from.
