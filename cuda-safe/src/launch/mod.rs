@@ -185,15 +185,7 @@ pub unsafe fn launch<A: KernelArgs>(
         // SAFETY: one pointer per parameter, each to a value of the parameter's size (checked
         // when the driver says), alive on this stack frame; no attributes. What the kernel
         // does with its arguments is the caller's promise.
-        unsafe {
-            launch_raw(
-                kernel,
-                config,
-                stream,
-                pointers,
-                &LaunchAttributes::default(),
-            )
-        }
+        unsafe { launch_raw(kernel, config, stream, pointers, None) }
     });
     if let Err(error) = launched {
         return Err(explain_launch_error(error, stream, config, kernel));
@@ -289,8 +281,8 @@ pub unsafe fn launch_with<A: KernelArgs>(
     }
 }
 
-/// One launch of `kernel` with `config` and `attributes`: `cuLaunchKernel` for a plain one,
-/// `cuLaunchKernelEx` otherwise.
+/// One launch of `kernel` with `config` and `attributes` (none: the default ones, without a
+/// look at them): `cuLaunchKernel` for a plain one, `cuLaunchKernelEx` otherwise.
 ///
 /// # Safety
 ///
@@ -303,14 +295,14 @@ unsafe fn launch_raw(
     config: &LaunchConfig,
     stream: &Stream,
     pointers: &mut [*mut std::ffi::c_void],
-    attributes: &LaunchAttributes<'_>,
+    attributes: Option<&LaunchAttributes<'_>>,
 ) -> Result<()> {
     let parameters = if pointers.is_empty() {
         std::ptr::null_mut()
     } else {
         pointers.as_mut_ptr()
     };
-    if config.cluster.is_none() && !config.cooperative && attributes.count() == 0 {
+    if config.cluster.is_none() && !config.cooperative && attributes.is_none() {
         // SAFETY: the caller's promise; a `CUkernel` is a valid `CUfunction` for
         // `cuLaunchKernel` and launches in the stream's context.
         return unsafe {
@@ -332,8 +324,9 @@ unsafe fn launch_raw(
             )
         };
     }
+    let attributes = attributes.copied().unwrap_or_default();
     // SAFETY: as above.
-    unsafe { launch_ex(kernel, config, stream.as_raw(), parameters, attributes) }
+    unsafe { launch_ex(kernel, config, stream.as_raw(), parameters, &attributes) }
 }
 
 /// Records a launch on `stream`, which captures, as [`launch_with`] launches, but without
@@ -353,7 +346,8 @@ pub(crate) unsafe fn launch_captured<A: KernelArgs>(
     args: A,
 ) -> Result<()> {
     config.validate_in(stream.context())?;
-    if attributes.count() > 0 {
+    let attributes = (attributes.count() > 0).then_some(attributes);
+    if let Some(attributes) = attributes {
         attributes.validate(config, &AttributeSupport::of(stream)?)?;
         attributes.validate_event(stream)?;
     }
@@ -365,7 +359,7 @@ pub(crate) unsafe fn launch_captured<A: KernelArgs>(
     if let Err(error) = launched {
         return Err(explain_launch_error(error, stream, config, kernel));
     }
-    if let Some(programmatic) = attributes.programmatic_event {
+    if let Some(programmatic) = attributes.and_then(|set| set.programmatic_event) {
         programmatic.event.note_recorded();
     }
     Ok(())
