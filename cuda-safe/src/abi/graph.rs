@@ -106,7 +106,9 @@ impl CaptureInfo {
 
 /// A stream's capture status, capture id, graph and current dependencies:
 /// `cuStreamGetCaptureInfo_v2` (11.3) under 12, `cuStreamGetCaptureInfo_v3` (12.3, which adds
-/// edge data; none is asked for) under 13.
+/// edge data) under 13. The edge data is asked for (a query without it fails as lossy when a
+/// dependency has a programmatic edge) and not kept: what the crate adds after the
+/// dependencies depends on each of them fully.
 ///
 /// # Safety
 ///
@@ -140,7 +142,8 @@ pub(crate) unsafe fn stream_capture_info(
         }?;
     }
     if_abi13! {
-        // SAFETY: as above; no edge data is asked for (null).
+        let mut edges: *const cuda_sys::CUgraphEdgeData = std::ptr::null();
+        // SAFETY: as above; the driver's edge data array is only pointed at (and not read).
         unsafe {
             cu!(
                 driver,
@@ -150,7 +153,7 @@ pub(crate) unsafe fn stream_capture_info(
                     &mut info.id,
                     &mut info.graph,
                     &mut info.dependencies,
-                    std::ptr::null_mut(),
+                    &mut edges,
                     &mut info.count,
                 )
             )

@@ -120,6 +120,9 @@ pub(super) struct Recording {
     /// in (the outermost one), which keeps what the body uses. The body graph belongs to its
     /// node, so ending or discarding this capture never destroys it.
     pub(super) keeper: Option<CUgraph>,
+    /// Set when a conditional node was added and its body failed: the driver removes no node
+    /// from a graph under capture, so the capture is discarded at its end.
+    pub(super) broken: bool,
 }
 
 impl Capture {
@@ -159,6 +162,7 @@ impl Capture {
                 mode,
                 retained: Vec::new(),
                 keeper: None,
+                broken: false,
             }),
         })
     }
@@ -349,11 +353,20 @@ impl Capture {
     /// # Errors
     ///
     /// The driver's error, explained ([`Error::is_capture_error`]): the capture was invalidated
-    /// by an operation not allowed during capture, or a forked stream was not joined. Either
-    /// way the capture is over and the stream runs its work again.
+    /// by an operation not allowed during capture, or a forked stream was not joined;
+    /// [`Error::InvalidArgument`] when a conditional node's body failed
+    /// ([`add_while`](Self::add_while), ...: its node stays in the graph, which is discarded).
+    /// Either way the capture is over and the stream runs its work again.
     #[doc(alias = "cuStreamEndCapture")]
     pub fn end(self) -> Result<Graph> {
-        let recording = self.inner.into_unreleased();
+        let mut recording = self.inner.into_unreleased();
+        if recording.broken {
+            recording.release()?;
+            return Err(Error::invalid_argument(
+                "the capture was discarded: a conditional node's body failed, and the driver \
+                 removes no node from a graph under capture",
+            ));
+        }
         let raw = recording.finish()?;
         Ok(Graph::from_parts(
             raw,

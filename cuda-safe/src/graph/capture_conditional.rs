@@ -6,6 +6,12 @@
 //! node, recorded by capturing a second stream into it (`cuStreamBeginCaptureToGraph`) while a
 //! closure queues the body's work there, as NVIDIA's samples build loops under capture.
 //!
+//! The driver removes no node from a graph while it is captured into, so a body that fails
+//! (its closure's error, or the driver's) leaves its node there: the capture is then
+//! discarded when it ends ([`Capture::end`] says why). Refusals before the node is added (a
+//! handle of another graph, a kind the driver lacks, an invalidated capture) leave the
+//! capture as it was.
+//!
 //! ```no_run
 //! use cuda_safe::{CaptureMode, ConditionalHandle, Device, Graph, LaunchConfig, ObjectCode};
 //!
@@ -98,10 +104,11 @@ impl Capture {
     #[doc = cuda_sys::api_doc!(cuStreamUpdateCaptureDependencies)]
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a handle of another graph or an invalidated capture;
-    /// [`Error::Unsupported`] on an older driver; the body's error (the node is removed again);
-    /// the driver's error (a body holding work conditional bodies cannot hold, a capturing
-    /// `body_stream`).
+    /// Before the node is added, the capture unchanged: [`Error::InvalidArgument`] for a
+    /// handle of another graph, an invalidated capture or a `body_stream` of another context;
+    /// [`Error::Unsupported`] on an older driver. After: the body's error, or the driver's (a
+    /// body holding work conditional bodies cannot hold, a capturing `body_stream`); the node
+    /// stays, and the capture is discarded at its end.
     #[doc(
         alias = "cuStreamBeginCaptureToGraph",
         alias = "cuStreamUpdateCaptureDependencies"
@@ -215,6 +222,11 @@ impl Capture {
             ));
         }
         let size = check_kind(kind, bodies)?;
+        if !body_stream.context().same_as(self.inner.stream.context()) {
+            return Err(Error::invalid_argument(
+                "a conditional body is recorded on a stream of the capture's context",
+            ));
+        }
         let (graph, dependencies) = self.graph_and_dependencies()?;
         let driver = self.inner.stream.driver();
         let mut params = conditional_params(handle.raw, kind, size, self.inner.stream.context());
@@ -231,9 +243,8 @@ impl Capture {
             unsafe { abi::set_capture_dependencies(driver, self.inner.stream.as_raw(), &mut after) }
         });
         if let Err(error) = recorded {
-            // SAFETY: the node was just added to the capture's graph and nothing depends on it
-            // (the stream's dependencies are set only on success).
-            let _ = unsafe { cu!(driver, cuGraphDestroyNode(node)) };
+            // The node cannot be removed while the graph is captured into.
+            self.inner.broken = true;
             return Err(error);
         }
         Ok(Node {
@@ -252,11 +263,6 @@ impl Capture {
         index: usize,
         record: &mut Body<'_>,
     ) -> Result<()> {
-        if !stream.context().same_as(self.inner.stream.context()) {
-            return Err(Error::invalid_argument(
-                "a conditional body is recorded on a stream of the capture's context",
-            ));
-        }
         // SAFETY: a valid stream and the body graph of a node of the capture's graph; no
         // dependencies (the body starts empty); the capture's mode.
         unsafe {
@@ -279,6 +285,7 @@ impl Capture {
                 mode: self.inner.mode,
                 retained: Vec::new(),
                 keeper: Some(keeper),
+                broken: false,
             }),
         };
         let outcome = record(index, &mut body);
@@ -286,6 +293,13 @@ impl Capture {
         let recording = body.inner.into_unreleased();
         let ended = recording.finish().map(drop);
         self.inner.retained.extend(recording.retained);
-        outcome.and(ended)
+        let nested = if recording.broken {
+            Err(Error::invalid_argument(
+                "a conditional node inside the body failed, and stays in it",
+            ))
+        } else {
+            Ok(())
+        };
+        outcome.and(ended).and(nested)
     }
 }

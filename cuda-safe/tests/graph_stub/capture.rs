@@ -182,8 +182,8 @@ pub(crate) fn conditional_bodies_are_captured(stub: &Stub, fx: &Fixture) -> Verd
         format!("twice, 5 times in the loop, not in the if, once after: {got:?}, counter {left:?}")
     })?;
 
-    // Refusals and failures take the node out again, and the capture goes on.
-    // SAFETY: nothing is recorded but nodes that are taken out again.
+    // Refusals before the node leave the capture as it was.
+    // SAFETY: nothing is recorded.
     let mut capture =
         unsafe { Capture::begin(&fx.stream, CaptureMode::ThreadLocal) }.map_err(failed)?;
     let handle = capture.conditional_handle(Some(1)).map_err(failed)?;
@@ -197,28 +197,42 @@ pub(crate) fn conditional_bodies_are_captured(stub: &Stub, fx: &Fixture) -> Verd
         capture.add_switch(&handle, &fx.body, 0, |_, _| Ok(())),
         "cannot have 0 bodies",
     )?;
-    let destroyed = stub.calls("cuGraphDestroyNode");
-    let body_error = capture.add_while(&handle, &fx.body, |_| {
-        Err(Error::invalid_argument("the body's own error"))
-    });
-    refused(body_error, "the body's own error")?;
-    stub.fail("cuStreamBeginCaptureToGraph", 2, 1);
-    let error = capture
-        .add_while(&handle, &fx.body, |_| Ok(()))
-        .expect_err("the body's capture fails");
-    ensure(
-        error.to_string().contains("cuStreamBeginCaptureToGraph"),
-        || format!("{error}"),
-    )?;
-    ensure(stub.calls("cuGraphDestroyNode") == destroyed + 2, || {
-        "each failed node was taken out".into()
-    })?;
-    let status = Capture::status_of(&fx.body).map_err(failed)?;
-    ensure(status == CaptureStatus::Idle, || {
-        format!("the body stream: {status:?}")
-    })?;
     let empty = capture.end().map_err(failed)?;
     ensure(empty.nodes().map_err(failed)?.is_empty(), || {
-        "no node was left".into()
+        "no node was added".into()
+    })?;
+
+    // A failed body leaves its node (no node may be removed during a capture): the capture is
+    // discarded at its end, and the body stream is free again.
+    let destroyed = stub.calls("cuGraphDestroyNode");
+    for fault in [false, true] {
+        // SAFETY: nothing is recorded but a node that is discarded with the graph.
+        let mut capture =
+            unsafe { Capture::begin(&fx.stream, CaptureMode::ThreadLocal) }.map_err(failed)?;
+        let handle = capture.conditional_handle(Some(1)).map_err(failed)?;
+        let (error, words) = if fault {
+            stub.fail("cuStreamBeginCaptureToGraph", 2, 1);
+            let error = capture.add_while(&handle, &fx.body, |_| Ok(()));
+            (error, "cuStreamBeginCaptureToGraph")
+        } else {
+            let error = capture.add_while(&handle, &fx.body, |_| {
+                Err(Error::invalid_argument("the body's own error"))
+            });
+            (error, "the body's own error")
+        };
+        let error = error.expect_err("the body fails");
+        ensure(error.to_string().contains(words), || format!("{error}"))?;
+        let status = Capture::status_of(&fx.body).map_err(failed)?;
+        ensure(status == CaptureStatus::Idle, || {
+            format!("the body stream: {status:?}")
+        })?;
+        refused(capture.end(), "the capture was discarded")?;
+        let status = Capture::status_of(&fx.stream).map_err(failed)?;
+        ensure(status == CaptureStatus::Idle, || {
+            format!("the capturing stream: {status:?}")
+        })?;
+    }
+    ensure(stub.calls("cuGraphDestroyNode") == destroyed, || {
+        "no node was removed from a graph under capture".into()
     })
 }

@@ -1,8 +1,8 @@
 /*
  * The fake libcuda's graphs: graphs and their nodes (kernel, copy, memset, host, event record
- * and wait, child, empty, conditional), their parameters and kernel-node attributes, edges with
- * their data, node removal, clones, the ids of CUDA 13.1, user objects, conditional handles.
- * See cuda_graph.h; executables and capture are in cuda_graph_exec.c.
+ * and wait, child, empty), their parameters and kernel-node attributes, edges with their data,
+ * node removal, user objects. See cuda_graph.h; copies, ids and conditional nodes are in
+ * cuda_graph_copy.c, executables in cuda_graph_exec.c, capture in cuda_capture.c.
  *
  * What the crate must check before calling is a misuse here too: a cluster shape that does not
  * divide a node's grid.
@@ -539,11 +539,17 @@ CUresult cuGraphAddDependencies_v2(struct graph *graph, struct gnode *const *fro
     return add_edges("cuGraphAddDependencies_v2", graph, from, to, data, count);
 }
 
+/* As the driver wants: not in a graph under capture ("all operations other than destroy and
+ * node removal are permitted" on it). */
 CUresult cuGraphDestroyNode(struct gnode *node) {
     DRIVER("cuGraphDestroyNode");
     if (!valid_node(node, "cuGraphDestroyNode"))
         return CUDA_ERROR_INVALID_HANDLE;
     struct graph *graph = node->graph;
+    if (graph->capturing) {
+        stub_misuse_note("cuGraphDestroyNode: a node of a graph under capture");
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     size_t kept = 0;
     for (size_t i = 0; i < graph->count; i++) {
         struct gnode *other = graph->nodes[i];

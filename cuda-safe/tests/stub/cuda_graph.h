@@ -1,8 +1,9 @@
 /*
  * The fake libcuda's graphs, shared by cuda_graph.c (graphs, nodes, their parameters and
- * attributes, edges, clones, ids, user objects, conditional handles) and cuda_graph_exec.c
+ * attributes, edges, node removal, user objects), cuda_graph_copy.c (copies: clones,
+ * executables' and child graphs; ids; conditional handles and nodes), cuda_graph_exec.c
  * (executable graphs: instantiation, launches that run the nodes at once in dependency order,
- * updates; and stream capture).
+ * updates) and cuda_capture.c (stream capture).
  *
  * A graph is a list of node objects in the order they were added; each node lists the edges
  * into it. An executable owns a deep copy of its graph whose nodes name the nodes they copy
@@ -166,6 +167,7 @@ struct graph {
     size_t count, cap;
     unsigned id, next_local;
     int owned; /* a node's child or body graph: not counted, destroyed with its node */
+    int capturing; /* captured into now: no node may be removed (cuda_capture.c) */
     struct refs refs;
 };
 

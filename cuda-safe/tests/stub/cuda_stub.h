@@ -28,8 +28,8 @@
  * GPU's progress for the completion tests), cuda_race.c (the ordering race checker: which
  * accesses of an allocation stream order leaves unordered), cuda_graph.c (graphs, their nodes
  * and user objects), cuda_graph_copy.c (copies of graphs: clones, executables' and child
- * graphs; ids; conditional nodes) and cuda_graph_exec.c (executable graphs and stream capture),
- * which share cuda_graph.h. Everything declared here is hidden: the shared object exports the
+ * graphs; ids; conditional nodes), cuda_graph_exec.c (executable graphs) and cuda_capture.c
+ * (stream capture), which share cuda_graph.h. Everything declared here is hidden: the shared object exports the
  * CUDA entry points and the stub_* functions only.
  */
 #ifndef CUDA_SAFE_CUDA_STUB_H
@@ -125,7 +125,7 @@ struct stream {
     unsigned flags;
     int priority;
     unsigned race_slot; /* the race checker's actor (cuda_race.c); 0 until first used */
-    struct capture *capture; /* the capture recording the stream's work (cuda_graph_exec.c) */
+    struct capture *capture; /* the capture recording the stream's work (cuda_capture.c) */
 };
 
 struct vc;          /* a vector clock (cuda_race.c) */

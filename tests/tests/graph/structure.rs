@@ -207,11 +207,15 @@ pub(crate) fn conditional_bodies_added_by_capture_run_as_their_handles_say() {
     );
     assert_eq!(setup.read(&x), [2 * expected]);
 
-    // A body's error takes its node out, and the capture goes on (discarded here: its handle
-    // is left unused).
-    // SAFETY: nothing is recorded but nodes that are taken out again.
+    // A refusal before the node leaves the capture as it was; a body's error leaves its node
+    // (the driver removes no node during a capture), and the capture is discarded at its end.
+    // SAFETY: nothing is recorded but a node that is discarded with the graph.
     let mut capture = unsafe { Capture::begin(&setup.stream, CaptureMode::ThreadLocal) }.unwrap();
     let handle = capture.conditional_handle(Some(1)).unwrap();
+    let mut elsewhere = Graph::new(&setup.context).unwrap();
+    let foreign = elsewhere.conditional_handle(None).unwrap();
+    let refused = capture.add_while(&foreign, &body_stream, |_| Ok(()));
+    assert!(refused.unwrap_err().to_string().contains("another graph"));
     let failed = capture.add_while(&handle, &body_stream, |_| {
         Err(Error::invalid_argument("the body's own error"))
     });
@@ -221,17 +225,14 @@ pub(crate) fn conditional_bodies_added_by_capture_run_as_their_handles_say() {
             .to_string()
             .contains("the body's own error")
     );
-    let mut elsewhere = Graph::new(&setup.context).unwrap();
-    let foreign = elsewhere.conditional_handle(None).unwrap();
-    let refused = capture.add_while(&foreign, &body_stream, |_| Ok(()));
-    assert!(refused.unwrap_err().to_string().contains("another graph"));
     assert_eq!(
         Capture::status_of(&body_stream).unwrap(),
         CaptureStatus::Idle
     );
-    let discarded = capture.end().unwrap();
-    assert!(
-        discarded.nodes().unwrap().is_empty(),
-        "no node was left behind"
+    let discarded = capture.end().unwrap_err();
+    assert!(discarded.to_string().contains("discarded"), "{discarded}");
+    assert_eq!(
+        Capture::status_of(&setup.stream).unwrap(),
+        CaptureStatus::Idle
     );
 }
