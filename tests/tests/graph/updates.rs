@@ -91,12 +91,7 @@ pub(crate) fn executable_updates_keep_what_they_use_past_a_replay_in_flight() {
             .allocate_from_host(&[5i32; 256], &setup.stream)
             .unwrap(),
     );
-    let dst = Arc::new(
-        setup
-            .pinned
-            .allocate_zeroed::<i32>(256, &setup.stream)
-            .unwrap(),
-    );
+    let dst = setup.ints(256);
     let filled = setup.ints(256);
     setup.stream.sync().unwrap();
     let runs = Arc::new(AtomicUsize::new(0));
@@ -143,11 +138,7 @@ pub(crate) fn executable_updates_keep_what_they_use_past_a_replay_in_flight() {
     assert_eq!(drops.load(Ordering::SeqCst), 0, "and the closure");
     other.sync().unwrap();
     setup.stream.sync().unwrap();
-    assert_eq!(
-        dst.as_host_slice::<i32>().unwrap(),
-        [5; 256],
-        "the copy read its source"
-    );
+    assert_eq!(setup.read(&dst), [5; 256], "the copy read its source");
     assert_eq!(runs.load(Ordering::SeqCst), 1, "the new closure ran once");
     assert_eq!(setup.read(&y), [0; 256], "the old copy did not run");
     eventually("dropping the source", || weak_src.upgrade().is_none());
