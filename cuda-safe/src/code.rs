@@ -28,27 +28,37 @@ pub enum CodeKind {
     Cubin,
     /// LTO-IR, for link-time optimisation with nvJitLink.
     LtoIr,
+    /// A fatbin: CUBINs for several architectures, PTX and LTO-IR in one container, as
+    /// [`FatbinBuilder`](crate::FatbinBuilder) builds it (NVRTC does not compile to one).
+    Fatbin,
 }
 
 impl CodeKind {
     /// Every kind, in the order of their [`CodeKind::tag`]s.
-    pub const ALL: [CodeKind; 3] = [CodeKind::Ptx, CodeKind::Cubin, CodeKind::LtoIr];
+    pub const ALL: [CodeKind; 4] = [
+        CodeKind::Ptx,
+        CodeKind::Cubin,
+        CodeKind::LtoIr,
+        CodeKind::Fatbin,
+    ];
 
-    /// The lowercase name used in cache keys and listings (`ptx`, `cubin`, `ltoir`).
+    /// The lowercase name used in cache keys and listings (`ptx`, `cubin`, `ltoir`, `fatbin`).
     pub fn name(self) -> &'static str {
         match self {
             CodeKind::Ptx => "ptx",
             CodeKind::Cubin => "cubin",
             CodeKind::LtoIr => "ltoir",
+            CodeKind::Fatbin => "fatbin",
         }
     }
 
-    /// The byte that stands for this kind in a cache file (1, 2, 3).
+    /// The byte that stands for this kind in a cache file (1, 2, 3, 4).
     pub fn tag(self) -> u8 {
         match self {
             CodeKind::Ptx => 1,
             CodeKind::Cubin => 2,
             CodeKind::LtoIr => 3,
+            CodeKind::Fatbin => 4,
         }
     }
 
@@ -177,8 +187,10 @@ mod tests {
             assert_eq!(CodeKind::from_tag(kind.tag()), Some(kind));
         }
         assert_eq!(CodeKind::from_tag(0), None);
-        assert_eq!(CodeKind::from_tag(4), None);
+        assert_eq!(CodeKind::from_tag(5), None);
         assert_eq!(CodeKind::LtoIr.to_string(), "ltoir");
+        assert_eq!(CodeKind::from_tag(4), Some(CodeKind::Fatbin));
+        assert_eq!(CodeKind::Fatbin.to_string(), "fatbin");
     }
 
     #[test]

@@ -45,6 +45,7 @@
 pub use cuda_sys as sys;
 #[cfg(feature = "nccl")]
 pub use nccl_sys;
+pub use nvfatbin_sys;
 pub use nvjitlink_sys;
 pub use nvml_sys;
 pub use nvrtc_sys;
@@ -133,7 +134,10 @@ pub use launch::{
 };
 #[allow(deprecated)]
 pub use link::LinkedCode;
-pub use link::{LinkInput, LinkInputKind, Linker, LinkerBackend, LinkerOptions};
+pub use link::{
+    FatbinBuilder, FatbinCompression, FatbinHost, FatbinOptions, LinkInput, LinkInputKind, Linker,
+    LinkerBackend, LinkerOptions, nvjitlink_version,
+};
 pub use memory::copies::{
     ArrayDescriptor, ArrayFlags, ArrayFormat, Copy3d, CudaArray, HostPitched, HostPitchedMut,
     Offset3, Pitched, PitchedBuffer, PitchedMut,
@@ -155,8 +159,8 @@ pub use memory::{
 };
 pub use module::ObjectCode;
 pub use program::{
-    CompiledProgram, CppStandard, Program, ProgramOptions, Toolchain, nvrtc_supported_archs,
-    nvrtc_version,
+    CompiledProgram, CppStandard, CudaHeaders, Pch, PchStatus, Program, ProgramOptions, Toolchain,
+    nvrtc_pch_heap_size, nvrtc_set_pch_heap_size, nvrtc_supported_archs, nvrtc_version,
 };
 pub use stream::{Stream, StreamOptions};
 pub use tma::{
@@ -192,6 +196,7 @@ mod workspace_docs {
         Nvml: "docs/nvml.md",
         Performance: "docs/performance.md",
         ProgramCache: "docs/program-cache.md",
+        Programs: "docs/programs.md",
         Textures: "docs/textures.md",
         Tools: "docs/tools.md",
     }

@@ -85,7 +85,8 @@ fn mutate(inputs: &mut Inputs, which: usize) {
     let next_kind = |kind| match kind {
         CodeKind::Ptx => CodeKind::Cubin,
         CodeKind::Cubin => CodeKind::LtoIr,
-        CodeKind::LtoIr => CodeKind::Ptx,
+        CodeKind::LtoIr => CodeKind::Fatbin,
+        CodeKind::Fatbin => CodeKind::Ptx,
     };
     match which {
         0 => inputs.compiler.push('x'),

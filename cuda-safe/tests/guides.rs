@@ -107,6 +107,7 @@ const FEATURES: &[&str] = &[
     "NVML",
     "TMA",
     "nvJitLink",
+    "nvFatbin",
     "peer access",
     "managed memory",
     "cuBLAS",
@@ -143,6 +144,7 @@ const NO_API_DOC: &[(&str, &str)] = &[
     ("cuGraphExecGetId", CUDA_13_ONLY),
     ("cuGraphNodeGetLocalId", CUDA_13_ONLY),
     ("cuGraphNodeGetToolsId", CUDA_13_ONLY),
+    ("nvJitLinkGetLinkedLTOIR", CUDA_13_ONLY),
 ];
 
 /// Why a name of [`NO_API_DOC`] links its reference by hand.
@@ -152,6 +154,7 @@ const CUDA_13_ONLY: &str =
 /// The prefixes of C names, and the raw crate whose `api_doc!` knows them.
 const C_PREFIXES: &[(&str, &str)] = &[
     ("nvJitLink", "nvjitlink_sys"),
+    ("nvFatbin", "nvfatbin_sys"),
     ("cublasLt", "cublaslt_sys"),
     ("cublas", "cublas_sys"),
     ("curand", "curand_sys"),

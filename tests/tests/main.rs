@@ -17,6 +17,7 @@ mod copies;
 mod cudarc_bridge;
 mod device_graph;
 mod dlpack;
+mod fatbin;
 mod graph;
 mod green;
 mod ipc;
@@ -35,6 +36,7 @@ mod raw_layer;
 mod runtime;
 mod textures;
 mod tma;
+mod toolchain;
 mod vmm;
 
 use std::process::ExitCode;
@@ -52,6 +54,7 @@ fn files() -> Vec<GpuFile> {
         copies::FILE,
         device_graph::FILE,
         dlpack::FILE,
+        fatbin::FILE,
         graph::FILE,
         green::FILE,
         ipc::FILE,
@@ -66,6 +69,7 @@ fn files() -> Vec<GpuFile> {
         runtime::FILE,
         textures::FILE,
         tma::FILE,
+        toolchain::FILE,
         vmm::FILE,
     ]
     .into_iter();

@@ -17,17 +17,20 @@ pub const NVRTC_H: &str = "nvrtc.h";
 pub const NVML_H: &str = "nvml.h";
 /// The nvJitLink header.
 pub const NVJITLINK_H: &str = "nvJitLink.h";
+/// The nvFatbin header.
+pub const NVFATBIN_H: &str = "nvFatbin.h";
 /// The CUDA runtime's `library_types.h` (`cudaDataType`, `libraryPropertyType`), which the
 /// cuBLAS headers include.
 pub const LIBRARY_TYPES_H: &str = "library_types.h";
 
 /// Every header a set holds.
-const ALL_HEADERS: [&str; 6] = [
+const ALL_HEADERS: [&str; 7] = [
     CUDA_H,
     CUDA_TYPEDEFS_H,
     NVRTC_H,
     NVML_H,
     NVJITLINK_H,
+    NVFATBIN_H,
     LIBRARY_TYPES_H,
 ];
 
@@ -38,8 +41,8 @@ pub struct HeaderSet {
     pub major: u32,
     /// `CUDA_VERSION` from `cuda.h` (`13050`).
     pub cuda_version: u32,
-    /// The directory holding `cuda.h`, `cudaTypedefs.h`, `nvrtc.h`, `nvml.h`, `nvJitLink.h`
-    /// and `library_types.h`.
+    /// The directory holding `cuda.h`, `cudaTypedefs.h`, `nvrtc.h`, `nvml.h`, `nvJitLink.h`,
+    /// `nvFatbin.h` and `library_types.h`.
     pub include_dir: PathBuf,
     /// Where each header came from, by header file name, for the generated files' preamble.
     pub sources: Vec<(&'static str, String)>,
@@ -102,6 +105,13 @@ const WHEELS_12: &[Wheel] = &[
         sha256: "e3f1171dbdc83c5932a45f0f4c99180a70de9bd2718c1ab77d14104f6d7147f9",
         headers: &[NVJITLINK_H],
     },
+    Wheel {
+        name: "nvidia-nvfatbin-cu12",
+        version: "12.9.82",
+        file_name: "nvidia_nvfatbin_cu12-12.9.82-py3-none-manylinux1_x86_64.manylinux_2_5_x86_64.whl",
+        sha256: "16cbfbd12287508212f22f42dff6ff51cf9b528b906f57f615b080da16dea1ea",
+        headers: &[NVFATBIN_H],
+    },
 ];
 
 /// The CUDA 12 release whose archived documentation the CUDA 12 bindings link to: the release
@@ -141,6 +151,13 @@ const WHEELS_13: &[Wheel] = &[
         file_name: "nvidia_nvjitlink-13.5.37-py3-none-manylinux2010_x86_64.manylinux_2_12_x86_64.whl",
         sha256: "280d7cb9649704145f074b8dbde500de04ce02d0872e066e20a83c17bcaa93eb",
         headers: &[NVJITLINK_H],
+    },
+    Wheel {
+        name: "nvidia-nvfatbin",
+        version: "13.5.37",
+        file_name: "nvidia_nvfatbin-13.5.37-py3-none-manylinux2010_x86_64.manylinux_2_12_x86_64.whl",
+        sha256: "35e17e8abcfc1fb5ffe08746ca6bc4e497e9305beab28b17d722a8f2f50f7581",
+        headers: &[NVFATBIN_H],
     },
 ];
 

@@ -2,8 +2,8 @@
 //!
 //! - `cargo xtask bindgen [--from-wheels | --cuda-home DIR] [--only CRATE]... [--check]`:
 //!   regenerate the raw bindings of `cuda-sys`, `nvrtc-sys`, `nvml-sys`, `nvjitlink-sys`,
-//!   `nccl-sys`, `cublas-sys`, `cublaslt-sys` and `curand-sys` (or only the named crates'), or
-//!   check the committed ones for drift.
+//!   `nvfatbin-sys`, `nccl-sys`, `cublas-sys`, `cublaslt-sys` and `curand-sys` (or only the
+//!   named crates'), or check the committed ones for drift.
 //! - `cargo xtask gpu-bundle [--out DIR] [--only FILTER]... [--lab]`: build the GPU tests,
 //!   examples and benchmarks in release mode, with the C floors' sources, and write a folder
 //!   that runs them (or the ones a filter keeps) on a GPU machine without Rust; `--lab` adds the

@@ -8,6 +8,7 @@
 mod graph;
 mod green;
 mod memory;
+mod nvjitlink;
 mod nvml;
 #[cfg(test)]
 mod tests;
@@ -21,6 +22,7 @@ pub(crate) use memory::{
     BatchHint, HintBatch, device_location, location, location_id, mem_advise, mem_hint_batch,
     mem_prefetch,
 };
+pub(crate) use nvjitlink::{NVJITLINK_HAS_LINKED_LTOIR, linked_ltoir};
 pub(crate) use nvml::gpu_temperature;
 
 use crate::error::{Error, Result, cu};

@@ -46,6 +46,7 @@ impl CacheKey {
             name_expressions: Vec::new(),
             headers: Vec::new(),
             caller_digest: None,
+            seen: None,
         }
     }
 
@@ -159,6 +160,7 @@ pub struct CacheKeyBuilder<'a> {
     name_expressions: Vec<&'a str>,
     headers: Vec<(&'a str, &'a str)>,
     caller_digest: Option<&'a [u8]>,
+    seen: Option<(&'a [String], &'a [u8])>,
 }
 
 impl<'a> CacheKeyBuilder<'a> {
@@ -230,6 +232,14 @@ impl<'a> CacheKeyBuilder<'a> {
         self
     }
 
+    /// Options whose files `digest` covers (the toolkit folders of
+    /// [`CudaHeaders::Toolkit`](crate::CudaHeaders::Toolkit)): not refused for want of a caller
+    /// digest; the digest goes into the key.
+    pub(crate) fn seen_files(mut self, options: &'a [String], digest: &'a [u8]) -> Self {
+        self.seen = Some((options, digest));
+        self
+    }
+
     /// Checks the inputs and hashes them.
     ///
     /// Fails without a compiler or target, with an empty compiler name, version or
@@ -253,10 +263,12 @@ impl<'a> CacheKeyBuilder<'a> {
                 )));
             }
         }
+        let seen = self.seen.map_or(&[][..], |(options, _)| options);
         if self.caller_digest.is_none()
             && let Some((option, why)) = self
                 .options
                 .iter()
+                .filter(|option| !seen.iter().any(|covered| covered == *option))
                 .find_map(|option| reads_unseen_files(option).map(|why| (option, why)))
         {
             return Err(Error::invalid_argument(format!(
@@ -309,6 +321,10 @@ impl<'a> CacheKeyBuilder<'a> {
                 hasher.field("caller-digest", digest);
             }
             None => hasher.field("caller-digest-present", &[0]),
+        }
+        // Only when there is one, so every other key stays as it was.
+        if let Some((_, digest)) = self.seen {
+            hasher.field("seen-files-digest", digest);
         }
         Ok(CacheKey(hasher.0.finalize().into()))
     }
@@ -381,6 +397,30 @@ mod tests {
     }
 
     #[test]
+    fn seen_include_paths_key_with_their_digest_and_others_still_need_one() {
+        let seen = vec!["--include-path=/usr/local/cuda/include".to_owned()];
+        let build = |options: &[&str], digest: &[u8]| {
+            CacheKey::builder("src")
+                .compiler("nvrtc", "13.0")
+                .target(super::CodeKind::Cubin, "sm_90")
+                .options(options.iter().copied())
+                .seen_files(&seen, digest)
+                .build()
+        };
+        let first = build(&[&seen[0]], b"one").unwrap();
+        assert_eq!(first, build(&[&seen[0]], b"one").unwrap());
+        assert_ne!(first, build(&[&seen[0]], b"two").unwrap());
+        let plain = CacheKey::builder("src")
+            .compiler("nvrtc", "13.0")
+            .target(super::CodeKind::Cubin, "sm_90")
+            .build()
+            .unwrap();
+        assert_ne!(plain, build(&[], b"one").unwrap(), "the digest is keyed");
+        let error = build(&[&seen[0], "-I/elsewhere"], b"one").unwrap_err();
+        assert!(error.to_string().contains("-I/elsewhere"), "{error}");
+    }
+
+    #[test]
     fn file_reading_options_are_recognised() {
         for option in [
             "-I/usr/include",
@@ -403,6 +443,9 @@ mod tests {
             "-default-device",
             "-DINCLUDE=1",
             "--pch",
+            "--pch-dir=/tmp/pch",
+            "--create-pch=a.pch",
+            "--use-bundled-headers=/opt/nvrtc-headers",
             "-lineinfo",
         ] {
             assert_eq!(reads_unseen_files(option), None, "{option}");

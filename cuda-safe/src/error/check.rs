@@ -1,8 +1,10 @@
 //! Checking a library call's outcome: the `check*` functions, and the macros that call an
 //! entry point and check it under the function's own name ([`cu!`], [`cu_ready!`], [`nvrtc!`],
-//! [`nvjitlink!`], [`nvml!`], and with their features NCCL's, cuBLAS's and cuRAND's).
+//! [`nvjitlink!`], [`nvfatbin!`], [`nvml!`], and with their features NCCL's, cuBLAS's and
+//! cuRAND's).
 
 use cuda_sys::{CUresult, LoadError};
+use nvfatbin_sys::nvFatbinResult;
 use nvjitlink_sys::nvJitLinkResult;
 use nvml_sys::nvmlReturn_t;
 use nvrtc_sys::nvrtcResult;
@@ -48,6 +50,13 @@ macro_rules! nvrtc {
 macro_rules! nvjitlink {
     ($nvjitlink:expr, $function:ident($($argument:expr),* $(,)?)) => {
         $crate::error::check_nvjitlink(stringify!($function), $nvjitlink.$function($($argument),*))
+    };
+}
+
+/// [`cu!`] for nvFatbin: `unsafe { nvfatbin!(nvfatbin, nvFatbinSize(handle, &mut size)) }`.
+macro_rules! nvfatbin {
+    ($nvfatbin:expr, $function:ident($($argument:expr),* $(,)?)) => {
+        $crate::error::check_nvfatbin(stringify!($function), $nvfatbin.$function($($argument),*))
     };
 }
 
@@ -116,7 +125,7 @@ macro_rules! curand {
 pub(crate) use curand;
 #[cfg(feature = "nccl")]
 pub(crate) use nccl;
-pub(crate) use {cu, cu_ready, nvjitlink, nvml, nvrtc};
+pub(crate) use {cu, cu_ready, nvfatbin, nvjitlink, nvml, nvrtc};
 #[cfg(feature = "blas")]
 pub(crate) use {cublas, cublaslt};
 
@@ -160,6 +169,19 @@ pub(crate) fn check_nvjitlink(
     match result {
         Ok(nvJitLinkResult::NVJITLINK_SUCCESS) => Ok(()),
         Ok(code) => Err(Error::nvjitlink(api, code)),
+        Err(error) => Err(Error::Load(error)),
+    }
+}
+
+/// Turns an nvFatbin call's outcome into `Result<()>` (through [`nvfatbin!`]).
+#[inline]
+pub(crate) fn check_nvfatbin(
+    api: &'static str,
+    result: Result<nvFatbinResult, LoadError>,
+) -> Result<()> {
+    match result {
+        Ok(nvFatbinResult::NVFATBIN_SUCCESS) => Ok(()),
+        Ok(code) => Err(Error::nvfatbin(api, code)),
         Err(error) => Err(Error::Load(error)),
     }
 }

@@ -63,6 +63,18 @@ impl fmt::Display for MorePanics {
     }
 }
 
+/// `, <what the call was doing>` after an nvFatbin error, when it is known.
+pub(super) struct During<'a>(pub(super) Option<&'a str>);
+
+impl fmt::Display for During<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(detail) => write!(f, ", {detail}"),
+            None => Ok(()),
+        }
+    }
+}
+
 pub(super) struct LogSuffix<'a>(pub(super) Option<&'a str>);
 
 impl fmt::Display for LogSuffix<'_> {

@@ -21,6 +21,7 @@ use cuda_sys::{
 use curand_sys::curandStatus_t;
 #[cfg(feature = "nccl")]
 use nccl_sys::ncclResult_t;
+use nvfatbin_sys::nvFatbinResult;
 use nvjitlink_sys::nvJitLinkResult;
 use nvml_sys::nvmlReturn_t;
 use nvrtc_sys::nvrtcResult;
@@ -31,14 +32,15 @@ mod display;
 mod kinds;
 #[cfg(any(feature = "blas", feature = "rand"))]
 mod libraries;
+mod nvfatbin_codes;
 mod nvjitlink_codes;
 #[cfg(test)]
 mod tests;
 
 use capture::CaptureHint;
 pub(crate) use check::{
-    check, check_nvjitlink, check_nvml, check_nvrtc, check_ready, cu, cu_ready, nvjitlink, nvml,
-    nvrtc,
+    check, check_nvfatbin, check_nvjitlink, check_nvml, check_nvrtc, check_ready, cu, cu_ready,
+    nvfatbin, nvjitlink, nvml, nvrtc,
 };
 #[cfg(feature = "blas")]
 pub(crate) use check::{check_cublas, cublas, cublaslt};
@@ -46,9 +48,10 @@ pub(crate) use check::{check_cublas, cublas, cublaslt};
 pub(crate) use check::{check_curand, curand};
 #[cfg(feature = "nccl")]
 pub(crate) use check::{check_nccl, nccl};
-use display::{LogSuffix, MorePanics};
+use display::{During, LogSuffix, MorePanics};
 #[cfg(feature = "nccl")]
 use display::{NcclDetail, nccl_texts};
+use nvfatbin_codes::nvfatbin_name;
 use nvjitlink_codes::nvjitlink_code;
 
 /// `Result` with this crate's [`Error`].
@@ -101,6 +104,21 @@ pub enum Error {
         name: &'static str,
         /// What the code means, from the header's comments (nvJitLink has no message call).
         message: &'static str,
+    },
+    /// An nvFatbin call failed while a [`FatbinBuilder`](crate::FatbinBuilder) built a fatbin.
+    /// The message names the code as `nvFatbin.h` does (`NVFATBIN_ERROR_ELF_ARCH_MISMATCH`).
+    #[error("{api} failed: {} ({message}){}", nvfatbin_name(*code), During(detail.as_deref()))]
+    NvFatbin {
+        /// The nvFatbin function (`nvFatbinAddCubin`).
+        api: &'static str,
+        /// The raw result code.
+        code: nvFatbinResult,
+        /// `nvFatbinGetErrorString` of the code (`fatbinary elf mismatch: elf arch does not
+        /// match user-specified arch`).
+        message: &'static str,
+        /// What the call was doing: the entry it added (`adding the CUBIN "k.cubin" for
+        /// sm_90`) or the options it was given.
+        detail: Option<Box<str>>,
     },
     /// A link failed: the linker's call error is the [`source`](std::error::Error::source),
     /// `log` holds its error log, its info log and the options used.

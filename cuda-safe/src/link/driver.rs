@@ -204,8 +204,8 @@ pub(super) fn refusal(
 ) -> Option<Error> {
     if target != CodeKind::Cubin {
         return Some(Error::unsupported(
-            "PTX output from the driver linker",
-            "the driver linker emits CUBIN only; PTX output needs nvJitLink",
+            "PTX or LTO-IR output from the driver linker",
+            format!("the driver linker emits CUBIN only; {target} output needs nvJitLink"),
         ));
     }
     if let Some(option) = options.driver_lacks() {
@@ -249,8 +249,16 @@ mod tests {
         let error = refusal(&plain, &[ptx.clone(), lto], CodeKind::Cubin).unwrap();
         assert!(error.to_string().contains("b.ltoir"), "{error}");
         assert!(error.is_not_supported());
-        let error = refusal(&plain, std::slice::from_ref(&ptx), CodeKind::Ptx).unwrap();
-        assert!(error.to_string().contains("CUBIN only"), "{error}");
+        for target in [CodeKind::Ptx, CodeKind::LtoIr] {
+            let error = refusal(&plain, std::slice::from_ref(&ptx), target).unwrap();
+            assert!(error.to_string().contains("CUBIN only"), "{error}");
+        }
+        let incremental = LinkerOptions {
+            incremental: true,
+            ..Default::default()
+        };
+        let error = refusal(&incremental, std::slice::from_ref(&ptx), CodeKind::Cubin).unwrap();
+        assert!(error.to_string().contains("`incremental`"), "{error}");
         let split = LinkerOptions {
             split_compile: Some(4),
             ..Default::default()

@@ -35,6 +35,7 @@ impl LinkInputKind {
             CodeKind::Ptx => LinkInputKind::Ptx,
             CodeKind::Cubin => LinkInputKind::Cubin,
             CodeKind::LtoIr => LinkInputKind::LtoIr,
+            CodeKind::Fatbin => LinkInputKind::Fatbin,
         }
     }
 

@@ -1,6 +1,6 @@
 //! Linking device code at run time, as `cuda.core`'s `Linker`: LTO-IR, PTX, CUBIN, fatbin,
-//! objects and archives into one CUBIN (or PTX), with nvJitLink, falling back to the driver's
-//! linker where nvJitLink is absent.
+//! objects and archives into one CUBIN (or PTX, or LTO-IR for a later link), in one step or
+//! incrementally, with nvJitLink, falling back to the driver's linker where nvJitLink is absent.
 //!
 //! ```no_run
 //! use cuda_safe::cache::InMemoryProgramCache;
@@ -31,12 +31,16 @@
 
 mod devrt;
 mod driver;
+mod fatbin;
 mod input;
 mod keying;
 mod nvjitlink;
 mod options;
+mod partial;
 
+pub use fatbin::{FatbinBuilder, FatbinCompression, FatbinHost, FatbinOptions};
 pub use input::{LinkInput, LinkInputKind};
+pub use nvjitlink::nvjitlink_version;
 pub use options::{LinkerBackend, LinkerOptions};
 
 use crate::cache::{CacheKey, ProgramCache};
@@ -127,13 +131,21 @@ impl Linker {
         }
     }
 
-    /// Links every input into a `target` image (CUBIN, or PTX with `lto`).
+    /// Links every input into a `target` image: CUBIN, or with `lto` PTX or LTO-IR (nvJitLink
+    /// 13.3), the last an input of a later link. With [`LinkerOptions::incremental`] (nvJitLink
+    /// 13.2) the CUBIN or LTO-IR is relocatable and may keep unresolved device references:
+    /// link it again ([`Linker::add_compiled`]) with what resolves them.
     ///
     #[doc = nvjitlink_sys::api_doc!(nvJitLinkCreate)]
     #[doc = nvjitlink_sys::api_doc!(nvJitLinkAddData)]
     #[doc = nvjitlink_sys::api_doc!(nvJitLinkComplete)]
     #[doc = nvjitlink_sys::api_doc!(nvJitLinkGetLinkedCubin)]
     #[doc = nvjitlink_sys::api_doc!(nvJitLinkGetLinkedPtx)]
+    ///
+    /// Calls [`nvJitLinkGetLinkedLTOIRSize` and
+    /// `nvJitLinkGetLinkedLTOIR`](https://docs.nvidia.com/cuda/nvjitlink/index.html#group__linking_1ga4c3898e62ed328d88a9320fa86fd2059)
+    /// for LTO-IR output (nvJitLink 13.3; in the CUDA 13 headers only).
+    #[doc = nvjitlink_sys::api_doc!(nvJitLinkVersion)]
     #[doc = nvjitlink_sys::api_doc!(nvJitLinkGetErrorLog)]
     #[doc = nvjitlink_sys::api_doc!(nvJitLinkGetInfoLog)]
     #[doc = nvjitlink_sys::api_doc!(nvJitLinkDestroy)]
@@ -143,11 +155,14 @@ impl Linker {
     #[doc = cuda_sys::api_doc!(cuLinkDestroy)]
     /// # Errors
     ///
-    /// - [`Error::InvalidArgument`] with no inputs, for LTO-IR inputs without `lto`, and as
-    ///   [`LinkerOptions::to_flags`];
+    /// - [`Error::InvalidArgument`] with no inputs, for LTO-IR inputs without `lto`, for PTX
+    ///   or CUBIN inputs of an LTO-IR link (they carry no IR, and nvJitLink would drop them),
+    ///   and as [`LinkerOptions::to_flags`];
     /// - [`Error::Unsupported`] when the driver linker would link (nvJitLink is absent, or
-    ///   [`LinkerBackend::Driver`]) and the link needs what it lacks: LTO-IR, PTX output, or
-    ///   an nvJitLink-only option (named);
+    ///   [`LinkerBackend::Driver`]) and the link needs what it lacks: LTO-IR, PTX or LTO-IR
+    ///   output, or an nvJitLink-only option (named); when the loaded nvJitLink is older than
+    ///   an incremental link (13.2) or LTO-IR output (13.3) needs, naming both versions; for
+    ///   LTO-IR output from a build of the CUDA 12 ABI, whose bindings lack the getter;
     /// - [`Error::Link`] when the linker refuses an option or an input or fails to link
     ///   (undefined symbols, an architecture mismatch): the call's error, with the error
     ///   log, the info log and the flags;
@@ -158,6 +173,8 @@ impl Linker {
         "nvJitLinkComplete",
         "nvJitLinkGetLinkedCubin",
         "nvJitLinkGetLinkedPtx",
+        "nvJitLinkGetLinkedLTOIR",
+        "nvJitLinkVersion",
         "nvJitLinkGetErrorLog",
         "nvJitLinkGetInfoLog",
         "nvJitLinkDestroy",
@@ -264,6 +281,7 @@ impl Linker {
                 input.name()
             )));
         }
+        partial::check_inputs(&self.inputs, target)?;
         let digits = self.options.resolve_arch()?;
         let flags = self.options.render(target, &digits)?;
         if backend == LinkerBackend::Driver
@@ -286,7 +304,12 @@ impl Linker {
             LinkerBackend::Driver => {
                 driver::link(&self.inputs, &self.options, &plan.digits, &plan.flags)?
             }
-            _ => nvjitlink::link(&self.inputs, &plan.flags, target)?,
+            _ => {
+                if !partial::needs(&self.options, target).is_empty() {
+                    partial::check(&self.options, target, &nvjitlink::version()?)?;
+                }
+                nvjitlink::link(&self.inputs, &plan.flags, target)?
+            }
         };
         Ok(CompiledProgram::made(
             CompiledCode::new(target, linked.bytes, self.lowered_names.clone()),

@@ -1,22 +1,45 @@
-//! Linking with nvJitLink: one `nvJitLinkHandle` per link, created, fed, completed, read and
-//! destroyed inside [`link`].
+//! Linking with nvJitLink: one `nvJitLinkHandle` per link, created, fed, completed, read (CUBIN,
+//! PTX or LTO-IR) and destroyed inside [`link`].
 
 use std::ffi::{CString, c_char, c_void};
 
 use super::input::LinkInput;
 use super::{Linked, failure_log};
+use crate::abi;
 use crate::code::CodeKind;
 use crate::error::{Error, Result, nvjitlink};
 use crate::ffi::to_c_string;
 use crate::handle::{Owned, Release};
 use nvjitlink_sys::{NvJitLink, nvJitLinkHandle};
 
-/// nvJitLink's version as a cache key spells it (`"13.0"`), or the error loading it.
-pub(super) fn version() -> Result<String> {
+/// The loaded nvJitLink's version, `(major, minor)` (`(13, 0)`), asked of it each time.
+///
+/// An incremental link ([`LinkerOptions::incremental`](crate::LinkerOptions::incremental))
+/// needs 13.2 and LTO-IR output 13.3; `$CUDA_SAFE_LIBNVJITLINK` names a newer library than the
+/// toolkit's (a `nvidia-nvjitlink` wheel's `nvidia/cu13/lib/libnvJitLink.so.13`).
+///
+/// ```no_run
+/// let (major, minor) = cuda_safe::nvjitlink_version()?;
+/// println!("nvJitLink {major}.{minor}");
+/// # Ok::<(), cuda_safe::Error>(())
+/// ```
+#[doc = nvjitlink_sys::api_doc!(nvJitLinkVersion)]
+/// # Errors
+///
+/// [`Error::Load`] when nvJitLink cannot be loaded, or lacks its plain entry points (12.0 to
+/// 12.2).
+#[doc(alias = "nvJitLinkVersion")]
+pub fn nvjitlink_version() -> Result<(u32, u32)> {
     let library = nvjitlink_sys::nvjitlink()?;
     let (mut major, mut minor) = (0u32, 0u32);
     // SAFETY: both are valid places for an unsigned int.
     unsafe { nvjitlink!(library, nvJitLinkVersion(&mut major, &mut minor)) }?;
+    Ok((major, minor))
+}
+
+/// nvJitLink's version as a cache key spells it (`"13.0"`), or the error loading it.
+pub(super) fn version() -> Result<String> {
+    let (major, minor) = nvjitlink_version()?;
     Ok(format!("{major}.{minor}"))
 }
 
@@ -108,12 +131,21 @@ fn add_and_complete(handle: &Handle, inputs: &[LinkInput], names: &[CString]) ->
     unsafe { nvjitlink!(handle.library, nvJitLinkComplete(handle.raw)) }
 }
 
-/// The linked CUBIN or PTX (PTX with its NUL terminator).
+/// The linked CUBIN, PTX (with its NUL terminator) or LTO-IR.
 fn output(handle: &Handle, target: CodeKind) -> Result<Vec<u8>> {
     let mut size = 0usize;
     let library = handle.library;
     let mut bytes;
-    if target == CodeKind::Ptx {
+    if target == CodeKind::LtoIr {
+        // SAFETY: the handle is live and its link completed.
+        bytes = unsafe { abi::linked_ltoir(library, handle.raw) }?;
+        if bytes.is_empty() {
+            return Err(Error::unexpected(
+                "nvJitLinkGetLinkedLTOIRSize",
+                "a completed -lto link kept no LTO-IR",
+            ));
+        }
+    } else if target == CodeKind::Ptx {
         // SAFETY: the handle is live and completed; `size` is a valid out-pointer.
         unsafe { nvjitlink!(library, nvJitLinkGetLinkedPtxSize(handle.raw, &mut size)) }?;
         bytes = vec![0u8; size];

@@ -111,6 +111,18 @@ fn the_key_covers_every_input_option_target_and_backend() {
             CodeKind::Cubin,
             "13.0",
         ),
+        key(
+            &linker(
+                LinkerOptions {
+                    incremental: true,
+                    ..options()
+                },
+                &[("a", b"aa"), ("b", b"bb")],
+            ),
+            CodeKind::Cubin,
+            "13.0",
+        ),
+        key(&base_linker, CodeKind::LtoIr, "13.0"),
     ];
     for (index, variant) in variants.iter().enumerate() {
         assert_ne!(*variant, base, "variant {index}");
@@ -171,6 +183,36 @@ fn a_cached_image_is_returned_without_linking() {
         matches!(error, Error::Link { .. } | Error::Load(_)),
         "{error}"
     );
+}
+
+/// An LTO-IR link keeps inputs that carry IR only; a cached LTO-IR entry is a hit of its
+/// target alone, returned without asking nvJitLink's version (0.1 has neither feature).
+#[test]
+fn ltoir_output_takes_ir_inputs_and_hits_as_ltoir() {
+    let cache = InMemoryProgramCache::new(1 << 20);
+    let incremental = LinkerOptions {
+        incremental: true,
+        ..options()
+    };
+    let mut mixed = linker(incremental.clone(), &[("a", b"aa")]);
+    mixed
+        .add(LinkInput::from_bytes(LinkInputKind::Ptx, "b.ptx", b".version 8.0".to_vec()).unwrap());
+    let error = mixed.link(CodeKind::LtoIr).unwrap_err();
+    assert!(matches!(error, Error::InvalidArgument(_)), "{error}");
+    assert!(error.to_string().contains("b.ptx is ptx"), "{error}");
+    assert!(mixed.plan(CodeKind::Cubin).is_ok());
+
+    let ir = linker(incremental, &[("a", b"aa")]);
+    let stored = CompiledCode::new(CodeKind::LtoIr, b"linked IR".to_vec(), Vec::new());
+    cache
+        .put(&key(&ir, CodeKind::LtoIr, "0.1"), &stored)
+        .unwrap();
+    let hit = ir
+        .fetch_or_link(CodeKind::LtoIr, &cache, keying("0.1"))
+        .unwrap();
+    assert!(hit.from_cache());
+    assert_eq!(hit.kind(), CodeKind::LtoIr);
+    assert_eq!(hit.options(), ["-arch=sm_90", "-lto", "-r"]);
 }
 
 #[test]

@@ -50,6 +50,7 @@ pub(super) fn check(image: &[u8], kind: CodeKind) -> Result<()> {
         CodeKind::LtoIr => Err(Error::invalid_argument(
             "LTO-IR is not a loadable image: link it first",
         )),
+        CodeKind::Fatbin => check_fatbin(image),
     }
 }
 

@@ -108,7 +108,7 @@ impl ObjectCode {
     #[doc(alias = "cuLibraryLoadData")]
     pub fn from_fatbin(fatbin: &[u8]) -> Result<Self> {
         image::check_fatbin(fatbin)?;
-        Self::load_image(fatbin, None, no_names())
+        Self::load_image(fatbin, Some(CodeKind::Fatbin), no_names())
     }
 
     /// Loads PTX text, which the driver compiles for the device on first use.
@@ -174,8 +174,8 @@ impl ObjectCode {
     /// [`Error::Unsupported`] for LTO-IR, which must be linked first
     /// ([`Linker`](crate::Linker), whose output loads here);
     /// [`Error::InvalidArgument`] for bytes that are not a complete image of the kind they
-    /// claim (checked as [`from_cubin`](Self::from_cubin) and [`from_ptx`](Self::from_ptx)
-    /// check), as from a damaged cache entry.
+    /// claim (checked as [`from_cubin`](Self::from_cubin), [`from_fatbin`](Self::from_fatbin)
+    /// and [`from_ptx`](Self::from_ptx) check), as from a damaged cache entry.
     ///
     /// The check runs once per image: code that passed it (this code or a clone of it, or an
     /// on-disk cache entry stored after it and read back against its checksum) loads without
@@ -189,9 +189,9 @@ impl ObjectCode {
                 "LTO-IR must be linked into a CUBIN first (Linker, with LinkerOptions::lto)",
             )),
             CodeKind::Ptx => Self::load_ptx(code.bytes(), names),
-            CodeKind::Cubin => {
+            CodeKind::Cubin | CodeKind::Fatbin => {
                 check_compiled(code)?;
-                Self::load_image(code.bytes(), Some(CodeKind::Cubin), names)
+                Self::load_image(code.bytes(), Some(code.kind()), names)
             }
         }
     }
@@ -298,7 +298,8 @@ impl ObjectCode {
         self.inner.raw
     }
 
-    /// What was loaded, when known (`None` for fatbins and files).
+    /// What was loaded ([`CodeKind::Fatbin`] for a fatbin, from
+    /// [`from_fatbin`](Self::from_fatbin), a file or compiled code).
     pub fn kind(&self) -> Option<CodeKind> {
         self.inner.kind
     }
@@ -320,10 +321,11 @@ fn no_names() -> Arc<[(String, String)]> {
 ///
 /// # Errors
 ///
-/// [`Error::InvalidArgument`] for a CUBIN that is not a complete image.
+/// [`Error::InvalidArgument`] for a CUBIN or fatbin that is not a complete image.
 pub(crate) fn check_compiled(code: &CompiledCode) -> Result<()> {
-    if code.kind() == CodeKind::Cubin && !code.image_checked() {
-        image::check(code.bytes(), CodeKind::Cubin)?;
+    let walked = matches!(code.kind(), CodeKind::Cubin | CodeKind::Fatbin);
+    if walked && !code.image_checked() {
+        image::check(code.bytes(), code.kind())?;
         code.mark_image_checked();
     }
     Ok(())

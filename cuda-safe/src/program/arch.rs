@@ -28,12 +28,23 @@ pub(crate) fn digits(arch: &str) -> Result<&str> {
 }
 
 /// The architecture name NVRTC compiles `target` for: `compute_<digits>` for PTX, `sm_<digits>`
-/// for CUBIN and LTO-IR.
+/// for CUBIN and LTO-IR (and a fatbin, which [`nvrtc_output`] refuses first).
 pub(super) fn for_target(target: CodeKind, digits: &str) -> String {
     match target {
         CodeKind::Ptx => format!("compute_{digits}"),
-        CodeKind::Cubin | CodeKind::LtoIr => format!("sm_{digits}"),
+        CodeKind::Cubin | CodeKind::LtoIr | CodeKind::Fatbin => format!("sm_{digits}"),
     }
+}
+
+/// Refuses a target NVRTC does not compile to: a fatbin.
+pub(super) fn nvrtc_output(target: CodeKind) -> Result<()> {
+    if target == CodeKind::Fatbin {
+        return Err(Error::invalid_argument(
+            "NVRTC compiles to PTX, CUBIN or LTO-IR, not a fatbin: build one from those with \
+             FatbinBuilder",
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -75,5 +86,8 @@ mod tests {
         assert_eq!(for_target(CodeKind::Ptx, "90"), "compute_90");
         assert_eq!(for_target(CodeKind::Cubin, "90"), "sm_90");
         assert_eq!(for_target(CodeKind::LtoIr, "90a"), "sm_90a");
+        assert!(nvrtc_output(CodeKind::Ptx).is_ok());
+        let error = nvrtc_output(CodeKind::Fatbin).unwrap_err();
+        assert!(error.to_string().contains("FatbinBuilder"), "{error}");
     }
 }

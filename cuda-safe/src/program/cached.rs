@@ -3,6 +3,7 @@
 use super::compile::{Plan, Program};
 use super::compiled::{CompiledProgram, Toolchain};
 use super::compiler::{KeyCompiler, check_recalled, compiler_version, key_compiler};
+use super::pch::Pch;
 use crate::cache::{CacheKey, ProgramCache};
 use crate::code::{CodeKind, CompiledCode};
 use crate::error::{Error, Result};
@@ -55,7 +56,10 @@ impl Program {
     ///
     /// It covers the compiler (`"nvrtc"` and `nvrtc_version`'s major.minor), the target kind
     /// and architecture, the program name, the source, the exact flags in order, the name
-    /// expressions, the in-memory headers and the options' `caller_digest`.
+    /// expressions, the in-memory headers, the options' `caller_digest`, and for
+    /// [`CudaHeaders::Toolkit`](crate::CudaHeaders::Toolkit) the toolkit folders' real paths
+    /// and their files' sizes and modification times. PCH files are not covered: they change
+    /// how fast NVRTC compiles, not what.
     ///
     /// Learning NVRTC's version loads NVRTC (about 5 ms in a fresh process);
     /// [`cache_key_for_compiler`](Self::cache_key_for_compiler) takes the version instead.
@@ -63,9 +67,11 @@ impl Program {
     #[doc = nvrtc_sys::api_doc!(nvrtcVersion)]
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] with include paths or pre-includes (or a raw option that
-    /// reads files) and no `caller_digest`: the key cannot see those files.
-    /// [`Error::Load`] when NVRTC cannot be loaded.
+    /// [`Error::InvalidArgument`] with include paths, pre-includes or
+    /// [`Pch::Use`](crate::Pch::Use) (or a raw option that reads files) and no
+    /// `caller_digest`: the key cannot see those files. [`Error::Load`] when NVRTC cannot be
+    /// loaded; as [`ProgramOptions::to_flags`](crate::ProgramOptions::to_flags) for
+    /// [`CudaHeaders::Toolkit`](crate::CudaHeaders::Toolkit).
     #[doc(alias = "nvrtcVersion")]
     pub fn cache_key(&self, target: CodeKind) -> Result<CacheKey> {
         self.cache_key_for_compiler(target, compiler_version()?)
@@ -114,7 +120,8 @@ impl Program {
     ///
     /// # Errors
     ///
-    /// As [`Program::cache_key`], then as [`Program::compile`].
+    /// [`Error::InvalidArgument`] for [`Pch::Create`](crate::Pch::Create): a hit would create
+    /// no PCH file. Then as [`Program::cache_key`], then as [`Program::compile`].
     ///
     /// ```no_run
     /// use cuda_safe::cache::InMemoryProgramCache;
@@ -132,10 +139,23 @@ impl Program {
         target: CodeKind,
         cache: &dyn ProgramCache,
     ) -> Result<CompiledProgram> {
+        self.refuse_uncacheable()?;
         let keying = Keying::through(cache)?;
         Ok(self
             .fetch_or_compile(target, cache, keying, &|_| Ok(()))?
             .program)
+    }
+
+    /// Refuses what a cache hit cannot do: create a PCH file ([`Pch::Create`]).
+    fn refuse_uncacheable(&self) -> Result<()> {
+        match &self.options().pch {
+            Some(Pch::Create(file)) => Err(Error::invalid_argument(format!(
+                "Pch::Create({file:?}) through a program cache: a hit compiles nothing and would \
+                 create no PCH; create it with Program::compile, then cache the compiles that \
+                 use it"
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// [`Program::compile_cached`] with the compiler version given.
@@ -179,6 +199,7 @@ impl Program {
             %target,
             hit = tracing::field::Empty
         );
+        self.refuse_uncacheable()?;
         let plan = self.plan(target)?;
         let mut key = self.remembered_key(target, Some(&plan), keying.version)?;
         if let Some(code) = lookup(cache, &key) {
@@ -239,6 +260,10 @@ impl Program {
         if let Some(digest) = &options.caller_digest {
             builder = builder.caller_digest(digest);
         }
+        let headers = self.resolved_headers()?;
+        if let Some(digest) = &headers.digest {
+            builder = builder.seen_files(&headers.flags, digest);
+        }
         builder.build()
     }
 }
@@ -249,6 +274,7 @@ fn key_slot(target: CodeKind) -> usize {
         CodeKind::Ptx => 0,
         CodeKind::Cubin => 1,
         CodeKind::LtoIr => 2,
+        CodeKind::Fatbin => 3,
     }
 }
 

@@ -5,8 +5,11 @@ use std::sync::OnceLock;
 
 use super::arch;
 use super::compiled::{CompiledProgram, Toolchain};
+use super::headers::{BUNDLED_SINCE, CudaHeaders, Resolved};
 use super::options::{ProgramOptions, text};
+use super::pch::{PCH_SINCE, share_heap};
 use super::raw::NvrtcProgram;
+use super::version::require_nvrtc;
 use crate::cache::CacheKey;
 use crate::code::{CodeKind, CompiledCode};
 use crate::error::{Error, Result};
@@ -24,9 +27,12 @@ pub struct Program {
     /// The architecture's digits, resolved on first use (the current device's when the options
     /// name none).
     arch: OnceLock<String>,
+    /// The flags of the options' `cuda_headers` and the digest of the toolkit's files, found
+    /// on first use.
+    headers: OnceLock<Resolved>,
     /// The cache key of each target with the compiler version it was made for, computed on
     /// first use (see [`Program::cache_key`]).
-    pub(super) keys: [OnceLock<(String, CacheKey)>; 3],
+    pub(super) keys: [OnceLock<(String, CacheKey)>; 4],
 }
 
 /// What one compile will be: the architecture name and the flags.
@@ -52,6 +58,7 @@ impl Program {
             options,
             name_expressions: Vec::new(),
             arch: OnceLock::new(),
+            headers: OnceLock::new(),
             keys: Default::default(),
         })
     }
@@ -114,8 +121,12 @@ impl Program {
     ///
     /// - [`Error::Nvrtc`] from `nvrtcCompileProgram` for a compile error, whose `log` holds
     ///   NVRTC's full log followed by a line listing the flags used;
-    /// - [`Error::InvalidArgument`] when NVRTC produced no output of the target's kind (an
-    ///   extra option contradicts it);
+    /// - [`Error::InvalidArgument`] for [`CodeKind::Fatbin`] (NVRTC compiles to no fatbin), and
+    ///   when NVRTC produced no output of the target's kind (an extra option contradicts it),
+    ///   or the bundled headers' folder cannot be made;
+    /// - [`Error::Unsupported`] for a [`pch`](ProgramOptions::pch) before NVRTC 12.8 and
+    ///   [`CudaHeaders::Bundled`] before NVRTC 13.3 (naming the loaded one), and when
+    ///   [`CudaHeaders::Toolkit`] finds no folder (naming each one tried);
     /// - [`Error::Load`] when NVRTC cannot be loaded; with no `arch` in the options, the errors
     ///   of [`Device::new`](crate::Device::new) when no device can be asked for its
     ///   architecture.
@@ -142,6 +153,7 @@ impl Program {
     ) -> Result<CompiledProgram> {
         let _span = span!(DEBUG, "nvrtc_compile", program = %self.options.name, %target);
         let nvrtc = nvrtc_sys::nvrtc()?;
+        self.check_toolchain(&flags)?;
         let source = c_string("source", &self.source)?;
         let name = c_string("program name", &self.options.name)?;
         let headers = self
@@ -165,6 +177,8 @@ impl Program {
             .map(|flag| c_string("compile option", flag))
             .collect::<Result<Vec<CString>>>()?;
 
+        // Declared before the program, so the heap stays shared until it is destroyed.
+        let _pch_heap = self.options.pch.as_ref().map(|_| share_heap());
         // Declared after the strings it was made from, so it is destroyed before them.
         let program = NvrtcProgram::create(nvrtc, &source, &name, &headers)?;
         for expression in &expressions {
@@ -195,21 +209,57 @@ impl Program {
                 Ok((expression.clone(), program.lowered_name(c_expression)?))
             })
             .collect::<Result<Vec<_>>>()?;
+        let pch = match &self.options.pch {
+            Some(pch) if pch.creates() => Some(program.pch_status()?),
+            _ => None,
+        };
         Ok(CompiledProgram::made(
             CompiledCode::new(target, code, lowered),
             log,
             flags,
             Toolchain::Nvrtc,
-        ))
+        )
+        .with_pch(pch))
+    }
+
+    /// Refuses what the loaded NVRTC lacks (PCH before 12.8, bundled headers before 13.3) and
+    /// makes the bundled headers' folder, before anything is created.
+    fn check_toolchain(&self, flags: &[String]) -> Result<()> {
+        if self.options.pch.is_some() {
+            require_nvrtc("precompiled headers (ProgramOptions::pch)", PCH_SINCE)?;
+        }
+        if let Some(dir) = CudaHeaders::bundled_dir(flags) {
+            require_nvrtc(
+                "NVRTC's bundled headers (CudaHeaders::Bundled, --use-bundled-headers)",
+                BUNDLED_SINCE,
+            )?;
+            std::fs::create_dir_all(dir).map_err(|error| {
+                Error::invalid_argument(format!(
+                    "the bundled headers' folder {dir} cannot be made: {error}"
+                ))
+            })?;
+        }
+        Ok(())
     }
 
     /// The architecture name and flags for compiling to `target`.
     pub(super) fn plan(&self, target: CodeKind) -> Result<Plan> {
+        arch::nvrtc_output(target)?;
         let digits = self.arch_digits()?;
+        let headers = self.resolved_headers()?;
         Ok(Plan {
             arch: arch::for_target(target, digits),
-            flags: self.options.render(target, digits),
+            flags: self.options.render(target, digits, &headers.flags),
         })
+    }
+
+    /// The options' `cuda_headers`, resolved on first use.
+    pub(super) fn resolved_headers(&self) -> Result<&Resolved> {
+        if let Some(resolved) = self.headers.get() {
+            return Ok(resolved);
+        }
+        let resolved = self.options.resolve_headers()?;
+        Ok(self.headers.get_or_init(|| resolved))
     }
 
     fn arch_digits(&self) -> Result<&str> {
@@ -293,6 +343,49 @@ mod tests {
             program.flags(CodeKind::LtoIr).unwrap(),
             ["--gpu-architecture=sm_90", "-dlto", "-DX"]
         );
+    }
+
+    /// The toolkit's folders, once found, are flags after the include paths, and the key
+    /// covers their files' digest without a caller digest.
+    #[test]
+    fn toolkit_folders_are_flags_and_their_digest_is_keyed() {
+        let with = |digest: u8| {
+            let program = Program::new("", options().include_path("/mine")).unwrap();
+            let found = Resolved {
+                flags: vec!["--include-path=/cuda/include".to_owned()],
+                digest: Some([digest; 32]),
+            };
+            program.headers.set(found).unwrap();
+            program
+        };
+        let program = with(1);
+        assert_eq!(
+            program.flags(CodeKind::Cubin).unwrap(),
+            [
+                "--gpu-architecture=sm_90",
+                "--include-path=/mine",
+                "--include-path=/cuda/include"
+            ]
+        );
+        // The user's own include path still needs a caller digest.
+        let error = program
+            .cache_key_for_compiler(CodeKind::Cubin, "13.0")
+            .unwrap_err();
+        assert!(error.to_string().contains("/mine"), "{error}");
+        let digested = |digest: u8| {
+            let program = with(digest);
+            let options = program.options().clone().caller_digest(b"mine".to_vec());
+            let keyed = Program::new("", options).unwrap();
+            keyed
+                .headers
+                .set(program.headers.get().unwrap().clone())
+                .unwrap();
+            keyed
+                .cache_key_for_compiler(CodeKind::Cubin, "13.0")
+                .unwrap()
+        };
+        assert_eq!(digested(1), digested(1));
+        assert_ne!(digested(1), digested(2));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! [`CompiledProgram`]: what a successful compile or link gives back.
 
+use super::pch::PchStatus;
 use crate::code::{CodeKind, CompiledCode};
 
 /// The tool that produced a [`CompiledProgram`] (for a cache hit, the one that would have).
@@ -13,6 +14,8 @@ pub enum Toolchain {
     /// The driver's linker (`cuLink*`): [`Linker::link`](crate::Linker::link) without
     /// nvJitLink.
     DriverLinker,
+    /// nvFatbin: [`FatbinBuilder::build`](crate::FatbinBuilder::build) through `libnvfatbin`.
+    NvFatbin,
 }
 
 /// The result of a successful compile ([`Program::compile`](crate::Program::compile)) or link
@@ -26,6 +29,7 @@ pub struct CompiledProgram {
     options: Vec<String>,
     toolchain: Toolchain,
     from_cache: bool,
+    pch: Option<PchStatus>,
 }
 
 impl CompiledProgram {
@@ -42,7 +46,14 @@ impl CompiledProgram {
             options,
             toolchain,
             from_cache: false,
+            pch: None,
         }
+    }
+
+    /// This compile's PCH status (for one that was to create a PCH).
+    pub(crate) fn with_pch(mut self, status: Option<PchStatus>) -> Self {
+        self.pch = status;
+        self
     }
 
     /// What a cache held for a build by `toolchain` with `options`: no log.
@@ -53,6 +64,7 @@ impl CompiledProgram {
             options,
             toolchain,
             from_cache: true,
+            pch: None,
         }
     }
 
@@ -105,5 +117,18 @@ impl CompiledProgram {
     /// Whether the code came from a cache without compiling or linking.
     pub fn from_cache(&self) -> bool {
         self.from_cache
+    }
+
+    /// What became of the precompiled header the compile was to create
+    /// ([`Pch::Automatic`](crate::Pch::Automatic) or [`Pch::Create`](crate::Pch::Create)):
+    /// `None` for a compile that was to create none, a cache hit and a link.
+    #[doc = nvrtc_sys::api_doc!(nvrtcGetPCHCreateStatus)]
+    #[doc = nvrtc_sys::api_doc!(nvrtcGetPCHHeapSizeRequired)]
+    #[doc(
+        alias = "nvrtcGetPCHCreateStatus",
+        alias = "nvrtcGetPCHHeapSizeRequired"
+    )]
+    pub fn pch_status(&self) -> Option<PchStatus> {
+        self.pch
     }
 }

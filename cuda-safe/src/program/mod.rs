@@ -6,7 +6,9 @@
 //! ([`CodeKind`]), copies out the code, the log and the lowered names, and destroys it.
 //! [`ProgramOptions`] renders typed options to NVRTC's exact flags, in a fixed order
 //! ([`ProgramOptions::to_flags`]); [`Program::compile_cached`] goes through a
-//! [`ProgramCache`](crate::cache::ProgramCache) keyed by [`Program::cache_key`].
+//! [`ProgramCache`](crate::cache::ProgramCache) keyed by [`Program::cache_key`]. CUDA's own
+//! headers come from NVRTC's bundled copy or the toolkit ([`CudaHeaders`]); precompiled
+//! headers ([`Pch`]) make repeated compiles of heavy headers faster.
 //!
 //! ```no_run
 //! use cuda_safe::cache::InMemoryProgramCache;
@@ -58,13 +60,17 @@ mod cached;
 mod compile;
 mod compiled;
 mod compiler;
+mod headers;
 pub(crate) mod identity;
 mod options;
+mod pch;
 mod raw;
 mod version;
 
 pub(crate) use cached::{Keying, Learnt};
 pub use compile::Program;
 pub use compiled::{CompiledProgram, Toolchain};
+pub use headers::CudaHeaders;
 pub use options::{CppStandard, ProgramOptions};
+pub use pch::{Pch, PchStatus, nvrtc_pch_heap_size, nvrtc_set_pch_heap_size};
 pub use version::{nvrtc_supported_archs, nvrtc_version};

@@ -1,6 +1,11 @@
-//! [`ProgramOptions`]: NVRTC's compile options as typed fields, and their exact flags.
+//! [`ProgramOptions`]: NVRTC's compile options as typed fields, and their exact flags
+//! ([`render`]).
+
+mod render;
 
 use super::arch;
+use super::headers::{CudaHeaders, Resolved};
+use super::pch::Pch;
 use crate::code::CodeKind;
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -59,8 +64,12 @@ impl CppStandard {
 /// | 13 | `defines`, in order | `-DNAME`, `-DNAME=VALUE` |
 /// | 14 | `undefines`, in order | `-UNAME` |
 /// | 15 | `include_paths`, in order | `--include-path=DIR` |
-/// | 16 | `pre_includes`, in order | `--pre-include=HEADER` |
-/// | 17 | `extra_options`, in order | each verbatim |
+/// | 16 | `cuda_headers` | `--use-bundled-headers=DIR`, or `--include-path=DIR` per toolkit folder |
+/// | 17 | `pre_includes`, in order | `--pre-include=HEADER` |
+/// | 18 | `pch` | `--pch`, `--create-pch=FILE` or `--use-pch=FILE` |
+/// | 19 | `pch_dir` | `--pch-dir=DIR` |
+/// | 20 | `pch_messages`, `pch_verbose`, `instantiate_templates_in_pch` | `--pch-messages=true`, `--pch-verbose=false`, ... |
+/// | 21 | `extra_options`, in order | each verbatim |
 ///
 /// All defines come before all undefines. `name`, `headers` and `caller_digest` are not flags:
 /// the name and the in-memory headers go to `nvrtcCreateProgram`, the digest into the cache key.
@@ -107,6 +116,26 @@ pub struct ProgramOptions {
     /// Headers included before the source (`--pre-include=`). Caching needs a
     /// `caller_digest`.
     pub pre_includes: Vec<String>,
+    /// CUDA's own headers (`cuda_fp16.h`, `cuda/std/...`): NVRTC's bundled copy (NVRTC
+    /// 13.3) or the toolkit's include folder, searched after `include_paths`; `None` adds
+    /// none.
+    pub cuda_headers: Option<CudaHeaders>,
+    /// A precompiled header to create or use, or automatic PCH (NVRTC 12.8); what became of
+    /// one to create is [`CompiledProgram::pch_status`](super::CompiledProgram::pch_status).
+    pub pch: Option<Pch>,
+    /// The folder of automatic PCH files, and of a relative `Pch::Create` or `Pch::Use` file
+    /// (`--pch-dir=`); needs `pch`.
+    pub pch_dir: Option<String>,
+    /// Whether the log says when a PCH was created or used (`--pch-messages=`; NVRTC's
+    /// default: true); needs `pch`.
+    pub pch_messages: Option<bool>,
+    /// Whether the log says why automatic PCH could not use a PCH (`--pch-verbose=`; default
+    /// true); needs `pch`.
+    pub pch_verbose: Option<bool>,
+    /// Whether templates are instantiated before a PCH is created
+    /// (`--instantiate-templates-in-pch=`; default true: larger PCHs, faster uses); needs
+    /// `pch`.
+    pub instantiate_templates_in_pch: Option<bool>,
     /// In-memory headers, `(name, contents)`: `#include "name"` finds them. Names are unique.
     pub headers: Vec<(String, String)>,
     /// Generate relocatable device code (`--relocatable-device-code=true`).
@@ -146,6 +175,12 @@ impl Default for ProgramOptions {
             undefines: Vec::new(),
             include_paths: Vec::new(),
             pre_includes: Vec::new(),
+            cuda_headers: None,
+            pch: None,
+            pch_dir: None,
+            pch_messages: None,
+            pch_verbose: None,
+            instantiate_templates_in_pch: None,
             headers: Vec::new(),
             relocatable_device_code: false,
             debug: false,
@@ -279,6 +314,24 @@ impl ProgramOptions {
         self
     }
 
+    /// Sets [`cuda_headers`](Self::cuda_headers): NVRTC's bundled copy or the toolkit's.
+    pub fn cuda_headers(mut self, headers: CudaHeaders) -> Self {
+        self.cuda_headers = Some(headers);
+        self
+    }
+
+    /// Sets [`pch`](Self::pch): automatic PCH, or one file to create or use.
+    pub fn pch(mut self, pch: Pch) -> Self {
+        self.pch = Some(pch);
+        self
+    }
+
+    /// Sets [`pch_dir`](Self::pch_dir) (`--pch-dir=`).
+    pub fn pch_dir(mut self, dir: impl Into<String>) -> Self {
+        self.pch_dir = Some(dir.into());
+        self
+    }
+
     /// Adds an in-memory header that `#include "name"` finds.
     pub fn header(mut self, name: impl Into<String>, contents: impl Into<String>) -> Self {
         self.headers.push((name.into(), contents.into()));
@@ -295,11 +348,13 @@ impl ProgramOptions {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for the first problem found: an empty name, architecture, macro name, include path, pre-include, header name
-    /// or extra option; a NUL byte anywhere; an architecture not of the form `sm_XX`,
-    /// `compute_XX` or `XX`; a macro name with `=`, whitespace, or a leading digit or `-`; a
-    /// macro value with a line break (NVRTC would cut the definition there); two headers with
-    /// one name; `max_registers` of 0.
+    /// [`Error::InvalidArgument`] for the first problem found: an empty name, architecture,
+    /// macro name, include path, pre-include, header name, PCH file or folder, or extra
+    /// option; a NUL byte anywhere; an architecture not of the form `sm_XX`, `compute_XX` or
+    /// `XX`; a macro name with `=`, whitespace, or a leading digit or `-`; a macro value with a
+    /// line break (NVRTC would cut the definition there); two headers with one name;
+    /// `max_registers` of 0; a bundled-headers folder that is not absolute; `pch_dir` or a PCH
+    /// switch without `pch`.
     pub fn validate(&self) -> Result<()> {
         text("program name", &self.name)?;
         if let Some(arch) = &self.arch {
@@ -340,6 +395,10 @@ impl ProgramOptions {
         if self.max_registers == Some(0) {
             return Err(invalid("max_registers must be at least 1"));
         }
+        if let Some(headers) = &self.cuda_headers {
+            headers.validate()?;
+        }
+        self.validate_pch()?;
         for option in &self.extra_options {
             text("extra option", option)?;
         }
@@ -349,15 +408,58 @@ impl ProgramOptions {
     /// The exact NVRTC flags for compiling to `target`, in the order of the table above.
     ///
     /// With `arch` unset this asks the current (or first) device for its architecture (so it
-    /// needs a GPU); with it set, it needs nothing.
+    /// needs a GPU); with it set, it needs nothing. [`CudaHeaders::Toolkit`] searches for the
+    /// toolkit's folder now.
     ///
     /// # Errors
     ///
-    /// As [`ProgramOptions::validate`]; with `arch` unset, the errors of [`Device::new`] when no
-    /// device can be asked.
+    /// As [`ProgramOptions::validate`]; [`Error::InvalidArgument`] for [`CodeKind::Fatbin`],
+    /// which NVRTC does not compile to; with `arch` unset, the errors of [`Device::new`] when no
+    /// device can be asked; [`Error::Unsupported`] when [`CudaHeaders::Toolkit`] finds no
+    /// folder (naming each one tried).
     pub fn to_flags(&self, target: CodeKind) -> Result<Vec<String>> {
         self.validate()?;
-        Ok(self.render(target, &self.resolve_arch()?))
+        arch::nvrtc_output(target)?;
+        let headers = self.resolve_headers()?;
+        Ok(self.render(target, &self.resolve_arch()?, &headers.flags))
+    }
+
+    /// The flags of [`cuda_headers`](Self::cuda_headers), found now, and the digest of the
+    /// toolkit's files.
+    pub(super) fn resolve_headers(&self) -> Result<Resolved> {
+        match &self.cuda_headers {
+            Some(headers) => headers.resolve(),
+            None => Ok(Resolved::default()),
+        }
+    }
+
+    /// Checks the PCH fields: the file or folder named, and nothing PCH-only without `pch`.
+    fn validate_pch(&self) -> Result<()> {
+        match &self.pch {
+            Some(Pch::Create(file)) => text("PCH file", file)?,
+            Some(Pch::Use(file)) => text("PCH file", file)?,
+            Some(_) => {}
+            None => {
+                let set = [
+                    (self.pch_dir.is_some(), "pch_dir"),
+                    (self.pch_messages.is_some(), "pch_messages"),
+                    (self.pch_verbose.is_some(), "pch_verbose"),
+                    (
+                        self.instantiate_templates_in_pch.is_some(),
+                        "instantiate_templates_in_pch",
+                    ),
+                ];
+                if let Some((_, name)) = set.iter().find(|(on, _)| *on) {
+                    return Err(invalid(format!(
+                        "{name} has no effect without pch (set ProgramOptions::pch)"
+                    )));
+                }
+            }
+        }
+        if let Some(dir) = &self.pch_dir {
+            text("PCH folder", dir)?;
+        }
+        Ok(())
     }
 
     /// The architecture's digits (`"90"`): `arch`'s, or the current device's when it is unset.
@@ -374,72 +476,6 @@ impl ProgramOptions {
                 Ok(digits)
             }
         }
-    }
-
-    /// The flags for `target` and the architecture `digits`; the options must be valid.
-    pub(super) fn render(&self, target: CodeKind, digits: &str) -> Vec<String> {
-        let mut flags = Vec::with_capacity(8 + self.variable_flag_count());
-        flags.push(format!(
-            "--gpu-architecture={}",
-            arch::for_target(target, digits)
-        ));
-        if target == CodeKind::LtoIr {
-            flags.push("-dlto".to_owned());
-        }
-        if let Some(std) = self.std {
-            flags.push(std.flag().to_owned());
-        }
-        for (on, flag) in [
-            (
-                self.relocatable_device_code,
-                "--relocatable-device-code=true",
-            ),
-            (self.debug, "--device-debug"),
-            (self.lineinfo, "--generate-line-info"),
-            (self.fast_math, "--use_fast_math"),
-        ] {
-            if on {
-                flags.push(flag.to_owned());
-            }
-        }
-        for (value, name) in [
-            (self.ftz, "--ftz"),
-            (self.prec_div, "--prec-div"),
-            (self.prec_sqrt, "--prec-sqrt"),
-            (self.fma, "--fmad"),
-        ] {
-            if let Some(value) = value {
-                flags.push(format!("{name}={value}"));
-            }
-        }
-        if let Some(count) = self.max_registers {
-            flags.push(format!("--maxrregcount={count}"));
-        }
-        flags.extend(self.defines.iter().map(|(name, value)| match value {
-            Some(value) => format!("-D{name}={value}"),
-            None => format!("-D{name}"),
-        }));
-        flags.extend(self.undefines.iter().map(|name| format!("-U{name}")));
-        flags.extend(
-            self.include_paths
-                .iter()
-                .map(|dir| format!("--include-path={dir}")),
-        );
-        flags.extend(
-            self.pre_includes
-                .iter()
-                .map(|header| format!("--pre-include={header}")),
-        );
-        flags.extend(self.extra_options.iter().cloned());
-        flags
-    }
-
-    fn variable_flag_count(&self) -> usize {
-        self.defines.len()
-            + self.undefines.len()
-            + self.include_paths.len()
-            + self.pre_includes.len()
-            + self.extra_options.len()
     }
 }
 

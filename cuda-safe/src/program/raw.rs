@@ -2,10 +2,11 @@
 
 use std::ffi::{CStr, CString, c_char, c_int};
 
+use super::pch::PchStatus;
 use crate::code::CodeKind;
 use crate::error::{Error, Result, nvrtc};
 use crate::handle::{Owned, Release};
-use nvrtc_sys::{Nvrtc, nvrtcProgram};
+use nvrtc_sys::{Nvrtc, nvrtcProgram, nvrtcResult};
 
 /// An `nvrtcProgram`, held in an [`Owned`] that destroys it, so every path out of a compile
 /// frees it.
@@ -107,6 +108,7 @@ impl NvrtcProgram {
                 CodeKind::Ptx => nvrtc!(nvrtc, nvrtcGetPTXSize(raw, &mut size)),
                 CodeKind::Cubin => nvrtc!(nvrtc, nvrtcGetCUBINSize(raw, &mut size)),
                 CodeKind::LtoIr => nvrtc!(nvrtc, nvrtcGetLTOIRSize(raw, &mut size)),
+                CodeKind::Fatbin => super::arch::nvrtc_output(kind),
             }
         }?;
         let mut code = vec![0u8; size];
@@ -120,6 +122,7 @@ impl NvrtcProgram {
                 CodeKind::Ptx => nvrtc!(nvrtc, nvrtcGetPTX(raw, out)),
                 CodeKind::Cubin => nvrtc!(nvrtc, nvrtcGetCUBIN(raw, out)),
                 CodeKind::LtoIr => nvrtc!(nvrtc, nvrtcGetLTOIR(raw, out)),
+                CodeKind::Fatbin => super::arch::nvrtc_output(kind),
             }
         }?;
         Ok(code)
@@ -146,6 +149,37 @@ impl NvrtcProgram {
         // lives until the program is destroyed; it is copied here, before that.
         let name = unsafe { CStr::from_ptr(lowered) };
         Ok(name.to_string_lossy().into_owned())
+    }
+}
+
+impl NvrtcProgram {
+    /// What became of the PCH this compiled program was to create (`nvrtcGetPCHCreateStatus`,
+    /// and for a heap too small `nvrtcGetPCHHeapSizeRequired`).
+    pub(super) fn pch_status(&self) -> Result<PchStatus> {
+        // SAFETY: the program is live and compiled.
+        let error = match unsafe { nvrtc!(self.nvrtc, nvrtcGetPCHCreateStatus(self.raw)) } {
+            Ok(()) => return Ok(PchStatus::Created),
+            Err(error) => error,
+        };
+        let Error::Nvrtc { code, .. } = &error else {
+            return Err(error);
+        };
+        Ok(match *code {
+            nvrtcResult::NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED => PchStatus::NotAttempted,
+            nvrtcResult::NVRTC_ERROR_PCH_CREATE => PchStatus::Failed,
+            nvrtcResult::NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED => {
+                let mut required = 0usize;
+                // SAFETY: as above; `required` is a valid place for a size_t.
+                unsafe {
+                    nvrtc!(
+                        self.nvrtc,
+                        nvrtcGetPCHHeapSizeRequired(self.raw, &mut required)
+                    )
+                }?;
+                PchStatus::HeapExhausted { required }
+            }
+            _ => return Err(error),
+        })
     }
 }
 

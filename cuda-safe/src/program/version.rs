@@ -3,7 +3,7 @@
 use std::ffi::c_int;
 use std::sync::OnceLock;
 
-use crate::error::{Result, nvrtc};
+use crate::error::{Error, Result, nvrtc};
 
 /// The loaded NVRTC's version, `(major, minor)` (`(13, 0)`); asked once, then remembered.
 ///
@@ -26,6 +26,34 @@ pub fn nvrtc_version() -> Result<(u32, u32)> {
     Ok(*VERSION.get_or_init(|| (non_negative(major), non_negative(minor))))
 }
 
+/// Refuses `feature` when the loaded NVRTC is older than `since`, naming both versions.
+///
+/// # Errors
+///
+/// [`Error::Unsupported`] for an older NVRTC; [`Error::Load`] without one.
+pub(super) fn require_nvrtc(feature: &'static str, since: (u32, u32)) -> Result<()> {
+    let loaded = nvrtc_version()?;
+    refuse_older(feature, since, loaded)
+}
+
+/// [`require_nvrtc`] with the loaded version given.
+pub(super) fn refuse_older(
+    feature: &'static str,
+    (major, minor): (u32, u32),
+    loaded: (u32, u32),
+) -> Result<()> {
+    if loaded >= (major, minor) {
+        return Ok(());
+    }
+    Err(Error::unsupported(
+        feature,
+        format!(
+            "it needs NVRTC {major}.{minor}, and NVRTC {}.{} is loaded",
+            loaded.0, loaded.1
+        ),
+    ))
+}
+
 /// The architectures the loaded NVRTC compiles for, ascending (`[75, 80, 86, ..., 90, ...]`).
 #[doc = nvrtc_sys::api_doc!(nvrtcGetSupportedArchs)]
 #[doc = nvrtc_sys::api_doc!(nvrtcGetNumSupportedArchs)]
@@ -46,4 +74,21 @@ pub fn nvrtc_supported_archs() -> Result<Vec<u32>> {
 
 fn non_negative(value: c_int) -> u32 {
     u32::try_from(value).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::refuse_older;
+
+    #[test]
+    fn an_older_nvrtc_is_refused_naming_both_versions() {
+        assert!(refuse_older("x", (12, 8), (12, 8)).is_ok());
+        assert!(refuse_older("x", (12, 8), (13, 0)).is_ok());
+        let error = refuse_older("bundled headers", (13, 3), (13, 0)).unwrap_err();
+        assert!(error.is_not_supported(), "{error}");
+        assert_eq!(
+            error.to_string(),
+            "bundled headers is not supported here: it needs NVRTC 13.3, and NVRTC 13.0 is loaded"
+        );
+    }
 }

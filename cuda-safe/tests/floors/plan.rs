@@ -12,6 +12,7 @@ pub const RAW_CRATES: &[&str] = &[
     "nvrtc_sys",
     "nvml_sys",
     "nvjitlink_sys",
+    "nvfatbin_sys",
     "nccl_sys",
     "cublas_sys",
     "cublaslt_sys",

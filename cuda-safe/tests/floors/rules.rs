@@ -206,6 +206,7 @@ impl File<'_> {
         if (code.contains("check(\"") && !in_error)
             || code.contains("check_nvrtc(\"")
             || code.contains("check_nvjitlink(\"")
+            || code.contains("check_nvfatbin(\"")
             || code.contains("check_nccl(\"")
             || (code.contains("check_nvml(\"") && !in_nvml_text)
         {

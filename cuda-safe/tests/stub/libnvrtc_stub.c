@@ -2,7 +2,8 @@
  * A fake NVRTC 12.9: programs are created, "compiled" (a source containing `#error` fails
  * with a log), and give back a small PTX text, a CUBIN that starts like an ELF file, LTO-IR
  * when `-dlto` was asked, and lowered names ("_Zstub_" and the expression, which the driver
- * stub knows as kernels).
+ * stub knows as kernels). A compile with `--pch` or `--create-pch=` "creates" a PCH of
+ * PCH_BYTES, which fits a PCH heap of at least that size (64 MiB at first).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,13 @@ enum {
     NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION = 8,
     NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION = 9,
     NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID = 10,
+    NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED = 13,
+    NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED = 14,
 };
+
+/* The PCH every PCH-creating compile makes, and the process's PCH heap. */
+#define PCH_BYTES ((size_t)1 << 20)
+static size_t pch_heap = (size_t)64 << 20;
 
 #define PROGRAM_MAGIC 0x4E565254u
 #define MAX_EXPRESSIONS 16
@@ -31,6 +38,7 @@ struct program {
     int compiled;
     int virtual_arch; /* compiled for compute_XX: PTX only */
     int lto;
+    int pch_create; /* compiled with --pch or --create-pch= */
     size_t expression_count;
     char *expressions[MAX_EXPRESSIONS];
     char *lowered[MAX_EXPRESSIONS];
@@ -85,6 +93,9 @@ static const struct code_text ERRORS[] = {
     {10, "NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID"},
     {11, "NVRTC_ERROR_INTERNAL_ERROR"},
     {12, "NVRTC_ERROR_TIME_FILE_WRITE_FAILED"},
+    {13, "NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED"},
+    {14, "NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED"},
+    {15, "NVRTC_ERROR_PCH_CREATE"},
 };
 
 /* As NVRTC: the enumerator's name, or a fixed text for an unknown code (it cannot fail). */
@@ -175,6 +186,8 @@ nvrtcResult nvrtcCompileProgram(struct program *program, int count, const char *
             program->virtual_arch = 1;
         if (strcmp(options[i], "-dlto") == 0)
             program->lto = 1;
+        if (strcmp(options[i], "--pch") == 0 || strncmp(options[i], "--create-pch=", 13) == 0)
+            program->pch_create = 1;
     }
     if (strstr(program->source, "#error") != NULL) {
         program->log = COMPILE_LOG;
@@ -300,4 +313,39 @@ nvrtcResult nvrtcGetLoweredName(struct program *program, const char *expression,
         }
     }
     return NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID;
+}
+
+nvrtcResult nvrtcGetPCHHeapSize(size_t *size) {
+    ENTER("nvrtcGetPCHHeapSize");
+    if (size == NULL)
+        return NVRTC_ERROR_INVALID_INPUT;
+    STUB_LOCKED();
+    *size = pch_heap;
+    return NVRTC_SUCCESS;
+}
+
+nvrtcResult nvrtcSetPCHHeapSize(size_t size) {
+    ENTER("nvrtcSetPCHHeapSize");
+    STUB_LOCKED();
+    pch_heap = size;
+    return NVRTC_SUCCESS;
+}
+
+/* Created when the compile asked for a PCH and the heap holds it. */
+nvrtcResult nvrtcGetPCHCreateStatus(struct program *program) {
+    ENTER("nvrtcGetPCHCreateStatus");
+    if (!valid(program, "nvrtcGetPCHCreateStatus") || !program->compiled)
+        return NVRTC_ERROR_INVALID_PROGRAM;
+    if (!program->pch_create)
+        return NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED;
+    STUB_LOCKED();
+    return pch_heap < PCH_BYTES ? NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED : NVRTC_SUCCESS;
+}
+
+nvrtcResult nvrtcGetPCHHeapSizeRequired(struct program *program, size_t *size) {
+    ENTER("nvrtcGetPCHHeapSizeRequired");
+    if (!valid(program, "nvrtcGetPCHHeapSizeRequired") || size == NULL)
+        return NVRTC_ERROR_INVALID_PROGRAM;
+    *size = PCH_BYTES;
+    return NVRTC_SUCCESS;
 }

@@ -12,8 +12,9 @@ use std::process::Command;
 use std::sync::Mutex;
 
 /// The C sources, compiled together: the control functions, the driver (`cuda_*.c`, sharing
-/// `cuda_stub.h`; the graph files `cuda_graph.h` too), NVRTC, NVML, and cuBLAS, cuBLASLt and
-/// cuRAND.
+/// `cuda_stub.h`; the graph files `cuda_graph.h` too), NVRTC, nvJitLink (loaded only where a
+/// test points `CUDA_SAFE_LIBNVJITLINK` at the stub: [`install_with`]), NVML, nvFatbin
+/// (likewise, through `CUDA_SAFE_LIBNVFATBIN`), and cuBLAS, cuBLASLt and cuRAND.
 const SOURCES: &[&str] = &[
     "stub_control.c",
     "cuda_misc.c",
@@ -35,7 +36,9 @@ const SOURCES: &[&str] = &[
     "cuda_async.c",
     "cuda_race.c",
     "libnvrtc_stub.c",
+    "libnvjitlink_stub.c",
     "libnvml_stub.c",
+    "libnvfatbin_stub.c",
     "libblas_stub.c",
     "libcurand_stub.c",
 ];

@@ -64,7 +64,7 @@ impl Reference {
 
 /// The recipes, one per header; each header of each CUDA major becomes `src/v<major>.rs` of
 /// its crate.
-pub(super) const APIS: [Api; 4] = [
+pub(super) const APIS: [Api; 5] = [
     Api {
         crate_dir: "cuda-sys",
         header: headers::CUDA_H,
@@ -132,6 +132,24 @@ pub(super) const APIS: [Api; 4] = [
         // docs.nvidia.com/cuda/nvjitlink/index.html#group__linking_1ga<hash>
         reference: Some(Reference {
             location: Location::Toolkit("nvjitlink/"),
+            one_page: Some("index.html"),
+            member_prefix: "ga",
+            ignored_macros: &[],
+        }),
+    },
+    Api {
+        crate_dir: "nvfatbin-sys",
+        header: headers::NVFATBIN_H,
+        struct_name: "NvFatbin",
+        library: "nvFatbin (`libnvfatbin`)",
+        prefix: "nvFatbin",
+        functions: "nvFatbin[A-Z].*",
+        types: "nvFatbin[A-Za-z0-9_]*",
+        vars: "NVFATBIN_[A-Za-z0-9_]*",
+        // docs.nvidia.com/cuda/nvfatbin/index.html#group__creation_1ga<hash>, the Sphinx page
+        // built from doxygen's XML, as nvJitLink's.
+        reference: Some(Reference {
+            location: Location::Toolkit("nvfatbin/"),
             one_page: Some("index.html"),
             member_prefix: "ga",
             ignored_macros: &[],

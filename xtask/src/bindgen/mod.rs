@@ -1,8 +1,9 @@
 //! `cargo xtask bindgen`: generates the raw bindings and the lazily loading entry-point tables,
 //! and each `-sys` crate's scaffolding (see [`scaffold`]).
 //!
-//! For each header (`cuda.h`, `nvrtc.h`, `nvml.h`, `nvJitLink.h`, and the cuBLAS, cuBLASLt and
-//! cuRAND headers of their own wheels: see [`libraries`]) of each CUDA major, and for `nccl.h`
+//! For each header (`cuda.h`, `nvrtc.h`, `nvml.h`, `nvJitLink.h`, `nvFatbin.h`, and the cuBLAS,
+//! cuBLASLt and cuRAND headers of their own wheels: see [`libraries`]) of each CUDA major, and
+//! for `nccl.h`
 //! once (NCCL's ABI does not follow the CUDA major; see [`nccl`]), bindgen produces the
 //! types and constants; the function declarations it finds become methods of one struct
 //! (`Driver`, `Nvrtc`, `Nvml`) that resolve their symbol through `cuda-loader` on first use.

@@ -66,7 +66,7 @@ pub(super) enum FileNames {
 }
 
 /// The recipes, one per `-sys` crate.
-pub(super) const SCAFFOLDS: [Scaffold; 8] = [
+pub(super) const SCAFFOLDS: [Scaffold; 9] = [
     Scaffold {
         crate_dir: "cuda-sys",
         rust_name: "cuda_sys",
@@ -179,6 +179,35 @@ pub(super) const SCAFFOLDS: [Scaffold; 8] = [
                      $CUDA_SAFE_LIBNVJITLINK: nvJitLink, whose initialisers are sound to run in \
                      any thread and whose plain exports have the signatures of the \
                      `nvJitLink.h` the bindings and ENTRY_POINTS were generated from.",
+        },
+    },
+    Scaffold {
+        crate_dir: "nvfatbin-sys",
+        rust_name: "nvfatbin_sys",
+        abi: true,
+        library: LibraryRecipe {
+            file: "libnvfatbin",
+            display_name: "nvFatbin (libnvfatbin)",
+            env_const: "LIBNVFATBIN_PATH_ENV",
+            env_var: "CUDA_SAFE_LIBNVFATBIN",
+            spec: "LIBNVFATBIN",
+            spec_doc: ".",
+            file_names: FileNames::PerMajor(
+                ["libnvfatbin.so.12", "libnvfatbin.so.13"],
+                ["nvfatbin_120_0.dll", "nvfatbin_130_0.dll"],
+            ),
+            search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+            wheel_dirs: &[],
+            global: None,
+            function: "nvfatbin",
+            struct_name: "NvFatbin",
+            what: "nvFatbin",
+            note: None,
+            safety: "LIBNVFATBIN names only NVIDIA's versioned sonames (on the search path or \
+                     under a toolkit root) or the path the user chose explicitly with \
+                     $CUDA_SAFE_LIBNVFATBIN: nvFatbin, whose initialisers are sound to run in \
+                     any thread and whose exports have the signatures of the `nvFatbin.h` the \
+                     bindings and ENTRY_POINTS were generated from.",
         },
     },
     Scaffold {
@@ -526,7 +555,7 @@ mod tests {
         assert!(driver.contains("    // The driver: one per system"));
         assert!(driver.contains("    global: true,"));
         assert!(driver.contains("#[cfg(windows)]\nconst FILE_NAMES: &[&str] = &[\"nvcuda.dll\"];"));
-        let nccl = SCAFFOLDS[4].library.render();
+        let nccl = SCAFFOLDS[5].library.render();
         assert!(nccl.contains(
             "/// `libnccl`'s file names.\nconst FILE_NAMES: &[&str] = &[\"libnccl.so.2\"];"
         ));

@@ -12,9 +12,13 @@
 //!          2  u16  part version
 //!          4  u32  part header size (64 or more), from the part's start to its payload
 //!          8  u64  payload size
-//!         16  u32  compressed size (when the compressed flag is set)
-//!         40  u64  flags (0x2000: the payload is compressed)
+//!         16  u32  compressed size (when a compressed flag is set)
+//!         40  u64  flags (0x2000: the payload is LZ4-compressed; 0x8000: zstd-compressed)
 //! ```
+//!
+//! nvFatbin compresses with LZ4 in CUDA 12 and with zstd in CUDA 13: PTX by default, a CUBIN
+//! with `-compress-all` or `-compress-mode=size` (0x8000 on an ELF part, which nvFatbin 13.5
+//! writes and `testdata/saxpy_sm90_zstd.fatbin` holds).
 //!
 //! The parts follow one another exactly, each its header and then its payload, and fill the
 //! stated size. Each must lie within the image; a compressed payload's compressed size must fit
@@ -32,8 +36,8 @@ const HEADER_SIZE: u64 = 16;
 const PART_HEADER_SIZE: u64 = 64;
 /// A part holding an ELF file (a CUBIN).
 const KIND_ELF: u16 = 2;
-/// The flag of a compressed payload.
-const FLAG_COMPRESSED: u64 = 0x2000;
+/// The flags of a compressed payload: LZ4 (0x2000) and zstd (0x8000).
+const FLAGS_COMPRESSED: u64 = 0x2000 | 0x8000;
 
 /// Checks `image` as a fatbin; `Err` says what is wrong.
 pub(super) fn check(image: &[u8]) -> Result<(), String> {
@@ -92,7 +96,7 @@ fn check_parts(fields: &Fields<'_>, start: u64, end: u64) -> Result<(), String> 
         }
         let payload_at = within(at, header_size, &format!("the header of {what}"))?;
         let next = within(payload_at, payload_size, &format!("the payload of {what}"))?;
-        let compressed = flags & FLAG_COMPRESSED != 0;
+        let compressed = flags & FLAGS_COMPRESSED != 0;
         if compressed && compressed_size > payload_size {
             return Err(format!(
                 "{what} holds {compressed_size} compressed bytes in a {payload_size}-byte payload"
@@ -107,4 +111,78 @@ fn check_parts(fields: &Fields<'_>, start: u64, end: u64) -> Result<(), String> 
         index += 1;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check;
+
+    /// What nvFatbin builds, byte for byte: `testdata/saxpy_sm90.cubin` (see `tests.rs`) added
+    /// with `nvFatbinAddCubin(handle, cubin, size, "90", "saxpy.cubin")` to a handle created
+    /// with `-64` and `-compress-all`, by nvFatbin 13.5 (`libnvfatbin.so.13` of the
+    /// `nvidia-nvfatbin` 13.5.37 wheel): one ELF part compressed with zstd, flags 0x8011.
+    const ZSTD: &[u8] = include_bytes!("testdata/saxpy_sm90_zstd.fatbin");
+    /// The same from nvFatbin 12.9 (`nvidia-nvfatbin-cu12` 12.9.82): LZ4, flags 0x2011.
+    const LZ4: &[u8] = include_bytes!("testdata/saxpy_sm90_lz4.fatbin");
+    /// nvFatbin 13.5 with `-64` only: the CUBIN as it is, then a 13-line PTX kernel for sm_90
+    /// (`nvFatbinAddPTX(.., "90", "increment.ptx", "")`), which it compresses with zstd
+    /// behind a 96-byte part header.
+    const CUBIN_AND_PTX: &[u8] = include_bytes!("testdata/saxpy_sm90_and_ptx.fatbin");
+
+    /// The flags of part `index`'s header at `at`.
+    fn flags_at(image: &[u8], at: usize) -> u64 {
+        u64::from_le_bytes(image[at + 40..at + 48].try_into().unwrap())
+    }
+
+    #[test]
+    fn what_nvfatbin_builds_passes() {
+        // The layout the check relies on, as nvFatbin wrote it.
+        for image in [ZSTD, LZ4, CUBIN_AND_PTX] {
+            assert_eq!(image[..8], [0x50, 0xed, 0x55, 0xba, 1, 0, 16, 0]);
+            let parts = u64::from_le_bytes(image[8..16].try_into().unwrap());
+            assert_eq!(parts + 16, image.len() as u64);
+            assert_eq!(
+                u16::from_le_bytes([image[16], image[17]]),
+                2,
+                "an ELF part first"
+            );
+        }
+        assert_eq!(flags_at(ZSTD, 16), 0x8011, "64-bit, Linux, zstd");
+        assert_eq!(
+            ZSTD[16 + 80..16 + 84],
+            [0x28, 0xb5, 0x2f, 0xfd],
+            "a zstd frame"
+        );
+        assert_eq!(flags_at(LZ4, 16), 0x2011, "64-bit, Linux, LZ4");
+        assert_eq!(
+            flags_at(CUBIN_AND_PTX, 16),
+            0x11,
+            "the CUBIN is not compressed"
+        );
+        assert_eq!(CUBIN_AND_PTX[16 + 80..16 + 84], *b"\x7fELF");
+        for image in [ZSTD, LZ4, CUBIN_AND_PTX] {
+            check(image).unwrap_or_else(|problem| panic!("refused: {problem}"));
+        }
+    }
+
+    #[test]
+    fn a_compressed_elf_part_is_not_walked_as_an_elf_file_but_must_fit() {
+        // Clearing the zstd flag makes the part an ELF file again: its bytes are not one.
+        let mut plain = ZSTD.to_vec();
+        plain[16 + 40..16 + 48].copy_from_slice(&0x11u64.to_le_bytes());
+        let problem = check(&plain).unwrap_err();
+        assert!(problem.contains("the CUBIN in part 0"), "{problem}");
+        // A compressed size past the payload is refused, whichever compression.
+        for image in [ZSTD, LZ4] {
+            let mut oversized = image.to_vec();
+            let payload = u64::from_le_bytes(image[24..32].try_into().unwrap());
+            let size = u32::try_from(payload + 1).unwrap();
+            oversized[32..36].copy_from_slice(&size.to_le_bytes());
+            let problem = check(&oversized).unwrap_err();
+            assert!(problem.contains("compressed bytes in a"), "{problem}");
+        }
+        for len in 0..CUBIN_AND_PTX.len() {
+            assert!(check(&CUBIN_AND_PTX[..len]).is_err(), "cut to {len}");
+        }
+    }
 }
