@@ -196,7 +196,9 @@ impl GraphExec {
     /// Makes a copy node copy `copy`'s box from `src` into `dst` from the next launch on
     /// (`cuGraphExecMemcpyNodeSetParams`); the executable keeps both sides alive for as long as
     /// a launch may use them. The driver allows only memory of the same kinds (linear or
-    /// array) on the same devices as the node's.
+    /// array) on the same devices as the node's, and documents updates of 1-D copies only: a
+    /// 3-D box it may refuse (then change the graph's node, [`Graph::set_memcpy_3d`], and
+    /// instantiate again, or [`update`](Self::update) from a graph that has it).
     ///
     #[doc = cuda_sys::api_doc!(cuGraphExecMemcpyNodeSetParams)]
     /// # Errors
