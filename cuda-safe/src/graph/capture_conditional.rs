@@ -300,6 +300,31 @@ impl Capture {
         } else {
             Ok(())
         };
-        outcome.and(ended).and(nested)
+        outcome.and(ended).and(nested)?;
+        fill_empty(stream.driver(), target)
+    }
+}
+
+/// Gives an empty body graph one empty node, as [`Graph::add_if`](super::Graph::add_if) and the
+/// others give an empty body (a body that records nothing).
+fn fill_empty(driver: &'static cuda_sys::Driver, body: CUgraph) -> Result<()> {
+    let mut count = 0usize;
+    // SAFETY: a body graph of a live node; a null array asks for the count only.
+    unsafe {
+        cu!(
+            driver,
+            cuGraphGetNodes(body, std::ptr::null_mut(), &mut count)
+        )
+    }?;
+    if count > 0 {
+        return Ok(());
+    }
+    let mut node: CUgraphNode = std::ptr::null_mut();
+    // SAFETY: as above; no dependencies; valid out-pointer.
+    unsafe {
+        cu!(
+            driver,
+            cuGraphAddEmptyNode(&mut node, body, std::ptr::null(), 0)
+        )
     }
 }

@@ -182,6 +182,35 @@ pub(crate) fn conditional_bodies_are_captured(stub: &Stub, fx: &Fixture) -> Verd
         format!("twice, 5 times in the loop, not in the if, once after: {got:?}, counter {left:?}")
     })?;
 
+    // An empty body gets one empty node, as an explicit conditional node's does.
+    let empties = stub.calls("cuGraphAddEmptyNode");
+    // SAFETY: as above.
+    let graph = unsafe {
+        Graph::capture(&fx.stream, CaptureMode::ThreadLocal, |capture| {
+            let zero = capture.conditional_handle(Some(0))?;
+            capture.add_if_else(
+                &zero,
+                &fx.body,
+                |then| then.launch(&one, &fx.twice, (&x, 4usize)).map(drop),
+                |_| Ok(()),
+            )?;
+            Ok(())
+        })
+    }
+    .map_err(failed)?;
+    ensure(stub.calls("cuGraphAddEmptyNode") == empties + 1, || {
+        "the empty else body got an empty node".into()
+    })?;
+    graph
+        .instantiate()
+        .map_err(failed)?
+        .launch(&fx.stream)
+        .map_err(failed)?;
+    let got = floats_of(&x)?;
+    ensure(got == [128.0; 4], || {
+        format!("the else body ran, empty: {got:?}")
+    })?;
+
     // Refusals before the node leave the capture as it was.
     // SAFETY: nothing is recorded.
     let mut capture =
