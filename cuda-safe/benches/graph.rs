@@ -4,6 +4,12 @@
 //! node's arguments are updated in the executable; a host function makes a round trip. The
 //! counter is checked against the number of kernels run.
 //!
+//! Beside them, with no floor (the C program has no clustered row): on sm_90 and newer, a chain
+//! of 100 explicit kernel nodes of 2 blocks, plain and in clusters of 2, replayed in turns in
+//! the same process (`chain100_explicit_graph_launch_plus_sync`,
+//! `chain100_cluster_graph_launch_plus_sync`, and their median per-replay ratio
+//! `chain100_cluster_over_plain`).
+//!
 //! Prints `FIG name value unit` lines. Run beside the C floor in one job
 //! (`bench/run_benchmarks.sh`), which turns both into one table of ratios.
 
@@ -13,8 +19,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use cuda_safe::{
-    Capture, CaptureMode, CodeKind, Device, LaunchConfig, Program, ProgramOptions, Result,
-    StreamOptions, launch,
+    Buffer, Capture, CaptureMode, CodeKind, Device, Graph, GraphExec, Kernel, LaunchConfig,
+    Program, ProgramOptions, Result, Stream, StreamOptions, launch,
 };
 
 /// The floor's kernel, byte for byte.
@@ -130,6 +136,9 @@ fn run() -> Result<bool> {
     fig("graph_launch_enqueue", us(start) / REPS as f64, "us");
     stream.sync()?;
 
+    // Explicit chains of 2-block nodes, plain and clustered (sm_90 on), replayed in turns.
+    let clustered_right = clustered_chains(&device, &stream, &add, &mut times)?;
+
     // Update one kernel node's arguments in place (the first node: v = 2, then back).
     let first = exec
         .graph()
@@ -168,7 +177,8 @@ fn run() -> Result<bool> {
 
     let got = counter.to_vec::<i32>()?[0];
     let calls = hits.load(Ordering::Relaxed);
-    let right = usize::try_from(got).is_ok_and(|got| got == expected) && calls == REPS;
+    let right =
+        usize::try_from(got).is_ok_and(|got| got == expected) && calls == REPS && clustered_right;
     println!(
         "counter {got} expected {expected} host calls {calls}/{REPS} {}",
         if right { "OK" } else { "WRONG" }
@@ -176,4 +186,91 @@ fn run() -> Result<bool> {
     exec.close()?;
     println!("DONE");
     Ok(right)
+}
+
+/// A chain of `CHAIN` explicit kernel nodes of `config`, each adding 1 per thread to `counter`.
+fn chain(
+    stream: &Stream,
+    add: &Kernel,
+    config: &LaunchConfig,
+    counter: &std::sync::Arc<Buffer>,
+) -> Result<GraphExec> {
+    let mut graph = Graph::new(stream.context())?;
+    let mut last = Vec::new();
+    for _ in 0..CHAIN {
+        // SAFETY: add(int*, int) updates the one int of `counter`, which the graph keeps.
+        let node = unsafe { graph.add_kernel(&last, config, add, (counter, 1i32))? };
+        last = vec![node.node()];
+    }
+    let exec = graph.instantiate()?;
+    exec.upload(stream)?;
+    Ok(exec)
+}
+
+/// Replays a chain of plain 2-block nodes and one of 2-block clusters in turns and reports
+/// both and their ratio; `Ok(false)` when a counter came out wrong. Nothing on a device
+/// without clusters.
+fn clustered_chains(
+    device: &Device,
+    stream: &Stream,
+    add: &Kernel,
+    times: &mut [f64],
+) -> Result<bool> {
+    if device.compute_capability()?.0 < 9 {
+        println!("no thread-block clusters before sm_90: no clustered rows");
+        return Ok(true);
+    }
+    let pool = device.default_memory_resource()?;
+    let (plain_counter, cluster_counter) = (
+        std::sync::Arc::new(pool.allocate_zeroed::<i32>(1, stream)?),
+        std::sync::Arc::new(pool.allocate_zeroed::<i32>(1, stream)?),
+    );
+    let plain = chain(stream, add, &LaunchConfig::new(2, 1), &plain_counter)?;
+    let clustered = chain(
+        stream,
+        add,
+        &LaunchConfig::clusters(1, 2, 1)?,
+        &cluster_counter,
+    )?;
+    for _ in 0..10 {
+        plain.launch(stream)?;
+        clustered.launch(stream)?;
+    }
+    stream.sync()?;
+    let mut cluster_times = vec![0f64; times.len()];
+    let mut ratios = vec![0f64; times.len()];
+    for ((plain_time, cluster_time), ratio) in
+        times.iter_mut().zip(&mut cluster_times).zip(&mut ratios)
+    {
+        let start = Instant::now();
+        plain.launch(stream)?;
+        stream.sync()?;
+        *plain_time = us(start);
+        let start = Instant::now();
+        clustered.launch(stream)?;
+        stream.sync()?;
+        *cluster_time = us(start);
+        *ratio = *cluster_time / *plain_time;
+    }
+    fig(
+        "chain100_explicit_graph_launch_plus_sync",
+        median(times),
+        "us",
+    );
+    fig(
+        "chain100_cluster_graph_launch_plus_sync",
+        median(&mut cluster_times),
+        "us",
+    );
+    fig("chain100_cluster_over_plain", median(&mut ratios), "x");
+    let replays = 10 + times.len();
+    let expected = i32::try_from(2 * CHAIN * replays).unwrap_or(i32::MAX);
+    let (plain_got, cluster_got) = (
+        plain_counter.to_vec::<i32>()?[0],
+        cluster_counter.to_vec::<i32>()?[0],
+    );
+    println!(
+        "clustered chains: plain {plain_got}, clustered {cluster_got}, expected {expected} each"
+    );
+    Ok(plain_got == expected && cluster_got == expected)
 }

@@ -118,8 +118,8 @@ pub use driver::driver_version;
 pub use error::{Error, Result};
 pub use event::{Event, EventOptions};
 pub use graph::{
-    Capture, CaptureMode, CaptureStatus, ConditionalHandle, DeviceGraphHandle, DotFlags, Graph,
-    GraphAllocation, GraphExec, InstantiateOptions, KernelNode, Node,
+    Capture, CaptureMode, CaptureStatus, ConditionalHandle, CopyNodeSide, DeviceGraphHandle,
+    DotFlags, Graph, GraphAllocation, GraphExec, InstantiateOptions, KernelEdge, KernelNode, Node,
 };
 pub use green::{
     DeviceResources, GreenContextOptions, PartitionRules, SmResource, SmSplit, SplitPlan,

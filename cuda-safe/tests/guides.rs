@@ -140,6 +140,10 @@ const NO_API_DOC: &[(&str, &str)] = &[
     ("cuMemPrefetchBatchAsync", CUDA_13_ONLY),
     ("cuMemDiscardBatchAsync", CUDA_13_ONLY),
     ("cuMemDiscardAndPrefetchBatchAsync", CUDA_13_ONLY),
+    ("cuGraphGetId", CUDA_13_ONLY),
+    ("cuGraphExecGetId", CUDA_13_ONLY),
+    ("cuGraphNodeGetLocalId", CUDA_13_ONLY),
+    ("cuGraphNodeGetToolsId", CUDA_13_ONLY),
     ("nvJitLinkGetLinkedLTOIR", CUDA_13_ONLY),
 ];
 

@@ -13,7 +13,10 @@ mod nvml;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use graph::{graph_add_dependency, graph_add_node, stream_capture_info};
+pub(crate) use graph::{
+    exec_id, graph_add_dependency, graph_add_node, graph_id, node_local_id, node_tools_id,
+    set_capture_dependencies, stream_capture_info,
+};
 pub(crate) use green::{split_sm_counts, stated_sm_rules, workqueue_resource_type};
 pub(crate) use memory::{
     BatchHint, HintBatch, device_location, location, location_id, mem_advise, mem_hint_batch,

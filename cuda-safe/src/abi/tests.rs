@@ -162,6 +162,45 @@ fn graph_calls_use_each_abis_entry_points() {
         );
     }
     assert_eq!(array_ptr::<u8>(&[]), std::ptr::null());
+    // SAFETY: as above.
+    let set = unsafe { set_capture_dependencies(driver, std::ptr::null_mut(), &mut []) };
+    assert_eq!(
+        missing_symbol(set.unwrap_err()),
+        if MAJOR < 13 {
+            "cuStreamUpdateCaptureDependencies"
+        } else {
+            "cuStreamUpdateCaptureDependencies_v2"
+        }
+    );
+}
+
+#[test]
+fn graph_ids_need_the_13_abi() {
+    let driver = driver_without_symbols();
+    // SAFETY: the fake driver resolves no symbol, so nothing reaches C.
+    let errors = unsafe {
+        [
+            graph_id(driver, std::ptr::null_mut()).unwrap_err(),
+            exec_id(driver, std::ptr::null_mut()).unwrap_err(),
+            node_local_id(driver, std::ptr::null_mut()).unwrap_err(),
+            node_tools_id(driver, std::ptr::null_mut()).unwrap_err(),
+        ]
+    };
+    let names = [
+        "cuGraphGetId",
+        "cuGraphExecGetId",
+        "cuGraphNodeGetLocalId",
+        "cuGraphNodeGetToolsId",
+    ];
+    for (error, name) in errors.into_iter().zip(names) {
+        assert!(error.is_not_supported(), "{error}");
+        if MAJOR < 13 {
+            assert!(matches!(error, Error::Unsupported { .. }), "{error}");
+            assert!(error.to_string().contains("cuda-13 feature"), "{error}");
+        } else {
+            assert_eq!(missing_symbol(error), name);
+        }
+    }
 }
 
 #[test]

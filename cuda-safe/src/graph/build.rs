@@ -13,10 +13,12 @@ use super::{Graph, KernelNode, Node};
 use crate::abi;
 use crate::callback::{self, Shared};
 use crate::context::Context;
-use crate::error::{Error, Result, cu};
+#[cfg(doc)]
+use crate::error::Error;
+use crate::error::{Result, cu};
 use crate::event::Event;
 use crate::kernel::Kernel;
-use crate::launch::{Keep, KernelArgs, LaunchConfig, check_args};
+use crate::launch::{KernelArgs, LaunchAttributes, LaunchConfig};
 use cuda_sys::{CUDA_HOST_NODE_PARAMS, CUDA_KERNEL_NODE_PARAMS, CUfunction, CUgraphNode};
 
 /// `list` as the pointer a driver call takes for an array: null when empty.
@@ -26,17 +28,6 @@ pub(super) fn array_ptr<T>(list: &[T]) -> *const T {
     } else {
         list.as_ptr()
     }
-}
-
-/// Refuses what a graph kernel node cannot express: clusters and cooperative launches.
-pub(super) fn plain_config(config: &LaunchConfig) -> Result<()> {
-    if config.cluster.is_some() || config.cooperative {
-        return Err(Error::unsupported(
-            "cluster and cooperative launches as graph kernel nodes",
-            "their launch attributes are not set on nodes yet; capture the launch instead",
-        ));
-    }
-    Ok(())
 }
 
 /// The function `kernel` is in `context` (`cuKernelGetFunction`, with `context` made current):
@@ -92,14 +83,19 @@ impl Graph {
     /// [`launch`](crate::launch) says, also when it failed partway).
     ///
     /// The graph keeps the kernel loaded and every `Arc<Buffer>` argument alive; the
-    /// arguments' values are copied now.
+    /// arguments' values are copied now. A cluster shape or a cooperative launch in `config`
+    /// is written onto the node as its attribute (`cuGraphKernelNodeSetAttribute`); launch
+    /// attributes beyond those go through [`add_kernel_with`](Self::add_kernel_with).
     ///
     #[doc = cuda_sys::api_doc!(cuGraphAddKernelNode)]
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a dependency of another graph, a `config` outside the
-    /// device's limits or arguments that do not match the kernel's parameters;
-    /// [`Error::Unsupported`] for a cluster or cooperative `config`; the driver's error.
+    /// Before anything is added: [`Error::InvalidArgument`] for a dependency of another graph
+    /// or a removed one, a `config` outside the device's limits (a cluster of more than 16
+    /// blocks or one that does not divide the grid among them), arguments that do not match
+    /// the kernel's parameters, or a cooperative grid larger than the blocks that can be
+    /// resident at once; [`Error::Unsupported`] for clusters before compute capability 9.0 or
+    /// a cooperative launch on a device without them. The driver's error.
     ///
     /// # Safety
     ///
@@ -116,42 +112,16 @@ impl Graph {
         kernel: &Kernel,
         args: A,
     ) -> Result<KernelNode> {
-        let deps = self.raw_nodes(dependencies)?;
-        plain_config(config)?;
-        config.validate_in(&self.context)?;
-        let context = &self.context;
-        args.with_params(|_, sizes, names| check_args(kernel, context, sizes, names))?;
-        let function = function_in(kernel, context)?;
-        let mut keep: Vec<Keep> = vec![Box::new(kernel.clone())];
-        args.keep_alive(&mut keep);
-        self.keep(keep)?;
-        let (graph, driver) = (self.as_raw(), self.driver());
-        let raw = args.with_params(|pointers, _, _| -> Result<CUgraphNode> {
-            let params = kernel_params(function, config, pointers);
-            let mut node: CUgraphNode = std::ptr::null_mut();
-            // SAFETY: the description and the argument values it points to live on this
-            // stack frame (the driver copies them); the dependencies are nodes of this graph;
-            // the kernel and every shared buffer are kept by the graph.
-            unsafe {
-                cu!(
-                    driver,
-                    cuGraphAddKernelNode_v2(
-                        &mut node,
-                        graph,
-                        array_ptr(&deps),
-                        deps.len(),
-                        &params
-                    )
-                )
-            }?;
-            Ok(node)
-        })?;
-        Ok(KernelNode {
-            node: self.node(raw),
-            kernel: kernel.clone(),
-            config: *config,
-            function,
-        })
+        // SAFETY: the caller's promise.
+        unsafe {
+            self.add_kernel_with(
+                dependencies,
+                config,
+                &LaunchAttributes::default(),
+                kernel,
+                args,
+            )
+        }
     }
 
     /// Adds a host node, after `dependencies`, that runs `f` on a driver thread at every
@@ -196,7 +166,7 @@ impl Graph {
                 )
             )
         }?;
-        Ok(self.node(node))
+        Ok(self.added(node))
     }
 
     /// Adds a node, after `dependencies`, that records `event` at every replay
@@ -225,7 +195,7 @@ impl Graph {
                 )
             )
         }?;
-        Ok(self.node(node))
+        Ok(self.added(node))
     }
 
     /// Adds a node, after `dependencies`, that waits for `event`'s last record at every replay
@@ -253,7 +223,7 @@ impl Graph {
                 )
             )
         }?;
-        Ok(self.node(node))
+        Ok(self.added(node))
     }
 
     /// Adds a node, after `dependencies`, that runs a copy of `child` (taken now: later changes
@@ -283,7 +253,7 @@ impl Graph {
                 )
             )
         }?;
-        Ok(self.node(node))
+        Ok(self.added(node))
     }
 
     /// Adds a node that does nothing, after `dependencies`: a join point for branches, or a
@@ -304,7 +274,7 @@ impl Graph {
                 cuGraphAddEmptyNode(&mut node, self.as_raw(), array_ptr(&deps), deps.len())
             )
         }?;
-        Ok(self.node(node))
+        Ok(self.added(node))
     }
 
     /// Makes `to` wait for `from`, both nodes of this graph (`cuGraphAddDependencies`).
@@ -319,27 +289,5 @@ impl Graph {
         let (from, to) = (self.raw_node(from)?, self.raw_node(to)?);
         // SAFETY: two nodes of this live graph.
         unsafe { abi::graph_add_dependency(self.driver(), self.as_raw(), from, to) }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::launch::Dim3;
-
-    #[test]
-    fn kernel_nodes_take_plain_launches_only() {
-        assert!(plain_config(&LaunchConfig::new(4, 128)).is_ok());
-        let cluster = LaunchConfig {
-            cluster: Some(Dim3::from(2u32)),
-            ..LaunchConfig::new(4, 128)
-        };
-        assert!(plain_config(&cluster).unwrap_err().is_not_supported());
-        let cooperative = LaunchConfig {
-            cooperative: true,
-            ..LaunchConfig::new(4, 128)
-        };
-        assert!(plain_config(&cooperative).unwrap_err().is_not_supported());
-        assert_eq!(array_ptr::<u8>(&[]), std::ptr::null());
     }
 }

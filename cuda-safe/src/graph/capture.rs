@@ -30,13 +30,14 @@
 
 use std::fmt;
 
-use super::build::{function_in, plain_config};
+use super::build::function_in;
+use super::kernel_node::write_attributes;
 use super::{Graph, KernelNode, Node, keep, next_id};
 use crate::abi;
 use crate::error::{Error, Result, cu};
 use crate::handle::{Owned, Release};
 use crate::kernel::Kernel;
-use crate::launch::{Keep, KernelArgs, LaunchConfig, launch};
+use crate::launch::{Keep, KernelArgs, LaunchAttributes, LaunchConfig, launch_captured};
 use crate::ordering::wait_for;
 use crate::stream::Stream;
 use cuda_sys::{CUgraph, CUresult, CUstreamCaptureMode, CUstreamCaptureStatus, CUuserObject};
@@ -56,7 +57,7 @@ pub enum CaptureMode {
 }
 
 impl CaptureMode {
-    fn to_raw(self) -> CUstreamCaptureMode {
+    pub(super) fn to_raw(self) -> CUstreamCaptureMode {
         match self {
             Self::Global => CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL,
             Self::ThreadLocal => CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
@@ -104,16 +105,24 @@ impl CaptureStatus {
 /// began it.
 #[must_use = "a capture is discarded when dropped; `end` it to get the graph"]
 pub struct Capture {
-    inner: Owned<Recording>,
+    pub(super) inner: Owned<Recording>,
 }
 
 /// A capture's state; its release ends the capture and discards the graph.
-struct Recording {
-    stream: Stream,
-    id: u64,
+pub(super) struct Recording {
+    pub(super) stream: Stream,
+    pub(super) id: u64,
+    pub(super) mode: CaptureMode,
     /// User objects retained by the graph being captured (kernels and buffers of
     /// [`Capture::launch`]).
-    retained: Vec<CUuserObject>,
+    pub(super) retained: Vec<CUuserObject>,
+    /// For the capture of a conditional node's body: the graph of the capture the node is
+    /// in (the outermost one), which keeps what the body uses. The body graph belongs to its
+    /// node, so ending or discarding this capture never destroys it.
+    pub(super) keeper: Option<CUgraph>,
+    /// Set when a conditional node was added and its body failed: the driver removes no node
+    /// from a graph under capture, so the capture is discarded at its end.
+    pub(super) broken: bool,
 }
 
 impl Capture {
@@ -150,7 +159,10 @@ impl Capture {
             inner: Owned::new(Recording {
                 stream: stream.clone(),
                 id: next_id(),
+                mode,
                 retained: Vec::new(),
+                keeper: None,
+                broken: false,
             }),
         })
     }
@@ -208,33 +220,94 @@ impl Capture {
         wait_for(&self.inner.stream, branch)
     }
 
-    /// Records a launch of `kernel` on the capturing stream, as [`launch`] does, and returns its
-    /// node, whose arguments an executable can then change
+    /// Records a launch of `kernel` on the capturing stream, as [`launch`](crate::launch)
+    /// does, and returns its node, whose arguments an executable can then change
     /// ([`GraphExec::set_kernel_args`](super::GraphExec::set_kernel_args)). The graph keeps the
-    /// kernel loaded and every `Arc<Buffer>` argument alive.
+    /// kernel loaded and every `Arc<Buffer>` argument alive. A cluster shape or a cooperative
+    /// launch is written onto the node too (`cuGraphKernelNodeSetAttribute`), so the node keeps
+    /// them whatever the capture recorded.
     ///
+    /// Unlike [`launch`](crate::launch), buffers of other streams are not ordered with their
+    /// streams here: a capture runs nothing, and may not depend on work outside it (the driver
+    /// refuses a wait for another stream's event); each replay runs in the graph's order, on
+    /// the stream it is launched on. So a conditional body's capture
+    /// ([`add_while`](Self::add_while), ...) takes the buffers of the capture's stream.
+    ///
+    #[doc = cuda_sys::api_doc!(cuLaunchKernel)]
     #[doc = cuda_sys::api_doc!(cuLaunchKernelEx)]
     /// # Errors
     ///
-    /// As [`launch`]; [`Error::Unsupported`] for a cluster or cooperative `config`;
-    /// [`Error::UnexpectedAnswer`] if the capture does not show the launch as its one last
-    /// node.
+    /// As [`launch`](crate::launch); [`Error::UnexpectedAnswer`] if the capture does not show
+    /// the launch as its one last node.
     ///
     /// # Safety
     ///
-    /// As [`launch`], at every replay, and as [`begin`](Self::begin) for the memory used.
-    #[doc(alias = "cuLaunchKernelEx")]
+    /// As [`launch`](crate::launch), at every replay, and as [`begin`](Self::begin) for the
+    /// memory used.
+    #[doc(alias = "cuLaunchKernel", alias = "cuLaunchKernelEx")]
     pub unsafe fn launch<A: KernelArgs>(
         &mut self,
         config: &LaunchConfig,
         kernel: &Kernel,
         args: A,
     ) -> Result<KernelNode> {
-        plain_config(config)?;
         let mut keep: Vec<Keep> = vec![Box::new(kernel.clone())];
         args.keep_alive(&mut keep);
+        let plain = LaunchAttributes::default();
         // SAFETY: the caller's promise, as for `launch`.
-        unsafe { launch(&self.inner.stream, config, kernel, args) }?;
+        unsafe { launch_captured(&self.inner.stream, config, &plain, kernel, args) }?;
+        self.launched(config, &plain, kernel, keep)
+    }
+
+    /// Records a launch of `kernel` with launch `attributes` on the capturing stream, as
+    /// [`launch_with`](crate::launch_with) does, and returns its node, as
+    /// [`launch`](Self::launch) does. The attributes a graph node holds (priority, memory
+    /// synchronisation domains, an access-policy window, cluster scheduling, a preferred
+    /// cluster shape), the cluster shape and cooperation are written onto the node as well;
+    /// programmatic dependent launch becomes an edge from the previous kernel node, as the
+    /// driver records it. Buffers are not ordered with their streams, as for
+    /// [`launch`](Self::launch).
+    ///
+    #[doc = cuda_sys::api_doc!(cuLaunchKernelEx)]
+    #[doc = cuda_sys::api_doc!(cuGraphKernelNodeSetAttribute)]
+    /// # Errors
+    ///
+    /// As [`launch_with`](crate::launch_with) and [`launch`](Self::launch).
+    ///
+    /// # Safety
+    ///
+    /// As [`launch_with`](crate::launch_with), at every replay, and as [`begin`](Self::begin)
+    /// for the memory used.
+    #[doc(alias = "cuLaunchKernelEx", alias = "cuGraphKernelNodeSetAttribute")]
+    pub unsafe fn launch_with<A: KernelArgs>(
+        &mut self,
+        config: &LaunchConfig,
+        attributes: &LaunchAttributes<'_>,
+        kernel: &Kernel,
+        args: A,
+    ) -> Result<KernelNode> {
+        let mut keep: Vec<Keep> = vec![Box::new(kernel.clone())];
+        args.keep_alive(&mut keep);
+        // SAFETY: the caller's promise, as for `launch_with`.
+        unsafe { launch_captured(&self.inner.stream, config, attributes, kernel, args) }?;
+        // Programmatic dependent launch is an edge of the graph now, not a node attribute.
+        let on_node = LaunchAttributes {
+            programmatic_stream_serialization: false,
+            programmatic_event: None,
+            ..*attributes
+        };
+        self.launched(config, &on_node, kernel, keep)
+    }
+
+    /// After a launch was recorded: the node it became (the stream's one dependency), with
+    /// `config`'s shape and `attributes` written onto it and `keep` retained by the graph.
+    fn launched(
+        &mut self,
+        config: &LaunchConfig,
+        attributes: &LaunchAttributes<'_>,
+        kernel: &Kernel,
+        keep: Vec<Keep>,
+    ) -> Result<KernelNode> {
         let driver = self.inner.stream.driver();
         // SAFETY: a valid stream.
         let info = unsafe { abi::stream_capture_info(driver, self.inner.stream.as_raw()) }?;
@@ -254,7 +327,11 @@ impl Capture {
                 ));
             }
         };
-        let object = keep::retain(driver, info.graph, keep)?;
+        // SAFETY: the kernel node the launch just became; the attributes were checked by the
+        // launch, against the stream's device and driver.
+        unsafe { write_attributes(driver, node, config, attributes) }?;
+        let keeper = self.inner.keeper.unwrap_or(info.graph);
+        let object = keep::retain(driver, keeper, keep)?;
         self.inner.retained.push(object);
         // After the launch, which loaded the kernel into the context if it was not yet.
         let function = function_in(kernel, self.inner.stream.context())?;
@@ -276,11 +353,20 @@ impl Capture {
     /// # Errors
     ///
     /// The driver's error, explained ([`Error::is_capture_error`]): the capture was invalidated
-    /// by an operation not allowed during capture, or a forked stream was not joined. Either
-    /// way the capture is over and the stream runs its work again.
+    /// by an operation not allowed during capture, or a forked stream was not joined;
+    /// [`Error::InvalidArgument`] when a conditional node's body failed
+    /// ([`add_while`](Self::add_while), ...: its node stays in the graph, which is discarded).
+    /// Either way the capture is over and the stream runs its work again.
     #[doc(alias = "cuStreamEndCapture")]
     pub fn end(self) -> Result<Graph> {
-        let recording = self.inner.into_unreleased();
+        let mut recording = self.inner.into_unreleased();
+        if recording.broken {
+            recording.release()?;
+            return Err(Error::invalid_argument(
+                "the capture was discarded: a conditional node's body failed, and the driver \
+                 removes no node from a graph under capture",
+            ));
+        }
         let raw = recording.finish()?;
         Ok(Graph::from_parts(
             raw,
@@ -293,8 +379,8 @@ impl Capture {
 
 impl Recording {
     /// Ends the capture: the recorded graph, or the driver's error (a graph the driver still
-    /// returned with it is destroyed).
-    fn finish(&self) -> Result<CUgraph> {
+    /// returned with it is destroyed, unless it is a conditional node's body).
+    pub(super) fn finish(&self) -> Result<CUgraph> {
         let driver = self.stream.driver();
         let mut raw: CUgraph = std::ptr::null_mut();
         // SAFETY: a valid stream and out-pointer.
@@ -306,7 +392,7 @@ impl Recording {
                 "success without a graph",
             )),
             Err(error) => {
-                if !raw.is_null() {
+                if !raw.is_null() && self.keeper.is_none() {
                     // SAFETY: the driver handed over this graph with the error; nobody else
                     // has it.
                     let _ = unsafe { cu!(driver, cuGraphDestroy(raw)) };
@@ -320,9 +406,11 @@ impl Recording {
 impl Release for Recording {
     const WHAT: &'static str = "stream capture";
 
-    /// Ends the capture and destroys the graph recorded.
+    /// Ends the capture and destroys the graph recorded (not a conditional node's body, which
+    /// its node owns).
     fn release(&mut self) -> Result<()> {
         match self.finish() {
+            Ok(_) if self.keeper.is_some() => Ok(()),
             // SAFETY: the graph just captured, which nobody else has.
             Ok(raw) => unsafe { cu!(self.stream.driver(), cuGraphDestroy(raw)) },
             // Discarding an invalidated capture is what dropping it is for.

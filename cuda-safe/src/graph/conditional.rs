@@ -17,12 +17,14 @@
 
 use super::{Graph, Node};
 use crate::abi;
+use crate::context::Context;
 use crate::driver::cuda_driver_version;
 use crate::error::{Error, Result, cu};
 use crate::launch::KernelArg;
 use cuda_sys::{
     CU_GRAPH_COND_ASSIGN_DEFAULT, CUDA_CONDITIONAL_NODE_PARAMS, CUgraph, CUgraphConditionalHandle,
     CUgraphConditionalNodeType, CUgraphNode, CUgraphNodeParams, CUgraphNodeType, CudaVersion,
+    Driver,
 };
 
 /// The driver that runs *if* and *while* nodes.
@@ -35,8 +37,8 @@ const ELSE_SWITCH_SINCE: CudaVersion = CudaVersion(12080);
 /// or `cudaGraphConditionalHandle` in CUDA C++).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConditionalHandle {
-    raw: CUgraphConditionalHandle,
-    graph: u64,
+    pub(super) raw: CUgraphConditionalHandle,
+    pub(super) graph: u64,
 }
 
 impl ConditionalHandle {
@@ -71,6 +73,89 @@ fn require_driver(have: CudaVersion, need: CudaVersion, what: &'static str) -> R
         ));
     }
     Ok(())
+}
+
+/// Refuses a conditional node of `kind` with `bodies` bodies that the kind does not allow or
+/// the driver cannot run.
+pub(super) fn check_kind(kind: CUgraphConditionalNodeType, bodies: usize) -> Result<u32> {
+    let (since, what) = requirement(kind, bodies)?;
+    require_driver(cuda_driver_version()?, since, what)?;
+    u32::try_from(bodies)
+        .map_err(|_| Error::invalid_argument("more than u32::MAX conditional bodies"))
+}
+
+/// A new conditional handle of `graph`, whose nodes run in `context`, starting each replay at
+/// `default` when given (`cuGraphConditionalHandleCreate`).
+///
+/// # Safety
+///
+/// `graph` must be valid (a graph, or a capture's graph while the capture lasts).
+pub(super) unsafe fn create_handle(
+    driver: &'static Driver,
+    graph: CUgraph,
+    context: &Context,
+    default: Option<u32>,
+) -> Result<CUgraphConditionalHandle> {
+    require_driver(cuda_driver_version()?, IF_WHILE_SINCE, "conditional nodes")?;
+    let flags = if default.is_some() {
+        CU_GRAPH_COND_ASSIGN_DEFAULT
+    } else {
+        0
+    };
+    let mut raw: CUgraphConditionalHandle = 0;
+    // SAFETY: valid out-pointer and context; the graph is the caller's promise.
+    unsafe {
+        cu!(
+            driver,
+            cuGraphConditionalHandleCreate(
+                &mut raw,
+                graph,
+                context.as_raw(),
+                default.unwrap_or(0),
+                flags,
+            )
+        )
+    }?;
+    Ok(raw)
+}
+
+/// The description of a conditional node of `kind` testing `handle`, with `size` bodies, in
+/// `context`; the driver fills its body graphs in ([`body_graphs`]).
+pub(super) fn conditional_params(
+    handle: CUgraphConditionalHandle,
+    kind: CUgraphConditionalNodeType,
+    size: u32,
+    context: &Context,
+) -> CUgraphNodeParams {
+    let mut params = CUgraphNodeParams {
+        type_: CUgraphNodeType::CU_GRAPH_NODE_TYPE_CONDITIONAL,
+        ..Default::default()
+    };
+    params.__bindgen_anon_1.conditional = CUDA_CONDITIONAL_NODE_PARAMS {
+        handle,
+        type_: kind,
+        size,
+        phGraph_out: std::ptr::null_mut(),
+        ctx: context.as_raw(),
+    };
+    params
+}
+
+/// The body graphs the driver made for a conditional node added with `params`, one per body
+/// (owned by the node).
+pub(super) fn body_graphs(params: &CUgraphNodeParams) -> Result<&[CUgraph]> {
+    // SAFETY: the conditional variant is the one `conditional_params` wrote, and the driver
+    // filled its output array.
+    let conditional = unsafe { params.__bindgen_anon_1.conditional };
+    if conditional.phGraph_out.is_null() {
+        return Err(Error::unexpected(
+            "cuGraphAddNode",
+            "a conditional node without body graphs",
+        ));
+    }
+    // SAFETY: the driver's array of one body graph per body, owned by the node, which lives
+    // while `params` is used (the caller's node).
+    Ok(unsafe { std::slice::from_raw_parts(conditional.phGraph_out, conditional.size as usize) })
 }
 
 /// What a conditional node of `kind` with `bodies` bodies needs: the driver version, and a
@@ -111,26 +196,8 @@ impl Graph {
     /// [`Error::Unsupported`] on a driver older than CUDA 12.4; the driver's error.
     #[doc(alias = "cuGraphConditionalHandleCreate")]
     pub fn conditional_handle(&mut self, default: Option<u32>) -> Result<ConditionalHandle> {
-        require_driver(cuda_driver_version()?, IF_WHILE_SINCE, "conditional nodes")?;
-        let flags = if default.is_some() {
-            CU_GRAPH_COND_ASSIGN_DEFAULT
-        } else {
-            0
-        };
-        let mut raw: CUgraphConditionalHandle = 0;
-        // SAFETY: valid out-pointer, graph and context.
-        unsafe {
-            cu!(
-                self.driver(),
-                cuGraphConditionalHandleCreate(
-                    &mut raw,
-                    self.as_raw(),
-                    self.context.as_raw(),
-                    default.unwrap_or(0),
-                    flags,
-                )
-            )
-        }?;
+        // SAFETY: a valid graph.
+        let raw = unsafe { create_handle(self.driver(), self.as_raw(), &self.context, default) }?;
         Ok(ConditionalHandle {
             raw,
             graph: self.id,
@@ -228,50 +295,26 @@ impl Graph {
                  conditional_handle",
             ));
         }
-        let (since, what) = requirement(kind, bodies.len())?;
-        require_driver(cuda_driver_version()?, since, what)?;
-        let size = u32::try_from(bodies.len())
-            .map_err(|_| Error::invalid_argument("more than u32::MAX conditional bodies"))?;
+        let size = check_kind(kind, bodies.len())?;
         for body in bodies {
             self.adopt(body)?;
         }
-        let mut params = CUgraphNodeParams {
-            type_: CUgraphNodeType::CU_GRAPH_NODE_TYPE_CONDITIONAL,
-            ..Default::default()
-        };
-        params.__bindgen_anon_1.conditional = CUDA_CONDITIONAL_NODE_PARAMS {
-            handle: handle.raw,
-            type_: kind,
-            size,
-            phGraph_out: std::ptr::null_mut(),
-            ctx: self.context.as_raw(),
-        };
+        let mut params = conditional_params(handle.raw, kind, size, &self.context);
         // SAFETY: a conditional node's description with a handle of this graph; dependencies
         // of this graph.
         let node =
             unsafe { abi::graph_add_node(self.driver(), self.as_raw(), &deps, &mut params) }?;
-        // SAFETY: the conditional variant is the one written above, and the driver filled its
-        // output array.
-        let out = unsafe { params.__bindgen_anon_1.conditional.phGraph_out };
-        if let Err(error) = self.fill_bodies(out, bodies) {
+        if let Err(error) = body_graphs(&params).and_then(|out| self.fill_bodies(out, bodies)) {
             // SAFETY: the node was just added to this graph and nothing refers to it.
             let _ = unsafe { cu!(self.driver(), cuGraphDestroyNode(node)) };
             return Err(error);
         }
-        Ok(self.node(node))
+        Ok(self.added(node))
     }
 
-    /// Copies each of `bodies` into the body graph the driver made for it (`out[i]`), as one
-    /// child node; an empty body gets one empty node.
-    fn fill_bodies(&self, out: *mut CUgraph, bodies: &[&Graph]) -> Result<()> {
-        if out.is_null() {
-            return Err(Error::unexpected(
-                "cuGraphAddNode",
-                "a conditional node without body graphs",
-            ));
-        }
-        // SAFETY: the driver's array of one body graph per body, owned by the node.
-        let targets = unsafe { std::slice::from_raw_parts(out, bodies.len()) };
+    /// Copies each of `bodies` into the body graph the driver made for it (`targets[i]`), as
+    /// one child node; an empty body gets one empty node.
+    fn fill_bodies(&self, targets: &[CUgraph], bodies: &[&Graph]) -> Result<()> {
         for (&target, body) in targets.iter().zip(bodies) {
             let mut child: CUgraphNode = std::ptr::null_mut();
             if body.nodes()?.is_empty() {

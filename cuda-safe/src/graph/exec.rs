@@ -10,6 +10,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::build::kernel_params;
+use super::exec_update::Transfer;
 use super::{Graph, KernelNode, Node, instantiate, owned_node};
 use crate::callback::PanicSlot;
 use crate::error::{Error, Result, cu};
@@ -75,17 +76,20 @@ impl InstantiateOptions {
 /// instantiate one per thread.
 #[must_use = "an executable graph is destroyed when dropped"]
 pub struct GraphExec {
-    handle: Owned<ExecHandle>,
+    pub(super) handle: Owned<ExecHandle>,
     // Dropped after the executable.
-    graph: Graph,
+    pub(super) graph: Graph,
     /// Instantiated for device launch.
     device_launch: bool,
 }
 
 /// The owned `CUgraphExec`.
-struct ExecHandle {
-    raw: CUgraphExec,
-    driver: &'static Driver,
+pub(super) struct ExecHandle {
+    pub(super) raw: CUgraphExec,
+    pub(super) driver: &'static Driver,
+    /// What the executable's node updates made the graph keep, handed to the executable before
+    /// it is destroyed.
+    pub(super) transfer: Transfer,
 }
 
 // SAFETY: a CUgraphExec may be used from any thread as long as calls on it are serialized,
@@ -96,6 +100,7 @@ impl Release for ExecHandle {
     const WHAT: &'static str = "executable graph";
 
     fn release(&mut self) -> Result<()> {
+        self.transfer.before_destroy(self.driver, self.raw);
         // SAFETY: the executable is owned by this value and destroyed once (by `Owned`);
         // replays in flight finish first, keeping what they use (user objects).
         unsafe { cu!(self.driver, cuGraphExecDestroy(self.raw)) }
@@ -140,6 +145,7 @@ impl Graph {
             handle: Owned::new(ExecHandle {
                 raw,
                 driver: self.driver(),
+                transfer: Transfer::default(),
             }),
             graph: self,
             device_launch: options.device_launch,
@@ -276,6 +282,7 @@ impl GraphExec {
         args: A,
     ) -> Result<()> {
         let raw = owned_node(self.graph.id, node.node)?;
+        self.graph.check_live(raw)?;
         let (exec, driver, context) = (self.handle.raw, self.handle.driver, &self.graph.context);
         args.with_params(|pointers, sizes, names| {
             check_args(&node.kernel, context, sizes, names)?;
@@ -302,7 +309,7 @@ impl GraphExec {
     /// node type).
     #[doc(alias = "cuGraphNodeSetEnabled")]
     pub fn set_node_enabled(&mut self, node: Node, enabled: bool) -> Result<()> {
-        let raw = owned_node(self.graph.id, node)?;
+        let raw = self.graph.raw_node(node)?;
         // SAFETY: a node of the graph this executable was made from.
         unsafe {
             cu!(
@@ -320,7 +327,7 @@ impl GraphExec {
     /// As [`set_node_enabled`](Self::set_node_enabled).
     #[doc(alias = "cuGraphNodeGetEnabled")]
     pub fn is_node_enabled(&self, node: Node) -> Result<bool> {
-        let raw = owned_node(self.graph.id, node)?;
+        let raw = self.graph.raw_node(node)?;
         let mut enabled = 0u32;
         // SAFETY: a node of the graph this executable was made from; valid out-pointer.
         unsafe {

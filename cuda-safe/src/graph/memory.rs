@@ -8,7 +8,6 @@ use bytemuck::Pod;
 use super::build::array_ptr;
 use super::{Graph, GraphAllocation, Node};
 use crate::error::{Error, Result, cu};
-use crate::launch::Keep;
 use crate::memory::copies::linear_description;
 use crate::memory::{Buffer, memset_description, pool_props};
 use cuda_sys::{CUDA_MEM_ALLOC_NODE_PARAMS, CUdeviceptr, CUgraphNode};
@@ -33,9 +32,8 @@ impl Graph {
         value: T,
     ) -> Result<Node> {
         let count = dst.as_slice::<T>()?.len();
-        let keep: Vec<Keep> = vec![Box::new(Arc::clone(dst))];
         // SAFETY: `count` values of `T` fit `dst` (checked), which the graph keeps alive.
-        unsafe { self.memset_node(dependencies, dst.as_raw(), value, count, keep) }
+        unsafe { self.memset_node(dependencies, dst.as_raw(), value, count, &[dst]) }
     }
 
     /// Adds a memset node that sets `count` values at the address `dst` to `value`, as
@@ -60,7 +58,7 @@ impl Graph {
         count: usize,
     ) -> Result<Node> {
         // SAFETY: the caller's promise.
-        unsafe { self.memset_node(dependencies, dst, value, count, Vec::new()) }
+        unsafe { self.memset_node(dependencies, dst, value, count, &[]) }
     }
 
     /// # Safety
@@ -72,7 +70,7 @@ impl Graph {
         dst: CUdeviceptr,
         value: T,
         count: usize,
-        keep: Vec<Keep>,
+        keep: &[&Arc<Buffer>],
     ) -> Result<Node> {
         let deps = self.raw_nodes(dependencies)?;
         let params = memset_description(
@@ -81,7 +79,7 @@ impl Graph {
             count,
             std::any::type_name::<T>(),
         )?;
-        self.keep(keep)?;
+        self.keep_buffers(keep, Vec::new())?;
         let mut node: CUgraphNode = std::ptr::null_mut();
         // SAFETY: a valid description of memory the caller vouches for; the dependencies are
         // nodes of this graph.
@@ -98,7 +96,7 @@ impl Graph {
                 )
             )
         }?;
-        Ok(self.node(node))
+        Ok(self.added(node))
     }
 
     /// Adds a copy node, after `dependencies`, that copies `src` into `dst`, which must be the
@@ -124,9 +122,16 @@ impl Graph {
                 dst.len()
             )));
         }
-        let keep: Vec<Keep> = vec![Box::new(Arc::clone(dst)), Box::new(Arc::clone(src))];
         // SAFETY: both buffers hold `len` bytes and the graph keeps them alive.
-        unsafe { self.memcpy_node(dependencies, dst.as_raw(), src.as_raw(), dst.len(), keep) }
+        unsafe {
+            self.memcpy_node(
+                dependencies,
+                dst.as_raw(),
+                src.as_raw(),
+                dst.len(),
+                &[dst, src],
+            )
+        }
     }
 
     /// Adds a copy node that copies `bytes` bytes from the address `src` to `dst`, as
@@ -151,7 +156,7 @@ impl Graph {
         bytes: usize,
     ) -> Result<Node> {
         // SAFETY: the caller's promise.
-        unsafe { self.memcpy_node(dependencies, dst, src, bytes, Vec::new()) }
+        unsafe { self.memcpy_node(dependencies, dst, src, bytes, &[]) }
     }
 
     /// # Safety
@@ -163,7 +168,7 @@ impl Graph {
         dst: CUdeviceptr,
         src: CUdeviceptr,
         bytes: usize,
-        keep: Vec<Keep>,
+        keep: &[&Arc<Buffer>],
     ) -> Result<Node> {
         let deps = self.raw_nodes(dependencies)?;
         if bytes == 0 {
@@ -172,7 +177,7 @@ impl Graph {
             ));
         }
         let params = linear_description(dst, src, bytes);
-        self.keep(keep)?;
+        self.keep_buffers(keep, Vec::new())?;
         let mut node: CUgraphNode = std::ptr::null_mut();
         // SAFETY: a valid 1-D copy of memory the caller vouches for; the dependencies are nodes
         // of this graph.
@@ -189,7 +194,7 @@ impl Graph {
                 )
             )
         }?;
-        Ok(self.node(node))
+        Ok(self.added(node))
     }
 
     /// Adds a node, after `dependencies`, that allocates `bytes` bytes of device memory on the
@@ -223,24 +228,26 @@ impl Graph {
             bytesize: bytes,
             ..Default::default()
         };
-        let _current = self.context.scoped()?;
         let mut node: CUgraphNode = std::ptr::null_mut();
-        // SAFETY: a valid description (no access descriptors: the device's own access);
-        // dependencies of this graph; the driver writes the address into `params.dptr`.
-        unsafe {
-            cu!(
-                self.driver(),
-                cuGraphAddMemAllocNode(
-                    &mut node,
-                    self.as_raw(),
-                    array_ptr(&deps),
-                    deps.len(),
-                    &mut params,
+        {
+            let _current = self.context.scoped()?;
+            // SAFETY: a valid description (no access descriptors: the device's own access);
+            // dependencies of this graph; the driver writes the address into `params.dptr`.
+            unsafe {
+                cu!(
+                    self.driver(),
+                    cuGraphAddMemAllocNode(
+                        &mut node,
+                        self.as_raw(),
+                        array_ptr(&deps),
+                        deps.len(),
+                        &mut params,
+                    )
                 )
-            )
-        }?;
+            }?;
+        }
         Ok(GraphAllocation {
-            node: self.node(node),
+            node: self.added(node),
             ptr: params.dptr,
             size: bytes,
         })
@@ -262,21 +269,24 @@ impl Graph {
     ) -> Result<Node> {
         let deps = self.raw_nodes(dependencies)?;
         self.raw_node(allocation.node)?;
-        let _current = self.context.scoped()?;
         let mut node: CUgraphNode = std::ptr::null_mut();
-        // SAFETY: the address of an allocation node of this graph; dependencies of this graph.
-        unsafe {
-            cu!(
-                self.driver(),
-                cuGraphAddMemFreeNode(
-                    &mut node,
-                    self.as_raw(),
-                    array_ptr(&deps),
-                    deps.len(),
-                    allocation.ptr,
+        {
+            let _current = self.context.scoped()?;
+            // SAFETY: the address of an allocation node of this graph; dependencies of this
+            // graph.
+            unsafe {
+                cu!(
+                    self.driver(),
+                    cuGraphAddMemFreeNode(
+                        &mut node,
+                        self.as_raw(),
+                        array_ptr(&deps),
+                        deps.len(),
+                        allocation.ptr,
+                    )
                 )
-            )
-        }?;
-        Ok(self.node(node))
+            }?;
+        }
+        Ok(self.added(node))
     }
 }

@@ -10,8 +10,13 @@
 //!   nodes ([`Graph::add_if`], [`Graph::add_while`], ...) whose bodies are graphs built either
 //!   way.
 //!
+//! Kernel nodes take clusters, cooperative launches and launch attributes (priority, memory
+//! synchronisation domains, an access-policy window; programmatic dependent launch as an edge,
+//! [`Graph::add_kernel_edge`]). Nodes are changed before instantiation (`Graph::set_*`), graphs
+//! cloned ([`Graph::try_clone`]) and nodes removed ([`Graph::remove_node`]).
+//!
 //! [`Graph::instantiate`] turns a graph into a [`GraphExec`], launched with one driver call and
-//! updated in place ([`GraphExec::set_kernel_args`], [`GraphExec::update`]).
+//! updated in place ([`GraphExec::set_kernel_args`], `GraphExec::set_*`, [`GraphExec::update`]).
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -56,20 +61,30 @@
 
 mod build;
 mod capture;
+mod capture_conditional;
+mod clone;
 mod conditional;
 mod device;
 mod dot;
 mod exec;
+mod exec_update;
+mod ids;
 mod instantiate;
 mod keep;
+mod kernel_node;
+mod memcpy3d;
 mod memory;
+mod update;
 
 pub use capture::{Capture, CaptureMode, CaptureStatus};
 pub use conditional::ConditionalHandle;
 pub use device::DeviceGraphHandle;
 pub use dot::DotFlags;
 pub use exec::{GraphExec, InstantiateOptions};
+pub use kernel_node::KernelEdge;
+pub use memcpy3d::CopyNodeSide;
 
+use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -80,6 +95,7 @@ use crate::error::{Error, Result, cu};
 use crate::handle::{Owned, Release};
 use crate::kernel::Kernel;
 use crate::launch::{Keep, LaunchConfig};
+use crate::memory::Buffer;
 use cuda_sys::{
     CUdeviceptr, CUfunction, CUgraph, CUgraphNode, CUgraphNodeType, CUuserObject, Driver,
 };
@@ -211,6 +227,14 @@ pub struct Graph {
     /// The user objects this graph holds a reference to (its own and its children's), which a
     /// graph taking this one as a child or conditional body retains too.
     retained: Vec<CUuserObject>,
+    /// The shared buffers a user object of this graph holds (by address), so that updates
+    /// naming them again keep nothing more.
+    kept_buffers: HashSet<usize>,
+    /// Nodes removed from the graph ([`Graph::remove_node`]): their handles are refused (until
+    /// the driver hands the same address out for a new node).
+    removed: HashSet<CUgraphNode>,
+    /// The graph this one was cloned from ([`Graph::try_clone`]), by id.
+    cloned_from: Option<u64>,
 }
 
 /// The owned `CUgraph`.
@@ -264,6 +288,9 @@ impl Graph {
             context,
             panics: Arc::default(),
             retained,
+            kept_buffers: HashSet::new(),
+            removed: HashSet::new(),
+            cloned_from: None,
         }
     }
 
@@ -323,8 +350,8 @@ impl Graph {
     #[doc = cuda_sys::api_doc!(cuGraphNodeGetType)]
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a node of another graph or one that is not a kernel node;
-    /// [`Error::Unsupported`] for a cluster or cooperative `config`; the driver's error.
+    /// [`Error::InvalidArgument`] for a node of another graph, a removed node or one that is
+    /// not a kernel node; the driver's error.
     #[doc(alias = "cuGraphNodeGetType")]
     pub fn kernel_node(
         &self,
@@ -333,17 +360,8 @@ impl Graph {
         config: &LaunchConfig,
     ) -> Result<KernelNode> {
         let raw = self.raw_node(node)?;
-        build::plain_config(config)?;
         let function = build::function_in(kernel, &self.context)?;
-        let mut kind = CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY;
-        // SAFETY: a node of this live graph; valid out-pointer.
-        unsafe { cu!(self.driver(), cuGraphNodeGetType(raw, &mut kind)) }?;
-        if kind != CUgraphNodeType::CU_GRAPH_NODE_TYPE_KERNEL {
-            return Err(Error::invalid_argument(format!(
-                "node {raw:?} is not a kernel node (its type is {})",
-                kind.0
-            )));
-        }
+        self.expect_type(raw, CUgraphNodeType::CU_GRAPH_NODE_TYPE_KERNEL, "a kernel")?;
         Ok(KernelNode {
             node,
             kernel: kernel.clone(),
@@ -368,9 +386,54 @@ impl Graph {
         }
     }
 
-    /// The raw handle of `node`, refused unless it is a node of this graph.
+    /// A handle for `raw`, a node just added to this graph (whose address may be that of a
+    /// node removed before: it is a live node again).
+    fn added(&mut self, raw: CUgraphNode) -> Node {
+        self.removed.remove(&raw);
+        self.node(raw)
+    }
+
+    /// The raw handle of `node`, refused unless it is a node of this graph, not removed.
     fn raw_node(&self, node: Node) -> Result<CUgraphNode> {
-        owned_node(self.id, node)
+        let raw = owned_node(self.id, node)?;
+        self.check_live(raw)?;
+        Ok(raw)
+    }
+
+    /// Refuses a node removed from this graph ([`Graph::remove_node`]).
+    #[inline]
+    fn check_live(&self, raw: CUgraphNode) -> Result<()> {
+        if !self.removed.is_empty() && self.removed.contains(&raw) {
+            return Err(Error::invalid_argument(format!(
+                "node {raw:?} was removed from the graph"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The type of `raw`, a node of this graph.
+    fn node_type(&self, raw: CUgraphNode) -> Result<CUgraphNodeType> {
+        let mut kind = CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY;
+        // SAFETY: a live node of this live graph; valid out-pointer.
+        unsafe { cu!(self.driver(), cuGraphNodeGetType(raw, &mut kind)) }?;
+        Ok(kind)
+    }
+
+    /// Refuses `raw` unless it is a node of type `expected` (`what` names it: "a memset").
+    fn expect_type(
+        &self,
+        raw: CUgraphNode,
+        expected: CUgraphNodeType,
+        what: &'static str,
+    ) -> Result<()> {
+        let kind = self.node_type(raw)?;
+        if kind != expected {
+            return Err(Error::invalid_argument(format!(
+                "node {raw:?} is not {what} node (its type is {})",
+                kind.0
+            )));
+        }
+        Ok(())
     }
 
     /// The raw handles of `dependencies`, all of which must be nodes of this graph.
@@ -389,6 +452,23 @@ impl Graph {
         }
         let object = keep::retain(self.driver(), self.as_raw(), items)?;
         self.retained.push(object);
+        Ok(())
+    }
+
+    /// Makes the graph keep `buffers` alive, as [`keep`](Self::keep) does, skipping those a
+    /// user object of this graph holds already (a node updated back and forth between two
+    /// buffers keeps each once).
+    fn keep_buffers(&mut self, buffers: &[&Arc<Buffer>], mut items: Vec<Keep>) -> Result<()> {
+        let mut added = Vec::new();
+        for buffer in buffers {
+            let address = Arc::as_ptr(buffer) as usize;
+            if !self.kept_buffers.contains(&address) && !added.contains(&address) {
+                added.push(address);
+                items.push(Box::new(Arc::clone(buffer)));
+            }
+        }
+        self.keep(items)?;
+        self.kept_buffers.extend(added);
         Ok(())
     }
 

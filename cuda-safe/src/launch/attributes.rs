@@ -3,6 +3,7 @@
 //! ([`AttributeSupport`]) before the launch, and written into the attribute array on the stack.
 
 use super::config::{Dim3, LaunchConfig};
+use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::memory::Buffer;
@@ -150,12 +151,17 @@ pub struct AttributeSupport {
 impl AttributeSupport {
     /// What `stream`'s device, context and driver support.
     pub fn of(stream: &Stream) -> Result<Self> {
-        let device = stream.device();
+        Self::of_context(stream.context())
+    }
+
+    /// What `context`, its device and the driver support (a graph's kernel nodes run there).
+    pub(crate) fn of_context(context: &Context) -> Result<Self> {
+        let device = context.device();
         let attribute = |which| device.attribute(which).map(|value| value.max(0) as u32);
         Ok(Self {
             compute_capability: device.compute_capability()?,
             driver_version: crate::driver::cuda_driver_version()?.0,
-            priority_range: stream.context().stream_priority_range()?,
+            priority_range: context.stream_priority_range()?,
             mem_sync_domains: attribute(
                 CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT,
             )?,

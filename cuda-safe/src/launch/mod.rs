@@ -46,9 +46,9 @@ use cuda_sys::{
     CUfunction, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig, CUresult, CUstream,
 };
 
-/// Attribute slots on the stack for one `cuLaunchKernelEx`: the cluster shape, cooperation,
-/// and every [`LaunchAttributes`] field.
-const ATTRIBUTE_SLOTS: usize = 10;
+/// Attribute slots on the stack for one `cuLaunchKernelEx` (or one graph kernel node): the
+/// cluster shape, cooperation, and every [`LaunchAttributes`] field.
+pub(crate) const ATTRIBUTE_SLOTS: usize = 10;
 
 /// Checks the arguments against the kernel's parameter list (read in `context` the first
 /// time), when the driver gives one, or against the parameters it gave before failing.
@@ -182,45 +182,10 @@ pub unsafe fn launch<A: KernelArgs>(
     };
     let launched = args.with_params(|pointers, sizes, names| {
         check_args(kernel, stream.context(), sizes, names)?;
-        let parameters = if pointers.is_empty() {
-            std::ptr::null_mut()
-        } else {
-            pointers.as_mut_ptr()
-        };
-        if config.cluster.is_none() && !config.cooperative {
-            // SAFETY: one pointer per parameter, each to a value of the parameter's size
-            // (checked when the driver says), alive on this stack frame; a `CUkernel` is a
-            // valid `CUfunction` for `cuLaunchKernel` and launches in the stream's context.
-            // What the kernel does with its arguments is the caller's promise.
-            return unsafe {
-                cu!(
-                    stream.driver(),
-                    cuLaunchKernel(
-                        kernel.as_raw() as CUfunction,
-                        config.grid.x,
-                        config.grid.y,
-                        config.grid.z,
-                        config.block.x,
-                        config.block.y,
-                        config.block.z,
-                        config.shared_mem,
-                        stream.as_raw(),
-                        parameters,
-                        std::ptr::null_mut(),
-                    )
-                )
-            };
-        }
-        // SAFETY: as above.
-        unsafe {
-            launch_ex(
-                kernel,
-                config,
-                stream.as_raw(),
-                parameters,
-                &LaunchAttributes::default(),
-            )
-        }
+        // SAFETY: one pointer per parameter, each to a value of the parameter's size (checked
+        // when the driver says), alive on this stack frame; no attributes. What the kernel
+        // does with its arguments is the caller's promise.
+        unsafe { launch_raw(kernel, config, stream, pointers, None) }
     });
     if let Err(error) = launched {
         return Err(explain_launch_error(error, stream, config, kernel));
@@ -316,6 +281,110 @@ pub unsafe fn launch_with<A: KernelArgs>(
     }
 }
 
+/// One launch of `kernel` with `config` and `attributes` (none: the default ones, without a
+/// look at them): `cuLaunchKernel` for a plain one, `cuLaunchKernelEx` otherwise.
+///
+/// # Safety
+///
+/// `pointers` holds one pointer per kernel parameter to a value of its size, alive for the
+/// call; `stream` is a live stream of the context the kernel launches in; `attributes` were
+/// validated.
+#[inline(always)]
+unsafe fn launch_raw(
+    kernel: &Kernel,
+    config: &LaunchConfig,
+    stream: &Stream,
+    pointers: &mut [*mut std::ffi::c_void],
+    attributes: Option<&LaunchAttributes<'_>>,
+) -> Result<()> {
+    let parameters = if pointers.is_empty() {
+        std::ptr::null_mut()
+    } else {
+        pointers.as_mut_ptr()
+    };
+    if config.cluster.is_none() && !config.cooperative && attributes.is_none() {
+        // SAFETY: the caller's promise; a `CUkernel` is a valid `CUfunction` for
+        // `cuLaunchKernel` and launches in the stream's context.
+        return unsafe {
+            cu!(
+                stream.driver(),
+                cuLaunchKernel(
+                    kernel.as_raw() as CUfunction,
+                    config.grid.x,
+                    config.grid.y,
+                    config.grid.z,
+                    config.block.x,
+                    config.block.y,
+                    config.block.z,
+                    config.shared_mem,
+                    stream.as_raw(),
+                    parameters,
+                    std::ptr::null_mut(),
+                )
+            )
+        };
+    }
+    let attributes = attributes.copied().unwrap_or_default();
+    // SAFETY: as above.
+    unsafe { launch_ex(kernel, config, stream.as_raw(), parameters, &attributes) }
+}
+
+/// Records a launch on `stream`, which captures, as [`launch_with`] launches, but without
+/// ordering the arguments' buffers with their streams: a capture runs nothing, and it may not
+/// depend on work outside it (an event of another stream); a replay runs in the graph's order,
+/// on the stream it is launched on.
+///
+/// # Safety
+///
+/// As [`launch_with`], at every replay; the memory the kernel uses is ordered with the
+/// replays by the caller.
+pub(crate) unsafe fn launch_captured<A: KernelArgs>(
+    stream: &Stream,
+    config: &LaunchConfig,
+    attributes: &LaunchAttributes<'_>,
+    kernel: &Kernel,
+    args: A,
+) -> Result<()> {
+    config.validate_in(stream.context())?;
+    let attributes = (attributes.count() > 0).then_some(attributes);
+    if let Some(attributes) = attributes {
+        attributes.validate(config, &AttributeSupport::of(stream)?)?;
+        attributes.validate_event(stream)?;
+    }
+    let launched = args.with_params(|pointers, sizes, names| {
+        check_args(kernel, stream.context(), sizes, names)?;
+        // SAFETY: as in `launch`; the attributes were checked above.
+        unsafe { launch_raw(kernel, config, stream, pointers, attributes) }
+    });
+    if let Err(error) = launched {
+        return Err(explain_launch_error(error, stream, config, kernel));
+    }
+    if let Some(programmatic) = attributes.and_then(|set| set.programmatic_event) {
+        programmatic.event.note_recorded();
+    }
+    Ok(())
+}
+
+/// Writes `config`'s cluster shape and cooperation into `slots` (room for two) as launch
+/// attributes, and returns how many: what a launch and a graph kernel node set alike.
+#[inline(always)]
+pub(crate) fn write_shape(config: &LaunchConfig, slots: &mut [CUlaunchAttribute]) -> usize {
+    let mut count = 0;
+    if let (Some(cluster), Some(slot)) = (config.cluster, slots.get_mut(count)) {
+        slot.id = CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        slot.value.clusterDim.x = cluster.x;
+        slot.value.clusterDim.y = cluster.y;
+        slot.value.clusterDim.z = cluster.z;
+        count += 1;
+    }
+    if let (true, Some(slot)) = (config.cooperative, slots.get_mut(count)) {
+        slot.id = CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+        slot.value.cooperative = 1;
+        count += 1;
+    }
+    count
+}
+
 /// One `cuLaunchKernelEx` with the configuration's cluster and cooperation and `attributes`,
 /// the attribute array on this stack frame.
 ///
@@ -333,19 +402,7 @@ unsafe fn launch_ex(
     attributes: &LaunchAttributes<'_>,
 ) -> Result<()> {
     let mut slots = [CUlaunchAttribute::default(); ATTRIBUTE_SLOTS];
-    let mut count = 0;
-    if let Some(cluster) = config.cluster {
-        slots[count].id = CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        slots[count].value.clusterDim.x = cluster.x;
-        slots[count].value.clusterDim.y = cluster.y;
-        slots[count].value.clusterDim.z = cluster.z;
-        count += 1;
-    }
-    if config.cooperative {
-        slots[count].id = CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-        slots[count].value.cooperative = 1;
-        count += 1;
-    }
+    let mut count = write_shape(config, &mut slots);
     count += attributes.write(&mut slots[count..]);
     let launch_config = CUlaunchConfig {
         gridDimX: config.grid.x,

@@ -1,7 +1,8 @@
 /*
  * The fake libcuda's libraries (any code loads), their kernels `twice` and `noop` (and the
- * NVRTC stub's lowered names) and the floors' `saxpy` and `spin`, their attributes, occupancy
- * and launches. See cuda_stub.h.
+ * NVRTC stub's lowered names), the floors' `saxpy` and `spin`, and `count_down` (for graphs'
+ * conditional nodes), their attributes, occupancy and launches; a launch on a capturing
+ * stream becomes a node of the capture (cuda_graph_exec.c). See cuda_stub.h.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@ struct kernel_def {
     size_t param_size[5];
     size_t param_offset[5];
     int doubles; /* launching it doubles x[0..n) of its (float *x, size_t n) */
+    int counts_down; /* (unsigned long long handle, int *n): --*n, sets handle to *n > 0 */
 };
 
 #define MAX_KERNELS 8
@@ -36,14 +38,17 @@ struct library {
 
 /* The kernels of every library: `twice` (and any lowered name of the NVRTC stub, "_Zstub_..."),
  * and `noop`. */
-static const struct kernel_def TWICE = {"twice", 2, {8, 8}, {0, 8}, 1};
-static const struct kernel_def NOOP = {"noop", 0, {0}, {0}, 0};
+static const struct kernel_def TWICE = {"twice", 2, {8, 8}, {0, 8}, 1, 0};
+static const struct kernel_def NOOP = {"noop", 0, {0}, {0}, 0, 0};
 /* The kernels of the C floors' green section (`driver_floor.c`): `saxpy(float a, const float*
  * x, const float* y, float* out, size_t n)` and `spin(unsigned long long ns)`. Their launches
  * do nothing, so that a floor's program, rebuilt in Rust, and the example it stands beside can
  * run against the stub and have their calls compared (CUDA_SAFE_STUB_CALL_LOG). */
-static const struct kernel_def SAXPY = {"saxpy", 5, {4, 8, 8, 8, 8}, {0, 8, 16, 24, 32}, 0};
-static const struct kernel_def SPIN = {"spin", 1, {8}, {0}, 0};
+static const struct kernel_def SAXPY = {"saxpy", 5, {4, 8, 8, 8, 8}, {0, 8, 16, 24, 32}, 0, 0};
+static const struct kernel_def SPIN = {"spin", 1, {8}, {0}, 0, 0};
+/* `count_down(unsigned long long handle, int *n)`: decrements *n and sets the conditional
+ * handle to whether it is still above 0, as a while loop's body kernel does. */
+static const struct kernel_def COUNT_DOWN = {"count_down", 2, {8, 8}, {0, 8}, 0, 1};
 
 /* ---- Libraries and kernels. ---- */
 
@@ -101,6 +106,8 @@ static struct kernel *kernel_named(struct library *library, const char *name) {
         def = &SAXPY;
     else if (strcmp(name, "spin") == 0)
         def = &SPIN;
+    else if (strcmp(name, "count_down") == 0)
+        def = &COUNT_DOWN;
     if (def == NULL || strlen(name) >= sizeof library->kernels[0]->name)
         return NULL;
     for (size_t i = 0; i < library->kernel_count; i++) {
@@ -169,7 +176,7 @@ CUresult cuLibraryGetGlobal(CUdeviceptr *address, size_t *bytes, struct library 
     return CUDA_SUCCESS;
 }
 
-static int valid_kernel(const struct kernel *kernel, const char *api) {
+int valid_kernel(const struct kernel *kernel, const char *api) {
     if (!valid(kernel, T_KERNEL, api))
         return 0;
     if (!kernel->library->head.alive) {
@@ -305,6 +312,40 @@ struct launch_config {
     unsigned attribute_count;
 };
 
+size_t kernel_param_sizes(const struct kernel *kernel, const size_t **sizes) {
+    *sizes = kernel->def->param_size;
+    return kernel->def->param_count;
+}
+
+CUresult kernel_run(const char *api, const struct kernel *kernel, void **params, void *stream) {
+    const struct kernel_def *def = kernel->def;
+    if (def->doubles && params != NULL) {
+        CUdeviceptr x;
+        size_t n;
+        memcpy(&x, params[0], sizeof x);
+        memcpy(&n, params[1], sizeof n);
+        if (n > 0)
+            CHECK(check_range(x, n * sizeof(float), 0, api));
+        race_access(race_enqueue(stream, api), x, n * sizeof(float), RACE_WRITE, api);
+        float *values = (float *)(uintptr_t)x;
+        for (size_t i = 0; i < n; i++)
+            values[i] *= 2.0f;
+    } else if (def->counts_down && params != NULL) {
+        unsigned long long handle;
+        CUdeviceptr counter;
+        memcpy(&handle, params[0], sizeof handle);
+        memcpy(&counter, params[1], sizeof counter);
+        CHECK(check_range(counter, sizeof(int), 0, api));
+        race_access(race_enqueue(stream, api), counter, sizeof(int), RACE_WRITE, api);
+        int *n = (int *)(uintptr_t)counter;
+        *n -= 1;
+        conditional_set(handle, *n > 0);
+    } else {
+        race_enqueue(stream, api);
+    }
+    return CUDA_SUCCESS;
+}
+
 /* One launch, whichever entry point it came through (`api`, for misuse reports). */
 static CUresult launch(const char *api, const struct launch_config *config,
                        struct kernel *function, void **params, void **extra) {
@@ -321,21 +362,11 @@ static CUresult launch(const char *api, const struct launch_config *config,
         return CUDA_ERROR_INVALID_VALUE;
     if (function->def->param_count > 0 && params == NULL && extra == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if (function->def->doubles && params != NULL) {
-        CUdeviceptr x;
-        size_t n;
-        memcpy(&x, params[0], sizeof x);
-        memcpy(&n, params[1], sizeof n);
-        if (n > 0)
-            CHECK(check_range(x, n * sizeof(float), 0, api));
-        race_access(race_enqueue(config->stream, api), x, n * sizeof(float), RACE_WRITE, api);
-        float *values = (float *)(uintptr_t)x;
-        for (size_t i = 0; i < n; i++)
-            values[i] *= 2.0f;
-    } else {
-        race_enqueue(config->stream, api);
-    }
-    return CUDA_SUCCESS;
+    if (stream_capturing(config->stream))
+        return capture_launch(api, config->stream, function, config->grid, config->block,
+                              config->shared, params, config->attributes,
+                              config->attribute_count);
+    return kernel_run(api, function, params, config->stream);
 }
 
 CUresult cuLaunchKernelEx(const struct launch_config *config, struct kernel *function,

@@ -37,7 +37,7 @@ struct mipmap {
 #define CUDA_ARRAY3D_SURFACE_LDST 2u
 #define CUDA_ARRAY3D_TEXTURE_GATHER 8u
 
-/* The CUDA_ARRAY3D_DESCRIPTOR, CUDA_MEMCPY2D and CUDA_MEMCPY3D of both ABIs. */
+/* The CUDA_ARRAY3D_DESCRIPTOR and CUDA_MEMCPY2D of both ABIs (CUDA_MEMCPY3D: cuda_stub.h). */
 struct array3d_descriptor {
     size_t width, height, depth;
     int format;
@@ -60,25 +60,7 @@ struct memcpy2d {
     size_t width, height;
 };
 
-struct memcpy3d {
-    size_t src_x, src_y, src_z, src_lod;
-    int src_type;
-    const void *src_host;
-    CUdeviceptr src_device;
-    struct array *src_array;
-    void *reserved0;
-    size_t src_pitch, src_height;
-    size_t dst_x, dst_y, dst_z, dst_lod;
-    int dst_type;
-    void *dst_host;
-    CUdeviceptr dst_device;
-    struct array *dst_array;
-    void *reserved1;
-    size_t dst_pitch, dst_height;
-    size_t width, height, depth;
-};
-
-enum { MEMORY_HOST = 1, MEMORY_DEVICE = 2, MEMORY_ARRAY = 3 };
+enum { MEMORY_HOST = 1, MEMORY_DEVICE = 2, MEMORY_ARRAY = 3, MEMORY_UNIFIED = 4 };
 
 /* ---- Arrays. ---- */
 
@@ -246,6 +228,10 @@ static CUresult resolve(const char *api, int type, const void *host, CUdeviceptr
         side->base = array->memory + z * side->slice + y * side->pitch + x;
         return CUDA_SUCCESS;
     }
+    if (type == MEMORY_UNIFIED)
+        type = MEMORY_DEVICE; /* device, pinned or managed: inside a live allocation */
+    if (pitch == 0 && height == 1 && depth == 1 && y == 0 && z == 0)
+        pitch = x + width; /* one row: the driver needs no pitch (a 1-D copy node's) */
     if (type != MEMORY_HOST && type != MEMORY_DEVICE)
         return CUDA_ERROR_INVALID_VALUE;
     if (pitch < x + width) {
@@ -268,7 +254,7 @@ static CUresult resolve(const char *api, int type, const void *host, CUdeviceptr
     return CUDA_SUCCESS;
 }
 
-static CUresult copy_3d(const char *api, const struct memcpy3d *p, void *stream) {
+CUresult copy_3d(const char *api, const struct memcpy3d *p, void *stream) {
     if (stream_context(stream, api) == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
     if (p == NULL || p->src_lod != 0 || p->dst_lod != 0)

@@ -85,10 +85,12 @@ static const struct attribute ATTRIBUTES[] = {
     {102, 1},          /* VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED */
     {103, 1},          /* HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED (fabric, 128: 0) */
     {106, 32},         /* MAX_BLOCKS_PER_MULTIPROCESSOR */
+    {109, 134213632},  /* MAX_ACCESS_POLICY_WINDOW_SIZE */
     {110, 1},          /* GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED */
     {115, 1},          /* MEMORY_POOLS_SUPPORTED */
     {119, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR}, /* MEMPOOL_SUPPORTED_HANDLE_TYPES */
     {120, 1},          /* CLUSTER_LAUNCH */
+    {126, 4},          /* MEM_SYNC_DOMAIN_COUNT */
 };
 #define ATTRIBUTE_LIMIT 162 /* CU_DEVICE_ATTRIBUTE_MAX of the CUDA 13 headers */
 
@@ -368,7 +370,7 @@ CUresult cuStreamIsCapturing(void *stream, int *status) {
         return CUDA_ERROR_INVALID_HANDLE;
     if (status == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    *status = 0;
+    *status = stream_capturing(stream);
     return CUDA_SUCCESS;
 }
 

@@ -11,7 +11,7 @@
 static const char *const TYPE_NAMES[] = {
     "?",       "context", "green context", "stream", "event",     "pool",
     "library", "kernel",  "resource desc", "chunk",  "CUDA array", "mipmapped array",
-    "texture or surface", "graph", "executable graph"};
+    "texture or surface", "graph", "executable graph", "graph node", "user object"};
 
 int initialised;
 static int driver_version = 13010;

@@ -24,11 +24,13 @@
  * (managed memory's hints), cuda_vmm.c (virtual memory), cuda_copy.c (arrays, 2-D and 3-D
  * copies, mipmapped arrays), cuda_texture.c (texture and surface objects), cuda_peer.c (peer attributes, peer access, pool access, peer copies), cuda_ipc.c
  * (shareable pools, their buffers and IPC events), cuda_code.c (libraries, kernels, launches),
- * cuda_green.c (resources and green contexts), cuda_graph.c (graphs and their executables,
- * without nodes), cuda_async.c (host functions, and holding the
- * GPU's progress for the completion tests) and cuda_race.c (the ordering race checker: which
- * accesses of an allocation stream order leaves unordered). Everything declared here is hidden: the
- * shared object exports the CUDA entry points and the stub_* functions only.
+ * cuda_green.c (resources and green contexts), cuda_async.c (host functions, and holding the
+ * GPU's progress for the completion tests), cuda_race.c (the ordering race checker: which
+ * accesses of an allocation stream order leaves unordered), cuda_graph.c (graphs, their nodes
+ * and user objects), cuda_graph_copy.c (copies of graphs: clones, executables' and child
+ * graphs; ids; conditional nodes), cuda_graph_exec.c (executable graphs) and cuda_capture.c
+ * (stream capture), which share cuda_graph.h. Everything declared here is hidden: the shared object exports the
+ * CUDA entry points and the stub_* functions only.
  */
 #ifndef CUDA_SAFE_CUDA_STUB_H
 #define CUDA_SAFE_CUDA_STUB_H
@@ -92,8 +94,10 @@ enum type {
     T_ARRAY,
     T_MIPMAP,
     T_TEXTURE, /* a texture or surface object */
-    T_GRAPH,
-    T_GRAPH_EXEC,
+    T_GRAPH,      /* a graph (cuda_graph.c) */
+    T_GRAPH_EXEC, /* an executable graph (cuda_graph_exec.c) */
+    T_GNODE,      /* a graph node */
+    T_UOBJ,       /* a user object */
 };
 
 /* The head of every object. The context and the stream are shared by the sources; the other
@@ -121,6 +125,7 @@ struct stream {
     unsigned flags;
     int priority;
     unsigned race_slot; /* the race checker's actor (cuda_race.c); 0 until first used */
+    struct capture *capture; /* the capture recording the stream's work (cuda_capture.c) */
 };
 
 struct vc;          /* a vector clock (cuda_race.c) */
@@ -344,6 +349,63 @@ struct allocation *track(void *memory, size_t size, enum alloc_kind kind, struct
  * or NULL when the mapping fails. */
 struct allocation *map_import(struct allocation *source, struct pool *pool);
 
+/* ---- Kernels (cuda_code.c). ---- */
+
+struct kernel;
+
+/* Whether `kernel` is a live kernel of a loaded library (a misuse is noted otherwise). */
+int valid_kernel(const struct kernel *kernel, const char *api);
+
+/* The sizes of `kernel`'s parameters (through `sizes`) and their count. */
+size_t kernel_param_sizes(const struct kernel *kernel, const size_t **sizes);
+
+/* Runs `kernel` on `params` as a launch on `stream` does (`twice` doubles its floats,
+ * `count_down` counts down and sets its conditional handle). */
+CUresult kernel_run(const char *api, const struct kernel *kernel, void **params, void *stream);
+
+/* ---- Graphs and capture (cuda_graph*.c). ---- */
+
+/* Whether `stream` (a stub stream or a default-stream handle) is capturing. */
+int stream_capturing(const void *stream);
+
+/* Records a launch on the capturing `stream` as a kernel node of its capture, with the launch
+ * attributes (`attributes`: `count` CUlaunchAttribute) that a node keeps. */
+CUresult capture_launch(const char *api, void *stream, struct kernel *kernel,
+                        const unsigned grid[3], const unsigned block[3], unsigned shared,
+                        void **params, const void *attributes, unsigned count);
+
+/* Sets the value of the conditional handle `handle` (a kernel's cudaGraphSetConditional). */
+void conditional_set(unsigned long long handle, unsigned value);
+
+/* Forgets an instantiation refusal armed and not used (stub_refuse_instantiation). */
+void graph_reset(void);
+
+/* ---- Copies (cuda_copy.c). ---- */
+
+struct array;
+
+/* CUDA_MEMCPY3D, the same in both ABIs. */
+struct memcpy3d {
+    size_t src_x, src_y, src_z, src_lod;
+    int src_type;
+    const void *src_host;
+    CUdeviceptr src_device;
+    struct array *src_array;
+    void *reserved0;
+    size_t src_pitch, src_height;
+    size_t dst_x, dst_y, dst_z, dst_lod;
+    int dst_type;
+    void *dst_host;
+    CUdeviceptr dst_device;
+    struct array *dst_array;
+    void *reserved1;
+    size_t dst_pitch, dst_height;
+    size_t width, height, depth;
+};
+
+/* Does the copy `p` at once, as queued on `stream` (checking both sides first). */
+CUresult copy_3d(const char *api, const struct memcpy3d *p, void *stream);
+
 /* ---- Arrays as texture and surface resources (cuda_copy.c). ---- */
 
 /* Checks that `handle` is a live array (`mipmapped` 0) or mipmapped array (1); a surface
@@ -353,11 +415,6 @@ CUresult check_array_resource(const void *handle, int mipmapped, int surface, co
 /* Adds `delta` to the textures and surfaces reading the array or mipmapped array `handle`
  * (destroying it while one does is a misuse). */
 void use_array_resource(void *handle, int mipmapped, int delta);
-
-/* ---- Graphs (cuda_graph.c). ---- */
-
-/* Forgets an instantiation refusal armed and not used (stub_refuse_instantiation). */
-void graph_reset(void);
 
 /* ---- Shareable pools (cuda_ipc.c). ---- */
 

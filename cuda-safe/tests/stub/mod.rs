@@ -12,9 +12,9 @@ use std::process::Command;
 use std::sync::Mutex;
 
 /// The C sources, compiled together: the control functions, the driver (`cuda_*.c`, sharing
-/// `cuda_stub.h`), NVRTC, nvJitLink (loaded only where a test points `CUDA_SAFE_LIBNVJITLINK`
-/// at the stub: [`install_with`]), NVML, nvFatbin (likewise, through `CUDA_SAFE_LIBNVFATBIN`),
-/// and cuBLAS, cuBLASLt and cuRAND.
+/// `cuda_stub.h`; the graph files `cuda_graph.h` too), NVRTC, nvJitLink (loaded only where a
+/// test points `CUDA_SAFE_LIBNVJITLINK` at the stub: [`install_with`]), NVML, nvFatbin
+/// (likewise, through `CUDA_SAFE_LIBNVFATBIN`), and cuBLAS, cuBLASLt and cuRAND.
 const SOURCES: &[&str] = &[
     "stub_control.c",
     "cuda_misc.c",
@@ -29,6 +29,9 @@ const SOURCES: &[&str] = &[
     "cuda_texture.c",
     "cuda_green.c",
     "cuda_graph.c",
+    "cuda_graph_copy.c",
+    "cuda_graph_exec.c",
+    "cuda_capture.c",
     "cuda_cudarc.c",
     "cuda_async.c",
     "cuda_race.c",
@@ -41,15 +44,16 @@ const SOURCES: &[&str] = &[
 ];
 
 /// The kinds of objects the stub counts, in the order of [`Live`] (`range` and `chunk`: VMM
-/// reservations and physical allocations; `graph`: graphs and executable graphs; `fd`, last:
-/// descriptors of exported pools and chunks open in the process).
-pub const KINDS: [&str; 15] = [
+/// reservations and physical allocations; `graph`: graphs (made, cloned or captured; not the
+/// bodies nodes own) and executable graphs; `userobj`: user objects; `fd`, last: descriptors of
+/// exported pools and chunks open in the process).
+pub const KINDS: [&str; 16] = [
     "context", "green", "stream", "event", "pool", "alloc", "library", "program", "nvml", "range",
-    "chunk", "array", "texture", "graph", "fd",
+    "chunk", "array", "texture", "graph", "userobj", "fd",
 ];
 
 /// Live objects per kind of [`KINDS`].
-pub type Live = [i64; 15];
+pub type Live = [i64; 16];
 
 /// One call the stub answered: the exported name and, for `cuCtxSetCurrent`, whether it set a
 /// context (1) or none (0).

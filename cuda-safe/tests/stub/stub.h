@@ -27,7 +27,8 @@ enum kind {
     K_CHUNK,   /* VMM physical allocations (made or imported) */
     K_ARRAY,   /* CUDA arrays and mipmapped arrays (not their levels) */
     K_TEXTURE, /* texture and surface objects */
-    K_GRAPH,   /* graphs and executable graphs */
+    K_GRAPH,   /* graphs (made, cloned or captured; not the bodies nodes own) and executables */
+    K_USEROBJ, /* user objects */
     K_FD,      /* open file descriptors of exported pools and chunks (counted when read) */
     K_COUNT
 };

@@ -11,7 +11,7 @@
 
 #include "stub.h"
 
-#define MAX_NAMES 256
+#define MAX_NAMES 512
 #define MAX_FAULTS 8
 #define MAX_LOG 4096
 
@@ -43,7 +43,7 @@ static char last_misuse[512];
 
 static const char *const KIND_NAMES[K_COUNT] = {
     "context", "green", "stream", "event", "pool",    "alloc", "library", "program",
-    "nvml",    "range", "chunk",  "array", "texture", "graph", "fd",
+    "nvml",    "range", "chunk",  "array", "texture", "graph", "userobj", "fd",
 };
 
 static pthread_mutex_t stub_mutex = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;

@@ -1,7 +1,10 @@
 //! CUDA graphs on a real GPU, a module a topic: every node type ([`build`]), stream capture in
 //! each mode and across forked streams ([`capture`]), conditional nodes ([`conditional`]),
 //! executable updates, accepted and refused ([`exec`]), host callbacks, their order and panics
-//! ([`callbacks`]), and what graphs keep alive, also with a replay in flight ([`lifetimes`]).
+//! ([`callbacks`]), what graphs keep alive, also with a replay in flight ([`lifetimes`]),
+//! clustered, cooperative and attributed kernel nodes and programmatic edges ([`nodes`]),
+//! updates of definition and executable nodes and 3-D copy nodes ([`updates`]), and clones,
+//! removed nodes, ids and conditional bodies captured inside a capture ([`structure`]).
 //! [`common`] holds what they share.
 //!
 //! Tests run on threads of one process, and a global-mode capture forbids some calls on every
@@ -15,6 +18,9 @@ mod common;
 mod conditional;
 mod exec;
 mod lifetimes;
+mod nodes;
+mod structure;
+mod updates;
 
 use cuda_gpu_tests::{GpuFile, gpu_file};
 
@@ -50,4 +56,14 @@ pub(crate) const FILE: GpuFile = gpu_file![
     callbacks::host_callbacks_cannot_call_cuda_in_debug_builds,
     lifetimes::dropping_the_graph_while_a_replay_is_in_flight_keeps_what_it_uses,
     lifetimes::graphs_keep_buffers_kernels_and_closures_alive,
+    nodes::clustered_kernel_nodes_read_their_cluster_rank_and_size,
+    nodes::cooperative_kernel_nodes_synchronize_the_grid,
+    nodes::launch_attributes_are_kept_on_explicit_and_captured_nodes,
+    nodes::programmatic_edges_let_the_dependent_kernel_wait_in_the_kernel,
+    updates::definition_updates_change_what_runs,
+    updates::executable_updates_keep_what_they_use_past_a_replay_in_flight,
+    updates::copy_nodes_move_boxes_between_buffers_pitched_memory_and_arrays,
+    structure::clones_run_on_their_own_and_removed_nodes_are_gone,
+    structure::ids_are_distinct_and_stable_where_the_driver_has_them,
+    structure::conditional_bodies_added_by_capture_run_as_their_handles_say,
 ];

@@ -17,12 +17,15 @@ use cuda_sys::{CUDA_MEMCPY2D, CUDA_MEMCPY3D, CUarray, CUdeviceptr, CUmemorytype}
 #[derive(Clone, Copy)]
 enum Memory {
     Device(CUdeviceptr),
+    /// A unified address (device, pinned or managed memory): a graph copy node's buffer.
+    Unified(CUdeviceptr),
     Host(*const c_void),
     HostMut(*mut c_void),
     Array(CUarray),
 }
 
 /// One side of a copy: where, and its shape.
+#[derive(Clone, Copy)]
 struct Side {
     memory: Memory,
     shape: Shape,
@@ -74,6 +77,10 @@ fn params_2d(copy: &Copy3d, src: &Side, dst: &Side) -> CUDA_MEMCPY2D {
             params.srcMemoryType = CUmemorytype::CU_MEMORYTYPE_DEVICE;
             params.srcDevice = ptr;
         }
+        Memory::Unified(ptr) => {
+            params.srcMemoryType = CUmemorytype::CU_MEMORYTYPE_UNIFIED;
+            params.srcDevice = ptr;
+        }
         Memory::Host(ptr) => {
             params.srcMemoryType = CUmemorytype::CU_MEMORYTYPE_HOST;
             params.srcHost = ptr;
@@ -90,6 +97,10 @@ fn params_2d(copy: &Copy3d, src: &Side, dst: &Side) -> CUDA_MEMCPY2D {
     match dst.memory {
         Memory::Device(ptr) => {
             params.dstMemoryType = CUmemorytype::CU_MEMORYTYPE_DEVICE;
+            params.dstDevice = ptr;
+        }
+        Memory::Unified(ptr) => {
+            params.dstMemoryType = CUmemorytype::CU_MEMORYTYPE_UNIFIED;
             params.dstDevice = ptr;
         }
         Memory::Host(ptr) => {
@@ -153,6 +164,44 @@ pub(crate) fn linear_description(
         Depth: 1,
         ..Default::default()
     }
+}
+
+/// One side of a graph's 3-D copy node: memory seen as rows at a unified address, or a CUDA
+/// array.
+#[derive(Clone, Copy)]
+pub(crate) struct NodeSide(Side);
+
+impl NodeSide {
+    /// The memory of `view` (device, pinned or managed) as its rows.
+    pub(crate) fn rows<T: Pod>(view: &Pitched<'_, T>) -> Self {
+        Self(Side::linear(Memory::Unified(view.ptr), view.shape()))
+    }
+
+    /// `array`, as a whole.
+    pub(crate) fn array(array: &CudaArray) -> Self {
+        Self(Side::array(array))
+    }
+}
+
+/// A graph copy node's description of `copy` from `src` into `dst` (`CUDA_MEMCPY3D`, what
+/// every copy node takes), checked against both sides.
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming the side and the extent
+/// that does not fit, or for a copy of nothing (a node copies at least one byte).
+pub(crate) fn node_description(
+    copy: &Copy3d,
+    src: &NodeSide,
+    dst: &NodeSide,
+) -> Result<CUDA_MEMCPY3D> {
+    if !check(copy, &src.0.shape, &dst.0.shape)? {
+        return Err(crate::error::Error::invalid_argument(format!(
+            "a copy node copies at least one byte, not {} x {} x {}",
+            copy.width_bytes, copy.height, copy.depth
+        )));
+    }
+    Ok(params_3d(copy, &src.0, &dst.0))
 }
 
 /// Checks `copy` against both sides, then queues it on `stream` (the 2-D call when it is one
@@ -401,5 +450,34 @@ mod tests {
         assert_eq!((full.dstZ, full.dstHeight), (0, 16));
         assert_eq!(full.Depth, 2);
         assert!(!copy.is_2d());
+    }
+
+    #[test]
+    fn node_sides_are_unified_addresses_checked_against_both_shapes() {
+        let shape = Shape::Linear {
+            len: 64 * 4 * 2,
+            pitch: 64,
+            rows: 4,
+            element: 4,
+        };
+        let src = NodeSide(Side::linear(Memory::Unified(0x1000), shape));
+        let dst = NodeSide(Side::linear(Memory::Unified(0x9000), shape));
+        let copy = Copy3d::boxed(32, 2, 2).from_offset(32, 2, 0);
+        let params = node_description(&copy, &src, &dst).unwrap();
+        assert_eq!(params.srcMemoryType, CUmemorytype::CU_MEMORYTYPE_UNIFIED);
+        assert_eq!(params.dstMemoryType, CUmemorytype::CU_MEMORYTYPE_UNIFIED);
+        assert_eq!((params.srcDevice, params.dstDevice), (0x1000, 0x9000));
+        assert_eq!(
+            (params.srcXInBytes, params.srcY, params.srcHeight),
+            (32, 2, 4)
+        );
+        assert_eq!(
+            (params.WidthInBytes, params.Height, params.Depth),
+            (32, 2, 2)
+        );
+        let past = node_description(&Copy3d::boxed(32, 2, 3), &src, &dst).unwrap_err();
+        assert!(past.to_string().contains("source"), "{past}");
+        let empty = node_description(&Copy3d::boxed(0, 2, 2), &src, &dst).unwrap_err();
+        assert!(empty.to_string().contains("at least one byte"), "{empty}");
     }
 }

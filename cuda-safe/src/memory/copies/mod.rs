@@ -39,7 +39,7 @@ mod views;
 
 pub(crate) use array::check_flags;
 pub use array::{ArrayDescriptor, ArrayFlags, ArrayFormat, CudaArray};
-pub(crate) use engine::linear_description;
+pub(crate) use engine::{NodeSide, linear_description, node_description};
 pub use extent::{Copy3d, Offset3};
 pub use pitched_buffer::PitchedBuffer;
 pub use views::{HostPitched, HostPitchedMut, Pitched, PitchedMut};
