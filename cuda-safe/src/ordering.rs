@@ -85,8 +85,10 @@ pub(crate) fn across_streams(
 
 /// Runs `enqueue` (which queues work on `stream` touching memory ordered on each of `others`)
 /// after the work queued on every one of `others` so far, and makes their later work (such as
-/// a free) wait for it; any number of streams, repeats and `stream` itself skipped. If that last
-/// ordering fails, waits for `stream` before returning the error (as [`across_streams`]).
+/// a free) wait for it; any number of streams, repeats and `stream` itself skipped. The later
+/// work is ordered even when `enqueue` fails (it may have queued part of its work: a batch of
+/// calls), and its error is returned; if that ordering fails, waits for `stream` before
+/// returning the error (as [`across_streams`]).
 pub(crate) fn among_streams<'a>(
     stream: &Stream,
     others: impl IntoIterator<Item = &'a Stream>,
@@ -105,13 +107,14 @@ pub(crate) fn among_streams<'a>(
     distinct
         .iter()
         .try_for_each(|other| wait_for(stream, other))?;
-    enqueue()?;
-    mark(stream)
+    let queued = enqueue();
+    let ordered = mark(stream)
         .and_then(|marker| distinct.iter().try_for_each(|other| other.wait(marker)))
         .or_else(|error| {
             stream.drain()?;
             Err(error)
-        })
+        });
+    queued.and(ordered)
 }
 
 /// The distinct streams, other than a launch stream, that a launch's buffer arguments are

@@ -463,3 +463,19 @@ fn the_builder_sets_what_the_fields_set() {
         Some("90".to_owned())
     );
 }
+
+#[test]
+fn precompiled_header_switches_are_refused_as_extra_options() {
+    for switch in [
+        "--pch",
+        "-pch",
+        "--create-pch=a.pch",
+        "-use-pch=a.pch",
+        "--pch-dir=/tmp",
+        "--instantiate-templates-in-pch=true",
+    ] {
+        let error = sm90().option(switch).validate().unwrap_err();
+        assert!(error.to_string().contains("ProgramOptions::pch"), "{error}");
+    }
+    assert!(sm90().option("--use_fast_math").validate().is_ok());
+}

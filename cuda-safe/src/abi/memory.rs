@@ -128,10 +128,27 @@ pub(crate) enum BatchHint {
     DiscardAndPrefetch,
 }
 
+/// Whether this ABI has `hint`: every one under 13; under 12 (whose header has no batched entry
+/// points) a prefetch only, made one call per range, and a discard [`Error::Unsupported`].
+///
+/// [`Error::Unsupported`]: crate::error::Error::Unsupported
+pub(crate) fn hint_batch_supported(hint: BatchHint) -> Result<()> {
+    if_abi12! {
+        if hint != BatchHint::Prefetch {
+            return Err(crate::error::Error::unsupported(
+                "discarding managed memory",
+                "cuMemDiscardBatchAsync and cuMemDiscardAndPrefetchBatchAsync are in the CUDA \
+                 13 header only; build with the cuda-13 feature (needs a CUDA 13 driver)",
+            ));
+        }
+    }
+    let _ = hint;
+    Ok(())
+}
+
 if_abi12! {
-    /// Queues `batch` as one batched hint on `stream`. The batched entry points are in the
-    /// CUDA 13 header only: under 12 a prefetch is one `cuMemPrefetchAsync` per range (what
-    /// the batch means, in as many calls), and a discard is [`Error::Unsupported`](crate::error::Error::Unsupported).
+    /// Queues `batch` on `stream`: under 12 a prefetch is one `cuMemPrefetchAsync` per range
+    /// (what the batch means, in as many calls); see [`hint_batch_supported`].
     ///
     /// # Safety
     ///
@@ -144,13 +161,7 @@ if_abi12! {
         batch: &mut HintBatch,
         stream: CUstream,
     ) -> Result<()> {
-        if hint != BatchHint::Prefetch {
-            return Err(crate::error::Error::unsupported(
-                "discarding managed memory",
-                "cuMemDiscardBatchAsync and cuMemDiscardAndPrefetchBatchAsync are in the CUDA \
-                 13 header only; build with the cuda-13 feature (needs a CUDA 13 driver)",
-            ));
-        }
+        hint_batch_supported(hint)?;
         let mut location = 0;
         for (index, (&ptr, &bytes)) in batch.ptrs.iter().zip(&batch.sizes).enumerate() {
             while batch.first_range.get(location + 1).is_some_and(|&first| first <= index) {

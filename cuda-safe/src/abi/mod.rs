@@ -19,8 +19,8 @@ pub(crate) use graph::{
 };
 pub(crate) use green::{split_sm_counts, stated_sm_rules, workqueue_resource_type};
 pub(crate) use memory::{
-    BatchHint, HintBatch, device_location, location, location_id, mem_advise, mem_hint_batch,
-    mem_prefetch,
+    BatchHint, HintBatch, device_location, hint_batch_supported, location, location_id, mem_advise,
+    mem_hint_batch, mem_prefetch,
 };
 pub(crate) use nvjitlink::{NVJITLINK_HAS_LINKED_LTOIR, linked_ltoir};
 pub(crate) use nvml::gpu_temperature;

@@ -339,6 +339,7 @@ impl Capture {
             node: Node {
                 raw: node,
                 graph: self.inner.id,
+                generation: 0,
             },
             kernel: kernel.clone(),
             config: *config,

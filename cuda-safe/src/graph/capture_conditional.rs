@@ -247,9 +247,11 @@ impl Capture {
             self.inner.broken = true;
             return Err(error);
         }
+        // A capture's graph is new: no node of it was removed.
         Ok(Node {
             raw: node,
             graph: self.inner.id,
+            generation: 0,
         })
     }
 

@@ -56,7 +56,11 @@ impl Graph {
                 cuGraphNodeFindInClone(&mut found, original, clone.as_raw())
             )
         }?;
-        clone.check_live(found)?;
+        if clone.removals.contains_key(&found) {
+            return Err(Error::invalid_argument(format!(
+                "node {found:?}, the clone's copy of {original:?}, was removed from the clone"
+            )));
+        }
         Ok(clone.node(found))
     }
 
@@ -90,7 +94,7 @@ impl Graph {
         let raw = self.raw_node(node)?;
         // SAFETY: a live node of this graph; its handle is refused from now on (below).
         unsafe { cu!(self.driver(), cuGraphDestroyNode(raw)) }?;
-        self.removed.insert(raw);
+        *self.removals.entry(raw).or_insert(0) += 1;
         Ok(())
     }
 }

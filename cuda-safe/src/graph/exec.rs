@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::build::kernel_params;
 use super::exec_update::Transfer;
-use super::{Graph, KernelNode, Node, instantiate, owned_node};
+use super::{Graph, KernelNode, Node, instantiate};
 use crate::callback::PanicSlot;
 use crate::error::{Error, Result, cu};
 use crate::handle::{Owned, Release};
@@ -137,6 +137,7 @@ impl Graph {
     #[doc(alias = "cuGraphInstantiateWithParams")]
     pub fn instantiate_with(self, options: InstantiateOptions) -> Result<GraphExec> {
         let _span = span!(DEBUG, "graph_instantiate");
+        self.check_whole()?;
         let raw = {
             let _current = self.context.scoped()?;
             instantiate::instantiate(&self, options)?
@@ -281,8 +282,7 @@ impl GraphExec {
         node: &KernelNode,
         args: A,
     ) -> Result<()> {
-        let raw = owned_node(self.graph.id, node.node)?;
-        self.graph.check_live(raw)?;
+        let raw = self.graph.check_live(node.node)?;
         let (exec, driver, context) = (self.handle.raw, self.handle.driver, &self.graph.context);
         args.with_params(|pointers, sizes, names| {
             check_args(&node.kernel, context, sizes, names)?;

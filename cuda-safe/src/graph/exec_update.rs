@@ -20,7 +20,7 @@ use std::sync::Arc;
 use bytemuck::Pod;
 
 use super::update::{copy_description, fill_description, host_description};
-use super::{Graph, GraphExec, Node, owned_node};
+use super::{Graph, GraphExec, Node};
 use crate::context::Context;
 use crate::error::{Result, cu};
 use crate::event::Event;
@@ -90,8 +90,7 @@ impl GraphExec {
         expected: CUgraphNodeType,
         what: &'static str,
     ) -> Result<CUgraphNode> {
-        let raw = owned_node(self.graph.id, node)?;
-        self.graph.check_live(raw)?;
+        let raw = self.graph.check_live(node)?;
         self.graph.expect_type(raw, expected, what)?;
         Ok(raw)
     }

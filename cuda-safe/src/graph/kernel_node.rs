@@ -216,7 +216,14 @@ impl Graph {
         // SAFETY: the kernel node just added; the attributes were checked above.
         if let Err(error) = unsafe { write_attributes(driver, raw, config, attributes) } {
             // SAFETY: the node was just added to this graph and nothing refers to it.
-            let _ = unsafe { cu!(driver, cuGraphDestroyNode(raw)) };
+            if let Err(removal) = unsafe { cu!(driver, cuGraphDestroyNode(raw)) } {
+                let defect = format!(
+                    "kernel node {raw:?} lacks the launch attributes that failed ({error}) and \
+                     could not be removed ({removal})"
+                );
+                log::error!("cuda-safe: {defect}");
+                self.defect = Some(defect);
+            }
             return Err(error);
         }
         Ok(KernelNode {

@@ -84,7 +84,7 @@ pub use exec::{GraphExec, InstantiateOptions};
 pub use kernel_node::KernelEdge;
 pub use memcpy3d::CopyNodeSide;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -114,6 +114,9 @@ fn next_id() -> u64 {
 pub struct Node {
     raw: CUgraphNode,
     graph: u64,
+    /// How many nodes at this address were removed from the graph before this one was made:
+    /// a handle of a removed node stays refused when the driver reuses its address.
+    generation: u32,
 }
 
 // SAFETY: a node handle is only an identifier here; every use goes through its graph (or the
@@ -230,11 +233,15 @@ pub struct Graph {
     /// The shared buffers a user object of this graph holds (by address), so that updates
     /// naming them again keep nothing more.
     kept_buffers: HashSet<usize>,
-    /// Nodes removed from the graph ([`Graph::remove_node`]): their handles are refused (until
-    /// the driver hands the same address out for a new node).
-    removed: HashSet<CUgraphNode>,
+    /// For each node address, how many nodes there were removed ([`Graph::remove_node`]): a
+    /// handle made before the last removal is refused, one made after names the live node.
+    removals: HashMap<CUgraphNode, u32>,
     /// The graph this one was cloned from ([`Graph::try_clone`]), by id.
     cloned_from: Option<u64>,
+    /// Why the graph may no longer run: a kernel node whose launch attributes could not be
+    /// written and that could not be removed again (it would run without its cluster shape or
+    /// cooperation). Instantiating, cloning or adopting the graph is refused with it.
+    defect: Option<String>,
 }
 
 /// The owned `CUgraph`.
@@ -289,8 +296,9 @@ impl Graph {
             panics: Arc::default(),
             retained,
             kept_buffers: HashSet::new(),
-            removed: HashSet::new(),
+            removals: HashMap::new(),
             cloned_from: None,
+            defect: None,
         }
     }
 
@@ -378,37 +386,39 @@ impl Graph {
         self.handle.close()
     }
 
-    /// A handle for `raw`, a node of this graph.
+    /// A handle for `raw`, a live node of this graph (one just added, whose address may be
+    /// that of a node removed before, or one the driver listed).
     fn node(&self, raw: CUgraphNode) -> Node {
         Node {
             raw,
             graph: self.id,
+            generation: self.removals.get(&raw).copied().unwrap_or(0),
         }
     }
 
-    /// A handle for `raw`, a node just added to this graph (whose address may be that of a
-    /// node removed before: it is a live node again).
+    /// [`node`](Self::node), for a node just added.
     fn added(&mut self, raw: CUgraphNode) -> Node {
-        self.removed.remove(&raw);
         self.node(raw)
     }
 
     /// The raw handle of `node`, refused unless it is a node of this graph, not removed.
     fn raw_node(&self, node: Node) -> Result<CUgraphNode> {
-        let raw = owned_node(self.id, node)?;
-        self.check_live(raw)?;
-        Ok(raw)
+        self.check_live(node)
     }
 
-    /// Refuses a node removed from this graph ([`Graph::remove_node`]).
+    /// The raw handle of `node`, refused for a node of another graph or one removed from this
+    /// graph ([`Graph::remove_node`]), even where the driver gave its address to a new node.
     #[inline]
-    fn check_live(&self, raw: CUgraphNode) -> Result<()> {
-        if !self.removed.is_empty() && self.removed.contains(&raw) {
+    fn check_live(&self, node: Node) -> Result<CUgraphNode> {
+        let raw = owned_node(self.id, node)?;
+        if !self.removals.is_empty()
+            && self.removals.get(&raw).copied().unwrap_or(0) != node.generation
+        {
             return Err(Error::invalid_argument(format!(
                 "node {raw:?} was removed from the graph"
             )));
         }
-        Ok(())
+        Ok(raw)
     }
 
     /// The type of `raw`, a node of this graph.
@@ -472,9 +482,20 @@ impl Graph {
         Ok(())
     }
 
+    /// Refuses a graph with a defect (a node it could neither complete nor remove).
+    fn check_whole(&self) -> Result<()> {
+        match &self.defect {
+            Some(defect) => Err(Error::invalid_argument(format!(
+                "the graph can no longer run: {defect}"
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Makes this graph keep alive what `other` keeps (it is becoming a child or body of this
     /// one) and report its host nodes' panics.
     fn adopt(&mut self, other: &Graph) -> Result<()> {
+        other.check_whole()?;
         for &object in &other.retained {
             // SAFETY: `other` holds a reference to `object`, so it is alive; this graph takes a
             // new reference of its own.
@@ -522,6 +543,7 @@ mod tests {
         let node = Node {
             raw: std::ptr::null_mut(),
             graph: 7,
+            generation: 0,
         };
         assert!(owned_node(7, node).is_ok());
         let error = owned_node(8, node).unwrap_err();

@@ -60,12 +60,24 @@ pub struct FatbinBuilder {
 
 /// One entry, checked: its kind, the architecture's digits (`90`, `90a`; empty for a host
 /// object), its name and its bytes (PTX with its NUL terminator).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 struct Entry {
     kind: EntryKind,
     arch: CString,
     name: CString,
     bytes: Arc<[u8]>,
+}
+
+/// An entry's kind, architecture, name and length: its bytes are no reading matter.
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entry")
+            .field("kind", &self.kind)
+            .field("arch", &self.arch)
+            .field("name", &self.name)
+            .field("bytes", &self.bytes.len())
+            .finish()
+    }
 }
 
 /// What an entry holds, and so which nvFatbin call adds it.
@@ -114,7 +126,7 @@ impl FatbinBuilder {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for an architecture not of the form `sm_XX`, a name with a
+    /// [`Error::InvalidArgument`] for an architecture not of the form `sm_XX`, `compute_XX` or `XX`, a name with a
     /// NUL byte, or bytes that are not a CUDA ELF file (64-bit, little-endian, machine
     /// `EM_CUDA`), before nvFatbin sees them. nvFatbin itself refuses a CUBIN of another
     /// architecture than `arch` when the fatbin is built.
@@ -136,7 +148,7 @@ impl FatbinBuilder {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for an architecture not of the form `sm_XX`, a name with a
+    /// [`Error::InvalidArgument`] for an architecture not of the form `sm_XX`, `compute_XX` or `XX`, a name with a
     /// NUL byte, or PTX that is empty, is not UTF-8 text or holds a NUL byte before its end.
     pub fn add_ptx(&mut self, ptx: impl AsRef<[u8]>, arch: &str, name: &str) -> Result<&mut Self> {
         let bytes = ptx_text(ptx.as_ref(), name)?;
@@ -149,7 +161,7 @@ impl FatbinBuilder {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for an architecture not of the form `sm_XX`, a name with a
+    /// [`Error::InvalidArgument`] for an architecture not of the form `sm_XX`, `compute_XX` or `XX`, a name with a
     /// NUL byte, or no bytes.
     pub fn add_ltoir(
         &mut self,

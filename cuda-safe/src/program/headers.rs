@@ -236,9 +236,10 @@ fn remembered_digest(dirs: &[PathBuf]) -> [u8; 32] {
     digest
 }
 
-/// The SHA-256 of each folder's real path and of the name, size and modification time of
-/// each file directly in it (sorted by name): a toolkit or wheel installed over another, or a
-/// link moved to another, changes it.
+/// The SHA-256 of each folder's real path, of the name, size and modification time of each
+/// file directly in it (sorted by name), and of the contents of the version headers below it
+/// ([`VERSION_FILES`]: CCCL's folder holds only folders): a toolkit, CCCL or wheel installed
+/// over another, or a link moved to another, changes it.
 fn digest(dirs: &[PathBuf]) -> [u8; 32] {
     let mut hasher = Sha256::new();
     let mut field = |value: &[u8]| {
@@ -271,9 +272,26 @@ fn digest(dirs: &[PathBuf]) -> [u8; 32] {
             field(&size.to_le_bytes());
             field(&modified.to_le_bytes());
         }
+        for version in VERSION_FILES {
+            match std::fs::read(dir.join(version)) {
+                Ok(contents) => {
+                    field(version.as_bytes());
+                    field(&contents);
+                }
+                Err(_) => field(b"\xff absent"),
+            }
+        }
     }
     hasher.finalize().into()
 }
+
+/// The headers, below an include folder, that name the version of what lies in its
+/// sub-folders (CCCL's libcu++, Thrust and CUB).
+const VERSION_FILES: [&str; 3] = [
+    "cuda/std/__cccl/version.h",
+    "thrust/version.h",
+    "cub/version.cuh",
+];
 
 #[cfg(test)]
 mod tests {
@@ -349,6 +367,18 @@ mod tests {
         let after = digest(&dirs);
         std::fs::write(root.path().join(MARKER), "// fp16, longer").unwrap();
         assert_ne!(after, digest(&dirs), "a rewritten file changes the digest");
+        let before_cccl = digest(&dirs);
+        let version = root.path().join("cccl/cuda/std/__cccl");
+        std::fs::create_dir_all(&version).unwrap();
+        std::fs::write(version.join("version.h"), "#define CCCL_VERSION 3000000").unwrap();
+        let with_cccl = digest(&dirs);
+        assert_ne!(before_cccl, with_cccl, "CCCL's version header counts");
+        std::fs::write(version.join("version.h"), "#define CCCL_VERSION 3001000").unwrap();
+        assert_ne!(
+            with_cccl,
+            digest(&dirs),
+            "another CCCL version changes the digest"
+        );
     }
 
     #[test]

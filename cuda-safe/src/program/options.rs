@@ -401,6 +401,15 @@ impl ProgramOptions {
         self.validate_pch()?;
         for option in &self.extra_options {
             text("extra option", option)?;
+            let flag = option.trim_start_matches('-');
+            if PCH_FLAGS.iter().any(|pch| flag.starts_with(pch)) {
+                return Err(invalid(format!(
+                    "the extra option {option:?} is a precompiled-header switch: set \
+                     ProgramOptions::pch (and pch_dir, pch_messages, pch_verbose, \
+                     instantiate_templates_in_pch), which the PCH heap's lock, pch_status and \
+                     the program cache follow"
+                )));
+            }
         }
         Ok(())
     }
@@ -478,6 +487,15 @@ impl ProgramOptions {
         }
     }
 }
+
+/// NVRTC's precompiled-header switches (without their dashes), which only
+/// [`ProgramOptions::pch`] and its fields may set.
+const PCH_FLAGS: [&str; 4] = [
+    "pch",
+    "create-pch",
+    "use-pch",
+    "instantiate-templates-in-pch",
+];
 
 fn invalid(what: impl std::fmt::Display) -> Error {
     Error::invalid_argument(format!("program options: {what}"))

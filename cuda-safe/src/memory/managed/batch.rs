@@ -49,6 +49,7 @@ fn buffers_hint<'a>(
     locations: &[MemoryLocation],
     what: &str,
 ) -> Result<()> {
+    abi::hint_batch_supported(hint)?;
     for buffer in buffers.clone() {
         managed(buffer, what)?;
     }
@@ -77,6 +78,7 @@ unsafe fn ranges_hint(
     ranges: &[(CUdeviceptr, usize)],
     locations: &[MemoryLocation],
 ) -> Result<()> {
+    abi::hint_batch_supported(hint)?;
     let mut batch = plan(ranges.iter().copied(), locations, hint)?;
     if batch.ptrs.is_empty() {
         return Ok(());
@@ -131,16 +133,17 @@ fn plan(
     Ok(batch)
 }
 
-/// Queues, in one driver call on `stream`, a prefetch of every buffer to its location:
-/// `locations` holds one location for all of them or one per buffer. Managed memory only.
+/// Queues on `stream` a prefetch of every buffer to its location, in one driver call (one per
+/// non-empty buffer under the CUDA 12 ABI): `locations` holds one location for all of them or
+/// one per buffer. Managed memory only.
 ///
 /// Calls [`cuMemPrefetchBatchAsync`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__UNIFIED.html#group__CUDA__UNIFIED_1g97fe632183ff5ff791813c3174fc5121) (CUDA 13 header and driver).
 ///
 /// # Errors
 ///
-/// [`Error::InvalidArgument`] for a buffer that is not managed memory or a count of locations
-/// that is neither 1 nor the buffers'; the driver's (a device without concurrent managed
-/// access, for one).
+/// [`Error::InvalidArgument`] for a buffer that is not managed memory, a count of locations
+/// that is neither 1 nor the buffers', or a location out of range (a host NUMA node past
+/// `i32::MAX`); the driver's (a device without concurrent managed access, for one).
 #[doc(alias = "cuMemPrefetchBatchAsync")]
 pub fn prefetch_batch(
     stream: &Stream,
