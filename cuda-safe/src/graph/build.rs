@@ -166,7 +166,7 @@ impl Graph {
                 )
             )
         }?;
-        Ok(self.added(node))
+        Ok(self.node(node))
     }
 
     /// Adds a node, after `dependencies`, that records `event` at every replay
@@ -195,7 +195,7 @@ impl Graph {
                 )
             )
         }?;
-        Ok(self.added(node))
+        Ok(self.node(node))
     }
 
     /// Adds a node, after `dependencies`, that waits for `event`'s last record at every replay
@@ -223,7 +223,7 @@ impl Graph {
                 )
             )
         }?;
-        Ok(self.added(node))
+        Ok(self.node(node))
     }
 
     /// Adds a node, after `dependencies`, that runs a copy of `child` (taken now: later changes
@@ -253,7 +253,7 @@ impl Graph {
                 )
             )
         }?;
-        Ok(self.added(node))
+        Ok(self.node(node))
     }
 
     /// Adds a node that does nothing, after `dependencies`: a join point for branches, or a
@@ -274,7 +274,7 @@ impl Graph {
                 cuGraphAddEmptyNode(&mut node, self.as_raw(), array_ptr(&deps), deps.len())
             )
         }?;
-        Ok(self.added(node))
+        Ok(self.node(node))
     }
 
     /// Makes `to` wait for `from`, both nodes of this graph (`cuGraphAddDependencies`).

@@ -309,7 +309,7 @@ impl Graph {
             let _ = unsafe { cu!(self.driver(), cuGraphDestroyNode(node)) };
             return Err(error);
         }
-        Ok(self.added(node))
+        Ok(self.node(node))
     }
 
     /// Copies each of `bodies` into the body graph the driver made for it (`targets[i]`), as

@@ -227,7 +227,7 @@ impl Graph {
             return Err(error);
         }
         Ok(KernelNode {
-            node: self.added(raw),
+            node: self.node(raw),
             kernel: kernel.clone(),
             config: *config,
             function,

@@ -8,13 +8,12 @@ use std::sync::Arc;
 
 use bytemuck::Pod;
 
-use super::build::array_ptr;
 use super::{Graph, GraphExec, Node};
 use crate::error::{Result, cu};
 use crate::launch::Keep;
 use crate::memory::Buffer;
 use crate::memory::copies::{Copy3d, CudaArray, NodeSide, PitchedBuffer, node_description};
-use cuda_sys::{CUgraphNode, CUgraphNodeType};
+use cuda_sys::CUgraphNodeType;
 
 /// One side of a 3-D copy node, and what keeps its memory alive: a shared buffer (device,
 /// pinned or managed memory) seen as rows, a pitched buffer, or a CUDA array.
@@ -145,23 +144,8 @@ impl Graph {
         let deps = self.raw_nodes(dependencies)?;
         let params = node_description(copy, &src.side, &dst.side)?;
         self.keep_sides([dst, src])?;
-        let mut node: CUgraphNode = std::ptr::null_mut();
-        // SAFETY: a copy checked against both sides, which the graph keeps alive; the
-        // dependencies are nodes of this graph.
-        unsafe {
-            cu!(
-                self.driver(),
-                cuGraphAddMemcpyNode(
-                    &mut node,
-                    self.as_raw(),
-                    array_ptr(&deps),
-                    deps.len(),
-                    &params,
-                    self.context.as_raw(),
-                )
-            )
-        }?;
-        Ok(self.added(node))
+        // SAFETY: a copy checked against both sides, which the graph keeps alive.
+        unsafe { self.memcpy_node_of(&deps, &params) }
     }
 
     /// Makes a copy node of this graph copy `copy`'s box from `src` into `dst`

@@ -10,7 +10,7 @@ use super::{Graph, GraphAllocation, Node};
 use crate::error::{Error, Result, cu};
 use crate::memory::copies::linear_description;
 use crate::memory::{Buffer, memset_description, pool_props};
-use cuda_sys::{CUDA_MEM_ALLOC_NODE_PARAMS, CUdeviceptr, CUgraphNode};
+use cuda_sys::{CUDA_MEM_ALLOC_NODE_PARAMS, CUDA_MEMCPY3D, CUdeviceptr, CUgraphNode};
 
 impl Graph {
     /// Adds a memset node, after `dependencies`, that sets every element of `dst` to `value`
@@ -96,7 +96,7 @@ impl Graph {
                 )
             )
         }?;
-        Ok(self.added(node))
+        Ok(self.node(node))
     }
 
     /// Adds a copy node, after `dependencies`, that copies `src` into `dst`, which must be the
@@ -178,23 +178,38 @@ impl Graph {
         }
         let params = linear_description(dst, src, bytes);
         self.keep_buffers(keep, Vec::new())?;
+        // SAFETY: a valid 1-D copy of memory the caller vouches for.
+        unsafe { self.memcpy_node_of(&deps, &params) }
+    }
+
+    /// Adds the copy node `params` describes after `deps` (nodes of this graph).
+    ///
+    /// # Safety
+    ///
+    /// `params` describes a copy of memory that stays allocated whenever the node runs (kept by
+    /// the graph, or the caller's promise).
+    pub(super) unsafe fn memcpy_node_of(
+        &mut self,
+        deps: &[CUgraphNode],
+        params: &CUDA_MEMCPY3D,
+    ) -> Result<Node> {
         let mut node: CUgraphNode = std::ptr::null_mut();
-        // SAFETY: a valid 1-D copy of memory the caller vouches for; the dependencies are nodes
-        // of this graph.
+        // SAFETY: the description is the caller's promise; the dependencies are nodes of this
+        // graph; valid out-pointer.
         unsafe {
             cu!(
                 self.driver(),
                 cuGraphAddMemcpyNode(
                     &mut node,
                     self.as_raw(),
-                    array_ptr(&deps),
+                    array_ptr(deps),
                     deps.len(),
-                    &params,
+                    params,
                     self.context.as_raw(),
                 )
             )
         }?;
-        Ok(self.added(node))
+        Ok(self.node(node))
     }
 
     /// Adds a node, after `dependencies`, that allocates `bytes` bytes of device memory on the
@@ -247,7 +262,7 @@ impl Graph {
             }?;
         }
         Ok(GraphAllocation {
-            node: self.added(node),
+            node: self.node(node),
             ptr: params.dptr,
             size: bytes,
         })
@@ -287,6 +302,6 @@ impl Graph {
                 )
             }?;
         }
-        Ok(self.added(node))
+        Ok(self.node(node))
     }
 }

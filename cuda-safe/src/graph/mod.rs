@@ -396,11 +396,6 @@ impl Graph {
         }
     }
 
-    /// [`node`](Self::node), for a node just added.
-    fn added(&mut self, raw: CUgraphNode) -> Node {
-        self.node(raw)
-    }
-
     /// The raw handle of `node`, refused unless it is a node of this graph, not removed.
     fn raw_node(&self, node: Node) -> Result<CUgraphNode> {
         self.check_live(node)
