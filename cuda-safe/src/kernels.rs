@@ -22,7 +22,7 @@ use crate::code::CodeKind;
 use crate::error::Result;
 use crate::kernel::Kernel;
 use crate::module::{ObjectCode, check_compiled};
-use crate::program::{Keying, Learnt, Program};
+use crate::program::{CompiledProgram, Keying, Learnt, Program};
 use crate::trace::span;
 
 /// Launchable kernels for programs, compiling and loading each program at most once per
@@ -66,6 +66,16 @@ pub struct KernelCache<C = InMemoryProgramCache> {
 struct Loaded {
     code: ObjectCode,
     kernels: RwLock<HashMap<Box<str>, Kernel>>,
+}
+
+impl Loaded {
+    /// `program` loaded, with no kernel looked up yet.
+    fn of(program: &CompiledProgram) -> Result<Self> {
+        Ok(Self {
+            code: program.load()?,
+            kernels: RwLock::new(HashMap::new()),
+        })
+    }
 }
 
 impl Default for KernelCache<InMemoryProgramCache> {
@@ -154,17 +164,25 @@ impl<C: ProgramCache> KernelCache<C> {
                 version,
                 learnt: Learnt::Assumed,
             },
-            None => Keying::through(&self.programs)?,
+            None => match Keying::known() {
+                Some(keying) => keying,
+                // The first keying of the process: nothing of it is loaded yet (every keying
+                // after it knows the version), so the lookup comes first.
+                None => {
+                    let fetched =
+                        program.fetch_learning(target, &self.programs, &check_compiled)?;
+                    let key = fetched.key;
+                    return get_or_try_insert(&self.loaded, &key, || {
+                        Ok((key, Arc::new(Loaded::of(&fetched.program)?)))
+                    });
+                }
+            },
         };
         let key = program.cache_key_for_compiler(target, keying.version)?;
         get_or_try_insert(&self.loaded, &key, || {
             let fetched =
                 program.fetch_or_compile(target, &self.programs, keying, &check_compiled)?;
-            let loaded = Loaded {
-                code: fetched.program.load()?,
-                kernels: RwLock::new(HashMap::new()),
-            };
-            Ok((fetched.key, Arc::new(loaded)))
+            Ok((fetched.key, Arc::new(Loaded::of(&fetched.program)?)))
         })
     }
 }

@@ -7,7 +7,10 @@
 //! 2. the next runs key from the note and hit without mapping NVRTC at all;
 //! 3. NVRTC's file replaced in place: the note no longer holds, NVRTC is loaded and asked (and
 //!    the note written anew), and the run after that needs NVRTC no more;
-//! 4. another loader environment (`LD_LIBRARY_PATH`) has no note: NVRTC is loaded.
+//! 4. another loader environment (`LD_LIBRARY_PATH`) has no note: NVRTC is loaded;
+//! 5. the program's noted copy (the entry with the note inside, read in one go) serves a hit
+//!    alone, with the notes removed; removed itself, the hit goes through the note and the
+//!    plain entry and stores the noted copy again.
 //!
 //! A `main` of its own (`harness = false`): each run is a child process with the library
 //! variables set before anything loads a library. Without a C compiler it prints that it
@@ -76,6 +79,42 @@ fn main() -> ExitCode {
         .expect("a notes directory")
         .count();
     assert_eq!(notes, 1, "one note, on NVRTC");
+    let noted = noted_entries(&cache);
+    assert_eq!(noted.len(), 1, "the program and its noted copy");
+    assert_eq!(entry_count(&cache), 2);
+
+    // The noted copy alone: no note file to read.
+    std::fs::remove_dir_all(cache.join("notes")).unwrap();
+    assert_eq!(
+        run(&[]),
+        Run {
+            nvrtc_mapped: false,
+            hit: true
+        },
+        "the noted copy holds its note"
+    );
+    // Without it, the note (written again here, as NVRTC is asked) and the plain entry serve,
+    // and the copy is stored again.
+    std::fs::remove_file(&noted[0]).unwrap();
+    assert_eq!(
+        run(&[]),
+        Run {
+            nvrtc_mapped: true,
+            hit: true
+        },
+        "no note and no noted copy: NVRTC is asked"
+    );
+    assert_eq!(noted_entries(&cache).len(), 1, "the noted copy is back");
+    std::fs::remove_file(&noted_entries(&cache)[0]).unwrap();
+    assert_eq!(
+        run(&[]),
+        Run {
+            nvrtc_mapped: false,
+            hit: true
+        },
+        "the note and the plain entry"
+    );
+    assert_eq!(noted_entries(&cache).len(), 1, "stored again from the note");
 
     // Replaced in place: same path, new contents (one byte more, still a library).
     let mut bytes = std::fs::read(&nvrtc).unwrap();
@@ -117,14 +156,37 @@ fn main() -> ExitCode {
             hit: true
         }
     );
-    let entries = FileStreamProgramCache::new(&cache)
+    assert_eq!(
+        (entry_count(&cache), noted_entries(&cache).len()),
+        (3, 2),
+        "every run keyed the program alike: one entry, and a noted copy per search"
+    );
+    println!("cache_notes: 1 passed, 0 failed");
+    ExitCode::SUCCESS
+}
+
+fn entry_count(cache: &Path) -> u64 {
+    FileStreamProgramCache::new(cache)
         .unwrap()
         .stats()
         .unwrap()
-        .entries;
-    assert_eq!(entries, 1, "every run keyed the program alike");
-    println!("cache_notes: 1 passed, 0 failed");
-    ExitCode::SUCCESS
+        .entries
+}
+
+/// The entry files with a note inside (the payload's flag byte, after the 68-byte header,
+/// has bit 1 set: `docs/program-cache.md`).
+fn noted_entries(cache: &Path) -> Vec<std::path::PathBuf> {
+    let mut noted = Vec::new();
+    for shard in std::fs::read_dir(cache.join("entries")).unwrap() {
+        for entry in std::fs::read_dir(shard.unwrap().path()).unwrap() {
+            let path = entry.unwrap().path();
+            let bytes = std::fs::read(&path).unwrap();
+            if bytes.get(69).is_some_and(|flags| flags & 2 != 0) {
+                noted.push(path);
+            }
+        }
+    }
+    noted
 }
 
 /// What one run saw.

@@ -7,7 +7,7 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::format::{self, HEADER_LEN};
+use super::format::{self, Decoded, HEADER_LEN};
 use super::fs_ops::{
     FileId, Removal, io_error, open_no_follow, recency_stamp, remove_any, remove_if_unchanged,
 };
@@ -194,8 +194,9 @@ impl FileStreamProgramCache {
         Ok(scan(&self.entries_dir())?.found)
     }
 
-    /// Reads and checks the entry at `path`; `None` for a miss, after removing a bad file.
-    fn read_entry(&self, key: &CacheKey, path: &Path) -> Option<CompiledCode> {
+    /// Reads and checks the entry at `path` (the program, and its note if it was stored with
+    /// one); `None` for a miss, after removing a bad file.
+    fn read_entry(&self, key: &CacheKey, path: &Path) -> Option<Decoded> {
         let mut file = match open_no_follow(path) {
             Ok(file) => file,
             Err(error) => return self.unopenable(path, &error),
@@ -237,7 +238,7 @@ impl FileStreamProgramCache {
             return self.discard(path, id);
         }
         match format::decode(key, &bytes) {
-            Ok(program) => {
+            Ok(decoded) => {
                 if metadata
                     .modified()
                     .ok()
@@ -248,7 +249,7 @@ impl FileStreamProgramCache {
                     // early.
                     let _ = file.set_modified(recency_stamp());
                 }
-                Some(program)
+                Some(decoded)
             }
             Err(_) => self.discard(path, id),
         }
@@ -256,7 +257,7 @@ impl FileStreamProgramCache {
 
     /// The miss for an entry that could not be opened: nothing there, not permitted (left
     /// alone), or something that is no entry file (a link, a socket: removed).
-    fn unopenable(&self, path: &Path, error: &io::Error) -> Option<CompiledCode> {
+    fn unopenable<T>(&self, path: &Path, error: &io::Error) -> Option<T> {
         match error.kind() {
             io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => None,
             io::ErrorKind::PermissionDenied => unreadable(path, error),
@@ -269,7 +270,7 @@ impl FileStreamProgramCache {
 
     /// Counts a bad entry and removes it (unless another process has replaced it meanwhile);
     /// where it cannot be removed (a read-only cache) it stays, and is still a miss.
-    fn discard(&self, path: &Path, id: FileId) -> Option<CompiledCode> {
+    fn discard<T>(&self, path: &Path, id: FileId) -> Option<T> {
         Counters::bump(&self.counters.corrupt_entries);
         if let Err(error) = remove_if_unchanged(path, id, &self.tmp_dir()) {
             log::debug!(
@@ -387,9 +388,18 @@ impl FileStreamProgramCache {
         Ok(())
     }
 
-    /// [`ProgramCache::put`] without the failure count.
-    fn store(&self, key: &CacheKey, program: &CompiledCode) -> Result<()> {
-        let bytes = format::encode(key, program);
+    /// `stored`, counted in [`CacheStats::failed_stores`] when it failed.
+    fn count_failure(&self, stored: Result<()>) -> Result<()> {
+        if stored.is_err() {
+            Counters::bump(&self.counters.failed_stores);
+        }
+        stored
+    }
+
+    /// [`ProgramCache::put`] (with `note`: [`ProgramCache::put_noted`]) without the failure
+    /// count.
+    fn store(&self, key: &CacheKey, program: &CompiledCode, note: Option<&[u8]>) -> Result<()> {
+        let bytes = format::encode(key, program, note);
         let len = bytes.len() as u64;
         if len > MAX_ENTRY_BYTES || self.max_bytes.is_some_and(|max| len > max) {
             Counters::bump(&self.counters.rejected);
@@ -414,16 +424,40 @@ impl ProgramCache for FileStreamProgramCache {
             Some(_) => &self.counters.hits,
             None => &self.counters.misses,
         });
-        Ok(found)
+        Ok(found.map(|(program, _)| program))
     }
 
     fn put(&self, key: &CacheKey, program: &CompiledCode) -> Result<()> {
         let _span = span!(DEBUG, "cache_put", cache = "file", %key);
-        let stored = self.store(key, program);
-        if stored.is_err() {
-            Counters::bump(&self.counters.failed_stores);
+        self.count_failure(self.store(key, program, None))
+    }
+
+    /// The entry file of `key`, if it was stored with a note `accept` takes: counted in
+    /// [`CacheStats::hits`]; anything else counts nowhere (the caller looks elsewhere next).
+    fn get_noted(
+        &self,
+        key: &CacheKey,
+        accept: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<Option<(Vec<u8>, CompiledCode)>> {
+        let span =
+            span!(DEBUG, "cache_get_noted", cache = "file", %key, hit = tracing::field::Empty);
+        let found = self
+            .read_entry(key, &self.entry_path(key))
+            .and_then(|(program, note)| Some((note?, program)))
+            .filter(|(note, _)| accept(note));
+        span.record_hit(found.is_some());
+        if found.is_some() {
+            Counters::bump(&self.counters.hits);
         }
-        stored
+        Ok(found)
+    }
+
+    fn put_noted(&self, key: &CacheKey, note: &[u8], program: &CompiledCode) -> Result<()> {
+        if let Some(refusal) = notes::too_large(note) {
+            return Err(refusal);
+        }
+        let _span = span!(DEBUG, "cache_put_noted", cache = "file", %key);
+        self.count_failure(self.store(key, program, Some(note)))
     }
 
     fn remove(&self, key: &CacheKey) -> Result<()> {
@@ -476,7 +510,7 @@ impl ProgramCache for FileStreamProgramCache {
 }
 
 /// The miss for an entry that could not be read: logged, left in place.
-fn unreadable(path: &Path, error: &io::Error) -> Option<CompiledCode> {
+fn unreadable<T>(path: &Path, error: &io::Error) -> Option<T> {
     log::debug!(
         "cuda-safe: program cache entry {} cannot be read, a miss: {error}",
         path.display()

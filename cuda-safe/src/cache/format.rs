@@ -10,7 +10,8 @@
 //!     68     n  payload:
 //!                 u8   code kind (1 PTX, 2 CUBIN, 3 LTO-IR)
 //!                 u8   flags: bit 0, the image passed the crate's image check before it was
-//!                      stored; no other bit is set
+//!                      stored; bit 1, a note is stored with the code; no other bit is set
+//!                 u64  note length, then the note (with bit 1 only: at most 4 KiB)
 //!                 u64  code length, then the code
 //!                 u64  number of lowered names, then for each:
 //!                      u64 length + UTF-8 name expression, u64 length + UTF-8 lowered name
@@ -25,6 +26,7 @@
 use twox_hash::XxHash3_128;
 
 use super::CacheKey;
+use super::notes::MAX_NOTE_BYTES;
 use crate::code::{CodeKind, CompiledCode};
 
 /// The first eight bytes of every entry file.
@@ -37,6 +39,8 @@ pub(crate) const HEADER_LEN: usize = 68;
 const CHECKSUM_LEN: usize = 16;
 /// The payload flag of an image that passed the image check before it was stored.
 const IMAGE_CHECKED: u8 = 1;
+/// The payload flag of an entry stored with a note ([`ProgramCache::put_noted`](super::ProgramCache::put_noted)).
+const NOTED: u8 = 2;
 
 /// Why an entry file was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,15 +61,20 @@ pub(crate) enum Corruption {
     BadPayload,
 }
 
-/// The file contents for `program` stored under `key`.
-pub(crate) fn encode(key: &CacheKey, program: &CompiledCode) -> Vec<u8> {
-    let mut payload = Vec::with_capacity(program.bytes().len() + 64);
+/// The file contents for `program` stored under `key`, with `note` if there is one.
+pub(crate) fn encode(key: &CacheKey, program: &CompiledCode, note: Option<&[u8]>) -> Vec<u8> {
+    let note_len = note.map_or(0, |note| note.len() + 8);
+    let mut payload = Vec::with_capacity(program.bytes().len() + note_len + 64);
     payload.push(program.kind().tag());
-    payload.push(if program.image_checked() {
+    let checked = if program.image_checked() {
         IMAGE_CHECKED
     } else {
         0
-    });
+    };
+    payload.push(checked | if note.is_some() { NOTED } else { 0 });
+    if let Some(note) = note {
+        put_bytes(&mut payload, note);
+    }
     put_bytes(&mut payload, program.bytes());
     payload.extend_from_slice(&(program.lowered_names().len() as u64).to_le_bytes());
     for (expression, lowered) in program.lowered_names() {
@@ -107,8 +116,11 @@ pub(crate) fn payload_len(key: &CacheKey, header: &[u8]) -> Result<u64, Corrupti
     Ok(length)
 }
 
-/// The program in `file`, if it is a sound entry for `key`.
-pub(crate) fn decode(key: &CacheKey, file: &[u8]) -> Result<CompiledCode, Corruption> {
+/// An entry's contents: the program, and the note stored with it.
+pub(crate) type Decoded = (CompiledCode, Option<Vec<u8>>);
+
+/// The program in `file` (and its note, if it has one), if it is a sound entry for `key`.
+pub(crate) fn decode(key: &CacheKey, file: &[u8]) -> Result<Decoded, Corruption> {
     let mut reader = Reader(file);
     let header = reader.take(HEADER_LEN)?;
     let length = payload_len(key, header)?;
@@ -127,11 +139,18 @@ pub(crate) fn decode(key: &CacheKey, file: &[u8]) -> Result<CompiledCode, Corrup
     parse_payload(payload).ok_or(Corruption::BadPayload)
 }
 
-fn parse_payload(payload: &[u8]) -> Option<CompiledCode> {
+fn parse_payload(payload: &[u8]) -> Option<Decoded> {
     let mut reader = Reader(payload);
     let kind = CodeKind::from_tag(reader.take(1).ok()?.first().copied()?)?;
     let flags = reader.take(1).ok()?.first().copied()?;
-    if flags & !IMAGE_CHECKED != 0 {
+    if flags & !(IMAGE_CHECKED | NOTED) != 0 {
+        return None;
+    }
+    let note = match flags & NOTED {
+        0 => None,
+        _ => Some(reader.bytes().ok()?).filter(|note| note.len() <= MAX_NOTE_BYTES),
+    };
+    if flags & NOTED != 0 && note.is_none() {
         return None;
     }
     let code = reader.bytes().ok()?;
@@ -143,7 +162,9 @@ fn parse_payload(payload: &[u8]) -> Option<CompiledCode> {
         names.push((expression.to_owned(), lowered.to_owned()));
     }
     reader.0.is_empty().then(|| {
-        CompiledCode::new(kind, code, names).with_image_checked(flags & IMAGE_CHECKED != 0)
+        let program =
+            CompiledCode::new(kind, code, names).with_image_checked(flags & IMAGE_CHECKED != 0);
+        (program, note.map(<[u8]>::to_vec))
     })
 }
 
@@ -204,6 +225,7 @@ mod tests {
         let file = encode(
             &key,
             &CompiledCode::new(CodeKind::Cubin, vec![9; 5], Vec::new()),
+            None,
         );
         let payload = [
             &[2u8, 0][..],
@@ -227,6 +249,7 @@ mod tests {
         let file = encode(
             &key,
             &CompiledCode::new(CodeKind::Ptx, vec![1, 2, 3], Vec::new()),
+            None,
         );
         let with = |at: usize, byte: u8| {
             let mut damaged = file.clone();
@@ -263,6 +286,7 @@ mod tests {
         let file = encode(
             &key,
             &CompiledCode::new(CodeKind::Ptx, vec![1, 2, 3], Vec::new()),
+            None,
         );
         let stated = (file.len() - HEADER_LEN) as u64;
         assert_eq!(payload_len(&key, &file[..HEADER_LEN]), Ok(stated));
@@ -293,7 +317,11 @@ mod tests {
             // An unknown flag.
             &[2u8, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
         ] {
-            let mut file = encode(&key, &CompiledCode::new(CodeKind::Ptx, vec![], Vec::new()));
+            let mut file = encode(
+                &key,
+                &CompiledCode::new(CodeKind::Ptx, vec![], Vec::new()),
+                None,
+            );
             file.truncate(12);
             file.extend_from_slice(&(payload.len() as u64).to_le_bytes());
             file.extend_from_slice(key.as_bytes());
@@ -304,28 +332,64 @@ mod tests {
     }
 
     #[test]
+    fn a_noted_entry_is_laid_out_as_documented_and_its_note_capped() {
+        let key = CacheKey::from_bytes([7; 32]);
+        let code = CompiledCode::new(CodeKind::Cubin, vec![9; 3], Vec::new());
+        let file = encode(&key, &code, Some(b"note"));
+        let payload = [
+            &[2u8, NOTED][..],
+            &4u64.to_le_bytes(),
+            b"note",
+            &3u64.to_le_bytes(),
+            &[9; 3],
+            &0u64.to_le_bytes(),
+        ]
+        .concat();
+        assert_eq!(&file[HEADER_LEN..], &payload[..]);
+        let huge = vec![b'n'; MAX_NOTE_BYTES + 1];
+        let file = encode(&key, &code, Some(&huge));
+        assert_eq!(decode(&key, &file).unwrap_err(), Corruption::BadPayload);
+    }
+
+    #[test]
     fn the_image_checked_flag_round_trips() {
         let key = CacheKey::from_bytes([6; 32]);
         let code = CompiledCode::new(CodeKind::Cubin, vec![1, 2, 3], Vec::new());
-        assert!(!decode(&key, &encode(&key, &code)).unwrap().image_checked());
+        let decoded = decode(&key, &encode(&key, &code, None)).unwrap();
+        assert!(!decoded.0.image_checked());
         code.mark_image_checked();
-        let file = encode(&key, &code);
+        let file = encode(&key, &code, None);
         assert_eq!(file[HEADER_LEN + 1], IMAGE_CHECKED);
-        assert!(decode(&key, &file).unwrap().image_checked());
+        assert!(decode(&key, &file).unwrap().0.image_checked());
     }
 
     proptest! {
         #[test]
         fn round_trips(program in program(), key in any::<[u8; 32]>()) {
             let key = CacheKey::from_bytes(key);
-            prop_assert_eq!(decode(&key, &encode(&key, &program)), Ok(program));
+            prop_assert_eq!(decode(&key, &encode(&key, &program, None)), Ok((program, None)));
         }
 
-        /// Any flipped bit, any truncation and any extra byte is detected.
         #[test]
-        fn damage_is_detected(program in program(), at in any::<prop::sample::Index>(), bit in 0..8u8) {
+        fn noted_entries_round_trip(
+            program in program(),
+            note in proptest::collection::vec(any::<u8>(), 0..200),
+        ) {
+            let key = CacheKey::from_bytes([8; 32]);
+            let file = encode(&key, &program, Some(&note));
+            prop_assert_eq!(decode(&key, &file), Ok((program, Some(note))));
+        }
+
+        /// Any flipped bit, any truncation and any extra byte is detected, noted or not.
+        #[test]
+        fn damage_is_detected(
+            program in program(),
+            noted in any::<bool>(),
+            at in any::<prop::sample::Index>(),
+            bit in 0..8u8,
+        ) {
             let key = CacheKey::from_bytes([5; 32]);
-            let file = encode(&key, &program);
+            let file = encode(&key, &program, noted.then_some(&b"a note"[..]));
             let at = at.index(file.len());
             let mut flipped = file.clone();
             flipped[at] ^= 1 << bit;

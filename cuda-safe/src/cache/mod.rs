@@ -14,7 +14,9 @@
 //!
 //! Beside its entries a cache keeps notes ([`ProgramCache::get_note`]): what the NVRTC and
 //! nvJitLink library files of this machine were found to be, so a fresh process keys a
-//! program without loading them.
+//! program without loading them. An on-disk cache also keeps each compiled program a second
+//! time with that note inside ([`ProgramCache::get_noted`]), so a fresh process finds it in
+//! one read.
 //!
 //! `docs/program-cache.md` describes the key's encoding, the file format and the guarantees.
 //!
@@ -147,6 +149,41 @@ pub trait ProgramCache: Send + Sync {
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument).
     fn put_note(&self, key: &CacheKey, note: &[u8]) -> Result<()> {
         let _ = (key, note);
+        Ok(())
+    }
+
+    /// The program under `key` and the note stored with it ([`put_noted`](Self::put_noted)),
+    /// read together, if `accept` takes the note: what a fresh process needs to find a
+    /// program without loading its compiler, in one read. An entry stored without a note is
+    /// `None` here; one whose note `accept` refuses is `None` too, and counts as no hit.
+    ///
+    /// The default keeps no noted entries (`Ok(None)`): the crate then reads the note and the
+    /// entry apart ([`get_note`](Self::get_note), [`get`](Self::get)). A cache that a new
+    /// process finds full (one on disk) gains from keeping them.
+    ///
+    /// # Errors
+    ///
+    /// A cache's own failure to read.
+    fn get_noted(
+        &self,
+        key: &CacheKey,
+        accept: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<Option<(Vec<u8>, CompiledCode)>> {
+        let _ = (key, accept);
+        Ok(None)
+    }
+
+    /// Stores `program` under `key` with `note` (at most [`MAX_NOTE_BYTES`]) in one entry,
+    /// replacing what was there; [`get`](Self::get) of `key` returns the program alone.
+    ///
+    /// The default keeps none and succeeds.
+    ///
+    /// # Errors
+    ///
+    /// A cache's own failure to write; a note over [`MAX_NOTE_BYTES`] is
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument).
+    fn put_noted(&self, key: &CacheKey, note: &[u8], program: &CompiledCode) -> Result<()> {
+        let _ = (key, note, program);
         Ok(())
     }
 }

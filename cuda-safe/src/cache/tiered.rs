@@ -118,6 +118,24 @@ impl<F: ProgramCache, B: ProgramCache> ProgramCache for TieredProgramCache<F, B>
         self.front.put_note(key, note)?;
         self.back.put_note(key, note)
     }
+
+    /// The front's noted entry, else the back's (not copied: a noted entry serves a fresh
+    /// process, and the front of one that found it is warm from then on).
+    fn get_noted(
+        &self,
+        key: &CacheKey,
+        accept: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<Option<(Vec<u8>, CompiledCode)>> {
+        match self.front.get_noted(key, accept)? {
+            Some(found) => Ok(Some(found)),
+            None => self.back.get_noted(key, accept),
+        }
+    }
+
+    fn put_noted(&self, key: &CacheKey, note: &[u8], program: &CompiledCode) -> Result<()> {
+        self.front.put_noted(key, note, program)?;
+        self.back.put_noted(key, note, program)
+    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
 
 use super::identity::Search;
+use super::noted::{self, NotedSlot};
 use super::version::nvrtc_version;
 use crate::cache::ProgramCache;
 use crate::error::Result;
@@ -32,6 +33,9 @@ static RECALLED: OnceLock<String> = OnceLock::new();
 /// NVRTC's own version, once this process asked it.
 static VERSION: OnceLock<String> = OnceLock::new();
 
+/// The note on NVRTC this process found valid or wrote, for its noted entries.
+pub(crate) static NOTED: NotedSlot = NotedSlot::new();
+
 /// NVRTC's version as a cache key spells it (`"13.0"`), formatted once per process (the loaded
 /// NVRTC does not change).
 pub(crate) fn compiler_version() -> Result<&'static str> {
@@ -42,42 +46,58 @@ pub(crate) fn compiler_version() -> Result<&'static str> {
     Ok(VERSION.get_or_init(|| format!("{major}.{minor}")))
 }
 
-/// The version to key with: NVRTC's answer when this process has it, else the version a note
-/// of `cache` recalls for the NVRTC the loader would open, else NVRTC's answer (loading it),
-/// noted in `cache` for the next process.
+/// The version to key with if this process has it already, loading nothing: NVRTC's answer,
+/// else the version a note recalled.
+pub(crate) fn known_compiler() -> Option<KeyCompiler> {
+    asked_already()
+        .map(asked)
+        .or_else(|| RECALLED.get().map(|version| recalled(version)))
+}
+
+/// The version to key with: [`known_compiler`], else the version a note of `cache` recalls
+/// for the NVRTC the loader's `search` (made before anything loaded NVRTC) would open, else
+/// NVRTC's answer (loading it), noted in `cache` for the next process.
 ///
 /// # Errors
 ///
 /// [`Error::Load`](crate::Error::Load) when NVRTC must be asked and cannot be loaded.
-pub(crate) fn key_compiler(cache: &dyn ProgramCache) -> Result<KeyCompiler> {
-    if let Some(version) = asked_already() {
-        return Ok(asked(version));
+pub(crate) fn key_compiler(
+    cache: &dyn ProgramCache,
+    search: Option<&Search>,
+) -> Result<KeyCompiler> {
+    match known_compiler() {
+        Some(known) => Ok(known),
+        None => learn(cache, &RECALLED, search),
     }
-    learn(cache, &RECALLED, || Search::of(&nvrtc_sys::LIBNVRTC))
 }
 
-/// [`key_compiler`] once NVRTC was not asked yet: `recalled` keeps what a note said for the
-/// rest of the process, `search` makes the loader's search (before anything loads NVRTC).
+/// [`key_compiler`] once this process knows no version: `recalled_once` keeps what a note
+/// said for the rest of the process.
 fn learn(
     cache: &dyn ProgramCache,
     recalled_once: &'static OnceLock<String>,
-    search: impl FnOnce() -> Option<Search>,
+    search: Option<&Search>,
 ) -> Result<KeyCompiler> {
     if let Some(version) = recalled_once.get() {
         return Ok(recalled(version));
     }
-    let search = search();
-    if let Some(search) = &search
+    if let Some(search) = search
         && let Some(note) = cache.get_note(&search.note_key())
         && let Some(version) = search.recall(&note)
     {
+        NOTED.keep(noted::label(search), &note);
         return Ok(recalled(recalled_once.get_or_init(|| version)));
     }
     let version = compiler_version()?;
-    if let Some(search) = &search {
+    if let Some(search) = search {
         remember(search, cache, version);
     }
     Ok(asked(version))
+}
+
+/// Takes `version`, from a noted entry whose note holds, as this process's recalled one.
+pub(crate) fn recall(version: String) -> KeyCompiler {
+    recalled(RECALLED.get_or_init(|| version))
 }
 
 /// NVRTC's own version for a key made with `used` (a recalled one): loads NVRTC, and if the
@@ -123,8 +143,9 @@ fn recalled(version: &'static str) -> KeyCompiler {
     }
 }
 
-/// Notes in `cache` that the loader's `search` opened the loaded NVRTC, of `version`; best
-/// effort (a note that cannot be made or stored is logged).
+/// Notes in `cache` that the loader's `search` opened the loaded NVRTC, of `version`, and
+/// keeps the note for this process's noted entries; best effort (a note that cannot be made
+/// or stored is logged).
 fn remember(search: &Search, cache: &dyn ProgramCache, version: &str) {
     let Ok(nvrtc) = nvrtc_sys::nvrtc() else {
         return;
@@ -146,6 +167,7 @@ fn remember(search: &Search, cache: &dyn ProgramCache, version: &str) {
         log::debug!("cuda-safe: which NVRTC file was loaded cannot be told; no note made");
         return;
     };
+    NOTED.keep(noted::label(search), &note);
     if let Err(error) = cache.put_note(&search.note_key(), &note) {
         // Best effort (a read-only cache keeps none): the next process asks NVRTC again.
         log::debug!("cuda-safe: the program cache could not keep its note on NVRTC: {error}");
@@ -172,7 +194,7 @@ mod tests {
         let cache = InMemoryProgramCache::default();
         let note = crate::program::identity::note_for_tests(&file, "99.1");
         cache.put_note(&search().note_key(), &note).unwrap();
-        let learnt = learn(&cache, &RECALLED, || Some(search())).unwrap();
+        let learnt = learn(&cache, &RECALLED, Some(&search())).unwrap();
         assert_eq!(
             learnt,
             KeyCompiler {
@@ -181,12 +203,12 @@ mod tests {
             }
         );
         // Remembered for the process: no second look at the note.
-        let again = learn(&InMemoryProgramCache::default(), &RECALLED, || None).unwrap();
+        let again = learn(&InMemoryProgramCache::default(), &RECALLED, None).unwrap();
         assert_eq!(again.version, "99.1");
 
         static FRESH: OnceLock<String> = OnceLock::new();
         std::fs::write(&file, b"replaced in place").unwrap();
-        match learn(&cache, &FRESH, || Some(search())) {
+        match learn(&cache, &FRESH, Some(&search())) {
             Ok(asked) => assert!(asked.asked && asked.version != "99.1"),
             Err(error) => assert!(matches!(error, crate::error::Error::Load(_)), "{error}"),
         }

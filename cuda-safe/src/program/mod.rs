@@ -62,6 +62,7 @@ mod compiled;
 mod compiler;
 mod headers;
 pub(crate) mod identity;
+pub(crate) mod noted;
 mod options;
 mod pch;
 mod raw;

@@ -97,7 +97,7 @@ fn a_file_longer_than_its_header_states_is_a_miss() {
     let key = CacheKey::from_bytes([9; 32]);
     let (_dir, cache) = cache_with_entry_dir(&key);
     let program = CompiledCode::new(CodeKind::Ptx, b"// ptx\0".to_vec(), Vec::new());
-    let mut bytes = format::encode(&key, &program);
+    let mut bytes = format::encode(&key, &program, None);
     fs::write(cache.entry_path(&key), &bytes).unwrap();
     assert_eq!(cache.get(&key).unwrap(), Some(program));
     bytes.extend_from_slice(&[0; 4096]);
@@ -138,7 +138,7 @@ fn a_link_at_an_entry_path_is_not_followed() {
     let (dir, cache) = cache_with_entry_dir(&key);
     let program = CompiledCode::new(CodeKind::Ptx, b"// ptx\0".to_vec(), Vec::new());
     let elsewhere = dir.path().join("elsewhere");
-    fs::write(&elsewhere, format::encode(&key, &program)).unwrap();
+    fs::write(&elsewhere, format::encode(&key, &program, None)).unwrap();
     std::os::unix::fs::symlink(&elsewhere, cache.entry_path(&key)).unwrap();
     assert_quick_corrupt_miss(&cache, &key);
     assert!(elsewhere.exists(), "the link's target is not the cache's");
@@ -150,7 +150,7 @@ fn program(n: u8) -> CompiledCode {
 
 /// The size of one entry file of `program(_)`.
 fn entry_size() -> u64 {
-    format::encode(&CacheKey::from_bytes([0; 32]), &program(0)).len() as u64
+    format::encode(&CacheKey::from_bytes([0; 32]), &program(0), None).len() as u64
 }
 
 /// A disk that fills up below the cap: eviction used to run only after a successful write, so
@@ -217,4 +217,45 @@ fn a_disk_that_stays_full_fails_the_put_and_counts_it() {
     );
     let stats = uncapped.stats().unwrap();
     assert_eq!((stats.entries, stats.failed_stores), (1, 1));
+}
+
+/// A noted entry comes back with its note from `get_noted` and as a plain program from `get`;
+/// a plain entry is no noted one; a note over the cap is refused before anything is written;
+/// a damaged noted entry is a corrupt miss for both.
+#[test]
+fn noted_entries_keep_their_note_and_are_checked_as_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = FileStreamProgramCache::new(dir.path()).unwrap();
+    let (noted, plain) = (CacheKey::from_bytes([1; 32]), CacheKey::from_bytes([2; 32]));
+    cache.put_noted(&noted, b"the note", &program(1)).unwrap();
+    cache.put(&plain, &program(2)).unwrap();
+    assert_eq!(
+        cache
+            .get_noted(&noted, &mut |note| note == b"the note")
+            .unwrap(),
+        Some((b"the note".to_vec(), program(1)))
+    );
+    assert_eq!(cache.get_noted(&noted, &mut |_| false).unwrap(), None);
+    assert_eq!(cache.get(&noted).unwrap(), Some(program(1)));
+    assert_eq!(cache.get_noted(&plain, &mut |_| true).unwrap(), None);
+    let stats = cache.stats().unwrap();
+    assert_eq!(
+        (stats.entries, stats.insertions, stats.hits, stats.misses),
+        (2, 2, 2, 0),
+        "a noted miss or refusal counts nowhere: {stats:?}"
+    );
+
+    let huge = vec![b'n'; crate::cache::MAX_NOTE_BYTES + 1];
+    let other = CacheKey::from_bytes([3; 32]);
+    assert!(cache.put_noted(&other, &huge, &program(3)).is_err());
+    assert!(!cache.entry_path(&other).exists());
+
+    let path = cache.entry_path(&noted);
+    let mut bytes = fs::read(&path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    fs::write(&path, &bytes).unwrap();
+    assert_eq!(cache.get_noted(&noted, &mut |_| true).unwrap(), None);
+    assert!(!path.exists(), "the damaged entry is removed");
+    assert_eq!(cache.stats().unwrap().corrupt_entries, 1);
 }

@@ -149,3 +149,22 @@ fn an_opened_library_is_learnt_from_its_symbol_and_recalled() {
     );
     drop(library);
 }
+
+#[cfg(unix)]
+#[test]
+fn decimals_are_written_as_format_writes_them() {
+    for value in [
+        0i128,
+        7,
+        10,
+        999,
+        -1,
+        -1_000_000_007,
+        u64::MAX.into(),
+        i64::MIN.into(),
+    ] {
+        let mut text = String::new();
+        super::push_decimal(&mut text, value);
+        assert_eq!(text, value.to_string());
+    }
+}
