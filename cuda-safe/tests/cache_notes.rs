@@ -10,7 +10,9 @@
 //! 4. another loader environment (`LD_LIBRARY_PATH`) has no note: NVRTC is loaded;
 //! 5. the program's noted copy (the entry with the note inside, read in one go) serves a hit
 //!    alone, with the notes removed; removed itself, the hit goes through the note and the
-//!    plain entry and stores the noted copy again.
+//!    plain entry and stores the noted copy again;
+//! 6. a cached link does the same for nvJitLink: the fresh process's hit maps no nvJitLink,
+//!    from the note or from the link's noted copy alone.
 //!
 //! A `main` of its own (`harness = false`): each run is a child process with the library
 //! variables set before anything loads a library. Without a C compiler it prints that it
@@ -28,8 +30,12 @@ mod stub;
 
 /// Set in a child: the cache directory it requests its kernel through.
 const CHILD: &str = "CUDA_SAFE_CACHE_NOTES_CHILD";
+/// Set in a child (to anything): it links through the cache instead.
+const LINK_CHILD: &str = "CUDA_SAFE_CACHE_NOTES_LINK";
 /// The file name NVRTC is loaded from (a copy of the stub, apart from the driver's).
 const NVRTC_FILE: &str = "libnvrtc-stub.so";
+/// The file name nvJitLink is loaded from (another copy).
+const NVJITLINK_FILE: &str = "libnvjitlink-stub.so";
 
 fn main() -> ExitCode {
     if let Some(dir) = std::env::var_os(CHILD) {
@@ -54,8 +60,10 @@ fn main() -> ExitCode {
     }
     let nvrtc = scratch.path().join(NVRTC_FILE);
     std::fs::copy(&driver, &nvrtc).expect("a copy of the stub for NVRTC");
+    std::fs::copy(&driver, scratch.path().join(NVJITLINK_FILE)).expect("a copy for nvJitLink");
     let cache = scratch.path().join("cache");
     let run = |extra: &[(&str, &str)]| request(&driver, &nvrtc, &cache, extra);
+    links(&run, scratch.path());
 
     assert_eq!(
         run(&[]),
@@ -189,7 +197,32 @@ fn noted_entries(cache: &Path) -> Vec<std::path::PathBuf> {
     noted
 }
 
-/// What one run saw.
+/// Step 6, in a cache of its own (`dir/links`): a link, a hit from the note, a hit from the
+/// noted copy alone.
+fn links(run: &dyn Fn(&[(&str, &str)]) -> Run, dir: &Path) {
+    let cache = dir.join("links");
+    let (cache_text, library) = (cache.to_str().unwrap(), dir.join(NVJITLINK_FILE));
+    let library = library.to_str().unwrap();
+    let link = [
+        (LINK_CHILD, "1"),
+        (CHILD, cache_text),
+        (cuda_safe::nvjitlink_sys::LIBNVJITLINK_PATH_ENV, library),
+    ];
+    let linked = run(&link);
+    assert!(
+        linked.nvrtc_mapped && !linked.hit,
+        "the first run links: {linked:?}"
+    );
+    let expected = Run {
+        nvrtc_mapped: false,
+        hit: true,
+    };
+    assert_eq!(run(&link), expected, "a cached link needs no nvJitLink");
+    std::fs::remove_dir_all(cache.join("notes")).unwrap();
+    assert_eq!(run(&link), expected, "the link's noted copy holds its note");
+}
+
+/// What one run saw (`nvrtc_mapped`: the compiler of the run, nvJitLink for a link).
 #[derive(Debug, PartialEq, Eq)]
 struct Run {
     nvrtc_mapped: bool,
@@ -231,6 +264,9 @@ fn request(driver: &Path, nvrtc: &Path, cache: &Path, extra: &[(&str, &str)]) ->
 fn child(dir: &Path) -> ExitCode {
     let device = cuda_safe::Device::new(0).expect("the stub's device");
     device.set_current().expect("a current context");
+    if std::env::var_os(LINK_CHILD).is_some() {
+        return link_child(dir);
+    }
     let options = ProgramOptions {
         arch: Some("sm_90".into()),
         ..Default::default()
@@ -244,5 +280,44 @@ fn child(dir: &Path) -> ExitCode {
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
     let mapped = maps.lines().any(|line| line.ends_with(NVRTC_FILE));
     println!("nvrtc_mapped={} hit={}", u8::from(mapped), u8::from(hit));
+    ExitCode::SUCCESS
+}
+
+/// The link child: two LTO-IR units (compiled before the link, not through its cache) linked
+/// through the disk cache at `dir`.
+fn link_child(dir: &Path) -> ExitCode {
+    let arch = Some("sm_90".to_owned());
+    let mut linker = cuda_safe::Linker::new(cuda_safe::LinkerOptions {
+        arch: arch.clone(),
+        lto: true,
+        ..Default::default()
+    })
+    .unwrap();
+    for (name, source) in [
+        ("a.ltoir", "__device__ int a() { return 1; }"),
+        ("b.ltoir", "__device__ int b() { return 2; }"),
+    ] {
+        let options = ProgramOptions {
+            arch: arch.clone(),
+            relocatable_device_code: true,
+            ..Default::default()
+        };
+        let code = Program::new(source, options)
+            .unwrap()
+            .compile(CodeKind::LtoIr)
+            .unwrap();
+        linker.add_compiled(code.code(), name).unwrap();
+    }
+    let cache = FileStreamProgramCache::new(dir).unwrap();
+    let linked = linker
+        .link_cached(CodeKind::Cubin, &cache)
+        .expect("the link");
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let mapped = maps.lines().any(|line| line.ends_with(NVJITLINK_FILE));
+    println!(
+        "nvrtc_mapped={} hit={}",
+        u8::from(mapped),
+        u8::from(linked.from_cache())
+    );
     ExitCode::SUCCESS
 }

@@ -16,6 +16,7 @@ use super::{driver, nvjitlink, nvjitlink_usable};
 use crate::cache::ProgramCache;
 use crate::error::Result;
 use crate::program::identity::Search;
+use crate::program::noted::{self, NotedSlot};
 
 /// A link's backend and its version, and whether a note (unchecked so far) said so.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,17 +33,47 @@ static ASKED: OnceLock<Option<String>> = OnceLock::new();
 /// The version a note recalled for the nvJitLink the loader would open.
 static RECALLED: OnceLock<String> = OnceLock::new();
 
+/// The note on nvJitLink this process found valid or wrote, for its noted entries.
+pub(super) static NOTED: NotedSlot = NotedSlot::new();
+
+/// The loader's search for nvJitLink, made before anything loads it, when a link asking for
+/// `asked_for` may use nvJitLink and this process knows no version of it yet (`None` too
+/// where the search cannot tell: see [`Search::of`]).
+pub(super) fn fresh_search(asked_for: LinkerBackend) -> Option<Search> {
+    let fresh =
+        asked_for != LinkerBackend::Driver && ASKED.get().is_none() && RECALLED.get().is_none();
+    if fresh {
+        Search::of(&nvjitlink_sys::LIBNVJITLINK)
+    } else {
+        None
+    }
+}
+
+/// The keying a noted entry's note gave, `version`, taken as this process's recalled one.
+pub(super) fn recall(version: String) -> LinkKeying {
+    LinkKeying {
+        backend: LinkerBackend::NvJitLink,
+        version: RECALLED.get_or_init(|| version).clone(),
+        recalled: true,
+    }
+}
+
 /// The backend the options ask for (`Auto` resolved as [`Linker::backend`](super::Linker::backend)
-/// would) and its version, learnt through `cache`'s note where nvJitLink is not loaded yet.
+/// would) and its version, learnt through `cache`'s note where nvJitLink is not loaded yet;
+/// `search` is [`fresh_search`]'s, made before.
 ///
 /// # Errors
 ///
 /// [`Error::Load`](crate::Error::Load) when [`LinkerBackend::NvJitLink`] is asked for and
 /// cannot be loaded; the driver's error asking its version.
-pub(super) fn keying(asked_for: LinkerBackend, cache: &dyn ProgramCache) -> Result<LinkKeying> {
+pub(super) fn keying(
+    asked_for: LinkerBackend,
+    cache: &dyn ProgramCache,
+    search: Option<&Search>,
+) -> Result<LinkKeying> {
     let jit = match asked_for {
         LinkerBackend::Driver => None,
-        _ => usable_nvjitlink(cache),
+        _ => usable_nvjitlink(cache, search),
     };
     Ok(match (asked_for, jit) {
         (LinkerBackend::Driver, _) | (LinkerBackend::Auto, None) => driver_keying()?,
@@ -109,23 +140,24 @@ fn driver_keying() -> Result<LinkKeying> {
 }
 
 /// nvJitLink's version if it is usable, and whether a note said so: this process's answer,
-/// else a note's for the file the loader would open, else the answer of loading it (noted).
-fn usable_nvjitlink(cache: &dyn ProgramCache) -> Option<(String, bool)> {
+/// else a note's for the file the loader's `search` would open, else the answer of loading it
+/// (noted).
+fn usable_nvjitlink(cache: &dyn ProgramCache, search: Option<&Search>) -> Option<(String, bool)> {
     if let Some(asked) = ASKED.get() {
         return asked.clone().map(|version| (version, false));
     }
     if let Some(version) = RECALLED.get() {
         return Some((version.clone(), true));
     }
-    let search = Search::of(&nvjitlink_sys::LIBNVJITLINK);
-    if let Some(search) = &search
+    if let Some(search) = search
         && let Some(note) = cache.get_note(&search.note_key())
         && let Some(version) = search.recall(&note)
     {
+        NOTED.keep(noted::label(search), &note);
         return Some((RECALLED.get_or_init(|| version).clone(), true));
     }
     let asked = ask();
-    if let (Some(search), Some(version)) = (&search, &asked) {
+    if let (Some(search), Some(version)) = (search, &asked) {
         remember(search, cache, version);
     }
     asked.map(|version| (version, false))
@@ -144,8 +176,8 @@ fn ask() -> Option<String> {
         .clone()
 }
 
-/// Notes in `cache` that the loader's `search` opened the loaded nvJitLink, of `version`; best
-/// effort (logged).
+/// Notes in `cache` that the loader's `search` opened the loaded nvJitLink, of `version`, and
+/// keeps the note for this process's noted entries; best effort (logged).
 fn remember(search: &Search, cache: &dyn ProgramCache, version: &str) {
     let Ok(nvjitlink) = nvjitlink_sys::nvjitlink() else {
         return;
@@ -168,6 +200,7 @@ fn remember(search: &Search, cache: &dyn ProgramCache, version: &str) {
         log::debug!("cuda-safe: which nvJitLink file was loaded cannot be told; no note made");
         return;
     };
+    NOTED.keep(noted::label(search), &note);
     if let Err(error) = cache.put_note(&search.note_key(), &note) {
         // Best effort (a read-only cache keeps none): the next process asks nvJitLink again.
         log::debug!("cuda-safe: the program cache could not keep its note on nvJitLink: {error}");

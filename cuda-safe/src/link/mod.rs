@@ -46,6 +46,8 @@ pub use options::{LinkerBackend, LinkerOptions};
 use crate::cache::{CacheKey, ProgramCache};
 use crate::code::{CodeKind, CompiledCode};
 use crate::error::{Error, Result};
+use crate::program::identity::Search;
+use crate::program::noted;
 use crate::program::{CompiledProgram, Toolchain};
 use crate::trace::span;
 
@@ -219,8 +221,65 @@ impl Linker {
         target: CodeKind,
         cache: &dyn ProgramCache,
     ) -> Result<CompiledProgram> {
-        let keying = keying::keying(self.options.backend, cache)?;
-        self.fetch_or_link(target, cache, keying)
+        // Made before anything loads nvJitLink, so that it describes the search that would.
+        let search = keying::fresh_search(self.options.backend);
+        if let Some(search) = &search
+            && let Some(hit) = self.noted_hit(target, cache, search)?
+        {
+            return Ok(hit);
+        }
+        let keying = keying::keying(self.options.backend, cache, search.as_ref())?;
+        let linked = self.fetch_or_link(target, cache, keying)?;
+        if search.is_some() && linked.from_cache() {
+            let plan = self.plan_for(target, LinkerBackend::NvJitLink)?;
+            self.store_noted(target, &plan, cache, linked.code());
+        }
+        Ok(linked)
+    }
+
+    /// The noted entry of `cache` for this link (the image with the note on nvJitLink inside,
+    /// read in one go: [`noted`](crate::program::noted)), if its note holds for `search`.
+    fn noted_hit(
+        &self,
+        target: CodeKind,
+        cache: &dyn ProgramCache,
+        search: &Search,
+    ) -> Result<Option<CompiledProgram>> {
+        let plan = self.plan_for(target, LinkerBackend::NvJitLink)?;
+        let label = noted::label(search);
+        let key = self.key_for(target, &plan, &label)?;
+        let Some((version, code)) =
+            noted::lookup(cache, &key, (search, label), target, &keying::NOTED)
+        else {
+            return Ok(None);
+        };
+        keying::recall(version);
+        Ok(Some(CompiledProgram::cached(
+            code,
+            plan.flags,
+            Toolchain::NvJitLink,
+        )))
+    }
+
+    /// Stores `code` in `cache` as this link's noted entry, if it was linked by nvJitLink and
+    /// this process has a note on nvJitLink ([`noted::store`]: best effort).
+    fn store_noted(
+        &self,
+        target: CodeKind,
+        plan: &Plan,
+        cache: &dyn ProgramCache,
+        code: &CompiledCode,
+    ) {
+        if plan.backend != LinkerBackend::NvJitLink {
+            return;
+        }
+        let Some(kept) = keying::NOTED.get() else {
+            return;
+        };
+        match self.key_for(target, plan, &kept.label) {
+            Ok(key) => noted::store(cache, &key, &kept, code),
+            Err(error) => log::debug!("cuda-safe: no noted program cache entry: {error}"),
+        }
     }
 
     /// The entry for this link keyed with `keying` from `cache`, or, on a miss, the link,
@@ -257,6 +316,7 @@ impl Linker {
         if let Err(error) = cache.put(&key, linked.code()) {
             log::warn!("cuda-safe: storing program cache entry {key} failed: {error}");
         }
+        self.store_noted(target, &plan, cache, linked.code());
         Ok(linked)
     }
 
