@@ -199,7 +199,7 @@ fn noted_entries(cache: &Path) -> Vec<std::path::PathBuf> {
 
 /// Step 6, in a cache of its own (`dir/links`): a link, a hit from the note, a hit from the
 /// noted copy alone.
-fn links(run: &dyn Fn(&[(&str, &str)]) -> Run, dir: &Path) {
+fn links(run: &dyn Fn(&Env) -> Run, dir: &Path) {
     let cache = dir.join("links");
     let (cache_text, library) = (cache.to_str().unwrap(), dir.join(NVJITLINK_FILE));
     let library = library.to_str().unwrap();
@@ -221,6 +221,9 @@ fn links(run: &dyn Fn(&[(&str, &str)]) -> Run, dir: &Path) {
     std::fs::remove_dir_all(cache.join("notes")).unwrap();
     assert_eq!(run(&link), expected, "the link's noted copy holds its note");
 }
+
+/// Extra environment variables of a run.
+type Env<'a> = [(&'a str, &'a str)];
 
 /// What one run saw (`nvrtc_mapped`: the compiler of the run, nvJitLink for a link).
 #[derive(Debug, PartialEq, Eq)]
