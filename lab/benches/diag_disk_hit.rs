@@ -12,18 +12,14 @@
 //! - `load_get`: `CompiledProgram::load` + `get_kernel` after `compile_cached`;
 //! - `kernel_cache`: `KernelCache::kernel`, the whole hit as a user writes it.
 
-use std::ffi::c_void;
 use std::path::Path;
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
-#[path = "../../cuda-safe/benches/common/check.rs"]
-mod check;
-
-use check::check;
+#[path = "common/raw_load.rs"]
+mod raw_load;
 
 use cuda_safe::cache::{FileStreamProgramCache, ProgramCache};
-use cuda_safe::sys::{CUkernel, CUlibrary, driver};
 use cuda_safe::{CodeKind, Device, Error, KernelCache, Program, ProgramOptions, Result};
 
 const SAXPY: &str = "extern \"C\" __global__ void saxpy(float a, const float* __restrict__ x,\n    const float* __restrict__ y, float* out, size_t n) {\n  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;\n  if (i < n) out[i] = a * x[i] + y[i];\n}\n";
@@ -92,7 +88,7 @@ fn step_in_child(step: &str, dir: &Path, version: &str) -> Result<()> {
             let code = disk.get(&program.cache_key_for_compiler(CodeKind::Cubin, version)?)?;
             let code = code.ok_or_else(|| failed("no entry"))?;
             let start = Instant::now();
-            raw_load_get(code.bytes())?;
+            std::hint::black_box(raw_load::load_get(code.bytes(), c"saxpy")?);
             println!("{:.3}", us(start));
             return Ok(());
         }
@@ -121,37 +117,6 @@ fn step_in_child(step: &str, dir: &Path, version: &str) -> Result<()> {
     }
     println!("{:.3}", us(start));
     Ok(())
-}
-
-/// `cuLibraryLoadData` + `cuLibraryGetKernel`, as `disk_hit_floor.c` calls them.
-fn raw_load_get(cubin: &[u8]) -> Result<()> {
-    let driver = driver()?;
-    let mut library: CUlibrary = std::ptr::null_mut();
-    let mut kernel: CUkernel = std::ptr::null_mut();
-    // SAFETY: a complete CUBIN from the cache (checked when it was stored), valid
-    // out-pointers, no options; the library stays loaded until the process exits.
-    unsafe {
-        check(
-            "cuLibraryLoadData",
-            driver.cuLibraryLoadData(
-                &mut library,
-                cubin.as_ptr().cast::<c_void>(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                0,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                0,
-            )?,
-        )?;
-    }
-    // SAFETY: the library just loaded, a NUL-terminated name, a valid out-pointer.
-    unsafe {
-        check(
-            "cuLibraryGetKernel",
-            driver.cuLibraryGetKernel(&mut kernel, library, c"saxpy".as_ptr())?,
-        )
-    }
 }
 
 fn parent() -> Result<()> {

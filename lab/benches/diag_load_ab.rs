@@ -7,16 +7,15 @@
 //! `diag_load_ab [ROUNDS]` (default 21) prints the median per-load time of each and the median
 //! of the per-round ratios against the raw path.
 
-use std::ffi::c_void;
 use std::process::ExitCode;
 use std::time::Instant;
 
-#[path = "../../cuda-safe/benches/common/check.rs"]
-mod check;
+#[path = "common/raw_load.rs"]
+mod raw_load;
 
-use check::check;
-use cuda_safe::sys::{CUkernel, CUlibrary, driver};
+use cuda_safe::sys::driver;
 use cuda_safe::{CodeKind, Device, ObjectCode, Program, ProgramOptions, Result};
+use raw_load::check;
 
 const SAXPY: &str = "extern \"C\" __global__ void saxpy(float a, const float* __restrict__ x,\n    const float* __restrict__ y, float* out, size_t n) {\n  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;\n  if (i < n) out[i] = a * x[i] + y[i];\n}\n";
 const LOADS: usize = 200;
@@ -42,31 +41,9 @@ fn main() -> ExitCode {
 
 /// One raw load, lookup and unload of `cubin`.
 fn raw(cubin: &[u8]) -> Result<()> {
-    let driver = driver()?;
-    let mut library: CUlibrary = std::ptr::null_mut();
-    let mut kernel: CUkernel = std::ptr::null_mut();
-    // SAFETY: a checked CUBIN image, valid out-pointers, no options; the library is unloaded
-    // before the function returns and the kernel is not used after.
-    unsafe {
-        check(
-            "cuLibraryLoadData",
-            driver.cuLibraryLoadData(
-                &mut library,
-                cubin.as_ptr().cast::<c_void>(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                0,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                0,
-            )?,
-        )?;
-        check(
-            "cuLibraryGetKernel",
-            driver.cuLibraryGetKernel(&mut kernel, library, c"saxpy".as_ptr())?,
-        )?;
-        check("cuLibraryUnload", driver.cuLibraryUnload(library)?)?;
-    }
+    let (library, kernel) = raw_load::load_get(cubin, c"saxpy")?;
+    // SAFETY: the library just loaded, unloaded once; its kernel is not used after.
+    unsafe { check("cuLibraryUnload", driver()?.cuLibraryUnload(library)?)? };
     std::hint::black_box(kernel);
     Ok(())
 }

@@ -49,13 +49,9 @@ pub(super) fn fresh_search(asked_for: LinkerBackend) -> Option<Search> {
     }
 }
 
-/// The keying a noted entry's note gave, `version`, taken as this process's recalled one.
-pub(super) fn recall(version: String) -> LinkKeying {
-    LinkKeying {
-        backend: LinkerBackend::NvJitLink,
-        version: RECALLED.get_or_init(|| version).clone(),
-        recalled: true,
-    }
+/// Takes `version`, from a noted entry whose note holds, as this process's recalled one.
+pub(super) fn recall(version: String) {
+    RECALLED.get_or_init(|| version);
 }
 
 /// The backend the options ask for (`Auto` resolved as [`Linker::backend`](super::Linker::backend)

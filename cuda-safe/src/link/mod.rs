@@ -211,7 +211,10 @@ impl Linker {
     /// The key names the backend's version. A fresh process learns nvJitLink's from `cache`'s
     /// note on the nvJitLink library file the loader would open, without loading it (a hit
     /// then loads no nvJitLink); where there is no such note, or anything it names changed,
-    /// nvJitLink is loaded and asked, and the note written. A miss checks the note first.
+    /// nvJitLink is loaded and asked, and the note written. A miss checks the note first. As
+    /// with [`Program::compile_cached`](crate::Program::compile_cached), a cache that keeps
+    /// noted entries is given an nvJitLink link's image a second time with the note inside, so
+    /// a fresh process's first link hit reads one file.
     ///
     /// # Errors
     ///
@@ -270,15 +273,10 @@ impl Linker {
         cache: &dyn ProgramCache,
         code: &CompiledCode,
     ) {
-        if plan.backend != LinkerBackend::NvJitLink {
-            return;
-        }
-        let Some(kept) = keying::NOTED.get() else {
-            return;
-        };
-        match self.key_for(target, plan, &kept.label) {
-            Ok(key) => noted::store(cache, &key, &kept, code),
-            Err(error) => log::debug!("cuda-safe: no noted program cache entry: {error}"),
+        if plan.backend == LinkerBackend::NvJitLink {
+            noted::store(cache, &keying::NOTED, code, |label| {
+                self.key_for(target, plan, label)
+            });
         }
     }
 

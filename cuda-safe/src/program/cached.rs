@@ -124,6 +124,10 @@ impl Program {
     /// environment changed, NVRTC is loaded and asked, and the note written. A miss loads
     /// NVRTC anyway and checks the noted version against it first.
     ///
+    /// A cache that keeps noted entries (an on-disk one: [`ProgramCache::get_noted`]) is given
+    /// the program a second time with the note inside, so that the first request of a fresh
+    /// process reads one file; a hit that found no such copy stores it.
+    ///
     /// A cache that fails to read or write is logged as a warning and treated as a miss, never
     /// failing the compile. A failed compile is never stored.
     ///
@@ -205,13 +209,9 @@ impl Program {
         cache: &dyn ProgramCache,
         code: &CompiledCode,
     ) {
-        let Some(kept) = NOTED.get() else {
-            return;
-        };
-        match self.key_for(target, plan, &kept.label) {
-            Ok(key) => noted::store(cache, &key, &kept, code),
-            Err(error) => log::debug!("cuda-safe: no noted program cache entry: {error}"),
-        }
+        noted::store(cache, &NOTED, code, |label| {
+            self.key_for(target, plan, label)
+        });
     }
 
     /// Refuses what a cache hit cannot do: create a PCH file ([`Pch::Create`]).
@@ -312,7 +312,7 @@ impl Program {
     }
 
     /// The key for `plan`, with the compiler version given.
-    pub(super) fn key_for(&self, target: CodeKind, plan: &Plan, version: &str) -> Result<CacheKey> {
+    fn key_for(&self, target: CodeKind, plan: &Plan, version: &str) -> Result<CacheKey> {
         let options = self.options();
         let mut builder = CacheKey::builder(self.source())
             .compiler("nvrtc", version)

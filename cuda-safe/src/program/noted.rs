@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::identity::Search;
 use crate::cache::{CacheKey, ProgramCache};
 use crate::code::{CodeKind, CompiledCode};
+use crate::error::Result;
 
 /// The compiler-version field of a noted entry's key, for `search`: no version, but the
 /// search that finds the library (the note inside says which file and version it found).
@@ -30,11 +31,11 @@ pub(crate) fn label(search: &Search) -> String {
 
 /// What a process keeps to store noted entries: the label of its search and the note.
 #[derive(Debug)]
-pub(crate) struct Noted {
+struct Noted {
     /// [`label`] of the search the note is for.
-    pub(crate) label: String,
+    label: String,
     /// The note, as the cache keeps it.
-    pub(crate) note: Vec<u8>,
+    note: Vec<u8>,
 }
 
 /// The process's [`Noted`] for one library (NVRTC's, nvJitLink's); replaced when a note is
@@ -59,7 +60,7 @@ impl NotedSlot {
     }
 
     /// What was kept, if anything.
-    pub(crate) fn get(&self) -> Option<Arc<Noted>> {
+    fn get(&self) -> Option<Arc<Noted>> {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -96,10 +97,21 @@ pub(crate) fn lookup(
     Some((version?, code))
 }
 
-/// Stores `code` in `cache` under `key` with `noted`'s note; best effort (a cache that cannot
-/// store it is logged, and the next process reads the note and the entry apart).
-pub(crate) fn store(cache: &dyn ProgramCache, key: &CacheKey, noted: &Noted, code: &CompiledCode) {
-    if let Err(error) = cache.put_noted(key, &noted.note, code) {
-        log::debug!("cuda-safe: storing noted program cache entry {key} failed: {error}");
+/// Stores `code` in `cache` with the note kept in `slot`, under the key `key_of` makes from
+/// the note's label; best effort (nothing without a note; a key that cannot be made or a
+/// cache that cannot store is logged, and the next process reads the note and the entry
+/// apart).
+pub(crate) fn store(
+    cache: &dyn ProgramCache,
+    slot: &NotedSlot,
+    code: &CompiledCode,
+    key_of: impl FnOnce(&str) -> Result<CacheKey>,
+) {
+    let Some(kept) = slot.get() else {
+        return;
+    };
+    let stored = key_of(&kept.label).and_then(|key| cache.put_noted(&key, &kept.note, code));
+    if let Err(error) = stored {
+        log::debug!("cuda-safe: storing a noted program cache entry failed: {error}");
     }
 }
