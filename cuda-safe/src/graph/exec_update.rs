@@ -26,7 +26,8 @@ use crate::error::{Result, cu};
 use crate::event::Event;
 use crate::memory::Buffer;
 use cuda_sys::{
-    CUgraph, CUgraphExec, CUgraphExecUpdateResultInfo, CUgraphNode, CUgraphNodeType, Driver,
+    CUDA_MEMCPY3D, CUgraph, CUgraphExec, CUgraphExecUpdateResultInfo, CUgraphNode, CUgraphNodeType,
+    Driver,
 };
 
 /// Whether an executable's updates made its graph keep something the executable does not
@@ -143,16 +144,32 @@ impl GraphExec {
         let raw = self.raw_node_of(node, CUgraphNodeType::CU_GRAPH_NODE_TYPE_MEMCPY, "a copy")?;
         let params = copy_description(dst, src)?;
         self.graph.keep_buffers(&[dst, src], Vec::new())?;
+        // SAFETY: a 1-D copy between the buffers just kept alive.
+        unsafe { self.set_copy_params(raw, &params) }
+    }
+
+    /// Sets copy node `raw`'s parameters in the executable to `params`
+    /// (`cuGraphExecMemcpyNodeSetParams`), the keeps' transfer armed first.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a live copy node of the graph this executable was made from
+    /// ([`raw_node_of`](Self::raw_node_of)), and the graph keeps alive the memory on both
+    /// sides of `params`.
+    pub(super) unsafe fn set_copy_params(
+        &mut self,
+        raw: CUgraphNode,
+        params: &CUDA_MEMCPY3D,
+    ) -> Result<()> {
         self.handle.transfer.arm(&self.graph);
-        // SAFETY: a live copy node of the graph this executable was made from; a 1-D copy
-        // between buffers the executable keeps alive.
+        // SAFETY: the caller's promise: a live copy node, both sides kept alive.
         unsafe {
             cu!(
                 self.handle.driver,
                 cuGraphExecMemcpyNodeSetParams(
                     self.handle.raw,
                     raw,
-                    &params,
+                    params,
                     self.graph.context.as_raw()
                 )
             )

@@ -199,19 +199,8 @@ impl GraphExec {
         let raw = self.raw_node_of(node, CUgraphNodeType::CU_GRAPH_NODE_TYPE_MEMCPY, "a copy")?;
         let params = node_description(copy, &src.side, &dst.side)?;
         self.graph.keep_sides([dst, src])?;
-        self.handle.transfer.arm(&self.graph);
-        // SAFETY: a live copy node of the graph this executable was made from; a copy checked
-        // against both sides, which the executable keeps alive.
-        unsafe {
-            cu!(
-                self.handle.driver,
-                cuGraphExecMemcpyNodeSetParams(
-                    self.handle.raw,
-                    raw,
-                    &params,
-                    self.graph.context.as_raw()
-                )
-            )
-        }
+        // SAFETY: a live copy node (just checked); a copy checked against both sides, which
+        // the graph now keeps alive.
+        unsafe { self.set_copy_params(raw, &params) }
     }
 }
