@@ -12,7 +12,8 @@
 //!    alone, with the notes removed; removed itself, the hit goes through the note and the
 //!    plain entry and stores the noted copy again;
 //! 6. a cached link does the same for nvJitLink: the fresh process's hit maps no nvJitLink,
-//!    from the note or from the link's noted copy alone.
+//!    from the note or from the link's noted copy alone;
+//! 7. a cache with noted copies off keeps one entry file, and its hit still maps no NVRTC.
 //!
 //! A `main` of its own (`harness = false`): each run is a child process with the library
 //! variables set before anything loads a library. Without a C compiler it prints that it
@@ -32,6 +33,8 @@ mod stub;
 const CHILD: &str = "CUDA_SAFE_CACHE_NOTES_CHILD";
 /// Set in a child (to anything): it links through the cache instead.
 const LINK_CHILD: &str = "CUDA_SAFE_CACHE_NOTES_LINK";
+/// Set in a child (to anything): its cache keeps no noted copies.
+const PLAIN_CHILD: &str = "CUDA_SAFE_CACHE_NOTES_PLAIN";
 /// The file name NVRTC is loaded from (a copy of the stub, apart from the driver's).
 const NVRTC_FILE: &str = "libnvrtc-stub.so";
 /// The file name nvJitLink is loaded from (another copy).
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
     let cache = scratch.path().join("cache");
     let run = |extra: &[(&str, &str)]| request(&driver, &nvrtc, &cache, extra);
     links(&run, scratch.path());
+    without_copies(&run, scratch.path());
 
     assert_eq!(
         run(&[]),
@@ -222,6 +226,33 @@ fn links(run: &dyn Fn(&Env) -> Run, dir: &Path) {
     assert_eq!(run(&link), expected, "the link's noted copy holds its note");
 }
 
+/// Step 7, in a cache of its own (`dir/plain`): noted copies off, one entry file, and a hit
+/// from the note on NVRTC.
+fn without_copies(run: &dyn Fn(&Env) -> Run, dir: &Path) {
+    let cache = dir.join("plain");
+    let plain = [(PLAIN_CHILD, "1"), (CHILD, cache.to_str().unwrap())];
+    let first = run(&plain);
+    assert!(
+        first.nvrtc_mapped && !first.hit,
+        "the first run compiles: {first:?}"
+    );
+    for _ in 0..2 {
+        assert_eq!(
+            run(&plain),
+            Run {
+                nvrtc_mapped: false,
+                hit: true
+            },
+            "the note on NVRTC serves without noted copies"
+        );
+    }
+    assert_eq!(
+        (entry_count(&cache), noted_entries(&cache).len()),
+        (1, 0),
+        "one entry file, no noted copy"
+    );
+}
+
 /// Extra environment variables of a run.
 type Env<'a> = [(&'a str, &'a str)];
 
@@ -275,7 +306,10 @@ fn child(dir: &Path) -> ExitCode {
         ..Default::default()
     };
     let program = Program::new("extern \"C\" __global__ void twice() {}", options).unwrap();
-    let kernels = KernelCache::new(FileStreamProgramCache::new(dir).unwrap());
+    let cache = FileStreamProgramCache::new(dir)
+        .unwrap()
+        .with_noted_copies(std::env::var_os(PLAIN_CHILD).is_none());
+    let kernels = KernelCache::new(cache);
     kernels
         .kernel(&program, CodeKind::Ptx, "twice")
         .expect("the kernel");

@@ -88,6 +88,7 @@ pub struct FileStreamProgramCache {
     root: PathBuf,
     max_bytes: Option<u64>,
     stale_temp_age: Duration,
+    noted_copies: bool,
     counters: Counters,
 }
 
@@ -122,6 +123,7 @@ impl FileStreamProgramCache {
             root,
             max_bytes: None,
             stale_temp_age: STALE_TEMP_AGE,
+            noted_copies: true,
             counters: Counters::default(),
         })
     }
@@ -150,6 +152,22 @@ impl FileStreamProgramCache {
     pub fn with_stale_temp_age(mut self, age: Duration) -> Self {
         self.stale_temp_age = age;
         self
+    }
+
+    /// Whether to keep noted copies ([`ProgramCache::put_noted`]); on by default.
+    ///
+    /// Off, the cache holds one entry file per program: `put_noted` stores nothing and
+    /// `get_noted` finds nothing (noted copies already on disk are left to eviction and
+    /// [`clear`](ProgramCache::clear)). A fresh process's hit then still needs no NVRTC, but
+    /// reads the note on NVRTC and the entry as two files.
+    pub fn with_noted_copies(mut self, keep: bool) -> Self {
+        self.noted_copies = keep;
+        self
+    }
+
+    /// Whether noted copies are kept ([`with_noted_copies`](Self::with_noted_copies)).
+    pub fn noted_copies(&self) -> bool {
+        self.noted_copies
     }
 
     /// The cache's directory.
@@ -434,11 +452,15 @@ impl ProgramCache for FileStreamProgramCache {
 
     /// The entry file of `key`, if it was stored with a note `accept` takes: counted in
     /// [`CacheStats::hits`]; anything else counts nowhere (the caller looks elsewhere next).
+    /// Nothing, without reading, when noted copies are off.
     fn get_noted(
         &self,
         key: &CacheKey,
         accept: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<Option<(Vec<u8>, CompiledCode)>> {
+        if !self.noted_copies {
+            return Ok(None);
+        }
         let span =
             span!(DEBUG, "cache_get_noted", cache = "file", %key, hit = tracing::field::Empty);
         let found = self
@@ -452,9 +474,14 @@ impl ProgramCache for FileStreamProgramCache {
         Ok(found)
     }
 
+    /// Stores `program` with `note` inside under `key`; stores nothing when noted copies are
+    /// off.
     fn put_noted(&self, key: &CacheKey, note: &[u8], program: &CompiledCode) -> Result<()> {
         if let Some(refusal) = notes::too_large(note) {
             return Err(refusal);
+        }
+        if !self.noted_copies {
+            return Ok(());
         }
         let _span = span!(DEBUG, "cache_put_noted", cache = "file", %key);
         self.count_failure(self.store(key, program, Some(note)))

@@ -259,3 +259,31 @@ fn noted_entries_keep_their_note_and_are_checked_as_entries() {
     assert!(!path.exists(), "the damaged entry is removed");
     assert_eq!(cache.stats().unwrap().corrupt_entries, 1);
 }
+
+/// With noted copies off, `put_noted` writes nothing and `get_noted` finds nothing, not even a
+/// noted copy another handle stored; `get` still reads that copy as a plain program.
+#[test]
+fn noted_copies_off_store_and_find_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = FileStreamProgramCache::new(dir.path())
+        .unwrap()
+        .with_noted_copies(false);
+    assert!(!plain.noted_copies());
+    let key = CacheKey::from_bytes([4; 32]);
+    plain.put_noted(&key, b"the note", &program(4)).unwrap();
+    assert!(!plain.entry_path(&key).exists());
+    let huge = vec![b'n'; crate::cache::MAX_NOTE_BYTES + 1];
+    assert!(plain.put_noted(&key, &huge, &program(4)).is_err(), "still checked");
+
+    let keeping = FileStreamProgramCache::new(dir.path()).unwrap();
+    assert!(keeping.noted_copies());
+    keeping.put_noted(&key, b"the note", &program(4)).unwrap();
+    assert_eq!(plain.get_noted(&key, &mut |_| true).unwrap(), None);
+    assert_eq!(plain.get(&key).unwrap(), Some(program(4)));
+    let stats = plain.stats().unwrap();
+    assert_eq!(
+        (stats.entries, stats.insertions, stats.hits, stats.misses),
+        (1, 0, 1, 0),
+        "{stats:?}"
+    );
+}
