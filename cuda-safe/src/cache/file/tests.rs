@@ -273,7 +273,10 @@ fn noted_copies_off_store_and_find_none() {
     plain.put_noted(&key, b"the note", &program(4)).unwrap();
     assert!(!plain.entry_path(&key).exists());
     let huge = vec![b'n'; crate::cache::MAX_NOTE_BYTES + 1];
-    assert!(plain.put_noted(&key, &huge, &program(4)).is_err(), "still checked");
+    assert!(
+        plain.put_noted(&key, &huge, &program(4)).is_err(),
+        "still checked"
+    );
 
     let keeping = FileStreamProgramCache::new(dir.path()).unwrap();
     assert!(keeping.noted_copies());
