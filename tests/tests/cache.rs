@@ -118,6 +118,30 @@ fn a_disk_hit_in_a_new_cache_resolves_templated_kernels() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+fn a_disk_cache_without_noted_copies_keeps_one_entry_per_program() {
+    let dir = std::env::temp_dir().join(format!("cuda-safe-plain-test-{}", std::process::id()));
+    let plain = || {
+        FileStreamProgramCache::new(&dir)
+            .unwrap()
+            .with_noted_copies(false)
+    };
+    let program = program();
+    let first = KernelCache::new(plain());
+    add_one_works(&first, &program);
+    assert_eq!(first.programs().stats().unwrap().insertions, 1);
+    assert_eq!(noted_and_plain_entries(&dir), (0, 1));
+    let second = KernelCache::new(plain());
+    add_one_works(&second, &program);
+    let stats = second.programs().stats().unwrap();
+    assert_eq!((stats.hits, stats.insertions), (1, 0), "{stats:?}");
+    assert_eq!(
+        noted_and_plain_entries(&dir),
+        (0, 1),
+        "a hit stores no copy"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 fn an_assumed_nvrtc_version_skips_nvrtc_on_hits_and_is_checked_on_misses() {
     let (major, minor) = cuda_safe::nvrtc_version().unwrap();
     let program = program();
@@ -159,6 +183,7 @@ fn a_warm_kernel_request_returns_the_same_kernel() {
 pub(crate) const FILE: GpuFile = gpu_file![
     a_program_compiles_and_loads_once_per_process,
     a_disk_hit_in_a_new_cache_resolves_templated_kernels,
+    a_disk_cache_without_noted_copies_keeps_one_entry_per_program,
     an_assumed_nvrtc_version_skips_nvrtc_on_hits_and_is_checked_on_misses,
     a_warm_kernel_request_returns_the_same_kernel,
 ];
