@@ -13,7 +13,10 @@
 //!    plain entry and stores the noted copy again;
 //! 6. a cached link does the same for nvJitLink: the fresh process's hit maps no nvJitLink,
 //!    from the note or from the link's noted copy alone;
-//! 7. a cache with noted copies off keeps one entry file, and its hit still maps no NVRTC.
+//! 7. a cache with noted copies off keeps one entry file, and its hit still maps no NVRTC;
+//! 8. a note that proves wrong where it cannot be rewritten (NVRTC loaded by someone else
+//!    first) gives no noted copy: the code compiled by the other NVRTC is stored under its own
+//!    version alone, and the next process, asking NVRTC, hits that and notes it anew.
 //!
 //! A `main` of its own (`harness = false`): each run is a child process with the library
 //! variables set before anything loads a library. Without a C compiler it prints that it
@@ -35,6 +38,14 @@ const CHILD: &str = "CUDA_SAFE_CACHE_NOTES_CHILD";
 const LINK_CHILD: &str = "CUDA_SAFE_CACHE_NOTES_LINK";
 /// Set in a child (to anything): its cache keeps no noted copies.
 const PLAIN_CHILD: &str = "CUDA_SAFE_CACHE_NOTES_PLAIN";
+/// Set in a child (to a file of NVRTC's name): it requests its kernel, then loads that file
+/// (as another library of the process could load its own NVRTC) and requests a second
+/// program's.
+const PRELOAD_CHILD: &str = "CUDA_SAFE_CACHE_NOTES_PRELOAD";
+/// Set in a child (to anything): it requests the second program's kernel alone.
+const SECOND_CHILD: &str = "CUDA_SAFE_CACHE_NOTES_SECOND";
+/// The version the stub NVRTC gives (`tests/stub/libnvrtc_stub.c`).
+const STUB_VERSION: &str = "CUDA_SAFE_STUB_NVRTC_VERSION";
 /// The file name NVRTC is loaded from (a copy of the stub, apart from the driver's).
 const NVRTC_FILE: &str = "libnvrtc-stub.so";
 /// The file name nvJitLink is loaded from (another copy).
@@ -68,6 +79,7 @@ fn main() -> ExitCode {
     let run = |extra: &[(&str, &str)]| request(&driver, &nvrtc, &cache, extra);
     links(&run, scratch.path());
     without_copies(&run, scratch.path());
+    wrong_note(&run, scratch.path());
 
     assert_eq!(
         run(&[]),
@@ -253,6 +265,51 @@ fn without_copies(run: &dyn Fn(&Env) -> Run, dir: &Path) {
     );
 }
 
+/// Step 8, in a cache of its own (`dir/versions`): a note on NVRTC 12.4; then NVRTC of the
+/// same file says 12.6 in a process that loaded it before the note could be checked, and
+/// compiles a second program; the next process finds no noted copy of it.
+fn wrong_note(run: &dyn Fn(&Env) -> Run, dir: &Path) {
+    let cache = dir.join("versions");
+    let cache = cache.to_str().unwrap();
+    let first = run(&[(CHILD, cache), (STUB_VERSION, "12.4")]);
+    assert!(first.nvrtc_mapped && !first.hit, "{first:?}");
+    assert_eq!(noted_entries(Path::new(cache)).len(), 1);
+    let other = dir.join("other-nvrtc");
+    std::fs::create_dir(&other).unwrap();
+    let other = other.join("libnvrtc.so.12");
+    std::fs::copy(dir.join(NVRTC_FILE), &other).unwrap();
+    let other = other.to_str().unwrap();
+    let preloaded = run(&[
+        (CHILD, cache),
+        (STUB_VERSION, "12.6"),
+        (PRELOAD_CHILD, other),
+    ]);
+    assert_eq!(
+        preloaded,
+        Run {
+            nvrtc_mapped: true,
+            hit: true
+        },
+        "the first program from its noted copy, the second compiled"
+    );
+    assert_eq!(
+        (
+            entry_count(Path::new(cache)),
+            noted_entries(Path::new(cache)).len()
+        ),
+        (3, 1),
+        "the second program under NVRTC 12.6's key alone: its note names 12.4"
+    );
+    assert_eq!(
+        run(&[(CHILD, cache), (STUB_VERSION, "12.6"), (SECOND_CHILD, "1")]),
+        Run {
+            nvrtc_mapped: true,
+            hit: true
+        },
+        "no copy under the wrong note: NVRTC is asked, and the 12.6 entry is the hit"
+    );
+}
+
 /// Extra environment variables of a run.
 type Env<'a> = [(&'a str, &'a str)];
 
@@ -305,14 +362,30 @@ fn child(dir: &Path) -> ExitCode {
         arch: Some("sm_90".into()),
         ..Default::default()
     };
-    let program = Program::new("extern \"C\" __global__ void twice() {}", options).unwrap();
+    let first = "extern \"C\" __global__ void twice() {}";
+    // Another program (another key) with the kernel the stub driver knows.
+    let second = "extern \"C\" __global__ void twice() { /* the second program */ }";
     let cache = FileStreamProgramCache::new(dir)
         .unwrap()
         .with_noted_copies(std::env::var_os(PLAIN_CHILD).is_none());
     let kernels = KernelCache::new(cache);
-    kernels
-        .kernel(&program, CodeKind::Ptx, "twice")
-        .expect("the kernel");
+    let request = |source: &str, name: &str| {
+        let program = Program::new(source, options.clone()).unwrap();
+        kernels
+            .kernel(&program, CodeKind::Ptx, name)
+            .expect("the kernel");
+    };
+    if std::env::var_os(SECOND_CHILD).is_some() {
+        request(second, "twice");
+    } else {
+        request(first, "twice");
+    }
+    let _other = std::env::var_os(PRELOAD_CHILD).map(|path| {
+        // SAFETY: a copy of the stub, whose initialisers do nothing.
+        let library = unsafe { libloading::Library::new(path) }.expect("the other NVRTC");
+        request(second, "twice");
+        library
+    });
     let hit = kernels.programs().stats().unwrap().hits == 1;
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
     let mapped = maps.lines().any(|line| line.ends_with(NVRTC_FILE));

@@ -120,7 +120,8 @@ impl<F: ProgramCache, B: ProgramCache> ProgramCache for TieredProgramCache<F, B>
     }
 
     /// The front's noted entry, else the back's (not copied: a noted entry serves a fresh
-    /// process, and the front of one that found it is warm from then on).
+    /// process's first request only; later requests of that process go by the ordinary key,
+    /// which the back's hit copies to the front).
     fn get_noted(
         &self,
         key: &CacheKey,

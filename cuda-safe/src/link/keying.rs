@@ -49,9 +49,11 @@ pub(super) fn fresh_search(asked_for: LinkerBackend) -> Option<Search> {
     }
 }
 
-/// Takes `version`, from a noted entry whose note holds, as this process's recalled one.
-pub(super) fn recall(version: String) {
-    RECALLED.get_or_init(|| version);
+/// Takes `version`, from a noted entry whose note holds, as this process's recalled one;
+/// false when another thread of this process recalled a different one first (a note
+/// rewritten meanwhile), so the entry is not this process's hit.
+pub(super) fn recall(version: String) -> bool {
+    *RECALLED.get_or_init(|| version.clone()) == version
 }
 
 /// The backend the options ask for (`Auto` resolved as [`Linker::backend`](super::Linker::backend)
@@ -149,7 +151,7 @@ fn usable_nvjitlink(cache: &dyn ProgramCache, search: Option<&Search>) -> Option
         && let Some(note) = cache.get_note(&search.note_key())
         && let Some(version) = search.recall(&note)
     {
-        NOTED.keep(noted::label(search), &note);
+        NOTED.keep(noted::label(search), &note, &version);
         return Some((RECALLED.get_or_init(|| version).clone(), true));
     }
     let asked = ask();
@@ -196,7 +198,7 @@ fn remember(search: &Search, cache: &dyn ProgramCache, version: &str) {
         log::debug!("cuda-safe: which nvJitLink file was loaded cannot be told; no note made");
         return;
     };
-    NOTED.keep(noted::label(search), &note);
+    NOTED.keep(noted::label(search), &note, version);
     if let Err(error) = cache.put_note(&search.note_key(), &note) {
         // Best effort (a read-only cache keeps none): the next process asks nvJitLink again.
         log::debug!("cuda-safe: the program cache could not keep its note on nvJitLink: {error}");

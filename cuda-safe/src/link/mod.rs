@@ -232,10 +232,10 @@ impl Linker {
             return Ok(hit);
         }
         let keying = keying::keying(self.options.backend, cache, search.as_ref())?;
-        let linked = self.fetch_or_link(target, cache, keying)?;
-        if search.is_some() && linked.from_cache() {
+        let (linked, key) = self.fetch_or_link(target, cache, keying)?;
+        if search.is_some() && linked.from_cache() && linked.toolchain() == Toolchain::NvJitLink {
             let plan = self.plan_for(target, LinkerBackend::NvJitLink)?;
-            self.store_noted(target, &plan, cache, linked.code());
+            self.store_noted(target, &plan, cache, linked.code(), &key);
         }
         Ok(linked)
     }
@@ -256,7 +256,9 @@ impl Linker {
         else {
             return Ok(None);
         };
-        keying::recall(version);
+        if !keying::recall(version) {
+            return Ok(None);
+        }
         Ok(Some(CompiledProgram::cached(
             code,
             plan.flags,
@@ -264,38 +266,37 @@ impl Linker {
         )))
     }
 
-    /// Stores `code` in `cache` as this link's noted entry, if it was linked by nvJitLink and
-    /// this process has a note on nvJitLink ([`noted::store`]: best effort).
+    /// Stores `code`, found or linked under `key`, in `cache` as this link's noted entry, if
+    /// `plan` links with nvJitLink and this process has a note on nvJitLink naming the version
+    /// `key` names ([`noted::store`]: best effort).
     fn store_noted(
         &self,
         target: CodeKind,
         plan: &Plan,
         cache: &dyn ProgramCache,
         code: &CompiledCode,
+        key: &CacheKey,
     ) {
         if plan.backend == LinkerBackend::NvJitLink {
-            noted::store(cache, &keying::NOTED, code, |label| {
-                self.key_for(target, plan, label)
+            noted::store(cache, &keying::NOTED, code, key, |field| {
+                self.key_for(target, plan, field)
             });
         }
     }
 
     /// The entry for this link keyed with `keying` from `cache`, or, on a miss, the link,
-    /// stored there.
+    /// stored there; with the key it is stored under.
     fn fetch_or_link(
         &self,
         target: CodeKind,
         cache: &dyn ProgramCache,
         keying: keying::LinkKeying,
-    ) -> Result<CompiledProgram> {
+    ) -> Result<(CompiledProgram, CacheKey)> {
         let mut plan = self.plan_for(target, keying.backend)?;
         let mut key = self.key_for(target, &plan, &keying.version)?;
         if let Some(hit) = lookup(cache, &key, target) {
-            return Ok(CompiledProgram::cached(
-                hit,
-                plan.flags,
-                plan.backend.toolchain(),
-            ));
+            let toolchain = plan.backend.toolchain();
+            return Ok((CompiledProgram::cached(hit, plan.flags, toolchain), key));
         }
         if keying.recalled
             && let Some(actual) = keying::check_recalled(self.options.backend, cache, &keying)?
@@ -303,19 +304,16 @@ impl Linker {
             plan = self.plan_for(target, actual.backend)?;
             key = self.key_for(target, &plan, &actual.version)?;
             if let Some(hit) = lookup(cache, &key, target) {
-                return Ok(CompiledProgram::cached(
-                    hit,
-                    plan.flags,
-                    plan.backend.toolchain(),
-                ));
+                let toolchain = plan.backend.toolchain();
+                return Ok((CompiledProgram::cached(hit, plan.flags, toolchain), key));
             }
         }
         let linked = self.link_with(target, &plan)?;
         if let Err(error) = cache.put(&key, linked.code()) {
             log::warn!("cuda-safe: storing program cache entry {key} failed: {error}");
         }
-        self.store_noted(target, &plan, cache, linked.code());
-        Ok(linked)
+        self.store_noted(target, &plan, cache, linked.code(), &key);
+        Ok((linked, key))
     }
 
     /// Which backend, architecture and flags a link to `target` uses, every check made.

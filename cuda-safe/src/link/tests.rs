@@ -162,7 +162,8 @@ fn a_cached_image_is_returned_without_linking() {
     let _ = plan;
     let hit = linker
         .fetch_or_link(CodeKind::Cubin, &cache, keying("13.0"))
-        .unwrap();
+        .unwrap()
+        .0;
     assert!(hit.from_cache());
     assert_eq!(hit.code(), &stored);
     assert_eq!(hit.code().lowered_name("k<int>"), Some("_Z1kIiEvv"));
@@ -209,7 +210,8 @@ fn ltoir_output_takes_ir_inputs_and_hits_as_ltoir() {
         .unwrap();
     let hit = ir
         .fetch_or_link(CodeKind::LtoIr, &cache, keying("0.1"))
-        .unwrap();
+        .unwrap()
+        .0;
     assert!(hit.from_cache());
     assert_eq!(hit.kind(), CodeKind::LtoIr);
     assert_eq!(hit.options(), ["-arch=sm_90", "-lto", "-r"]);
@@ -264,7 +266,8 @@ fn a_recalled_version_hits_without_asking_the_linker() {
     };
     let hit = linker
         .fetch_or_link(CodeKind::Cubin, &cache, recalled)
-        .unwrap();
+        .unwrap()
+        .0;
     assert!(hit.from_cache());
     assert_eq!(hit.code(), &stored);
 }

@@ -182,12 +182,11 @@ impl Program {
             let plan = self.plan(target)?;
             let label = noted::label(search);
             let noted_key = self.key_for(target, &plan, &label)?;
-            if let Some((version, code)) =
-                noted::lookup(cache, &noted_key, (search, label), target, &NOTED)
-            {
-                let version = recall(version).version;
+            let found = noted::lookup(cache, &noted_key, (search, label), target, &NOTED)
+                .and_then(|(version, code)| Some((recall(version)?, code)));
+            if let Some((compiler, code)) = found {
                 span.record_hit(true);
-                let key = self.remembered_key(target, Some(&plan), version)?;
+                let key = self.remembered_key(target, Some(&plan), compiler.version)?;
                 let program = CompiledProgram::cached(code, plan.flags, Toolchain::Nvrtc);
                 return Ok(Fetched { key, program });
             }
@@ -195,22 +194,25 @@ impl Program {
         let keying = Keying::from(key_compiler(cache, search.as_ref())?);
         let fetched = self.fetch_or_compile(target, cache, keying, prepare)?;
         if fetched.program.from_cache() {
-            self.store_noted(target, &self.plan(target)?, cache, fetched.program.code());
+            let plan = self.plan(target)?;
+            self.store_noted(target, &plan, cache, fetched.program.code(), &fetched.key);
         }
         Ok(fetched)
     }
 
-    /// Stores `code` in `cache` as this program's noted entry for `target`, if this process
-    /// has a note on NVRTC ([`noted::store`]: best effort).
+    /// Stores `code`, found or compiled under `key`, in `cache` as this program's noted entry
+    /// for `target`, if this process has a note on NVRTC naming the version `key` names
+    /// ([`noted::store`]: best effort).
     fn store_noted(
         &self,
         target: CodeKind,
         plan: &Plan,
         cache: &dyn ProgramCache,
         code: &CompiledCode,
+        key: &CacheKey,
     ) {
-        noted::store(cache, &NOTED, code, |label| {
-            self.key_for(target, plan, label)
+        noted::store(cache, &NOTED, code, key, |field| {
+            self.remembered_key(target, Some(plan), field)
         });
     }
 
@@ -304,7 +306,7 @@ impl Program {
             // Counted in the cache's stats (`failed_stores`) by the cache itself.
             log::warn!("cuda-safe: storing program cache entry {key} failed: {error}");
         }
-        self.store_noted(target, &plan, cache, compiled.code());
+        self.store_noted(target, &plan, cache, compiled.code(), &key);
         Ok(Fetched {
             key,
             program: compiled,

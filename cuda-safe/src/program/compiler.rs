@@ -85,7 +85,7 @@ fn learn(
         && let Some(note) = cache.get_note(&search.note_key())
         && let Some(version) = search.recall(&note)
     {
-        NOTED.keep(noted::label(search), &note);
+        NOTED.keep(noted::label(search), &note, &version);
         return Ok(recalled(recalled_once.get_or_init(|| version)));
     }
     let version = compiler_version()?;
@@ -95,9 +95,12 @@ fn learn(
     Ok(asked(version))
 }
 
-/// Takes `version`, from a noted entry whose note holds, as this process's recalled one.
-pub(crate) fn recall(version: String) -> KeyCompiler {
-    recalled(RECALLED.get_or_init(|| version))
+/// Takes `version`, from a noted entry whose note holds, as this process's recalled one;
+/// `None` when another thread of this process recalled a different one first (a note
+/// rewritten meanwhile), so the entry is not this process's hit.
+pub(crate) fn recall(version: String) -> Option<KeyCompiler> {
+    let kept = RECALLED.get_or_init(|| version.clone());
+    (*kept == version).then(|| recalled(kept))
 }
 
 /// NVRTC's own version for a key made with `used` (a recalled one): loads NVRTC, and if the
@@ -167,7 +170,7 @@ fn remember(search: &Search, cache: &dyn ProgramCache, version: &str) {
         log::debug!("cuda-safe: which NVRTC file was loaded cannot be told; no note made");
         return;
     };
-    NOTED.keep(noted::label(search), &note);
+    NOTED.keep(noted::label(search), &note, version);
     if let Err(error) = cache.put_note(&search.note_key(), &note) {
         // Best effort (a read-only cache keeps none): the next process asks NVRTC again.
         log::debug!("cuda-safe: the program cache could not keep its note on NVRTC: {error}");

@@ -29,13 +29,16 @@ pub(crate) fn label(search: &Search) -> String {
     label
 }
 
-/// What a process keeps to store noted entries: the label of its search and the note.
+/// What a process keeps to store noted entries: the label of its search, the note, and the
+/// version the note names.
 #[derive(Debug)]
 struct Noted {
     /// [`label`] of the search the note is for.
     label: String,
     /// The note, as the cache keeps it.
     note: Vec<u8>,
+    /// The compiler version the note names (what a process recalling it keys with).
+    version: String,
 }
 
 /// The process's [`Noted`] for one library (NVRTC's, nvJitLink's); replaced when a note is
@@ -49,12 +52,13 @@ impl NotedSlot {
         Self(Mutex::new(None))
     }
 
-    /// Keeps `note`, found valid for the search of `label`, for the noted entries stored from
-    /// now on.
-    pub(crate) fn keep(&self, label: String, note: &[u8]) {
+    /// Keeps `note`, found valid for the search of `label` and naming `version`, for the
+    /// noted entries stored from now on.
+    pub(crate) fn keep(&self, label: String, note: &[u8], version: &str) {
         let noted = Arc::new(Noted {
             label,
             note: note.to_vec(),
+            version: version.to_owned(),
         });
         *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(noted);
     }
@@ -90,28 +94,86 @@ pub(crate) fn lookup(
             return None;
         }
     };
+    let version = version?;
     if code.kind() != kind {
         return None;
     }
-    slot.keep(label, &note);
-    Some((version?, code))
+    slot.keep(label, &note, &version);
+    Some((version, code))
 }
 
-/// Stores `code` in `cache` with the note kept in `slot`, under the key `key_of` makes from
-/// the note's label; best effort (nothing without a note; a key that cannot be made or a
-/// cache that cannot store is logged, and the next process reads the note and the entry
-/// apart).
+/// Stores `code`, found or made under `key`, in `cache` with the note kept in `slot`, under
+/// the key `key_of` makes from the note's label, if `key` is the one `key_of` makes from the
+/// note's version: a noted entry only ever holds code keyed with the version its note names
+/// (not code of another compiler, or of another backend for a link). Best effort: nothing
+/// without a note or for another key; a key that cannot be made or a cache that cannot store
+/// is logged, and the next process reads the note and the entry apart.
 pub(crate) fn store(
     cache: &dyn ProgramCache,
     slot: &NotedSlot,
     code: &CompiledCode,
-    key_of: impl FnOnce(&str) -> Result<CacheKey>,
+    key: &CacheKey,
+    key_of: impl Fn(&str) -> Result<CacheKey>,
 ) {
     let Some(kept) = slot.get() else {
         return;
     };
-    let stored = key_of(&kept.label).and_then(|key| cache.put_noted(&key, &kept.note, code));
+    let stored = key_of(&kept.version).and_then(|named| {
+        if named != *key {
+            log::debug!(
+                "cuda-safe: no noted program cache entry for {key}: the note names another \
+                 compiler version"
+            );
+            return Ok(());
+        }
+        cache.put_noted(&key_of(&kept.label)?, &kept.note, code)
+    });
     if let Err(error) = stored {
         log::debug!("cuda-safe: storing a noted program cache entry failed: {error}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{NotedSlot, store};
+    use crate::cache::{CacheKey, FileStreamProgramCache, ProgramCache};
+    use crate::code::{CodeKind, CompiledCode};
+
+    /// A stand-in for a program's key with `field` as its compiler version.
+    fn key_of(field: &str) -> crate::Result<CacheKey> {
+        CacheKey::builder("extern \"C\" __global__ void k() {}")
+            .compiler("nvrtc", field)
+            .target(CodeKind::Ptx, "90")
+            .build()
+    }
+
+    /// A noted entry is stored only for code keyed with the version its note names: code of
+    /// another compiler (a recalled note that proved wrong) gets none.
+    #[test]
+    fn a_noted_entry_holds_only_code_of_the_version_its_note_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = FileStreamProgramCache::new(dir.path()).unwrap();
+        let code = CompiledCode::new(CodeKind::Ptx, b".version 8.0".to_vec(), Vec::new());
+        let slot = NotedSlot::new();
+        let noted_key = key_of("noted search").unwrap();
+        store(&cache, &slot, &code, &key_of("12.4").unwrap(), key_of);
+        assert_eq!(
+            cache.stats().unwrap().entries,
+            0,
+            "no note kept: nothing stored"
+        );
+
+        slot.keep("noted search".into(), b"the note", "12.4");
+        store(&cache, &slot, &code, &key_of("12.6").unwrap(), key_of);
+        assert_eq!(
+            cache.get_noted(&noted_key, &mut |_| true).unwrap(),
+            None,
+            "code keyed with 12.6 is not stored under a note naming 12.4"
+        );
+        store(&cache, &slot, &code, &key_of("12.4").unwrap(), key_of);
+        assert_eq!(
+            cache.get_noted(&noted_key, &mut |_| true).unwrap(),
+            Some((b"the note".to_vec(), code))
+        );
     }
 }

@@ -3,8 +3,11 @@
  * with a log), and give back a small PTX text, a CUBIN that starts like an ELF file, LTO-IR
  * when `-dlto` was asked, and lowered names ("_Zstub_" and the expression, which the driver
  * stub knows as kernels). A compile with `--pch` or `--create-pch=` "creates" a PCH of
- * PCH_BYTES, which fits a PCH heap of at least that size (64 MiB at first).
+ * PCH_BYTES, which fits a PCH heap of at least that size (64 MiB at first). Its version is
+ * 12.9, or what CUDA_SAFE_STUB_NVRTC_VERSION says ("MAJOR.MINOR": another NVRTC in the same
+ * file, for the program cache's notes).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,6 +115,9 @@ nvrtcResult nvrtcVersion(int *major, int *minor) {
     ENTER("nvrtcVersion");
     if (major == NULL || minor == NULL)
         return NVRTC_ERROR_INVALID_INPUT;
+    const char *forced = getenv("CUDA_SAFE_STUB_NVRTC_VERSION");
+    if (forced != NULL && sscanf(forced, "%d.%d", major, minor) == 2)
+        return NVRTC_SUCCESS;
     *major = 12;
     *minor = 9;
     return NVRTC_SUCCESS;
