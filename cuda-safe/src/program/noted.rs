@@ -140,7 +140,7 @@ mod tests {
     use crate::code::{CodeKind, CompiledCode};
 
     /// A stand-in for a program's key with `field` as its compiler version.
-    fn key_of(field: &str) -> crate::Result<CacheKey> {
+    fn key_of(field: &str) -> crate::error::Result<CacheKey> {
         CacheKey::builder("extern \"C\" __global__ void k() {}")
             .compiler("nvrtc", field)
             .target(CodeKind::Ptx, "90")
