@@ -64,63 +64,73 @@ impl LibrarySpec {
             return vec![PathBuf::from(explicit)];
         }
         let mut candidates: Vec<PathBuf> = self.file_names.iter().map(PathBuf::from).collect();
-        if !self.search_dirs.is_empty() {
-            let roots = self
-                .search_dirs
-                .iter()
-                .filter_map(|var| {
-                    let root = PathBuf::from(env(var).filter(|value| !value.is_empty())?);
-                    if root.is_absolute() {
-                        return Some(root);
-                    }
-                    log::warn!(
-                        "cuda-loader: ignoring {var}={} while looking for {}: a toolkit root must \
-                         be an absolute path",
-                        root.display(),
-                        self.name
-                    );
-                    None
-                })
-                .chain(std::iter::once(PathBuf::from(DEFAULT_TOOLKIT_ROOT)));
-            for root in roots {
-                for name in self.file_names {
-                    let path = root.join("lib64").join(name);
-                    if !candidates.contains(&path) {
-                        candidates.push(path);
-                    }
-                }
+        let mut add = |path: PathBuf| {
+            if !candidates.contains(&path) {
+                candidates.push(path);
+            }
+        };
+        for root in self.toolkit_roots_with(&env) {
+            for name in self.file_names {
+                add(root.join("lib64").join(name));
             }
         }
-        if !self.wheel_dirs.is_empty() {
-            for var in PYTHON_ENV_VARS {
-                let Some(prefix) = env(var)
-                    .filter(|value| !value.is_empty())
-                    .map(PathBuf::from)
-                else {
-                    continue;
-                };
-                if !prefix.is_absolute() {
-                    log::warn!(
-                        "cuda-loader: ignoring {var}={} while looking for {}: a Python \
-                         environment must be an absolute path",
-                        prefix.display(),
-                        self.name
-                    );
-                    continue;
-                }
-                for site in site_packages(&prefix) {
-                    for dir in self.wheel_dirs {
-                        for name in self.file_names {
-                            let path = site.join(dir).join(name);
-                            if !candidates.contains(&path) {
-                                candidates.push(path);
-                            }
-                        }
-                    }
+        for site in self.site_packages_with(&env) {
+            for dir in self.wheel_dirs {
+                for name in self.file_names {
+                    add(site.join(dir).join(name));
                 }
             }
         }
         candidates
+    }
+
+    /// The toolkit roots searched, in order, each once, reading variables through `env`: each
+    /// of [`search_dirs`](Self::search_dirs) set to an absolute path (a relative one is ignored
+    /// with a warning), then `/usr/local/cuda`; none when `search_dirs` is empty.
+    pub fn toolkit_roots_with(&self, env: impl Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
+        if self.search_dirs.is_empty() {
+            return Vec::new();
+        }
+        let mut roots: Vec<PathBuf> = Vec::new();
+        let named = self
+            .search_dirs
+            .iter()
+            .filter_map(|var| self.absolute(var, env(var), "a toolkit root"));
+        for root in named.chain([PathBuf::from(DEFAULT_TOOLKIT_ROOT)]) {
+            if !roots.contains(&root) {
+                roots.push(root);
+            }
+        }
+        roots
+    }
+
+    /// The `site-packages` folders of each Python environment of [`PYTHON_ENV_VARS`] set to
+    /// an absolute path (a relative one is ignored with a warning), in order, reading
+    /// variables through `env`; none when [`wheel_dirs`](Self::wheel_dirs) is empty.
+    pub fn site_packages_with(&self, env: impl Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
+        if self.wheel_dirs.is_empty() {
+            return Vec::new();
+        }
+        PYTHON_ENV_VARS
+            .iter()
+            .filter_map(|var| self.absolute(var, env(var), "a Python environment"))
+            .flat_map(|prefix| site_packages(&prefix))
+            .collect()
+    }
+
+    /// `value` of `var` as a path, if set and absolute; a relative one is logged as ignored
+    /// (it would resolve against the working directory, where a file could be planted).
+    fn absolute(&self, var: &str, value: Option<OsString>, what: &str) -> Option<PathBuf> {
+        let path = PathBuf::from(value.filter(|value| !value.is_empty())?);
+        if path.is_absolute() {
+            return Some(path);
+        }
+        log::warn!(
+            "cuda-loader: ignoring {var}={} while looking for {}: {what} must be an absolute path",
+            path.display(),
+            self.name
+        );
+        None
     }
 }
 
@@ -258,5 +268,20 @@ mod tests {
         std::fs::remove_dir_all(&venv).unwrap();
         let gone = spec.candidates_with(env_of(pairs));
         assert_eq!(gone.len(), 4, "{gone:?}");
+    }
+
+    #[test]
+    fn each_toolkit_root_is_tried_once_and_a_spec_without_roots_has_none() {
+        let env = env_of(&[("CUDA_HOME", "/usr/local/cuda"), ("CUDA_PATH", "/opt/cuda")]);
+        assert_eq!(
+            SPEC.toolkit_roots_with(&env),
+            [PathBuf::from("/usr/local/cuda"), PathBuf::from("/opt/cuda")]
+        );
+        let bare = LibrarySpec {
+            search_dirs: &[],
+            ..SPEC
+        };
+        assert!(bare.toolkit_roots_with(&env).is_empty());
+        assert!(SPEC.site_packages_with(env_of(&[("VIRTUAL_ENV", "/")])).is_empty());
     }
 }

@@ -6,6 +6,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use nvrtc_sys::LibrarySpec;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
@@ -20,16 +21,17 @@ const CUDA_INCLUDE_ENV: &str = "CUDA_SAFE_CUDA_INCLUDE";
 /// The file that marks a folder of CUDA's headers.
 const MARKER: &str = "cuda_fp16.h";
 
-/// The toolkit roots tried, as the loader tries them for the libraries.
-const ROOT_VARIABLES: [&str; 2] = ["CUDA_HOME", "CUDA_PATH"];
-
-/// The toolkit root tried after those the variables name.
-const DEFAULT_ROOT: &str = "/usr/local/cuda";
-
-/// The Python environments whose NVIDIA wheels are searched, and the wheels' include folders
-/// (CUDA 13's `nvidia/cu13`, CUDA 12's runtime wheel).
-const PYTHON_ENV_VARIABLES: [&str; 2] = ["VIRTUAL_ENV", "CONDA_PREFIX"];
-const WHEEL_INCLUDES: [&str; 2] = ["nvidia/cu13/include", "nvidia/cuda_runtime/include"];
+/// Where the toolkit's headers are looked for: the roots and Python environments the loader
+/// searches for the libraries (their `include` folders, and the wheels' include folders:
+/// CUDA 13's `nvidia/cu13`, CUDA 12's runtime wheel), after the override alone when set.
+static SEARCH: LibrarySpec = LibrarySpec {
+    name: "the CUDA toolkit's headers (CudaHeaders::Toolkit)",
+    env_var: CUDA_INCLUDE_ENV,
+    file_names: &[MARKER],
+    search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+    wheel_dirs: &["nvidia/cu13/include", "nvidia/cuda_runtime/include"],
+    global: false,
+};
 
 /// Where a compile finds CUDA's own headers (`cuda_fp16.h`, `cuda_bf16.h`, CCCL's
 /// `cuda/std/...`), which NVRTC does not look for by itself
@@ -182,46 +184,23 @@ fn toolkit_dirs(env: &dyn Fn(&str) -> Option<OsString>) -> Result<Vec<PathBuf>> 
 
 /// The folders tried for the toolkit's headers, in order.
 fn candidates(env: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
-    let set = |var: &str| {
-        env(var)
-            .filter(|value| !value.is_empty())
-            .map(PathBuf::from)
-    };
-    if let Some(explicit) = set(CUDA_INCLUDE_ENV) {
-        return vec![explicit];
+    if let Some(explicit) = env(SEARCH.env_var).filter(|value| !value.is_empty()) {
+        return vec![PathBuf::from(explicit)];
     }
-    let mut tried: Vec<PathBuf> = ROOT_VARIABLES
-        .iter()
-        .filter_map(|var| set(var))
-        .filter(|root| root.is_absolute())
-        .chain([PathBuf::from(DEFAULT_ROOT)])
+    let mut tried: Vec<PathBuf> = SEARCH
+        .toolkit_roots_with(env)
+        .into_iter()
         .map(|root| root.join("include"))
         .collect();
-    for prefix in PYTHON_ENV_VARIABLES.iter().filter_map(|var| set(var)) {
-        if !prefix.is_absolute() {
-            continue;
-        }
-        for site in site_packages(&prefix) {
-            tried.extend(WHEEL_INCLUDES.iter().map(|dir| site.join(dir)));
+    for site in SEARCH.site_packages_with(env) {
+        for dir in SEARCH.wheel_dirs {
+            let dir = site.join(dir);
+            if !tried.contains(&dir) {
+                tried.push(dir);
+            }
         }
     }
-    tried.dedup();
     tried
-}
-
-/// `<prefix>/lib/python3.*/site-packages`, in name order.
-fn site_packages(prefix: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(prefix.join("lib")) else {
-        return Vec::new();
-    };
-    let mut found: Vec<PathBuf> = entries
-        .filter_map(|entry| entry.ok())
-        .filter(|entry| entry.file_name().to_string_lossy().starts_with("python3"))
-        .map(|entry| entry.path().join("site-packages"))
-        .filter(|site| site.is_dir())
-        .collect();
-    found.sort();
-    found
 }
 
 /// [`digest`] of `dirs`, made once per process for each set of folders.
