@@ -282,6 +282,9 @@ mod tests {
             ..SPEC
         };
         assert!(bare.toolkit_roots_with(&env).is_empty());
-        assert!(SPEC.site_packages_with(env_of(&[("VIRTUAL_ENV", "/")])).is_empty());
+        assert!(
+            SPEC.site_packages_with(env_of(&[("VIRTUAL_ENV", "/")]))
+                .is_empty()
+        );
     }
 }
