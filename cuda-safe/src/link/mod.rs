@@ -226,16 +226,19 @@ impl Linker {
     ) -> Result<CompiledProgram> {
         // Made before anything loads nvJitLink, so that it describes the search that would.
         let search = keying::fresh_search(self.options.backend);
+        // Every key of this call is made from one pass over the inputs.
+        let digest = self.inputs_digest();
         if let Some(search) = &search
-            && let Some(hit) = self.noted_hit(target, cache, search)?
+            && let Some(hit) = self.noted_hit(target, cache, search, &digest)?
         {
             return Ok(hit);
         }
         let keying = keying::keying(self.options.backend, cache, search.as_ref())?;
-        let (linked, key) = self.fetch_or_link(target, cache, keying)?;
-        if search.is_some() && linked.from_cache() && linked.toolchain() == Toolchain::NvJitLink {
+        let (linked, key) = self.fetch_or_link(target, cache, keying, &digest)?;
+        if search.is_some() && linked.from_cache() {
+            // A driver-linked image's key is no nvJitLink key: `noted::store` stores nothing.
             let plan = self.plan_for(target, LinkerBackend::NvJitLink)?;
-            self.store_noted(target, &plan, cache, linked.code(), &key);
+            self.store_noted(target, &plan, cache, linked.code(), (&key, &digest));
         }
         Ok(linked)
     }
@@ -247,10 +250,11 @@ impl Linker {
         target: CodeKind,
         cache: &dyn ProgramCache,
         search: &Search,
+        digest: &InputsDigest,
     ) -> Result<Option<CompiledProgram>> {
         let plan = self.plan_for(target, LinkerBackend::NvJitLink)?;
         let label = noted::label(search);
-        let key = self.key_for(target, &plan, &label)?;
+        let key = self.key_with(target, &plan, &label, digest)?;
         let Some((version, code)) =
             noted::lookup(cache, &key, (search, label), target, &keying::NOTED)
         else {
@@ -266,34 +270,35 @@ impl Linker {
         )))
     }
 
-    /// Stores `code`, found or linked under `key`, in `cache` as this link's noted entry, if
-    /// `plan` links with nvJitLink and this process has a note on nvJitLink naming the version
-    /// `key` names ([`noted::store`]: best effort).
+    /// Stores `code`, found or linked under `key` (made with the inputs' `digest`), in `cache`
+    /// as this link's noted entry, if `plan` links with nvJitLink and this process has a note
+    /// on nvJitLink naming the version `key` names ([`noted::store`]: best effort).
     fn store_noted(
         &self,
         target: CodeKind,
         plan: &Plan,
         cache: &dyn ProgramCache,
         code: &CompiledCode,
-        key: &CacheKey,
+        (key, digest): (&CacheKey, &InputsDigest),
     ) {
         if plan.backend == LinkerBackend::NvJitLink {
             noted::store(cache, &keying::NOTED, code, key, |field| {
-                self.key_for(target, plan, field)
+                self.key_with(target, plan, field, digest)
             });
         }
     }
 
-    /// The entry for this link keyed with `keying` from `cache`, or, on a miss, the link,
-    /// stored there; with the key it is stored under.
+    /// The entry for this link keyed with `keying` (and the inputs' `digest`) from `cache`,
+    /// or, on a miss, the link, stored there; with the key it is stored under.
     fn fetch_or_link(
         &self,
         target: CodeKind,
         cache: &dyn ProgramCache,
         keying: keying::LinkKeying,
+        digest: &InputsDigest,
     ) -> Result<(CompiledProgram, CacheKey)> {
         let mut plan = self.plan_for(target, keying.backend)?;
-        let mut key = self.key_for(target, &plan, &keying.version)?;
+        let mut key = self.key_with(target, &plan, &keying.version, digest)?;
         if let Some(hit) = lookup(cache, &key, target) {
             let toolchain = plan.backend.toolchain();
             return Ok((CompiledProgram::cached(hit, plan.flags, toolchain), key));
@@ -302,7 +307,7 @@ impl Linker {
             && let Some(actual) = keying::check_recalled(self.options.backend, cache, &keying)?
         {
             plan = self.plan_for(target, actual.backend)?;
-            key = self.key_for(target, &plan, &actual.version)?;
+            key = self.key_with(target, &plan, &actual.version, digest)?;
             if let Some(hit) = lookup(cache, &key, target) {
                 let toolchain = plan.backend.toolchain();
                 return Ok((CompiledProgram::cached(hit, plan.flags, toolchain), key));
@@ -312,7 +317,7 @@ impl Linker {
         if let Err(error) = cache.put(&key, linked.code()) {
             log::warn!("cuda-safe: storing program cache entry {key} failed: {error}");
         }
-        self.store_noted(target, &plan, cache, linked.code(), &key);
+        self.store_noted(target, &plan, cache, linked.code(), (&key, digest));
         Ok((linked, key))
     }
 
@@ -377,17 +382,36 @@ impl Linker {
 
     /// The cache key for `plan`, with the backend's version given.
     fn key_for(&self, target: CodeKind, plan: &Plan, version: &str) -> Result<CacheKey> {
-        let digest = input::digest(&self.inputs, &self.lowered_names);
+        self.key_with(target, plan, version, &self.inputs_digest())
+    }
+
+    /// The digest of every input (kind, name, bytes, in order) and of the name map, which
+    /// every key of this link covers.
+    fn inputs_digest(&self) -> InputsDigest {
+        input::digest(&self.inputs, &self.lowered_names)
+    }
+
+    /// [`Linker::key_for`] with the inputs' digest made already.
+    fn key_with(
+        &self,
+        target: CodeKind,
+        plan: &Plan,
+        version: &str,
+        digest: &InputsDigest,
+    ) -> Result<CacheKey> {
         let arch = format!("sm_{}", plan.digits);
         CacheKey::builder("")
             .compiler(plan.backend.name(), version)
             .target(target, &arch)
             .program_name("link")
             .options(&plan.flags)
-            .caller_digest(&digest)
+            .caller_digest(digest)
             .build()
     }
 }
+
+/// [`Linker::inputs_digest`]: SHA-256 over a link's inputs.
+type InputsDigest = [u8; 32];
 
 /// One link's resolved choices.
 struct Plan {

@@ -161,7 +161,12 @@ fn a_cached_image_is_returned_without_linking() {
     cache.put(&key, &stored).unwrap();
     let _ = plan;
     let hit = linker
-        .fetch_or_link(CodeKind::Cubin, &cache, keying("13.0"))
+        .fetch_or_link(
+            CodeKind::Cubin,
+            &cache,
+            keying("13.0"),
+            &linker.inputs_digest(),
+        )
         .unwrap()
         .0;
     assert!(hit.from_cache());
@@ -178,7 +183,12 @@ fn a_cached_image_is_returned_without_linking() {
     cache.put(&key, &stored).unwrap();
     let _ = plan;
     let error = linker
-        .fetch_or_link(CodeKind::Ptx, &cache, keying("13.0"))
+        .fetch_or_link(
+            CodeKind::Ptx,
+            &cache,
+            keying("13.0"),
+            &linker.inputs_digest(),
+        )
         .unwrap_err();
     assert!(
         matches!(error, Error::Link { .. } | Error::Load(_)),
@@ -209,7 +219,7 @@ fn ltoir_output_takes_ir_inputs_and_hits_as_ltoir() {
         .put(&key(&ir, CodeKind::LtoIr, "0.1"), &stored)
         .unwrap();
     let hit = ir
-        .fetch_or_link(CodeKind::LtoIr, &cache, keying("0.1"))
+        .fetch_or_link(CodeKind::LtoIr, &cache, keying("0.1"), &ir.inputs_digest())
         .unwrap()
         .0;
     assert!(hit.from_cache());
@@ -265,7 +275,7 @@ fn a_recalled_version_hits_without_asking_the_linker() {
         ..keying("99.9")
     };
     let hit = linker
-        .fetch_or_link(CodeKind::Cubin, &cache, recalled)
+        .fetch_or_link(CodeKind::Cubin, &cache, recalled, &linker.inputs_digest())
         .unwrap()
         .0;
     assert!(hit.from_cache());
