@@ -1,6 +1,6 @@
 //! A fresh process's disk hit keys its program without loading NVRTC: the program cache's note
 //! on the NVRTC file the loader opens, end to end, with the stub driver and NVRTC of
-//! `tests/stub` (built with the C compiler), each request in a process of its own:
+//! `stub/c` (built with the C compiler), each request in a process of its own:
 //!
 //! 1. the first run finds no note: it loads NVRTC to ask its version, compiles, and stores the
 //!    entry and the note;
@@ -28,9 +28,7 @@ use std::process::{Command, ExitCode};
 use cuda_safe::cache::{FileStreamProgramCache, ProgramCache};
 use cuda_safe::{CodeKind, KernelCache, Program, ProgramOptions};
 
-// Only its compiler: this test loads the stub by path in child processes of its own.
-#[allow(dead_code)]
-mod stub;
+use cuda_safe_stub as stub;
 
 /// Set in a child: the cache directory it requests its kernel through.
 const CHILD: &str = "CUDA_SAFE_CACHE_NOTES_CHILD";
@@ -44,7 +42,7 @@ const PLAIN_CHILD: &str = "CUDA_SAFE_CACHE_NOTES_PLAIN";
 const PRELOAD_CHILD: &str = "CUDA_SAFE_CACHE_NOTES_PRELOAD";
 /// Set in a child (to anything): it requests the second program's kernel alone.
 const SECOND_CHILD: &str = "CUDA_SAFE_CACHE_NOTES_SECOND";
-/// The version the stub NVRTC gives (`tests/stub/libnvrtc_stub.c`).
+/// The version the stub NVRTC gives (`stub/c/libnvrtc_stub.c`).
 const STUB_VERSION: &str = "CUDA_SAFE_STUB_NVRTC_VERSION";
 /// The file name NVRTC is loaded from (a copy of the stub, apart from the driver's).
 const NVRTC_FILE: &str = "libnvrtc-stub.so";

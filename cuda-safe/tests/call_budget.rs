@@ -1,4 +1,4 @@
-//! The driver-call budget of the hot paths, counted with the stub driver of `tests/stub`: after
+//! The driver-call budget of the hot paths, counted with the stub driver of `stub/c`: after
 //! warm-up, each operation makes exactly the driver calls it wraps (a launch is
 //! `cuLaunchKernel` and nothing else), in a primary context and in a green context, a copy
 //! between the stub's two devices is `cuMemcpyPeerAsync` (looking up both devices' primary
@@ -10,9 +10,7 @@
 //! A `main` of its own (`harness = false`): the stub is built and the library variables are set
 //! before anything else runs.
 
-// Shared with the fault-injection test, which uses the controls this test does not.
-#[allow(dead_code)]
-mod stub;
+use cuda_safe_stub as stub;
 
 use std::process::ExitCode;
 

@@ -1,4 +1,4 @@
-//! The completion futures against the stub driver of `tests/stub`, whose GPU can be held
+//! The completion futures against the stub driver of `stub/c`, whose GPU can be held
 //! (`Stub::hold_gpu`): events recorded while it is held are unfinished and host functions
 //! wait, until the test releases it from any thread. That makes a fake completion source for
 //! what a CPU can check: the calls a short wait makes, registration raced against completion
@@ -11,8 +11,7 @@
 //! A `main` of its own (`harness = false`): the stub is built and the library variables are set
 //! before anything else runs.
 
-#[allow(dead_code)]
-mod stub;
+use cuda_safe_stub as stub;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -1,4 +1,4 @@
-//! Instantiating graphs for device launch, with the stub driver of `tests/stub` (whose graphs
+//! Instantiating graphs for device launch, with the stub driver of `stub/c` (whose graphs
 //! have no nodes: what runs on the GPU is `tests/tests/device_graph.rs`):
 //! - each option reaches `cuGraphInstantiateWithParams` as its flag;
 //! - device launch with auto-free on launch is refused before any driver call;
@@ -11,9 +11,7 @@
 //! A `main` of its own (`harness = false`): the stub is built and the library variables are set
 //! before anything else runs. Prints one line per case; exits nonzero on any failure.
 
-// Shared with the fault-injection test, which uses the controls this test does not.
-#[allow(dead_code)]
-mod stub;
+use cuda_safe_stub as stub;
 
 use std::process::ExitCode;
 

@@ -1,4 +1,4 @@
-//! `FatbinBuilder` against the stub nvFatbin of `tests/stub` (`libnvfatbin_stub.c`, built into
+//! `FatbinBuilder` against the stub nvFatbin of `stub/c` (`libnvfatbin_stub.c`, built into
 //! the stub driver and loaded through `CUDA_SAFE_LIBNVFATBIN`): the entries reach nvFatbin as
 //! given (kind, architecture digits, name, size with PTX's NUL, JIT options) after the options
 //! it was created with, in the order added, and the fatbin it lays out loads through
@@ -12,8 +12,7 @@
 //! anything loads a library. Without a C compiler it prints that it skipped (and fails under
 //! `CI`).
 
-#[allow(dead_code)]
-mod stub;
+use cuda_safe_stub as stub;
 
 use std::ffi::{CStr, c_char};
 use std::path::Path;

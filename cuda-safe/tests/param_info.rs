@@ -1,5 +1,5 @@
 //! A kernel's parameter list that the driver fails to report (`cuKernelGetParamInfo`), with
-//! the stub driver of `tests/stub`, as `launch` documents it:
+//! the stub driver of `stub/c`, as `launch` documents it:
 //! - a failure at the first parameter is logged once (one error line naming the call and its
 //!   code) over many launches, never read again, and the launches go unchecked;
 //! - a failure partway keeps the parameters read before it: launches with other sizes for them,
@@ -9,9 +9,7 @@
 //! A `main` of its own (`harness = false`): the stub is built and the library variables are set
 //! before anything else runs. Prints one line per case; exits nonzero on any failure.
 
-// Shared with the fault-injection test, which uses the controls this test does not.
-#[allow(dead_code)]
-mod stub;
+use cuda_safe_stub as stub;
 
 use std::process::ExitCode;
 

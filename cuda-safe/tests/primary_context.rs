@@ -5,9 +5,7 @@
 //! A `main` of its own (`harness = false`): the stub is built and the library variables are set
 //! before anything else runs.
 
-// Shared with the fault-injection test, which uses the controls this test does not.
-#[allow(dead_code)]
-mod stub;
+use cuda_safe_stub as stub;
 
 use std::process::ExitCode;
 

@@ -1,4 +1,4 @@
-//! The toolchain features against the stub nvJitLink and NVRTC of `tests/stub`:
+//! The toolchain features against the stub nvJitLink and NVRTC of `stub/c`:
 //! - an incremental link (`-r`) and LTO-IR output are refused, naming the nvJitLink they need
 //!   and the one loaded, before any handle is made; on a new enough nvJitLink `-r` reaches
 //!   `nvJitLinkCreate`, the CUBIN comes back, and (under the CUDA 13 ABI) the linked LTO-IR
@@ -11,8 +11,7 @@
 //! A `main` of its own (`harness = false`): the stub is built and the library variables are set
 //! before anything else runs. Prints one line per case; exits nonzero on any failure.
 
-#[allow(dead_code)]
-mod stub;
+use cuda_safe_stub as stub;
 
 use std::ffi::{CStr, c_char, c_uint};
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! `cuda_safe::blas` and `cuda_safe::rand` against the stub libraries of `tests/stub`
+//! `cuda_safe::blas` and `cuda_safe::rand` against the stub libraries of `stub/c`
 //! (`libblas_stub.c`, built into the stub driver and loaded through `CUDA_SAFE_LIBCUBLAS`,
 //! `CUDA_SAFE_LIBCUBLASLT` and `CUDA_SAFE_LIBCURAND`): the loader finds the libraries the
 //! variables name; every size check refuses before the library is called; the results of the
@@ -12,9 +12,7 @@
 //! anything loads a library. Without a C compiler it prints that it skipped (and fails under
 //! `CI`).
 
-#[allow(dead_code)]
-#[path = "../stub/mod.rs"]
-mod stub;
+use cuda_safe_stub as stub;
 
 mod blas;
 mod matmul;

@@ -1,4 +1,4 @@
-//! The bridges against the stub driver of `tests/stub`: a wrapped stream keeps its owner alive
+//! The bridges against the stub driver of `stub/c`: a wrapped stream keeps its owner alive
 //! and drops it with its last clone (always); with the feature `tracing`, the spans of the slow
 //! paths are seen and none is opened on the launch, copy, allocation or event paths
 //! (`spans.rs`); with the feature `cudarc`, cudarc (which finds the stub by its name,
@@ -9,10 +9,7 @@
 //! A `main` of its own (`harness = false`): the stub is built and the library variables are set
 //! before anything else runs. `cargo test -p cuda-safe --features tracing,cudarc --test bridges`.
 
-// Shared with the other stub tests, which use the controls this test does not.
-#[allow(dead_code)]
-#[path = "../stub/mod.rs"]
-mod stub;
+use cuda_safe_stub as stub;
 
 #[cfg(feature = "cudarc")]
 mod cudarc;

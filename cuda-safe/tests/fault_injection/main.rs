@@ -1,5 +1,5 @@
 //! Every public operation that calls the driver (or NVRTC, or NVML), driven through every
-//! failure, with the stub driver of `tests/stub`.
+//! failure, with the stub driver of `stub/c`.
 //!
 //! For each operation a clean run records the calls it makes, and those its result's drop
 //! makes; then each call in turn is failed with each code (out of memory, illegal address, not
@@ -32,8 +32,7 @@ mod fixtures;
 mod matrix;
 mod ops;
 mod standalone;
-#[path = "../stub/mod.rs"]
-mod stub;
+use cuda_safe_stub as stub;
 
 use std::fmt::Write as _;
 use std::process::ExitCode;

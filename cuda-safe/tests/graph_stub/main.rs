@@ -1,4 +1,4 @@
-//! The graph API beyond plain nodes, against the stub driver of `tests/stub` (its graphs,
+//! The graph API beyond plain nodes, against the stub driver of `stub/c` (its graphs,
 //! executables and capture: `cuda_graph*.c`): clustered, cooperative and attributed kernel
 //! nodes, explicit and captured, and programmatic edges (`nodes.rs`); updates of definition
 //! and executable nodes, with what they keep alive until the last launch, and 3-D copy nodes
@@ -13,9 +13,7 @@
 
 mod capture;
 mod nodes;
-#[allow(dead_code)]
-#[path = "../stub/mod.rs"]
-mod stub;
+use cuda_safe_stub as stub;
 mod sweep;
 mod updates;
 

@@ -1,4 +1,4 @@
-//! The crate's ordering rules against the stub driver's race checker (`tests/stub/cuda_race.c`:
+//! The crate's ordering rules against the stub driver's race checker (`stub/c/cuda_race.c`:
 //! a happens-before model of stream order over the stub's synchronous GPU). Each case uses one
 //! rule across two streams and asserts that the checker saw no race and that the data is
 //! right; the checker's own case shows that an unordered pair is reported with both operations
@@ -10,9 +10,7 @@
 //! A `main` of its own (`harness = false`): the stub is built and the library variables are set
 //! before anything else runs.
 
-#[allow(dead_code)]
-#[path = "../stub/mod.rs"]
-mod stub;
+use cuda_safe_stub as stub;
 
 use std::process::ExitCode;
 use std::sync::Arc;

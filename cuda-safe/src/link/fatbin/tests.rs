@@ -1,5 +1,5 @@
 //! The builder's checks, which refuse bad entries before nvFatbin is loaded (the calls
-//! themselves run against the stub library of `tests/stub` and on a GPU machine).
+//! themselves run against the stub library of `stub/c` and on a GPU machine).
 
 use super::*;
 

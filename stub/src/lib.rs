@@ -1,4 +1,4 @@
-//! The fake CUDA driver, NVRTC and NVML of `tests/stub/*.c` (and cuBLAS, cuBLASLt and cuRAND,
+//! The fake CUDA driver, NVRTC and NVML of `stub/c/*.c` (and cuBLAS, cuBLASLt and cuRAND,
 //! for the tests of those: [`install_with`]): compiled with the C compiler into one shared
 //! object, loaded in place of the libraries through `CUDA_SAFE_LIBCUDA`,
 //! `CUDA_SAFE_LIBNVRTC` and `CUDA_SAFE_LIBNVML`, and controlled through its `stub_*` functions
@@ -83,6 +83,7 @@ impl fmt::Display for Call {
 }
 
 /// The stub's control functions.
+#[derive(Debug)]
 pub struct Stub {
     reset: unsafe extern "C" fn(),
     disarm: unsafe extern "C" fn(),
@@ -211,7 +212,6 @@ impl Stub {
     /// Holds the GPU's progress (`true`): events recorded from now on report
     /// `CUDA_ERROR_NOT_READY` and host functions queued from now on wait; or releases it
     /// (`false`): those events finish and the host functions run on this thread, in order.
-    #[allow(dead_code)] // The completion test's control alone.
     pub fn hold_gpu(&self, hold: bool) {
         // SAFETY: as `reset`; host functions released here run on this thread.
         unsafe { (self.hold_gpu)(c_int::from(hold)) }
@@ -220,7 +220,6 @@ impl Stub {
     /// Ordering races the checker of `cuda_race.c` found since the last reset
     /// ([`reset`](Self::reset) or [`races_reset`](Self::races_reset)), and the first one's
     /// description (both operations named).
-    #[allow(dead_code)] // The ordering test's control alone.
     pub fn races(&self) -> (u64, String) {
         // SAFETY: as `reset`; the description is a NUL-terminated buffer of the stub's, copied
         // at once.
@@ -235,14 +234,12 @@ impl Stub {
     }
 
     /// Forgets the races counted so far (the order the checker knows stays).
-    #[allow(dead_code)] // The ordering test's control alone.
     pub fn races_reset(&self) {
         // SAFETY: as `reset`.
         unsafe { (self.races_reset)() }
     }
 
     /// Whether the race checker still runs (it turns itself off past 4096 streams).
-    #[allow(dead_code)] // The ordering test's control alone.
     pub fn race_checker_on(&self) -> bool {
         // SAFETY: as `reset`.
         unsafe { (self.races_state)() != 0 }
@@ -250,7 +247,6 @@ impl Stub {
 
     /// Makes the GPU slow for `cuStreamQuery` (`true`): a stream with work the host has not
     /// seen finish reports `CUDA_ERROR_NOT_READY`; or prompt again (`false`).
-    #[allow(dead_code)] // The ordering test's control alone.
     pub fn slow_gpu(&self, slow: bool) {
         // SAFETY: as `reset`.
         unsafe { (self.slow_gpu)(c_int::from(slow)) }
@@ -258,7 +254,6 @@ impl Stub {
 
     /// Tells the race checker that the host reads (or, with `write`, writes) `bytes` at
     /// `address` now (host-accessible memory the test touches itself).
-    #[allow(dead_code)] // The ordering test's control alone.
     pub fn host_access(&self, address: u64, bytes: usize, write: bool) {
         // SAFETY: as `reset`; the stub only looks the address up among its allocations.
         unsafe { (self.race_host_access)(address, bytes, c_int::from(write)) }
@@ -266,7 +261,6 @@ impl Stub {
 
     /// Makes the next `cuGraphInstantiateWithParams` fail with `CUDA_ERROR_INVALID_VALUE` and
     /// `result` as its `CUgraphInstantiateResult`, as the driver refuses a graph.
-    #[allow(dead_code)] // The device-graph test's control alone.
     pub fn refuse_instantiation(&self, result: u32) {
         let result = c_int::try_from(result).expect("a CUgraphInstantiateResult");
         // SAFETY: as `reset`.
@@ -286,6 +280,7 @@ impl Stub {
 }
 
 /// What became of [`install`].
+#[derive(Debug)]
 pub enum Installed {
     /// The stub is built and the variables point at it.
     Ready(&'static Stub),
@@ -293,7 +288,7 @@ pub enum Installed {
     Skipped(String),
 }
 
-/// Builds the stub into a temporary directory under the target directory, points the three
+/// Builds the stub into a temporary directory, points the three
 /// library variables at it, loads it for the three crates (then removes the file, which stays
 /// mapped) and returns its control functions. Call it first in `main`, before any other thread
 /// starts and before anything loads a CUDA library.
@@ -312,8 +307,8 @@ pub fn install_with(variables: &[&str], load: impl FnOnce(&Path)) -> Installed {
     }
     let dir = tempfile::Builder::new()
         .prefix("cuda-safe-stub-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("a temporary directory under the target directory");
+        .tempdir()
+        .expect("a temporary directory");
     let library = dir.path().join("libcuda_safe_stub.so");
     if let Err(reason) = compile(&library) {
         if std::env::var_os("CI").is_some() {
@@ -322,9 +317,9 @@ pub fn install_with(variables: &[&str], load: impl FnOnce(&Path)) -> Installed {
         return Installed::Skipped(reason);
     }
     for variable in [
-        cuda_safe::sys::LIBCUDA_PATH_ENV,
-        cuda_safe::nvrtc_sys::LIBNVRTC_PATH_ENV,
-        cuda_safe::nvml_sys::LIBNVML_PATH_ENV,
+        cuda_sys::LIBCUDA_PATH_ENV,
+        nvrtc_sys::LIBNVRTC_PATH_ENV,
+        nvml_sys::LIBNVML_PATH_ENV,
     ]
     .iter()
     .chain(variables)
@@ -334,9 +329,9 @@ pub fn install_with(variables: &[&str], load: impl FnOnce(&Path)) -> Installed {
         unsafe { std::env::set_var(variable, &library) };
     }
     let loaded = [
-        cuda_safe::sys::driver().map(|driver| driver.library().path().to_owned()),
-        cuda_safe::nvrtc_sys::nvrtc().map(|nvrtc| nvrtc.library().path().to_owned()),
-        cuda_safe::nvml_sys::nvml().map(|nvml| nvml.library().path().to_owned()),
+        cuda_sys::driver().map(|driver| driver.library().path().to_owned()),
+        nvrtc_sys::nvrtc().map(|nvrtc| nvrtc.library().path().to_owned()),
+        nvml_sys::nvml().map(|nvml| nvml.library().path().to_owned()),
     ];
     for path in loaded {
         assert_eq!(
@@ -351,7 +346,7 @@ pub fn install_with(variables: &[&str], load: impl FnOnce(&Path)) -> Installed {
 
 /// Compiles the sources into `output`; the error says why not (no compiler, or its errors).
 pub fn compile(output: &Path) -> Result<(), String> {
-    let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/stub");
+    let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("c");
     let compiler = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
     let result = Command::new(&compiler)
         .args([
