@@ -17,12 +17,22 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use crate::error::{Error, Result};
 
-/// The panics of one stream's or graph's callbacks, kept until a call on it reports them.
+/// The panics of one stream's or graph's callbacks, kept until a call on it reports them
+/// ([`GraphExec::panic_slot`](crate::GraphExec::panic_slot) hands one out, for a wait that
+/// reports them after the executable is gone).
 #[derive(Default)]
-pub(crate) struct PanicSlot {
+pub struct PanicSlot {
     /// Whether a panic waits to be reported: the only thing the hot paths read.
     pending: AtomicBool,
     state: Mutex<SlotState>,
+}
+
+impl std::fmt::Debug for PanicSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PanicSlot")
+            .field("pending", &self.pending.load(Ordering::Relaxed))
+            .finish()
+    }
 }
 
 #[derive(Default)]
@@ -39,8 +49,12 @@ struct SlotState {
 impl PanicSlot {
     /// Reports a kept panic, once: [`Error::CallbackPanicked`] with the first message and the
     /// count, after which the slot is empty again. One relaxed load when there is none.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::CallbackPanicked`] when a callback panicked since the last report.
     #[inline(always)]
-    pub(crate) fn check(&self) -> Result<()> {
+    pub fn check(&self) -> Result<()> {
         if self.pending.load(Ordering::Relaxed) {
             return Err(self.take());
         }
@@ -142,7 +156,7 @@ impl Drop for InsideCallback {
 /// Refuses a driver call made from inside a host callback, in debug builds; `Ok` (and free)
 /// in release builds. [`cu!`](crate::error::cu) calls it before every driver call.
 #[inline(always)]
-pub(crate) fn refuse_inside_callback(api: &'static str) -> Result<()> {
+pub fn refuse_inside_callback(api: &'static str) -> Result<()> {
     #[cfg(debug_assertions)]
     if INSIDE.try_with(std::cell::Cell::get).unwrap_or(false) {
         return Err(Error::invalid_argument(format!(

@@ -81,8 +81,9 @@ struct PrimaryEntry {
 static PRIMARY: Mutex<Vec<PrimaryEntry>> = Mutex::new(Vec::new());
 
 impl Context {
-    /// The primary context of `device` if it is retained now (nothing is retained).
-    pub(crate) fn live_primary(device: &Device) -> Option<Self> {
+    /// The primary context of `device` if this process holds it now (nothing is retained:
+    /// a library that must not keep a device's context alive asks this first).
+    pub fn live_primary(device: &Device) -> Option<Self> {
         let registry = PRIMARY.lock().unwrap_or_else(PoisonError::into_inner);
         registry
             .iter()
@@ -289,9 +290,9 @@ impl Context {
         Event::new(self, options)
     }
 
-    /// The driver entry points.
+    /// The driver entry points (for calls this crate does not wrap, through [`cu!`](crate::cu)).
     #[inline]
-    pub(crate) fn driver(&self) -> &'static Driver {
+    pub fn driver(&self) -> &'static Driver {
         self.inner.device.driver()
     }
 

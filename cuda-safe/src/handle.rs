@@ -2,9 +2,29 @@
 //! to give its handle back ([`Release`]), releases it exactly once (on [`Owned::close`], which
 //! returns the driver's error, or on drop, which logs it), and never panics.
 //!
-//! Streams, events, pools, buffers, loaded libraries, contexts, graphs, captures, NVRTC
-//! programs, NCCL communicators and registrations all go through it, so none of them carries
-//! its own "already closed" sentinel.
+//! Streams, events, pools, buffers, loaded libraries, contexts, graphs, captures and NVRTC
+//! programs all go through it, and so do the handles of the annex crates (NCCL communicators,
+//! cuBLAS handles, cuRAND generators, ...), so none of them carries its own "already closed"
+//! sentinel. A crate that wraps another CUDA library releases its handles the same way:
+//!
+//! ```
+//! use cuda_safe::handle::{Owned, Release};
+//!
+//! struct Plan(u64);
+//!
+//! impl Release for Plan {
+//!     const WHAT: &'static str = "plan";
+//!     fn release(&mut self) -> cuda_safe::Result<()> {
+//!         // The library's destroy call, checked, goes here.
+//!         Ok(())
+//!     }
+//! }
+//!
+//! let plan = Owned::new(Plan(7));
+//! assert_eq!(plan.0, 7);
+//! plan.close()?; // or dropped: released once either way, a failure logged
+//! # Ok::<(), cuda_safe::Error>(())
+//! ```
 
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
@@ -12,7 +32,7 @@ use std::ops::{Deref, DerefMut};
 use crate::error::{Error, Result};
 
 /// A value owning a driver handle (or allocation) that must be given back once.
-pub(crate) trait Release {
+pub trait Release {
     /// What the handle is, for the log line of a failed release on drop (`"stream"`).
     const WHAT: &'static str;
 
@@ -23,14 +43,14 @@ pub(crate) trait Release {
 
 /// An owner that releases its value's handle exactly once: on [`close`](Self::close) or on
 /// drop. It dereferences to the value.
-pub(crate) struct Owned<T: Release> {
+pub struct Owned<T: Release> {
     value: ManuallyDrop<T>,
 }
 
 impl<T: Release> Owned<T> {
     /// Takes ownership of `value`'s handle.
     #[inline]
-    pub(crate) fn new(value: T) -> Self {
+    pub fn new(value: T) -> Self {
         Self {
             value: ManuallyDrop::new(value),
         }
@@ -38,7 +58,7 @@ impl<T: Release> Owned<T> {
 
     /// The value, its handle not released: the caller takes over giving it back (a capture
     /// that ends into a graph, a registration undone before its buffer is handed back).
-    pub(crate) fn into_unreleased(self) -> T {
+    pub fn into_unreleased(self) -> T {
         let mut this = ManuallyDrop::new(self);
         // SAFETY: `this` is never used again and its destructor never runs, so the value is
         // taken out exactly once.
@@ -46,7 +66,7 @@ impl<T: Release> Owned<T> {
     }
 
     /// Releases the handle now, returning the error (dropping does the same and only logs).
-    pub(crate) fn close(self) -> Result<()> {
+    pub fn close(self) -> Result<()> {
         self.into_unreleased().release()
     }
 }
@@ -86,11 +106,13 @@ impl<T: Release> DerefMut for Owned<T> {
 
 /// Reports an error that a `Drop` cannot return (it never panics): logged at error level.
 #[cold]
-pub(crate) fn log_drop_error(what: &str, error: &Error) {
+pub fn log_drop_error(what: &str, error: &Error) {
     log::error!("cuda-safe: dropping a {what} failed: {error}");
 }
 
-/// Asserts at compile time that each type is `Send` and `Sync`.
+/// Asserts at compile time that each type is `Send` and `Sync`:
+/// `cuda_safe::assert_send_sync!(MyHandle);`.
+#[macro_export]
 macro_rules! assert_send_sync {
     ($($ty:ty),+ $(,)?) => {
         const _: () = {
@@ -99,7 +121,7 @@ macro_rules! assert_send_sync {
         };
     };
 }
-pub(crate) use assert_send_sync;
+pub use assert_send_sync;
 
 #[cfg(test)]
 mod tests {

@@ -5,9 +5,12 @@
 //! cache compiled programs ([`cache`], [`KernelCache`]), split a GPU's SMs between jobs (green
 //! contexts: [`SplitRequest`], [`Device::create_green_context`]), record work once and replay
 //! it as a CUDA graph ([`Graph`], [`Capture`], [`GraphExec`]) and watch GPUs through NVML
-//! ([`system`]). With its features, it also runs collectives on NCCL (`nccl`), dense linear
-//! algebra on cuBLAS and cuBLASLt (`blas`) and random numbers on cuRAND (`rand`). Its
-//! [`nvtx`] ranges and marks name what a profiler shows, at one relaxed load when none runs.
+//! ([`system`]). Its [`nvtx`] ranges and marks name what a profiler shows, at one relaxed load
+//! when none runs. The annex crates stand beside it, on its public API: `cuda-safe-libs`
+//! (cuBLAS, cuBLASLt, cuRAND), `cuda-safe-nccl` (collectives and the multi-process bootstrap),
+//! `cuda-safe-ipc` (a UNIX-socket channel for shared memory and events) and `cuda-safe-async`
+//! (futures of GPU work); a crate wrapping another CUDA library builds on [`handle`],
+//! [`ordering`], [`callback`], [`cu!`] and [`Error::Library`] as they do.
 //!
 //! ```no_run
 //! use cuda_safe::{launch, CodeKind, Device, LaunchConfig, Program, ProgramOptions};
@@ -43,8 +46,6 @@
 //! from its own floor or those below, naming the defining module; this root only re-exports.
 
 pub use cuda_sys as sys;
-#[cfg(feature = "nccl")]
-pub use nccl_sys;
 pub use nvfatbin_sys;
 pub use nvjitlink_sys;
 pub use nvml_sys;
@@ -52,12 +53,12 @@ pub use nvrtc_sys;
 
 // Ground: no driver object, used by everything above.
 mod abi;
-mod callback;
+pub mod callback;
 mod code;
 mod driver;
 mod error;
 mod ffi;
-mod handle;
+pub mod handle;
 mod trace;
 mod user_file;
 mod uuid;
@@ -70,7 +71,7 @@ mod context;
 mod device;
 mod event;
 mod memory;
-mod ordering;
+pub mod ordering;
 mod stream;
 
 // Floor 3: what runs on the core.
@@ -87,19 +88,9 @@ mod tma;
 pub mod system;
 // Beside: NVTX annotations for Nsight, on the ground floor only.
 pub mod nvtx;
-// Beside, above the driver core: collectives on NCCL.
-#[cfg(feature = "nccl")]
-pub mod nccl;
-// Beside, above launch: dense linear algebra on cuBLAS and cuBLASLt.
-#[cfg(feature = "blas")]
-pub mod blas;
-// Beside, above the driver core: random numbers on cuRAND.
-#[cfg(feature = "rand")]
-pub mod rand;
 
 // Top: built from the floors below.
 pub mod checkpoint;
-pub mod completion;
 #[cfg(feature = "cudarc")]
 pub mod cudarc_bridge;
 pub mod dlpack;
@@ -115,7 +106,7 @@ pub use device::{Device, DeviceProperties, LaunchLimits, MemInfo};
 pub use driver::cuda_driver_version;
 #[allow(deprecated)]
 pub use driver::driver_version;
-pub use error::{Error, Result};
+pub use error::{Error, LibraryError, LibraryFailure, Result};
 pub use event::{Event, EventOptions};
 pub use graph::{
     Capture, CaptureMode, CaptureStatus, ConditionalHandle, CopyNodeSide, DeviceGraphHandle,
@@ -168,6 +159,13 @@ pub use tma::{
     TensorMapDataType, TensorOptions, TiledOptions,
 };
 pub use uuid::{Uuid, UuidParseError};
+
+/// What the exported macros ([`cu!`], [`cu_ready!`]) expand to: not an API of its own.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::callback::refuse_inside_callback;
+    pub use crate::error::{check, check_ready};
+}
 
 /// The Rust blocks of the workspace's Markdown files, as doctests of this crate. `build.rs`
 /// sets `workspace_docs` only inside the workspace: a published crate lacks these files.

@@ -14,6 +14,11 @@
 //!   costs one comparison per buffer.
 //! - A batch of hints on one stream over buffers of any number of streams ([`among_streams`])
 //!   is ordered as a launch is, with no bound on the streams.
+//! - A library call (a GEMM, a random fill, a collective: the annex crates) queued on one
+//!   stream over operands of others is ordered as a launch is ([`ordered`]).
+//!
+//! The public functions ([`wait_for`], [`hand_over`], [`ordered`]) are what a crate wrapping
+//! another CUDA library orders its operands with, so every cross-stream rule stays here.
 //!
 //! ```no_run
 //! use cuda_safe::Device;
@@ -35,8 +40,13 @@ use crate::stream::Stream;
 /// The most distinct streams one launch's arguments can bring (one per argument).
 const MAX_FOREIGN: usize = 16;
 
-/// Makes work queued on `waiter` from now on wait for everything queued on `other` so far.
-pub(crate) fn wait_for(waiter: &Stream, other: &Stream) -> Result<()> {
+/// Makes work queued on `waiter` from now on wait for everything queued on `other` so far
+/// (nothing when they are the same stream).
+///
+/// # Errors
+///
+/// The driver's error recording `other`'s marker event or queuing the wait.
+pub fn wait_for(waiter: &Stream, other: &Stream) -> Result<()> {
     if waiter.same_as(other) {
         return Ok(());
     }
@@ -48,7 +58,11 @@ pub(crate) fn wait_for(waiter: &Stream, other: &Stream) -> Result<()> {
 /// nothing is queued: a wait on an event of another context is not free for the waiting
 /// stream's later work (a green context's small kernels measured about 7 % slower under load
 /// after one), and the work it would order is done.
-pub(crate) fn hand_over(to: &Stream, from: &Stream) -> Result<()> {
+///
+/// # Errors
+///
+/// The driver's error querying `from` or queuing the wait.
+pub fn hand_over(to: &Stream, from: &Stream) -> Result<()> {
     if to.same_as(from) || from.has_drained()? {
         return Ok(());
     }
@@ -115,6 +129,62 @@ pub(crate) fn among_streams<'a>(
             Err(error)
         });
     queued.and(ordered)
+}
+
+/// Runs `call` (which queues work on `stream` touching memory ordered on `streams`) ordered
+/// with those streams, as a kernel launch is ordered with its buffers: when every stream of
+/// `streams` is `stream` (the usual case), it costs one comparison each and nothing else;
+/// otherwise the call waits for their queued work, and their later work (such as a free)
+/// waits for the call, even when the call failed (it may have queued part of its work).
+///
+/// ```no_run
+/// use cuda_safe::{Device, ordering};
+///
+/// let device = Device::new(0)?;
+/// let (mine, theirs) = (device.create_stream(Default::default())?,
+///                       device.create_stream(Default::default())?);
+/// let pool = device.default_memory_resource()?;
+/// let operand = pool.allocate_zeroed::<f32>(256, &theirs)?;
+/// ordering::ordered(&mine, [Some(operand.stream())], || {
+///     // A library call queued on `mine` that reads `operand` goes here.
+///     Ok(())
+/// })?;
+/// # Ok::<(), cuda_safe::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// `call`'s error; the driver's error ordering the streams. When the streams cannot be
+/// ordered after the call, `stream` is waited for and [`Error::LaunchOrdering`] returned.
+#[inline]
+pub fn ordered<T, const N: usize>(
+    stream: &Stream,
+    streams: [Option<&Stream>; N],
+    call: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    let foreign = ForeignStreams::any(stream, |each| {
+        streams.iter().flatten().for_each(|other| each(other));
+    });
+    if !foreign {
+        return call();
+    }
+    ordered_across(stream, &streams, call)
+}
+
+/// [`ordered`] when some stream is another.
+#[cold]
+fn ordered_across<T>(
+    stream: &Stream,
+    streams: &[Option<&Stream>],
+    call: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    let others = ForeignStreams::gather(stream, |each| {
+        streams.iter().flatten().for_each(|other| each(other));
+    });
+    others.before_launch(stream)?;
+    let called = call();
+    others.after_launch(stream)?;
+    called
 }
 
 /// The distinct streams, other than a launch stream, that a launch's buffer arguments are

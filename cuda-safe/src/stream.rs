@@ -30,7 +30,7 @@ use crate::handle::{Owned, Release, assert_send_sync};
 use crate::ordering;
 use cuda_sys::{CUstream, CUstream_flags, CUstreamCaptureMode, CUstreamCaptureStatus, Driver};
 
-/// Idle events a stream keeps for the crate's completions (`completion`), at most.
+/// Idle events a stream keeps for completions ([`Stream::keep_spare_event`]), at most.
 const MAX_SPARE_EVENTS: usize = 1024;
 
 /// How to create a stream.
@@ -278,18 +278,30 @@ impl Stream {
     }
 
     /// Blocks until all work queued so far has finished, leaving a host function's panic for
-    /// the user's next call: the crate's own waits (a host view, a pinned buffer's free) use it.
+    /// the next call that reports it ([`sync`](Self::sync) reports it): for a library's own
+    /// waits (a host view, a pinned buffer's free), whose caller did not ask about callbacks.
+    ///
+    #[doc = cuda_sys::api_doc!(cuStreamSynchronize)]
+    /// # Errors
+    ///
+    /// The driver's error.
+    #[doc(alias = "cuStreamSynchronize")]
     #[inline]
-    pub(crate) fn drain(&self) -> Result<()> {
+    pub fn drain(&self) -> Result<()> {
         // SAFETY: the stream is valid while `self` lives.
         unsafe { cu!(self.inner.driver, cuStreamSynchronize(self.inner.raw)) }
     }
 
     /// Reports a host function's panic kept since the last report
-    /// ([`Error::CallbackPanicked`]), as [`sync`](Self::sync) does after its wait: for the
-    /// crate's waits that end without blocking (a completion future).
+    /// ([`Error::CallbackPanicked`]), as [`sync`](Self::sync) does after its wait: for waits
+    /// that end without blocking (a completion future).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::CallbackPanicked`] when a host function queued on this stream panicked since
+    /// the last report.
     #[inline]
-    pub(crate) fn check_callback_panics(&self) -> Result<()> {
+    pub fn check_callback_panics(&self) -> Result<()> {
         self.inner.check_panics()
     }
 
@@ -337,7 +349,13 @@ impl Stream {
     }
 
     /// Whether the stream is being captured into a graph (or its capture was invalidated).
-    pub(crate) fn is_capturing(&self) -> Result<bool> {
+    ///
+    #[doc = cuda_sys::api_doc!(cuStreamIsCapturing)]
+    /// # Errors
+    ///
+    /// The driver's error.
+    #[doc(alias = "cuStreamIsCapturing")]
+    pub fn is_capturing(&self) -> Result<bool> {
         let mut status = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
         // SAFETY: valid stream and out-pointer.
         unsafe {
@@ -424,9 +442,14 @@ impl Stream {
         ordering::wait_for(self, other)
     }
 
-    /// An untimed event of the stream's context that a completion recorded here before and is
-    /// done with, or a new one.
-    pub(crate) fn take_spare_event(&self) -> Result<Event> {
+    /// An untimed event of the stream's context that was recorded here before and given back
+    /// ([`keep_spare_event`](Self::keep_spare_event)), or a new one: for code that records an
+    /// event per operation (completion futures) without creating one each time.
+    ///
+    /// # Errors
+    ///
+    /// The driver's error creating an event when none is spare.
+    pub fn take_spare_event(&self) -> Result<Event> {
         let spare = self
             .inner
             .spare_events
@@ -440,8 +463,8 @@ impl Stream {
     }
 
     /// Keeps `event` (from [`take_spare_event`](Self::take_spare_event)) for the next
-    /// completion; past the limit it is destroyed, outside the lock.
-    pub(crate) fn keep_spare_event(&self, event: Event) {
+    /// completion; past the limit (1,024 per stream) it is destroyed, outside the lock.
+    pub fn keep_spare_event(&self, event: Event) {
         let mut spare = self
             .inner
             .spare_events

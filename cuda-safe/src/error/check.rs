@@ -1,7 +1,10 @@
 //! Checking a library call's outcome: the `check*` functions, and the macros that call an
 //! entry point and check it under the function's own name ([`cu!`], [`cu_ready!`], [`nvrtc!`],
-//! [`nvjitlink!`], [`nvfatbin!`], [`nvml!`], and with their features NCCL's, cuBLAS's and
-//! cuRAND's).
+//! [`nvjitlink!`], [`nvfatbin!`], [`nvml!`]). The annex crates check their libraries' calls
+//! the same way, with macros of their own over [`refuse_inside_callback`] and their own
+//! `check` functions.
+//!
+//! [`refuse_inside_callback`]: crate::callback::refuse_inside_callback
 
 use cuda_sys::{CUresult, LoadError};
 use nvfatbin_sys::nvFatbinResult;
@@ -17,10 +20,14 @@ use super::{Error, Result};
 ///
 /// Debug builds first refuse a call made from inside a host callback
 /// ([`refuse_inside_callback`](crate::callback::refuse_inside_callback)).
+///
+/// Exported for the crates that wrap other CUDA libraries on this one: their driver calls are
+/// named and checked the same way (`cuda_safe::cu!(driver, cuStreamQuery(stream))`).
+#[macro_export]
 macro_rules! cu {
     ($driver:expr, $function:ident($($argument:expr),* $(,)?)) => {
-        match $crate::callback::refuse_inside_callback(stringify!($function)) {
-            Ok(()) => $crate::error::check(stringify!($function), $driver.$function($($argument),*)),
+        match $crate::__private::refuse_inside_callback(stringify!($function)) {
+            Ok(()) => $crate::__private::check(stringify!($function), $driver.$function($($argument),*)),
             Err(error) => Err(error),
         }
     };
@@ -28,11 +35,12 @@ macro_rules! cu {
 
 /// [`cu!`] for a query whose `CUDA_ERROR_NOT_READY` means "not yet": `Result<bool>`, `true`
 /// when done.
+#[macro_export]
 macro_rules! cu_ready {
     ($driver:expr, $function:ident($($argument:expr),* $(,)?)) => {
-        match $crate::callback::refuse_inside_callback(stringify!($function)) {
+        match $crate::__private::refuse_inside_callback(stringify!($function)) {
             Ok(()) => {
-                $crate::error::check_ready(stringify!($function), $driver.$function($($argument),*))
+                $crate::__private::check_ready(stringify!($function), $driver.$function($($argument),*))
             }
             Err(error) => Err(error),
         }
@@ -67,72 +75,13 @@ macro_rules! nvml {
     };
 }
 
-/// [`cu!`] for NCCL: `unsafe { nccl!(nccl, ncclGroupEnd()) }`. `ncclInProgress` counts as
-/// success: a non-blocking communicator's call was accepted and finishes in the background
-/// (its completion and its errors are polled with `ncclCommGetAsyncError`).
-#[cfg(feature = "nccl")]
-macro_rules! nccl {
-    ($nccl:expr, $function:ident($($argument:expr),* $(,)?)) => {
-        $crate::error::check_nccl(stringify!($function), $nccl.$function($($argument),*))
-    };
-}
-
-/// [`cu!`] for cuBLAS: `unsafe { cublas!(cublas, cublasSetStream_v2(handle, stream)) }`.
-/// Debug builds first refuse a call made from inside a host callback, as [`cu!`] does.
-#[cfg(feature = "blas")]
-macro_rules! cublas {
-    ($cublas:expr, $function:ident($($argument:expr),* $(,)?)) => {
-        match $crate::callback::refuse_inside_callback(stringify!($function)) {
-            Ok(()) => $crate::error::check_cublas(
-                stringify!($function),
-                $cublas.$function($($argument),*),
-            ),
-            Err(error) => Err(error),
-        }
-    };
-}
-
-/// [`cublas!`] for cuBLASLt, whose status is cuBLAS's own type under another crate's name.
-#[cfg(feature = "blas")]
-macro_rules! cublaslt {
-    ($lt:expr, $function:ident($($argument:expr),* $(,)?)) => {
-        match $crate::callback::refuse_inside_callback(stringify!($function)) {
-            Ok(()) => $crate::error::check_cublas(
-                stringify!($function),
-                $lt.$function($($argument),*)
-                    .map(|status| ::cublas_sys::cublasStatus_t(status.0)),
-            ),
-            Err(error) => Err(error),
-        }
-    };
-}
-
-/// [`cu!`] for cuRAND: `unsafe { curand!(curand, curandSetStream(generator, stream)) }`.
-#[cfg(feature = "rand")]
-macro_rules! curand {
-    ($curand:expr, $function:ident($($argument:expr),* $(,)?)) => {
-        match $crate::callback::refuse_inside_callback(stringify!($function)) {
-            Ok(()) => $crate::error::check_curand(
-                stringify!($function),
-                $curand.$function($($argument),*),
-            ),
-            Err(error) => Err(error),
-        }
-    };
-}
-
-#[cfg(feature = "rand")]
-pub(crate) use curand;
-#[cfg(feature = "nccl")]
-pub(crate) use nccl;
-pub(crate) use {cu, cu_ready, nvfatbin, nvjitlink, nvml, nvrtc};
-#[cfg(feature = "blas")]
-pub(crate) use {cublas, cublaslt};
+pub(crate) use crate::{cu, cu_ready};
+pub(crate) use {nvfatbin, nvjitlink, nvml, nvrtc};
 
 /// Turns a driver call's outcome into `Result<()>`; the error path is out of line. Called
 /// through [`cu!`], which names the call.
 #[inline(always)]
-pub(crate) fn check(api: &'static str, result: Result<CUresult, LoadError>) -> Result<()> {
+pub fn check(api: &'static str, result: Result<CUresult, LoadError>) -> Result<()> {
     match result {
         Ok(CUresult::CUDA_SUCCESS) => Ok(()),
         Ok(code) => Err(Error::cuda(api, code)),
@@ -143,7 +92,7 @@ pub(crate) fn check(api: &'static str, result: Result<CUresult, LoadError>) -> R
 /// Turns a query's outcome into "done?": `CUDA_SUCCESS` is done, `CUDA_ERROR_NOT_READY` is not
 /// yet, anything else an error.
 #[inline]
-pub(crate) fn check_ready(api: &'static str, result: Result<CUresult, LoadError>) -> Result<bool> {
+pub fn check_ready(api: &'static str, result: Result<CUresult, LoadError>) -> Result<bool> {
     match result {
         Ok(CUresult::CUDA_ERROR_NOT_READY) => Ok(false),
         other => check(api, other).map(|()| true),
@@ -186,56 +135,12 @@ pub(crate) fn check_nvfatbin(
     }
 }
 
-/// Turns an NCCL call's outcome into `Result<()>` (through [`nccl!`]).
-#[cfg(feature = "nccl")]
-#[inline(always)]
-pub(crate) fn check_nccl(
-    api: &'static str,
-    result: Result<nccl_sys::ncclResult_t, LoadError>,
-) -> Result<()> {
-    use nccl_sys::ncclResult_t;
-    match result {
-        Ok(ncclResult_t::ncclSuccess | ncclResult_t::ncclInProgress) => Ok(()),
-        Ok(code) => Err(Error::nccl(api, code)),
-        Err(error) => Err(Error::Load(error)),
-    }
-}
-
 /// Turns an NVML call's outcome into `Result<()>` (through [`nvml!`]).
 #[inline]
 pub(crate) fn check_nvml(api: &'static str, result: Result<nvmlReturn_t, LoadError>) -> Result<()> {
     match result {
         Ok(nvmlReturn_t::NVML_SUCCESS) => Ok(()),
         Ok(code) => Err(Error::nvml(api, code)),
-        Err(error) => Err(Error::Load(error)),
-    }
-}
-
-/// Turns a cuBLAS (or cuBLASLt) call's outcome into `Result<()>` (through [`cublas!`] and
-/// [`cublaslt!`]); the error path is out of line.
-#[cfg(feature = "blas")]
-#[inline(always)]
-pub(crate) fn check_cublas(
-    api: &'static str,
-    result: Result<cublas_sys::cublasStatus_t, LoadError>,
-) -> Result<()> {
-    match result {
-        Ok(cublas_sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS) => Ok(()),
-        Ok(code) => Err(Error::cublas(api, code)),
-        Err(error) => Err(Error::Load(error)),
-    }
-}
-
-/// Turns a cuRAND call's outcome into `Result<()>` (through [`curand!`]).
-#[cfg(feature = "rand")]
-#[inline(always)]
-pub(crate) fn check_curand(
-    api: &'static str,
-    result: Result<curand_sys::curandStatus_t, LoadError>,
-) -> Result<()> {
-    match result {
-        Ok(curand_sys::curandStatus_t::CURAND_STATUS_SUCCESS) => Ok(()),
-        Ok(code) => Err(Error::curand(api, code)),
         Err(error) => Err(Error::Load(error)),
     }
 }

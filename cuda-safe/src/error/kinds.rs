@@ -1,11 +1,7 @@
 //! What kind of failure an [`Error`] is, whichever library reported it: out of memory, not
 //! supported, a capture's error, no usable device.
 
-#[cfg(feature = "blas")]
-use cublas_sys::cublasStatus_t;
 use cuda_sys::{CUresult, LoadError};
-#[cfg(feature = "rand")]
-use curand_sys::curandStatus_t;
 use nvml_sys::nvmlReturn_t;
 use nvrtc_sys::nvrtcResult;
 
@@ -14,24 +10,23 @@ use super::capture::capture_hint;
 
 impl Error {
     /// Whether memory ran out: the driver's `CUDA_ERROR_OUT_OF_MEMORY`, NVRTC's or NVML's
-    /// out-of-memory code (also when wrapped by another error of this crate).
+    /// out-of-memory code, or an annex library's ([`Error::Library`]), also when wrapped by
+    /// another error of this crate.
     pub fn is_out_of_memory(&self) -> bool {
         match self {
             Self::Cuda { code, .. } => *code == CUresult::CUDA_ERROR_OUT_OF_MEMORY,
             Self::Nvrtc { code, .. } => *code == nvrtcResult::NVRTC_ERROR_OUT_OF_MEMORY,
             Self::Nvml { code, .. } => *code == nvmlReturn_t::NVML_ERROR_MEMORY,
-            #[cfg(feature = "blas")]
-            Self::Cublas { code, .. } => *code == cublasStatus_t::CUBLAS_STATUS_ALLOC_FAILED,
-            #[cfg(feature = "rand")]
-            Self::Curand { code, .. } => *code == curandStatus_t::CURAND_STATUS_ALLOCATION_FAILED,
+            Self::Library(error) => error.failure().is_out_of_memory(),
             other => other.cause().is_some_and(Error::is_out_of_memory),
         }
     }
 
     /// Whether what was asked is not supported here, whoever says so: the crate
     /// ([`Error::Unsupported`]), the driver (`CUDA_ERROR_NOT_SUPPORTED` and the
-    /// `CUDA_ERROR_UNSUPPORTED_*` codes), NVML (`NVML_ERROR_NOT_SUPPORTED`), or a library too
-    /// old to have the entry point at all ([`Error::is_symbol_missing`]).
+    /// `CUDA_ERROR_UNSUPPORTED_*` codes), NVML (`NVML_ERROR_NOT_SUPPORTED`), an annex library
+    /// ([`Error::Library`]), or a library too old to have the entry point at all
+    /// ([`Error::is_symbol_missing`]).
     pub fn is_not_supported(&self) -> bool {
         match self {
             Self::Unsupported { .. } => true,
@@ -47,20 +42,7 @@ impl Error {
             Self::Nvml { code, .. } => *code == nvmlReturn_t::NVML_ERROR_NOT_SUPPORTED,
             // NVJITLINK_ERROR_UNSUPPORTED_ARCH, which only the CUDA 13 header names.
             Self::NvJitLink { code, .. } => code.0 == 17,
-            #[cfg(feature = "blas")]
-            Self::Cublas { code, .. } => matches!(
-                *code,
-                cublasStatus_t::CUBLAS_STATUS_NOT_SUPPORTED
-                    | cublasStatus_t::CUBLAS_STATUS_ARCH_MISMATCH
-            ),
-            #[cfg(feature = "blas")]
-            Self::MatmulRefused { .. } => true,
-            #[cfg(feature = "rand")]
-            Self::Curand { code, .. } => matches!(
-                *code,
-                curandStatus_t::CURAND_STATUS_ARCH_MISMATCH
-                    | curandStatus_t::CURAND_STATUS_DOUBLE_PRECISION_REQUIRED
-            ),
+            Self::Library(error) => error.failure().is_not_supported(),
             other => other.cause().is_some_and(Error::is_not_supported),
         }
     }

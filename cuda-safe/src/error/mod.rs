@@ -12,15 +12,9 @@ use std::borrow::Cow;
 use std::ffi::c_char;
 
 use crate::ffi::static_str;
-#[cfg(feature = "blas")]
-use cublas_sys::cublasStatus_t;
 use cuda_sys::{
     CUgraphExecUpdateResult, CUgraphInstantiateResult, CUresult, CudaVersion, Introduced, LoadError,
 };
-#[cfg(feature = "rand")]
-use curand_sys::curandStatus_t;
-#[cfg(feature = "nccl")]
-use nccl_sys::ncclResult_t;
 use nvfatbin_sys::nvFatbinResult;
 use nvjitlink_sys::nvJitLinkResult;
 use nvml_sys::nvmlReturn_t;
@@ -30,29 +24,23 @@ mod capture;
 mod check;
 mod display;
 mod kinds;
-#[cfg(any(feature = "blas", feature = "rand"))]
-mod libraries;
+mod library;
 mod nvfatbin_codes;
 mod nvjitlink_codes;
 #[cfg(test)]
 mod tests;
 
 use capture::CaptureHint;
+pub use check::{check, check_ready};
 pub(crate) use check::{
-    check, check_nvfatbin, check_nvjitlink, check_nvml, check_nvrtc, check_ready, cu, cu_ready,
-    nvfatbin, nvjitlink, nvml, nvrtc,
+    check_nvfatbin, check_nvjitlink, check_nvml, check_nvrtc, cu, cu_ready, nvfatbin, nvjitlink,
+    nvml, nvrtc,
 };
-#[cfg(feature = "blas")]
-pub(crate) use check::{check_cublas, cublas, cublaslt};
-#[cfg(feature = "rand")]
-pub(crate) use check::{check_curand, curand};
-#[cfg(feature = "nccl")]
-pub(crate) use check::{check_nccl, nccl};
 use display::{During, LogSuffix, MorePanics};
-#[cfg(feature = "nccl")]
-use display::{NcclDetail, nccl_texts};
 use nvfatbin_codes::nvfatbin_name;
 use nvjitlink_codes::nvjitlink_code;
+
+pub use library::{LibraryError, LibraryFailure};
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -161,39 +149,6 @@ pub enum Error {
     /// `Event::elapsed` on an event that was never recorded.
     #[error("the event has not been recorded")]
     EventNotRecorded,
-    /// Sending or receiving on an IPC channel failed at the operating system.
-    #[error("IPC channel: {what} failed: {source}")]
-    IpcIo {
-        /// What was being done (`sending a buffer`).
-        what: &'static str,
-        /// The operating system's error (shared, so that `Error` stays `Clone`).
-        source: std::sync::Arc<std::io::Error>,
-    },
-    /// The other end of an IPC channel sent something this end did not expect: another kind
-    /// of message than the one asked for, or a malformed one.
-    #[error("IPC channel: {detail}")]
-    IpcProtocol {
-        /// What was expected and what came.
-        detail: Cow<'static, str>,
-    },
-    /// The other end of an IPC channel closed it (its process exited or was killed) before
-    /// the message asked for came.
-    #[error("IPC channel: the other process closed the channel while {what}")]
-    IpcPeerGone {
-        /// What this end was waiting for.
-        what: &'static str,
-    },
-    /// An earlier call on this IPC channel stopped in the middle of a message (its deadline
-    /// passed, or the message was malformed), so the channel is out of step with the other
-    /// end: every later call fails with this error. Close the channel.
-    #[error(
-        "IPC channel: out of step with the other end since {what} stopped in the middle of a \
-         message (a timeout or a malformed message); close the channel"
-    )]
-    IpcPoisoned {
-        /// What the call that stopped was doing (`waiting for bytes`).
-        what: &'static str,
-    },
     /// A file operation of a program cache failed.
     #[error("program cache at {}: {source}", path.display())]
     CacheIo {
@@ -241,11 +196,6 @@ pub enum Error {
         /// How many callbacks panicked since the last report (at least 1).
         count: usize,
     },
-    /// The thread that watches GPU work for the completion futures
-    /// ([`completion`](crate::completion)) could not be started: the operating system refused
-    /// a new thread.
-    #[error("the completion reactor's thread could not start: {0}")]
-    ReactorThread(Box<str>),
     /// `cuGraphExecUpdate` refused to update an executable graph from another graph; the
     /// executable is unchanged and still runs as before.
     #[error("cuGraphExecUpdate refused the update: {detail}")]
@@ -265,87 +215,13 @@ pub enum Error {
         /// What the reason means.
         detail: &'static str,
     },
-    /// An NCCL call failed. `last_error` is `ncclGetLastError`'s text, when NCCL had one.
-    #[cfg(feature = "nccl")]
-    #[error("{api} failed: {name}{}", NcclDetail(last_error.as_deref()))]
-    Nccl {
-        /// The NCCL function (`ncclAllReduce`).
-        api: &'static str,
-        /// The raw result code.
-        code: ncclResult_t,
-        /// `ncclGetErrorString` of the code.
-        name: &'static str,
-        /// `ncclGetLastError`: NCCL's message about the last failure.
-        last_error: Option<Box<str>>,
-    },
-    /// A communicator reported an asynchronous error (`ncclCommGetAsyncError`): a peer died,
-    /// the network failed, or a collective went wrong on the GPU. The communicator cannot be
-    /// used any more; the call that saw this has aborted it.
-    #[cfg(feature = "nccl")]
-    #[error("the NCCL communicator failed: {name}{}", NcclDetail(last_error.as_deref()))]
-    NcclAsync {
-        /// The asynchronous error's code.
-        code: ncclResult_t,
-        /// `ncclGetErrorString` of the code.
-        name: &'static str,
-        /// `ncclGetLastError`: NCCL's message about the failure.
-        last_error: Option<Box<str>>,
-    },
-    /// NCCL work did not finish within the time given; the communicator was aborted, so no
-    /// rank waits for a dead peer forever.
-    #[cfg(feature = "nccl")]
-    #[error(
-        "NCCL work did not finish within {waited:?} (a peer may be dead); the communicator was \
-         aborted"
-    )]
-    NcclTimeout {
-        /// How long the caller waited.
-        waited: std::time::Duration,
-    },
-    /// Starting the ranks of a job failed: a launcher variable (`RANK`, `WORLD_SIZE`,
-    /// `LOCAL_RANK`, `MASTER_ADDR`, `MASTER_PORT`) is missing or invalid, or exchanging the
-    /// unique id with rank 0 failed.
-    #[cfg(feature = "nccl")]
-    #[error("NCCL bootstrap: {0}")]
-    NcclBootstrap(Cow<'static, str>),
-    /// A cuBLAS or cuBLASLt call failed (both libraries answer with `cublasStatus_t`).
-    #[cfg(feature = "blas")]
-    #[error("{api} failed: {name} ({message})")]
-    Cublas {
-        /// The function (`cublasGemmEx`, `cublasLtMatmul`).
-        api: &'static str,
-        /// The raw status.
-        code: cublasStatus_t,
-        /// `cublasGetStatusName` of the code (`CUBLAS_STATUS_NOT_SUPPORTED`).
-        name: &'static str,
-        /// `cublasGetStatusString` of the code.
-        message: &'static str,
-    },
-    /// cuBLASLt refused a matmul plan: it found no algorithm for the shape, types, layouts and
-    /// epilogue asked for (or refused one of their descriptors). Nothing was queued.
-    #[cfg(feature = "blas")]
-    #[error("cuBLASLt refused the matmul {shape}: {reason}")]
-    MatmulRefused {
-        /// The plan asked for: shape, transposes, types and epilogue.
-        shape: Box<str>,
-        /// Why: the call that refused and its status, or that the heuristic found nothing.
-        reason: Box<str>,
-        /// The status cuBLASLt answered, when a call refused.
-        code: Option<cublasStatus_t>,
-    },
-    /// A cuRAND call failed.
-    #[cfg(feature = "rand")]
-    #[error("{api} failed: {name} ({message})")]
-    Curand {
-        /// The function (`curandGenerateNormal`).
-        api: &'static str,
-        /// The raw status.
-        code: curandStatus_t,
-        /// The code's name in `curand.h` (`CURAND_STATUS_LENGTH_NOT_MULTIPLE`).
-        name: &'static str,
-        /// What the code means, from the header's comments (cuRAND has no message call).
-        message: &'static str,
-    },
+    /// A failure of a library or subsystem that an annex crate wraps: cuBLAS, cuBLASLt and
+    /// cuRAND (`cuda-safe-libs`), NCCL and its bootstrap (`cuda-safe-nccl`), the IPC channel
+    /// (`cuda-safe-ipc`), the completion reactor (`cuda-safe-async`). The annex's own error
+    /// type is inside: [`Error::library_error`] gives it back, and the predicates
+    /// ([`is_out_of_memory`](Error::is_out_of_memory) and the others) ask it.
+    #[error(transparent)]
+    Library(LibraryError),
     /// A kernel cache was told to assume one NVRTC version and another is loaded.
     #[error("the kernel cache assumes NVRTC {assumed}, but NVRTC {loaded} is loaded")]
     NvrtcVersionMismatch {
@@ -392,7 +268,7 @@ impl Error {
     }
 
     /// An [`Error::UnexpectedAnswer`] from `api`.
-    pub(crate) fn unexpected(api: &'static str, detail: impl Into<Cow<'static, str>>) -> Self {
+    pub fn unexpected(api: &'static str, detail: impl Into<Cow<'static, str>>) -> Self {
         Self::UnexpectedAnswer {
             api,
             detail: detail.into(),
@@ -499,42 +375,6 @@ impl Error {
             api,
             code,
             message: message.unwrap_or("unknown NVML error"),
-        }
-    }
-
-    /// Builds [`Error::Nccl`], asking NCCL for the code's name and its last error's text.
-    #[cfg(feature = "nccl")]
-    #[cold]
-    #[inline(never)]
-    pub fn nccl(api: &'static str, code: ncclResult_t) -> Self {
-        let (name, last_error) = nccl_texts(code);
-        Self::Nccl {
-            api,
-            code,
-            name,
-            last_error,
-        }
-    }
-
-    /// Builds [`Error::NcclAsync`] for a communicator's asynchronous error.
-    #[cfg(feature = "nccl")]
-    #[cold]
-    #[inline(never)]
-    pub fn nccl_async(code: ncclResult_t) -> Self {
-        let (name, last_error) = nccl_texts(code);
-        Self::NcclAsync {
-            code,
-            name,
-            last_error,
-        }
-    }
-
-    /// NCCL's result code, for [`Error::Nccl`] and [`Error::NcclAsync`].
-    #[cfg(feature = "nccl")]
-    pub fn nccl_code(&self) -> Option<ncclResult_t> {
-        match self {
-            Self::Nccl { code, .. } | Self::NcclAsync { code, .. } => Some(*code),
-            _ => None,
         }
     }
 

@@ -172,7 +172,7 @@ impl GraphExec {
 
     /// Where the panics of the graph's host nodes are kept until reported: a completion of a
     /// launch reports them when the launch has finished.
-    pub(crate) fn panic_slot(&self) -> &Arc<PanicSlot> {
+    pub fn panic_slot(&self) -> &Arc<PanicSlot> {
         &self.graph.panics
     }
 

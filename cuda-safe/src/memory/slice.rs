@@ -215,8 +215,7 @@ impl<'a, T: Pod> DeviceSlice<'a, T> {
     }
 
     /// The device whose memory the view is (`None` for host-accessible memory).
-    #[cfg(feature = "nccl")]
-    pub(crate) fn home(&self) -> Option<Device> {
+    pub fn home(&self) -> Option<Device> {
         self.placement.home
     }
 
@@ -329,8 +328,7 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
     }
 
     /// The device whose memory the view is (`None` for host-accessible memory).
-    #[cfg(feature = "nccl")]
-    pub(crate) fn home(&self) -> Option<Device> {
+    pub fn home(&self) -> Option<Device> {
         self.placement.home
     }
 

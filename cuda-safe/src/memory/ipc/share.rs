@@ -305,13 +305,10 @@ fn check_mapped(stream: &Stream, ptr: CUdeviceptr, size: usize) -> Result<()> {
     }?;
     let available = (base + mapped as u64).saturating_sub(ptr);
     if size as u64 > available {
-        return Err(Error::IpcProtocol {
-            detail: format!(
-                "the buffer's descriptor claims {size} bytes, but the driver mapped {available} \
-                 from its address"
-            )
-            .into(),
-        });
+        return Err(Error::invalid_argument(format!(
+            "the buffer's descriptor claims {size} bytes, but the driver mapped {available} from \
+             its address"
+        )));
     }
     Ok(())
 }

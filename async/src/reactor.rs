@@ -1,0 +1,395 @@
+//! The reactor thread: it watches the events of the futures that had to wait, completes their
+//! slots, and sleeps while nothing it watches can have finished.
+//!
+//! Marks recorded on one stream finish in their order, so they stand in one lane, and only the
+//! lane's oldest mark is asked about (`cuEventQuery`), or its newest first, whose completion
+//! completes the whole lane at once. Before sleeping, the reactor arms each lane whose oldest
+//! mark is unfinished: on a side stream of its own (never the user's, which a host function
+//! would stall, and never a capturing one), a wait on that mark and a host function that
+//! raises the lane's flag and rings the bell. The bell wakes the reactor, which asks only the
+//! lanes whose flag rose (and those with new marks), so a sleeping reactor costs no CPU and a
+//! completion costs one host function per lane at most, however many futures wait behind it.
+//! A sweep every [`sweep_interval`] (10 ms unless set) asks every lane, for a host function that is late (a user's host
+//! function blocking the driver's callback thread) or never comes (after a sticky error).
+//!
+//! Wakers run, and what dropped futures left is dropped, on this thread, outside every lock
+//! and under `catch_unwind`: a panicking waker or value cannot stop the reactor.
+
+use std::collections::{HashMap, VecDeque};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::Waker;
+use std::time::Duration;
+
+use crate::settle::release_after;
+use crate::shared::{Core, LaneKey, Mark, Registration};
+use crate::table::{Finish, Keep, SlotRef};
+use crate::waiter::relaxed_capture_mode;
+use cuda_safe::Context;
+use cuda_safe::handle::log_drop_error;
+use cuda_safe::{Result, cu};
+use cuda_safe::{Stream, StreamOptions};
+
+/// How often a reactor with unfinished work asks every lane unless [`set_sweep_interval`]
+/// changes it.
+const DEFAULT_SWEEP: Duration = Duration::from_millis(10);
+
+/// The shortest sweep interval: shorter would poll rather than sleep.
+const MIN_SWEEP: Duration = Duration::from_micros(100);
+
+/// The sweep interval in force, in nanoseconds.
+static SWEEP_NS: AtomicU64 = AtomicU64::new(DEFAULT_SWEEP.as_nanos() as u64);
+
+/// Sets how often the reactor, while futures wait, asks every stream's oldest event whatever
+/// the host functions say (process-wide; at least 100 us). The default is 10 ms: the longest a
+/// completion waits when the driver runs the reactor's host function late (a user's host
+/// function holding the driver's callback thread) or never (after a sticky error). Each sweep
+/// costs a `cuEventQuery` per stream with waiting futures.
+pub fn set_sweep_interval(interval: Duration) {
+    let nanos = u64::try_from(interval.max(MIN_SWEEP).as_nanos()).unwrap_or(u64::MAX);
+    SWEEP_NS.store(nanos, Ordering::Relaxed);
+}
+
+/// The sweep interval in force ([`set_sweep_interval`]).
+pub fn sweep_interval() -> Duration {
+    Duration::from_nanos(SWEEP_NS.load(Ordering::Relaxed))
+}
+
+/// Passes after which an empty lane is dropped (with its stream handle) while others still
+/// have work; all empty lanes go when nothing is watched.
+const IDLE_PASSES: u32 = 256;
+
+/// Idle side streams kept per context.
+const MAX_IDLE_NOTIFIERS: usize = 64;
+
+/// The thread's body: runs until no handle is left and nothing is watched.
+pub(super) fn run(core: Arc<Core>) {
+    core.bell.attach();
+    // Querying events on this thread never disturbs (nor is refused by) another thread's
+    // global-mode capture.
+    if let Ok(driver) = cuda_sys::driver() {
+        let mut mode = cuda_sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+        if let Err(error) = relaxed_capture_mode(driver, &mut mode) {
+            log::warn!("cuda-safe: the completion reactor keeps the default capture mode: {error}");
+        }
+    }
+    let mut worker = Worker {
+        core,
+        lanes: HashMap::new(),
+        inbox: Vec::new(),
+        notifiers: Vec::new(),
+        done: Done::default(),
+    };
+    worker.run();
+}
+
+/// One watched mark and the slot it completes.
+struct Entry {
+    mark: Mark,
+    slot: SlotRef,
+}
+
+/// The marks of one stream (or one lone mark), oldest first.
+struct Lane {
+    entries: VecDeque<Entry>,
+    ordered: bool,
+    /// The stream the marks were recorded on, kept alive while the lane exists (so that its
+    /// handle is not reused by another stream meanwhile).
+    _stream: Option<Stream>,
+    /// The context side streams are made in.
+    context: Context,
+    /// The side stream the lane's host functions wait on.
+    notifier: Option<Stream>,
+    /// Raised by the lane's host function.
+    signal: Arc<AtomicBool>,
+    /// A host function is queued for the lane and has not run yet.
+    armed: bool,
+    /// Arming failed: the lane is left to the sweep.
+    unarmable: bool,
+    /// Something may have finished: ask the lane on this pass.
+    dirty: bool,
+    /// The lane is asked because of the sweep alone.
+    swept: bool,
+    idle_passes: u32,
+}
+
+/// What one pass completed, acted on outside every lock.
+#[derive(Default)]
+struct Done {
+    wakers: Vec<Waker>,
+    keeps: Vec<Keep>,
+    marks: Vec<Mark>,
+    slots: Vec<SlotRef>,
+}
+
+struct Worker {
+    core: Arc<Core>,
+    lanes: HashMap<LaneKey, Lane>,
+    inbox: Vec<Registration>,
+    /// Idle side streams, by context.
+    notifiers: Vec<(Context, Vec<Stream>)>,
+    done: Done,
+}
+
+impl Worker {
+    fn run(&mut self) {
+        let mut sweep = false;
+        loop {
+            self.take_incoming();
+            self.collect_signals(sweep);
+            self.poll_dirty();
+            self.finish();
+            if self.watched() == 0 {
+                self.retire_lanes(true);
+                if self.core.may_stop() {
+                    return;
+                }
+                sweep = false;
+                self.core.bell.wait(None);
+                continue;
+            }
+            self.retire_lanes(false);
+            self.arm();
+            self.finish();
+            sweep = !self.core.bell.wait(Some(sweep_interval()));
+        }
+    }
+
+    fn watched(&self) -> usize {
+        self.lanes.values().map(|lane| lane.entries.len()).sum()
+    }
+
+    /// Puts the new registrations into their lanes.
+    fn take_incoming(&mut self) {
+        self.core.take_incoming(&mut self.inbox);
+        for Registration { lane, mark, slot } in self.inbox.drain(..) {
+            let entry = self.lanes.entry(lane).or_insert_with(|| Lane {
+                entries: VecDeque::new(),
+                ordered: matches!(lane, LaneKey::Stream(..)),
+                _stream: mark.stream().cloned(),
+                context: mark.context().clone(),
+                notifier: None,
+                signal: Arc::new(AtomicBool::new(false)),
+                armed: false,
+                unarmable: false,
+                dirty: false,
+                swept: false,
+                idle_passes: 0,
+            });
+            entry.entries.push_back(Entry { mark, slot });
+            entry.dirty = true;
+            entry.idle_passes = 0;
+        }
+    }
+
+    /// Marks the lanes whose host function ran (and, on a sweep, every lane) to be asked.
+    fn collect_signals(&mut self, sweep: bool) {
+        for lane in self.lanes.values_mut() {
+            if lane.signal.swap(false, Ordering::Acquire) {
+                lane.armed = false;
+                lane.dirty = true;
+            }
+            if sweep && !lane.dirty && !lane.entries.is_empty() {
+                lane.dirty = true;
+                lane.swept = true;
+            }
+        }
+    }
+
+    /// Asks the lanes marked dirty and completes what has finished.
+    fn poll_dirty(&mut self) {
+        let mut by_sweep = 0u64;
+        for lane in self.lanes.values_mut() {
+            if !std::mem::take(&mut lane.dirty) {
+                continue;
+            }
+            let completed = poll_lane(lane, &self.core, &mut self.done);
+            if std::mem::take(&mut lane.swept) {
+                by_sweep += completed as u64;
+            }
+        }
+        if by_sweep > 0 {
+            self.core
+                .found_by_sweep
+                .fetch_add(by_sweep, Ordering::Relaxed);
+        }
+    }
+
+    /// Wakes the woken, drops what dropped futures left, recycles events and slots.
+    fn finish(&mut self) {
+        let done = &mut self.done;
+        for waker in done.wakers.drain(..) {
+            if catch_unwind(AssertUnwindSafe(|| waker.wake())).is_err() {
+                log::error!("cuda-safe: a waker panicked when the completion reactor woke it");
+            }
+        }
+        for keep in done.keeps.drain(..) {
+            if catch_unwind(AssertUnwindSafe(move || drop(keep))).is_err() {
+                log::error!("cuda-safe: dropping a value a dropped completion held panicked");
+            }
+        }
+        done.marks.drain(..).for_each(Mark::recycle);
+        for slot in done.slots.drain(..) {
+            self.core.table.give(slot);
+        }
+    }
+
+    /// Drops lanes left empty (all of them when `all`, else those empty for a while), giving
+    /// their side streams back.
+    fn retire_lanes(&mut self, all: bool) {
+        let mut retired = Vec::new();
+        self.lanes.retain(|_, lane| {
+            if !lane.entries.is_empty() {
+                return true;
+            }
+            lane.idle_passes += 1;
+            let keep = lane.ordered && !all && lane.idle_passes < IDLE_PASSES;
+            if !keep && let Some(notifier) = lane.notifier.take() {
+                retired.push(notifier);
+            }
+            keep
+        });
+        for notifier in retired {
+            self.give_notifier(notifier);
+        }
+    }
+
+    /// Arms every lane whose oldest mark is unfinished and has no host function queued.
+    fn arm(&mut self) {
+        let mut notifiers = std::mem::take(&mut self.notifiers);
+        for lane in self.lanes.values_mut() {
+            if lane.entries.is_empty() || lane.armed || lane.unarmable {
+                continue;
+            }
+            match arm_lane(lane, &mut notifiers, &self.core) {
+                Ok(()) => lane.armed = true,
+                Err(error) => {
+                    log::warn!(
+                        "cuda-safe: the completion reactor could not arm a host function \
+                         ({error}); the lane is swept every {:?}",
+                        sweep_interval()
+                    );
+                    lane.unarmable = true;
+                    lane.dirty = true;
+                    lane.swept = true;
+                }
+            }
+        }
+        self.notifiers = notifiers;
+    }
+
+    fn give_notifier(&mut self, notifier: Stream) {
+        match self
+            .notifiers
+            .iter_mut()
+            .find(|(context, _)| context.same_as(notifier.context()))
+        {
+            Some((_, idle)) if idle.len() < MAX_IDLE_NOTIFIERS => idle.push(notifier),
+            Some(_) => {
+                if let Err(error) = notifier.close() {
+                    log_drop_error("completion side stream", &error);
+                }
+            }
+            None => {
+                let context = notifier.context().clone();
+                self.notifiers.push((context, vec![notifier]));
+            }
+        }
+    }
+}
+
+/// Asks `lane` what has finished and completes it; returns how many entries completed.
+fn poll_lane(lane: &mut Lane, core: &Core, done: &mut Done) -> usize {
+    let mut completed = 0;
+    // The newest mark done means every earlier one of the stream is.
+    if lane.ordered
+        && lane.entries.len() > 1
+        && lane
+            .entries
+            .back()
+            .is_some_and(|entry| entry.mark.is_done().is_ok_and(|finished| finished))
+    {
+        for entry in lane.entries.drain(..) {
+            complete(entry, Ok(()), core, done);
+            completed += 1;
+        }
+        return completed;
+    }
+    while let Some(head) = lane.entries.front() {
+        let outcome = match head.mark.is_done() {
+            Ok(false) => break,
+            Ok(true) => Ok(()),
+            Err(error) => Err(error),
+        };
+        if let Some(entry) = lane.entries.pop_front() {
+            complete(entry, outcome, core, done);
+            completed += 1;
+        }
+    }
+    completed
+}
+
+/// Completes one entry's slot with `outcome`.
+fn complete(entry: Entry, outcome: Result<()>, core: &Core, done: &mut Done) {
+    core.watched.fetch_sub(1, Ordering::Relaxed);
+    let Entry { mark, slot } = entry;
+    let failure = outcome.as_ref().err().cloned();
+    match slot.complete(outcome) {
+        Finish::Wake(waker) => done.wakers.extend(waker),
+        Finish::Release(keep) => {
+            match (keep, failure) {
+                (Some(keep), None) => done.keeps.push(keep),
+                (Some(keep), Some(error)) => release_after(keep, &error),
+                (None, _) => {}
+            }
+            done.slots.push(slot);
+        }
+    }
+    done.marks.push(mark);
+}
+
+/// Queues, on the lane's side stream, a wait on its oldest mark and a host function raising
+/// its flag.
+#[doc = cuda_sys::api_doc!(cuStreamWaitEvent)]
+#[doc = cuda_sys::api_doc!(cuLaunchHostFunc)]
+#[doc(alias = "cuStreamWaitEvent", alias = "cuLaunchHostFunc")]
+fn arm_lane(lane: &mut Lane, notifiers: &mut [(Context, Vec<Stream>)], core: &Core) -> Result<()> {
+    let notifier = match lane.notifier.take() {
+        Some(notifier) => notifier,
+        None => take_notifier(notifiers, &lane.context)?,
+    };
+    let Some(head) = lane.entries.front() else {
+        lane.notifier = Some(notifier);
+        return Ok(());
+    };
+    let raw = head.mark.raw();
+    // SAFETY: both handles are alive (the lane keeps the side stream, the entry its event).
+    let waited = unsafe {
+        cu!(
+            notifier.context().driver(),
+            cuStreamWaitEvent(notifier.as_raw(), raw, 0)
+        )
+    };
+    let armed = waited.and_then(|()| {
+        let (signal, bell) = (lane.signal.clone(), core.bell.clone());
+        notifier.launch_host_func(move || {
+            signal.store(true, Ordering::Release);
+            bell.ring();
+        })
+    });
+    lane.notifier = Some(notifier);
+    armed
+}
+
+/// An idle side stream of `context`, or a new one.
+fn take_notifier(notifiers: &mut [(Context, Vec<Stream>)], context: &Context) -> Result<Stream> {
+    let idle = notifiers
+        .iter_mut()
+        .find(|(owner, _)| owner.same_as(context))
+        .and_then(|(_, idle)| idle.pop());
+    match idle {
+        Some(notifier) => Ok(notifier),
+        None => Stream::new(context, StreamOptions::default()),
+    }
+}

@@ -1,0 +1,79 @@
+//! The channel's failures ([`IpcError`], inside [`cuda_safe::Error::Library`]).
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use cuda_safe::{Error, LibraryFailure};
+
+/// A failure of a [`Channel`](crate::Channel) or [`Listener`](crate::Listener). It reaches
+/// callers inside [`cuda_safe::Error::Library`]: `error.library_error::<IpcError>()` gives it
+/// back.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum IpcError {
+    /// Sending or receiving failed at the operating system.
+    #[error("IPC channel: {what} failed: {source}")]
+    Io {
+        /// What was being done (`sending a buffer`).
+        what: &'static str,
+        /// The operating system's error (shared, so that the error stays `Clone`).
+        source: Arc<std::io::Error>,
+    },
+    /// The other end sent something this end did not expect: another kind of message than
+    /// the one asked for, or a malformed one.
+    #[error("IPC channel: {detail}")]
+    Protocol {
+        /// What was expected and what came.
+        detail: Cow<'static, str>,
+    },
+    /// The other end closed the channel (its process exited or was killed) before the message
+    /// asked for came.
+    #[error("IPC channel: the other process closed the channel while {what}")]
+    PeerGone {
+        /// What this end was waiting for.
+        what: &'static str,
+    },
+    /// An earlier call on this channel stopped in the middle of a message (its deadline
+    /// passed, or the message was malformed), so the channel is out of step with the other
+    /// end: every later call fails with this error. Close the channel.
+    #[error(
+        "IPC channel: out of step with the other end since {what} stopped in the middle of a \
+         message (a timeout or a malformed message); close the channel"
+    )]
+    Poisoned {
+        /// What the call that stopped was doing (`waiting for bytes`).
+        what: &'static str,
+    },
+}
+
+impl IpcError {
+    /// The operating system's error behind [`IpcError::Io`].
+    pub fn io_error(&self) -> Option<&std::io::Error> {
+        match self {
+            Self::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+impl LibraryFailure for IpcError {
+    fn library(&self) -> &'static str {
+        "IPC channel"
+    }
+
+    fn is_out_of_memory(&self) -> bool {
+        self.io_error()
+            .is_some_and(|error| error.kind() == std::io::ErrorKind::OutOfMemory)
+    }
+}
+
+impl From<IpcError> for Error {
+    fn from(error: IpcError) -> Self {
+        Error::from_library(error)
+    }
+}
+
+/// The channel's error inside `error`, if it is one.
+pub(crate) fn ipc_error(error: &Error) -> Option<&IpcError> {
+    error.library_error::<IpcError>()
+}

@@ -1,0 +1,34 @@
+//! NVIDIA's math libraries on `cuda-safe`'s buffers, views, streams and graphs, each behind a
+//! feature and loaded at run time (nothing links against them):
+//!
+//! - [`blas`] (feature `blas`): cuBLAS and cuBLASLt. `Blas` for GEMMs (plain, batched,
+//!   strided-batched) and vector operations; `Matmul` for cuBLASLt plans with epilogues and FP8.
+//! - [`rand`] (feature `rand`): cuRAND generators filling buffers on their stream.
+//!
+//! Every call returns [`cuda_safe::Result`]: a library's refusal is
+//! [`cuda_safe::Error::Library`] around this crate's [`blas::CublasError`] or
+//! [`rand::CurandError`] (`error.library_error::<CublasError>()` gives it back), so one `?`
+//! serves kernels, copies and GEMMs alike. `docs/blas.md` in the repository has the recipes.
+//!
+//! ```no_run
+//! # #[cfg(feature = "blas")] {
+//! use cuda_safe::Device;
+//! use cuda_safe_libs::blas::{Blas, Gemm, Scalars};
+//!
+//! let device = Device::new(0)?;
+//! let stream = device.create_stream(Default::default())?;
+//! let pool = device.default_memory_resource()?;
+//! let blas = Blas::new(&stream)?;
+//! let a = pool.allocate_from_host(&[1.0f32; 4], &stream)?;
+//! let b = pool.allocate_from_host(&[2.0f32; 4], &stream)?;
+//! let mut c = pool.allocate_zeroed::<f32>(4, &stream)?;
+//! blas.gemm::<f32, f32>(&Gemm::row_major(2, 2, 2), Scalars::host(1.0, 0.0), &a, &b, &mut c)?;
+//! assert_eq!(c.to_vec::<f32>()?, [4.0; 4]);
+//! # }
+//! # Ok::<(), cuda_safe::Error>(())
+//! ```
+
+#[cfg(feature = "blas")]
+pub mod blas;
+#[cfg(feature = "rand")]
+pub mod rand;
