@@ -32,8 +32,9 @@ use std::time::{Duration, Instant};
 #[path = "common/completion_kit.rs"]
 mod kit;
 
-use cuda_safe::completion::{self, Completion, Reactor};
 use cuda_safe::{Device, Error, EventOptions, Result, Stream};
+use cuda_safe_async::prelude::*;
+use cuda_safe_async::{self as completion, Completion, Reactor};
 use kit::{Kernels, kernels, launch_empty, launch_spin, median, process_cpu_ms};
 
 const WARM: usize = 200;

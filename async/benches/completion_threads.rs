@@ -14,8 +14,9 @@ use std::time::Instant;
 #[path = "common/completion_kit.rs"]
 mod kit;
 
-use cuda_safe::completion::Reactor;
 use cuda_safe::{Device, Error, Result, Stream};
+use cuda_safe_async::Reactor;
+use cuda_safe_async::prelude::*;
 use kit::{Kernels, kernels, launch_empty, median};
 
 const WORKERS: usize = 8;

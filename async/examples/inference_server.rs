@@ -11,11 +11,12 @@
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use cuda_safe::completion::Reactor;
 use cuda_safe::{
     CodeKind, Device, DeviceMemoryResource, Error, Kernel, LaunchConfig, Program, ProgramOptions,
     Result, Stream, launch,
 };
+use cuda_safe_async::Reactor;
+use cuda_safe_async::prelude::*;
 
 /// Words per request's input and output.
 const WORDS: usize = 256;

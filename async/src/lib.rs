@@ -118,3 +118,10 @@ pub use methods::{BufferExt, EventExt, GraphExecExt, StreamExt};
 pub use reactor::{set_sweep_interval, sweep_interval};
 pub use shared::{Reactor, ReactorStats};
 pub use waiter::{set_spin_budget, spin_budget};
+
+/// The extension traits, for a glob import: `use cuda_safe_async::prelude::*;`.
+pub mod prelude {
+    #[cfg(feature = "nccl")]
+    pub use crate::CommunicatorExt;
+    pub use crate::{BufferExt, EventExt, GraphExecExt, StreamExt};
+}

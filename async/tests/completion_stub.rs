@@ -22,9 +22,10 @@ use std::task::{Context as TaskContext, Poll, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use cuda_safe::completion::{self, Reactor};
 use cuda_safe::sys::CUresult;
 use cuda_safe::{Device, DeviceMemoryResource, Error, EventOptions, Stream};
+use cuda_safe_async::prelude::*;
+use cuda_safe_async::{self as completion, Reactor};
 use pollster::block_on;
 use stub::{Installed, KINDS, Stub};
 

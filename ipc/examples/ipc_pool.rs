@@ -14,11 +14,11 @@
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
-use cuda_safe::ipc::{Channel, Listener, Released};
 use cuda_safe::{
     CodeKind, Device, DeviceMemoryResource, Event, EventOptions, IpcHandleType, LaunchConfig,
     PoolOptions, Program, ProgramOptions, launch,
 };
+use cuda_safe_ipc::{Channel, Listener, Released};
 
 /// The crate's errors and the operating system's (starting the child).
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;

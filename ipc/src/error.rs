@@ -77,3 +77,25 @@ impl From<IpcError> for Error {
 pub(crate) fn ipc_error(error: &Error) -> Option<&IpcError> {
     error.library_error::<IpcError>()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_poisoned_channel_says_what_stopped_and_what_to_do() {
+        let poisoned: Error = IpcError::Poisoned {
+            what: "waiting for bytes",
+        }
+        .into();
+        let text = poisoned.to_string();
+        assert!(text.starts_with("IPC channel: out of step"), "{text}");
+        assert!(text.contains("since waiting for bytes stopped"), "{text}");
+        assert!(text.ends_with("close the channel"), "{text}");
+        assert!(!poisoned.is_not_supported() && !poisoned.is_no_device());
+        assert!(matches!(
+            ipc_error(&poisoned),
+            Some(IpcError::Poisoned { .. })
+        ));
+    }
+}

@@ -8,13 +8,15 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
-use super::super::share::{ExportedPool, PoolHandle};
 use super::tests::memfd_with;
 use super::wire::Kind;
 use super::{Channel, Listener, MAX_MESSAGE_BYTES, Released};
+use crate::IpcError;
+use crate::error::ipc_error;
 use cuda_safe::Error;
 use cuda_safe::Uuid;
 use cuda_safe::VmmShareDescriptor;
+use cuda_safe::ipc::{ExportedPool, PoolHandle};
 
 /// The bytes of a header as the wire writes them.
 fn header(kind: u32, len: u32) -> Vec<u8> {
@@ -33,7 +35,7 @@ fn hostile_pair(timeout: Duration) -> (Channel, UnixStream) {
 }
 
 fn is_timeout(error: &Error) -> bool {
-    matches!(error, Error::IpcIo { source, .. } if source.kind() == std::io::ErrorKind::TimedOut)
+    matches!(ipc_error(error), Some(IpcError::Io { source, .. }) if source.kind() == std::io::ErrorKind::TimedOut)
 }
 
 /// Asserts that `took` ran at least the timeout and ended well before a trickle could have.
@@ -66,16 +68,18 @@ fn a_trickling_sender_cannot_stretch_a_receive_past_its_deadline() {
     let later = channel.recv_bytes().unwrap_err();
     assert!(
         matches!(
-            later,
-            Error::IpcPoisoned {
+            ipc_error(&later),
+            Some(IpcError::Poisoned {
                 what: "waiting for bytes"
-            }
+            })
         ),
         "{later}"
     );
     assert!(matches!(
-        channel.send_bytes(b"still there?"),
-        Err(Error::IpcPoisoned { .. })
+        channel
+            .send_bytes(b"still there?")
+            .map_err(|error| ipc_error(&error).cloned()),
+        Err(Some(IpcError::Poisoned { .. }))
     ));
     drop(channel);
     trickler.join().unwrap();
@@ -109,10 +113,12 @@ fn a_peer_that_never_reads_ends_a_send_at_its_deadline() {
     // Part of the message went: the peer would read the rest of it as the next message.
     assert!(channel.is_poisoned());
     assert!(matches!(
-        channel.send_bytes(b"x"),
-        Err(Error::IpcPoisoned {
+        channel
+            .send_bytes(b"x")
+            .map_err(|error| ipc_error(&error).cloned()),
+        Err(Some(IpcError::Poisoned {
             what: "sending bytes"
-        })
+        }))
     ));
     drop(peer);
 }
@@ -129,7 +135,7 @@ fn a_declared_payload_the_protocol_does_not_allow_is_refused_before_it_is_read()
     let error = channel.wait_released().unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(1));
     assert!(
-        matches!(&error, Error::IpcProtocol { detail } if detail.contains("16777216 bytes")),
+        matches!(ipc_error(&error), Some(IpcError::Protocol { detail }) if detail.contains("16777216 bytes")),
         "{error}"
     );
     assert!(channel.is_poisoned());
@@ -142,7 +148,10 @@ fn a_declared_payload_the_protocol_does_not_allow_is_refused_before_it_is_read()
         let (channel, mut peer) = hostile_pair(timeout);
         peer.write_all(&header(kind as u32, len)).unwrap();
         let error = channel.recv(kind).unwrap_err();
-        assert!(matches!(error, Error::IpcProtocol { .. }), "{error}");
+        assert!(
+            matches!(ipc_error(&error), Some(IpcError::Protocol { .. })),
+            "{error}"
+        );
     }
 }
 
@@ -155,7 +164,10 @@ fn a_release_notice_is_exactly_what_the_protocol_says() {
     notice.push(0);
     peer.write_all(&notice).unwrap();
     let error = channel.wait_released().unwrap_err();
-    assert!(matches!(error, Error::IpcProtocol { .. }), "{error}");
+    assert!(
+        matches!(ipc_error(&error), Some(IpcError::Protocol { .. })),
+        "{error}"
+    );
     // With a file descriptor beside it: refused, and the descriptor closed.
     let (channel, peer) = Channel::pair().unwrap();
     channel.set_timeout(Some(timeout)).unwrap();
@@ -163,7 +175,7 @@ fn a_release_notice_is_exactly_what_the_protocol_says() {
     peer.send(Kind::Released, &[], Some(fd.as_fd())).unwrap();
     let error = channel.wait_released().unwrap_err();
     assert!(
-        matches!(&error, Error::IpcProtocol { detail } if detail.contains("file descriptor")),
+        matches!(ipc_error(&error), Some(IpcError::Protocol { detail }) if detail.contains("file descriptor")),
         "{error}"
     );
     // The notice itself had come whole: the channel is in step, and a true notice counts.
@@ -197,7 +209,7 @@ fn a_pool_descriptor_of_the_wrong_kind_is_refused() {
             .unwrap();
         let error = receiver.recv_exported_pool().unwrap_err();
         assert!(
-            matches!(&error, Error::IpcProtocol { detail } if detail.contains(name)),
+            matches!(ipc_error(&error), Some(IpcError::Protocol { detail }) if detail.contains(name)),
             "{name}: {error}"
         );
     }
@@ -228,7 +240,7 @@ fn a_chunk_descriptor_of_the_wrong_kind_is_refused_after_the_whole_sequence() {
         sender.send_vmm_chunks(&chunks).unwrap();
         let error = receiver.recv_vmm_chunks().unwrap_err();
         assert!(
-            matches!(&error, Error::IpcProtocol { detail } if detail.contains(name)),
+            matches!(ipc_error(&error), Some(IpcError::Protocol { detail }) if detail.contains(name)),
             "{name}: {error}"
         );
         assert!(!receiver.is_poisoned());

@@ -28,11 +28,11 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use cuda_safe::blas::{
-    Blas, BlasElement, Epilogue, F8E4M3, Gemm, Matmul, MatmulCall, MatmulDesc, Scalars,
-};
-use cuda_safe::rand::{Generator, RngKind};
 use cuda_safe::{Buffer, Device, Error, Event, EventOptions, Result, Stream};
+use cuda_safe_libs::blas::{
+    Blas, BlasElement, CublasError, Epilogue, F8E4M3, Gemm, Matmul, MatmulCall, MatmulDesc, Scalars,
+};
+use cuda_safe_libs::rand::{Generator, RngKind};
 use half::bf16;
 
 const NMAX: usize = 8192;
@@ -203,7 +203,7 @@ fn run() -> Result<bool> {
     let matmul = Matmul::new(&stream)?;
     println!("INFO cublas_version {}", blas.version()?);
     println!("INFO cublaslt_version {}", matmul.version()?);
-    println!("INFO curand_version {}", cuda_safe::rand::version()?);
+    println!("INFO curand_version {}", cuda_safe_libs::rand::version()?);
 
     // Inputs: normal(0, 0.5), rounded to bf16 (and e4m3) on the host.
     let fp8 = major >= 9;
@@ -434,7 +434,7 @@ fn plan(
     name: &str,
     matmul: &Matmul,
     desc: &MatmulDesc,
-) -> Result<Option<std::sync::Arc<cuda_safe::blas::MatmulPlan>>> {
+) -> Result<Option<std::sync::Arc<cuda_safe_libs::blas::MatmulPlan>>> {
     match matmul.plan(desc) {
         Ok(plan) => {
             println!(
@@ -443,7 +443,13 @@ fn plan(
             );
             Ok(Some(plan))
         }
-        Err(refused @ (Error::MatmulRefused { .. } | Error::Unsupported { .. })) => {
+        Err(refused)
+            if matches!(refused, Error::Unsupported { .. })
+                || matches!(
+                    refused.library_error::<CublasError>(),
+                    Some(CublasError::MatmulRefused { .. })
+                ) =>
+        {
             eprintln!("{name} refused: {refused}");
             println!("FIG {name} 0 unsupported");
             Ok(None)

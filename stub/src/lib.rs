@@ -5,6 +5,9 @@
 //! (call counts and log, injected faults, live objects, misuses, playing another process). Also a
 //! `log` logger that keeps the crate's error lines, so a test can count what a `Drop` logged.
 
+pub mod faults;
+pub mod ordering;
+
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::fmt;
 use std::path::Path;

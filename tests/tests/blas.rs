@@ -9,11 +9,11 @@
 //! - GELU: applied to the reference in f64, then the output type's tolerance.
 
 use cuda_gpu_tests::{GpuFile, gpu_file};
-use cuda_safe::blas::{
+use cuda_safe::{Buffer, CaptureMode, Device, DeviceMemoryResource, Error, Graph, Stream};
+use cuda_safe_libs::blas::{
     Blas, BlasElement, Epilogue, F8E4M3, Gemm, GemmBatch, Gemv, Matmul, MatmulCall, MatmulDesc,
     Scalars, StridedBatch, Vector,
 };
-use cuda_safe::{Buffer, CaptureMode, Device, DeviceMemoryResource, Error, Graph, Stream};
 use half::{bf16, f16};
 
 struct Setup {

@@ -14,11 +14,12 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use cuda_gpu_tests::{GpuFile, gpu_file};
-use cuda_safe::completion::{self, Reactor};
 use cuda_safe::{
     CaptureMode, CodeKind, Context, Device, Error, Graph, GreenContextOptions, Kernel,
     LaunchConfig, Program, ProgramOptions, Result, SplitRequest, Stream, launch,
 };
+use cuda_safe_async::prelude::*;
+use cuda_safe_async::{self as completion, Reactor};
 
 /// The variable that makes this binary run one child scenario instead of the tests.
 const CHILD_ENV: &str = "CUDA_SAFE_COMPLETION_CHILD";
@@ -452,7 +453,7 @@ fn graph_launches_and_green_events_are_awaited() {
 fn a_collective_is_awaited() {
     #[cfg(feature = "nccl")]
     {
-        use cuda_safe::nccl::{Communicator, ReduceOp};
+        use cuda_safe_nccl::{Communicator, ReduceOp};
         let devices = Device::all().unwrap();
         let comms = Communicator::init_all(&devices).unwrap();
         let mut work = Vec::new();
@@ -465,7 +466,7 @@ fn a_collective_is_awaited() {
                 .unwrap();
             work.push((stream, buffer));
         }
-        cuda_safe::nccl::group(|group| {
+        cuda_safe_nccl::group(|group| {
             for (comm, (stream, buffer)) in comms.iter().zip(&mut work) {
                 group.all_reduce_in_place::<f32>(comm, buffer, ReduceOp::Sum, stream)?;
             }

@@ -3,10 +3,9 @@
 //! runs each file's tests in a process of its own, named `file::test`, so that
 //! `cargo test -p cuda-gpu-tests -- graph::` runs the graph tests. The files whose tests start
 //! this binary again as a child process (`checkpoint`, `completion`, `device_graph`, `ipc`,
-//! `link`, `vmm`, `nccl`) run the child's part here, before the harness. `nccl`, `blas`, `rand` and
+//! `link`, `vmm`, `nccl`) run the child's part here, before the harness. `nccl` and
 //! `cudarc_bridge` need the features of their names (`cudarc` for the last).
 
-#[cfg(feature = "blas")]
 mod blas;
 mod cache;
 mod checkpoint;
@@ -30,7 +29,6 @@ mod nccl;
 mod nvml;
 mod peer;
 mod program;
-#[cfg(feature = "rand")]
 mod rand;
 mod raw_layer;
 mod runtime;
@@ -73,10 +71,7 @@ fn files() -> Vec<GpuFile> {
         vmm::FILE,
     ]
     .into_iter();
-    #[cfg(feature = "blas")]
-    let files = files.chain([blas::FILE]);
-    #[cfg(feature = "rand")]
-    let files = files.chain([rand::FILE]);
+    let files = files.chain([blas::FILE, rand::FILE]);
     #[cfg(feature = "cudarc")]
     let files = files.chain([cudarc_bridge::FILE]);
     #[cfg(feature = "nccl")]

@@ -5,8 +5,8 @@
 //! mean within 2% of `exp(mu + sigma^2 / 2)`; a Poisson mean and variance within 2% of lambda.
 
 use cuda_gpu_tests::{GpuFile, gpu_file};
-use cuda_safe::rand::{Generator, RngKind};
 use cuda_safe::{Device, DeviceMemoryResource, Stream};
+use cuda_safe_libs::rand::{Generator, RngKind};
 
 const N: usize = 1 << 20;
 
@@ -191,7 +191,7 @@ fn generating_into_a_buffer_of_another_stream_is_ordered() {
         values.iter().all(|v| *v > 0.0),
         "the fill ran after the generation"
     );
-    println!("cuRAND {}", cuda_safe::rand::version().unwrap());
+    println!("cuRAND {}", cuda_safe_libs::rand::version().unwrap());
 }
 
 pub(crate) const FILE: GpuFile = gpu_file![

@@ -10,11 +10,11 @@ use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use cuda_gpu_tests::{GpuFile, check, devices, gpu_file};
-use cuda_safe::ipc::{Channel, Listener};
 use cuda_safe::{
     CodeKind, Device, Error, Growth, IpcHandleType, LaunchConfig, Program, ProgramOptions, Stream,
     VirtualMemoryResource, VirtualMemoryResourceOptions, VmmAccess, VmmShareDescriptor, launch,
 };
+use cuda_safe_ipc::{Channel, Listener};
 
 const MIB: usize = 1 << 20;
 /// Set in the child process: the socket's file descriptor number.

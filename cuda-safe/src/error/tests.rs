@@ -216,13 +216,41 @@ fn debug_is_the_line_then_the_causes_it_does_not_say() {
 }
 
 #[test]
-fn a_poisoned_ipc_channel_says_what_stopped_and_what_to_do() {
-    let poisoned = Error::IpcPoisoned {
-        what: "waiting for bytes",
+fn an_annex_error_keeps_its_type_and_answers_the_predicates() {
+    #[derive(Debug, thiserror::Error)]
+    #[error("cufftPlan1d failed: CUFFT_ALLOC_FAILED")]
+    struct Annex;
+    impl LibraryFailure for Annex {
+        fn library(&self) -> &'static str {
+            "cuFFT"
+        }
+        fn is_out_of_memory(&self) -> bool {
+            true
+        }
+    }
+    let error = Error::from_library(Annex);
+    assert_eq!(error.to_string(), "cufftPlan1d failed: CUFFT_ALLOC_FAILED");
+    assert!(error.is_out_of_memory() && !error.is_not_supported() && !error.is_no_device());
+    assert!(error.library_error::<Annex>().is_some());
+    assert!(error.library_error::<LoadErrorless>().is_none());
+    match &error {
+        Error::Library(inner) => assert_eq!(inner.library(), "cuFFT"),
+        other => panic!("unexpected {other:?}"),
+    }
+    let wrapped = Error::LaunchOrdering {
+        source: Box::new(error.clone()),
     };
-    let text = poisoned.to_string();
-    assert!(text.starts_with("IPC channel: out of step"), "{text}");
-    assert!(text.contains("since waiting for bytes stopped"), "{text}");
-    assert!(text.ends_with("close the channel"), "{text}");
-    assert!(!poisoned.is_not_supported() && !poisoned.is_no_device());
+    assert!(wrapped.is_out_of_memory(), "a wrapped cause still answers");
+    assert_eq!(error.clone().to_string(), error.to_string());
+}
+
+/// Another annex error type, which an `Annex` error is not.
+#[derive(Debug, thiserror::Error)]
+#[error("other")]
+struct LoadErrorless;
+
+impl LibraryFailure for LoadErrorless {
+    fn library(&self) -> &'static str {
+        "other"
+    }
 }

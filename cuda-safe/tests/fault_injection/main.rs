@@ -26,24 +26,18 @@
 //! `check.rs` checks a faulted run against the clean one, `matrix.rs` runs an operation's
 //! matrix of faults, and `standalone.rs` holds the cases outside the matrix.
 
-mod case;
-mod check;
-mod fixtures;
-mod matrix;
 mod ops;
 mod standalone;
 use cuda_safe_stub as stub;
 
-use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use crate::case::report_panics;
-use crate::matrix::run_matrix;
 use crate::ops::operations;
 use crate::standalone::{
     error_texts, first_use, memory_models, old_driver, sanity, two_devices_and_ipc,
 };
-use crate::stub::{Installed, KINDS};
+use crate::stub::Installed;
+use cuda_safe_stub::faults::{Runner, report_panics};
 
 fn main() -> ExitCode {
     let stub = match stub::install() {
@@ -55,21 +49,9 @@ fn main() -> ExitCode {
     };
     stub::install_logger();
     report_panics();
-    let mut failed = 0usize;
-    let mut faults = 0usize;
-    let mut operations_run = 0usize;
-    let mut gap_cases = 0usize;
+    let mut runner = Runner::default();
     let mut report_group = |name: &str, detail: &str, group_faults: usize, failures: &[String]| {
-        faults += group_faults;
-        let verdict = if failures.is_empty() { "ok" } else { "FAIL" };
-        println!("{verdict:<4} {name:<58} {detail}");
-        for failure in failures.iter().take(12) {
-            println!("       {failure}");
-        }
-        if failures.len() > 12 {
-            println!("       ... and {} more", failures.len() - 12);
-        }
-        failed += failures.len();
+        runner.group(name, detail, group_faults, failures);
     };
 
     let (first_faults, first_failures) = first_use(stub);
@@ -112,66 +94,8 @@ fn main() -> ExitCode {
     );
 
     let scratch = tempfile::tempdir().expect("a scratch directory");
-    let ops = operations(scratch.path(), stub);
-    for op in &ops {
-        let report = run_matrix(stub, op);
-        operations_run += 1;
-        let mut detail = String::new();
-        let _ = write!(
-            detail,
-            "{} call(s) + {} on drop: {} faults",
-            report.calls, report.drop_calls, report.faults
-        );
-        report_group(&op.name, &detail, report.faults, &report.failures);
-        for (gap, seen) in &report.gaps {
-            gap_cases += seen;
-            println!(
-                "       KNOWN GAP ({seen} cases, {} #{}): {}",
-                gap.call, gap.nth, gap.why
-            );
-        }
-        let listed = op
-            .absorbed
-            .iter()
-            .map(|listed| ("absorbed", listed))
-            .chain(op.logged.iter().map(|listed| ("logged", listed)));
-        for (how, listed) in listed {
-            let which: Vec<String> = listed.nths.iter().map(|nth| format!(" #{nth}")).collect();
-            let codes: Vec<String> = listed.codes.iter().map(u32::to_string).collect();
-            let codes = if codes.is_empty() {
-                String::new()
-            } else {
-                format!(" failing with {}", codes.join(", "))
-            };
-            println!(
-                "       {how} by design: {}{}{codes}: {}",
-                listed.call,
-                which.join(","),
-                listed.why
-            );
-        }
-        if op.leak.0 != 1 {
-            println!(
-                "       a failed release leaks {} driver objects by design: {}",
-                op.leak.0, op.leak.1
-            );
-        }
+    for op in &operations(scratch.path(), stub) {
+        runner.matrix(stub, op);
     }
-    let live = stub.live();
-    println!(
-        "fault_injection: {operations_run} operations, {faults} injected faults ({gap_cases} \
-         showing known gaps), {failed} failure(s); live at the end (leaked by the failed \
-         releases): {}",
-        KINDS
-            .iter()
-            .zip(live)
-            .map(|(kind, count)| format!("{kind} {count}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    runner.finish("fault_injection", stub)
 }

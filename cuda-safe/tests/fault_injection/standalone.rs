@@ -14,10 +14,12 @@ use cuda_safe::{
     VirtualMemoryResourceOptions, launch,
 };
 
-use crate::case::{CUDA_CODES, codes_for, panic_message};
-use crate::check::names_fault;
-use crate::fixtures::{N, arch_90, device, device_of, pool, pool_of, program, stream, stream_of};
 use crate::stub::{self, KINDS, Stub};
+use cuda_safe_stub::faults::fixtures::{
+    N, arch_90, device, device_of, pool, pool_of, program, stream, stream_of,
+};
+use cuda_safe_stub::faults::names_fault;
+use cuda_safe_stub::faults::{CUDA_CODES, codes_for, panic_message};
 
 /// The indices of primary-context retains and of exported pools' descriptors in the live
 /// counts.

@@ -10,65 +10,14 @@
 //! A `main` of its own (`harness = false`): the stub is built and the library variables are set
 //! before anything else runs.
 
-use cuda_safe_stub as stub;
-
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use cuda_safe::dlpack::{DLDataType, Layout, StridedMemoryView};
 use cuda_safe::managed::discard_prefetch_batch;
-use cuda_safe::{
-    Buffer, Device, DeviceMemoryResource, Error, Kernel, LaunchConfig, ManagedMemoryResource,
-    MemoryLocation, ObjectCode, PinnedMemoryResource, Stream, launch,
-};
-use stub::{Installed, Stub};
-
-/// PTX text for the stub, which knows the kernel `twice` of any image.
-const PTX: &str = ".version 8.5\n.target sm_90\n.address_size 64\n.visible .entry twice()\n{\n}\n";
-
-/// Floats per buffer.
-const N: usize = 1024;
-
-/// A case's verdict: `Err` says what went wrong.
-type Verdict = Result<(), String>;
-
-/// What the cases work on: two streams of device 0's primary context, its pool, `twice`.
-struct Fixture {
-    device: Device,
-    first: Stream,
-    second: Stream,
-    pool: DeviceMemoryResource,
-    kernel: Kernel,
-    config: LaunchConfig,
-}
-
-fn ensure(holds: bool, what: impl FnOnce() -> String) -> Verdict {
-    if holds { Ok(()) } else { Err(what()) }
-}
-
-fn failed(error: cuda_safe::Error) -> String {
-    format!("unexpected error: {error}")
-}
-
-/// No race since the case began, and no misuse.
-fn no_race(stub: &Stub) -> Verdict {
-    let (races, first) = stub.races();
-    ensure(races == 0, || {
-        format!("{races} ordering races; the first: {first}")
-    })?;
-    let (misuses, last) = stub.misuse();
-    ensure(misuses == 0, || {
-        format!("{misuses} misuses; the last: {last}")
-    })
-}
-
-/// Every float of `buffer` is `expected` (read on the buffer's stream, which waits).
-fn holds(buffer: &Buffer, expected: f32) -> Verdict {
-    let values = buffer.to_vec::<f32>().map_err(failed)?;
-    ensure(values.iter().all(|&v| v == expected), || {
-        format!("expected {expected} everywhere, read {:?}...", &values[..4])
-    })
-}
+use cuda_safe::{Error, ManagedMemoryResource, MemoryLocation, launch};
+use cuda_safe_stub::Stub;
+use cuda_safe_stub::ordering::{Fixture, N, Verdict, ensure, failed, holds, no_race, run_cases};
 
 /// The checker itself: a memset queued on one stream over a buffer another stream filled, with
 /// no wait between, is one race naming both operations.
@@ -236,43 +185,6 @@ fn dlpack_deleter_frees_after_the_consumer(stub: &Stub, fx: &Fixture) -> Verdict
     no_race(stub)
 }
 
-/// The completion futures: a download resolves after the kernel that wrote the buffer (its
-/// staging block reused by a download on another stream), and a stream's completion orders
-/// the host's read of pinned memory after the stream's work.
-fn completion_futures_order_the_host(stub: &Stub, fx: &Fixture) -> Verdict {
-    let mut x = fx
-        .pool
-        .allocate_from_host(&[1.0f32; N], &fx.first)
-        .map_err(failed)?;
-    // SAFETY: the stub's `twice` doubles the N floats `x` holds.
-    unsafe { launch(&fx.first, &fx.config, &fx.kernel, (&mut x, N)) }.map_err(failed)?;
-    let read = pollster::block_on(x.to_vec_async::<f32>()).map_err(failed)?;
-    ensure(read.iter().all(|&v| v == 2.0), || {
-        "the download is wrong".into()
-    })?;
-    let mut y = fx
-        .pool
-        .allocate_zeroed::<f32>(N, &fx.second)
-        .map_err(failed)?;
-    y.fill(7.0f32).map_err(failed)?;
-    let read = pollster::block_on(y.to_vec_async::<f32>()).map_err(failed)?;
-    ensure(read.iter().all(|&v| v == 7.0), || {
-        "the second download is wrong".into()
-    })?;
-    let pinned = PinnedMemoryResource::new(&fx.device).map_err(failed)?;
-    let mut host = pinned
-        .allocate_zeroed::<f32>(N, &fx.second)
-        .map_err(failed)?;
-    host.fill(9.0f32).map_err(failed)?;
-    pollster::block_on(fx.second.completion()).map_err(failed)?;
-    stub.host_access(host.as_raw(), 4 * N, false);
-    let values = host.as_host_slice::<f32>().map_err(failed)?;
-    ensure(values.iter().all(|&v| v == 9.0), || {
-        "the pinned buffer is wrong".into()
-    })?;
-    no_race(stub)
-}
-
 /// A discard-and-prefetch batch on one stream over managed buffers of another: the discard
 /// comes after their fill, and their next fill after the discard. Under the CUDA 12 ABI the
 /// discard is refused as unsupported, with nothing queued.
@@ -310,88 +222,35 @@ fn a_discard_batch_over_foreign_buffers(stub: &Stub, fx: &Fixture) -> Verdict {
 }
 
 fn main() -> ExitCode {
-    let stub = match stub::install() {
-        Installed::Ready(stub) => stub,
-        Installed::Skipped(reason) => {
-            println!("ordering: skipped: {reason}");
-            return ExitCode::SUCCESS;
-        }
-    };
-    let fixture = Device::new(0).and_then(|device| {
-        device.context()?.bind()?;
-        Ok(Fixture {
-            first: device.create_stream(Default::default())?,
-            second: device.create_stream(Default::default())?,
-            pool: device.default_memory_resource()?,
-            kernel: ObjectCode::from_ptx(PTX)?.get_kernel("twice")?,
-            config: LaunchConfig::for_num_elements(N, 256)?,
-            device,
-        })
-    });
-    let fx = &fixture.expect("the fixture on the stub");
-    type Case = fn(&Stub, &Fixture) -> Verdict;
-    let cases: [(&str, Case); 9] = [
-        (
-            "the checker sees an unordered pair",
-            the_checker_sees_an_unordered_pair,
-        ),
-        ("copy across streams", copy_across_streams),
-        ("launch with a foreign buffer", launch_with_a_foreign_buffer),
-        (
-            "a buffer dropped while another stream uses it",
-            a_buffer_dropped_while_another_stream_uses_it,
-        ),
-        (
-            "set_stream while the old stream is busy",
-            set_stream_while_the_old_stream_is_busy,
-        ),
-        (
-            "DLPack export to a consumer stream",
-            dlpack_export_to_a_consumer_stream,
-        ),
-        (
-            "DLPack deleter frees after the consumer",
-            dlpack_deleter_frees_after_the_consumer,
-        ),
-        (
-            "completion futures order the host",
-            completion_futures_order_the_host,
-        ),
-        (
-            "a discard batch over foreign buffers",
-            a_discard_batch_over_foreign_buffers,
-        ),
-    ];
-    let mut failures = 0;
-    for (name, case) in cases {
-        // Everything before the case is known finished: each case starts from a quiet GPU.
-        fx.first
-            .sync()
-            .and_then(|()| fx.second.sync())
-            .expect("the streams drain");
-        stub.reset();
-        let verdict = case(stub, fx);
-        fx.first
-            .sync()
-            .and_then(|()| fx.second.sync())
-            .expect("the streams drain");
-        match verdict {
-            Ok(()) => println!("ok   {name}"),
-            Err(why) => {
-                failures += 1;
-                println!("FAIL {name}: {why}");
-            }
-        }
-    }
-    ensure(stub.race_checker_on(), || {
-        "the race checker turned itself off".into()
-    })
-    .expect("the checker runs");
-    if failures == 0 {
-        println!("ordering: {} cases passed", cases.len());
-        ExitCode::SUCCESS
-    } else {
-        println!("ordering: {failures} of {} cases failed", cases.len());
-        ExitCode::FAILURE
-    }
+    run_cases(
+        "ordering",
+        &[
+            (
+                "the checker sees an unordered pair",
+                the_checker_sees_an_unordered_pair,
+            ),
+            ("copy across streams", copy_across_streams),
+            ("launch with a foreign buffer", launch_with_a_foreign_buffer),
+            (
+                "a buffer dropped while another stream uses it",
+                a_buffer_dropped_while_another_stream_uses_it,
+            ),
+            (
+                "set_stream while the old stream is busy",
+                set_stream_while_the_old_stream_is_busy,
+            ),
+            (
+                "DLPack export to a consumer stream",
+                dlpack_export_to_a_consumer_stream,
+            ),
+            (
+                "DLPack deleter frees after the consumer",
+                dlpack_deleter_frees_after_the_consumer,
+            ),
+            (
+                "a discard batch over foreign buffers",
+                a_discard_batch_over_foreign_buffers,
+            ),
+        ],
+    )
 }

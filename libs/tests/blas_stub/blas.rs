@@ -1,7 +1,9 @@
 //! `Blas` on the stub cuBLAS.
 
-use cuda_safe::blas::{Blas, Gemm, GemmBatch, Gemv, Scalar, Scalars, StridedBatch, Vector};
 use cuda_safe::{Buffer, Error};
+use cuda_safe_libs::blas::{
+    Blas, CublasError, Gemm, GemmBatch, Gemv, Scalar, Scalars, StridedBatch, Vector,
+};
 
 use super::{Case, CaseFn, Lcg, ensure, names};
 
@@ -484,12 +486,12 @@ fn errors_name_the_status(case: &Case) -> Result<(), String> {
         .unwrap_err();
     ensure(
         matches!(
-            error,
-            Error::Cublas {
+            error.library_error::<CublasError>(),
+            Some(CublasError::Call {
                 name: "CUBLAS_STATUS_NOT_SUPPORTED",
                 api: "cublasGemmEx",
                 ..
-            }
+            })
         ),
         || format!("{error:?}"),
     )?;
@@ -501,7 +503,7 @@ fn errors_name_the_status(case: &Case) -> Result<(), String> {
 }
 
 fn loader_found_the_stub(case: &Case) -> Result<(), String> {
-    use cuda_safe::blas::cublas_sys::{self, ENTRY_POINTS};
+    use cuda_safe_libs::blas::cublas_sys::{self, ENTRY_POINTS};
     let cublas = cublas_sys::cublas().map_err(|e| e.to_string())?;
     ensure(cublas.library().path() == case.path, || {
         "cuBLAS is not the stub".into()

@@ -102,17 +102,17 @@ type CaseFn = fn(&Case) -> Result<(), String>;
 
 fn main() -> ExitCode {
     let variables = [
-        cuda_safe::blas::cublas_sys::LIBCUBLAS_PATH_ENV,
-        cuda_safe::blas::cublaslt_sys::LIBCUBLASLT_PATH_ENV,
-        cuda_safe::rand::curand_sys::LIBCURAND_PATH_ENV,
+        cuda_safe_libs::blas::cublas_sys::LIBCUBLAS_PATH_ENV,
+        cuda_safe_libs::blas::cublaslt_sys::LIBCUBLASLT_PATH_ENV,
+        cuda_safe_libs::rand::curand_sys::LIBCURAND_PATH_ENV,
     ];
     let mut path = PathBuf::new();
     let stub = match stub::install_with(&variables, |library| {
         path = library.to_owned();
         for loaded in [
-            cuda_safe::blas::cublas_sys::cublas().map(|l| l.library().path().to_owned()),
-            cuda_safe::blas::cublaslt_sys::cublaslt().map(|l| l.library().path().to_owned()),
-            cuda_safe::rand::curand_sys::curand().map(|l| l.library().path().to_owned()),
+            cuda_safe_libs::blas::cublas_sys::cublas().map(|l| l.library().path().to_owned()),
+            cuda_safe_libs::blas::cublaslt_sys::cublaslt().map(|l| l.library().path().to_owned()),
+            cuda_safe_libs::rand::curand_sys::curand().map(|l| l.library().path().to_owned()),
         ] {
             assert_eq!(loaded.expect("the stub loads"), library);
         }

@@ -1,7 +1,7 @@
 //! `Matmul` on the stub cuBLASLt.
 
-use cuda_safe::blas::{Epilogue, F8E4M3, Gemm, Matmul, MatmulCall, MatmulDesc};
 use cuda_safe::{Buffer, Error};
+use cuda_safe_libs::blas::{CublasError, Epilogue, F8E4M3, Gemm, Matmul, MatmulCall, MatmulDesc};
 use half::bf16;
 
 use super::blas::{close, reference};
@@ -141,10 +141,13 @@ fn refused_plans_are_typed(case: &Case) -> Result<(), String> {
     let desc = MatmulDesc::new::<F8E4M3, F8E4M3, f32>(Gemm::new(64, 64, 64));
     let refused = matmul.plan(&desc);
     case.blas.refuse_heuristic(false);
-    match refused {
-        Err(Error::MatmulRefused { shape, reason, .. }) => {
+    match refused
+        .as_ref()
+        .map_err(|error| error.library_error::<CublasError>())
+    {
+        Err(Some(CublasError::MatmulRefused { shape, reason, .. })) => {
             ensure(
-                &*shape == "e4m3 x e4m3 -> f32 64x64x64 (N, N, column-major)",
+                &**shape == "e4m3 x e4m3 -> f32 64x64x64 (N, N, column-major)",
                 || format!("the shape: {shape}"),
             )?;
             ensure(reason.contains("cublasLtMatmulAlgoGetHeuristic"), || {

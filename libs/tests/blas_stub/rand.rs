@@ -1,7 +1,7 @@
 //! `Generator` on the stub cuRAND.
 
 use cuda_safe::Error;
-use cuda_safe::rand::{Generator, RngKind, RngOrdering};
+use cuda_safe_libs::rand::{Generator, RngKind, RngOrdering};
 
 use super::{Case, CaseFn, ensure, names};
 
@@ -66,7 +66,7 @@ fn distributions_fill(case: &Case) -> Result<(), String> {
         .allocate_zeroed::<u64>(8, &case.stream)
         .map_err(|e| e.to_string())?;
     sobol.bits64(&mut wide).map_err(|e| e.to_string())?;
-    let version = cuda_safe::rand::version().map_err(|e| e.to_string())?;
+    let version = cuda_safe_libs::rand::version().map_err(|e| e.to_string())?;
     ensure(version == 10405, || format!("version {version}"))
 }
 

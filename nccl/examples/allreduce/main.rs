@@ -19,8 +19,8 @@ mod measure;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use cuda_safe::nccl::{self, Communicator, ReduceOp};
 use cuda_safe::{Device, DeviceSliceMut, Result, Stream, StreamOptions};
+use cuda_safe_nccl::{self as nccl, Communicator, ReduceOp};
 
 fn main() -> ExitCode {
     match run() {

@@ -22,8 +22,8 @@ mod measure;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use cuda_safe::nccl::{self, Communicator, Launcher, RANK, ReduceOp};
 use cuda_safe::{Device, Result, StreamOptions};
+use cuda_safe_nccl::{self as nccl, Communicator, Launcher, RANK, ReduceOp};
 
 /// How long a rank waits for the others to join and for each size's work.
 const TIMEOUT: Duration = Duration::from_secs(120);

@@ -14,6 +14,7 @@ use super::secret::JobSecret;
 use super::tests::{loopback_listener, never, rank_env, secret};
 use super::wire::{HELLO_BYTES, ID_BYTES, ID_MESSAGE_BYTES, PROOF_BYTES, hello};
 use super::{Deadline, root};
+use crate::NcclError;
 use cuda_safe::{Error, Result};
 
 const ID: [u8; ID_BYTES] = [0x1d; ID_BYTES];
@@ -43,9 +44,9 @@ fn within(took: Duration, timeout: Duration) {
 }
 
 fn bootstrap_text(error: &Error) -> &str {
-    match error {
-        bootstrap_error(text) => text,
-        other => panic!("expected Error::NcclBootstrap, got {other:?}"),
+    match error.library_error::<NcclError>() {
+        Some(NcclError::Bootstrap(text)) => text,
+        _ => panic!("expected NcclError::Bootstrap, got {error:?}"),
     }
 }
 

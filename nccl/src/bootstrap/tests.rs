@@ -5,6 +5,8 @@ use std::net::TcpListener;
 use std::os::fd::{AsRawFd, IntoRawFd};
 
 use super::*;
+use crate::NcclError;
+use cuda_safe::Error;
 
 /// A job's secret for the tests.
 pub(super) fn secret() -> JobSecret {

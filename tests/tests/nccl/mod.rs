@@ -17,8 +17,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use cuda_gpu_tests::{GpuFile, devices, gpu_file};
-use cuda_safe::nccl::{self, Communicator, NcclType, ReduceOp};
 use cuda_safe::{Buffer, Device, Error, Stream};
+use cuda_safe_nccl::{self as nccl, Communicator, NcclType, ReduceOp};
 
 /// How long anything here may wait for NCCL or a rank process.
 const TIMEOUT: Duration = Duration::from_secs(120);

@@ -5,7 +5,7 @@ use std::process::{Child, ExitCode};
 use std::time::{Duration, Instant};
 
 use cuda_safe::Error;
-use cuda_safe::nccl::{Communicator, Launcher, ReduceOp};
+use cuda_safe_nccl::{Communicator, Launcher, ReduceOp};
 
 use super::{TIMEOUT, element};
 

@@ -419,10 +419,11 @@ impl VirtualMemoryResource {
     }
 }
 
-#[cfg(test)]
 impl VmmShareDescriptor {
-    /// A valid descriptor of a POSIX-fd chunk of device 0 at a 2 MiB granularity, for tests.
-    pub(crate) fn test_chunk(index: u32, offset: u64, size: u64, total: u64) -> Self {
+    /// A valid descriptor of a POSIX-fd chunk of device 0 at a 2 MiB granularity: for the
+    /// tests of this crate and of `cuda-safe-ipc`, not an API.
+    #[doc(hidden)]
+    pub fn test_chunk(index: u32, offset: u64, size: u64, total: u64) -> Self {
         Self {
             magic: MAGIC,
             handle_type: IpcHandleType::PosixFd.raw().0,

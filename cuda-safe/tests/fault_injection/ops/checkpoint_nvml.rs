@@ -3,8 +3,8 @@
 use cuda_safe::checkpoint::{GpuPair, Process};
 use cuda_safe::{Device, system};
 
-use crate::case::{Op, op};
-use crate::fixtures::device;
+use cuda_safe_stub::faults::fixtures::device;
+use cuda_safe_stub::faults::{Op, op};
 
 pub(crate) fn checkpoint_and_nvml_operations(ops: &mut Vec<Op>) {
     const PID: u32 = 4242;

@@ -5,11 +5,11 @@ use std::cell::RefCell;
 use cuda_safe::cache::InMemoryProgramCache;
 use cuda_safe::{CodeKind, KernelCache, ObjectCode, Program, ProgramOptions, StreamOptions};
 
-use crate::case::{Op, op};
-use crate::fixtures::{
+use cuda_safe_stub::faults::fixtures::{
     CUBIN, FATBIN, LaunchFixture, PTX, SOURCE, buffer, code_object, device, green, kernel,
     launch_fixture, launch_twice, program, stream, take,
 };
+use cuda_safe_stub::faults::{Op, op};
 
 /// `CUDA_ERROR_NOT_SUPPORTED`: how a driver without the parameter query answers.
 const NOT_SUPPORTED: u32 = 801;

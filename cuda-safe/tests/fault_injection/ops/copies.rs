@@ -8,8 +8,8 @@ use cuda_safe::{
     PitchedBuffer, Stream,
 };
 
-use crate::case::{Op, op};
-use crate::fixtures::{buffer, stream, take};
+use cuda_safe_stub::faults::fixtures::{buffer, stream, take};
+use cuda_safe_stub::faults::{Op, op};
 
 /// Rows of 64 floats, 16 rows a slice, 4 slices.
 const WIDTH: usize = 64 * 4;

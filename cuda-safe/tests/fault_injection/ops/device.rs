@@ -4,8 +4,8 @@ use std::cell::RefCell;
 
 use cuda_safe::{Device, Event, EventOptions, StreamOptions};
 
-use crate::case::{Op, op};
-use crate::fixtures::{Cold, device, stream, take, timed};
+use cuda_safe_stub::faults::fixtures::{Cold, device, stream, take, timed};
+use cuda_safe_stub::faults::{Op, op};
 
 pub(crate) fn device_operations(ops: &mut Vec<Op>) {
     ops.push(op("Device::count", || (), |_| Device::count()));

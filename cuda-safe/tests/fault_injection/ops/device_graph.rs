@@ -5,8 +5,8 @@ use std::cell::RefCell;
 
 use cuda_safe::{Graph, GraphExec, InstantiateOptions, Stream};
 
-use crate::case::{Op, op};
-use crate::fixtures::{stream, take};
+use cuda_safe_stub::faults::fixtures::{stream, take};
+use cuda_safe_stub::faults::{Op, op};
 
 /// For device launch.
 fn device_launch() -> InstantiateOptions {

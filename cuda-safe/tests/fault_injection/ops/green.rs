@@ -4,8 +4,8 @@ use std::cell::RefCell;
 
 use cuda_safe::{EventOptions, GreenContextOptions, SplitRequest, StreamOptions};
 
-use crate::case::{Op, op};
-use crate::fixtures::{device, green, take};
+use cuda_safe_stub::faults::fixtures::{device, green, take};
+use cuda_safe_stub::faults::{Op, op};
 
 pub(crate) fn green_operations(ops: &mut Vec<Op>) {
     const ARCH_NAME: &str = "the architecture only names the GPU in an error message; \

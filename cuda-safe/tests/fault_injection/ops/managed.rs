@@ -5,8 +5,8 @@ use std::cell::RefCell;
 use cuda_safe::managed::{discard_batch, discard_prefetch_batch, prefetch_batch};
 use cuda_safe::{Advice, Buffer, ManagedMemoryResource, MemoryLocation, Stream};
 
-use crate::case::{Op, op};
-use crate::fixtures::{N, device, stream};
+use cuda_safe_stub::faults::fixtures::{N, device, stream};
+use cuda_safe_stub::faults::{Op, op};
 
 /// A managed buffer of N floats on a stream of its own.
 fn managed() -> (Buffer, Stream) {

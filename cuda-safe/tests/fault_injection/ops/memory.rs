@@ -8,8 +8,8 @@ use cuda_safe::{
     SyncDeviceMemoryResource,
 };
 
-use crate::case::{Op, op};
-use crate::fixtures::{Cold, N, buffer, device, pool, stream, take};
+use cuda_safe_stub::faults::fixtures::{Cold, N, buffer, device, pool, stream, take};
+use cuda_safe_stub::faults::{Op, op};
 
 pub(crate) fn memory_operations(ops: &mut Vec<Op>) {
     ops.push(op(

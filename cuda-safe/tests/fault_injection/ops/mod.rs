@@ -13,8 +13,8 @@ mod peer;
 mod textures;
 mod vmm;
 
-use crate::case::Op;
 use crate::stub::Stub;
+use cuda_safe_stub::faults::Op;
 
 /// Why a current-context guard's failure to restore the caller's context is logged, not
 /// returned: the operation's work is done by then.

@@ -6,8 +6,10 @@ use std::cell::RefCell;
 use cuda_safe::{Buffer, DeviceMemoryResource, PoolOptions};
 
 use super::RESTORE;
-use crate::case::{Op, op};
-use crate::fixtures::{Cold, N, buffer, device, device_of, pool, stream, stream_of};
+use cuda_safe_stub::faults::fixtures::{
+    Cold, N, buffer, device, device_of, pool, stream, stream_of,
+};
+use cuda_safe_stub::faults::{Op, op};
 
 /// Why a tolerated answer's error texts may fail: the crate builds the error (asking the driver
 /// for its name and message) before it sees the code it takes as success.

@@ -10,8 +10,8 @@ use cuda_safe::{
     TextureObject,
 };
 
-use crate::case::{Op, op};
-use crate::fixtures::{buffer, stream, take};
+use cuda_safe_stub::faults::fixtures::{buffer, stream, take};
+use cuda_safe_stub::faults::{Op, op};
 
 /// Why a texture or surface whose release failed leaks three objects.
 const KEEPS: &str = "a texture or surface whose release failed keeps what it reads (it may \

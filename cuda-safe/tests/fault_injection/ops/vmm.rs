@@ -9,8 +9,8 @@ use cuda_safe::{
     VirtualMemoryResourceOptions, VmmAccess, VmmShareDescriptor,
 };
 
-use crate::case::{Op, op};
-use crate::fixtures::{N, buffer, device, device_of, stream, take};
+use cuda_safe_stub::faults::fixtures::{N, buffer, device, device_of, stream, take};
+use cuda_safe_stub::faults::{Op, op};
 
 fn resource(options: VirtualMemoryResourceOptions) -> VirtualMemoryResource {
     VirtualMemoryResource::new(&device(), options).expect("a virtual memory resource")

@@ -5,14 +5,16 @@ use std::sync::Mutex;
 
 use cuda_safe::{Error, Result};
 
-use crate::stub::{self, Call, Live, Stub};
+use crate::{self as stub, Call, Live, Stub};
 
 /// A failure to inject: the code, and the text the error carries for it (the driver's name,
 /// NVRTC's or NVML's message, or the crate's fallback for a code the library does not know).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Code {
-    pub(crate) value: u32,
-    pub(crate) text: &'static str,
+pub struct Code {
+    /// The raw code the call returns.
+    pub value: u32,
+    /// The text the crate's error must carry for it.
+    pub text: &'static str,
 }
 
 const fn code(value: u32, text: &'static str) -> Code {
@@ -22,7 +24,8 @@ const fn code(value: u32, text: &'static str) -> Code {
 /// A code newer than any header: the library has no name for it.
 const FUTURE: u32 = 12345;
 
-pub(crate) const CUDA_CODES: [Code; 5] = [
+/// The driver's codes injected into a driver call.
+pub const CUDA_CODES: [Code; 5] = [
     code(2, "CUDA_ERROR_OUT_OF_MEMORY"),
     code(700, "CUDA_ERROR_ILLEGAL_ADDRESS"),
     code(801, "CUDA_ERROR_NOT_SUPPORTED"),
@@ -45,7 +48,7 @@ const NVML_CODES: [Code; 4] = [
 ];
 
 /// The codes injected into a call, by its library.
-pub(crate) fn codes_for(call: &str) -> &'static [Code] {
+pub fn codes_for(call: &str) -> &'static [Code] {
     if call.starts_with("nvrtc") {
         &NVRTC_CODES
     } else if call.starts_with("nvml") {
@@ -57,57 +60,78 @@ pub(crate) fn codes_for(call: &str) -> &'static [Code] {
 
 /// Where a fault is injected: into the operation, or into the drop of what it returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Phase {
+pub enum Phase {
+    /// Into the operation itself.
     Operation,
+    /// Into the drop of what it returned.
     Drop,
 }
 
 /// A fault: the `nth` call of `name` in `phase` returns `code`.
 #[derive(Debug, Clone)]
-pub(crate) struct Fault {
-    pub(crate) phase: Phase,
-    pub(crate) name: String,
-    pub(crate) nth: usize,
-    pub(crate) code: Code,
+pub struct Fault {
+    /// Where.
+    pub phase: Phase,
+    /// The exported name of the call.
+    pub name: String,
+    /// Which of its calls (from 1).
+    pub nth: usize,
+    /// What it returns.
+    pub code: Code,
 }
 
 /// What one run of an operation did.
-pub(crate) struct Observed {
+#[derive(Debug)]
+pub struct Observed {
     /// `Ok(())`, the error, or a panic's message.
-    pub(crate) outcome: std::result::Result<(), Failure>,
-    pub(crate) calls: Vec<Call>,
-    pub(crate) drop_calls: Vec<Call>,
+    pub outcome: std::result::Result<(), Failure>,
+    /// The calls the operation made.
+    pub calls: Vec<Call>,
+    /// The calls the drop of its result made.
+    pub drop_calls: Vec<Call>,
     /// The calls of the fixtures' drop.
-    pub(crate) teardown_calls: Vec<Call>,
-    pub(crate) logs: Vec<String>,
-    pub(crate) drop_logs: Vec<String>,
+    pub teardown_calls: Vec<Call>,
+    /// The error lines the operation logged.
+    pub logs: Vec<String>,
+    /// The error lines the drop of its result logged.
+    pub drop_logs: Vec<String>,
     /// Panics in the drop of the result or of the fixtures, and lines logged by the fixtures.
-    pub(crate) later_trouble: Vec<String>,
-    pub(crate) before: Live,
-    pub(crate) after: Live,
-    pub(crate) faults_pending: usize,
-    pub(crate) misuse: (u64, String),
+    pub later_trouble: Vec<String>,
+    /// The stub's live objects before the case.
+    pub before: Live,
+    /// And after it.
+    pub after: Live,
+    /// Injected faults no call took.
+    pub faults_pending: usize,
+    /// The stub's misuse count and its last report.
+    pub misuse: (u64, String),
 }
 
-pub(crate) enum Failure {
+/// How a run failed.
+#[derive(Debug)]
+pub enum Failure {
+    /// It returned this error.
     Error(Error),
+    /// It panicked with this message.
     Panic(String),
 }
 
 /// A failure an operation absorbs (or only logs) by design, and why.
-pub(crate) struct Absorbed {
+#[derive(Debug)]
+pub struct Absorbed {
     /// The call, as [`Call`] displays it.
-    pub(crate) call: &'static str,
+    pub call: &'static str,
     /// Which of its calls (from 1); all when empty.
-    pub(crate) nths: &'static [usize],
+    pub nths: &'static [usize],
     /// Which codes (their values); all when empty.
-    pub(crate) codes: &'static [u32],
+    pub codes: &'static [u32],
     /// Why (the behaviour the crate documents).
-    pub(crate) why: &'static str,
+    pub why: &'static str,
 }
 
 impl Absorbed {
-    pub(crate) fn covers(&self, call: &Call, nth: usize, code: Code) -> bool {
+    /// Whether this entry covers the `nth` call `call` failing with `code`.
+    pub fn covers(&self, call: &Call, nth: usize, code: Code) -> bool {
         call.to_string() == self.call
             && (self.nths.is_empty() || self.nths.contains(&nth))
             && (self.codes.is_empty() || self.codes.contains(&code.value))
@@ -117,28 +141,38 @@ impl Absorbed {
 type Exec = Box<dyn Fn(&Stub, Option<&Fault>) -> Observed>;
 
 /// An operation and what its cases expect.
-pub(crate) struct Op {
-    pub(crate) name: String,
+pub struct Op {
+    /// What it is (`Buffer::copy_from`).
+    pub name: String,
     /// Calls whose failure the operation absorbs by design: it succeeds and logs nothing.
-    pub(crate) absorbed: Vec<Absorbed>,
+    pub absorbed: Vec<Absorbed>,
     /// Calls whose failure the operation only logs by design (besides the releases and the
     /// guards restoring "no context" that every operation logs): it succeeds and logs one
     /// line.
-    pub(crate) logged: Vec<Absorbed>,
+    pub logged: Vec<Absorbed>,
     /// The operation is itself a release (a `close`): a failure returns, and may leak the one
     /// object released.
-    pub(crate) releases: bool,
+    pub releases: bool,
     /// How many driver objects the one object a failed release leaks holds (1, but a virtual
     /// memory range with its chunks), and why.
-    pub(crate) leak: (i64, &'static str),
-    pub(crate) exec: Exec,
+    pub leak: (i64, &'static str),
+    /// Runs the operation once, with the fault if any, and observes it.
+    pub exec: Exec,
+}
+
+impl std::fmt::Debug for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Op")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The last panic's report (message and place), kept by the hook [`report_panics`] installs.
 static LAST_PANIC: Mutex<String> = Mutex::new(String::new());
 
 /// Reports each panic on one line (no backtrace) and keeps it for the case that caught it.
-pub(crate) fn report_panics() {
+pub fn report_panics() {
     std::panic::set_hook(Box::new(|info| {
         let report = info.to_string().replace('\n', " ");
         eprintln!("{report}");
@@ -147,12 +181,12 @@ pub(crate) fn report_panics() {
 }
 
 /// The report of the panic just caught.
-pub(crate) fn panic_message() -> String {
+pub fn panic_message() -> String {
     std::mem::take(&mut *LAST_PANIC.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// An operation: `setup` makes its fixtures (fault-free), `run` is the operation on them.
-pub(crate) fn op<F: 'static, R: 'static>(
+pub fn op<F: 'static, R: 'static>(
     name: impl Into<String>,
     setup: impl Fn() -> F + 'static,
     run: impl Fn(&F) -> Result<R> + 'static,
@@ -226,12 +260,12 @@ pub(crate) fn op<F: 'static, R: 'static>(
 
 impl Op {
     /// A call whose failure the operation absorbs by design.
-    pub(crate) fn absorbs(self, call: &'static str, why: &'static str) -> Self {
+    pub fn absorbs(self, call: &'static str, why: &'static str) -> Self {
         self.absorbs_nth(call, &[], why)
     }
 
     /// Some calls (the `nths`, from 1) of a name whose failure the operation absorbs by design.
-    pub(crate) fn absorbs_nth(
+    pub fn absorbs_nth(
         mut self,
         call: &'static str,
         nths: &'static [usize],
@@ -247,7 +281,7 @@ impl Op {
     }
 
     /// A call whose failure with one of `codes` (their values) the operation absorbs by design.
-    pub(crate) fn absorbs_codes(
+    pub fn absorbs_codes(
         mut self,
         call: &'static str,
         codes: &'static [u32],
@@ -264,13 +298,13 @@ impl Op {
 
     /// A call whose failure the operation only logs by design, for every code but those it
     /// absorbs ([`absorbs_codes`](Self::absorbs_codes), checked first).
-    pub(crate) fn logs(self, call: &'static str, why: &'static str) -> Self {
+    pub fn logs(self, call: &'static str, why: &'static str) -> Self {
         self.logs_nth(call, &[], why)
     }
 
     /// Some calls (the `nths`, from 1) of a name whose failure the operation only logs by
     /// design: a current-context guard restoring the caller's context, for instance.
-    pub(crate) fn logs_nth(
+    pub fn logs_nth(
         mut self,
         call: &'static str,
         nths: &'static [usize],
@@ -286,13 +320,13 @@ impl Op {
     }
 
     /// Says that the one object a failed release leaks holds `objects` driver objects.
-    pub(crate) fn leaking(mut self, objects: i64, why: &'static str) -> Self {
+    pub fn leaking(mut self, objects: i64, why: &'static str) -> Self {
         self.leak = (objects, why);
         self
     }
 
     /// Marks the operation as a release (`close`).
-    pub(crate) fn releasing(mut self) -> Self {
+    pub fn releasing(mut self) -> Self {
         self.releases = true;
         self
     }

@@ -2,8 +2,8 @@
 
 use cuda_safe::Error;
 
-use crate::case::{Code, Failure, Fault, Observed, Op, Phase};
-use crate::stub::{Call, KINDS};
+use super::case::{Code, Failure, Fault, Observed, Op, Phase};
+use crate::{Call, KINDS};
 
 /// Calls that give an object back: a failure leaks that object, and inside an operation (not a
 /// `close`) it is logged, not returned.
@@ -31,11 +31,7 @@ const RELEASES: [&str; 18] = [
 /// Whether `error` is the failure of `call` with `code`, as the crate documents it: the
 /// library's error naming both (or the launch-ordering error wrapping it), whose predicates
 /// agree with the code.
-pub(crate) fn names_fault(
-    error: &Error,
-    call: &str,
-    code: Code,
-) -> std::result::Result<(), String> {
+pub fn names_fault(error: &Error, call: &str, code: Code) -> std::result::Result<(), String> {
     let wrong = || {
         Err(format!(
             "the error is not {call} failing with {}: {error:?}",
@@ -160,7 +156,7 @@ fn not_retried(call: &Call, clean: &Observed, seen: &Observed) -> std::result::R
 }
 
 /// Checks one faulted run against the clean run.
-pub(crate) fn check(
+pub fn check(
     op: &Op,
     fault: &Fault,
     call: &Call,

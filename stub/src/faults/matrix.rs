@@ -1,37 +1,47 @@
 //! One operation's matrix: the clean run, then every call of it failed with every code.
 
-use crate::case::{Failure, Fault, Op, Phase, codes_for};
-use crate::check::check;
-use crate::stub::Stub;
+use super::case::{Failure, Fault, Op, Phase, codes_for};
+use super::check::check;
+use std::process::ExitCode;
+
+use crate::{KINDS, Stub};
 
 /// A failure of the crate this matrix found that is not fixed yet (`cuda-safe/src` is someone
 /// else's to change): its cases must fail exactly so, for every code, and once they pass the
 /// test fails until the entry is struck off.
-pub(crate) struct Gap {
-    pub(crate) op: &'static str,
+#[derive(Debug)]
+pub struct Gap {
+    /// The operation.
+    pub op: &'static str,
     /// The failed call, as [`Call`] displays it, and which of its name (from 1).
-    pub(crate) call: &'static str,
-    pub(crate) nth: usize,
+    pub call: &'static str,
+    /// Which call of that name (from 1).
+    pub nth: usize,
     /// The problem [`check`] reports.
-    pub(crate) problem: &'static str,
+    pub problem: &'static str,
     /// What is wrong in the crate.
-    pub(crate) why: &'static str,
+    pub why: &'static str,
 }
 
 const KNOWN_GAPS: &[Gap] = &[];
 
 /// What running one operation's matrix gave.
-pub(crate) struct Report {
-    pub(crate) calls: usize,
-    pub(crate) drop_calls: usize,
-    pub(crate) faults: usize,
-    pub(crate) failures: Vec<String>,
+#[derive(Debug)]
+pub struct Report {
+    /// The calls of the clean run.
+    pub calls: usize,
+    /// The calls of the clean run's drop.
+    pub drop_calls: usize,
+    /// The faults injected.
+    pub faults: usize,
+    /// What went wrong, a line each.
+    pub failures: Vec<String>,
     /// The known gaps of the operation and how many cases showed each.
-    pub(crate) gaps: Vec<(&'static Gap, usize)>,
+    pub gaps: Vec<(&'static Gap, usize)>,
 }
 
 /// The clean run, then every call of it failed with every code.
-pub(crate) fn run_matrix(stub: &Stub, op: &Op) -> Report {
+pub fn run_matrix(stub: &Stub, op: &Op) -> Report {
     let clean = (op.exec)(stub, None);
     let mut report = Report {
         calls: clean.calls.len(),
@@ -120,4 +130,100 @@ pub(crate) fn run_matrix(stub: &Stub, op: &Op) -> Report {
         }
     }
     report
+}
+
+/// Runs operations' matrices and other groups of cases, printing a line per group, and sums
+/// them up.
+#[derive(Debug, Default)]
+pub struct Runner {
+    failed: usize,
+    faults: usize,
+    operations: usize,
+    gap_cases: usize,
+}
+
+impl Runner {
+    /// Reports one group of cases: its verdict line, its first failures.
+    pub fn group(&mut self, name: &str, detail: &str, faults: usize, failures: &[String]) {
+        self.faults += faults;
+        let verdict = if failures.is_empty() { "ok" } else { "FAIL" };
+        println!("{verdict:<4} {name:<58} {detail}");
+        for failure in failures.iter().take(12) {
+            println!("       {failure}");
+        }
+        if failures.len() > 12 {
+            println!("       ... and {} more", failures.len() - 12);
+        }
+        self.failed += failures.len();
+    }
+
+    /// Runs `op`'s matrix ([`run_matrix`]) and reports it, with what it absorbs or logs by
+    /// design.
+    pub fn matrix(&mut self, stub: &Stub, op: &Op) {
+        let report = run_matrix(stub, op);
+        self.operations += 1;
+        let detail = format!(
+            "{} call(s) + {} on drop: {} faults",
+            report.calls, report.drop_calls, report.faults
+        );
+        self.group(&op.name, &detail, report.faults, &report.failures);
+        for (gap, seen) in &report.gaps {
+            self.gap_cases += seen;
+            println!(
+                "       KNOWN GAP ({seen} cases, {} #{}): {}",
+                gap.call, gap.nth, gap.why
+            );
+        }
+        let listed = op
+            .absorbed
+            .iter()
+            .map(|listed| ("absorbed", listed))
+            .chain(op.logged.iter().map(|listed| ("logged", listed)));
+        for (how, listed) in listed {
+            let which: Vec<String> = listed.nths.iter().map(|nth| format!(" #{nth}")).collect();
+            let codes: Vec<String> = listed.codes.iter().map(u32::to_string).collect();
+            let codes = if codes.is_empty() {
+                String::new()
+            } else {
+                format!(" failing with {}", codes.join(", "))
+            };
+            println!(
+                "       {how} by design: {}{}{codes}: {}",
+                listed.call,
+                which.join(","),
+                listed.why
+            );
+        }
+        if op.leak.0 != 1 {
+            println!(
+                "       a failed release leaks {} driver objects by design: {}",
+                op.leak.0, op.leak.1
+            );
+        }
+    }
+
+    /// Prints the summary under `test`'s name (with what is still live on the stub): success
+    /// when no case failed.
+    pub fn finish(self, test: &str, stub: &Stub) -> ExitCode {
+        let live = stub.live();
+        println!(
+            "{test}: {} operations, {} injected faults ({} showing known gaps), {} failure(s); \
+             live at the end (leaked by the failed releases): {}",
+            self.operations,
+            self.faults,
+            self.gap_cases,
+            self.failed,
+            KINDS
+                .iter()
+                .zip(live)
+                .map(|(kind, count)| format!("{kind} {count}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        if self.failed == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        }
+    }
 }
