@@ -269,3 +269,39 @@ mod tests {
         );
     }
 }
+
+/// The Rust blocks of the workspace's Markdown files, as doctests of this package, which
+/// depends on the core and every annex with their features: `cargo test --workspace` (and
+/// `cargo test -p cuda-gpu-tests --doc`) compiles them all and runs those that need no GPU.
+#[cfg(doctest)]
+mod workspace_docs {
+    /// One item per file, documented with the file's text.
+    macro_rules! markdown {
+        ($($name:ident: $path:literal,)*) => {$(
+            #[doc = include_str!(concat!("../../", $path))]
+            struct $name;
+        )*};
+    }
+
+    markdown! {
+        Readme: "README.md",
+        Architecture: "docs/architecture.md",
+        Async: "docs/async.md",
+        Blas: "docs/blas.md",
+        Collectives: "docs/collectives.md",
+        GettingStarted: "docs/getting-started.md",
+        Graphs: "docs/graphs.md",
+        GreenContexts: "docs/green-contexts.md",
+        Interop: "docs/interop.md",
+        LinkingAndTma: "docs/linking-and-tma.md",
+        MigratingFromCudaCore: "docs/migrating-from-cuda-core.md",
+        MigratingFromCudarc: "docs/migrating-from-cudarc.md",
+        MultiGpu: "docs/multi-gpu.md",
+        Nvml: "docs/nvml.md",
+        Performance: "docs/performance.md",
+        ProgramCache: "docs/program-cache.md",
+        Programs: "docs/programs.md",
+        Textures: "docs/textures.md",
+        Tools: "docs/tools.md",
+    }
+}

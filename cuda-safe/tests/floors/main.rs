@@ -65,7 +65,8 @@ fn the_check_sees_what_it_checks() {
         "launch",
         "graph",
         "system",
-        "nccl::binding",
+        "nvtx",
+        "memory::texture",
     ] {
         assert!(
             plan.units.contains_key(unit),
@@ -182,6 +183,18 @@ fn paths_through_the_root_are_refused() {
         "through the root",
     );
     refuses("stream.rs", "use crate::*;", "glob import");
+    // The crate's exported macros stand at the root: their module re-exports them from there,
+    // and the facade they expand to is no floor's.
+    accepts(
+        "error/check.rs",
+        "#[macro_export]\nmacro_rules! cu {\n    () => { $crate::__private::check() };\n}\n\
+         pub(crate) use crate::{cu};",
+    );
+    refuses(
+        "error/check.rs",
+        "macro_rules! cu {\n    () => {};\n}\npub(crate) use crate::{cu};",
+        "through the root",
+    );
     refuses(
         "graph/mod.rs",
         "use crate::ipc::Channel;",
@@ -201,11 +214,6 @@ fn the_raw_crates_are_named_directly_and_only_by_their_wings() {
         "system/device.rs",
         "use cuda_sys::CUresult;",
         "may name nvml_sys only",
-    );
-    refuses(
-        "nccl/binding/comm/mod.rs",
-        "use nvrtc_sys::nvrtcResult;",
-        "may name nccl_sys only",
     );
     refuses(
         "program/compile.rs",
@@ -233,40 +241,51 @@ fn wings_beside_the_floors_keep_to_their_floor() {
     );
     refuses(
         "graph/mod.rs",
-        "use crate::nccl::Communicator;",
-        "only the top uses nccl",
+        "use crate::nvtx::Domain;",
+        "only the top uses nvtx",
     );
     refuses(
-        "nccl/binding/group.rs",
+        "nvtx/domain.rs",
         "use crate::graph::Graph;",
         "beside the floors",
     );
-    accepts("nccl/binding/group.rs", "use crate::stream::Stream;");
+    accepts("nvtx/domain.rs", "use crate::error::Error;");
     accepts("kernels.rs", "use crate::system::Device;");
 }
 
+/// The problems a plan of a wing with rooms (`wing`, on floor 2: `a < b < c`) finds in the one
+/// source `path` holding `text`.
+fn problems_with_rooms(path: &str, text: &str) -> Vec<String> {
+    let plan = Plan::parse(&[
+        "top      user",
+        "2        core",
+        "ground   error",
+        "beside   wing on 2",
+        "wing     wing::a < wing::b < wing::c",
+    ])
+    .expect("the plan parses");
+    check(&plan, &[Source::new(path, text)])
+}
+
 #[test]
-fn the_rooms_of_nccl_keep_their_order() {
-    refuses(
-        "nccl/binding/comm/mod.rs",
-        "use crate::nccl::bootstrap::RankEnv;",
+fn the_rooms_of_a_wing_keep_their_order() {
+    let refused = |path: &str, text: &str, expected: &str| {
+        let problems = problems_with_rooms(path, text);
+        assert!(
+            problems.iter().any(|problem| problem.contains(expected)),
+            "{path}: expected {expected:?}, got {problems:#?}"
+        );
+    };
+    refused(
+        "wing/a.rs",
+        "use crate::wing::b::B;",
         "against the floor's order",
     );
-    refuses(
-        "nccl/library.rs",
-        "use super::launcher::Launcher;",
-        "against the floor's order",
-    );
-    refuses(
-        "nccl/binding/group.rs",
-        "use crate::nccl::Communicator;",
-        "uses its front door",
-    );
-    accepts("nccl/launcher.rs", "use super::bootstrap::RANK;");
-    accepts(
-        "nccl/mod.rs",
-        "mod binding;\npub use binding::Communicator;",
-    );
+    refused("wing/a.rs", "use super::c::C;", "against the floor's order");
+    refused("wing/b/x.rs", "use crate::wing::W;", "uses its front door");
+    assert!(problems_with_rooms("wing/c.rs", "use super::a::A;").is_empty());
+    assert!(problems_with_rooms("wing/mod.rs", "mod a;\npub use a::A;").is_empty());
+    assert!(problems_with_rooms("user.rs", "use crate::wing::W;").is_empty());
 }
 
 #[test]
@@ -287,8 +306,8 @@ fn the_memory_core_does_not_use_its_wing() {
         "floor 2 imports from floor 2b",
     );
     accepts(
-        "memory/vmm/growable.rs",
-        "use crate::memory::Buffer;\nuse super::super::ipc::Channel;",
+        "memory/texture/mod.rs",
+        "use crate::memory::Buffer;\nuse super::copies::CudaArray;",
     );
 }
 

@@ -8,6 +8,7 @@ use super::scan::{Source, child_modules, code_paths, expand, lines, use_statemen
 /// Every violation of the plan in `sources`, one line each (`path:line: what`).
 pub fn check(plan: &Plan, sources: &[Source]) -> Vec<String> {
     let mut problems = Vec::new();
+    let exported = exported_macros(sources);
     for source in sources {
         let module = source.module();
         if module.is_empty() {
@@ -27,6 +28,7 @@ pub fn check(plan: &Plan, sources: &[Source]) -> Vec<String> {
             module,
             unit,
             children: child_modules(source),
+            exported: &exported,
         };
         file.check(&mut problems);
     }
@@ -46,6 +48,28 @@ pub fn stale(plan: &Plan, sources: &[Source]) -> Vec<String> {
         .collect()
 }
 
+/// The macros the crate exports (`#[macro_export] macro_rules! NAME`): they live at the crate
+/// root, so the module that defines one re-exports it from there (`use crate::{cu, cu_ready}`).
+fn exported_macros(sources: &[Source]) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for source in sources {
+        let mut exported = false;
+        for line in source.text.lines().map(str::trim) {
+            if line == "#[macro_export]" {
+                exported = true;
+            } else if let Some(rest) = line.strip_prefix("macro_rules! ") {
+                if exported {
+                    names.insert(rest.trim_end_matches(" {").to_owned());
+                }
+                exported = false;
+            } else if !line.starts_with("///") && !line.starts_with("#[") {
+                exported = false;
+            }
+        }
+    }
+    names
+}
+
 /// One file being checked.
 struct File<'a> {
     plan: &'a Plan,
@@ -53,6 +77,8 @@ struct File<'a> {
     module: Vec<String>,
     unit: String,
     children: Vec<String>,
+    /// The crate's exported macros, which stand at the root.
+    exported: &'a BTreeSet<String>,
 }
 
 impl File<'_> {
@@ -61,6 +87,9 @@ impl File<'_> {
         for statement in &statements {
             let place = format!("{}:{}", self.source.path, statement.number);
             if statement.tree.trim_start().starts_with("crate::{") {
+                if self.only_exported_macros(&statement.tree) {
+                    continue;
+                }
                 problems.push(format!(
                     "{place}: `crate::{{...}}` imports through the root; name the defining \
                      modules"
@@ -131,9 +160,22 @@ impl File<'_> {
         }
     }
 
-    /// A `crate::` path (`rest` after `crate`).
+    /// Whether `tree` (`crate::{cu, cu_ready}`) names only the crate's exported macros.
+    fn only_exported_macros(&self, tree: &str) -> bool {
+        let paths = expand(tree);
+        !paths.is_empty()
+            && paths.iter().all(|path| {
+                path.len() == 2 && path[0] == "crate" && self.exported.contains(&path[1])
+            })
+    }
+
+    /// A `crate::` path (`rest` after `crate`). `crate::__private` is the facade the exported
+    /// macros expand to (`$crate::__private::check`): it re-exports ground-floor items.
     fn absolute(&self, place: &str, rest: &[String], problems: &mut Vec<String>) {
         let Some(first) = rest.first() else { return };
+        if first == "__private" || (rest.len() == 1 && self.exported.contains(first)) {
+            return;
+        }
         if first == "{" {
             problems.push(format!(
                 "{place}: `crate::{{...}}` imports through the root; name the defining modules"
