@@ -33,6 +33,7 @@ pub trait StreamExt: sealed::Sealed {
     /// cannot free them while the GPU still uses them.
     ///
     /// ```no_run
+    /// # use cuda_safe_async::StreamExt;
     /// # async fn run(stream: cuda_safe::Stream, x: cuda_safe::Buffer) -> cuda_safe::Result<()> {
     /// // ... queue kernels that use `x` on `stream` ...
     /// let x = stream.completion_with(x).await?; // handed back once the kernels are done

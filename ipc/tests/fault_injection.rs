@@ -97,6 +97,9 @@ fn main() -> ExitCode {
     };
     cuda_safe_stub::install_logger();
     report_panics();
+    // The primary context is retained once for the process, as any program's first call
+    // would: a case then sees only what its operation makes.
+    drop(shareable_pool());
     let mut ops = Vec::new();
     channel_operations(&mut ops, stub);
     let mut runner = Runner::default();

@@ -8,10 +8,14 @@
 //!   examples and benchmarks in release mode, with the C floors' sources, and write a folder
 //!   that runs them (or the ones a filter keeps) on a GPU machine without Rust; `--lab` adds the
 //!   lab's diagnostics.
+//! - `cargo xtask public-api [--check]`: the public-API listings and their CHANGELOG check.
+//! - `cargo xtask crate-plan --check`: the crate graph against the plan in
+//!   `docs/architecture.md` (the core on no annex, each annex on what its line names).
 
 #[cfg(feature = "bindgen")]
 mod bindgen;
 mod bundle;
+mod crate_plan;
 #[cfg(feature = "bindgen")]
 mod headers;
 #[cfg(feature = "bindgen")]
@@ -30,7 +34,9 @@ usage:
                                                   come from their pinned wheels)
   cargo xtask bindgen ... --only CRATE            only this crate's files (nccl-sys, cuda-sys, ...)
   cargo xtask gpu-bundle [--out DIR] [--only FILTER]... [--lab]
-                                                  build the GPU bundle (default target/gpu-bundle)";
+                                                  build the GPU bundle (default target/gpu-bundle)
+  cargo xtask public-api [--check]                the crates' public-API listings
+  cargo xtask crate-plan --check                  the crate graph against docs/architecture.md";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -44,6 +50,7 @@ fn main() -> ExitCode {
                 .into(),
         ),
         Some("public-api") => public_api::run(&args[1..]),
+        Some("crate-plan") => crate_plan::run(&args[1..]),
         Some("gpu-bundle") => bundle::run(&args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");

@@ -1,12 +1,15 @@
-//! `cargo xtask public-api [--check]`: the public API of `cuda-safe`, one line per public path,
-//! read from rustdoc's JSON output, and the check that keeps the CHANGELOG honest.
+//! `cargo xtask public-api [--check]`: the public API of `cuda-safe` and of each annex crate,
+//! one line per public path, read from rustdoc's JSON output, and the check that keeps the
+//! CHANGELOG honest.
 //!
-//! The listing is written to `cuda-safe/api/current.txt`. `--check` (run by CI) fails when
-//! - the committed listing differs from the code's (a public change must update it, so every
+//! Each crate's listing is written to `<its folder>/api/current.txt`. `--check` (run by CI) fails
+//! when
+//! - a committed listing differs from the code's (a public change must update it, so every
 //!   change shows in review), or
-//! - a name removed since the last release (`cuda-safe/api/<version>.txt`), or a type,
-//!   trait, module, constant or free function added since, is named in no code span of
-//!   `CHANGELOG.md`.
+//! - a name removed since the last release (`cuda-safe/api/<version>.txt`, from before the
+//!   annexes left the core), or a type, trait, module, constant or free function added since,
+//!   is named in no code span of `CHANGELOG.md`. The modules that moved to an annex crate
+//!   ([`MOVES`]) are compared at their new paths, and each move must itself be named there.
 //!
 //! rustdoc's JSON output is unstable; it is asked of the stable toolchain with
 //! `RUSTC_BOOTSTRAP=1`, as `cargo-semver-checks` and `cargo-public-api` do, into a target
@@ -22,8 +25,40 @@ use serde_json::Value;
 /// The last released version, whose listing is the baseline of the CHANGELOG check.
 const RELEASED: &str = "0.1.0";
 
-/// The features the listing is made with: every optional part of the API.
-const FEATURES: &str = "nccl,half,serde,tracing,cudarc,blas,rand";
+/// The publishable crates with a safe API: package, crate name, folder, and the features the
+/// listing is made with (every optional part of the API).
+const CRATES: &[(&str, &str, &str, &str)] = &[
+    (
+        "cuda-safe",
+        "cuda_safe",
+        "cuda-safe",
+        "half,serde,tracing,cudarc",
+    ),
+    ("cuda-safe-libs", "cuda_safe_libs", "libs", "blas,rand,half"),
+    ("cuda-safe-nccl", "cuda_safe_nccl", "nccl", "half"),
+    ("cuda-safe-ipc", "cuda_safe_ipc", "ipc", ""),
+    ("cuda-safe-async", "cuda_safe_async", "async", "nccl"),
+];
+
+/// Paths of the last release that moved to an annex crate: the old prefix and the new one. The
+/// baseline is read through them, so a moved item counts as unchanged.
+const MOVES: &[(&str, &str)] = &[
+    ("cuda_safe::blas", "cuda_safe_libs::blas"),
+    ("cuda_safe::rand", "cuda_safe_libs::rand"),
+    ("cuda_safe::nccl", "cuda_safe_nccl"),
+    ("cuda_safe::completion", "cuda_safe_async"),
+    ("cuda_safe::ipc::Channel", "cuda_safe_ipc::Channel"),
+    ("cuda_safe::ipc::Listener", "cuda_safe_ipc::Listener"),
+    ("cuda_safe::ipc::Released", "cuda_safe_ipc::Released"),
+    (
+        "cuda_safe::ipc::MAX_MESSAGE_BYTES",
+        "cuda_safe_ipc::MAX_MESSAGE_BYTES",
+    ),
+    (
+        "cuda_safe::ipc::MAX_VMM_CHUNKS",
+        "cuda_safe_ipc::MAX_VMM_CHUNKS",
+    ),
+];
 
 /// Runs the task: `args` are the arguments after `public-api`.
 pub fn run(args: &[String]) -> Result<(), String> {
@@ -33,39 +68,55 @@ pub fn run(args: &[String]) -> Result<(), String> {
         _ => return Err("usage: cargo xtask public-api [--check]".into()),
     };
     let root = crate::workspace_root();
-    let listing = generate(&root)?;
-    let current = root.join("cuda-safe/api/current.txt");
-    if !check {
-        fs::write(&current, &listing).map_err(|e| format!("writing {}: {e}", current.display()))?;
-        println!(
-            "public-api: wrote {} ({} lines)",
-            current.display(),
-            listing.lines().count()
-        );
-        return Ok(());
-    }
-    let committed = fs::read_to_string(&current).unwrap_or_default();
     let mut problems = Vec::new();
-    if committed != listing {
-        let (added, removed) = difference(&committed, &listing);
-        problems.push(format!(
-            "{} is not the code's public API ({} lines added, {} removed, e.g. {:?}): run \
-             `cargo xtask public-api` and say what changed in CHANGELOG.md",
-            current.display(),
-            added.len(),
-            removed.len(),
-            added.iter().chain(&removed).take(3).collect::<Vec<_>>()
-        ));
+    let mut everything = String::new();
+    for &(package, name, folder, features) in CRATES {
+        let listing = generate(&root, package, name, features)?;
+        everything.push_str(&listing);
+        let current = root.join(folder).join("api/current.txt");
+        if !check {
+            if let Some(dir) = current.parent() {
+                fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+            }
+            fs::write(&current, &listing)
+                .map_err(|e| format!("writing {}: {e}", current.display()))?;
+            println!(
+                "public-api: wrote {} ({} lines)",
+                current.display(),
+                listing.lines().count()
+            );
+            continue;
+        }
+        let committed = fs::read_to_string(&current).unwrap_or_default();
+        if committed != listing {
+            let (added, removed) = difference(&committed, &listing);
+            problems.push(format!(
+                "{} is not the code's public API ({} lines added, {} removed, e.g. {:?}): run \
+                 `cargo xtask public-api` and say what changed in CHANGELOG.md",
+                current.display(),
+                added.len(),
+                removed.len(),
+                added.iter().chain(&removed).take(3).collect::<Vec<_>>()
+            ));
+        }
+    }
+    if !check {
+        return Ok(());
     }
     let baseline_path = root.join(format!("cuda-safe/api/{RELEASED}.txt"));
     let baseline = fs::read_to_string(&baseline_path)
         .map_err(|e| format!("reading {}: {e}", baseline_path.display()))?;
     let changelog = fs::read_to_string(root.join("CHANGELOG.md"))
         .map_err(|e| format!("reading CHANGELOG.md: {e}"))?;
-    problems.extend(unrecorded(&baseline, &listing, &changelog));
+    let everything: String = {
+        let lines: BTreeSet<&str> = everything.lines().collect();
+        lines.into_iter().map(|line| format!("{line}\n")).collect()
+    };
+    problems.extend(unrecorded(&moved(&baseline), &everything, &changelog));
+    problems.extend(unrecorded_moves(&changelog));
     if problems.is_empty() {
         println!(
-            "public-api: the listing matches the code; every change since {RELEASED} is in CHANGELOG.md"
+            "public-api: the listings match the code; every change since {RELEASED} is in CHANGELOG.md"
         );
         Ok(())
     } else {
@@ -73,8 +124,38 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
 }
 
-/// The listing of the code as it stands: rustdoc's JSON, walked from the crate root.
-fn generate(root: &Path) -> Result<String, String> {
+/// `baseline` with each moved path ([`MOVES`]) at its new place.
+fn moved(baseline: &str) -> String {
+    let lines: BTreeSet<String> = baseline
+        .lines()
+        .map(|line| {
+            let (kind, rest) = line.split_once(' ').unwrap_or(("", line));
+            let rest = MOVES
+                .iter()
+                .find_map(|(old, new)| {
+                    let tail = rest.strip_prefix(old)?;
+                    (tail.is_empty() || tail.starts_with([':', '.', ' ']))
+                        .then(|| format!("{new}{tail}"))
+                })
+                .unwrap_or_else(|| rest.to_owned());
+            format!("{kind} {rest}")
+        })
+        .collect();
+    lines.into_iter().map(|line| line + "\n").collect()
+}
+
+/// The moves CHANGELOG.md does not name (each old path must appear in a code span).
+fn unrecorded_moves(changelog: &str) -> Vec<String> {
+    MOVES
+        .iter()
+        .filter(|(old, _)| !changelog.contains(&format!("`{old}")))
+        .map(|(old, new)| format!("CHANGELOG.md does not say that `{old}` moved to `{new}`"))
+        .collect()
+}
+
+/// The listing of `package` (crate `name`) as it stands: rustdoc's JSON, walked from the crate
+/// root.
+fn generate(root: &Path, package: &str, name: &str, features: &str) -> Result<String, String> {
     let target = root.join("target/public-api");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let status = Command::new(cargo)
@@ -85,10 +166,10 @@ fn generate(root: &Path) -> Result<String, String> {
             "rustdoc",
             "--quiet",
             "-p",
-            "cuda-safe",
+            package,
             "--lib",
             "--features",
-            FEATURES,
+            features,
         ])
         .args(["--", "-Z", "unstable-options", "--output-format", "json"])
         .status()
@@ -96,7 +177,7 @@ fn generate(root: &Path) -> Result<String, String> {
     if !status.success() {
         return Err(format!("cargo rustdoc failed: {status}"));
     }
-    let json = target.join("doc/cuda_safe.json");
+    let json = target.join(format!("doc/{name}.json"));
     let text = fs::read_to_string(&json).map_err(|e| format!("reading {}: {e}", json.display()))?;
     let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", json.display()))?;
     let mut lines = BTreeSet::new();
@@ -104,7 +185,7 @@ fn generate(root: &Path) -> Result<String, String> {
         doc: &doc,
         lines: &mut lines,
     }
-    .visit(&doc["root"], "cuda_safe", &mut Vec::new());
+    .visit(&doc["root"], name, &mut Vec::new());
     Ok(lines.into_iter().map(|line| line + "\n").collect())
 }
 
@@ -337,6 +418,31 @@ mod tests {
         );
         let recorded = "- `Device::raw` is `as_raw`\n- `Toolchain`: which tool made the code\n";
         assert!(unrecorded(baseline, listing, recorded).is_empty());
+    }
+
+    #[test]
+    fn moved_paths_are_compared_at_their_new_place_and_must_be_named() {
+        let baseline = "struct cuda_safe::blas::Blas\nfunction cuda_safe::blas::Blas::gemm\n\
+                        struct cuda_safe::blasphemy\n";
+        let after = moved(baseline);
+        assert!(
+            after.contains("struct cuda_safe_libs::blas::Blas\n"),
+            "{after}"
+        );
+        assert!(
+            after.contains("function cuda_safe_libs::blas::Blas::gemm\n"),
+            "{after}"
+        );
+        assert!(after.contains("struct cuda_safe::blasphemy\n"), "{after}");
+        let missing = unrecorded_moves("- `cuda_safe::blas` is `cuda_safe_libs::blas`");
+        assert!(
+            missing.iter().all(|m| !m.contains("`cuda_safe::blas`")),
+            "{missing:?}"
+        );
+        assert!(
+            missing.iter().any(|m| m.contains("`cuda_safe::nccl`")),
+            "{missing:?}"
+        );
     }
 
     #[test]

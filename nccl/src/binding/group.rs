@@ -32,7 +32,7 @@ thread_local! {
 ///
 /// ```compile_fail,E0597
 /// use cuda_safe::Device;
-/// use cuda_safe_nccl::{self, Communicator, ReduceOp};
+/// use cuda_safe_nccl::{self as nccl, Communicator, ReduceOp};
 ///
 /// let device = Device::new(0)?;
 /// let comms = Communicator::init_all(&[device])?;
@@ -50,7 +50,7 @@ thread_local! {
 ///
 /// ```compile_fail,E0505
 /// use cuda_safe::Device;
-/// use cuda_safe_nccl::{self, Communicator, ReduceOp};
+/// use cuda_safe_nccl::{self as nccl, Communicator, ReduceOp};
 ///
 /// let device = Device::new(0)?;
 /// let mut comms = Communicator::init_all(&[device])?;
@@ -68,7 +68,7 @@ thread_local! {
 ///
 /// ```compile_fail,E0502
 /// use cuda_safe::Device;
-/// use cuda_safe_nccl::{self, Communicator, ReduceOp};
+/// use cuda_safe_nccl::{self as nccl, Communicator, ReduceOp};
 ///
 /// let device = Device::new(0)?;
 /// let comms = Communicator::init_all(&[device])?;
@@ -135,7 +135,7 @@ impl<'env> Group<'env> {
 ///
 /// ```no_run
 /// use cuda_safe::Device;
-/// use cuda_safe_nccl::{self, Communicator, ReduceOp};
+/// use cuda_safe_nccl::{self as nccl, Communicator, ReduceOp};
 ///
 /// let devices = Device::all()?;
 /// let comms = Communicator::init_all(&devices)?;
