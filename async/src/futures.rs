@@ -18,10 +18,10 @@ use cuda_safe::assert_send_sync;
 use cuda_safe::{Error, Result};
 
 /// A future that resolves once GPU work has finished: everything queued on a stream when it
-/// was made ([`Stream::completion`](crate::Stream::completion)), the work before an event's
-/// record ([`Event::into_completion`](crate::Event::into_completion)), a graph launch
-/// ([`GraphExec::launch_async`](crate::GraphExec::launch_async)), an upload
-/// ([`Buffer::upload_async`](crate::Buffer::upload_async)) or an NCCL collective (feature
+/// was made ([`Stream::completion`](crate::StreamExt::completion)), the work before an event's
+/// record ([`Event::into_completion`](crate::EventExt::into_completion)), a graph launch
+/// ([`GraphExec::launch_async`](crate::GraphExecExt::launch_async)), an upload
+/// ([`Buffer::upload_async`](crate::BufferExt::upload_async)) or an NCCL collective (feature
 /// `nccl`).
 ///
 /// It resolves to the value it was given to keep alive (`()` for none), or to the error that
@@ -41,7 +41,7 @@ pub struct Completion<T: Send + 'static = ()> {
     keep: Option<T>,
 }
 
-/// A future that resolves to a buffer's contents ([`Buffer::to_vec_async`](crate::Buffer::to_vec_async)),
+/// A future that resolves to a buffer's contents ([`Buffer::to_vec_async`](crate::BufferExt::to_vec_async)),
 /// copied through pinned staging memory once the work queued on the buffer's stream before it
 /// has finished.
 ///

@@ -14,8 +14,8 @@ use cuda_safe_nccl::Communicator;
 /// The completion futures of a stream: `stream.completion().await` (`use cuda_safe_async::StreamExt;`).
 pub trait StreamExt: sealed::Sealed {
     /// A future that resolves once the work queued on this stream so far has finished: the
-    /// awaitable [`sync`](Self::sync). No thread blocks meanwhile (see
-    /// [`completion`](crate::completion) for how the wait is watched).
+    /// awaitable [`sync`](cuda_safe::Stream::sync). No thread blocks meanwhile (see
+    /// [the crate's documentation](crate) for how the wait is watched).
     ///
     #[doc = cuda_sys::api_doc!(cuEventRecord)]
     #[doc = cuda_sys::api_doc!(cuEventQuery)]
@@ -72,7 +72,7 @@ impl StreamExt for Stream {
 /// The completion futures of an event: `event.into_completion().await` (`use cuda_safe_async::EventExt;`).
 pub trait EventExt: sealed::Sealed {
     /// A future that resolves, handing the event back, once the work before its last record
-    /// has finished (at once if it was never recorded): the awaitable [`sync`](Self::sync).
+    /// has finished (at once if it was never recorded): the awaitable [`sync`](cuda_safe::Event::sync).
     ///
     #[doc = cuda_sys::api_doc!(cuEventQuery)]
     /// # Errors
@@ -105,7 +105,7 @@ impl EventExt for Event {
 /// The completion futures of a buffer's download and upload: `buffer.to_vec_async::<f32>().await` (`use cuda_safe_async::BufferExt;`).
 pub trait BufferExt: sealed::Sealed {
     /// A future that resolves to the buffer's contents as `T`s, copied once the work queued on
-    /// its stream before has finished: the awaitable [`to_vec`](Self::to_vec). The copy goes
+    /// its stream before has finished: the awaitable [`to_vec`](cuda_safe::Buffer::to_vec). The copy goes
     /// through pinned staging memory the reactor keeps for reuse, so that it never blocks the
     /// calling thread; the buffer may be dropped or reused at once (its free and later work
     /// come after the copy on its stream).
@@ -123,7 +123,7 @@ pub trait BufferExt: sealed::Sealed {
 
     /// A future that resolves once `src`, copied at once into pinned staging memory, has been
     /// copied into the buffer (its size exactly `src`'s), in order on the buffer's stream:
-    /// the asynchronous [`copy_from_host`](Self::copy_from_host). `src` is free again as soon
+    /// the asynchronous [`copy_from_host`](cuda_safe::Buffer::copy_from_host). `src` is free again as soon
     /// as this returns; awaiting the future is needed only to learn that the copy finished
     /// (dropping it is safe: the staging memory is kept until then).
     ///
@@ -180,7 +180,7 @@ impl BufferExt for Buffer {
 
 /// The completion futures of a graph launch: `exec.launch_async(&stream).await` (`use cuda_safe_async::GraphExecExt;`).
 pub trait GraphExecExt: sealed::Sealed {
-    /// Launches the graph on `stream` ([`launch`](Self::launch)) and returns a future that
+    /// Launches the graph on `stream` ([`launch`](cuda_safe::GraphExec::launch)) and returns a future that
     /// resolves once the launch (and the work queued on `stream` before it) has finished;
     /// it reports a host node's panic then, rather than at the next launch.
     ///
@@ -188,7 +188,7 @@ pub trait GraphExecExt: sealed::Sealed {
     #[doc = cuda_sys::api_doc!(cuEventQuery)]
     /// # Errors
     ///
-    /// The future resolves to: [`launch`](Self::launch)'s errors (nothing was launched); the
+    /// The future resolves to: [`launch`](cuda_safe::GraphExec::launch)'s errors (nothing was launched); the
     /// driver's error from the wait; [`Error::CallbackPanicked`] when a host node panicked.
     #[doc(alias = "cuGraphLaunch", alias = "cuEventQuery")]
     fn launch_async(&self, stream: &Stream) -> Completion;
@@ -216,10 +216,10 @@ pub trait CommunicatorExt: sealed::Sealed {
     /// A future that resolves once `stream`'s queued work, this communicator's collectives on
     /// it included, has finished: the awaitable end of a collective. The communicator's
     /// asynchronous error is checked first (on one, it is aborted, as
-    /// [`async_error`](Self::async_error) does).
+    /// [`async_error`](cuda_safe_nccl::Communicator::async_error) does).
     ///
     /// A collective whose peer died never finishes, so neither does its future: race it
-    /// against a timer of the runtime (`tokio::time::timeout`) and [`abort`](Self::abort) the
+    /// against a timer of the runtime (`tokio::time::timeout`) and [`abort`](cuda_safe_nccl::Communicator::abort) the
     /// communicator when the time runs out; its kernels then stop and the stream drains.
     ///
     #[doc = cuda_sys::api_doc!(cuEventQuery)]
@@ -227,7 +227,7 @@ pub trait CommunicatorExt: sealed::Sealed {
     ///
     /// The future resolves to: [`Error::InvalidArgument`] inside
     /// [`group`](cuda_safe_nccl::group)'s closure (its calls are made when it returns: wait after
-    /// it); [`Error::NcclAsync`] when the communicator has failed; as
+    /// it); [`NcclError::Async`](cuda_safe_nccl::NcclError::Async) when the communicator has failed; as
     /// [`Stream::completion`].
     #[doc(alias = "cuEventQuery")]
     fn completion(&self, stream: &Stream) -> Completion;

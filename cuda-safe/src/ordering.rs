@@ -7,13 +7,12 @@
 //! - A buffer moved to another stream ([`hand_over`]) waits the same way, unless its old stream
 //!   has finished everything queued on it, when no wait is queued at all.
 //! - A copy between buffers on different streams is queued on the destination's stream after
-//!   the source's queued work, and the source's later work (its free) after the copy
-//!   ([`across_streams`]).
+//!   the source's queued work, and the source's later work (its free) after the copy.
 //! - A launch whose buffers live on other streams waits for their queued work and makes their
-//!   later work wait for it ([`ForeignStreams`]); when every buffer is on the launch stream this
-//!   costs one comparison per buffer.
-//! - A batch of hints on one stream over buffers of any number of streams ([`among_streams`])
-//!   is ordered as a launch is, with no bound on the streams.
+//!   later work wait for it; when every buffer is on the launch stream this costs one
+//!   comparison per buffer.
+//! - A batch of hints on one stream over buffers of any number of streams is ordered as a
+//!   launch is, with no bound on the streams.
 //! - A library call (a GEMM, a random fill, a collective: the annex crates) queued on one
 //!   stream over operands of others is ordered as a launch is ([`ordered`]).
 //!

@@ -192,11 +192,17 @@ fn every_wrapper_links_the_c_call_it_aliases() {
     // The core's sources, and in the workspace the annex crates' beside it.
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    let mut dirs: Vec<_> = ["src", "../libs/src", "../nccl/src", "../ipc/src", "../async/src"]
-        .iter()
-        .map(|dir| crate_dir.join(dir))
-        .filter(|dir| dir.is_dir())
-        .collect();
+    let mut dirs: Vec<_> = [
+        "src",
+        "../libs/src",
+        "../nccl/src",
+        "../ipc/src",
+        "../async/src",
+    ]
+    .iter()
+    .map(|dir| crate_dir.join(dir))
+    .filter(|dir| dir.is_dir())
+    .collect();
     while let Some(dir) = dirs.pop() {
         for entry in fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();

@@ -15,7 +15,7 @@
 //!    [`EventOptions::ipc`](cuda_safe::EventOptions::ipc) and sends that
 //!    ([`Channel::send_event`]); the importer's streams [`wait`](cuda_safe::Stream::wait) on it.
 //! 2. The importer receives the pool ([`Channel::recv_pool`], which imports it) and the buffer
-//!    ([`Channel::recv_buffer`]): an ordinary [`Buffer`](cuda_safe::Buffer) that keeps the
+//!    ([`Channel::recv_buffer`]): an ordinary [`Buffer`] that keeps the
 //!    imported pool alive. When done, it hands the buffer to [`Channel::release`], which
 //!    unmaps it, waits for the unmapping and tells the exporter.
 //! 3. The exporter keeps its buffer until [`Channel::wait_released`] returns: either the
@@ -51,7 +51,7 @@
 //! ([`IpcHandleType::Fabric`](cuda_safe::IpcHandleType)) between processes of one NVLink
 //! fabric, and as bare values through
 //! [`DeviceMemoryResource::export_pool`](cuda_safe::DeviceMemoryResource::export_pool) and
-//! [`IpcBufferDescriptor`](cuda_safe::ipc::IpcBufferDescriptor) for callers with a transport of
+//! [`IpcBufferDescriptor`] for callers with a transport of
 //! their own.
 //!
 //! Each call is bounded by the channel's timeout ([`Channel::set_timeout`]) as a whole: the

@@ -24,7 +24,7 @@ impl Listener {
     ///
     /// # Errors
     ///
-    /// [`IpcError::Io`] from the operating system.
+    /// [`IpcError::Io`](crate::IpcError::Io) from the operating system.
     pub fn bind(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         let socket = UnixListener::bind(&path).map_err(io_error("binding the socket"))?;
@@ -48,7 +48,7 @@ impl Listener {
     ///
     /// # Errors
     ///
-    /// [`IpcError::Io`] from the operating system.
+    /// [`IpcError::Io`](crate::IpcError::Io) from the operating system.
     pub fn accept(&self) -> Result<Channel> {
         self.accept_by(Deadline::after(None))
     }
@@ -57,7 +57,7 @@ impl Listener {
     ///
     /// # Errors
     ///
-    /// [`IpcError::Io`] of kind
+    /// [`IpcError::Io`](crate::IpcError::Io) of kind
     /// [`TimedOut`](std::io::ErrorKind::TimedOut) when no process connected in time, or
     /// another from the operating system; [`Error::InvalidArgument`] for a zero timeout.
     pub fn accept_timeout(&self, timeout: Duration) -> Result<Channel> {

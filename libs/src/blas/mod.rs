@@ -33,8 +33,8 @@
 //! computing the transposed product (no copy). Every dimension, leading dimension, stride,
 //! batch count and buffer length is checked before a call reaches the library, so a
 //! too-small buffer is [`Error::InvalidArgument`](cuda_safe::Error::InvalidArgument), never a GPU
-//! fault; the libraries' own refusals are [`Error::Cublas`](cuda_safe::Error::Cublas) and
-//! [`Error::MatmulRefused`](cuda_safe::Error::MatmulRefused). A call is the one library call it
+//! fault; the libraries' own refusals are [`CublasError`] (inside
+//! [`Error::Library`](cuda_safe::Error::Library)). A call is the one library call it
 //! wraps: no allocation, no stream or workspace set per call. Operands on other streams than
 //! the handle's are ordered as a kernel launch orders its buffers. The workspace is fixed for
 //! the handle's life, so a GEMM or a matmul captured into a graph replays as recorded.

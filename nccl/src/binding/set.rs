@@ -74,7 +74,7 @@ collectives! {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for lengths that differ, memory or
+    /// [`Error::InvalidArgument`](cuda_safe::Error::InvalidArgument) for lengths that differ, memory or
     /// a stream of another device, (all-GPU communicators) a call unlike the other ranks', or
     /// inside a [`group`](super::group::group) (use
     /// [`Group::all_reduce`](super::group::Group::all_reduce) there); NCCL's error; on a
@@ -97,7 +97,7 @@ collectives! {
     /// # Errors
     ///
     /// As [`all_reduce`](Self::all_reduce);
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a root past the last rank.
+    /// [`Error::InvalidArgument`](cuda_safe::Error::InvalidArgument) for a root past the last rank.
     fn broadcast(send: source, recv: target, root: usize) = ncclBroadcast "ncclBroadcast"
         => broadcast(send, recv, root);
 
@@ -141,7 +141,7 @@ collectives! {
     /// # Errors
     ///
     /// As [`all_gather`](Self::all_gather);
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) when the buffer does not split
+    /// [`Error::InvalidArgument`](cuda_safe::Error::InvalidArgument) when the buffer does not split
     /// into equal parts.
     fn all_gather_in_place(buffer: target) = ncclAllGather "ncclAllGather"
         => all_gather_in_place(buffer);
@@ -171,7 +171,7 @@ collectives! {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a peer past the last rank,
+    /// [`Error::InvalidArgument`](cuda_safe::Error::InvalidArgument) for a peer past the last rank,
     /// memory of another device, or inside a group; NCCL's error.
     fn send(send: source, peer: usize) = ncclSend "ncclSend"
         => send(send, peer);

@@ -13,7 +13,7 @@ use crate::{KINDS, Stub};
 pub struct Gap {
     /// The operation.
     pub op: &'static str,
-    /// The failed call, as [`Call`] displays it, and which of its name (from 1).
+    /// The failed call, as [`Call`](crate::Call) displays it, and which of its name (from 1).
     pub call: &'static str,
     /// Which call of that name (from 1).
     pub nth: usize,

@@ -23,8 +23,8 @@ pub struct ExportedPool {
 /// The operating system's handle to a shareable pool.
 #[derive(Debug)]
 pub enum PoolHandle {
-    /// A file descriptor (this process's; send it over a UNIX socket, as
-    /// [`Channel::send_pool`](super::Channel::send_pool) does).
+    /// A file descriptor (this process's; send it over a UNIX socket, as the `cuda-safe-ipc`
+    /// crate's `Channel::send_pool` does).
     PosixFd(OwnedFd),
     /// A fabric handle, valid in every process of the same NVLink fabric.
     Fabric([u8; 64]),
@@ -240,9 +240,9 @@ impl DeviceMemoryResource {
     #[doc = cuda_sys::api_doc!(cuMemGetAddressRange)]
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a pool that was not imported, or a `stream` of another
-    /// device; [`Error::IpcProtocol`] for a descriptor claiming more bytes than the driver
-    /// mapped (the mapping is undone); the driver's error (a descriptor of a buffer already
+    /// [`Error::InvalidArgument`] for a pool that was not imported, a `stream` of another
+    /// device, or a descriptor claiming more bytes than the driver mapped (the mapping is
+    /// undone); the driver's error (a descriptor of a buffer already
     /// freed by its owner).
     #[doc(alias = "cuMemPoolImportPointer", alias = "cuMemGetAddressRange")]
     pub fn import_buffer(

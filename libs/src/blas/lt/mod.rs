@@ -171,7 +171,7 @@ impl Matmul {
     #[doc = cublaslt_sys::api_doc!(cublasLtMatmulAlgoGetHeuristic)]
     /// # Errors
     ///
-    /// [`Error::MatmulRefused`] (naming the description and the reason) when cuBLASLt finds
+    /// [`CublasError::MatmulRefused`](crate::blas::CublasError::MatmulRefused) (naming the description and the reason) when cuBLASLt finds
     /// no algorithm or refuses a descriptor; [`Error::Unsupported`] for FP8 on a GPU older
     /// than sm_89; [`Error::InvalidArgument`] for a dimension, leading dimension, stride or
     /// count cuBLASLt cannot take.
