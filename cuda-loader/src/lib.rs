@@ -26,11 +26,15 @@
 //! }
 //! ```
 
+#[cfg(all(unix, not(target_vendor = "apple")))]
+mod elf;
 mod entry_point;
 mod error;
 mod library;
 mod open;
 mod spec;
+#[cfg(all(test, unix))]
+mod test_support;
 mod version;
 
 pub use entry_point::EntryPoint;

@@ -77,11 +77,30 @@ unsafe fn open_path(
 }
 
 /// Why `candidate` is not handed to the dynamic loader: a relative path (see
-/// [`relative_path`]), or not a regular file (see [`not_a_regular_file`]). Every library's
-/// candidates pass here, an override variable's value (`CUDA_SAFE_LIBNCCL`) among them, so
-/// the rule is the same for all of them.
+/// [`relative_path`]), not a regular file (see [`not_a_regular_file`]), or a file whose ELF
+/// headers do not fit it (see [`truncated`]). Every library's candidates pass here, an
+/// override variable's value (`CUDA_SAFE_LIBNCCL`) among them, so the rule is the same for all
+/// of them.
 fn refusal(candidate: &Path) -> Option<String> {
-    relative_path(candidate).or_else(|| not_a_regular_file(candidate))
+    relative_path(candidate)
+        .or_else(|| not_a_regular_file(candidate))
+        .or_else(|| truncated(candidate))
+}
+
+/// Why `candidate`, a path to a file, is not handed to the dynamic loader: its ELF headers are
+/// not those of this machine's objects, or they promise more than the file holds (a truncated
+/// copy), which the dynamic loader would map and fault reading (SIGBUS, killing the process).
+/// Never on systems whose libraries are not ELF files.
+fn truncated(candidate: &Path) -> Option<String> {
+    #[cfg(all(unix, not(target_vendor = "apple")))]
+    {
+        crate::elf::refusal(candidate)
+    }
+    #[cfg(not(all(unix, not(target_vendor = "apple"))))]
+    {
+        let _ = candidate;
+        None
+    }
 }
 
 /// The reason a relative path (`./libnccl.so.2`, `lib/libcuda.so.1`: one with a folder, which
