@@ -21,6 +21,38 @@ pub(crate) fn set_mode(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
 }
 
+/// Compiles `source` into a shared library `lib<stem>.so` in a fresh private folder (see
+/// [`temp_dir`]; the library `0755`); `None` (with the reason printed) where no C compiler
+/// runs.
+pub(crate) fn compiled_probe(stem: &str, source: &str) -> Option<PathBuf> {
+    let dir = temp_dir(stem, 0o700);
+    let (c_file, library) = (dir.join("probe.c"), dir.join(format!("lib{stem}.so")));
+    std::fs::write(&c_file, source).expect("write the probe's source");
+    let compiler = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+    let built = Command::new(compiler)
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&library)
+        .arg(&c_file)
+        .status();
+    match built {
+        Ok(status) if status.success() => {
+            set_mode(&library, 0o755);
+            Some(library)
+        }
+        other => {
+            println!("skipped: no C compiler built the probe library ({other:?})");
+            None
+        }
+    }
+}
+
+/// Removes a probe's folder (a loaded library stays mapped).
+pub(crate) fn remove_probe(library: &Path) {
+    if let Some(dir) = library.parent() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
 /// The absolute path of the library of this process whose file name starts with `prefix`
 /// (`libc.so`), from its memory map; `None` where there is none (not Linux).
 pub(crate) fn loaded_library(prefix: &str) -> Option<PathBuf> {
