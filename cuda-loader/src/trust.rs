@@ -124,7 +124,8 @@ mod unix {
     /// be root's or this user's) and where it leads: every directory of its resolved path, from
     /// `/` down, each once.
     pub(super) fn insecure(candidate: &Path) -> Option<Insecure> {
-        if !candidate.is_absolute() {
+        // A missing file is the dynamic loader's to report, whatever its folders are.
+        if !candidate.is_absolute() || fs::metadata(candidate).is_err() {
             return None;
         }
         let me = effective_uid();
@@ -347,6 +348,10 @@ mod tests {
         }
         assert_eq!(refusal(Path::new("libc.so.6")), "");
         assert_eq!(refusal(Path::new("/nonexistent/libc.so.6")), "");
+        // Nor is a missing file refused for its folders: the dynamic loader says it is missing.
+        let open = temp_dir("trust-missing", 0o777);
+        assert_eq!(refusal(&open.join(PROBE_FILE_NAME)), "");
+        let _ = std::fs::remove_dir_all(&open);
     }
 
     /// A directory, a library or a link owned by another user (neither root nor this one) is
