@@ -7,6 +7,13 @@
 //! and caches the address, so a symbol that an older library lacks fails only when it is used,
 //! with [`LoadError::SymbolMissing`].
 //!
+//! A candidate given as a path is vetted before the dynamic loader sees it, and refused with the
+//! reason (in [`LoadError::LibraryNotFound`]'s list) when it is relative, not a regular file, on
+//! a path another user could change (owned by neither root nor this user, or writable by group
+//! or others, a sticky directory such as `/tmp` aside: [`ALLOW_INSECURE_PATHS_VAR`] set to `1`
+//! loads it anyway, with a warning), or an ELF file whose headers do not fit it (a truncated
+//! copy, which `dlopen` would die of with `SIGBUS`).
+//!
 //! ```
 //! use cuda_loader::{EntryPoint, Library, LibrarySpec, LoadError};
 //!
@@ -26,15 +33,21 @@
 //! }
 //! ```
 
+#[cfg(all(unix, not(target_vendor = "apple")))]
+mod elf;
 mod entry_point;
 mod error;
 mod library;
 mod open;
 mod spec;
+#[cfg(all(test, unix))]
+mod test_support;
+mod trust;
 mod version;
 
 pub use entry_point::EntryPoint;
 pub use error::{Attempt, LoadError};
 pub use library::Library;
 pub use spec::{LibrarySpec, PYTHON_ENV_VARS};
+pub use trust::ALLOW_INSECURE_PATHS_VAR;
 pub use version::{CudaVersion, Introduced, LibraryVersion, NcclVersion};

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::trust::Trust;
 use crate::{Attempt, LoadError};
 
 /// Opens the first of `candidates` that is not refused before the dynamic loader sees it (see
@@ -17,9 +18,10 @@ pub(crate) unsafe fn open_first_candidate(
     candidates: impl IntoIterator<Item = PathBuf>,
     global: bool,
 ) -> Result<(PathBuf, libloading::Library), LoadError> {
+    let trust = Trust::from_env();
     let mut tried = Vec::new();
     for candidate in candidates {
-        if let Some(reason) = refusal(&candidate) {
+        if let Some(reason) = refusal(name, &candidate, trust) {
             tried.push(Attempt {
                 candidate: candidate.display().to_string(),
                 reason,
@@ -76,12 +78,33 @@ unsafe fn open_path(
     unsafe { libloading::Library::new(path) }
 }
 
-/// Why `candidate` is not handed to the dynamic loader: a relative path (see
-/// [`relative_path`]), or not a regular file (see [`not_a_regular_file`]). Every library's
-/// candidates pass here, an override variable's value (`CUDA_SAFE_LIBNCCL`) among them, so
-/// the rule is the same for all of them.
-fn refusal(candidate: &Path) -> Option<String> {
-    relative_path(candidate).or_else(|| not_a_regular_file(candidate))
+/// Why `candidate`, a candidate for `library`, is not handed to the dynamic loader: a relative
+/// path (see [`relative_path`]), not a regular file (see [`not_a_regular_file`]), a path that
+/// a user other than root and this one could change (see [`Trust::refusal`]: refused unless
+/// `trust` allows it), or a file whose ELF headers do not fit it (see [`truncated`]). Every
+/// library's candidates pass here, an override variable's value (`CUDA_SAFE_LIBNCCL`) among
+/// them, so the rule is the same for all of them.
+fn refusal(library: &str, candidate: &Path, trust: Trust) -> Option<String> {
+    relative_path(candidate)
+        .or_else(|| not_a_regular_file(candidate))
+        .or_else(|| trust.refusal(library, candidate))
+        .or_else(|| truncated(candidate))
+}
+
+/// Why `candidate`, a path to a file, is not handed to the dynamic loader: its ELF headers are
+/// not those of this machine's objects, or they promise more than the file holds (a truncated
+/// copy), which the dynamic loader would map and fault reading (SIGBUS, killing the process).
+/// Never on systems whose libraries are not ELF files.
+fn truncated(candidate: &Path) -> Option<String> {
+    #[cfg(all(unix, not(target_vendor = "apple")))]
+    {
+        crate::elf::refusal(candidate)
+    }
+    #[cfg(not(all(unix, not(target_vendor = "apple"))))]
+    {
+        let _ = candidate;
+        None
+    }
 }
 
 /// The reason a relative path (`./libnccl.so.2`, `lib/libcuda.so.1`: one with a folder, which
@@ -143,6 +166,9 @@ fn not_a_regular_file(candidate: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::{not_a_regular_file, refusal, relative_path};
+    #[cfg(target_os = "linux")]
+    use crate::test_support::{compiled_probe, remove_probe};
+    use crate::trust::Trust;
     use crate::{EntryPoint, Library, LoadError};
     use std::path::{Path, PathBuf};
 
@@ -235,7 +261,7 @@ mod tests {
     #[test]
     fn relative_paths_are_refused_and_bare_names_and_absolute_paths_are_not() {
         for relative in ["./libcuda.so.1", "lib/libcuda.so.1", "../x/libnccl.so.2"] {
-            let reason = refusal(Path::new(relative)).expect("refused");
+            let reason = refusal("the probe", Path::new(relative), Trust::Strict).expect("refused");
             assert!(
                 reason.starts_with("a relative path, not opened"),
                 "{reason}"
@@ -271,37 +297,6 @@ mod tests {
             error.to_string(),
             "nothing could not be loaded; tried no candidates"
         );
-    }
-
-    /// Compiles `source` into a shared library under the temporary directory, named after
-    /// `stem` and this process; `None` (with the reason printed) where no C compiler runs.
-    #[cfg(target_os = "linux")]
-    fn compiled_probe(stem: &str, source: &str) -> Option<PathBuf> {
-        let dir = std::env::temp_dir().join(format!("cuda-loader-{stem}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temporary directory");
-        let (c_file, library) = (dir.join("probe.c"), dir.join(format!("lib{stem}.so")));
-        std::fs::write(&c_file, source).expect("write the probe's source");
-        let compiler = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
-        let built = std::process::Command::new(compiler)
-            .args(["-shared", "-fPIC", "-o"])
-            .arg(&library)
-            .arg(&c_file)
-            .status();
-        match built {
-            Ok(status) if status.success() => Some(library),
-            other => {
-                println!("skipped: no C compiler built the probe library ({other:?})");
-                None
-            }
-        }
-    }
-
-    /// Removes a probe's directory (a loaded library stays mapped).
-    #[cfg(target_os = "linux")]
-    fn remove_probe(library: &std::path::Path) {
-        if let Some(dir) = library.parent() {
-            let _ = std::fs::remove_dir_all(dir);
-        }
     }
 
     /// A spec whose only candidate is `path`, opened with `global`.

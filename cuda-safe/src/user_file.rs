@@ -1,7 +1,8 @@
 //! Reading a file the caller names (a module image, a link input): a regular file only,
 //! opened without blocking, so a FIFO, a device or a directory is a clear error instead of a
 //! hang or an endless read, and of at most a cap the caller may raise, refused from its size
-//! (`fstat`) before anything is read or allocated.
+//! (`fstat`) before anything is read or allocated. The file is read once, into the buffer the
+//! caller keeps (no second copy), and an empty one is refused before it reaches a library.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
@@ -15,20 +16,25 @@ use crate::error::{Error, Result};
 pub(crate) const DEFAULT_MAX_FILE_BYTES: u64 = 1 << 30;
 
 /// The whole of the regular file at `path` (symbolic links followed: the caller chose it), of
-/// at most `max_bytes`.
+/// at most `max_bytes` and not empty, read once into a buffer sized from its length with one
+/// spare byte of capacity (PTX text's NUL terminator goes there, without a copy).
+///
+/// At most `len + 1` bytes are read (`len` from `fstat`, so at most `max_bytes + 1`): the
+/// last one only to see that the file did not grow meanwhile.
 ///
 /// # Errors
 ///
 /// [`Error::InvalidArgument`] naming the path and the reason: the system's error (a size the
-/// process cannot allocate is one: the buffer is reserved fallibly), "not a regular file", or
-/// a size over `max_bytes` (from `fstat`, before reading; a file that grows past it while it
-/// is read is refused too).
+/// process cannot allocate is one: the buffer is reserved fallibly), "not a regular file", a
+/// size over `max_bytes` (from `fstat`, before reading), an empty file, or a file whose size
+/// changed while it was read (it grew or shrank, or its size is not known in advance, as in
+/// `/proc` and `/sys`).
 pub(crate) fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
     let failed = |reason: String| {
         Error::invalid_argument(format!("cannot read {}: {reason}", path.display()))
     };
     let io_failed = |error: io::Error| failed(error.to_string());
-    let file = open_nonblocking(path).map_err(io_failed)?;
+    let mut file = open_nonblocking(path).map_err(io_failed)?;
     let metadata = file.metadata().map_err(io_failed)?;
     if !metadata.is_file() {
         return Err(failed(format!(
@@ -36,31 +42,50 @@ pub(crate) fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
             describe(&metadata.file_type())
         )));
     }
-    let over = |len: u64| {
-        failed(format!(
-            "it is {len} bytes, over the cap of {max_bytes} (a larger file needs a larger cap: \
-             the `_with_max_bytes` form of the call)"
-        ))
-    };
     let len = metadata.len();
     if len > max_bytes {
-        return Err(over(len));
+        return Err(failed(format!(
+            "it is {len} bytes, over the cap of {max_bytes} (a larger file needs a larger cap: \
+             the `_with_max_bytes` form of the call)"
+        )));
     }
     let mut bytes = Vec::new();
     let reserved = usize::try_from(len)
         .ok()
-        .filter(|&len| bytes.try_reserve_exact(len).is_ok());
+        .and_then(|len| len.checked_add(1))
+        .filter(|&capacity| bytes.try_reserve_exact(capacity).is_ok());
     if reserved.is_none() {
         return Err(failed(format!("{len} bytes cannot be held in memory now")));
     }
-    // One byte past the cap shows a file that grew meanwhile.
-    file.take(max_bytes.saturating_add(1))
+    // Within the capacity reserved: `read_to_end` never grows the buffer here.
+    (&mut file)
+        .take(len)
         .read_to_end(&mut bytes)
         .map_err(io_failed)?;
-    match u64::try_from(bytes.len()) {
-        Ok(read) if read <= max_bytes => Ok(bytes),
-        Ok(read) => Err(over(read)),
-        Err(_) => Err(over(u64::MAX)),
+    let read = bytes.len() as u64;
+    let mut probe = [0_u8; 1];
+    let more = read_some(&mut file, &mut probe).map_err(io_failed)?;
+    if read < len || more > 0 {
+        let now = if more > 0 { "more" } else { "fewer" };
+        return Err(failed(format!(
+            "its size changed while it was read: it was {len} bytes when opened and held {now} \
+             (a file still being written, or one whose size is not known in advance, as in \
+             /proc and /sys)"
+        )));
+    }
+    if bytes.is_empty() {
+        return Err(failed("it is empty".to_owned()));
+    }
+    Ok(bytes)
+}
+
+/// One read into `buffer`, retried when interrupted: the bytes read (0 at the end).
+fn read_some(file: &mut File, buffer: &mut [u8]) -> io::Result<usize> {
+    loop {
+        match file.read(buffer) {
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            other => return other,
+        }
     }
 }
 
@@ -111,12 +136,45 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("image.cubin");
         std::fs::write(&path, b"\x7fELF and more").unwrap();
-        assert_eq!(read_regular(&path, 13).unwrap(), b"\x7fELF and more");
-        let empty = dir.path().join("empty");
-        std::fs::write(&empty, b"").unwrap();
-        assert!(read_regular(&empty, 0).unwrap().is_empty());
+        let bytes = read_regular(&path, 13).unwrap();
+        assert_eq!(bytes, b"\x7fELF and more");
+        // Sized from the file, with room for a NUL terminator: pushing one moves nothing.
+        assert!(bytes.capacity() > bytes.len(), "{}", bytes.capacity());
         let error = read_regular(&path, 12).unwrap_err().to_string();
         assert!(error.contains("13 bytes, over the cap of 12"), "{error}");
+    }
+
+    /// An empty file is refused, naming it, whatever the cap: no library is handed nothing.
+    #[test]
+    fn an_empty_file_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty.ptx");
+        std::fs::write(&empty, b"").unwrap();
+        for cap in [0, DEFAULT_MAX_FILE_BYTES] {
+            let error = read_regular(&empty, cap).unwrap_err();
+            assert!(matches!(error, Error::InvalidArgument(_)), "{error:?}");
+            assert_eq!(
+                error.to_string(),
+                format!(
+                    "invalid argument: cannot read {}: it is empty",
+                    empty.display()
+                )
+            );
+        }
+    }
+
+    /// A file that holds more than its size said (here `/proc`'s, which say 0 bytes) is
+    /// refused after one byte past that size, not read on to the cap.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_file_holding_more_than_its_size_is_refused() {
+        let error = reason(Path::new("/proc/self/status"));
+        assert!(
+            error.contains(
+                "its size changed while it was read: it was 0 bytes when opened and held more"
+            ),
+            "{error}"
+        );
     }
 
     /// A sparse file of 4 GiB (it used to be read whole: 47 s and 8 GB of memory) is refused

@@ -96,7 +96,43 @@ impl LinkInputKind {
 pub struct LinkInput {
     kind: LinkInputKind,
     name: String,
-    bytes: Arc<[u8]>,
+    bytes: Bytes,
+}
+
+/// A link input's bytes, shared by its clones: the caller's (or compiled code's), or the
+/// buffer a file was read into, kept as it was read (turning it into an `Arc<[u8]>` would copy
+/// it, holding the file twice at once).
+#[derive(Clone)]
+enum Bytes {
+    /// Bytes the caller gave.
+    Shared(Arc<[u8]>),
+    /// A file's bytes, in the buffer they were read into.
+    Read(Arc<Vec<u8>>),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Shared(bytes) => bytes,
+            Bytes::Read(bytes) => bytes,
+        }
+    }
+}
+
+impl PartialEq for Bytes {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Bytes {}
+
+impl std::fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
 }
 
 impl LinkInput {
@@ -112,24 +148,18 @@ impl LinkInput {
     ) -> Result<Self> {
         let name = name.into();
         let mut bytes: Arc<[u8]> = bytes.into();
-        if name.contains('\0') {
-            return Err(Error::invalid_argument(format!(
-                "link input name {name:?} holds a NUL byte"
-            )));
-        }
-        if bytes.is_empty() {
-            return Err(Error::invalid_argument(format!(
-                "link input {name:?} ({}) is empty",
-                kind.name()
-            )));
-        }
+        check(kind, &name, &bytes)?;
         if kind == LinkInputKind::Ptx && bytes.last() != Some(&0) {
             let mut terminated = Vec::with_capacity(bytes.len() + 1);
             terminated.extend_from_slice(&bytes);
             terminated.push(0);
             bytes = terminated.into();
         }
-        Ok(Self { kind, name, bytes })
+        Ok(Self {
+            kind,
+            name,
+            bytes: Bytes::Shared(bytes),
+        })
     }
 
     /// Compiled code ([`Program::compile`](crate::Program::compile)'s, or a cache's) as an
@@ -182,20 +212,32 @@ impl LinkInput {
     }
 
     /// A file of the given kind, read now, of at most `max_bytes`: a larger one is refused
-    /// from its size (`fstat`), before anything is read.
+    /// from its size (`fstat`), before anything is read. The file is read once, into the
+    /// buffer the input keeps (PTX's NUL terminator added in place), so a file is held once.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a file that cannot be read, is not a regular file (a FIFO,
-    /// a device, a directory), is larger than `max_bytes` or is empty.
+    /// [`Error::InvalidArgument`] naming the file for one that cannot be read, is not a regular
+    /// file (a FIFO, a device, a directory), is larger than `max_bytes`, is empty or changed
+    /// size while it was read.
     pub fn from_file_as_with_max_bytes(
         path: impl AsRef<Path>,
         kind: LinkInputKind,
         max_bytes: u64,
     ) -> Result<Self> {
         let path = path.as_ref();
-        let bytes = crate::user_file::read_regular(path, max_bytes)?;
-        Self::from_bytes(kind, path.display().to_string(), bytes)
+        let mut bytes = crate::user_file::read_regular(path, max_bytes)?;
+        let name = path.display().to_string();
+        check(kind, &name, &bytes)?;
+        if kind == LinkInputKind::Ptx && bytes.last() != Some(&0) {
+            // Into the spare byte `read_regular` reserves: nothing moves.
+            bytes.push(0);
+        }
+        Ok(Self {
+            kind,
+            name,
+            bytes: Bytes::Read(Arc::new(bytes)),
+        })
     }
 
     /// The input's kind.
@@ -212,6 +254,22 @@ impl LinkInput {
     pub fn bytes(&self) -> &[u8] {
         &self.bytes
     }
+}
+
+/// Refuses a link input whose `name` holds a NUL byte or whose `bytes` are empty.
+fn check(kind: LinkInputKind, name: &str, bytes: &[u8]) -> Result<()> {
+    if name.contains('\0') {
+        return Err(Error::invalid_argument(format!(
+            "link input name {name:?} holds a NUL byte"
+        )));
+    }
+    if bytes.is_empty() {
+        return Err(Error::invalid_argument(format!(
+            "link input {name:?} ({}) is empty",
+            kind.name()
+        )));
+    }
+    Ok(())
 }
 
 /// The SHA-256 of every input (kind, name and bytes, each length-prefixed, in order) and of

@@ -145,22 +145,35 @@ impl ObjectCode {
     }
 
     /// [`from_file`](Self::from_file) for a file of at most `max_bytes`: a larger one is
-    /// refused from its size (`fstat`), before anything is read.
+    /// refused from its size (`fstat`), before anything is read. The file is read once (a PTX
+    /// text is terminated in place, not copied).
     ///
     #[doc = cuda_sys::api_doc!(cuLibraryLoadFromFile)]
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a file that cannot be read (with the system's reason),
-    /// is not a regular file (a FIFO, a device, a directory), is larger than `max_bytes` or is
-    /// not a complete image; the driver's error when it refuses the image.
+    /// [`Error::InvalidArgument`] naming the file for one that cannot be read (with the
+    /// system's reason), is not a regular file (a FIFO, a device, a directory), is larger than
+    /// `max_bytes`, is empty or changed size while it was read, all before the driver is
+    /// asked; [`Error::InvalidArgument`] for a file that is not a complete image; the driver's
+    /// error when it refuses the image.
     #[doc(alias = "cuLibraryLoadFromFile")]
     pub fn from_file_with_max_bytes(path: impl AsRef<Path>, max_bytes: u64) -> Result<Self> {
         let path = path.as_ref();
-        let bytes = crate::user_file::read_regular(path, max_bytes)?;
+        let mut bytes = crate::user_file::read_regular(path, max_bytes)?;
         match image::Format::of(&bytes) {
             image::Format::Cubin => Self::from_cubin(&bytes),
             image::Format::Fatbin => Self::from_fatbin(&bytes),
-            image::Format::Ptx => Self::load_ptx(&bytes, no_names()),
+            image::Format::Ptx => {
+                if bytes.last() != Some(&0) {
+                    if bytes.contains(&0) {
+                        return Err(ptx_holds_nul());
+                    }
+                    // Into the spare byte `read_regular` reserves: the text is not copied (as
+                    // `load_ptx` copies a borrowed text to terminate it).
+                    bytes.push(0);
+                }
+                Self::load_ptx(&bytes, no_names())
+            }
         }
     }
 
@@ -202,8 +215,7 @@ impl ObjectCode {
             image::check(ptx, CodeKind::Ptx)?;
             return Self::load_image(ptx, Some(CodeKind::Ptx), lowered_names);
         }
-        let text = CString::new(ptx)
-            .map_err(|_| Error::invalid_argument("PTX text holds a NUL byte before its end"))?;
+        let text = CString::new(ptx).map_err(|_| ptx_holds_nul())?;
         Self::load_image(text.as_bytes_with_nul(), Some(CodeKind::Ptx), lowered_names)
     }
 
@@ -308,6 +320,12 @@ impl ObjectCode {
     pub(crate) fn library(&self) -> &Arc<Owned<LoadedLibrary>> {
         &self.inner
     }
+}
+
+/// The refusal of PTX text with a NUL byte before its end (the driver would read it only up
+/// to there).
+fn ptx_holds_nul() -> Error {
+    Error::invalid_argument("PTX text holds a NUL byte before its end")
 }
 
 /// The empty name map, shared (a load of bare bytes allocates none).
