@@ -14,6 +14,7 @@ use super::{check_context, raw_of, recorded_error};
 use crate::error::{Error, Result};
 use crate::handle::{assert_send_sync, log_drop_error};
 use crate::memory::{Buffer, element_count};
+use crate::ordering;
 use crate::stream::Stream;
 
 /// A [`Buffer`] lent to cudarc as a `CudaSlice<T>` ([`Buffer::lend_to_cudarc`]), read-only:
@@ -41,9 +42,9 @@ pub struct LentMut<'a, T> {
 /// handing it back orders.
 struct Lease<T> {
     slice: ManuallyDrop<CudaSlice<T>>,
-    /// The buffer's stream as cudarc names it, when it is not the slice's stream (a borrowed
-    /// handle, never handed out, dropped before `home`).
-    home_cudarc: Option<Arc<CudaStream>>,
+    /// The slice's stream as this crate's, when it is not the buffer's: what the cross-stream
+    /// rules order the buffer's stream with.
+    theirs: Option<Stream>,
     /// The buffer's stream, which the buffer's later work (its free) is queued on.
     home: Stream,
     handed_back: bool,
@@ -62,18 +63,18 @@ impl<T: Pod> Lease<T> {
         let home = buffer.stream();
         check_context(home.context(), stream.context())?;
         let _current = home.context().scoped()?;
-        let home_cudarc = if raw_of(stream) == home.as_raw() {
+        let theirs = if raw_of(stream) == home.as_raw() {
             None
         } else {
-            // SAFETY: `home` is a stream of this context (checked); the lease keeps a clone of
-            // it for longer than this handle, which it never hands out.
-            let wrapped = unsafe {
-                stream
-                    .context()
-                    .wrap_borrowed_stream(home.as_raw() as cudarc::driver::sys::CUstream)
-            };
-            stream.join(&wrapped)?;
-            Some(wrapped)
+            // SAFETY: `stream` is a stream of `home`'s context (checked), cudarc's default
+            // stream included (the legacy stream of that context, current here and when the
+            // lease is handed back); the wrapper keeps an `Arc` of cudarc's handle, so the
+            // stream outlives it.
+            let owner: Arc<CudaStream> = Arc::clone(stream);
+            let theirs =
+                unsafe { Stream::from_raw_with_owner(raw_of(stream), home.context(), owner) };
+            ordering::hand_over(&theirs, home)?;
+            Some(theirs)
         };
         let made = panic::catch_unwind(AssertUnwindSafe(|| {
             // SAFETY: `len` whole, aligned elements of `T` (checked) start at the buffer's
@@ -91,7 +92,7 @@ impl<T: Pod> Lease<T> {
         })?;
         Ok(Self {
             slice: ManuallyDrop::new(slice),
-            home_cudarc,
+            theirs,
             home: home.clone(),
             handed_back: false,
         })
@@ -113,8 +114,8 @@ impl<T> Lease<T> {
         let current = self.home.context().scoped();
         // The pointer is the buffer's, which still owns the memory.
         let _ = slice.leak();
-        let ordered = recorded_error(cudarc.context()).and_then(|()| match &self.home_cudarc {
-            Some(home) => home.join(&cudarc).map_err(Error::from),
+        let ordered = recorded_error(cudarc.context()).and_then(|()| match &self.theirs {
+            Some(theirs) => ordering::wait_for(&self.home, theirs),
             None => Ok(()),
         });
         if let Err(error) = ordered {

@@ -142,10 +142,22 @@ pub fn check(stub: &Stub) {
     let pool = device.default_memory_resource().unwrap();
     let mut buffer = pool.allocate_from_host(&vec![1.0f32; N], &ours).unwrap();
     let before = frees(stub);
+    // Ordered through the crate's cross-stream rules: a wait while the buffer's stream still
+    // has work (the stub's slow GPU), none once it has drained (one query tells).
+    stub.slow_gpu(true);
+    buffer.fill(1.0f32).unwrap();
+    stub.take_log();
+    let busy = buffer.lend_to_cudarc::<f32>(&first).unwrap();
+    let made = stub.take_log();
+    assert_eq!(count(&made, "cuStreamWaitEvent"), 1, "{made:?}");
+    drop(busy);
+    stub.slow_gpu(false);
+    ours.sync().unwrap();
     stub.take_log();
     let mut lent = buffer.lend_to_cudarc_mut::<f32>(&first).unwrap();
     let made = stub.take_log();
-    assert_eq!(count(&made, "cuStreamWaitEvent"), 1, "{made:?}");
+    assert_eq!(count(&made, "cuStreamWaitEvent"), 0, "{made:?}");
+    assert_eq!(count(&made, "cuStreamQuery"), 1, "{made:?}");
     assert_eq!(lent.len(), N);
     assert_eq!(first.clone_dtoh(&*lent).unwrap(), vec![1.0f32; N]);
     first
