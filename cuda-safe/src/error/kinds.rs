@@ -47,6 +47,34 @@ impl Error {
         }
     }
 
+    /// Whether the context is dead: a kernel faulted (an illegal address or instruction, a
+    /// misaligned address, a device-side assert, a hardware stack error, a launch that failed or
+    /// timed out) or the GPU reported an uncorrectable or contained error, and the driver now
+    /// fails every call on that context with this error ("sticky"). A server tells "this
+    /// context is dead: rebuild it (and every allocation made in it), or restart the process"
+    /// from "this call failed" with it; `false` for every other error, also for the library
+    /// errors of the annexes (their own kernels' faults reach the caller as the driver's).
+    pub fn is_context_poisoned(&self) -> bool {
+        match self {
+            Self::Cuda { code, .. } => matches!(
+                *code,
+                CUresult::CUDA_ERROR_ECC_UNCORRECTABLE
+                    | CUresult::CUDA_ERROR_CONTAINED
+                    | CUresult::CUDA_ERROR_ILLEGAL_ADDRESS
+                    | CUresult::CUDA_ERROR_LAUNCH_TIMEOUT
+                    | CUresult::CUDA_ERROR_ASSERT
+                    | CUresult::CUDA_ERROR_HARDWARE_STACK_ERROR
+                    | CUresult::CUDA_ERROR_ILLEGAL_INSTRUCTION
+                    | CUresult::CUDA_ERROR_MISALIGNED_ADDRESS
+                    | CUresult::CUDA_ERROR_INVALID_ADDRESS_SPACE
+                    | CUresult::CUDA_ERROR_INVALID_PC
+                    | CUresult::CUDA_ERROR_LAUNCH_FAILED
+                    | CUresult::CUDA_ERROR_EXTERNAL_DEVICE
+            ),
+            other => other.cause().is_some_and(Error::is_context_poisoned),
+        }
+    }
+
     /// Whether the driver refused work because of a stream capture: work not allowed while a
     /// stream captures (a synchronization, the legacy default stream, a call prohibited by the
     /// capture's mode), a capture that was invalidated, not joined, merged or ended on the

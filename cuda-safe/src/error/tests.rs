@@ -254,3 +254,20 @@ impl LibraryFailure for LoadErrorless {
         "other"
     }
 }
+
+#[test]
+fn a_kernel_fault_poisons_the_context_and_a_failed_call_does_not() {
+    for code in [700, 702, 710, 714, 715, 716, 717, 718, 719, 214, 226, 911] {
+        let error = Error::cuda("cuStreamSynchronize", CUresult(code));
+        assert!(error.is_context_poisoned(), "{code}: {error}");
+        let wrapped = Error::LaunchOrdering {
+            source: Box::new(error),
+        };
+        assert!(wrapped.is_context_poisoned(), "{code}: a wrapped cause still answers");
+    }
+    for code in [1, 2, 98, 201, 400, 600, 701, 801, 900, 12_345] {
+        let error = Error::cuda("cuLaunchKernel", CUresult(code));
+        assert!(!error.is_context_poisoned(), "{code}: {error}");
+    }
+    assert!(!Error::invalid_argument("too long").is_context_poisoned());
+}
