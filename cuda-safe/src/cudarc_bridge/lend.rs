@@ -66,11 +66,11 @@ impl<T: Pod> Lease<T> {
         let theirs = if raw_of(stream) == home.as_raw() {
             None
         } else {
+            let owner: Arc<CudaStream> = Arc::clone(stream);
             // SAFETY: `stream` is a stream of `home`'s context (checked), cudarc's default
             // stream included (the legacy stream of that context, current here and when the
             // lease is handed back); the wrapper keeps an `Arc` of cudarc's handle, so the
             // stream outlives it.
-            let owner: Arc<CudaStream> = Arc::clone(stream);
             let theirs =
                 unsafe { Stream::from_raw_with_owner(raw_of(stream), home.context(), owner) };
             ordering::hand_over(&theirs, home)?;

@@ -263,7 +263,10 @@ fn a_kernel_fault_poisons_the_context_and_a_failed_call_does_not() {
         let wrapped = Error::LaunchOrdering {
             source: Box::new(error),
         };
-        assert!(wrapped.is_context_poisoned(), "{code}: a wrapped cause still answers");
+        assert!(
+            wrapped.is_context_poisoned(),
+            "{code}: a wrapped cause still answers"
+        );
     }
     for code in [1, 2, 98, 201, 400, 600, 701, 801, 900, 12_345] {
         let error = Error::cuda("cuLaunchKernel", CUresult(code));

@@ -4,8 +4,7 @@
 use std::process::{Child, ExitCode};
 use std::time::{Duration, Instant};
 
-use cuda_safe::Error;
-use cuda_safe_nccl::{Communicator, Launcher, ReduceOp};
+use cuda_safe_nccl::{Communicator, Launcher, NcclError, ReduceOp};
 
 use super::{TIMEOUT, element};
 
@@ -110,11 +109,16 @@ fn rank_process(scenario: &str) -> ExitCode {
                 .all_reduce_in_place::<f32>(&mut buffer, ReduceOp::Sum, &stream)
                 .and_then(|()| comm.wait_with_timeout(&stream, DEAD_PEER_TIMEOUT));
             match waited {
-                Err(
-                    error @ (Error::NcclTimeout { .. }
-                    | Error::NcclAsync { .. }
-                    | Error::Nccl { .. }),
-                ) => {
+                Err(error)
+                    if matches!(
+                        error.library_error::<NcclError>(),
+                        Some(
+                            NcclError::Timeout { .. }
+                                | NcclError::Async { .. }
+                                | NcclError::Call { .. }
+                        )
+                    ) =>
+                {
                     eprintln!("rank 0 saw its peer die: {error}");
                     ExitCode::SUCCESS
                 }
