@@ -1,4 +1,4 @@
-//! A diagnostic for the busy green probe: the green section of `../shared/bench/driver_floor.c`
+//! A diagnostic for the busy green probe: the green section of `bench/floors/driver_floor.c`
 //! (as `lab/diag/green_variants.c -` has it alone) written in Rust over the `-sys` tables,
 //! with pieces of `cuda-safe` switched in by letters. Beside the floor and the
 //! `green_isolation` example in the same rounds (`lab/diag/rounds.sh`), it tells whether a

@@ -1,5 +1,5 @@
-//! Dense linear algebra through `cuda_safe::blas` and `cuda_safe::rand`: the measurements of
-//! `../shared/bench/blas_floor.c`, with its figure names, on the primary context of GPU 0 with
+//! Dense linear algebra through `cuda_safe_libs::blas` and `cuda_safe_libs::rand`: the measurements of
+//! `bench/floors/blas_floor.c`, with its figure names, on the primary context of GPU 0 with
 //! one non-blocking stream. TFLOP/s count 2·m·n·k; times are CUDA events around each call,
 //! median of 20 after 5 warm-ups.
 //!

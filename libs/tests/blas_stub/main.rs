@@ -1,4 +1,4 @@
-//! `cuda_safe::blas` and `cuda_safe::rand` against the stub libraries of `stub/c`
+//! `cuda_safe_libs::blas` and `cuda_safe_libs::rand` against the stub libraries of `stub/c`
 //! (`libblas_stub.c`, built into the stub driver and loaded through `CUDA_SAFE_LIBCUBLAS`,
 //! `CUDA_SAFE_LIBCUBLASLT` and `CUDA_SAFE_LIBCURAND`): the loader finds the libraries the
 //! variables name; every size check refuses before the library is called; the results of the
