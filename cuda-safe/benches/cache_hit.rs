@@ -1,5 +1,5 @@
 //! Program-cache hits in fresh processes, written as a user writes them, beside
-//! `../shared/bench/disk_hit_floor.c` (11 fresh processes, each timing one hit after its
+//! `bench/floors/disk_hit_floor.c` (11 fresh processes, each timing one hit after its
 //! context is up).
 //!
 //! Prints `FIG name value unit` lines (medians over the fresh processes):

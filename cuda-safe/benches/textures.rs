@@ -5,7 +5,7 @@
 //! sum is checked against the host's.
 //!
 //! Prints `FIG name value unit` lines (GB/s: bytes read over the median of the launches' GPU
-//! times). `../shared/bench/graph_floor.c` has no texture row; the plain read is the floor
+//! times). `bench/floors/graph_floor.c` has no texture row; the plain read is the floor
 //! here, measured in the same process.
 
 use std::process::ExitCode;
