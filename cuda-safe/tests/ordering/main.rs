@@ -2,8 +2,8 @@
 //! a happens-before model of stream order over the stub's synchronous GPU). Each case uses one
 //! rule across two streams and asserts that the checker saw no race and that the data is
 //! right; the checker's own case shows that an unordered pair is reported with both operations
-//! named. Take a rule's wait out of the crate and its case fails with the race
-//! (`lab/notes/ordering-races-2026-12.md` records that for several rules).
+//! named. Take a rule's wait out of the crate and its case fails with the race (tried for
+//! several rules, each taken out in turn: every case failed, naming its race).
 //!
 //! Graph launches are not covered: the stub has no graphs.
 //!
