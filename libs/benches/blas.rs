@@ -1,7 +1,7 @@
-//! Dense linear algebra through `cuda_safe_libs::blas` and `cuda_safe_libs::rand`: the measurements of
-//! `bench/floors/blas_floor.c`, with its figure names, on the primary context of GPU 0 with
-//! one non-blocking stream. TFLOP/s count 2·m·n·k; times are CUDA events around each call,
-//! median of 20 after 5 warm-ups.
+//! Dense linear algebra through `cuda_safe_libs::blas` and `cuda_safe_libs::rand`: the
+//! measurements of `bench/floors/blas_floor.c`, with its figure names, on the primary context
+//! of GPU 0 with one non-blocking stream. TFLOP/s count 2·m·n·k; times are CUDA events around
+//! each call, median of 20 after 5 warm-ups.
 //!
 //! - `Blas::gemm` bf16 A and B (f32 compute), column-major, m = n = k in {256, 1024, 4096,
 //!   8192}: `gemm_bf16_N` (N/N, bf16 D), `gemm_bf16_f32out_N` (N/N, f32 D), `gemm_bf16_tn_N`,
