@@ -145,7 +145,7 @@ pub use memory::vmm::{
 };
 pub use memory::{
     Buffer, DeviceMemoryResource, DeviceSlice, DeviceSliceMut, IpcHandleType,
-    ManagedMemoryResource, MemoryResource, PinnedMemoryResource, PoolOptions,
+    ManagedMemoryResource, MemoryResource, PinnedBlock, PinnedMemoryResource, PoolOptions,
     SyncDeviceMemoryResource,
 };
 pub use module::ObjectCode;

@@ -161,28 +161,11 @@ pub fn ordered<T, const N: usize>(
     streams: [Option<&Stream>; N],
     call: impl FnOnce() -> Result<T>,
 ) -> Result<T> {
-    let foreign = ForeignStreams::any(stream, |each| {
+    let others = ForeignStreams::before(stream, |each| {
         streams.iter().flatten().for_each(|other| each(other));
-    });
-    if !foreign {
-        return call();
-    }
-    ordered_across(stream, &streams, call)
-}
-
-/// [`ordered`] when some stream is another.
-#[cold]
-fn ordered_across<T>(
-    stream: &Stream,
-    streams: &[Option<&Stream>],
-    call: impl FnOnce() -> Result<T>,
-) -> Result<T> {
-    let others = ForeignStreams::gather(stream, |each| {
-        streams.iter().flatten().for_each(|other| each(other));
-    });
-    others.before_launch(stream)?;
+    })?;
     let called = call();
-    others.after_launch(stream)?;
+    ForeignStreams::after(others, stream)?;
     called
 }
 
@@ -193,19 +176,48 @@ pub(crate) struct ForeignStreams<'a> {
 }
 
 impl<'a> ForeignStreams<'a> {
-    /// Whether any stream `each` yields differs from `stream`: the launch path's only cost
-    /// when every buffer is on the launch stream.
+    /// Orders `stream` after the work queued on every stream `each` yields other than it, and
+    /// returns those streams for [`after`](Self::after); `None` when there is none, which costs
+    /// one comparison per stream yielded (a launch whose buffers are all on its stream pays
+    /// nothing else). Everything that can fail before the work is queued fails here: after it,
+    /// an error would leave the work unordered with those streams' later work (their frees).
+    ///
+    /// # Errors
+    ///
+    /// The driver's error making `stream`'s marker event or queuing a wait.
     #[inline(always)]
-    pub(crate) fn any(stream: &Stream, each: impl FnOnce(&mut dyn FnMut(&Stream))) -> bool {
+    pub(crate) fn before(
+        stream: &Stream,
+        each: impl Fn(&mut dyn FnMut(&'a Stream)),
+    ) -> Result<Option<Self>> {
         let mut foreign = false;
         each(&mut |other| foreign |= !other.same_as(stream));
-        foreign
+        if !foreign {
+            return Ok(None);
+        }
+        let others = Self::gather(stream, each);
+        others.before_launch(stream)?;
+        Ok(Some(others))
+    }
+
+    /// Orders the later work of `others` (from [`before`](Self::before)) after the work just
+    /// queued on `stream`; nothing for `None`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LaunchOrdering`] (`stream` waited for) when the ordering fails.
+    #[inline(always)]
+    pub(crate) fn after(others: Option<Self>, stream: &Stream) -> Result<()> {
+        match others {
+            Some(others) => others.after_launch(stream),
+            None => Ok(()),
+        }
     }
 
     /// The distinct streams `each` yields other than `stream` (at most [`MAX_FOREIGN`]: one
     /// per argument of a launch).
     #[cold]
-    pub(crate) fn gather(stream: &Stream, each: impl FnOnce(&mut dyn FnMut(&'a Stream))) -> Self {
+    fn gather(stream: &Stream, each: impl FnOnce(&mut dyn FnMut(&'a Stream))) -> Self {
         let mut streams: [Option<&'a Stream>; MAX_FOREIGN] = [None; MAX_FOREIGN];
         each(&mut |other| {
             if other.same_as(stream) || streams.iter().flatten().any(|known| known.same_as(other)) {
@@ -226,7 +238,7 @@ impl<'a> ForeignStreams<'a> {
     /// everything the launch's second half needs (the launch stream's marker), so that once the
     /// launch is queued only re-recording and waiting can fail.
     #[cold]
-    pub(crate) fn before_launch(&self, stream: &Stream) -> Result<()> {
+    fn before_launch(&self, stream: &Stream) -> Result<()> {
         stream.marker()?;
         self.iter().try_for_each(|other| wait_for(stream, other))
     }
@@ -235,7 +247,7 @@ impl<'a> ForeignStreams<'a> {
     /// queued on `stream`. If that fails, waits for the launch itself, so no buffer can be
     /// freed under the kernel, and returns [`Error::LaunchOrdering`] with the cause.
     #[cold]
-    pub(crate) fn after_launch(&self, stream: &Stream) -> Result<()> {
+    fn after_launch(&self, stream: &Stream) -> Result<()> {
         let ordered =
             mark(stream).and_then(|marker| self.iter().try_for_each(|other| other.wait(marker)));
         match ordered {

@@ -253,10 +253,9 @@ impl Capture {
     ) -> Result<KernelNode> {
         let mut keep: Vec<Keep> = vec![Box::new(kernel.clone())];
         args.keep_alive(&mut keep);
-        let plain = LaunchAttributes::default();
         // SAFETY: the caller's promise, as for `launch`.
-        unsafe { launch_captured(&self.inner.stream, config, &plain, kernel, args) }?;
-        self.launched(config, &plain, kernel, keep)
+        unsafe { launch_captured(&self.inner.stream, config, None, kernel, &args) }?;
+        self.launched(config, &LaunchAttributes::default(), kernel, keep)
     }
 
     /// Records a launch of `kernel` with launch `attributes` on the capturing stream, as
@@ -289,7 +288,7 @@ impl Capture {
         let mut keep: Vec<Keep> = vec![Box::new(kernel.clone())];
         args.keep_alive(&mut keep);
         // SAFETY: the caller's promise, as for `launch_with`.
-        unsafe { launch_captured(&self.inner.stream, config, attributes, kernel, args) }?;
+        unsafe { launch_captured(&self.inner.stream, config, Some(attributes), kernel, &args) }?;
         // Programmatic dependent launch is an edge of the graph now, not a node attribute.
         let on_node = LaunchAttributes {
             programmatic_stream_serialization: false,

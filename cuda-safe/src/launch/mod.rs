@@ -169,31 +169,8 @@ pub unsafe fn launch<A: KernelArgs>(
     kernel: &Kernel,
     args: A,
 ) -> Result<()> {
-    config.validate_in(stream.context())?;
-    let foreign = ForeignStreams::any(stream, |each| args.for_each_stream(each));
-    let others = if foreign {
-        // Everything that can fail before the launch does so here: after it, an error would
-        // leave a queued kernel unordered with its buffers' frees.
-        let others = ForeignStreams::gather(stream, |each| args.for_each_stream(each));
-        others.before_launch(stream)?;
-        Some(others)
-    } else {
-        None
-    };
-    let launched = args.with_params(|pointers, sizes, names| {
-        check_args(kernel, stream.context(), sizes, names)?;
-        // SAFETY: one pointer per parameter, each to a value of the parameter's size (checked
-        // when the driver says), alive on this stack frame; no attributes. What the kernel
-        // does with its arguments is the caller's promise.
-        unsafe { launch_raw(kernel, config, stream, pointers, None) }
-    });
-    if let Err(error) = launched {
-        return Err(explain_launch_error(error, stream, config, kernel));
-    }
-    match others {
-        Some(others) => others.after_launch(stream),
-        None => Ok(()),
-    }
+    // SAFETY: the caller's promise, as this function's.
+    unsafe { launch_checked(stream, config, kernel, &args, None, Ordered::Yes) }
 }
 
 /// Launches `kernel` as [`launch`] does, with launch `attributes` beyond the configuration's
@@ -240,31 +217,55 @@ pub unsafe fn launch_with<A: KernelArgs>(
     kernel: &Kernel,
     args: A,
 ) -> Result<()> {
+    let attributes = Some(attributes);
+    // SAFETY: the caller's promise, as this function's.
+    unsafe { launch_checked(stream, config, kernel, &args, attributes, Ordered::Yes) }
+}
+
+/// Whether a launch orders its arguments' other streams around it: a capture does not.
+#[derive(Clone, Copy)]
+enum Ordered {
+    /// As [`launch`] does.
+    Yes,
+    /// As [`launch_captured`] does.
+    No,
+}
+
+/// What every launch does: the configuration (and `attributes`, when it sets any) checked
+/// against the stream's device and context, the arguments against the kernel's parameters,
+/// then one launch ([`launch_raw`]), its refusal explained; the arguments' other streams
+/// ordered around it unless `ordered` says not; a programmatic event noted as recorded.
+///
+/// # Safety
+///
+/// As [`launch`].
+#[inline(always)]
+unsafe fn launch_checked<A: KernelArgs>(
+    stream: &Stream,
+    config: &LaunchConfig,
+    kernel: &Kernel,
+    args: &A,
+    attributes: Option<&LaunchAttributes<'_>>,
+    ordered: Ordered,
+) -> Result<()> {
     config.validate_in(stream.context())?;
-    if attributes.count() > 0 {
+    if let Some(attributes) = attributes.filter(|set| set.count() > 0) {
         attributes.validate(config, &AttributeSupport::of(stream)?)?;
         attributes.validate_event(stream)?;
     }
-    let foreign = ForeignStreams::any(stream, |each| args.for_each_stream(each));
-    let others = if foreign {
-        let others = ForeignStreams::gather(stream, |each| args.for_each_stream(each));
-        others.before_launch(stream)?;
-        Some(others)
-    } else {
-        None
+    let others = match ordered {
+        Ordered::Yes => ForeignStreams::before(stream, |each| args.for_each_stream(each))?,
+        Ordered::No => None,
     };
     let launched = args.with_params(|pointers, sizes, names| {
         check_args(kernel, stream.context(), sizes, names)?;
-        let parameters = if pointers.is_empty() {
-            std::ptr::null_mut()
-        } else {
-            pointers.as_mut_ptr()
-        };
-        // SAFETY: as in `launch`; the attributes were checked above.
-        unsafe { launch_ex(kernel, config, stream.as_raw(), parameters, attributes) }
+        // SAFETY: one pointer per parameter, each to a value of the parameter's size (checked
+        // when the driver says), alive on this stack frame; the attributes were checked
+        // above. What the kernel does with its arguments is the caller's promise.
+        unsafe { launch_raw(kernel, config, stream, pointers, attributes) }
     });
     if let Err(error) = launched {
-        return Err(match attributes.preferred_cluster {
+        return Err(match attributes.and_then(|set| set.preferred_cluster) {
             Some(_) if error.is_not_supported() => Error::unsupported(
                 "preferred cluster dimensions",
                 format!("the driver refused them on this device: {error}"),
@@ -272,13 +273,10 @@ pub unsafe fn launch_with<A: KernelArgs>(
             _ => explain_launch_error(error, stream, config, kernel),
         });
     }
-    if let Some(programmatic) = attributes.programmatic_event {
+    if let Some(programmatic) = attributes.and_then(|set| set.programmatic_event) {
         programmatic.event.note_recorded();
     }
-    match others {
-        Some(others) => others.after_launch(stream),
-        None => Ok(()),
-    }
+    ForeignStreams::after(others, stream)
 }
 
 /// One launch of `kernel` with `config` and `attributes` (none: the default ones, without a
@@ -302,37 +300,46 @@ unsafe fn launch_raw(
     } else {
         pointers.as_mut_ptr()
     };
-    if config.cluster.is_none() && !config.cooperative && attributes.is_none() {
-        // SAFETY: the caller's promise; a `CUkernel` is a valid `CUfunction` for
-        // `cuLaunchKernel` and launches in the stream's context.
-        return unsafe {
-            cu!(
-                stream.driver(),
-                cuLaunchKernel(
-                    kernel.as_raw() as CUfunction,
-                    config.grid.x,
-                    config.grid.y,
-                    config.grid.z,
-                    config.block.x,
-                    config.block.y,
-                    config.block.z,
-                    config.shared_mem,
-                    stream.as_raw(),
-                    parameters,
-                    std::ptr::null_mut(),
+    match attributes {
+        None if config.cluster.is_none() && !config.cooperative => {
+            // SAFETY: the caller's promise; a `CUkernel` is a valid `CUfunction` for
+            // `cuLaunchKernel` and launches in the stream's context.
+            unsafe {
+                cu!(
+                    stream.driver(),
+                    cuLaunchKernel(
+                        kernel.as_raw() as CUfunction,
+                        config.grid.x,
+                        config.grid.y,
+                        config.grid.z,
+                        config.block.x,
+                        config.block.y,
+                        config.block.z,
+                        config.shared_mem,
+                        stream.as_raw(),
+                        parameters,
+                        std::ptr::null_mut(),
+                    )
                 )
-            )
-        };
+            }
+        }
+        // SAFETY: as above.
+        Some(attributes) => unsafe {
+            launch_ex(kernel, config, stream.as_raw(), parameters, attributes)
+        },
+        // SAFETY: as above.
+        None => unsafe {
+            let attributes = LaunchAttributes::default();
+            launch_ex(kernel, config, stream.as_raw(), parameters, &attributes)
+        },
     }
-    let attributes = attributes.copied().unwrap_or_default();
-    // SAFETY: as above.
-    unsafe { launch_ex(kernel, config, stream.as_raw(), parameters, &attributes) }
 }
 
-/// Records a launch on `stream`, which captures, as [`launch_with`] launches, but without
-/// ordering the arguments' buffers with their streams: a capture runs nothing, and it may not
-/// depend on work outside it (an event of another stream); a replay runs in the graph's order,
-/// on the stream it is launched on.
+/// Records a launch on `stream`, which captures, as [`launch_with`] launches (as [`launch`]
+/// with no `attributes` or attributes that set nothing), but without ordering the arguments'
+/// buffers with their streams: a capture runs nothing, and it may not depend on work outside
+/// it (an event of another stream); a replay runs in the graph's order, on the stream it is
+/// launched on.
 ///
 /// # Safety
 ///
@@ -341,28 +348,13 @@ unsafe fn launch_raw(
 pub(crate) unsafe fn launch_captured<A: KernelArgs>(
     stream: &Stream,
     config: &LaunchConfig,
-    attributes: &LaunchAttributes<'_>,
+    attributes: Option<&LaunchAttributes<'_>>,
     kernel: &Kernel,
-    args: A,
+    args: &A,
 ) -> Result<()> {
-    config.validate_in(stream.context())?;
-    let attributes = (attributes.count() > 0).then_some(attributes);
-    if let Some(attributes) = attributes {
-        attributes.validate(config, &AttributeSupport::of(stream)?)?;
-        attributes.validate_event(stream)?;
-    }
-    let launched = args.with_params(|pointers, sizes, names| {
-        check_args(kernel, stream.context(), sizes, names)?;
-        // SAFETY: as in `launch`; the attributes were checked above.
-        unsafe { launch_raw(kernel, config, stream, pointers, attributes) }
-    });
-    if let Err(error) = launched {
-        return Err(explain_launch_error(error, stream, config, kernel));
-    }
-    if let Some(programmatic) = attributes.and_then(|set| set.programmatic_event) {
-        programmatic.event.note_recorded();
-    }
-    Ok(())
+    let attributes = attributes.filter(|set| set.count() > 0);
+    // SAFETY: the caller's promise, as this function's.
+    unsafe { launch_checked(stream, config, kernel, args, attributes, Ordered::No) }
 }
 
 /// Writes `config`'s cluster shape and cooperation into `slots` (room for two) as launch

@@ -41,7 +41,7 @@ pub(crate) use device_pool::pool_props;
 pub use device_pool::{DeviceMemoryResource, IpcHandleType, PoolOptions};
 pub use device_sync::SyncDeviceMemoryResource;
 pub(crate) use fill::memset_description;
-pub use host::{ManagedMemoryResource, PinnedMemoryResource};
+pub use host::{ManagedMemoryResource, PinnedBlock, PinnedMemoryResource};
 pub use resource::MemoryResource;
 pub(crate) use resource::{forward_memory_resource, typed_allocations};
 pub use slice::{DeviceSlice, DeviceSliceMut};

@@ -19,22 +19,100 @@ use cuda_sys::CUdeviceptr;
 /// pointer of its first element.
 #[derive(Debug, Clone, Copy)]
 pub struct DeviceSlice<'a, T> {
-    ptr: CUdeviceptr,
-    len: usize,
-    stream: &'a Stream,
-    placement: Placement,
+    span: Span<'a>,
     _elements: PhantomData<&'a [T]>,
 }
 
 /// An exclusive, typed view of part of a [`Buffer`](crate::Buffer).
 #[derive(Debug)]
 pub struct DeviceSliceMut<'a, T> {
+    span: Span<'a>,
+    _elements: PhantomData<&'a mut [T]>,
+}
+
+/// What a view is, shared or exclusive: where its elements start, how many there are, the
+/// stream its operations are queued on, and where the memory lives.
+#[derive(Debug, Clone, Copy)]
+struct Span<'a> {
     ptr: CUdeviceptr,
     len: usize,
     stream: &'a Stream,
     placement: Placement,
-    _elements: PhantomData<&'a mut [T]>,
 }
+
+impl Span<'_> {
+    /// Elements `range` of this span's `element`-byte elements.
+    fn narrowed(self, range: impl RangeBounds<usize>, element: usize) -> Result<Self> {
+        let (start, end) = bounds(range, self.len)?;
+        Ok(Self {
+            ptr: self.ptr + (start * element) as u64,
+            len: end - start,
+            ..self
+        })
+    }
+
+    /// Queues a copy of `bytes` bytes from `src` to `dst`, one of them this span's memory and
+    /// the other host memory, on the span's stream.
+    fn copy_with_host(&self, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) -> Result<()> {
+        in_context(self.stream, &[self.placement, HOST], || {
+            copy_async(self.stream, dst, src, bytes)
+        })
+    }
+}
+
+/// The accessors both views have, over their [`Span`].
+macro_rules! span_accessors {
+    ($($view:ident),+) => {$(
+        impl<'a, T: Pod> $view<'a, T> {
+            /// A view of `len` elements at `ptr`, whose operations are queued on `stream`, of
+            /// memory placed as `placement` says.
+            pub(crate) fn from_parts(
+                ptr: CUdeviceptr,
+                len: usize,
+                stream: &'a Stream,
+                placement: Placement,
+            ) -> Self {
+                Self {
+                    span: Span {
+                        ptr,
+                        len,
+                        stream,
+                        placement,
+                    },
+                    _elements: PhantomData,
+                }
+            }
+
+            /// The number of elements.
+            pub fn len(&self) -> usize {
+                self.span.len
+            }
+
+            /// Whether the view holds no element.
+            pub fn is_empty(&self) -> bool {
+                self.span.len == 0
+            }
+
+            /// The device address of the first element.
+            #[inline]
+            pub fn as_raw(&self) -> CUdeviceptr {
+                self.span.ptr
+            }
+
+            /// The stream the view's operations are queued on.
+            pub fn stream(&self) -> &'a Stream {
+                self.span.stream
+            }
+
+            /// The device whose memory the view is (`None` for host-accessible memory).
+            pub fn home(&self) -> Option<Device> {
+                self.span.placement.home
+            }
+        }
+    )+};
+}
+
+span_accessors!(DeviceSlice, DeviceSliceMut);
 
 /// Checks that `bytes` holds whole `T`s and that `ptr` is aligned for `T`; returns the count.
 pub(crate) fn element_count<T>(ptr: CUdeviceptr, bytes: usize) -> Result<usize> {
@@ -176,62 +254,16 @@ fn peer_copy_async(
 }
 
 impl<'a, T: Pod> DeviceSlice<'a, T> {
-    /// A view of `len` elements at `ptr`, whose operations are queued on `stream`, of memory
-    /// placed as `placement` says.
-    pub(crate) fn from_parts(
-        ptr: CUdeviceptr,
-        len: usize,
-        stream: &'a Stream,
-        placement: Placement,
-    ) -> Self {
-        Self {
-            ptr,
-            len,
-            stream,
-            placement,
-            _elements: PhantomData,
-        }
-    }
-
-    /// The number of elements.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the view holds no element.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The device address of the first element.
-    #[inline]
-    pub fn as_raw(&self) -> CUdeviceptr {
-        self.ptr
-    }
-
-    /// The stream the view's operations are queued on.
-    pub fn stream(&self) -> &'a Stream {
-        self.stream
-    }
-
-    /// The device whose memory the view is (`None` for host-accessible memory).
-    pub fn home(&self) -> Option<Device> {
-        self.placement.home
-    }
-
     /// A narrower view.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a range past the end, or one that starts after it ends.
     pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceSlice<'a, T>> {
-        let (start, end) = bounds(range, self.len)?;
-        Ok(Self::from_parts(
-            self.ptr + (start * size_of::<T>()) as u64,
-            end - start,
-            self.stream,
-            self.placement,
-        ))
+        Ok(Self {
+            span: self.span.narrowed(range, size_of::<T>())?,
+            _elements: PhantomData,
+        })
     }
 
     /// Copies the elements into `dst` (of the same length) and waits for the copy.
@@ -242,24 +274,17 @@ impl<'a, T: Pod> DeviceSlice<'a, T> {
     /// [`Error::InvalidArgument`] when the lengths differ; the driver's error.
     #[doc(alias = "cuMemcpyAsync")]
     pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
-        same_length("device-to-host copy", dst.len(), self.len)?;
-        in_context(self.stream, &[self.placement, HOST], || {
-            copy_async(
-                self.stream,
-                dst.as_mut_ptr() as CUdeviceptr,
-                self.ptr,
-                size_of_val(dst),
-            )
-        })?;
+        // SAFETY: `dst` is borrowed for this call, which waits for the copy before returning.
+        unsafe { self.copy_to_host_async(dst) }?;
         if !dst.is_empty() {
-            self.stream.drain()?;
+            self.span.stream.drain()?;
         }
         Ok(())
     }
 
     /// The elements, copied into a new vector.
     pub fn to_vec(&self) -> Result<Vec<T>> {
-        let mut host = vec![T::zeroed(); self.len];
+        let mut host = vec![T::zeroed(); self.span.len];
         self.copy_to_host(&mut host)?;
         Ok(host)
     }
@@ -276,65 +301,20 @@ impl<'a, T: Pod> DeviceSlice<'a, T> {
     ///
     /// As [`copy_to_host`](Self::copy_to_host).
     pub unsafe fn copy_to_host_async(&self, dst: &mut [T]) -> Result<()> {
-        same_length("device-to-host copy", dst.len(), self.len)?;
-        in_context(self.stream, &[self.placement, HOST], || {
-            copy_async(
-                self.stream,
-                dst.as_mut_ptr() as CUdeviceptr,
-                self.ptr,
-                size_of_val(dst),
-            )
-        })
+        same_length("device-to-host copy", dst.len(), self.span.len)?;
+        let bytes = size_of_val(dst);
+        self.span
+            .copy_with_host(dst.as_mut_ptr() as CUdeviceptr, self.span.ptr, bytes)
     }
 }
 
 impl<'a, T: Pod> DeviceSliceMut<'a, T> {
-    /// An exclusive view of `len` elements at `ptr`, whose operations are queued on `stream`;
-    /// `placement` as for [`DeviceSlice::from_parts`].
-    pub(crate) fn from_parts(
-        ptr: CUdeviceptr,
-        len: usize,
-        stream: &'a Stream,
-        placement: Placement,
-    ) -> Self {
-        Self {
-            ptr,
-            len,
-            stream,
-            placement,
-            _elements: PhantomData,
-        }
-    }
-
-    /// The number of elements.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the view holds no element.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The device address of the first element.
-    #[inline]
-    pub fn as_raw(&self) -> CUdeviceptr {
-        self.ptr
-    }
-
-    /// The stream the view's operations are queued on.
-    pub fn stream(&self) -> &'a Stream {
-        self.stream
-    }
-
-    /// The device whose memory the view is (`None` for host-accessible memory).
-    pub fn home(&self) -> Option<Device> {
-        self.placement.home
-    }
-
     /// A shared view of the same elements.
     pub fn as_slice(&self) -> DeviceSlice<'_, T> {
-        DeviceSlice::from_parts(self.ptr, self.len, self.stream, self.placement)
+        DeviceSlice {
+            span: self.span,
+            _elements: PhantomData,
+        }
     }
 
     /// A narrower exclusive view.
@@ -343,13 +323,10 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
     ///
     /// As [`DeviceSlice::slice`].
     pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceSliceMut<'_, T>> {
-        let (start, end) = bounds(range, self.len)?;
-        Ok(DeviceSliceMut::from_parts(
-            self.ptr + (start * size_of::<T>()) as u64,
-            end - start,
-            self.stream,
-            self.placement,
-        ))
+        Ok(DeviceSliceMut {
+            span: self.span.narrowed(range, size_of::<T>())?,
+            _elements: PhantomData,
+        })
     }
 
     /// Copies `src` (of the same length) into the elements and waits for the copy.
@@ -360,17 +337,10 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
     /// [`Error::InvalidArgument`] when the lengths differ; the driver's error.
     #[doc(alias = "cuMemcpyAsync")]
     pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
-        same_length("host-to-device copy", self.len, src.len())?;
-        in_context(self.stream, &[self.placement, HOST], || {
-            copy_async(
-                self.stream,
-                self.ptr,
-                src.as_ptr() as CUdeviceptr,
-                size_of_val(src),
-            )
-        })?;
+        // SAFETY: `src` is borrowed for this call, which waits for the copy before returning.
+        unsafe { self.copy_from_host_async(src) }?;
         if !src.is_empty() {
-            self.stream.drain()?;
+            self.span.stream.drain()?;
         }
         Ok(())
     }
@@ -386,15 +356,10 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
     ///
     /// As [`copy_from_host`](Self::copy_from_host).
     pub unsafe fn copy_from_host_async(&mut self, src: &[T]) -> Result<()> {
-        same_length("host-to-device copy", self.len, src.len())?;
-        in_context(self.stream, &[self.placement, HOST], || {
-            copy_async(
-                self.stream,
-                self.ptr,
-                src.as_ptr() as CUdeviceptr,
-                size_of_val(src),
-            )
-        })
+        same_length("host-to-device copy", self.span.len, src.len())?;
+        let bytes = size_of_val(src);
+        self.span
+            .copy_with_host(self.span.ptr, src.as_ptr() as CUdeviceptr, bytes)
     }
 
     /// Queues setting every element to `value` (see [`Buffer::fill`](crate::Buffer::fill) for
@@ -403,19 +368,25 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
     #[doc = cuda_sys::api_doc!(cuMemsetD2D32Async)]
     #[doc(alias = "cuMemsetD32Async", alias = "cuMemsetD2D32Async")]
     pub fn fill(&mut self, value: T) -> Result<()> {
-        if self.len == 0 {
+        let Span {
+            ptr,
+            len,
+            stream,
+            placement,
+        } = self.span;
+        if len == 0 {
             return Ok(());
         }
-        in_context(self.stream, &[self.placement], || {
+        in_context(stream, &[placement], || {
             // SAFETY: `len` values of `T` start at `ptr`, inside the buffer this view borrows
             // exclusively, aligned for `T` (checked when the view was made).
             unsafe {
                 fill::fill(
-                    self.stream.driver(),
-                    self.stream.as_raw(),
-                    self.ptr,
+                    stream.driver(),
+                    stream.as_raw(),
+                    ptr,
                     bytemuck::bytes_of(&value),
-                    self.len,
+                    len,
                 )
             }
         })
@@ -433,16 +404,16 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
     /// [`Error::InvalidArgument`] when the lengths differ; the driver's error.
     #[doc(alias = "cuMemcpyAsync", alias = "cuMemcpyPeerAsync")]
     pub fn copy_from(&mut self, src: &DeviceSlice<'_, T>) -> Result<()> {
-        same_length("device copy", self.len, src.len)?;
-        let bytes = self.len * size_of::<T>();
-        let placements = [self.placement, src.placement];
-        across_streams(self.stream, src.stream, || {
-            in_context(self.stream, &placements, || {
-                match (self.placement.home, src.placement.home) {
+        let (dst, src) = (self.span, src.span);
+        same_length("device copy", dst.len, src.len)?;
+        let bytes = dst.len * size_of::<T>();
+        across_streams(dst.stream, src.stream, || {
+            in_context(dst.stream, &[dst.placement, src.placement], || {
+                match (dst.placement.home, src.placement.home) {
                     (Some(to), Some(from)) if to != from => {
-                        peer_copy_async(self.stream, (self.ptr, &to), (src.ptr, &from), bytes)
+                        peer_copy_async(dst.stream, (dst.ptr, &to), (src.ptr, &from), bytes)
                     }
-                    _ => copy_async(self.stream, self.ptr, src.ptr, bytes),
+                    _ => copy_async(dst.stream, dst.ptr, src.ptr, bytes),
                 }
             })
         })

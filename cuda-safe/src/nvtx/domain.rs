@@ -5,6 +5,8 @@ use std::marker::PhantomData;
 
 use super::inject::{self, Handle, Tool};
 use super::{EventAttributes, Range, Scope, StartedRange};
+use crate::error::Result;
+use crate::handle::{Owned, Release};
 
 /// An NVTX domain (`nvtxDomainCreateA`), destroyed when it drops (`nvtxDomainDestroy`).
 ///
@@ -12,7 +14,14 @@ use super::{EventAttributes, Range, Scope, StartedRange};
 /// every method tests one field.
 #[derive(Debug)]
 pub struct Domain {
-    created: Option<(Tool, Handle)>,
+    created: Option<Owned<Created>>,
+}
+
+/// A domain the tool created, destroyed through [`Owned`].
+#[derive(Debug)]
+struct Created {
+    tool: Tool,
+    handle: Handle,
 }
 
 /// A string registered once with a [`Domain`] (`nvtxDomainRegisterStringA`): events in that
@@ -35,7 +44,7 @@ impl Domain {
         // SAFETY: `name` is NUL-terminated for the call.
         let handle = inject::with_c_str(name, |name| unsafe { tool.domain_create_a(name) });
         Self {
-            created: handle.map(|handle| (tool, handle)),
+            created: handle.map(|handle| Owned::new(Created { tool, handle })),
         }
     }
 
@@ -44,6 +53,8 @@ impl Domain {
     fn created(&self) -> Option<(Tool, Handle)> {
         // Without a tool none was created: a field's test, not even the state's load.
         self.created
+            .as_ref()
+            .map(|created| (created.tool, created.handle))
     }
 
     /// Pushes a range named `name` in this domain on this thread's stack, popped when the
@@ -141,11 +152,13 @@ impl Domain {
     }
 }
 
-impl Drop for Domain {
-    fn drop(&mut self) {
-        if let Some((tool, domain)) = self.created {
-            // SAFETY: the tool's handle, destroyed once; nothing borrows the domain any more.
-            unsafe { tool.domain_destroy(domain) };
-        }
+impl Release for Created {
+    const WHAT: &'static str = "NVTX domain";
+
+    fn release(&mut self) -> Result<()> {
+        // SAFETY: the tool's handle, destroyed once (by `Owned`); nothing borrows the domain
+        // any more.
+        unsafe { self.tool.domain_destroy(self.handle) };
+        Ok(())
     }
 }

@@ -128,27 +128,28 @@ pub trait CollectiveTarget<T: NcclType>: CollectiveSource<T> + sealed::Target<T>
     fn target(&mut self) -> Result<View<'_>>;
 }
 
+/// The view of `slice`'s memory.
+#[inline]
+fn slice_view<T: NcclType>(slice: DeviceSlice<'_, T>) -> View<'_> {
+    View {
+        ptr: slice.as_raw(),
+        len: slice.len(),
+        stream: slice.stream(),
+        device: slice.home().unwrap_or(*slice.stream().device()).ordinal(),
+    }
+}
+
 impl<T: NcclType> CollectiveSource<T> for DeviceSlice<'_, T> {
     #[inline]
     fn source(&self) -> Result<View<'_>> {
-        Ok(View {
-            ptr: self.as_raw(),
-            len: self.len(),
-            stream: self.stream(),
-            device: self.home().unwrap_or(*self.stream().device()).ordinal(),
-        })
+        Ok(slice_view(*self))
     }
 }
 
 impl<T: NcclType> CollectiveSource<T> for DeviceSliceMut<'_, T> {
     #[inline]
     fn source(&self) -> Result<View<'_>> {
-        Ok(View {
-            ptr: self.as_raw(),
-            len: self.len(),
-            stream: self.stream(),
-            device: self.home().unwrap_or(*self.stream().device()).ordinal(),
-        })
+        Ok(slice_view(self.as_slice()))
     }
 }
 
@@ -254,17 +255,126 @@ pub(crate) struct Prepared<'a> {
     what: Option<Call>,
 }
 
-impl<'a> Prepared<'a> {
-    /// The call `op` of `count` `T`s on `comm`, after the checks every call makes: the
-    /// communicator not aborted, the views and the stream on its device.
+/// A call as a [`Communicator`] or [`Group`](super::Group) method asks for it, before any
+/// check: the views it reads and writes, and the arguments only it takes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Request<'a> {
+    /// All-reduce of `send` into `recv` (of the same length).
+    AllReduce(View<'a>, View<'a>, ReduceOp),
+    /// Broadcast of rank `root`'s `send` into every rank's `recv` (of the same length).
+    Broadcast(View<'a>, View<'a>, usize),
+    /// Reduce of every rank's `send` into rank `root`'s `recv` (of the same length): the
+    /// reduction, then the root.
+    Reduce(View<'a>, View<'a>, ReduceOp, usize),
+    /// All-gather of every rank's `send` into `recv` (`send` x ranks long).
+    AllGather(View<'a>, View<'a>),
+    /// All-gather in place: this rank's part of the buffer (at `rank x len / ranks`) gathered
+    /// into every rank's buffer.
+    AllGatherInPlace(View<'a>),
+    /// Reduce-scatter of every rank's `send` (`recv` x ranks long) into `recv`.
+    ReduceScatter(View<'a>, View<'a>, ReduceOp),
+    /// Reduce-scatter in place: this rank's part of the reduction lands at `rank x len /
+    /// ranks` in the buffer.
+    ReduceScatterInPlace(View<'a>, ReduceOp),
+    /// A send of the view to rank `peer`.
+    Send(View<'a>, usize),
+    /// A receive into the view from rank `peer`.
+    Recv(View<'a>, usize),
+}
+
+impl<'a> Request<'a> {
+    /// What NCCL is given once the request's own checks pass on `comm`: the views it reads
+    /// and writes (a send's and a receive's the same one), the count, and the call. `element`
+    /// (the size of a `T`) places an in-place call's part of its buffer.
     #[inline]
-    fn new<T: NcclType>(
+    fn checked(self, comm: &Communicator, element: usize) -> Result<(View<'a>, View<'a>, Op)> {
+        let same = |what, send: View<'a>, recv: View<'a>| {
+            same_len(what, recv.len, send.len).map(|()| (send, recv))
+        };
+        Ok(match self {
+            Self::AllReduce(send, recv, op) => {
+                let (send, recv) = same("the all-reduce's receive buffer", send, recv)?;
+                (send, recv, Op::AllReduce(op.as_raw()))
+            }
+            Self::Broadcast(send, recv, root) => {
+                let (send, recv) = same("the broadcast's receive buffer", send, recv)?;
+                (
+                    send,
+                    recv,
+                    Op::Broadcast(rank_in("a broadcast", root, comm)?),
+                )
+            }
+            Self::Reduce(send, recv, op, root) => {
+                let (send, recv) = same("the reduce's receive buffer", send, recv)?;
+                let root = rank_in("a reduce", root, comm)?;
+                (send, recv, Op::Reduce(op.as_raw(), root))
+            }
+            Self::AllGather(send, recv) => {
+                let what = "the all-gather's receive buffer (send length x ranks)";
+                same_len(what, recv.len, send.len.saturating_mul(comm.size()?))?;
+                (send, recv, Op::AllGather)
+            }
+            Self::AllGatherInPlace(buffer) => {
+                let own = own_part("an in-place all-gather's buffer", buffer, comm, element)?;
+                (own, buffer, Op::AllGather)
+            }
+            Self::ReduceScatter(send, recv, op) => {
+                let what = "the reduce-scatter's send buffer (receive length x ranks)";
+                same_len(what, send.len, recv.len.saturating_mul(comm.size()?))?;
+                (send, recv, Op::ReduceScatter(op.as_raw()))
+            }
+            Self::ReduceScatterInPlace(buffer, op) => {
+                let own = own_part("an in-place reduce-scatter's buffer", buffer, comm, element)?;
+                (buffer, own, Op::ReduceScatter(op.as_raw()))
+            }
+            Self::Send(view, peer) => (
+                view,
+                view,
+                Op::Send(rank_in("a send to a peer", peer, comm)?),
+            ),
+            Self::Recv(view, peer) => (
+                view,
+                view,
+                Op::Recv(rank_in("a receive from a peer", peer, comm)?),
+            ),
+        })
+    }
+}
+
+/// `rank` as NCCL takes it, refused past `comm`'s last rank.
+fn rank_in(what: &str, rank: usize, comm: &Communicator) -> Result<i32> {
+    check_root(what, rank, comm.size()?)?;
+    c_rank(rank)
+}
+
+/// This rank's part of `buffer` split in one equal part per rank of `comm` (of `element`-byte
+/// elements).
+fn own_part<'a>(
+    what: &str,
+    buffer: View<'a>,
+    comm: &Communicator,
+    element: usize,
+) -> Result<View<'a>> {
+    let (rank, ranks) = comm.shape()?;
+    let part = per_rank(what, buffer.len, ranks)?;
+    Ok(buffer.part(rank * part, part, element))
+}
+
+impl<'a> Prepared<'a> {
+    /// The call `request` asks for, on `T`s, after its own checks and those every call makes:
+    /// the communicator not aborted, the views and the stream on its device.
+    #[inline]
+    pub(crate) fn new<T: NcclType>(
         comm: &'a Communicator,
+        request: Request<'a>,
         stream: &'a Stream,
-        (send, recv): (View<'a>, View<'a>),
-        count: usize,
-        op: Op,
     ) -> Result<Self> {
+        let (send, recv, op) = request.checked(comm, size_of::<T>())?;
+        // The count NCCL is given: the part one rank sends or receives.
+        let count = match op {
+            Op::AllGather => send.len,
+            _ => recv.len,
+        };
         comm.handle()?;
         let device = comm.device().ordinal();
         if stream.device().ordinal() != device || send.device != device || recv.device != device {
@@ -295,140 +405,6 @@ impl<'a> Prepared<'a> {
             op,
             what,
         })
-    }
-
-    /// All-reduce of `send` into `recv` (of the same length).
-    #[inline]
-    pub(crate) fn all_reduce<T: NcclType>(
-        comm: &'a Communicator,
-        send: View<'a>,
-        recv: View<'a>,
-        op: ReduceOp,
-        stream: &'a Stream,
-    ) -> Result<Self> {
-        same_len("the all-reduce's receive buffer", recv.len, send.len)?;
-        Self::new::<T>(
-            comm,
-            stream,
-            (send, recv),
-            recv.len,
-            Op::AllReduce(op.as_raw()),
-        )
-    }
-
-    /// Broadcast of rank `root`'s `send` into every rank's `recv` (of the same length).
-    pub(crate) fn broadcast<T: NcclType>(
-        comm: &'a Communicator,
-        send: View<'a>,
-        recv: View<'a>,
-        root: usize,
-        stream: &'a Stream,
-    ) -> Result<Self> {
-        same_len("the broadcast's receive buffer", recv.len, send.len)?;
-        check_root("a broadcast", root, comm.size()?)?;
-        let root = c_rank(root)?;
-        Self::new::<T>(comm, stream, (send, recv), recv.len, Op::Broadcast(root))
-    }
-
-    /// Reduce of every rank's `send` into rank `root`'s `recv` (of the same length).
-    pub(crate) fn reduce<T: NcclType>(
-        comm: &'a Communicator,
-        send: View<'a>,
-        recv: View<'a>,
-        (op, root): (ReduceOp, usize),
-        stream: &'a Stream,
-    ) -> Result<Self> {
-        same_len("the reduce's receive buffer", recv.len, send.len)?;
-        check_root("a reduce", root, comm.size()?)?;
-        let root = c_rank(root)?;
-        let op = Op::Reduce(op.as_raw(), root);
-        Self::new::<T>(comm, stream, (send, recv), recv.len, op)
-    }
-
-    /// All-gather of every rank's `send` into `recv` (`send` x ranks long).
-    pub(crate) fn all_gather<T: NcclType>(
-        comm: &'a Communicator,
-        send: View<'a>,
-        recv: View<'a>,
-        stream: &'a Stream,
-    ) -> Result<Self> {
-        let expected = send.len.saturating_mul(comm.size()?);
-        same_len(
-            "the all-gather's receive buffer (send length x ranks)",
-            recv.len,
-            expected,
-        )?;
-        Self::new::<T>(comm, stream, (send, recv), send.len, Op::AllGather)
-    }
-
-    /// All-gather in place: this rank's part of `buffer` (at `rank x len / ranks`) gathered
-    /// into every rank's `buffer`.
-    pub(crate) fn all_gather_in_place<T: NcclType>(
-        comm: &'a Communicator,
-        buffer: View<'a>,
-        stream: &'a Stream,
-    ) -> Result<Self> {
-        let (rank, ranks) = comm.shape()?;
-        let part = per_rank("an in-place all-gather's buffer", buffer.len, ranks)?;
-        let send = buffer.part(rank * part, part, size_of::<T>());
-        Self::new::<T>(comm, stream, (send, buffer), part, Op::AllGather)
-    }
-
-    /// Reduce-scatter of every rank's `send` (`recv` x ranks long) into `recv`.
-    pub(crate) fn reduce_scatter<T: NcclType>(
-        comm: &'a Communicator,
-        send: View<'a>,
-        recv: View<'a>,
-        op: ReduceOp,
-        stream: &'a Stream,
-    ) -> Result<Self> {
-        let expected = recv.len.saturating_mul(comm.size()?);
-        same_len(
-            "the reduce-scatter's send buffer (receive length x ranks)",
-            send.len,
-            expected,
-        )?;
-        let op = Op::ReduceScatter(op.as_raw());
-        Self::new::<T>(comm, stream, (send, recv), recv.len, op)
-    }
-
-    /// Reduce-scatter in place: this rank's part of the reduction lands at `rank x len /
-    /// ranks` in `buffer`.
-    pub(crate) fn reduce_scatter_in_place<T: NcclType>(
-        comm: &'a Communicator,
-        buffer: View<'a>,
-        op: ReduceOp,
-        stream: &'a Stream,
-    ) -> Result<Self> {
-        let (rank, ranks) = comm.shape()?;
-        let part = per_rank("an in-place reduce-scatter's buffer", buffer.len, ranks)?;
-        let recv = buffer.part(rank * part, part, size_of::<T>());
-        let op = Op::ReduceScatter(op.as_raw());
-        Self::new::<T>(comm, stream, (buffer, recv), part, op)
-    }
-
-    /// A send of `view` to rank `peer`.
-    pub(crate) fn send<T: NcclType>(
-        comm: &'a Communicator,
-        view: View<'a>,
-        peer: usize,
-        stream: &'a Stream,
-    ) -> Result<Self> {
-        check_root("a send to a peer", peer, comm.size()?)?;
-        let peer = c_rank(peer)?;
-        Self::new::<T>(comm, stream, (view, view), view.len, Op::Send(peer))
-    }
-
-    /// A receive into `view` from rank `peer`.
-    pub(crate) fn recv<T: NcclType>(
-        comm: &'a Communicator,
-        view: View<'a>,
-        peer: usize,
-        stream: &'a Stream,
-    ) -> Result<Self> {
-        check_root("a receive from a peer", peer, comm.size()?)?;
-        let peer = c_rank(peer)?;
-        Self::new::<T>(comm, stream, (view, view), view.len, Op::Recv(peer))
     }
 
     /// The call as a group checks it against the other ranks of its all-GPU clique.

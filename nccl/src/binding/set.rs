@@ -1,8 +1,8 @@
-//! The collective set, described once: each collective's arguments, its NCCL call and how it
-//! is prepared, from which [`collectives!`] writes both the [`Communicator`] method that makes
+//! The collective set, described once: each collective's arguments, its NCCL call and the
+//! [`Request`] it makes, from which [`collectives!`] writes both the [`Communicator`] method that makes
 //! the call at once and the [`Group`] method that records it.
 
-use super::collective::{CollectiveSource, CollectiveTarget, Prepared};
+use super::collective::{CollectiveSource, CollectiveTarget, Prepared, Request};
 use super::comm::Communicator;
 use super::group::Group;
 use super::state::refuse_in_group;
@@ -13,12 +13,13 @@ use cuda_safe::Stream;
 /// Writes, for each collective, `Communicator::NAME` (refused inside a group; prepares the
 /// call, then makes it) and `Group::NAME` (prepares it, then records it). An argument is
 /// `source` (memory read: `&impl CollectiveSource<T>`), `target` (memory written:
-/// `&mut impl CollectiveTarget<T>`) or a plain type; every method ends with the stream.
+/// `&mut impl CollectiveTarget<T>`) or a plain type; every method ends with the stream. The
+/// part after `=>` is the [`Request`] variant and what it is given.
 macro_rules! collectives {
     ($(
         $(#[doc = $doc:literal])*
         fn $name:ident($($arg:ident: $kind:tt),* $(,)?) = $c:ident $alias:literal
-            => $prepare:ident($($pass:expr),* $(,)?);
+            => $request:ident($($pass:expr),* $(,)?);
     )*) => {
         impl Communicator {$(
             $(#[doc = $doc])*
@@ -31,7 +32,7 @@ macro_rules! collectives {
             ) -> Result<()> {
                 refuse_in_group(stringify!($name))?;
                 $(let $arg = collectives!(@view $kind $arg);)*
-                Prepared::$prepare::<T>(self, $($pass,)* stream)?.run()
+                Prepared::new::<T>(self, Request::$request($($pass),*), stream)?.run()
             }
         )*}
 
@@ -53,7 +54,7 @@ macro_rules! collectives {
                 stream: &'env Stream,
             ) -> Result<()> {
                 $(let $arg = collectives!(@view $kind $arg);)*
-                self.record(Prepared::$prepare::<T>(comm, $($pass,)* stream)?)
+                self.record(Prepared::new::<T>(comm, Request::$request($($pass),*), stream)?)
             }
         )*}
     };
@@ -81,7 +82,7 @@ collectives! {
     /// non-blocking communicator, as [`wait_with_timeout`](Self::wait_with_timeout) while NCCL
     /// queues the call.
     fn all_reduce(send: source, recv: target, op: ReduceOp) = ncclAllReduce "ncclAllReduce"
-        => all_reduce(send, recv, op);
+        => AllReduce(send, recv, op);
 
     /// All-reduce in place: `buffer` becomes the reduction of every rank's `buffer`.
     ///
@@ -89,7 +90,7 @@ collectives! {
     ///
     /// As [`all_reduce`](Self::all_reduce).
     fn all_reduce_in_place(buffer: target, op: ReduceOp) = ncclAllReduce "ncclAllReduce"
-        => all_reduce(buffer, buffer, op);
+        => AllReduce(buffer, buffer, op);
 
     /// Broadcast (`ncclBroadcast`): every rank's `recv` gets rank `root`'s `send` (only the root's
     /// `send` is read). `send` and `recv` hold the same number of elements.
@@ -99,7 +100,7 @@ collectives! {
     /// As [`all_reduce`](Self::all_reduce);
     /// [`Error::InvalidArgument`](cuda_safe::Error::InvalidArgument) for a root past the last rank.
     fn broadcast(send: source, recv: target, root: usize) = ncclBroadcast "ncclBroadcast"
-        => broadcast(send, recv, root);
+        => Broadcast(send, recv, root);
 
     /// Broadcast in place: every rank's `buffer` becomes rank `root`'s.
     ///
@@ -107,7 +108,7 @@ collectives! {
     ///
     /// As [`broadcast`](Self::broadcast).
     fn broadcast_in_place(buffer: target, root: usize) = ncclBroadcast "ncclBroadcast"
-        => broadcast(buffer, buffer, root);
+        => Broadcast(buffer, buffer, root);
 
     /// Reduce (`ncclReduce`): rank `root`'s `recv` gets the reduction of every rank's `send` (the
     /// other ranks' `recv` is untouched). `send` and `recv` hold the same number of elements.
@@ -116,7 +117,7 @@ collectives! {
     ///
     /// As [`broadcast`](Self::broadcast).
     fn reduce(send: source, recv: target, op: ReduceOp, root: usize) = ncclReduce "ncclReduce"
-        => reduce(send, recv, (op, root));
+        => Reduce(send, recv, op, root);
 
     /// Reduce in place: rank `root`'s `buffer` becomes the reduction of every rank's.
     ///
@@ -124,7 +125,7 @@ collectives! {
     ///
     /// As [`broadcast`](Self::broadcast).
     fn reduce_in_place(buffer: target, op: ReduceOp, root: usize) = ncclReduce "ncclReduce"
-        => reduce(buffer, buffer, (op, root));
+        => Reduce(buffer, buffer, op, root);
 
     /// All-gather (`ncclAllGather`): every rank's `recv` gets every rank's `send`, rank by rank;
     /// `recv` holds `send.len() * size()` elements.
@@ -133,7 +134,7 @@ collectives! {
     ///
     /// As [`all_reduce`](Self::all_reduce).
     fn all_gather(send: source, recv: target) = ncclAllGather "ncclAllGather"
-        => all_gather(send, recv);
+        => AllGather(send, recv);
 
     /// All-gather in place: `buffer` holds one part per rank, and this rank's part (at `rank() *
     /// len / size()`) is gathered into every rank's `buffer`.
@@ -144,7 +145,7 @@ collectives! {
     /// [`Error::InvalidArgument`](cuda_safe::Error::InvalidArgument) when the buffer does not split
     /// into equal parts.
     fn all_gather_in_place(buffer: target) = ncclAllGather "ncclAllGather"
-        => all_gather_in_place(buffer);
+        => AllGatherInPlace(buffer);
 
     /// Reduce-scatter (`ncclReduceScatter`): the reduction of every rank's `send` is split in one
     /// part per rank, and rank i's `recv` gets part i; `send` holds `recv.len() * size()` elements.
@@ -153,7 +154,7 @@ collectives! {
     ///
     /// As [`all_reduce`](Self::all_reduce).
     fn reduce_scatter(send: source, recv: target, op: ReduceOp) = ncclReduceScatter "ncclReduceScatter"
-        => reduce_scatter(send, recv, op);
+        => ReduceScatter(send, recv, op);
 
     /// Reduce-scatter in place: `buffer` is reduced across ranks, and this rank's part of the
     /// result lands at `rank() * len / size()` in its `buffer`.
@@ -162,7 +163,7 @@ collectives! {
     ///
     /// As [`all_gather_in_place`](Self::all_gather_in_place).
     fn reduce_scatter_in_place(buffer: target, op: ReduceOp) = ncclReduceScatter "ncclReduceScatter"
-        => reduce_scatter_in_place(buffer, op);
+        => ReduceScatterInPlace(buffer, op);
 
     /// Sends `send` to rank `peer` (`ncclSend`), which receives it with [`recv`](Self::recv) of the
     /// same length and type. A send and a receive that must progress together are recorded in one
@@ -174,7 +175,7 @@ collectives! {
     /// [`Error::InvalidArgument`](cuda_safe::Error::InvalidArgument) for a peer past the last rank,
     /// memory of another device, or inside a group; NCCL's error.
     fn send(send: source, peer: usize) = ncclSend "ncclSend"
-        => send(send, peer);
+        => Send(send, peer);
 
     /// Receives into `recv` what rank `peer` sends (`ncclRecv`).
     ///
@@ -182,5 +183,5 @@ collectives! {
     ///
     /// As [`send`](Self::send).
     fn recv(recv: target, peer: usize) = ncclRecv "ncclRecv"
-        => recv(recv, peer);
+        => Recv(recv, peer);
 }

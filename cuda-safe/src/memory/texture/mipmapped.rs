@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use super::descriptor::extent;
 use super::limits::{TextureLimits, within};
+use super::release::{Mipmap, StreamObject};
 use crate::error::{Error, Result, cu};
-use crate::handle::{Owned, Release, assert_send_sync};
+use crate::handle::{Owned, assert_send_sync};
 use crate::memory::copies::{ArrayDescriptor, ArrayFlags, CudaArray, check_flags};
 use crate::stream::Stream;
 use cuda_sys::{CUarray, CUmipmappedArray};
@@ -21,22 +22,13 @@ use cuda_sys::{CUarray, CUmipmappedArray};
 /// it is gone too.
 #[must_use = "a mipmapped array is destroyed when dropped"]
 pub struct MipmappedArray {
-    inner: Arc<Owned<MipmapHandle>>,
-}
-
-struct MipmapHandle {
-    raw: CUmipmappedArray,
+    /// The handle, shared with its levels and the textures over it, the last of which
+    /// destroys it.
+    inner: Arc<Owned<StreamObject<Mipmap>>>,
     descriptor: ArrayDescriptor,
     levels: u32,
     flags: ArrayFlags,
-    stream: Stream,
 }
-
-// SAFETY: a CUmipmappedArray may be used from any thread; the handle is immutable after
-// creation.
-unsafe impl Send for MipmapHandle {}
-// SAFETY: as above.
-unsafe impl Sync for MipmapHandle {}
 
 /// The most levels a shape has: one more than the base-2 logarithm of its largest extent.
 pub(super) fn most_levels(descriptor: &ArrayDescriptor) -> u32 {
@@ -145,13 +137,10 @@ impl MipmappedArray {
             )
         }?;
         Ok(Self {
-            inner: Arc::new(Owned::new(MipmapHandle {
-                raw,
-                descriptor,
-                levels,
-                flags,
-                stream: stream.clone(),
-            })),
+            inner: Arc::new(Owned::new(StreamObject::new(raw, stream, None))),
+            descriptor,
+            levels,
+            flags,
         })
     }
 
@@ -179,7 +168,7 @@ impl MipmappedArray {
         Ok(CudaArray::from_parts(
             raw,
             descriptor,
-            self.inner.flags,
+            self.flags,
             stream,
             Some(parent),
         ))
@@ -191,28 +180,28 @@ impl MipmappedArray {
     ///
     /// [`Error::InvalidArgument`] for a level past the last.
     pub fn level_descriptor(&self, level: u32) -> Result<ArrayDescriptor> {
-        if level >= self.inner.levels {
+        if level >= self.levels {
             return Err(Error::invalid_argument(format!(
                 "level {level} of a mipmapped array of {} levels",
-                self.inner.levels
+                self.levels
             )));
         }
-        Ok(level_shape(&self.inner.descriptor, level))
+        Ok(level_shape(&self.descriptor, level))
     }
 
     /// The shape of level 0.
     pub fn descriptor(&self) -> &ArrayDescriptor {
-        &self.inner.descriptor
+        &self.descriptor
     }
 
     /// How many levels it has.
     pub fn levels(&self) -> u32 {
-        self.inner.levels
+        self.levels
     }
 
     /// What its levels may be used for.
     pub fn flags(&self) -> ArrayFlags {
-        self.inner.flags
+        self.flags
     }
 
     /// The raw handle.
@@ -243,24 +232,12 @@ impl MipmappedArray {
     }
 }
 
-impl Release for MipmapHandle {
-    const WHAT: &'static str = "mipmapped array";
-
-    fn release(&mut self) -> Result<()> {
-        self.stream.drain()?;
-        let _current = self.stream.context().scoped()?;
-        // SAFETY: made by cuMipmappedArrayCreate, destroyed once, after its stream drained and
-        // after every level and texture (which keep this handle) was dropped.
-        unsafe { cu!(self.stream.driver(), cuMipmappedArrayDestroy(self.raw)) }
-    }
-}
-
 impl fmt::Debug for MipmappedArray {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MipmappedArray")
-            .field("descriptor", &self.inner.descriptor)
-            .field("levels", &self.inner.levels)
-            .field("flags", &self.inner.flags)
+            .field("descriptor", &self.descriptor)
+            .field("levels", &self.levels)
+            .field("flags", &self.flags)
             .finish()
     }
 }

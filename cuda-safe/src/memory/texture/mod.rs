@@ -37,6 +37,7 @@ mod descriptor;
 mod limits;
 mod mipmapped;
 mod object;
+mod release;
 mod surface;
 
 pub use descriptor::{AddressMode, FilterMode, ReadMode, TextureDescriptor};

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use super::descriptor::{Source, TextureDescriptor};
 use super::limits::TextureLimits;
 use super::mipmapped::MipmappedArray;
+use super::release::{StreamObject, Texture};
 use crate::error::{Result, cu};
-use crate::handle::{Owned, Release, assert_send_sync};
+use crate::handle::{Owned, assert_send_sync};
 use crate::memory::Buffer;
 use crate::memory::copies::{ArrayFormat, CudaArray, PitchedBuffer};
 use crate::stream::Stream;
@@ -31,15 +32,8 @@ use cuda_sys::{
 /// the device's [`TextureLimits`] before the driver sees it.
 #[must_use = "a texture object is destroyed when dropped"]
 pub struct TextureObject {
-    inner: Owned<TextureHandle>,
-}
-
-struct TextureHandle {
-    raw: CUtexObject,
+    inner: Owned<StreamObject<Texture>>,
     descriptor: TextureDescriptor,
-    stream: Stream,
-    /// The resource read (its handle's share), destroyed after this texture.
-    _resource: Arc<dyn Send + Sync>,
 }
 
 impl TextureObject {
@@ -218,12 +212,8 @@ impl TextureObject {
             )
         }?;
         Ok(Self {
-            inner: Owned::new(TextureHandle {
-                raw,
-                descriptor: *descriptor,
-                stream: stream.clone(),
-                _resource: keep,
-            }),
+            inner: Owned::new(StreamObject::new(raw, stream, Some(keep))),
+            descriptor: *descriptor,
         })
     }
 
@@ -234,7 +224,7 @@ impl TextureObject {
 
     /// How it samples.
     pub fn descriptor(&self) -> &TextureDescriptor {
-        &self.inner.descriptor
+        &self.descriptor
     }
 
     /// The stream of the resource it reads, which its destruction is ordered on.
@@ -274,42 +264,11 @@ fn check_channels(channels: u32) -> Result<()> {
     Ok(())
 }
 
-impl TextureHandle {
-    /// Waits for the stream that orders the object's users, then destroys it.
-    fn destroy(&self) -> Result<()> {
-        self.stream.drain()?;
-        let _current = self.stream.context().scoped()?;
-        // SAFETY: made by cuTexObjectCreate, destroyed once (by `Owned`), after its users'
-        // stream drained; the resource it reads is still alive (held until after this).
-        unsafe { cu!(self.stream.driver(), cuTexObjectDestroy(self.raw)) }
-    }
-}
-
-impl Release for TextureHandle {
-    const WHAT: &'static str = "texture object";
-
-    fn release(&mut self) -> Result<()> {
-        let destroyed = self.destroy();
-        if destroyed.is_err() {
-            // The object may still be in use (its stream did not drain) or still exist: what it
-            // reads must outlive it, so that is leaked with it.
-            std::mem::forget(Arc::clone(&self._resource));
-        }
-        destroyed
-    }
-}
-
-// SAFETY: a texture object is a 64-bit value the driver accepts from any thread; the handle is
-// immutable after creation, and what it keeps is `Send + Sync`.
-unsafe impl Send for TextureHandle {}
-// SAFETY: as above.
-unsafe impl Sync for TextureHandle {}
-
 impl fmt::Debug for TextureObject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TextureObject")
             .field("raw", &self.inner.raw)
-            .field("descriptor", &self.inner.descriptor)
+            .field("descriptor", &self.descriptor)
             .finish()
     }
 }

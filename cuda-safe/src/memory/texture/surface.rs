@@ -2,13 +2,13 @@
 //! which keeps the array alive.
 
 use std::fmt;
-use std::sync::Arc;
 
 use super::descriptor::extent;
 use super::limits::{TextureLimits, within};
 use super::object::resource;
+use super::release::{StreamObject, Surface};
 use crate::error::{Error, Result, cu};
-use crate::handle::{Owned, Release, assert_send_sync};
+use crate::handle::{Owned, assert_send_sync};
 use crate::memory::copies::{ArrayDescriptor, ArrayFlags, CudaArray};
 use crate::stream::Stream;
 use cuda_sys::{
@@ -26,14 +26,7 @@ use cuda_sys::{
 /// buffer, and dropping it waits for that stream.
 #[must_use = "a surface object is destroyed when dropped"]
 pub struct SurfaceObject {
-    inner: Owned<SurfaceHandle>,
-}
-
-struct SurfaceHandle {
-    raw: CUsurfObject,
-    stream: Stream,
-    /// The array's handle share, destroyed after this surface.
-    _array: Arc<dyn Send + Sync>,
+    inner: Owned<StreamObject<Surface>>,
 }
 
 /// Checks that a surface can be made over an array of `descriptor`'s shape with `flags`.
@@ -78,11 +71,7 @@ impl SurfaceObject {
         // the surface until it is destroyed).
         unsafe { cu!(stream.driver(), cuSurfObjectCreate(&mut raw, &resource)) }?;
         Ok(Self {
-            inner: Owned::new(SurfaceHandle {
-                raw,
-                stream: stream.clone(),
-                _array: array.keep(),
-            }),
+            inner: Owned::new(StreamObject::new(raw, stream, Some(array.keep()))),
         })
     }
 
@@ -104,37 +93,6 @@ impl SurfaceObject {
         self.inner.close()
     }
 }
-
-impl SurfaceHandle {
-    /// Waits for the stream that orders the object's users, then destroys it.
-    fn destroy(&self) -> Result<()> {
-        self.stream.drain()?;
-        let _current = self.stream.context().scoped()?;
-        // SAFETY: made by cuSurfObjectCreate, destroyed once (by `Owned`), after its users'
-        // stream drained; the array is still alive (held until after this).
-        unsafe { cu!(self.stream.driver(), cuSurfObjectDestroy(self.raw)) }
-    }
-}
-
-impl Release for SurfaceHandle {
-    const WHAT: &'static str = "surface object";
-
-    fn release(&mut self) -> Result<()> {
-        let destroyed = self.destroy();
-        if destroyed.is_err() {
-            // The object may still be in use (its stream did not drain) or still exist: what it
-            // reads must outlive it, so that is leaked with it.
-            std::mem::forget(Arc::clone(&self._array));
-        }
-        destroyed
-    }
-}
-
-// SAFETY: a surface object is a 64-bit value the driver accepts from any thread; the handle is
-// immutable after creation, and what it keeps is `Send + Sync`.
-unsafe impl Send for SurfaceHandle {}
-// SAFETY: as above.
-unsafe impl Sync for SurfaceHandle {}
 
 impl fmt::Debug for SurfaceObject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -179,6 +179,22 @@ pub(crate) fn memory_operations(ops: &mut Vec<Op>) {
         |(p, s)| p.allocate_from_host(&[1.0f32; N], s),
     ));
     ops.push(op(
+        "PinnedMemoryResource::allocate_block",
+        || PinnedMemoryResource::new(&device()).expect("pinned"),
+        |p| p.allocate_block(4 * N),
+    ));
+    ops.push(
+        op(
+            "PinnedBlock::close",
+            || {
+                let pinned = PinnedMemoryResource::new(&device()).expect("pinned");
+                RefCell::new(Some(pinned.allocate_block(4 * N).expect("a pinned block")))
+            },
+            |b| take(b).close(),
+        )
+        .releasing(),
+    );
+    ops.push(op(
         "ManagedMemoryResource::allocate",
         || {
             (

@@ -322,10 +322,10 @@ impl Matmul {
         let mut preference: cublasLtMatmulPreference_t = std::ptr::null_mut();
         // SAFETY: a valid out-pointer.
         unsafe { cublaslt!(lt, cublasLtMatmulPreferenceCreate(&mut preference)) }?;
-        let preference = Preference {
+        let preference = Owned::new(Preference {
             lt,
             raw: preference,
-        };
+        });
         use cublasLtMatmulPreferenceAttributes_t as Pref;
         let workspace = self.inner.workspace.len();
         let alignment = desc.alignment_bytes();
@@ -509,7 +509,7 @@ fn refusal(desc: &MatmulDesc, error: Error) -> Error {
     }
 }
 
-/// A heuristic's preference, destroyed after the query.
+/// A heuristic's preference, destroyed after the query (held in an [`Owned`]).
 struct Preference {
     lt: &'static CublasLt,
     raw: cublasLtMatmulPreference_t,
@@ -533,13 +533,12 @@ impl Preference {
     }
 }
 
-impl Drop for Preference {
-    fn drop(&mut self) {
-        // SAFETY: created by cublasLtMatmulPreferenceCreate, destroyed once here.
-        if let Err(error) = unsafe { cublaslt!(self.lt, cublasLtMatmulPreferenceDestroy(self.raw)) }
-        {
-            cuda_safe::handle::log_drop_error("cuBLASLt matmul preference", &error);
-        }
+impl Release for Preference {
+    const WHAT: &'static str = "cuBLASLt matmul preference";
+
+    fn release(&mut self) -> Result<()> {
+        // SAFETY: created by cublasLtMatmulPreferenceCreate and destroyed once (by `Owned`).
+        unsafe { cublaslt!(self.lt, cublasLtMatmulPreferenceDestroy(self.raw)) }
     }
 }
 
