@@ -2,15 +2,12 @@
 
 use super::compile::{Plan, Program};
 use super::compiled::{CompiledProgram, Toolchain};
-use super::compiler::{
-    KeyCompiler, NOTED, check_recalled, compiler_version, key_compiler, known_compiler, recall,
-};
-use super::identity::Search;
-use super::noted;
+use super::compiler::{NVRTC, compiler_version};
 use super::pch::Pch;
 use crate::cache::{CacheKey, ProgramCache};
 use crate::code::{CodeKind, CompiledCode};
 use crate::error::{Error, Result};
+use crate::library_note::{KeyVersion, noted};
 use crate::trace::span;
 
 /// How the compiler version of a key was learnt.
@@ -33,20 +30,22 @@ pub(crate) struct Keying<'a> {
 }
 
 impl Keying<'static> {
-    /// The version to key with if this process has it already ([`known_compiler`]).
+    /// The version to key with if this process has it already ([`Learner::known`]).
+    ///
+    /// [`Learner::known`]: crate::library_note::Learner::known
     pub(crate) fn known() -> Option<Self> {
-        known_compiler().map(Self::from)
+        NVRTC.known().map(Self::from)
     }
 }
 
-impl From<KeyCompiler> for Keying<'static> {
-    fn from(KeyCompiler { version, asked }: KeyCompiler) -> Self {
+impl From<KeyVersion> for Keying<'static> {
+    fn from(KeyVersion { version, recalled }: KeyVersion) -> Self {
         Self {
             version,
-            learnt: if asked {
-                Learnt::Asked
-            } else {
+            learnt: if recalled {
                 Learnt::Recalled
+            } else {
+                Learnt::Asked
             },
         }
     }
@@ -170,7 +169,7 @@ impl Program {
         }
         self.refuse_uncacheable()?;
         // Made before anything loads NVRTC, so that it describes the search that would.
-        let search = Search::of(&nvrtc_sys::LIBNVRTC);
+        let search = NVRTC.fresh_search();
         if let Some(search) = &search {
             let span = span!(
                 DEBUG,
@@ -182,16 +181,16 @@ impl Program {
             let plan = self.plan(target)?;
             let label = noted::label(search);
             let noted_key = self.key_for(target, &plan, &label)?;
-            let found = noted::lookup(cache, &noted_key, (search, label), target, &NOTED)
-                .and_then(|(version, code)| Some((recall(version)?, code)));
-            if let Some((compiler, code)) = found {
+            let found = noted::lookup(cache, &noted_key, search, target)
+                .filter(|(note, version, _)| NVRTC.recall(search, note, version.clone()));
+            if let Some((_, version, code)) = found {
                 span.record_hit(true);
-                let key = self.remembered_key(target, Some(&plan), compiler.version)?;
+                let key = self.remembered_key(target, Some(&plan), &version)?;
                 let program = CompiledProgram::cached(code, plan.flags, Toolchain::Nvrtc);
                 return Ok(Fetched { key, program });
             }
         }
-        let keying = Keying::from(key_compiler(cache, search.as_ref())?);
+        let keying = Keying::from(NVRTC.learn(cache, search.as_ref())?);
         let fetched = self.fetch_or_compile(target, cache, keying, prepare)?;
         if fetched.program.from_cache() {
             let plan = self.plan(target)?;
@@ -211,7 +210,7 @@ impl Program {
         code: &CompiledCode,
         key: &CacheKey,
     ) {
-        noted::store(cache, &NOTED, code, key, |field| {
+        NVRTC.store_noted(cache, code, key, |field| {
             self.remembered_key(target, Some(plan), field)
         });
     }
@@ -280,7 +279,7 @@ impl Program {
         match keying.learnt {
             Learnt::Asked => {}
             Learnt::Recalled => {
-                if let Some(actual) = check_recalled(cache, keying.version)? {
+                if let Some(actual) = NVRTC.check(cache, keying.version)? {
                     key = self.remembered_key(target, Some(&plan), actual)?;
                     if let Some(code) = lookup(cache, &key) {
                         span.record_hit(true);

@@ -61,8 +61,6 @@ mod compile;
 mod compiled;
 mod compiler;
 mod headers;
-pub(crate) mod identity;
-pub(crate) mod noted;
 mod options;
 mod pch;
 mod raw;

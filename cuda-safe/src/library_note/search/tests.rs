@@ -2,7 +2,7 @@ use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use nvrtc_sys::LibrarySpec;
+use cuda_sys::LibrarySpec;
 
 use super::{Search, note_of};
 

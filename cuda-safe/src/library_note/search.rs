@@ -26,7 +26,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use nvrtc_sys::LibrarySpec;
+use cuda_sys::LibrarySpec;
 use sha2::{Digest, Sha256};
 
 use crate::cache::CacheKey;
@@ -251,7 +251,7 @@ mod loader;
 mod loader {
     use std::path::PathBuf;
 
-    use nvrtc_sys::LibrarySpec;
+    use cuda_sys::LibrarySpec;
 
     /// Never clean: the loader's records are not read here.
     pub(super) fn clean(_spec: &LibrarySpec) -> bool {
