@@ -154,12 +154,14 @@ impl FileStreamProgramCache {
         self
     }
 
-    /// Whether to keep noted copies ([`ProgramCache::put_noted`]); on by default.
+    /// Whether to keep noted copies ([`ProgramCache::put_noted`]); on by default. Only links
+    /// are stored noted ([`Linker::link_cached`](crate::Linker::link_cached)); a program is
+    /// one entry file either way.
     ///
-    /// Off, the cache holds one entry file per program: `put_noted` stores nothing and
+    /// Off, the cache holds one entry file per link too: `put_noted` stores nothing and
     /// `get_noted` finds nothing (noted copies already on disk are left to eviction and
-    /// [`clear`](ProgramCache::clear)). A fresh process's hit then still needs no NVRTC, but
-    /// reads the note on NVRTC and the entry as two files.
+    /// [`clear`](ProgramCache::clear)). A fresh process's link hit then still needs no
+    /// nvJitLink, but reads the note on nvJitLink and the entry as two files.
     pub fn with_noted_copies(mut self, keep: bool) -> Self {
         self.noted_copies = keep;
         self

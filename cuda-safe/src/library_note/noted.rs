@@ -1,14 +1,15 @@
-//! Noted copies: code a cache stores is stored a second time with the note on its
-//! compiler's library inside ([`ProgramCache::put_noted`]), under a key that names the
-//! loader's search for that library ([`label`]) where the ordinary key names the library's
-//! version, so a fresh process's first hit reads one file.
+//! Noted copies: a link a cache stores is stored a second time with the note on nvJitLink
+//! inside ([`ProgramCache::put_noted`]), under a key that names the loader's search for the
+//! library ([`label`]) where the ordinary key names its version, so a fresh process's first
+//! hit reads one file.
 //!
 //! A process that knows no version yet makes the search, reads that one entry, and checks
 //! the note as [`Search::recall`] does: if it holds, the note's version is this process's
 //! from then on and the entry is the hit, with no note read apart and nothing loaded.
 //! Anything else (no such entry, a file changed, a cache that keeps no noted entries) falls
 //! back to the note and the ordinary key, and a hit found that way is stored noted for the
-//! next process.
+//! next process. Programs keep none: a fresh process's program hit reads the note on NVRTC
+//! and the entry (two small reads, inside the noise of a copy's one), and writes nothing.
 
 use std::sync::{Arc, Mutex, PoisonError};
 

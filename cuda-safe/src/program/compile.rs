@@ -36,7 +36,8 @@ pub struct Program {
 }
 
 /// What one compile will be: the architecture name and the flags.
-pub(super) struct Plan {
+#[derive(Debug)]
+pub(crate) struct Plan {
     /// `sm_90` or `compute_90`, as in the `--gpu-architecture` flag.
     pub(super) arch: String,
     /// The flags, in order.
@@ -244,6 +245,8 @@ impl Program {
 
     /// The architecture name and flags for compiling to `target`.
     pub(super) fn plan(&self, target: CodeKind) -> Result<Plan> {
+        #[cfg(test)]
+        super::cached::counted::bump(&super::cached::counted::PLANS);
         arch::nvrtc_output(target)?;
         let digits = self.arch_digits()?;
         let headers = self.resolved_headers()?;

@@ -8,20 +8,11 @@ use super::version::nvrtc_version;
 use crate::error::Result;
 use crate::library_note::{Learner, Loaded};
 
-/// What this process learnt of NVRTC's version.
-pub(crate) static NVRTC: Learner = Learner::new(&nvrtc_sys::LIBNVRTC, "NVRTC", ask, loaded, true);
+/// What this process learnt of NVRTC's version. Programs keep no noted copies: a fresh
+/// process's hit reads the note and the entry.
+pub(crate) static NVRTC: Learner = Learner::new(&nvrtc_sys::LIBNVRTC, "NVRTC", ask, loaded, false);
 
-/// NVRTC's version as a cache key spells it (`"13.0"`), formatted once per process (the loaded
-/// NVRTC does not change).
-///
-/// # Errors
-///
-/// [`Error::Load`](crate::Error::Load) when NVRTC cannot be loaded.
-pub(crate) fn compiler_version() -> Result<&'static str> {
-    NVRTC.answer()
-}
-
-/// Loads NVRTC and asks its version.
+/// Loads NVRTC and asks its version, as a cache key spells it (`"13.0"`).
 fn ask() -> Result<String> {
     let (major, minor) = nvrtc_version()?;
     Ok(format!("{major}.{minor}"))

@@ -66,7 +66,7 @@ mod pch;
 mod raw;
 mod version;
 
-pub(crate) use cached::{Keying, Learnt};
+pub(crate) use cached::Keying;
 pub use compile::Program;
 pub use compiled::{CompiledProgram, Toolchain};
 pub use headers::CudaHeaders;
