@@ -13,7 +13,11 @@
 //!    from the note or from the link's noted copy alone; with noted copies off, one entry;
 //! 5. a note that proves wrong where it cannot be rewritten (NVRTC loaded by someone else
 //!    first): the code compiled by the other NVRTC is stored under its own version, and the
-//!    next process, asking NVRTC, hits that and notes it anew.
+//!    next process, asking NVRTC, hits that and notes it anew;
+//! 6. the explicit path (`Program::cache_key`, then the cache's `get`) keys from the note of
+//!    the open on-disk cache as well: NVRTC mapped in the first run only;
+//! 7. a note naming the right file and a wrong version is rewritten by the first fresh
+//!    process, and the next maps no NVRTC, on both paths.
 //!
 //! A `main` of its own (`harness = false`): each run is a child process with the library
 //! variables set before anything loads a library. Without a C compiler it prints that it
@@ -22,7 +26,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-use cuda_safe::cache::{FileStreamProgramCache, ProgramCache};
+use cuda_safe::cache::{CacheKey, FileStreamProgramCache, ProgramCache};
 use cuda_safe::{CodeKind, KernelCache, Program, ProgramOptions};
 
 use cuda_safe_stub as stub;
@@ -76,6 +80,7 @@ fn main() -> ExitCode {
     let run = |extra: &[(&str, &str)]| request(&driver, &nvrtc, &cache, extra);
     links(&run, scratch.path());
     wrong_note(&run, scratch.path());
+    explicit(&run, scratch.path());
     kernels(&run, scratch.path(), &nvrtc);
     println!("cache_notes: 1 passed, 0 failed");
     ExitCode::SUCCESS
@@ -97,7 +102,7 @@ const NOTED_HIT: Run = Run {
     inserted: 0,
 };
 
-/// Steps 1 to 3, in the default cache (`KernelCache` requests).
+/// Steps 1 to 3, in the default cache (`KernelCache` requests), with step 7 there.
 fn kernels(run: &dyn Fn(&Env) -> Run, dir: &Path, nvrtc: &Path) {
     let cache = dir.join("cache");
     assert_eq!(run(&[]), asked(false, 1), "the first run compiles");
@@ -126,6 +131,8 @@ fn kernels(run: &dyn Fn(&Env) -> Run, dir: &Path, nvrtc: &Path) {
     assert_eq!(run(&[]), asked(true, 0), "a changed file is asked");
     assert_eq!(run(&[]), NOTED_HIT, "and noted again");
 
+    wrong_version(run, &cache, &[], asked(true, 0));
+
     let elsewhere = dir.join("lib");
     std::fs::create_dir(&elsewhere).unwrap();
     let other = [("LD_LIBRARY_PATH", elsewhere.to_str().unwrap())];
@@ -139,11 +146,63 @@ fn kernels(run: &dyn Fn(&Env) -> Run, dir: &Path, nvrtc: &Path) {
     assert_eq!(note_files(&cache).len(), 2, "a note per search");
 }
 
+/// Steps 6 and 7 in a cache of their own (`dir/explicit`), keyed by `Program::cache_key`.
+fn explicit(run: &dyn Fn(&Env) -> Run, dir: &Path) {
+    let cache = dir.join("explicit");
+    let explicit = [(EXPLICIT_CHILD, "1"), (CHILD, cache.to_str().unwrap())];
+    assert_eq!(run(&explicit), asked(false, 1), "the first run compiles");
+    for _ in 0..2 {
+        assert_eq!(run(&explicit), NOTED_HIT, "the key from the note");
+    }
+    // The key made from the wrong note misses; the compile learns NVRTC's version and the
+    // note is rewritten (the code stored under that key, which no later process makes).
+    wrong_version(run, &cache, &explicit, asked(false, 1));
+}
+
+/// Step 7: the note of `cache` naming a version NVRTC does not give: the first run (which
+/// then sees `first`) rewrites it, the next maps no NVRTC.
+fn wrong_version(run: &dyn Fn(&Env) -> Run, cache: &Path, extra: &Env, first: Run) {
+    let (key, text) = the_note(cache);
+    let wrong: String = text
+        .lines()
+        .map(|line| match line.strip_prefix("value\t") {
+            Some(_) => "value\t12.7\n".to_owned(),
+            None => format!("{line}\n"),
+        })
+        .collect();
+    assert_ne!(wrong, text, "the stub NVRTC is not 12.7");
+    plant(cache, &key, &wrong);
+    assert_eq!(run(extra), first, "the wrong version is found out");
+    assert_eq!(the_note(cache).1, text, "the note is rewritten");
+    assert_eq!(run(extra), NOTED_HIT, "and the next process needs no NVRTC");
+}
+
 /// The note files of the cache at `cache`.
 fn note_files(cache: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(cache.join("notes"))
         .map(|listing| listing.map(|item| item.unwrap().path()).collect())
         .unwrap_or_default()
+}
+
+/// The one note of the cache at `cache`: its key and text.
+fn the_note(cache: &Path) -> (CacheKey, String) {
+    let files = note_files(cache);
+    assert_eq!(files.len(), 1, "one note in {}", cache.display());
+    let name = files[0].file_name().unwrap().to_str().unwrap();
+    let key: CacheKey = name.parse().unwrap();
+    let note = FileStreamProgramCache::new(cache)
+        .unwrap()
+        .get_note(&key)
+        .expect("a sound note");
+    (key, String::from_utf8(note).unwrap())
+}
+
+/// Stores `text` as the note under `key` of the cache at `cache`, as its user could.
+fn plant(cache: &Path, key: &CacheKey, text: &str) {
+    FileStreamProgramCache::new(cache)
+        .unwrap()
+        .put_note(key, text.as_bytes())
+        .unwrap();
 }
 
 fn entry_count(cache: &Path) -> u64 {
@@ -214,7 +273,8 @@ fn links(run: &dyn Fn(&Env) -> Run, dir: &Path) {
 
 /// Step 5, in a cache of its own (`dir/versions`): a note on NVRTC 12.4; then NVRTC of the
 /// same file says 12.6 in a process that loaded another NVRTC before the note could be
-/// checked, and compiles a second program; the next process asks NVRTC and hits it.
+/// checked, and compiles a second program: the note is rewritten there, so the next process
+/// hits the second program's 12.6 entry without NVRTC.
 fn wrong_note(run: &dyn Fn(&Env) -> Run, dir: &Path) {
     let cache = dir.join("versions");
     let cache = cache.to_str().unwrap();

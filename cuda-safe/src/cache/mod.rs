@@ -59,6 +59,7 @@ mod fs_ops;
 mod key;
 mod memory;
 mod notes;
+pub(crate) mod open;
 mod private;
 mod root;
 mod stats;

@@ -32,9 +32,42 @@ use cuda_sys::LibrarySpec;
 use noted::NotedSlot;
 use search::Search;
 
-use crate::cache::{CacheKey, ProgramCache};
+use crate::cache::{CacheKey, ProgramCache, open};
 use crate::code::CompiledCode;
 use crate::error::Result;
+
+/// Where notes are read from and written to.
+#[derive(Clone, Copy)]
+pub(crate) enum Notes<'a> {
+    /// The notes of the cache a lookup goes through (`compile_cached`, `KernelCache`, links).
+    In(&'a dyn ProgramCache),
+    /// Those of the on-disk caches open in this process ([`open`]): for a key made with no
+    /// cache at hand ([`Program::cache_key`](crate::Program::cache_key)).
+    Open,
+}
+
+impl Notes<'_> {
+    /// The note for `search` that holds ([`Search::recall`]), and the version it names.
+    fn recall(self, search: &Search) -> Option<(Vec<u8>, String)> {
+        let key = search.note_key();
+        match self {
+            Self::In(cache) => {
+                let note = cache.get_note(&key)?;
+                let version = search.recall(&note)?;
+                Some((note, version))
+            }
+            Self::Open => open::find_note(&key, |note| search.recall(note)),
+        }
+    }
+
+    /// Stores `note` under `key`.
+    fn put(self, key: &CacheKey, note: &[u8]) -> Result<()> {
+        match self {
+            Self::In(cache) => cache.put_note(key, note),
+            Self::Open => open::put_note(key, note),
+        }
+    }
+}
 
 /// The version a key is made with, and how it was learnt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,31 +150,30 @@ impl Learner {
         }
     }
 
-    /// The version to key with: [`known`](Self::known), else what the note of `cache` for
+    /// The version to key with: [`known`](Self::known), else what a note of `notes` for
     /// `search` ([`fresh_search`](Self::fresh_search)'s) recalls, else the library's own
-    /// answer (loading it), noted in `cache` for the next process.
+    /// answer (loading it), noted in `notes` for the next process.
     ///
     /// # Errors
     ///
     /// The library's, when it must be asked and cannot be loaded or asked.
     pub(crate) fn learn(
         &'static self,
-        cache: &dyn ProgramCache,
+        notes: Notes<'_>,
         search: Option<&Search>,
     ) -> Result<KeyVersion> {
         if let Some(settled) = self.settled() {
             return settled;
         }
         if let Some(search) = search
-            && let Some(note) = cache.get_note(&search.note_key())
-            && let Some(version) = search.recall(&note)
+            && let Some((note, version)) = notes.recall(search)
         {
             self.keep_note(search, &note, &version);
             return Ok(recalled(self.recalled.get_or_init(|| version)));
         }
         let version = self.answer()?;
         if let Some(search) = search {
-            self.remember(search, cache, version);
+            self.remember(search, notes, version);
         }
         Ok(asked(version))
     }
@@ -169,6 +201,28 @@ impl Learner {
         cache: &dyn ProgramCache,
         used: &str,
     ) -> Result<Option<&'static str>> {
+        self.check_in(Notes::In(cache), used)
+    }
+
+    /// When this process keys with a recalled version and has not asked the library yet, asks
+    /// it (for a caller about to load it anyway: a compile): a wrong note is rewritten in the
+    /// on-disk caches open in this process, and logged. Best effort: a failure to ask is the
+    /// caller's to meet when it loads the library.
+    pub(crate) fn confirm(&'static self) {
+        if self.asked.get().is_none()
+            && let Some(used) = self.recalled.get()
+            && let Ok(Some(actual)) = self.check_in(Notes::Open, used)
+        {
+            log::warn!(
+                "cuda-safe: keys this process made from the program cache's note name {} \
+                 {used}, but {actual} is loaded",
+                self.name
+            );
+        }
+    }
+
+    /// [`check`](Self::check), the note rewritten in `notes`.
+    fn check_in(&'static self, notes: Notes<'_>, used: &str) -> Result<Option<&'static str>> {
         // Made before the library loads, so it describes the search that loads it.
         let search = Search::of(self.spec);
         let actual = self.answer()?;
@@ -177,11 +231,11 @@ impl Learner {
         }
         log::info!(
             "cuda-safe: the program cache's note named {} {used}, but {actual} is loaded: the \
-             note is rewritten and the key made again",
+             note is rewritten",
             self.name
         );
         if let Some(search) = &search {
-            self.remember(search, cache, actual);
+            self.remember(search, notes, actual);
         }
         Ok(Some(actual))
     }
@@ -217,10 +271,10 @@ impl Learner {
         }
     }
 
-    /// Notes in `cache` that the loader's `search` opened the loaded library, of `version`,
+    /// Notes in `notes` that the loader's `search` opened the loaded library, of `version`,
     /// and keeps the note for noted copies; best effort (a note that cannot be made or stored
     /// is logged).
-    fn remember(&self, search: &Search, cache: &dyn ProgramCache, version: &str) {
+    fn remember(&self, search: &Search, notes: Notes<'_>, version: &str) {
         let Some((opened_as, function)) = (self.loaded)() else {
             return;
         };
@@ -232,7 +286,7 @@ impl Learner {
             return;
         };
         self.keep_note(search, &note, version);
-        if let Err(error) = cache.put_note(&search.note_key(), &note) {
+        if let Err(error) = notes.put(&search.note_key(), &note) {
             // Best effort (a read-only cache keeps none): the next process asks again.
             log::debug!(
                 "cuda-safe: the program cache could not keep its note on {}: {error}",

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use cuda_sys::LibrarySpec;
 
 use super::search::{Search, note_for_tests};
-use super::{KeyVersion, Learner, Loaded};
+use super::{KeyVersion, Learner, Loaded, Notes};
 use crate::cache::{InMemoryProgramCache, ProgramCache};
 use crate::error::{Error, Result};
 
@@ -42,7 +42,7 @@ fn a_note_gives_the_version_without_asking_the_library() {
         .put_note(&search.note_key(), &note_for_tests(&file, "99.1"))
         .unwrap();
     assert_eq!(LEARNER.known(), None);
-    let learnt = LEARNER.learn(&cache, Some(&search)).unwrap();
+    let learnt = LEARNER.learn(Notes::In(&cache), Some(&search)).unwrap();
     let expected = KeyVersion {
         version: "99.1",
         recalled: true,
@@ -50,9 +50,7 @@ fn a_note_gives_the_version_without_asking_the_library() {
     assert_eq!(learnt, expected);
     // Kept for the process: no second look at a note.
     assert_eq!(LEARNER.known(), Some(expected));
-    let again = LEARNER
-        .learn(&InMemoryProgramCache::default(), None)
-        .unwrap();
+    let again = LEARNER.learn(Notes::Open, None).unwrap();
     assert_eq!(again, expected);
 }
 
@@ -74,10 +72,10 @@ fn a_changed_file_asks_the_library_once() {
         .put_note(&search.note_key(), &note_for_tests(&file, "99.1"))
         .unwrap();
     std::fs::write(&file, b"replaced in place").unwrap();
-    let error = LEARNER.learn(&cache, Some(&search)).unwrap_err();
+    let error = LEARNER.learn(Notes::In(&cache), Some(&search)).unwrap_err();
     assert!(matches!(error, Error::InvalidArgument(_)), "{error}");
     assert_eq!(LEARNER.known(), None, "a changed file is no recall");
-    assert!(LEARNER.learn(&cache, Some(&search)).is_err());
+    assert!(LEARNER.learn(Notes::In(&cache), Some(&search)).is_err());
     assert_eq!(ASKED.load(Ordering::Relaxed), 1, "the answer is kept");
 }
 

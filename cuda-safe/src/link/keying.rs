@@ -9,7 +9,7 @@ use super::{driver, nvjitlink, nvjitlink_usable};
 use crate::cache::ProgramCache;
 use crate::error::{Error, Result};
 use crate::library_note::search::Search;
-use crate::library_note::{KeyVersion, Learner, Loaded};
+use crate::library_note::{KeyVersion, Learner, Loaded, Notes};
 
 /// What this process learnt of nvJitLink's version (usable: with the plain entry points,
 /// 12.3 on).
@@ -49,7 +49,7 @@ pub(super) fn keying(
 ) -> Result<LinkKeying> {
     match asked_for {
         LinkerBackend::Driver => driver_keying(),
-        _ => match NVJITLINK.learn(cache, search) {
+        _ => match NVJITLINK.learn(Notes::In(cache), search) {
             Ok(KeyVersion { version, recalled }) => Ok(LinkKeying {
                 backend: LinkerBackend::NvJitLink,
                 version: version.to_owned(),

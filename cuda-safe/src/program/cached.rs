@@ -12,7 +12,7 @@ use super::pch::Pch;
 use crate::cache::{CacheKey, ProgramCache};
 use crate::code::{CodeKind, CompiledCode};
 use crate::error::{Error, Result};
-use crate::library_note::{KeyVersion, Learner};
+use crate::library_note::{KeyVersion, Learner, Notes};
 use crate::trace::span;
 
 /// How the compiler version of a key was learnt.
@@ -92,20 +92,49 @@ impl Program {
     /// and their files' sizes and modification times. PCH files are not covered: they change
     /// how fast NVRTC compiles, not what.
     ///
-    /// Learning NVRTC's version loads NVRTC (about 5 ms in a fresh process);
-    /// [`cache_key_for_compiler`](Self::cache_key_for_compiler) takes the version instead.
+    /// The key names NVRTC's version, learnt as [`compile_cached`](Self::compile_cached) learns
+    /// it, from the note of an on-disk cache open in this process
+    /// ([`FileStreamProgramCache`](crate::cache::FileStreamProgramCache), a tiered cache's
+    /// back included) on the NVRTC file the loader would open: open the cache first, and a
+    /// fresh process's key, then its lookup, loads no NVRTC. Without such a note NVRTC is
+    /// loaded and asked (about 5 ms in a fresh process) and the note written in the open
+    /// on-disk caches for the next process; [`cache_key_for_compiler`](Self::cache_key_for_compiler)
+    /// takes the version instead. A noted version is checked when this process loads NVRTC
+    /// (a compile does): a wrong note is rewritten, and keys made with it name the wrong
+    /// version (a key that no later process makes).
     ///
     #[doc = nvrtc_sys::api_doc!(nvrtcVersion)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] with include paths, pre-includes or
     /// [`Pch::Use`](crate::Pch::Use) (or a raw option that reads files) and no
-    /// `caller_digest`: the key cannot see those files. [`Error::Load`] when NVRTC cannot be
-    /// loaded; as [`ProgramOptions::to_flags`](crate::ProgramOptions::to_flags) for
-    /// [`CudaHeaders::Toolkit`](crate::CudaHeaders::Toolkit).
+    /// `caller_digest`: the key cannot see those files. [`Error::Load`] when NVRTC must be
+    /// asked and cannot be loaded; as [`ProgramOptions::to_flags`](crate::ProgramOptions::to_flags)
+    /// for [`CudaHeaders::Toolkit`](crate::CudaHeaders::Toolkit).
+    ///
+    /// ```no_run
+    /// use cuda_safe::cache::{FileStreamProgramCache, ProgramCache};
+    /// use cuda_safe::{CodeKind, Program, ProgramOptions};
+    ///
+    /// let cache = FileStreamProgramCache::with_default_root()?; // opened first: its note serves
+    /// let program = Program::new("extern \"C\" __global__ void k() {}", ProgramOptions::default())?;
+    /// let key = program.cache_key(CodeKind::Cubin)?;
+    /// let code = match cache.get(&key)? {
+    ///     Some(code) => code,
+    ///     None => {
+    ///         let compiled = program.compile(CodeKind::Cubin)?;
+    ///         cache.put(&key, compiled.code())?;
+    ///         compiled.code().clone()
+    ///     }
+    /// };
+    /// # Ok::<(), cuda_safe::Error>(())
+    /// ```
     #[doc(alias = "nvrtcVersion")]
     pub fn cache_key(&self, target: CodeKind) -> Result<CacheKey> {
-        self.cache_key_for_compiler(target, NVRTC.answer()?)
+        // Made before anything loads NVRTC, so that it describes the search that would.
+        let search = NVRTC.fresh_search();
+        let version = NVRTC.learn(Notes::Open, search.as_ref())?.version;
+        self.cache_key_for_compiler(target, version)
     }
 
     /// The key for `target` as compiled by NVRTC `version` (`"13.0"`), without loading NVRTC.
@@ -206,7 +235,7 @@ impl Program {
                 self.refuse_uncacheable()?;
                 // Made before anything loads NVRTC, so that it describes the search that would.
                 let search = learner.fresh_search();
-                Keying::of(learner, learner.learn(cache, search.as_ref())?)
+                Keying::of(learner, learner.learn(Notes::In(cache), search.as_ref())?)
             }
         };
         self.fetch_or_compile(target, cache, keying, prepare, None)

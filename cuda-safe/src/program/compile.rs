@@ -5,6 +5,7 @@ use std::sync::OnceLock;
 
 use super::arch;
 use super::compiled::{CompiledProgram, Toolchain};
+use super::compiler::NVRTC;
 use super::headers::{BUNDLED_SINCE, CudaHeaders, Resolved};
 use super::options::{ProgramOptions, text};
 use super::pch::{PCH_SINCE, share_heap};
@@ -153,6 +154,8 @@ impl Program {
         flags: Vec<String>,
     ) -> Result<CompiledProgram> {
         let _span = span!(DEBUG, "nvrtc_compile", program = %self.options.name, %target);
+        // A key made from a note (`cache_key`) is checked now that NVRTC loads anyway.
+        NVRTC.confirm();
         let nvrtc = nvrtc_sys::nvrtc()?;
         self.check_toolchain(&flags)?;
         let source = c_string("source", &self.source)?;
