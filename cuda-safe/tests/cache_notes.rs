@@ -11,12 +11,15 @@
 //!    that needs NVRTC no more; the hits store nothing;
 //! 4. a cached link does the same for nvJitLink: the fresh process's hit maps no nvJitLink,
 //!    from the note or from the link's noted copy alone; with noted copies off, one entry;
-//! 5. a note that proves wrong where it cannot be rewritten (NVRTC loaded by someone else
-//!    first): the code compiled by the other NVRTC is stored under its own version, and the
-//!    next process, asking NVRTC, hits that and notes it anew;
+//! 5. a note that proves wrong is rewritten by the first process that learns NVRTC's own
+//!    version, even one where NVRTC was loaded by someone else first, so the next one maps no
+//!    NVRTC;
 //! 6. the explicit path (`Program::cache_key`, then the cache's `get`) keys from the note of
 //!    the open on-disk cache as well: NVRTC mapped in the first run only;
-//! 7. a note naming the right file and a wrong version is rewritten by the first fresh
+//! 7. a planted note naming a file other than the one the loader would open (with that file's
+//!    true identity, nothing watched) is refused, on both paths: NVRTC is loaded and the note
+//!    written anew;
+//! 8. a note naming the right file and a wrong version is rewritten by the first fresh
 //!    process, and the next maps no NVRTC, on both paths.
 //!
 //! A `main` of its own (`harness = false`): each run is a child process with the library
@@ -102,7 +105,7 @@ const NOTED_HIT: Run = Run {
     inserted: 0,
 };
 
-/// Steps 1 to 3, in the default cache (`KernelCache` requests), with step 7 there.
+/// Steps 1 to 3, in the default cache (`KernelCache` requests), with steps 7 and 8 there.
 fn kernels(run: &dyn Fn(&Env) -> Run, dir: &Path, nvrtc: &Path) {
     let cache = dir.join("cache");
     assert_eq!(run(&[]), asked(false, 1), "the first run compiles");
@@ -131,6 +134,11 @@ fn kernels(run: &dyn Fn(&Env) -> Run, dir: &Path, nvrtc: &Path) {
     assert_eq!(run(&[]), asked(true, 0), "a changed file is asked");
     assert_eq!(run(&[]), NOTED_HIT, "and noted again");
 
+    let decoy = dir.join("decoy");
+    std::fs::create_dir(&decoy).unwrap();
+    let decoy = decoy.join(NVRTC_FILE);
+    std::fs::copy(nvrtc, &decoy).unwrap();
+    foreign_note(run, &cache, &[], &decoy);
     wrong_version(run, &cache, &[], asked(true, 0));
 
     let elsewhere = dir.join("lib");
@@ -146,7 +154,7 @@ fn kernels(run: &dyn Fn(&Env) -> Run, dir: &Path, nvrtc: &Path) {
     assert_eq!(note_files(&cache).len(), 2, "a note per search");
 }
 
-/// Steps 6 and 7 in a cache of their own (`dir/explicit`), keyed by `Program::cache_key`.
+/// Steps 6 to 8 in a cache of their own (`dir/explicit`), keyed by `Program::cache_key`.
 fn explicit(run: &dyn Fn(&Env) -> Run, dir: &Path) {
     let cache = dir.join("explicit");
     let explicit = [(EXPLICIT_CHILD, "1"), (CHILD, cache.to_str().unwrap())];
@@ -154,12 +162,40 @@ fn explicit(run: &dyn Fn(&Env) -> Run, dir: &Path) {
     for _ in 0..2 {
         assert_eq!(run(&explicit), NOTED_HIT, "the key from the note");
     }
+    let decoy = dir.join("explicit-decoy");
+    std::fs::create_dir(&decoy).unwrap();
+    let decoy = decoy.join(NVRTC_FILE);
+    std::fs::copy(dir.join(NVRTC_FILE), &decoy).unwrap();
+    foreign_note(run, &cache, &explicit, &decoy);
     // The key made from the wrong note misses; the compile learns NVRTC's version and the
     // note is rewritten (the code stored under that key, which no later process makes).
     wrong_version(run, &cache, &explicit, asked(false, 1));
 }
 
-/// Step 7: the note of `cache` naming a version NVRTC does not give: the first run (which
+/// Step 7: the note of `cache` replaced by one naming `decoy` (a copy of NVRTC elsewhere,
+/// with its true identity, nothing watched): refused, and written anew.
+fn foreign_note(run: &dyn Fn(&Env) -> Run, cache: &Path, extra: &Env, decoy: &Path) {
+    let (key, text) = the_note(cache);
+    let version = text
+        .lines()
+        .find_map(|line| line.strip_prefix("value\t"))
+        .expect("a value line");
+    let planted = format!(
+        "cuda-safe library note 1\nvalue\t{version}\nopened\t{}\t{}\n",
+        decoy.display(),
+        identity(decoy)
+    );
+    plant(cache, &key, &planted);
+    assert_eq!(
+        run(extra),
+        asked(true, 0),
+        "a note naming a file the loader would not open is refused"
+    );
+    assert_ne!(the_note(cache).1, planted, "and written anew");
+    assert_eq!(run(extra), NOTED_HIT);
+}
+
+/// Step 8: the note of `cache` naming a version NVRTC does not give: the first run (which
 /// then sees `first`) rewrites it, the next maps no NVRTC.
 fn wrong_version(run: &dyn Fn(&Env) -> Run, cache: &Path, extra: &Env, first: Run) {
     let (key, text) = the_note(cache);
@@ -203,6 +239,22 @@ fn plant(cache: &Path, key: &CacheKey, text: &str) {
         .unwrap()
         .put_note(key, text.as_bytes())
         .unwrap();
+}
+
+/// A file's identity as a note records it (`docs/program-cache.md`).
+fn identity(path: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).unwrap();
+    format!(
+        "{}:{}:{}:{}.{}:{}.{}",
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec()
+    )
 }
 
 fn entry_count(cache: &Path) -> u64 {
@@ -300,8 +352,8 @@ fn wrong_note(run: &dyn Fn(&Env) -> Run, dir: &Path) {
     assert_eq!(entry_count(Path::new(cache)), 2, "an entry per version");
     assert_eq!(
         run(&[(CHILD, cache), (STUB_VERSION, "12.6"), (SECOND_CHILD, "1")]),
-        asked(true, 0),
-        "NVRTC is asked, and the 12.6 entry is the hit"
+        NOTED_HIT,
+        "the note was rewritten: the 12.6 entry is the hit"
     );
 }
 

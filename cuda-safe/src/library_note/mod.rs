@@ -78,6 +78,15 @@ pub(crate) struct KeyVersion {
     pub(crate) recalled: bool,
 }
 
+/// What a note recalled in this process: the version, and the search it held for (made
+/// before the library loaded), with which a note found wrong is written anew even once the
+/// library is loaded (when a new search could tell nothing).
+#[derive(Debug)]
+struct Recalled {
+    version: String,
+    search: Search,
+}
+
 /// Where the library was loaded from: the candidate it opened as, and the address of one of
 /// its functions (the file holding it is the file opened).
 pub(crate) type Loaded = (&'static Path, *const c_void);
@@ -98,7 +107,7 @@ pub(crate) struct Learner {
     /// The library's own answer, once asked.
     asked: OnceLock<Result<String>>,
     /// The version a note gave, once recalled.
-    recalled: OnceLock<String>,
+    recalled: OnceLock<Recalled>,
     /// The note found valid or written, for noted copies (when `copies`).
     noted: NotedSlot,
 }
@@ -137,7 +146,7 @@ impl Learner {
         match self.asked.get() {
             Some(Ok(version)) => Some(Ok(asked(version))),
             Some(Err(error)) => Some(Err(error.clone())),
-            None => self.recalled.get().map(|kept| Ok(recalled(kept))),
+            None => self.recalled.get().map(|kept| Ok(recalled(&kept.version))),
         }
     }
 
@@ -169,7 +178,11 @@ impl Learner {
             && let Some((note, version)) = notes.recall(search)
         {
             self.keep_note(search, &note, &version);
-            return Ok(recalled(self.recalled.get_or_init(|| version)));
+            let kept = self.recalled.get_or_init(|| Recalled {
+                version,
+                search: search.clone(),
+            });
+            return Ok(recalled(&kept.version));
         }
         let version = self.answer()?;
         if let Some(search) = search {
@@ -182,7 +195,11 @@ impl Learner {
     /// recalled one; false when another thread of this process recalled a different one
     /// first (a note rewritten meanwhile), so the entry is not this process's hit.
     pub(crate) fn recall(&'static self, search: &Search, note: &[u8], version: String) -> bool {
-        let same = *self.recalled.get_or_init(|| version.clone()) == version;
+        let kept = self.recalled.get_or_init(|| Recalled {
+            version: version.clone(),
+            search: search.clone(),
+        });
+        let same = kept.version == version;
         if same {
             self.keep_note(search, note, &version);
         }
@@ -210,7 +227,7 @@ impl Learner {
     /// caller's to meet when it loads the library.
     pub(crate) fn confirm(&'static self) {
         if self.asked.get().is_none()
-            && let Some(used) = self.recalled.get()
+            && let Some(Recalled { version: used, .. }) = self.recalled.get()
             && let Ok(Some(actual)) = self.check_in(Notes::Open, used)
         {
             log::warn!(
@@ -223,8 +240,17 @@ impl Learner {
 
     /// [`check`](Self::check), the note rewritten in `notes`.
     fn check_in(&'static self, notes: Notes<'_>, used: &str) -> Result<Option<&'static str>> {
-        // Made before the library loads, so it describes the search that loads it.
-        let search = Search::of(self.spec);
+        // The search the recalled note held for, made before anything loaded the library:
+        // the one that loads it now, even where another library of the process loaded one
+        // first (the note is then made only if the file loaded is the one it would open).
+        let fresh;
+        let search = match self.recalled.get() {
+            Some(kept) => Some(&kept.search),
+            None => {
+                fresh = Search::of(self.spec);
+                fresh.as_ref()
+            }
+        };
         let actual = self.answer()?;
         if actual == used {
             return Ok(None);
@@ -234,7 +260,7 @@ impl Learner {
              note is rewritten",
             self.name
         );
-        if let Some(search) = &search {
+        if let Some(search) = search {
             self.remember(search, notes, actual);
         }
         Ok(Some(actual))

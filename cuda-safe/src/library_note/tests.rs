@@ -36,7 +36,7 @@ fn a_note_gives_the_version_without_asking_the_library() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("libcuda-safe-no-such-library.so.1");
     std::fs::write(&file, b"a stand-in").unwrap();
-    let search = Search::for_tests(&NOWHERE);
+    let search = Search::opening_for_tests(&NOWHERE, &file);
     let cache = InMemoryProgramCache::default();
     cache
         .put_note(&search.note_key(), &note_for_tests(&file, "99.1"))
@@ -66,7 +66,7 @@ fn a_changed_file_asks_the_library_once() {
     let dir = tempfile::tempdir().unwrap();
     let file: PathBuf = dir.path().join("libcuda-safe-no-such-library.so.1");
     std::fs::write(&file, b"a stand-in").unwrap();
-    let search = Search::for_tests(&NOWHERE);
+    let search = Search::opening_for_tests(&NOWHERE, &file);
     let cache = InMemoryProgramCache::default();
     cache
         .put_note(&search.note_key(), &note_for_tests(&file, "99.1"))
