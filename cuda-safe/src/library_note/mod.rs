@@ -11,9 +11,14 @@
 //! library's own answer ([`Learner::check`]): a wrong note is rewritten and the key made again
 //! before anything is stored.
 //!
+//! A note is trusted only for the file this process's loader would open now ([`search`]
+//! tells it from the files, in the loader's order), never on its own word; a note found wrong
+//! is rewritten with the search it held for, once the library's own answer is known.
+//!
 //! One [`Learner`] per library holds what the process learnt; the program and link modules
 //! each declare theirs with the library's spec and the two calls that tell its version and
-//! where it was loaded from.
+//! where it was loaded from. Notes are read from the cache a lookup goes through, or, for a
+//! key made with no cache at hand, from the on-disk caches open in the process ([`Notes`]).
 //!
 //! ```text
 //! learn:  known in this process? -> the note of the search (no load) -> ask the library (load),
