@@ -22,7 +22,7 @@ use crate::code::CodeKind;
 use crate::error::Result;
 use crate::kernel::Kernel;
 use crate::module::{ObjectCode, check_compiled};
-use crate::program::{CompiledProgram, Keying, Learnt, Program};
+use crate::program::{CompiledProgram, Keying, Program};
 use crate::trace::span;
 
 /// Launchable kernels for programs, compiling and loading each program at most once per
@@ -160,10 +160,7 @@ impl<C: ProgramCache> KernelCache<C> {
     fn loaded(&self, program: &Program, target: CodeKind) -> Result<Arc<Loaded>> {
         let _span = span!(TRACE, "kernel_cache_get", program = %program.options().name, %target);
         let keying = match &self.assumed_compiler {
-            Some(version) => Keying {
-                version,
-                learnt: Learnt::Assumed,
-            },
+            Some(version) => Keying::assumed(version),
             None => match Keying::known() {
                 Some(keying) => keying,
                 // The first keying of the process: nothing of it is loaded yet (every keying
@@ -178,10 +175,17 @@ impl<C: ProgramCache> KernelCache<C> {
                 }
             },
         };
-        let key = program.cache_key_for_compiler(target, keying.version)?;
+        // One plan and one key for the request: the program cache's lookup takes them.
+        let keyed = program.keyed(target, keying.version)?;
+        let key = keyed.key;
         get_or_try_insert(&self.loaded, &key, || {
-            let fetched =
-                program.fetch_or_compile(target, &self.programs, keying, &check_compiled)?;
+            let fetched = program.fetch_or_compile(
+                target,
+                &self.programs,
+                keying,
+                &check_compiled,
+                Some(keyed),
+            )?;
             Ok((fetched.key, Arc::new(Loaded::of(&fetched.program)?)))
         })
     }

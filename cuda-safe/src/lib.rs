@@ -63,8 +63,9 @@ mod trace;
 mod user_file;
 mod uuid;
 
-// Floor 1: compiled bytes by key.
+// Floor 1: compiled bytes by key, and the compiler versions keys name.
 pub mod cache;
+mod library_note;
 
 // Floor 2: the driver core.
 mod context;

@@ -4,28 +4,32 @@
 //!
 //! 1. the first run finds no note: it loads NVRTC to ask its version, compiles, and stores the
 //!    entry and the note;
-//! 2. the next runs key from the note and hit without mapping NVRTC at all;
-//! 3. NVRTC's file replaced in place: the note no longer holds, NVRTC is loaded and asked (and
-//!    the note written anew), and the run after that needs NVRTC no more;
-//! 4. another loader environment (`LD_LIBRARY_PATH`) has no note: NVRTC is loaded;
-//! 5. the program's noted copy (the entry with the note inside, read in one go) serves a hit
-//!    alone, with the notes removed; removed itself, the hit goes through the note and the
-//!    plain entry and stores the noted copy again;
-//! 6. a cached link does the same for nvJitLink: the fresh process's hit maps no nvJitLink,
-//!    from the note or from the link's noted copy alone;
-//! 7. a cache with noted copies off keeps one entry file, and its hit still maps no NVRTC;
-//! 8. a note that proves wrong where it cannot be rewritten (NVRTC loaded by someone else
-//!    first) gives no noted copy: the code compiled by the other NVRTC is stored under its own
-//!    version alone, and the next process, asking NVRTC, hits that and notes it anew.
+//! 2. the next runs key from the note and hit without mapping NVRTC at all, and store nothing
+//!    (one entry file per program: no second copy);
+//! 3. the note removed, NVRTC's file replaced in place, or another loader environment
+//!    (`LD_LIBRARY_PATH`): NVRTC is loaded and asked, the note written anew, and the run after
+//!    that needs NVRTC no more; the hits store nothing;
+//! 4. a cached link does the same for nvJitLink: the fresh process's hit maps no nvJitLink,
+//!    from the note or from the link's noted copy alone; with noted copies off, one entry;
+//! 5. a note that proves wrong is rewritten by the first process that learns NVRTC's own
+//!    version, even one where NVRTC was loaded by someone else first, so the next one maps no
+//!    NVRTC;
+//! 6. the explicit path (`Program::cache_key`, then the cache's `get`) keys from the note of
+//!    the open on-disk cache as well: NVRTC mapped in the first run only;
+//! 7. a planted note naming a file other than the one the loader would open (with that file's
+//!    true identity, nothing watched) is refused, on both paths: NVRTC is loaded and the note
+//!    written anew;
+//! 8. a note naming the right file and a wrong version is rewritten by the first fresh
+//!    process, and the next maps no NVRTC, on both paths.
 //!
 //! A `main` of its own (`harness = false`): each run is a child process with the library
 //! variables set before anything loads a library. Without a C compiler it prints that it
 //! skipped (and fails under `CI`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-use cuda_safe::cache::{FileStreamProgramCache, ProgramCache};
+use cuda_safe::cache::{CacheKey, FileStreamProgramCache, ProgramCache};
 use cuda_safe::{CodeKind, KernelCache, Program, ProgramOptions};
 
 use cuda_safe_stub as stub;
@@ -36,6 +40,8 @@ const CHILD: &str = "CUDA_SAFE_CACHE_NOTES_CHILD";
 const LINK_CHILD: &str = "CUDA_SAFE_CACHE_NOTES_LINK";
 /// Set in a child (to anything): its cache keeps no noted copies.
 const PLAIN_CHILD: &str = "CUDA_SAFE_CACHE_NOTES_PLAIN";
+/// Set in a child (to anything): it keys with `Program::cache_key` and looks up by hand.
+const EXPLICIT_CHILD: &str = "CUDA_SAFE_CACHE_NOTES_EXPLICIT";
 /// Set in a child (to a file of NVRTC's name): it requests its kernel, then loads that file
 /// (as another library of the process could load its own NVRTC) and requests a second
 /// program's.
@@ -76,115 +82,179 @@ fn main() -> ExitCode {
     let cache = scratch.path().join("cache");
     let run = |extra: &[(&str, &str)]| request(&driver, &nvrtc, &cache, extra);
     links(&run, scratch.path());
-    without_copies(&run, scratch.path());
     wrong_note(&run, scratch.path());
+    explicit(&run, scratch.path());
+    kernels(&run, scratch.path(), &nvrtc);
+    println!("cache_notes: 1 passed, 0 failed");
+    ExitCode::SUCCESS
+}
 
-    assert_eq!(
-        run(&[]),
-        Run {
-            nvrtc_mapped: true,
-            hit: false
-        },
-        "the first run compiles"
-    );
+/// A run that loaded its compiler: `hit` as given, `inserted` entries stored.
+const fn asked(hit: bool, inserted: u64) -> Run {
+    Run {
+        nvrtc_mapped: true,
+        hit,
+        inserted,
+    }
+}
+
+/// A run that hit without loading its compiler, and stored nothing.
+const NOTED_HIT: Run = Run {
+    nvrtc_mapped: false,
+    hit: true,
+    inserted: 0,
+};
+
+/// Steps 1 to 3, in the default cache (`KernelCache` requests), with steps 7 and 8 there.
+fn kernels(run: &dyn Fn(&Env) -> Run, dir: &Path, nvrtc: &Path) {
+    let cache = dir.join("cache");
+    assert_eq!(run(&[]), asked(false, 1), "the first run compiles");
     for _ in 0..2 {
         assert_eq!(
             run(&[]),
-            Run {
-                nvrtc_mapped: false,
-                hit: true
-            },
-            "a hit needs no NVRTC"
+            NOTED_HIT,
+            "a hit needs no NVRTC and stores nothing"
         );
     }
-    let notes = std::fs::read_dir(cache.join("notes"))
-        .expect("a notes directory")
-        .count();
-    assert_eq!(notes, 1, "one note, on NVRTC");
-    let noted = noted_entries(&cache);
-    assert_eq!(noted.len(), 1, "the program and its noted copy");
-    assert_eq!(entry_count(&cache), 2);
-
-    // The noted copy alone: no note file to read.
-    std::fs::remove_dir_all(cache.join("notes")).unwrap();
-    assert_eq!(
-        run(&[]),
-        Run {
-            nvrtc_mapped: false,
-            hit: true
-        },
-        "the noted copy holds its note"
-    );
-    // Without it, the note (written again here, as NVRTC is asked) and the plain entry serve,
-    // and the copy is stored again.
-    std::fs::remove_file(&noted[0]).unwrap();
-    assert_eq!(
-        run(&[]),
-        Run {
-            nvrtc_mapped: true,
-            hit: true
-        },
-        "no note and no noted copy: NVRTC is asked"
-    );
-    assert_eq!(noted_entries(&cache).len(), 1, "the noted copy is back");
-    std::fs::remove_file(&noted_entries(&cache)[0]).unwrap();
-    assert_eq!(
-        run(&[]),
-        Run {
-            nvrtc_mapped: false,
-            hit: true
-        },
-        "the note and the plain entry"
-    );
-    assert_eq!(noted_entries(&cache).len(), 1, "stored again from the note");
-
-    // Replaced in place: same path, new contents (one byte more, still a library).
-    let mut bytes = std::fs::read(&nvrtc).unwrap();
-    bytes.push(0);
-    std::fs::write(&nvrtc, bytes).unwrap();
-    assert_eq!(
-        run(&[]),
-        Run {
-            nvrtc_mapped: true,
-            hit: true
-        },
-        "a changed file is asked"
-    );
-    assert_eq!(
-        run(&[]),
-        Run {
-            nvrtc_mapped: false,
-            hit: true
-        },
-        "and noted again"
-    );
-
-    let elsewhere = scratch.path().join("lib");
-    std::fs::create_dir(&elsewhere).unwrap();
-    let library_path = elsewhere.to_str().unwrap();
-    let other = [("LD_LIBRARY_PATH", library_path)];
-    assert_eq!(
-        run(&other),
-        Run {
-            nvrtc_mapped: true,
-            hit: true
-        },
-        "another search is asked"
-    );
-    assert_eq!(
-        run(&other),
-        Run {
-            nvrtc_mapped: false,
-            hit: true
-        }
-    );
+    assert_eq!(note_files(&cache).len(), 1, "one note, on NVRTC");
     assert_eq!(
         (entry_count(&cache), noted_entries(&cache).len()),
-        (3, 2),
-        "every run keyed the program alike: one entry, and a noted copy per search"
+        (1, 0),
+        "one entry file for the program: no noted copy"
     );
-    println!("cache_notes: 1 passed, 0 failed");
-    ExitCode::SUCCESS
+
+    std::fs::remove_dir_all(cache.join("notes")).unwrap();
+    assert_eq!(run(&[]), asked(true, 0), "no note: NVRTC is asked");
+    assert_eq!(run(&[]), NOTED_HIT, "and noted again");
+
+    // Replaced in place: same path, new contents (one byte more, still a library).
+    let mut bytes = std::fs::read(nvrtc).unwrap();
+    bytes.push(0);
+    std::fs::write(nvrtc, bytes).unwrap();
+    assert_eq!(run(&[]), asked(true, 0), "a changed file is asked");
+    assert_eq!(run(&[]), NOTED_HIT, "and noted again");
+
+    let decoy = dir.join("decoy");
+    std::fs::create_dir(&decoy).unwrap();
+    let decoy = decoy.join(NVRTC_FILE);
+    std::fs::copy(nvrtc, &decoy).unwrap();
+    foreign_note(run, &cache, &[], &decoy);
+    wrong_version(run, &cache, &[], asked(true, 0));
+
+    let elsewhere = dir.join("lib");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let other = [("LD_LIBRARY_PATH", elsewhere.to_str().unwrap())];
+    assert_eq!(run(&other), asked(true, 0), "another search is asked");
+    assert_eq!(run(&other), NOTED_HIT);
+    assert_eq!(
+        (entry_count(&cache), noted_entries(&cache).len()),
+        (1, 0),
+        "every run keyed the program alike"
+    );
+    assert_eq!(note_files(&cache).len(), 2, "a note per search");
+}
+
+/// Steps 6 to 8 in a cache of their own (`dir/explicit`), keyed by `Program::cache_key`.
+fn explicit(run: &dyn Fn(&Env) -> Run, dir: &Path) {
+    let cache = dir.join("explicit");
+    let explicit = [(EXPLICIT_CHILD, "1"), (CHILD, cache.to_str().unwrap())];
+    assert_eq!(run(&explicit), asked(false, 1), "the first run compiles");
+    for _ in 0..2 {
+        assert_eq!(run(&explicit), NOTED_HIT, "the key from the note");
+    }
+    let decoy = dir.join("explicit-decoy");
+    std::fs::create_dir(&decoy).unwrap();
+    let decoy = decoy.join(NVRTC_FILE);
+    std::fs::copy(dir.join(NVRTC_FILE), &decoy).unwrap();
+    foreign_note(run, &cache, &explicit, &decoy);
+    // The key made from the wrong note misses; the compile learns NVRTC's version and the
+    // note is rewritten (the code stored under that key, which no later process makes).
+    wrong_version(run, &cache, &explicit, asked(false, 1));
+}
+
+/// Step 7: the note of `cache` replaced by one naming `decoy` (a copy of NVRTC elsewhere,
+/// with its true identity, nothing watched): refused, and written anew.
+fn foreign_note(run: &dyn Fn(&Env) -> Run, cache: &Path, extra: &Env, decoy: &Path) {
+    let (key, text) = the_note(cache);
+    let version = text
+        .lines()
+        .find_map(|line| line.strip_prefix("value\t"))
+        .expect("a value line");
+    let planted = format!(
+        "cuda-safe library note 1\nvalue\t{version}\nopened\t{}\t{}\n",
+        decoy.display(),
+        identity(decoy)
+    );
+    plant(cache, &key, &planted);
+    assert_eq!(
+        run(extra),
+        asked(true, 0),
+        "a note naming a file the loader would not open is refused"
+    );
+    assert_ne!(the_note(cache).1, planted, "and written anew");
+    assert_eq!(run(extra), NOTED_HIT);
+}
+
+/// Step 8: the note of `cache` naming a version NVRTC does not give: the first run (which
+/// then sees `first`) rewrites it, the next maps no NVRTC.
+fn wrong_version(run: &dyn Fn(&Env) -> Run, cache: &Path, extra: &Env, first: Run) {
+    let (key, text) = the_note(cache);
+    let wrong: String = text
+        .lines()
+        .map(|line| match line.strip_prefix("value\t") {
+            Some(_) => "value\t12.7\n".to_owned(),
+            None => format!("{line}\n"),
+        })
+        .collect();
+    assert_ne!(wrong, text, "the stub NVRTC is not 12.7");
+    plant(cache, &key, &wrong);
+    assert_eq!(run(extra), first, "the wrong version is found out");
+    assert_eq!(the_note(cache).1, text, "the note is rewritten");
+    assert_eq!(run(extra), NOTED_HIT, "and the next process needs no NVRTC");
+}
+
+/// The note files of the cache at `cache`.
+fn note_files(cache: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(cache.join("notes"))
+        .map(|listing| listing.map(|item| item.unwrap().path()).collect())
+        .unwrap_or_default()
+}
+
+/// The one note of the cache at `cache`: its key and text.
+fn the_note(cache: &Path) -> (CacheKey, String) {
+    let files = note_files(cache);
+    assert_eq!(files.len(), 1, "one note in {}", cache.display());
+    let name = files[0].file_name().unwrap().to_str().unwrap();
+    let key: CacheKey = name.parse().unwrap();
+    let note = FileStreamProgramCache::new(cache)
+        .unwrap()
+        .get_note(&key)
+        .expect("a sound note");
+    (key, String::from_utf8(note).unwrap())
+}
+
+/// Stores `text` as the note under `key` of the cache at `cache`, as its user could.
+fn plant(cache: &Path, key: &CacheKey, text: &str) {
+    FileStreamProgramCache::new(cache)
+        .unwrap()
+        .put_note(key, text.as_bytes())
+        .unwrap();
+}
+
+/// A file's identity as a note records it (`docs/program-cache.md`).
+fn identity(path: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).unwrap();
+    format!(
+        "{}:{}:{}:{}.{}:{}.{}",
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec()
+    )
 }
 
 fn entry_count(cache: &Path) -> u64 {
@@ -197,7 +267,7 @@ fn entry_count(cache: &Path) -> u64 {
 
 /// The entry files with a note inside (the payload's flag byte, after the 68-byte header,
 /// has bit 1 set: `docs/program-cache.md`).
-fn noted_entries(cache: &Path) -> Vec<std::path::PathBuf> {
+fn noted_entries(cache: &Path) -> Vec<PathBuf> {
     let mut noted = Vec::new();
     for shard in std::fs::read_dir(cache.join("entries")).unwrap() {
         for entry in std::fs::read_dir(shard.unwrap().path()).unwrap() {
@@ -211,8 +281,8 @@ fn noted_entries(cache: &Path) -> Vec<std::path::PathBuf> {
     noted
 }
 
-/// Step 6, in a cache of its own (`dir/links`): a link, a hit from the note, a hit from the
-/// noted copy alone.
+/// Step 4, in caches of their own (`dir/links`, `dir/plain-links`): a link, a hit from the
+/// note, a hit from the noted copy alone; with noted copies off, one entry file.
 fn links(run: &dyn Fn(&Env) -> Run, dir: &Path) {
     let cache = dir.join("links");
     let (cache_text, library) = (cache.to_str().unwrap(), dir.join(NVJITLINK_FILE));
@@ -227,51 +297,43 @@ fn links(run: &dyn Fn(&Env) -> Run, dir: &Path) {
         linked.nvrtc_mapped && !linked.hit,
         "the first run links: {linked:?}"
     );
-    let expected = Run {
-        nvrtc_mapped: false,
-        hit: true,
-    };
-    assert_eq!(run(&link), expected, "a cached link needs no nvJitLink");
+    assert_eq!(noted_entries(&cache).len(), 1, "the link's noted copy");
+    assert_eq!(run(&link), NOTED_HIT, "a cached link needs no nvJitLink");
     std::fs::remove_dir_all(cache.join("notes")).unwrap();
-    assert_eq!(run(&link), expected, "the link's noted copy holds its note");
-}
-
-/// Step 7, in a cache of its own (`dir/plain`): noted copies off, one entry file, and a hit
-/// from the note on NVRTC.
-fn without_copies(run: &dyn Fn(&Env) -> Run, dir: &Path) {
-    let cache = dir.join("plain");
-    let plain = [(PLAIN_CHILD, "1"), (CHILD, cache.to_str().unwrap())];
-    let first = run(&plain);
-    assert!(
-        first.nvrtc_mapped && !first.hit,
-        "the first run compiles: {first:?}"
-    );
-    for _ in 0..2 {
-        assert_eq!(
-            run(&plain),
-            Run {
-                nvrtc_mapped: false,
-                hit: true
-            },
-            "the note on NVRTC serves without noted copies"
-        );
-    }
     assert_eq!(
-        (entry_count(&cache), noted_entries(&cache).len()),
+        run(&link),
+        NOTED_HIT,
+        "the link's noted copy holds its note"
+    );
+
+    let plain = dir.join("plain-links");
+    let plain_link = [
+        (LINK_CHILD, "1"),
+        (PLAIN_CHILD, "1"),
+        (CHILD, plain.to_str().unwrap()),
+        (cuda_safe::nvjitlink_sys::LIBNVJITLINK_PATH_ENV, library),
+    ];
+    let linked = run(&plain_link);
+    assert!(linked.nvrtc_mapped && !linked.hit, "{linked:?}");
+    assert_eq!(run(&plain_link), NOTED_HIT, "the note on nvJitLink serves");
+    assert_eq!(
+        (entry_count(&plain), noted_entries(&plain).len()),
         (1, 0),
         "one entry file, no noted copy"
     );
 }
 
-/// Step 8, in a cache of its own (`dir/versions`): a note on NVRTC 12.4; then NVRTC of the
-/// same file says 12.6 in a process that loaded it before the note could be checked, and
-/// compiles a second program; the next process finds no noted copy of it.
+/// Step 5, in a cache of its own (`dir/versions`): a note on NVRTC 12.4; then NVRTC of the
+/// same file says 12.6 in a process that loaded another NVRTC before the note could be
+/// checked, and compiles a second program: the note is rewritten there, so the next process
+/// hits the second program's 12.6 entry without NVRTC.
 fn wrong_note(run: &dyn Fn(&Env) -> Run, dir: &Path) {
     let cache = dir.join("versions");
     let cache = cache.to_str().unwrap();
-    let first = run(&[(CHILD, cache), (STUB_VERSION, "12.4")]);
-    assert!(first.nvrtc_mapped && !first.hit, "{first:?}");
-    assert_eq!(noted_entries(Path::new(cache)).len(), 1);
+    assert_eq!(
+        run(&[(CHILD, cache), (STUB_VERSION, "12.4")]),
+        asked(false, 1)
+    );
     let other = dir.join("other-nvrtc");
     std::fs::create_dir(&other).unwrap();
     let other = other.join("libnvrtc.so.12");
@@ -284,38 +346,27 @@ fn wrong_note(run: &dyn Fn(&Env) -> Run, dir: &Path) {
     ]);
     assert_eq!(
         preloaded,
-        Run {
-            nvrtc_mapped: true,
-            hit: true
-        },
-        "the first program from its noted copy, the second compiled"
+        asked(true, 1),
+        "the first program from the 12.4 note, the second compiled by 12.6"
     );
-    assert_eq!(
-        (
-            entry_count(Path::new(cache)),
-            noted_entries(Path::new(cache)).len()
-        ),
-        (3, 1),
-        "the second program under NVRTC 12.6's key alone: its note names 12.4"
-    );
+    assert_eq!(entry_count(Path::new(cache)), 2, "an entry per version");
     assert_eq!(
         run(&[(CHILD, cache), (STUB_VERSION, "12.6"), (SECOND_CHILD, "1")]),
-        Run {
-            nvrtc_mapped: true,
-            hit: true
-        },
-        "no copy under the wrong note: NVRTC is asked, and the 12.6 entry is the hit"
+        NOTED_HIT,
+        "the note was rewritten: the 12.6 entry is the hit"
     );
 }
 
 /// Extra environment variables of a run.
 type Env<'a> = [(&'a str, &'a str)];
 
-/// What one run saw (`nvrtc_mapped`: the compiler of the run, nvJitLink for a link).
+/// What one run saw (`nvrtc_mapped`: the compiler of the run, nvJitLink for a link; the
+/// entries the run's cache stored).
 #[derive(Debug, PartialEq, Eq)]
 struct Run {
     nvrtc_mapped: bool,
     hit: bool,
+    inserted: u64,
 }
 
 /// One request in a fresh process, the stub as the driver and NVML, its copy as NVRTC.
@@ -340,16 +391,29 @@ fn request(driver: &Path, nvrtc: &Path, cache: &Path, extra: &[(&str, &str)]) ->
             .split_whitespace()
             .find_map(|word| word.strip_prefix(name))
             .unwrap_or_else(|| panic!("no {name} in {stdout}"))
-            == "1"
+            .to_owned()
     };
     Run {
-        nvrtc_mapped: field("nvrtc_mapped="),
-        hit: field("hit="),
+        nvrtc_mapped: field("nvrtc_mapped=") == "1",
+        hit: field("hit=") == "1",
+        inserted: field("inserted=").parse().unwrap(),
     }
 }
 
+/// Prints what a child saw: whether `library` is mapped, whether it hit, what it stored.
+fn report(library: &str, hit: bool, inserted: u64) -> ExitCode {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let mapped = maps.lines().any(|line| line.ends_with(library));
+    println!(
+        "nvrtc_mapped={} hit={} inserted={inserted}",
+        u8::from(mapped),
+        u8::from(hit)
+    );
+    ExitCode::SUCCESS
+}
+
 /// The child: a kernel through a `KernelCache` over the disk cache at `dir`, as a user's
-/// program asks for it.
+/// program asks for it (or keyed by hand, or a link).
 fn child(dir: &Path) -> ExitCode {
     let device = cuda_safe::Device::new(0).expect("the stub's device");
     device.set_current().expect("a current context");
@@ -361,12 +425,12 @@ fn child(dir: &Path) -> ExitCode {
         ..Default::default()
     };
     let first = "extern \"C\" __global__ void twice() {}";
+    if std::env::var_os(EXPLICIT_CHILD).is_some() {
+        return explicit_child(dir, Program::new(first, options).unwrap());
+    }
     // Another program (another key) with the kernel the stub driver knows.
     let second = "extern \"C\" __global__ void twice() { /* the second program */ }";
-    let cache = FileStreamProgramCache::new(dir)
-        .unwrap()
-        .with_noted_copies(std::env::var_os(PLAIN_CHILD).is_none());
-    let kernels = KernelCache::new(cache);
+    let kernels = KernelCache::new(FileStreamProgramCache::new(dir).unwrap());
     let request = |source: &str, name: &str| {
         let program = Program::new(source, options.clone()).unwrap();
         kernels
@@ -384,11 +448,24 @@ fn child(dir: &Path) -> ExitCode {
         request(second, "twice");
         library
     });
-    let hit = kernels.programs().stats().unwrap().hits == 1;
-    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-    let mapped = maps.lines().any(|line| line.ends_with(NVRTC_FILE));
-    println!("nvrtc_mapped={} hit={}", u8::from(mapped), u8::from(hit));
-    ExitCode::SUCCESS
+    let stats = kernels.programs().stats().unwrap();
+    report(NVRTC_FILE, stats.hits == 1, stats.insertions)
+}
+
+/// The explicit child: the cache opened, the key made, the entry looked up, as `cuda.core`'s
+/// users write it; a miss compiles and stores.
+fn explicit_child(dir: &Path, program: Program) -> ExitCode {
+    let cache = FileStreamProgramCache::new(dir).unwrap();
+    let key = program.cache_key(CodeKind::Ptx).unwrap();
+    let hit = match cache.get(&key).unwrap() {
+        Some(code) => code.kind() == CodeKind::Ptx,
+        None => {
+            let compiled = program.compile(CodeKind::Ptx).unwrap();
+            cache.put(&key, compiled.code()).unwrap();
+            false
+        }
+    };
+    report(NVRTC_FILE, hit, cache.stats().unwrap().insertions)
 }
 
 /// The link child: two LTO-IR units (compiled before the link, not through its cache) linked
@@ -416,16 +493,12 @@ fn link_child(dir: &Path) -> ExitCode {
             .unwrap();
         linker.add_compiled(code.code(), name).unwrap();
     }
-    let cache = FileStreamProgramCache::new(dir).unwrap();
+    let cache = FileStreamProgramCache::new(dir)
+        .unwrap()
+        .with_noted_copies(std::env::var_os(PLAIN_CHILD).is_none());
     let linked = linker
         .link_cached(CodeKind::Cubin, &cache)
         .expect("the link");
-    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-    let mapped = maps.lines().any(|line| line.ends_with(NVJITLINK_FILE));
-    println!(
-        "nvrtc_mapped={} hit={}",
-        u8::from(mapped),
-        u8::from(linked.from_cache())
-    );
-    ExitCode::SUCCESS
+    let inserted = cache.stats().unwrap().insertions;
+    report(NVJITLINK_FILE, linked.from_cache(), inserted)
 }

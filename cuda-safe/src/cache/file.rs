@@ -5,6 +5,7 @@ use std::cmp::Reverse;
 use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::format::{self, Decoded, HEADER_LEN};
@@ -12,7 +13,8 @@ use super::fs_ops::{
     FileId, Removal, io_error, open_no_follow, recency_stamp, remove_any, remove_if_unchanged,
 };
 use super::notes;
-use super::private::{self, DirState};
+use super::open;
+use super::private::{self, DirState, ready_dir};
 use super::root::{self, ENTRIES, NOTES, TMP};
 use super::stats::Counters;
 use super::temp;
@@ -85,7 +87,8 @@ pub const MAX_ENTRY_BYTES: u64 = 1 << 30;
 /// ```
 #[derive(Debug)]
 pub struct FileStreamProgramCache {
-    root: PathBuf,
+    /// The root, also registered as an open cache's while this one lives ([`open`]).
+    root: Arc<Path>,
     max_bytes: Option<u64>,
     stale_temp_age: Duration,
     noted_copies: bool,
@@ -117,8 +120,9 @@ impl FileStreamProgramCache {
     /// that another user owns or may write, or that is not a directory;
     /// [`Error::CacheIo`](crate::Error::CacheIo) when the root cannot be created or read.
     pub fn new(root: impl Into<PathBuf>) -> Result<Self> {
-        let root = root.into();
+        let root: Arc<Path> = Arc::from(root.into());
         root::prepare(&root)?;
+        open::register(&root);
         Ok(Self {
             root,
             max_bytes: None,
@@ -154,12 +158,14 @@ impl FileStreamProgramCache {
         self
     }
 
-    /// Whether to keep noted copies ([`ProgramCache::put_noted`]); on by default.
+    /// Whether to keep noted copies ([`ProgramCache::put_noted`]); on by default. Only links
+    /// are stored noted ([`Linker::link_cached`](crate::Linker::link_cached)); a program is
+    /// one entry file either way.
     ///
-    /// Off, the cache holds one entry file per program: `put_noted` stores nothing and
+    /// Off, the cache holds one entry file per link too: `put_noted` stores nothing and
     /// `get_noted` finds nothing (noted copies already on disk are left to eviction and
-    /// [`clear`](ProgramCache::clear)). A fresh process's hit then still needs no NVRTC, but
-    /// reads the note on NVRTC and the entry as two files.
+    /// [`clear`](ProgramCache::clear)). A fresh process's link hit then still needs no
+    /// nvJitLink, but reads the note on nvJitLink and the entry as two files.
     pub fn with_noted_copies(mut self, keep: bool) -> Self {
         self.noted_copies = keep;
         self
@@ -520,19 +526,11 @@ impl ProgramCache for FileStreamProgramCache {
 
     /// The note file under `<root>/notes/`, checked as entry files are.
     fn get_note(&self, key: &CacheKey) -> Option<Vec<u8>> {
-        notes::read(&self.notes_dir().join(key.to_hex()), key)
+        notes::read_in(&self.root, key)
     }
 
     fn put_note(&self, key: &CacheKey, note: &[u8]) -> Result<()> {
-        if let Some(refusal) = notes::too_large(note) {
-            return Err(refusal);
-        }
-        let (dir, tmp_dir) = (self.notes_dir(), self.tmp_dir());
-        for dir in [&dir, &tmp_dir] {
-            ready_dir(dir)?;
-        }
-        let path = dir.join(key.to_hex());
-        notes::write(&path, &tmp_dir, key, note).map_err(|error| io_error(&path, error))
+        notes::write_in(&self.root, key, note)
     }
 }
 
@@ -543,15 +541,6 @@ fn unreadable<T>(path: &Path, error: &io::Error) -> Option<T> {
         path.display()
     );
     None
-}
-
-/// Makes `dir` a private directory ([`private::ensure_dir`]); one that cannot be created is an
-/// error here, where something must be written into it.
-fn ready_dir(dir: &Path) -> Result<()> {
-    match private::ensure_dir(dir)? {
-        DirState::Ready => Ok(()),
-        DirState::Missing => Err(io_error(dir, io::ErrorKind::PermissionDenied.into())),
-    }
 }
 
 #[cfg(test)]

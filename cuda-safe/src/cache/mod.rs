@@ -14,9 +14,9 @@
 //!
 //! Beside its entries a cache keeps notes ([`ProgramCache::get_note`]): what the NVRTC and
 //! nvJitLink library files of this machine were found to be, so a fresh process keys a
-//! program without loading them. An on-disk cache also keeps each compiled program a second
-//! time with that note inside ([`ProgramCache::get_noted`]), so a fresh process finds it in
-//! one read.
+//! program or a link without loading them. An on-disk cache also keeps each cached link a
+//! second time with its note inside ([`ProgramCache::get_noted`]), so a fresh process finds
+//! it in one read; a program is one entry, and a fresh process's hit on it writes nothing.
 //!
 //! `docs/program-cache.md` describes the key's encoding, the file format and the guarantees.
 //!
@@ -59,6 +59,7 @@ mod fs_ops;
 mod key;
 mod memory;
 mod notes;
+pub(crate) mod open;
 mod private;
 mod root;
 mod stats;
@@ -154,7 +155,7 @@ pub trait ProgramCache: Send + Sync {
 
     /// The program under `key` and the note stored with it ([`put_noted`](Self::put_noted)),
     /// read together, if `accept` takes the note: what a fresh process needs to find a
-    /// program without loading its compiler, in one read. An entry stored without a note is
+    /// link without loading nvJitLink, in one read (programs are not stored noted). An entry stored without a note is
     /// `None` here; one whose note `accept` refuses is `None` too, and counts as no hit.
     ///
     /// The default keeps no noted entries (`Ok(None)`): the crate then reads the note and the

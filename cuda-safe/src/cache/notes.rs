@@ -17,10 +17,11 @@ use std::path::Path;
 
 use super::CacheKey;
 use super::format::checksum;
-use super::fs_ops::open_no_follow;
+use super::fs_ops::{io_error, open_no_follow};
 use super::private;
+use super::root::{NOTES, TMP};
 use super::temp;
-use crate::error::Error;
+use crate::error::{Error, Result};
 
 /// The largest note a cache stores: 4 KiB.
 pub const MAX_NOTE_BYTES: usize = 4096;
@@ -82,6 +83,30 @@ pub(crate) fn write(path: &Path, tmp_dir: &Path, key: &CacheKey, note: &[u8]) ->
         ));
     }
     temp::write_temp(tmp_dir, &encode(key, note))?.persist(path)
+}
+
+/// The note under `key` in the cache rooted at `root` ([`read`]).
+pub(crate) fn read_in(root: &Path, key: &CacheKey) -> Option<Vec<u8>> {
+    read(&root.join(NOTES).join(key.to_hex()), key)
+}
+
+/// Stores `note` under `key` in the cache rooted at `root` ([`write`]), making `notes/` and
+/// `tmp/` private directories first.
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] for a note over [`MAX_NOTE_BYTES`]; as
+/// [`private::ready_dir`]; [`Error::CacheIo`] when the note cannot be written.
+pub(crate) fn write_in(root: &Path, key: &CacheKey, note: &[u8]) -> Result<()> {
+    if let Some(refusal) = too_large(note) {
+        return Err(refusal);
+    }
+    let (dir, tmp_dir) = (root.join(NOTES), root.join(TMP));
+    for dir in [&dir, &tmp_dir] {
+        private::ready_dir(dir)?;
+    }
+    let path = dir.join(key.to_hex());
+    write(&path, &tmp_dir, key, note).map_err(|error| io_error(&path, error))
 }
 
 /// The refusal of a note over [`MAX_NOTE_BYTES`].

@@ -157,6 +157,15 @@ pub(crate) enum DirState {
     Missing,
 }
 
+/// Makes `dir` a private directory ([`ensure_dir`]); one that cannot be created is an error
+/// here, where something must be written into it.
+pub(crate) fn ready_dir(dir: &Path) -> Result<()> {
+    match ensure_dir(dir)? {
+        DirState::Ready => Ok(()),
+        DirState::Missing => Err(io_error(dir, io::ErrorKind::PermissionDenied.into())),
+    }
+}
+
 /// Makes `path` (whose parent is a private directory) a directory of this user's that nobody
 /// else may write: created `0700` when missing; a file, link or other non-directory of this
 /// user's is removed (never followed) and replaced; anything else is refused with

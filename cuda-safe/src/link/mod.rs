@@ -46,8 +46,8 @@ pub use options::{LinkerBackend, LinkerOptions};
 use crate::cache::{CacheKey, ProgramCache};
 use crate::code::{CodeKind, CompiledCode};
 use crate::error::{Error, Result};
-use crate::program::identity::Search;
-use crate::program::noted;
+use crate::library_note::noted;
+use crate::library_note::search::Search;
 use crate::program::{CompiledProgram, Toolchain};
 use crate::trace::span;
 
@@ -244,7 +244,7 @@ impl Linker {
     }
 
     /// The noted entry of `cache` for this link (the image with the note on nvJitLink inside,
-    /// read in one go: [`noted`](crate::program::noted)), if its note holds for `search`.
+    /// read in one go: [`noted`]), if its note holds for `search`.
     fn noted_hit(
         &self,
         target: CodeKind,
@@ -253,14 +253,11 @@ impl Linker {
         digest: &InputsDigest,
     ) -> Result<Option<CompiledProgram>> {
         let plan = self.plan_for(target, LinkerBackend::NvJitLink)?;
-        let label = noted::label(search);
-        let key = self.key_with(target, &plan, &label, digest)?;
-        let Some((version, code)) =
-            noted::lookup(cache, &key, (search, label), target, &keying::NOTED)
-        else {
+        let key = self.key_with(target, &plan, &noted::label(search), digest)?;
+        let Some((note, version, code)) = noted::lookup(cache, &key, search, target) else {
             return Ok(None);
         };
-        if !keying::recall(version) {
+        if !keying::NVJITLINK.recall(search, &note, version) {
             return Ok(None);
         }
         Ok(Some(CompiledProgram::cached(
@@ -282,7 +279,7 @@ impl Linker {
         (key, digest): (&CacheKey, &InputsDigest),
     ) {
         if plan.backend == LinkerBackend::NvJitLink {
-            noted::store(cache, &keying::NOTED, code, key, |field| {
+            keying::NVJITLINK.store_noted(cache, code, key, |field| {
                 self.key_with(target, plan, field, digest)
             });
         }

@@ -1,16 +1,18 @@
 //! A [`Program`]'s cache key, and compiling through a [`ProgramCache`].
+//!
+//! One request makes one plan (the flags) and at most one key (one pass over the source): a
+//! key this program made for the same target and compiler version before is remembered, and
+//! the plan a key needed is the one the compile or the hit uses. Only a recalled compiler
+//! version that a miss proves wrong makes a second key, for the right version.
 
 use super::compile::{Plan, Program};
 use super::compiled::{CompiledProgram, Toolchain};
-use super::compiler::{
-    KeyCompiler, NOTED, check_recalled, compiler_version, key_compiler, known_compiler, recall,
-};
-use super::identity::Search;
-use super::noted;
+use super::compiler::NVRTC;
 use super::pch::Pch;
 use crate::cache::{CacheKey, ProgramCache};
 use crate::code::{CodeKind, CompiledCode};
 use crate::error::{Error, Result};
+use crate::library_note::{KeyVersion, Learner, Notes};
 use crate::trace::span;
 
 /// How the compiler version of a key was learnt.
@@ -25,29 +27,42 @@ pub(crate) enum Learnt {
     Assumed,
 }
 
-/// The compiler version a key is made with, and how it was learnt.
+/// The compiler version a key is made with, how it was learnt, and the learner that checks it
+/// (NVRTC's).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Keying<'a> {
     pub(crate) version: &'a str,
     pub(crate) learnt: Learnt,
+    learner: &'static Learner,
 }
 
-impl Keying<'static> {
-    /// The version to key with if this process has it already ([`known_compiler`]).
-    pub(crate) fn known() -> Option<Self> {
-        known_compiler().map(Self::from)
+impl<'a> Keying<'a> {
+    /// NVRTC `version`, as the caller says ([`Learnt::Assumed`]).
+    pub(crate) fn assumed(version: &'a str) -> Self {
+        Self {
+            version,
+            learnt: Learnt::Assumed,
+            learner: &NVRTC,
+        }
     }
 }
 
-impl From<KeyCompiler> for Keying<'static> {
-    fn from(KeyCompiler { version, asked }: KeyCompiler) -> Self {
+impl Keying<'static> {
+    /// The version to key with if this process has it already ([`Learner::known`]).
+    pub(crate) fn known() -> Option<Self> {
+        NVRTC.known().map(|known| Self::of(&NVRTC, known))
+    }
+
+    /// What `learner` learnt.
+    fn of(learner: &'static Learner, KeyVersion { version, recalled }: KeyVersion) -> Self {
         Self {
             version,
-            learnt: if asked {
-                Learnt::Asked
-            } else {
+            learnt: if recalled {
                 Learnt::Recalled
+            } else {
+                Learnt::Asked
             },
+            learner,
         }
     }
 }
@@ -60,6 +75,13 @@ pub(crate) struct Fetched {
     pub(crate) program: CompiledProgram,
 }
 
+/// A program's key for one target and compiler version, with the plan that making it needed
+/// (none when the key was remembered): what [`Program::fetch_or_compile`] starts from.
+pub(crate) struct Keyed {
+    pub(crate) key: CacheKey,
+    plan: Option<Plan>,
+}
+
 impl Program {
     /// The key a cache stores this program's compile for `target` under.
     ///
@@ -70,20 +92,49 @@ impl Program {
     /// and their files' sizes and modification times. PCH files are not covered: they change
     /// how fast NVRTC compiles, not what.
     ///
-    /// Learning NVRTC's version loads NVRTC (about 5 ms in a fresh process);
-    /// [`cache_key_for_compiler`](Self::cache_key_for_compiler) takes the version instead.
+    /// The key names NVRTC's version, learnt as [`compile_cached`](Self::compile_cached) learns
+    /// it, from the note of an on-disk cache open in this process
+    /// ([`FileStreamProgramCache`](crate::cache::FileStreamProgramCache), a tiered cache's
+    /// back included) on the NVRTC file the loader would open: open the cache first, and a
+    /// fresh process's key, then its lookup, loads no NVRTC. Without such a note NVRTC is
+    /// loaded and asked (about 5 ms in a fresh process) and the note written in the open
+    /// on-disk caches for the next process; [`cache_key_for_compiler`](Self::cache_key_for_compiler)
+    /// takes the version instead. A noted version is checked when this process loads NVRTC
+    /// (a compile does): a wrong note is rewritten, and keys made with it name the wrong
+    /// version (a key that no later process makes).
     ///
     #[doc = nvrtc_sys::api_doc!(nvrtcVersion)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] with include paths, pre-includes or
     /// [`Pch::Use`](crate::Pch::Use) (or a raw option that reads files) and no
-    /// `caller_digest`: the key cannot see those files. [`Error::Load`] when NVRTC cannot be
-    /// loaded; as [`ProgramOptions::to_flags`](crate::ProgramOptions::to_flags) for
-    /// [`CudaHeaders::Toolkit`](crate::CudaHeaders::Toolkit).
+    /// `caller_digest`: the key cannot see those files. [`Error::Load`] when NVRTC must be
+    /// asked and cannot be loaded; as [`ProgramOptions::to_flags`](crate::ProgramOptions::to_flags)
+    /// for [`CudaHeaders::Toolkit`](crate::CudaHeaders::Toolkit).
+    ///
+    /// ```no_run
+    /// use cuda_safe::cache::{FileStreamProgramCache, ProgramCache};
+    /// use cuda_safe::{CodeKind, Program, ProgramOptions};
+    ///
+    /// let cache = FileStreamProgramCache::with_default_root()?; // opened first: its note serves
+    /// let program = Program::new("extern \"C\" __global__ void k() {}", ProgramOptions::default())?;
+    /// let key = program.cache_key(CodeKind::Cubin)?;
+    /// let code = match cache.get(&key)? {
+    ///     Some(code) => code,
+    ///     None => {
+    ///         let compiled = program.compile(CodeKind::Cubin)?;
+    ///         cache.put(&key, compiled.code())?;
+    ///         compiled.code().clone()
+    ///     }
+    /// };
+    /// # Ok::<(), cuda_safe::Error>(())
+    /// ```
     #[doc(alias = "nvrtcVersion")]
     pub fn cache_key(&self, target: CodeKind) -> Result<CacheKey> {
-        self.cache_key_for_compiler(target, compiler_version()?)
+        // Made before anything loads NVRTC, so that it describes the search that would.
+        let search = NVRTC.fresh_search();
+        let version = NVRTC.learn(Notes::Open, search.as_ref())?.version;
+        self.cache_key_for_compiler(target, version)
     }
 
     /// The key for `target` as compiled by NVRTC `version` (`"13.0"`), without loading NVRTC.
@@ -91,27 +142,34 @@ impl Program {
     /// The key of the first version asked for is computed once per program and target, and
     /// remembered; a repeated request costs a comparison (the flags are not rendered again).
     pub fn cache_key_for_compiler(&self, target: CodeKind, version: &str) -> Result<CacheKey> {
-        self.remembered_key(target, None, version)
+        Ok(self.keyed(target, version)?.key)
     }
 
-    /// [`Program::cache_key_for_compiler`], with the plan when the caller has it already.
-    fn remembered_key(
-        &self,
-        target: CodeKind,
-        plan: Option<&Plan>,
-        version: &str,
-    ) -> Result<CacheKey> {
-        let slot = &self.keys[key_slot(target)];
-        if let Some((known, key)) = slot.get()
+    /// The key for `target` and `version`: the remembered one (no plan made), else one made
+    /// from a plan, which comes with it.
+    pub(crate) fn keyed(&self, target: CodeKind, version: &str) -> Result<Keyed> {
+        if let Some((known, key)) = self.keys[key_slot(target)].get()
             && known == version
         {
-            return Ok(*key);
+            return Ok(Keyed {
+                key: *key,
+                plan: None,
+            });
         }
-        let key = match plan {
-            Some(plan) => self.key_for(target, plan, version)?,
-            None => self.key_for(target, &self.plan(target)?, version)?,
-        };
-        let (known, remembered) = slot.get_or_init(|| (version.to_owned(), key));
+        let plan = self.plan(target)?;
+        let key = self.remember_key(target, &plan, version)?;
+        Ok(Keyed {
+            key,
+            plan: Some(plan),
+        })
+    }
+
+    /// The key for `plan` and `version`, made (one pass over the source) and remembered if
+    /// this target has none yet.
+    fn remember_key(&self, target: CodeKind, plan: &Plan, version: &str) -> Result<CacheKey> {
+        let key = self.key_for(target, plan, version)?;
+        let (known, remembered) =
+            self.keys[key_slot(target)].get_or_init(|| (version.to_owned(), key));
         Ok(if known == version { *remembered } else { key })
     }
 
@@ -120,13 +178,9 @@ impl Program {
     ///
     /// The key names NVRTC's version. A fresh process learns it from `cache`'s note on the
     /// NVRTC library file the loader would open, without loading NVRTC (a hit then loads no
-    /// NVRTC at all); where there is no such note, or the file, its directory or the
-    /// environment changed, NVRTC is loaded and asked, and the note written. A miss loads
-    /// NVRTC anyway and checks the noted version against it first.
-    ///
-    /// A cache that keeps noted entries (an on-disk one: [`ProgramCache::get_noted`]) is given
-    /// the program a second time with the note inside, so that the first request of a fresh
-    /// process reads one file; a hit that found no such copy stores it.
+    /// NVRTC at all, and stores nothing); where there is no such note, or the file, its
+    /// directory or the environment changed, NVRTC is loaded and asked, and the note written.
+    /// A miss loads NVRTC anyway and checks the noted version against it first.
     ///
     /// A cache that fails to read or write is logged as a warning and treated as a miss, never
     /// failing the compile. A failed compile is never stored.
@@ -156,64 +210,35 @@ impl Program {
     }
 
     /// [`Program::fetch_or_compile`] with NVRTC's version learnt as
-    /// [`compile_cached`](Self::compile_cached) documents: known in this process, else from a
-    /// noted entry of `cache` in one read ([`noted`]), else from its note or NVRTC itself. A
-    /// hit found without the noted entry is stored noted for the next process.
+    /// [`compile_cached`](Self::compile_cached) documents: known in this process, else from
+    /// `cache`'s note, else from NVRTC itself.
     pub(crate) fn fetch_learning(
         &self,
         target: CodeKind,
         cache: &dyn ProgramCache,
         prepare: &dyn Fn(&CompiledCode) -> Result<()>,
     ) -> Result<Fetched> {
-        if let Some(keying) = Keying::known() {
-            return self.fetch_or_compile(target, cache, keying, prepare);
-        }
-        self.refuse_uncacheable()?;
-        // Made before anything loads NVRTC, so that it describes the search that would.
-        let search = Search::of(&nvrtc_sys::LIBNVRTC);
-        if let Some(search) = &search {
-            let span = span!(
-                DEBUG,
-                "compile_cached_noted",
-                program = %self.options().name,
-                %target,
-                hit = tracing::field::Empty
-            );
-            let plan = self.plan(target)?;
-            let label = noted::label(search);
-            let noted_key = self.key_for(target, &plan, &label)?;
-            let found = noted::lookup(cache, &noted_key, (search, label), target, &NOTED)
-                .and_then(|(version, code)| Some((recall(version)?, code)));
-            if let Some((compiler, code)) = found {
-                span.record_hit(true);
-                let key = self.remembered_key(target, Some(&plan), compiler.version)?;
-                let program = CompiledProgram::cached(code, plan.flags, Toolchain::Nvrtc);
-                return Ok(Fetched { key, program });
-            }
-        }
-        let keying = Keying::from(key_compiler(cache, search.as_ref())?);
-        let fetched = self.fetch_or_compile(target, cache, keying, prepare)?;
-        if fetched.program.from_cache() {
-            let plan = self.plan(target)?;
-            self.store_noted(target, &plan, cache, fetched.program.code(), &fetched.key);
-        }
-        Ok(fetched)
+        self.fetch_learning_from(&NVRTC, target, cache, prepare)
     }
 
-    /// Stores `code`, found or compiled under `key`, in `cache` as this program's noted entry
-    /// for `target`, if this process has a note on NVRTC naming the version `key` names
-    /// ([`noted::store`]: best effort).
-    fn store_noted(
+    /// [`Program::fetch_learning`] with the version learnt by `learner`.
+    fn fetch_learning_from(
         &self,
+        learner: &'static Learner,
         target: CodeKind,
-        plan: &Plan,
         cache: &dyn ProgramCache,
-        code: &CompiledCode,
-        key: &CacheKey,
-    ) {
-        noted::store(cache, &NOTED, code, key, |field| {
-            self.remembered_key(target, Some(plan), field)
-        });
+        prepare: &dyn Fn(&CompiledCode) -> Result<()>,
+    ) -> Result<Fetched> {
+        let keying = match learner.known() {
+            Some(known) => Keying::of(learner, known),
+            None => {
+                self.refuse_uncacheable()?;
+                // Made before anything loads NVRTC, so that it describes the search that would.
+                let search = learner.fresh_search();
+                Keying::of(learner, learner.learn(Notes::In(cache), search.as_ref())?)
+            }
+        };
+        self.fetch_or_compile(target, cache, keying, prepare, None)
     }
 
     /// Refuses what a cache hit cannot do: create a PCH file ([`Pch::Create`]).
@@ -239,15 +264,16 @@ impl Program {
         let keying = Keying {
             version,
             learnt: Learnt::Asked,
+            learner: &NVRTC,
         };
         Ok(self
-            .fetch_or_compile(target, cache, keying, &|_| Ok(()))?
+            .fetch_or_compile(target, cache, keying, &|_| Ok(()), None)?
             .program)
     }
 
     /// The entry of `cache` for this program keyed with `keying` (with an empty log), or, on a
     /// miss, this program compiled to `target`, passed to `prepare` (which may refuse it) and
-    /// stored there.
+    /// stored there; `keyed` is the key for `keying`'s version if the caller made it already.
     ///
     /// A miss checks the key's compiler version first: a recalled one against NVRTC's own
     /// (a wrong note is rewritten and the program keyed again, and looked up again), an
@@ -261,6 +287,7 @@ impl Program {
         cache: &dyn ProgramCache,
         keying: Keying<'_>,
         prepare: &dyn Fn(&CompiledCode) -> Result<()>,
+        keyed: Option<Keyed>,
     ) -> Result<Fetched> {
         let span = span!(
             DEBUG,
@@ -270,8 +297,14 @@ impl Program {
             hit = tracing::field::Empty
         );
         self.refuse_uncacheable()?;
-        let plan = self.plan(target)?;
-        let mut key = self.remembered_key(target, Some(&plan), keying.version)?;
+        let Keyed { mut key, plan } = match keyed {
+            Some(keyed) => keyed,
+            None => self.keyed(target, keying.version)?,
+        };
+        let plan = match plan {
+            Some(plan) => plan,
+            None => self.plan(target)?,
+        };
         if let Some(code) = lookup(cache, &key) {
             span.record_hit(true);
             let program = CompiledProgram::cached(code, plan.flags, Toolchain::Nvrtc);
@@ -280,8 +313,8 @@ impl Program {
         match keying.learnt {
             Learnt::Asked => {}
             Learnt::Recalled => {
-                if let Some(actual) = check_recalled(cache, keying.version)? {
-                    key = self.remembered_key(target, Some(&plan), actual)?;
+                if let Some(actual) = keying.learner.check(cache, keying.version)? {
+                    key = self.remember_key(target, &plan, actual)?;
                     if let Some(code) = lookup(cache, &key) {
                         span.record_hit(true);
                         let program = CompiledProgram::cached(code, plan.flags, Toolchain::Nvrtc);
@@ -290,7 +323,7 @@ impl Program {
                 }
             }
             Learnt::Assumed => {
-                let actual = compiler_version()?;
+                let actual = keying.learner.answer()?;
                 if actual != keying.version {
                     return Err(Error::NvrtcVersionMismatch {
                         assumed: keying.version.into(),
@@ -300,21 +333,22 @@ impl Program {
             }
         }
         span.record_hit(false);
-        let compiled = self.compile_with(target, plan.flags.clone())?;
+        let compiled = self.compile_with(target, plan.flags)?;
         prepare(compiled.code())?;
         if let Err(error) = cache.put(&key, compiled.code()) {
             // Counted in the cache's stats (`failed_stores`) by the cache itself.
             log::warn!("cuda-safe: storing program cache entry {key} failed: {error}");
         }
-        self.store_noted(target, &plan, cache, compiled.code(), &key);
         Ok(Fetched {
             key,
             program: compiled,
         })
     }
 
-    /// The key for `plan`, with the compiler version given.
+    /// The key for `plan`, with the compiler version given: one pass over the source.
     fn key_for(&self, target: CodeKind, plan: &Plan, version: &str) -> Result<CacheKey> {
+        #[cfg(test)]
+        counted::bump(&counted::DIGESTS);
         let options = self.options();
         let mut builder = CacheKey::builder(self.source())
             .compiler("nvrtc", version)
@@ -355,6 +389,30 @@ fn lookup(cache: &dyn ProgramCache, key: &CacheKey) -> Option<CompiledCode> {
         log::warn!("cuda-safe: reading program cache entry {key} failed, compiling: {error}");
         None
     })
+}
+
+/// How many plans and keys this thread made (tests count a request's work).
+#[cfg(test)]
+pub(super) mod counted {
+    use std::cell::Cell;
+    use std::thread::LocalKey;
+
+    thread_local! {
+        /// Plans made ([`Program::plan`](super::Program::plan)).
+        pub(crate) static PLANS: Cell<usize> = const { Cell::new(0) };
+        /// Keys made, each one pass over the source.
+        pub(crate) static DIGESTS: Cell<usize> = const { Cell::new(0) };
+    }
+
+    /// Counts one more on this thread.
+    pub(crate) fn bump(counter: &'static LocalKey<Cell<usize>>) {
+        counter.with(|count| count.set(count.get() + 1));
+    }
+
+    /// The plans and keys made on this thread since the last call.
+    pub(crate) fn take() -> (usize, usize) {
+        (PLANS.with(|c| c.replace(0)), DIGESTS.with(|c| c.replace(0)))
+    }
 }
 
 #[cfg(test)]

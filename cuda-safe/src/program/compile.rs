@@ -5,6 +5,7 @@ use std::sync::OnceLock;
 
 use super::arch;
 use super::compiled::{CompiledProgram, Toolchain};
+use super::compiler::NVRTC;
 use super::headers::{BUNDLED_SINCE, CudaHeaders, Resolved};
 use super::options::{ProgramOptions, text};
 use super::pch::{PCH_SINCE, share_heap};
@@ -36,7 +37,8 @@ pub struct Program {
 }
 
 /// What one compile will be: the architecture name and the flags.
-pub(super) struct Plan {
+#[derive(Debug)]
+pub(crate) struct Plan {
     /// `sm_90` or `compute_90`, as in the `--gpu-architecture` flag.
     pub(super) arch: String,
     /// The flags, in order.
@@ -152,6 +154,8 @@ impl Program {
         flags: Vec<String>,
     ) -> Result<CompiledProgram> {
         let _span = span!(DEBUG, "nvrtc_compile", program = %self.options.name, %target);
+        // A key made from a note (`cache_key`) is checked now that NVRTC loads anyway.
+        NVRTC.confirm();
         let nvrtc = nvrtc_sys::nvrtc()?;
         self.check_toolchain(&flags)?;
         let source = c_string("source", &self.source)?;
@@ -244,6 +248,8 @@ impl Program {
 
     /// The architecture name and flags for compiling to `target`.
     pub(super) fn plan(&self, target: CodeKind) -> Result<Plan> {
+        #[cfg(test)]
+        super::cached::counted::bump(&super::cached::counted::PLANS);
         arch::nvrtc_output(target)?;
         let digits = self.arch_digits()?;
         let headers = self.resolved_headers()?;

@@ -61,14 +61,12 @@ mod compile;
 mod compiled;
 mod compiler;
 mod headers;
-pub(crate) mod identity;
-pub(crate) mod noted;
 mod options;
 mod pch;
 mod raw;
 mod version;
 
-pub(crate) use cached::{Keying, Learnt};
+pub(crate) use cached::Keying;
 pub use compile::Program;
 pub use compiled::{CompiledProgram, Toolchain};
 pub use headers::CudaHeaders;

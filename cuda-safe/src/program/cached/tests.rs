@@ -213,16 +213,13 @@ fn an_assumed_compiler_is_not_checked_on_a_hit() {
     let key = key(&program, CodeKind::Ptx).unwrap();
     let stored = CompiledCode::new(CodeKind::Ptx, b"// stored\0".to_vec(), Vec::new());
     cache.put(&key, &stored).unwrap();
-    let assumed = Keying {
-        version: "0.0",
-        learnt: Learnt::Assumed,
-    };
+    let assumed = Keying::assumed("0.0");
     let key = program
         .cache_key_for_compiler(CodeKind::Ptx, "0.0")
         .unwrap();
     cache.put(&key, &stored).unwrap();
     let fetched = program
-        .fetch_or_compile(CodeKind::Ptx, &cache, assumed, &|_| Ok(()))
+        .fetch_or_compile(CodeKind::Ptx, &cache, assumed, &|_| Ok(()), None)
         .unwrap();
     assert_eq!(fetched.key, key);
     let hit = fetched.program;
@@ -236,12 +233,9 @@ fn an_assumed_compiler_is_checked_before_compiling_a_miss() {
     let program = Program::new(SOURCE, options()).unwrap();
     let key = key(&program, CodeKind::Cubin).unwrap();
     let _ = key;
-    let assumed = Keying {
-        version: "0.0",
-        learnt: Learnt::Assumed,
-    };
+    let assumed = Keying::assumed("0.0");
     let error = program
-        .fetch_or_compile(CodeKind::Cubin, &cache, assumed, &|_| Ok(()))
+        .fetch_or_compile(CodeKind::Cubin, &cache, assumed, &|_| Ok(()), None)
         .unwrap_err();
     // Without NVRTC its load fails; with one, its version is not 0.0.
     match &error {
@@ -255,7 +249,7 @@ fn an_assumed_compiler_is_checked_before_compiling_a_miss() {
 
 #[test]
 fn the_compiler_version_is_formatted_once() {
-    match (compiler_version(), compiler_version()) {
+    match (NVRTC.answer(), NVRTC.answer()) {
         (Ok(first), Ok(second)) => {
             assert!(std::ptr::eq(first, second), "{first} was formatted twice");
             let (major, minor) = nvrtc_version().unwrap();
@@ -292,4 +286,66 @@ fn a_remembered_key_is_returned_for_its_version_only() {
             .unwrap(),
         first
     );
+}
+
+/// A stand-in NVRTC that says 12.9 without being loaded, and is found nowhere.
+static STAND_IN: crate::library_note::Learner = crate::library_note::Learner::new(
+    &NOWHERE,
+    "stand-in NVRTC",
+    || Ok("12.9".to_owned()),
+    || None,
+    false,
+);
+
+static NOWHERE: cuda_sys::LibrarySpec = cuda_sys::LibrarySpec {
+    name: "a stand-in NVRTC",
+    env_var: "CUDA_SAFE_TEST_NO_SUCH_NVRTC",
+    file_names: &["libcuda-safe-no-such-nvrtc.so.1"],
+    search_dirs: &[],
+    wheel_dirs: &[],
+    global: false,
+};
+
+/// A request makes one plan and one key (one pass over the source), whether it hits or
+/// misses, learns the version first or knows it, through `compile_cached` or `KernelCache`;
+/// a repeated one makes no key at all.
+#[test]
+fn a_request_makes_one_plan_and_one_key() {
+    let program = Program::new(SOURCE, options()).unwrap();
+    let stored = CompiledCode::new(CodeKind::Ptx, b"// stored\0".to_vec(), Vec::new());
+    let hit = InMemoryProgramCache::new(1 << 20);
+    hit.put(&key(&program, CodeKind::Ptx).unwrap(), &stored)
+        .unwrap();
+    counted::take();
+
+    // The version learnt first (asked: no note), then a hit.
+    let fetched = program
+        .fetch_learning_from(&STAND_IN, CodeKind::Ptx, &hit, &|_| Ok(()))
+        .unwrap();
+    assert_eq!(fetched.program.code(), &stored);
+    assert_eq!(counted::take(), (1, 1), "learnt, then a hit");
+    // Known now, and the key remembered: the plan gives the hit's flags, no key is made.
+    program
+        .fetch_learning_from(&STAND_IN, CodeKind::Ptx, &hit, &|_| Ok(()))
+        .unwrap();
+    assert_eq!(counted::take(), (1, 0), "a repeated request");
+
+    // A miss: one plan and one key before the compile (which fails here without NVRTC, or
+    // on the source with it).
+    let fresh = Program::new(SOURCE, options()).unwrap();
+    let empty = InMemoryProgramCache::new(1 << 20);
+    let _ = fresh.fetch_learning_from(&STAND_IN, CodeKind::Cubin, &empty, &|_| Ok(()));
+    assert_eq!(counted::take(), (1, 1), "a miss");
+
+    // Through a `KernelCache` with an assumed version: the key it looks its loaded programs
+    // up by is the one the program cache's lookup takes, with its plan.
+    let fresh = Program::new(SOURCE, options()).unwrap();
+    let hits = hit.stats().unwrap().hits;
+    let assumed = crate::KernelCache::new(hit).assume_nvrtc_version(12, 9);
+    assert!(
+        assumed.object_code(&fresh, CodeKind::Ptx).is_err(),
+        "no driver, or no PTX"
+    );
+    assert_eq!(assumed.programs().stats().unwrap().hits, hits + 1);
+    assert_eq!(counted::take(), (1, 1), "a kernel cache's request");
 }

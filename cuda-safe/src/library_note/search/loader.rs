@@ -7,7 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
-use nvrtc_sys::LibrarySpec;
+use cuda_sys::LibrarySpec;
 
 /// `DT_NULL`, `DT_RPATH` and `DT_RUNPATH` of the ELF specification.
 const DT_NULL: i64 = 0;

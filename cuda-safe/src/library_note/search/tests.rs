@@ -2,9 +2,9 @@ use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use nvrtc_sys::LibrarySpec;
+use cuda_sys::LibrarySpec;
 
-use super::{Search, note_of};
+use super::{Search, identity, note_of, resolve};
 
 /// A library every Debian-like system has, which this test process does not link.
 const ZLIB: LibrarySpec = LibrarySpec {
@@ -27,6 +27,13 @@ fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Optio
 
 fn search(pairs: &'static [(&'static str, &'static str)]) -> Option<Search> {
     Search::with(&ZLIB, env(pairs), true)
+}
+
+/// The search whose one candidate, the override, is `file`.
+fn opening(file: &Path) -> Search {
+    let file: &'static str = Box::leak(file.to_str().unwrap().to_owned().into_boxed_str());
+    let pairs = Box::leak(Box::new([("CUDA_SAFE_TEST_NO_SUCH_LIBRARY_PATH", file)]));
+    search(pairs).unwrap()
 }
 
 #[test]
@@ -68,7 +75,7 @@ fn a_note_holds_while_its_files_stay_and_misses_when_one_changes() {
     fs::create_dir(&watched_dir).unwrap();
     let absent = dir.path().join("toolkit/libfake.so.1");
     let watched = [watched_dir.clone(), absent.clone()];
-    let search = search(&[]).unwrap();
+    let search = opening(&file);
     let note = |file: &Path| note_of(file, &watched, "13.0").unwrap();
     assert_eq!(search.recall(&note(&file)).as_deref(), Some("13.0"));
 
@@ -110,6 +117,79 @@ fn a_note_holds_while_its_files_stay_and_misses_when_one_changes() {
     assert!(note_of(&file, &watched, "").is_none());
     assert!(note_of(&file, &watched, "13.0\tx").is_none());
     assert!(note_of(&PathBuf::from("/tmp/a\nb"), &watched, "13.0").is_none());
+}
+
+/// A note naming a file other than the one the search would open is refused, though that
+/// file is as the note says; so is any note when the search would open nothing it can tell.
+#[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+#[test]
+fn a_note_naming_another_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, other) = (
+        dir.path().join("libfake.so.1"),
+        dir.path().join("decoy.so.1"),
+    );
+    fs::write(&file, b"the library").unwrap();
+    fs::write(&other, b"another library").unwrap();
+    let search = opening(&file);
+    let note = |named: &Path| note_of(named, &[], "13.0").unwrap();
+    assert_eq!(search.recall(&note(&file)).as_deref(), Some("13.0"));
+    assert_eq!(
+        search.recall(&note(&other)),
+        None,
+        "another file, true identity"
+    );
+    let text = String::from_utf8(note(&file)).unwrap();
+    let renamed = text.replacen(file.to_str().unwrap(), other.to_str().unwrap(), 1);
+    assert_eq!(search.recall(renamed.as_bytes()), None, "another path");
+    // The override is a directory: the loader refuses it, and no note holds.
+    let directory = opening(dir.path());
+    assert_eq!(directory.recall(&note(dir.path())), None);
+}
+
+/// The loader's order: the candidates in turn; a bare name in each `LD_LIBRARY_PATH`
+/// directory, then through `ld.so.cache`; relative paths and non-files passed over; what
+/// could be a CPU level's sub-directory says nothing.
+#[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+#[test]
+fn the_file_opened_is_told_in_the_loader_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = "libcuda-safe-no-such-library.so.1";
+    let (first, second) = (dir.path().join("first"), dir.path().join("second"));
+    fs::create_dir(&first).unwrap();
+    fs::create_dir(&second).unwrap();
+    let candidates = [PathBuf::from(name), second.join(name)];
+    let library_path = [first.clone()];
+    let pick = || resolve::pick(&candidates, &library_path);
+    assert_eq!(pick(), None, "nothing to open");
+    fs::write(second.join(name), b"x").unwrap();
+    assert_eq!(pick(), Some(second.join(name)), "the second candidate");
+    fs::write(first.join(name), b"x").unwrap();
+    assert_eq!(pick(), Some(first.join(name)), "LD_LIBRARY_PATH first");
+    fs::create_dir(first.join("glibc-hwcaps")).unwrap();
+    assert_eq!(pick(), None, "a CPU level's directory could come first");
+
+    let passed_over = [
+        PathBuf::from("relative").join(name),
+        first.clone(),
+        second.join(name),
+    ];
+    assert_eq!(
+        resolve::pick(&passed_over, &[]),
+        Some(second.join(name)),
+        "a relative path and a directory are passed over"
+    );
+
+    // libc, through the machine's own cache: the file this process mapped.
+    let getpid: unsafe extern "C" fn() -> libc::pid_t = libc::getpid;
+    let libc = getpid as *const std::ffi::c_void;
+    match (
+        resolve::pick(&[PathBuf::from("libc.so.6")], &[]),
+        super::loader::file_of(libc),
+    ) {
+        (Some(picked), Some(mapped)) => assert_eq!(identity(&picked), identity(&mapped)),
+        (picked, mapped) => println!("libc not told here ({picked:?}, {mapped:?}): skipped"),
+    }
 }
 
 /// The whole round: a search made before the library is loaded, the file the loader opened

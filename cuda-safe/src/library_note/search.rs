@@ -1,32 +1,36 @@
 //! Which file the dynamic loader would open for a library spec (NVRTC's, nvJitLink's), told
 //! without opening it, so a fresh process can key a program without loading the compiler.
 //!
-//! Nothing here predicts the loader's search. When a process opens the library, the file it
-//! got is learnt from the loader itself (`dladdr` of one of its symbols, checked against the
-//! device and inode of that mapping in `/proc/self/maps`), and a note records it: that path
-//! and the identity of the file there (device, inode, size, modification and change times),
-//! the identity of what else steers the search (`/etc/ld.so.cache`, each `LD_LIBRARY_PATH`
-//! directory, every path candidate tried before the one that opened), and the version. The
-//! note is keyed by everything the search reads from the environment (the candidates, so the
-//! override variable and the toolkit roots, `LD_LIBRARY_PATH`, `LD_PRELOAD`,
-//! `GLIBC_TUNABLES`). A later process with the same environment and the same identities would
-//! open the same file, so it takes the version from the note; any difference (a file
-//! replaced in place or renamed over, a link retargeted, `ldconfig` run, a directory of
-//! `LD_LIBRARY_PATH` changed, a candidate appearing) misses, and the library is opened.
+//! When a process opens the library, the file it got is learnt from the loader itself
+//! (`dladdr` of one of its symbols, checked against the device and inode of that mapping in
+//! `/proc/self/maps`), and a note records it: that path and the identity of the file there
+//! (device, inode, size, modification and change times), the identity of what else steers the
+//! search (`/etc/ld.so.cache`, each `LD_LIBRARY_PATH` directory, every path candidate tried
+//! before the one that opened), and the version. The note is keyed by everything the search
+//! reads from the environment (the candidates, so the override variable and the toolkit
+//! roots, `LD_LIBRARY_PATH`, `LD_PRELOAD`, `GLIBC_TUNABLES`).
 //!
-//! Declined (the library is opened, as without notes): other systems than 64-bit Linux; a
-//! set-user-id process (the loader ignores `LD_LIBRARY_PATH` there); an executable or
+//! A note is not believed on its own word: a later process takes its version only if every
+//! file it names is as it was and the file it says was opened is the one this process's
+//! search would open now, told from the files in the loader's order ([`resolve`]: the
+//! candidates in turn, a bare name through `LD_LIBRARY_PATH` and `ld.so.cache`), with the same
+//! identity. Any difference (a file replaced in place or renamed over, a link retargeted,
+//! `ldconfig` run, a candidate appearing, a note naming another file) misses, and the library
+//! is opened; a note is written only where that order tells the file that opened.
+//!
+//! Declined (the library is opened, as without notes): other systems than 64-bit Linux with
+//! glibc; a set-user-id process (the loader ignores `LD_LIBRARY_PATH` there); an executable or
 //! library holding this code that carries `DT_RPATH`/`DT_RUNPATH` (search paths this module
 //! does not read); a library of the spec already loaded in the process (the loader would
 //! return it whatever the files say); an `LD_LIBRARY_PATH` with a `$` element (an empty or
-//! relative one is the working directory, or lies in it: keyed and watched so). Not watched: a library copied by hand into a system library directory (`/usr/lib`
-//! and the like) or a `glibc-hwcaps` sub-directory without running `ldconfig` (package
-//! managers run it, and the cache it writes is watched).
+//! relative one is the working directory, or lies in it: keyed and watched so); what
+//! [`resolve`] cannot tell (a CPU-level sub-directory or cache entry, a name found only in a
+//! system library directory).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use nvrtc_sys::LibrarySpec;
+use cuda_sys::LibrarySpec;
 use sha2::{Digest, Sha256};
 
 use crate::cache::CacheKey;
@@ -123,7 +127,9 @@ impl Search {
         self.key
     }
 
-    /// The value `note` records, if every file it names is still as it was.
+    /// The value `note` records, if every file it names is still as it was and the file it
+    /// says was opened is the one this search would open now ([`resolve`]), with the same
+    /// identity: a note is never believed on its own word.
     pub(crate) fn recall(&self, note: &[u8]) -> Option<String> {
         let text = std::str::from_utf8(note).ok()?;
         let mut lines = text.lines();
@@ -131,12 +137,12 @@ impl Search {
             return None;
         }
         let value = lines.next()?.strip_prefix("value\t")?;
-        let mut opened = false;
+        let mut opened = None;
         for line in lines {
             let (kind, rest) = line.split_once('\t')?;
             let (path, recorded) = rest.split_once('\t')?;
             match kind {
-                "opened" if !opened => opened = true,
+                "opened" if opened.is_none() => opened = Some(recorded),
                 "watch" => {}
                 _ => return None,
             }
@@ -144,12 +150,19 @@ impl Search {
                 return None;
             }
         }
-        opened.then(|| value.to_owned())
+        let opened = opened?;
+        (identity(&self.pick()?) == opened).then(|| value.to_owned())
+    }
+
+    /// The file the loader would open for this search now ([`resolve::pick`]).
+    fn pick(&self) -> Option<PathBuf> {
+        resolve::pick(&self.candidates, &self.library_path)
     }
 
     /// The note for the library this search opened: `opened_as` is the candidate that
     /// opened, `symbol` the address of one of its functions, `value` what to remember (the
-    /// version). `None` when what was opened cannot be told for sure.
+    /// version). `None` when what was opened cannot be told for sure, or is not the file this
+    /// module tells the search opens (a later recall would refuse the note).
     pub(crate) fn note(
         &self,
         opened_as: &Path,
@@ -158,6 +171,9 @@ impl Search {
     ) -> Option<Vec<u8>> {
         let position = self.candidates.iter().position(|c| c == opened_as)?;
         let file = loader::file_of(symbol)?;
+        if identity(&self.pick()?) != identity(&file) {
+            return None;
+        }
         let mut watched: Vec<PathBuf> = vec![PathBuf::from(LOADER_CACHE)];
         watched.extend(self.library_path.iter().cloned());
         watched.extend(
@@ -247,11 +263,29 @@ fn push_decimal(text: &mut String, value: i128) {
 #[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
 mod loader;
 
+/// Which file the loader would open, told from the files (glibc's search order and its
+/// `ld.so.cache`); elsewhere nothing is told.
+#[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+mod resolve;
+
+#[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+mod ld_cache;
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64")))]
+mod resolve {
+    use std::path::PathBuf;
+
+    /// Never known here.
+    pub(super) fn pick(_candidates: &[PathBuf], _library_path: &[PathBuf]) -> Option<PathBuf> {
+        None
+    }
+}
+
 #[cfg(not(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64")))]
 mod loader {
     use std::path::PathBuf;
 
-    use nvrtc_sys::LibrarySpec;
+    use cuda_sys::LibrarySpec;
 
     /// Never clean: the loader's records are not read here.
     pub(super) fn clean(_spec: &LibrarySpec) -> bool {
@@ -267,8 +301,13 @@ mod loader {
 /// A search made as if this process were clean (tests that need no library loaded).
 #[cfg(test)]
 impl Search {
-    pub(crate) fn for_tests(spec: &LibrarySpec) -> Self {
-        Self::with(spec, |var| std::env::var_os(var), true)
+    /// The search for `spec` whose one candidate, its override, is `file`.
+    pub(crate) fn opening_for_tests(spec: &LibrarySpec, file: &Path) -> Self {
+        let env = |var: &str| match var == spec.env_var {
+            true => Some(file.as_os_str().to_owned()),
+            false => std::env::var_os(var),
+        };
+        Self::with(spec, env, true)
             .unwrap_or_else(|| panic!("this test environment's LD_LIBRARY_PATH is not absolute"))
     }
 }

@@ -1,20 +1,19 @@
-//! A fresh process's first hit in one read: each program a cache stores is stored a second
-//! time with the note on its compiler's library inside ([`ProgramCache::put_noted`]), under
-//! a key that names the loader's search for that library ([`label`]) where the ordinary key
-//! names the library's version.
+//! Noted copies: a link a cache stores is stored a second time with the note on nvJitLink
+//! inside ([`ProgramCache::put_noted`]), under a key that names the loader's search for the
+//! library ([`label`]) where the ordinary key names its version, so a fresh process's first
+//! hit reads one file.
 //!
 //! A process that knows no version yet makes the search, reads that one entry, and checks
-//! the note's files as [`Search::recall`] does: if they hold, the note's version is this
-//! process's from then on and the entry is the hit, with no note read apart and nothing
-//! loaded. Anything else (no such entry, a file changed, a cache that keeps no noted
-//! entries) falls back to the note and the ordinary key, and a hit found that way is stored
-//! noted for the next process. The ordinary entry stays what [`Program::cache_key`] names.
-//!
-//! [`Program::cache_key`]: crate::Program::cache_key
+//! the note as [`Search::recall`] does: if it holds, the note's version is this process's
+//! from then on and the entry is the hit, with no note read apart and nothing loaded.
+//! Anything else (no such entry, a file changed, a cache that keeps no noted entries) falls
+//! back to the note and the ordinary key, and a hit found that way is stored noted for the
+//! next process. Programs keep none: a fresh process's program hit reads the note on NVRTC
+//! and the entry (two small reads, inside the noise of a copy's one), and writes nothing.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::identity::Search;
+use super::search::Search;
 use crate::cache::{CacheKey, ProgramCache};
 use crate::code::{CodeKind, CompiledCode};
 use crate::error::Result;
@@ -72,16 +71,15 @@ impl NotedSlot {
     }
 }
 
-/// The noted entry of `cache` under `key` (made with `label`), if it holds code of `kind` and
-/// its note still holds for `search`: the version the note names, and the code; the note is
-/// kept in `slot`. A cache that fails to read is a miss (logged).
+/// The noted entry of `cache` under `key`, if it holds code of `kind` and its note still
+/// holds for `search`: the note, the version it names, and the code. A cache that fails to
+/// read is a miss (logged).
 pub(crate) fn lookup(
     cache: &dyn ProgramCache,
     key: &CacheKey,
-    (search, label): (&Search, String),
+    search: &Search,
     kind: CodeKind,
-    slot: &NotedSlot,
-) -> Option<(String, CompiledCode)> {
+) -> Option<(Vec<u8>, String, CompiledCode)> {
     let mut version = None;
     let mut accept = |note: &[u8]| {
         version = search.recall(note);
@@ -95,11 +93,7 @@ pub(crate) fn lookup(
         }
     };
     let version = version?;
-    if code.kind() != kind {
-        return None;
-    }
-    slot.keep(label, &note, &version);
-    Some((version, code))
+    (code.kind() == kind).then_some((note, version, code))
 }
 
 /// Stores `code`, found or made under `key`, in `cache` with the note kept in `slot`, under
