@@ -1,0 +1,318 @@
+//! The recipes of the `-sys` crates' scaffolding, one per crate (see [`super`]).
+
+use super::{FileNames, LibraryRecipe, Scaffold};
+
+/// What the crates built on NVIDIA's CUDA driver and toolkit libraries (`cuda.h`, `nvrtc.h`,
+/// `nvml.h`, `nvJitLink.h`, `nvFatbin.h`) re-export of `cuda-loader`.
+const CUDA_EXPORTS: &[&str] = &[
+    "CudaVersion",
+    "EntryPoint",
+    "Introduced",
+    "Library",
+    "LibrarySpec",
+    "LoadError",
+];
+
+/// What the crates of the libraries versioned on their own (cuBLAS, cuBLASLt, cuRAND)
+/// re-export of `cuda-loader`: their entry points are dated by `LibraryVersion`, and they
+/// search the Python environments of `PYTHON_ENV_VARS`.
+const LIBRARY_EXPORTS: &[&str] = &[
+    "EntryPoint",
+    "Introduced",
+    "Library",
+    "LibrarySpec",
+    "LibraryVersion",
+    "LoadError",
+    "PYTHON_ENV_VARS",
+];
+
+/// The recipes, one per `-sys` crate.
+pub(in crate::bindgen) const SCAFFOLDS: [Scaffold; 9] = [
+    Scaffold {
+        crate_dir: "cuda-sys",
+        rust_name: "cuda_sys",
+        abi: true,
+        loader_exports: &[
+            "Attempt",
+            "CudaVersion",
+            "EntryPoint",
+            "Introduced",
+            "Library",
+            "LibrarySpec",
+            "LoadError",
+        ],
+        library: LibraryRecipe {
+            file: "libcuda",
+            display_name: "the CUDA driver (libcuda)",
+            env_const: "LIBCUDA_PATH_ENV",
+            env_var: "CUDA_SAFE_LIBCUDA",
+            spec: "LIBCUDA",
+            spec_doc: ": the driver's versioned soname only, never the toolkit's link-time stub \
+                       (`lib64/stubs/libcuda.so`), which loads but fails every call.",
+            file_names: FileNames::Fixed(&["libcuda.so.1"], Some(&["nvcuda.dll"])),
+            search_dirs: &[],
+            wheel_dirs: &[],
+            global: Some(
+                "The driver: one per system, and a program linked to it has its symbols global.",
+            ),
+            function: "driver",
+            struct_name: "Driver",
+            what: "driver",
+            note: None,
+            safety: "LIBCUDA names only NVIDIA's versioned soname or the path the user chose \
+                     explicitly with $CUDA_SAFE_LIBCUDA: the driver, whose initialisers are sound \
+                     to run in any thread and whose exports have the signatures of the `cuda.h` \
+                     the bindings and ENTRY_POINTS were generated from.",
+        },
+    },
+    Scaffold {
+        crate_dir: "nvrtc-sys",
+        rust_name: "nvrtc_sys",
+        abi: true,
+        loader_exports: CUDA_EXPORTS,
+        library: LibraryRecipe {
+            file: "libnvrtc",
+            display_name: "NVRTC (libnvrtc)",
+            env_const: "LIBNVRTC_PATH_ENV",
+            env_var: "CUDA_SAFE_LIBNVRTC",
+            spec: "LIBNVRTC",
+            spec_doc: ".",
+            file_names: FileNames::PerMajor(
+                ["libnvrtc.so.12", "libnvrtc.so.13"],
+                ["nvrtc64_120_0.dll", "nvrtc64_130_0.dll"],
+            ),
+            search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+            wheel_dirs: &[],
+            global: None,
+            function: "nvrtc",
+            struct_name: "Nvrtc",
+            what: "NVRTC",
+            note: None,
+            safety: "LIBNVRTC names only NVIDIA's versioned sonames (on the search path or under \
+                     a toolkit root) or the path the user chose explicitly with \
+                     $CUDA_SAFE_LIBNVRTC: NVRTC, whose initialisers are sound to run in any \
+                     thread and whose exports have the signatures of the `nvrtc.h` the bindings \
+                     and ENTRY_POINTS were generated from.",
+        },
+    },
+    Scaffold {
+        crate_dir: "nvml-sys",
+        rust_name: "nvml_sys",
+        abi: true,
+        loader_exports: CUDA_EXPORTS,
+        library: LibraryRecipe {
+            file: "libnvidia-ml",
+            display_name: "NVML (libnvidia-ml)",
+            env_const: "LIBNVML_PATH_ENV",
+            env_var: "CUDA_SAFE_LIBNVML",
+            spec: "LIBNVML",
+            spec_doc: ": the driver's versioned soname.",
+            file_names: FileNames::Fixed(&["libnvidia-ml.so.1"], Some(&["nvml.dll"])),
+            search_dirs: &[],
+            wheel_dirs: &[],
+            global: None,
+            function: "nvml",
+            struct_name: "Nvml",
+            what: "NVML",
+            note: Some(
+                "Loading does not initialise NVML (`nvmlInit_v2` does) and never touches the \
+                 CUDA driver.",
+            ),
+            safety: "LIBNVML names only NVIDIA's versioned soname or the path the user chose \
+                     explicitly with $CUDA_SAFE_LIBNVML: NVML, whose initialisers are sound to \
+                     run in any thread and whose exports have the signatures of the `nvml.h` the \
+                     bindings and ENTRY_POINTS were generated from.",
+        },
+    },
+    Scaffold {
+        crate_dir: "nvjitlink-sys",
+        rust_name: "nvjitlink_sys",
+        abi: true,
+        loader_exports: CUDA_EXPORTS,
+        library: LibraryRecipe {
+            file: "libnvJitLink",
+            display_name: "nvJitLink (libnvJitLink)",
+            env_const: "LIBNVJITLINK_PATH_ENV",
+            env_var: "CUDA_SAFE_LIBNVJITLINK",
+            spec: "LIBNVJITLINK",
+            spec_doc: ".",
+            file_names: FileNames::PerMajor(
+                ["libnvJitLink.so.12", "libnvJitLink.so.13"],
+                ["nvJitLink_120_0.dll", "nvJitLink_130_0.dll"],
+            ),
+            search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+            wheel_dirs: &[],
+            global: None,
+            function: "nvjitlink",
+            struct_name: "NvJitLink",
+            what: "nvJitLink",
+            note: None,
+            safety: "LIBNVJITLINK names only NVIDIA's versioned sonames (on the search path or \
+                     under a toolkit root) or the path the user chose explicitly with \
+                     $CUDA_SAFE_LIBNVJITLINK: nvJitLink, whose initialisers are sound to run in \
+                     any thread and whose plain exports have the signatures of the \
+                     `nvJitLink.h` the bindings and ENTRY_POINTS were generated from.",
+        },
+    },
+    Scaffold {
+        crate_dir: "nvfatbin-sys",
+        rust_name: "nvfatbin_sys",
+        abi: true,
+        loader_exports: CUDA_EXPORTS,
+        library: LibraryRecipe {
+            file: "libnvfatbin",
+            display_name: "nvFatbin (libnvfatbin)",
+            env_const: "LIBNVFATBIN_PATH_ENV",
+            env_var: "CUDA_SAFE_LIBNVFATBIN",
+            spec: "LIBNVFATBIN",
+            spec_doc: ".",
+            file_names: FileNames::PerMajor(
+                ["libnvfatbin.so.12", "libnvfatbin.so.13"],
+                ["nvfatbin_120_0.dll", "nvfatbin_130_0.dll"],
+            ),
+            search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+            wheel_dirs: &[],
+            global: None,
+            function: "nvfatbin",
+            struct_name: "NvFatbin",
+            what: "nvFatbin",
+            note: None,
+            safety: "LIBNVFATBIN names only NVIDIA's versioned sonames (on the search path or \
+                     under a toolkit root) or the path the user chose explicitly with \
+                     $CUDA_SAFE_LIBNVFATBIN: nvFatbin, whose initialisers are sound to run in \
+                     any thread and whose exports have the signatures of the `nvFatbin.h` the \
+                     bindings and ENTRY_POINTS were generated from.",
+        },
+    },
+    Scaffold {
+        crate_dir: "nccl-sys",
+        rust_name: "nccl_sys",
+        abi: false,
+        loader_exports: &[
+            "EntryPoint",
+            "Introduced",
+            "Library",
+            "LibrarySpec",
+            "LoadError",
+            "NcclVersion",
+        ],
+        library: LibraryRecipe {
+            file: "libnccl",
+            display_name: "NCCL (libnccl)",
+            env_const: "LIBNCCL_PATH_ENV",
+            env_var: "CUDA_SAFE_LIBNCCL",
+            spec: "LIBNCCL",
+            spec_doc: ".",
+            file_names: FileNames::Fixed(&["libnccl.so.2"], None),
+            search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+            wheel_dirs: &[],
+            global: None,
+            function: "nccl",
+            struct_name: "Nccl",
+            what: "NCCL",
+            note: None,
+            safety: "LIBNCCL names only NCCL's versioned soname (on the search path or under a \
+                     toolkit root) or the path the user chose explicitly with $CUDA_SAFE_LIBNCCL: \
+                     NCCL, whose initialisers are sound to run in any thread and whose exports \
+                     have the signatures of the `nccl.h` the bindings and ENTRY_POINTS were \
+                     generated from (NCCL keeps its C ABI stable across releases).",
+        },
+    },
+    Scaffold {
+        crate_dir: "cublas-sys",
+        rust_name: "cublas_sys",
+        abi: true,
+        loader_exports: LIBRARY_EXPORTS,
+        library: LibraryRecipe {
+            file: "libcublas",
+            display_name: "cuBLAS (libcublas)",
+            env_const: "LIBCUBLAS_PATH_ENV",
+            env_var: "CUDA_SAFE_LIBCUBLAS",
+            spec: "LIBCUBLAS",
+            spec_doc: ".",
+            file_names: FileNames::PerMajor(
+                ["libcublas.so.12", "libcublas.so.13"],
+                ["cublas64_12.dll", "cublas64_13.dll"],
+            ),
+            search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+            wheel_dirs: CUBLAS_WHEEL_DIRS,
+            global: None,
+            function: "cublas",
+            struct_name: "Cublas",
+            what: "cuBLAS",
+            note: Some(
+                "Loading creates no cuBLAS context (`cublasCreate_v2` does). cuBLAS is built on \
+                 cuBLASLt, which the dynamic loader looks for by its soname: a process that \
+                 opened `libcublasLt` first (`cublaslt_sys::cublaslt()`) has it found there.",
+            ),
+            safety: "LIBCUBLAS names only NVIDIA's versioned sonames (on the search path, under \
+                     a toolkit root or in a Python environment's cuBLAS wheel) or the path the \
+                     user chose explicitly with $CUDA_SAFE_LIBCUBLAS: cuBLAS, whose initialisers \
+                     are sound to run in any thread and whose exports have the signatures of the \
+                     `cublas_v2.h` the bindings and ENTRY_POINTS were generated from.",
+        },
+    },
+    Scaffold {
+        crate_dir: "cublaslt-sys",
+        rust_name: "cublaslt_sys",
+        abi: true,
+        loader_exports: LIBRARY_EXPORTS,
+        library: LibraryRecipe {
+            file: "libcublasLt",
+            display_name: "cuBLASLt (libcublasLt)",
+            env_const: "LIBCUBLASLT_PATH_ENV",
+            env_var: "CUDA_SAFE_LIBCUBLASLT",
+            spec: "LIBCUBLASLT",
+            spec_doc: ".",
+            file_names: FileNames::PerMajor(
+                ["libcublasLt.so.12", "libcublasLt.so.13"],
+                ["cublasLt64_12.dll", "cublasLt64_13.dll"],
+            ),
+            search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+            wheel_dirs: CUBLAS_WHEEL_DIRS,
+            global: None,
+            function: "cublaslt",
+            struct_name: "CublasLt",
+            what: "cuBLASLt",
+            note: None,
+            safety: "LIBCUBLASLT names only NVIDIA's versioned sonames (on the search path, \
+                     under a toolkit root or in a Python environment's cuBLAS wheel) or the path \
+                     the user chose explicitly with $CUDA_SAFE_LIBCUBLASLT: cuBLASLt, whose \
+                     initialisers are sound to run in any thread and whose exports have the \
+                     signatures of the `cublasLt.h` the bindings and ENTRY_POINTS were generated \
+                     from.",
+        },
+    },
+    Scaffold {
+        crate_dir: "curand-sys",
+        rust_name: "curand_sys",
+        abi: true,
+        loader_exports: LIBRARY_EXPORTS,
+        library: LibraryRecipe {
+            file: "libcurand",
+            display_name: "cuRAND (libcurand)",
+            env_const: "LIBCURAND_PATH_ENV",
+            env_var: "CUDA_SAFE_LIBCURAND",
+            spec: "LIBCURAND",
+            spec_doc: ": its soname is `libcurand.so.10` under both CUDA majors (cuRAND numbers \
+                       its releases apart from CUDA: 10.3 in CUDA 12, 10.4 in CUDA 13).",
+            file_names: FileNames::Fixed(&["libcurand.so.10"], Some(&["curand64_10.dll"])),
+            search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+            wheel_dirs: &["nvidia/curand/lib", "nvidia/cu13/lib"],
+            global: None,
+            function: "curand",
+            struct_name: "Curand",
+            what: "cuRAND",
+            note: None,
+            safety: "LIBCURAND names only NVIDIA's versioned soname (on the search path, under a \
+                     toolkit root or in a Python environment's cuRAND wheel) or the path the \
+                     user chose explicitly with $CUDA_SAFE_LIBCURAND: cuRAND, whose initialisers \
+                     are sound to run in any thread and whose exports have the signatures of the \
+                     `curand.h` the bindings and ENTRY_POINTS were generated from.",
+        },
+    },
+];
+
+/// Where the cuBLAS wheels put `libcublas` and `libcublasLt`: `nvidia-cublas-cu12` in
+/// `nvidia/cublas/lib`, `nvidia-cublas` (CUDA 13) in `nvidia/cu13/lib`.
+const CUBLAS_WHEEL_DIRS: &[&str] = &["nvidia/cublas/lib", "nvidia/cu13/lib"];
