@@ -1,8 +1,9 @@
 //! Where the headers of the CUDA libraries versioned on their own come from: cuBLAS
-//! (`cublas_v2.h`, `cublas_api.h`, `cublasLt.h`) and cuRAND (`curand.h`), read out of their
-//! PyPI wheels piecewise, as `nccl.h` is (see [`crate::nccl_header`]): the wheels are hundreds
-//! of MB, almost all of it the libraries, and only the headers are fetched. Each header is
-//! pinned by its SHA-256, and kept under `target/cuda-headers/<package>-<version>/`.
+//! (`cublas_v2.h`, `cublas_api.h`, `cublasLt.h`), cuRAND (`curand.h`) and cuDNN (`cudnn.h` and
+//! the headers it includes), read out of their PyPI wheels piecewise, as `nccl.h` is (see
+//! [`crate::nccl_header`]): the wheels are hundreds of MB, almost all of it the libraries, and
+//! only the headers are fetched. Each header is pinned by its SHA-256, and kept
+//! under `target/cuda-headers/<package>-<version>/`.
 //!
 //! Each library has the wheel its bindings are generated from, one per CUDA major, and for
 //! each major a history: the wheel of every minor release on PyPI before the pinned one,
@@ -11,12 +12,15 @@
 //! bindings support and stay undated.
 
 mod cublas;
+mod cudnn;
+mod cudnn_history;
 mod curand;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 pub use cublas::CUBLAS;
+pub use cudnn::CUDNN;
 pub use curand::CURAND;
 
 use crate::nccl_header::{members_from_wheel, sha256_hex};
@@ -61,6 +65,14 @@ impl PinnedWheel {
                     })
             })
             .collect()
+    }
+
+    /// Whether the wheel's pins include the header `name`.
+    pub fn has(&self, name: &str) -> bool {
+        self.headers.iter().any(|line| {
+            line.split_once("  ")
+                .is_some_and(|(_, pinned)| pinned == name)
+        })
     }
 }
 
@@ -160,7 +172,7 @@ mod tests {
 
     #[test]
     fn histories_are_one_wheel_per_minor_oldest_first_before_the_pin() {
-        for library in [CUBLAS, CURAND] {
+        for library in [CUBLAS, CURAND, CUDNN] {
             for major in [12, 13] {
                 let pinned = library.bindings_of(major).unwrap();
                 let history = library.history_of(major);
@@ -180,6 +192,7 @@ mod tests {
                     assert!(wheel.path.contains(wheel.version), "{}", wheel.path);
                     let pins = wheel.pins().unwrap();
                     assert!(!pins.is_empty(), "{}", wheel.source());
+                    assert!(pins.iter().all(|(name, _)| wheel.has(name)));
                 }
             }
         }
@@ -200,6 +213,7 @@ mod tests {
                 "5acce9788285680587c08a3d46ed9717adf9d70aef47de3a17f59a23f7cc7547"
             )]
         );
+        assert!(good.has("curand.h") && !good.has("cufft.h"));
         const NO_NAME: &str = "5acce9788285680587c08a3d46ed9717adf9d70aef47de3a17f59a23f7cc7547  ";
         const NOT_HEX: &str =
             "5acce9788285680587c08a3d46ed9717adf9d70aef47de3a17f59a23f7cc754x  curand.h";

@@ -13,7 +13,7 @@ const CUDA_EXPORTS: &[&str] = &[
     "LoadError",
 ];
 
-/// What the crates of the libraries versioned on their own (cuBLAS, cuBLASLt, cuRAND)
+/// What the crates of the libraries versioned on their own (cuBLAS, cuRAND, cuDNN, ...)
 /// re-export of `cuda-loader`: their entry points are dated by `LibraryVersion`, and they
 /// search the Python environments of `PYTHON_ENV_VARS`.
 const LIBRARY_EXPORTS: &[&str] = &[
@@ -27,7 +27,7 @@ const LIBRARY_EXPORTS: &[&str] = &[
 ];
 
 /// The recipes, one per `-sys` crate.
-pub(in crate::bindgen) const SCAFFOLDS: [Scaffold; 9] = [
+pub(in crate::bindgen) const SCAFFOLDS: [Scaffold; 10] = [
     Scaffold {
         crate_dir: "cuda-sys",
         rust_name: "cuda_sys",
@@ -309,6 +309,37 @@ pub(in crate::bindgen) const SCAFFOLDS: [Scaffold; 9] = [
                      user chose explicitly with $CUDA_SAFE_LIBCURAND: cuRAND, whose initialisers \
                      are sound to run in any thread and whose exports have the signatures of the \
                      `curand.h` the bindings and ENTRY_POINTS were generated from.",
+        },
+    },
+    Scaffold {
+        crate_dir: "cudnn-sys",
+        rust_name: "cudnn_sys",
+        abi: true,
+        loader_exports: LIBRARY_EXPORTS,
+        library: LibraryRecipe {
+            file: "libcudnn",
+            display_name: "cuDNN (libcudnn)",
+            env_const: "LIBCUDNN_PATH_ENV",
+            env_var: "CUDA_SAFE_LIBCUDNN",
+            spec: "LIBCUDNN",
+            spec_doc: ": cuDNN 9's shim, `libcudnn.so.9` under both CUDA majors, which exports \
+                       every entry point and loads the sub-libraries it dispatches to \
+                       (`libcudnn_graph.so.9`, `libcudnn_ops.so.9`, ...) from its own folder \
+                       (its RPATH is `$ORIGIN`).",
+            file_names: FileNames::Fixed(&["libcudnn.so.9"], Some(&["cudnn64_9.dll"])),
+            search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+            // `nvidia-cudnn-cu12` and `nvidia-cudnn-cu13` alike.
+            wheel_dirs: &["nvidia/cudnn/lib"],
+            global: None,
+            function: "cudnn",
+            struct_name: "Cudnn",
+            what: "cuDNN",
+            note: Some("Loading creates no cuDNN handle (`cudnnCreate` does)."),
+            safety: "LIBCUDNN names only NVIDIA's versioned soname (on the search path, under a \
+                     toolkit root or in a Python environment's cuDNN wheel) or the path the user \
+                     chose explicitly with $CUDA_SAFE_LIBCUDNN: cuDNN, whose initialisers are \
+                     sound to run in any thread and whose exports have the signatures of the \
+                     `cudnn.h` the bindings and ENTRY_POINTS were generated from.",
         },
     },
 ];
