@@ -1,16 +1,16 @@
 //! The CUDA libraries versioned on their own: cuBLAS (`cublas_v2.h`), cuBLASLt (`cublasLt.h`),
-//! cuRAND (`curand.h`) and cuDNN (`cudnn.h`), one set of bindings per CUDA major, from their
-//! pinned PyPI wheels (see [`crate::library_headers`]; the recipes are in
-//! [`super::library_apis`]).
+//! cuRAND (`curand.h`), cuDNN (`cudnn.h`) and cuFFT (`cufftXt.h` and the `cufft.h` it
+//! includes), one set of bindings per CUDA major, from their pinned PyPI wheels (see
+//! [`crate::library_headers`]; the recipes are in [`super::library_apis`]).
 //!
 //! Their headers include a few CUDA runtime headers, of which they take `cudaStream_t`,
 //! `cudaGraph_t`, the complex types, `__half` and `__nv_bfloat16` (stubbed here with the same
 //! layout, as `nccl.h`'s runtime headers are) and `library_types.h` (`cudaDataType`, taken from
 //! the CUDA headers of the same major); a header may include another library's, of the same
 //! major. Each entry point is dated by the first header of its library's history declaring it
-//! (`Needs cuBLAS 12.5.`); each method links to NVIDIA's reference: cuBLAS's and cuBLASLt's
-//! page of sections (see [`super::sections`]), cuRAND's doxygen pages, cuDNN's page of each
-//! header.
+//! (`Needs cuBLAS 12.5.`); each method links to NVIDIA's reference: the pages of sections of
+//! cuBLAS, cuBLASLt and cuFFT (see [`super::sections`]), cuRAND's doxygen pages, cuDNN's page of
+//! each header.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -26,7 +26,6 @@ use super::generate::{BINDGEN_VERSION, bindgen_items_with, read};
 use super::library_apis::{LibraryApi, LibraryReference, Pages};
 use super::links::{Links, api_doc_macro};
 use super::scan::function_macros;
-use super::sections::section_links;
 use crate::headers::HeaderSet;
 use crate::library_headers::{self, PinnedWheel};
 
@@ -254,9 +253,9 @@ pub(super) fn generate_library(
         declaring.push((*name, read(&dir.join(name))?));
     }
     let (links, index) = match &library.reference {
-        LibraryReference::Sections(page) => {
+        LibraryReference::Sections(page, titles) => {
             let page = format!("{}{page}", set.docs_root);
-            (section_links(&page, &names, &aliases), page)
+            (titles.links(&page, &names, &aliases), page)
         }
         LibraryReference::Doxygen(reference) => {
             let doxygen = reference.of(set);

@@ -3,13 +3,14 @@
 //! documents it.
 
 use super::api::{Api, Location, Reference};
-use crate::library_headers::{CUBLAS, CUDNN, CURAND, LibraryWheels};
+use super::sections::Titles;
+use crate::library_headers::{CUBLAS, CUDNN, CUFFT, CURAND, LibraryWheels};
 
 /// How a library's reference is published.
 pub(super) enum LibraryReference {
     /// One page of hand-written sections (`cublas/index.html`), under the CUDA documentation
-    /// the header set is documented in.
-    Sections(&'static str),
+    /// the header set is documented in, and how its sections are titled.
+    Sections(&'static str, Titles),
     /// doxygen-built pages.
     Doxygen(Reference),
     /// Hand-written pages outside the CUDA documentation, one per header, each function a
@@ -65,7 +66,7 @@ const CUDNN_PAGES: Pages = Pages {
 
 /// The recipes, one per header; each header of each CUDA major becomes `src/v<major>.rs` of
 /// its crate.
-pub(super) const LIBRARY_APIS: [LibraryApi; 4] = [
+pub(super) const LIBRARY_APIS: [LibraryApi; 5] = [
     LibraryApi {
         api: Api {
             crate_dir: "cublas-sys",
@@ -82,7 +83,7 @@ pub(super) const LIBRARY_APIS: [LibraryApi; 4] = [
         wheels: CUBLAS,
         includes: &[],
         version: ("cublas_api.h", "CUBLAS_VER_MAJOR", "CUBLAS_VER_MINOR"),
-        reference: LibraryReference::Sections("cublas/index.html"),
+        reference: LibraryReference::Sections("cublas/index.html", Titles::Cublas),
     },
     LibraryApi {
         api: Api {
@@ -102,7 +103,7 @@ pub(super) const LIBRARY_APIS: [LibraryApi; 4] = [
         wheels: CUBLAS,
         includes: &[],
         version: ("cublas_api.h", "CUBLAS_VER_MAJOR", "CUBLAS_VER_MINOR"),
-        reference: LibraryReference::Sections("cublas/index.html"),
+        reference: LibraryReference::Sections("cublas/index.html", Titles::Cublas),
     },
     LibraryApi {
         api: Api {
@@ -153,5 +154,26 @@ pub(super) const LIBRARY_APIS: [LibraryApi; 4] = [
         includes: &[],
         version: ("cudnn_version.h", "CUDNN_MAJOR", "CUDNN_MINOR"),
         reference: LibraryReference::Pages(&CUDNN_PAGES),
+    },
+    LibraryApi {
+        api: Api {
+            crate_dir: "cufft-sys",
+            // `cufftXt.h` includes `cufft.h` (the plans and transforms) and `cudalibxt.h` (the
+            // multi-GPU descriptors its functions take).
+            header: "cufftXt.h",
+            struct_name: "Cufft",
+            library: "cuFFT (`libcufft`)",
+            prefix: "cufft",
+            functions: "cufft[A-Z].*",
+            types: "(cufft|cuda)[A-Za-z0-9_]*|libFormat(_t)?",
+            vars: "(CUFFT|MAX_CUFFT|MAX_SHIM|MAX_CUDA_DESCRIPTOR|CUDA_XT)[A-Za-z0-9_]*",
+            reference: None,
+        },
+        declared_in: &["cufft.h", "cufftXt.h"],
+        wheels: CUFFT,
+        includes: &[],
+        version: ("cufft.h", "CUFFT_VER_MAJOR", "CUFFT_VER_MINOR"),
+        // docs.nvidia.com/cuda/cufft/index.html#c.cufftPlanMany: the ids of Sphinx's C domain.
+        reference: LibraryReference::Sections("cufft/index.html", Titles::CDomain),
     },
 ];

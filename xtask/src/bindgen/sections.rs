@@ -7,8 +7,49 @@
 //! `<t>` (`cublas<t>gemm()`, `cublasI<t>amax()`): a function whose name is a type prefix and
 //! one of [`TYPED_STEMS`] links to that section (`cublasSgemm` and `cublasZgemm` to
 //! `#cublas-t-gemm`). The 64-bit variants (`cublasSgemm_64`) share their section.
+//!
+//! cuFFT's page declares each function in Sphinx's C domain, whose id is `c.` and the name
+//! (`#c.cufftPlanMany`).
 
 use super::links::Links;
+
+/// How a page of sections names the entry of each function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Titles {
+    /// cuBLAS's: `cublas<t>gemm()` for the routines of [`TYPED_STEMS`], else `name()`.
+    Cublas,
+    /// Sphinx's C domain: `c.<name>`.
+    CDomain,
+}
+
+impl Titles {
+    /// Each symbol's entry on the page at `page`: the name C programs call it by (from
+    /// `aliases`, (name, symbol) pairs, else the symbol itself) and the link.
+    pub(super) fn links(
+        self,
+        page: &str,
+        symbols: &[String],
+        aliases: &[(String, String)],
+    ) -> Links {
+        let c_name = |symbol: &String| {
+            aliases
+                .iter()
+                .find(|(_, target)| target == symbol)
+                .map_or(symbol.clone(), |(name, _)| name.clone())
+        };
+        match self {
+            Self::Cublas => section_links(page, symbols, aliases),
+            Self::CDomain => symbols
+                .iter()
+                .map(|symbol| {
+                    let name = c_name(symbol);
+                    let link = format!("{page}#c.{name}");
+                    (symbol.clone(), (name, Ok(link)))
+                })
+                .collect(),
+        }
+    }
+}
 
 /// The BLAS routines cuBLAS documents under one `cublas<t>...()` title for all its types, and
 /// the stem the title uses (the complex dot and rank-1 updates share the real ones' sections).
@@ -190,5 +231,25 @@ mod tests {
             )
         );
         assert_eq!(links["cublasGemmEx"].0, "cublasGemmEx");
+    }
+
+    fn strings(names: &[&str]) -> Vec<String> {
+        names.iter().map(|name| name.to_string()).collect()
+    }
+
+    #[test]
+    fn the_c_domain_ids_are_the_names() {
+        let links = Titles::CDomain.links(
+            "https://x/cufft/index.html",
+            &strings(&["cufftPlanMany"]),
+            &[],
+        );
+        assert_eq!(
+            links["cufftPlanMany"],
+            (
+                "cufftPlanMany".to_owned(),
+                Ok("https://x/cufft/index.html#c.cufftPlanMany".to_owned())
+            )
+        );
     }
 }

@@ -27,7 +27,7 @@ const LIBRARY_EXPORTS: &[&str] = &[
 ];
 
 /// The recipes, one per `-sys` crate.
-pub(in crate::bindgen) const SCAFFOLDS: [Scaffold; 10] = [
+pub(in crate::bindgen) const SCAFFOLDS: [Scaffold; 11] = [
     Scaffold {
         crate_dir: "cuda-sys",
         rust_name: "cuda_sys",
@@ -340,6 +340,38 @@ pub(in crate::bindgen) const SCAFFOLDS: [Scaffold; 10] = [
                      chose explicitly with $CUDA_SAFE_LIBCUDNN: cuDNN, whose initialisers are \
                      sound to run in any thread and whose exports have the signatures of the \
                      `cudnn.h` the bindings and ENTRY_POINTS were generated from.",
+        },
+    },
+    Scaffold {
+        crate_dir: "cufft-sys",
+        rust_name: "cufft_sys",
+        abi: true,
+        loader_exports: LIBRARY_EXPORTS,
+        library: LibraryRecipe {
+            file: "libcufft",
+            display_name: "cuFFT (libcufft)",
+            env_const: "LIBCUFFT_PATH_ENV",
+            env_var: "CUDA_SAFE_LIBCUFFT",
+            spec: "LIBCUFFT",
+            spec_doc: ": cuFFT numbers its releases apart from CUDA, cuFFT 11 \
+                       (`libcufft.so.11`) with CUDA 12 and cuFFT 12 (`libcufft.so.12`) with \
+                       CUDA 13.",
+            file_names: FileNames::PerMajor(
+                ["libcufft.so.11", "libcufft.so.12"],
+                ["cufft64_11.dll", "cufft64_12.dll"],
+            ),
+            search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+            wheel_dirs: &["nvidia/cufft/lib", "nvidia/cu13/lib"],
+            global: None,
+            function: "cufft",
+            struct_name: "Cufft",
+            what: "cuFFT",
+            note: Some("Loading creates no plan (`cufftCreate` does)."),
+            safety: "LIBCUFFT names only NVIDIA's versioned sonames (on the search path, under a \
+                     toolkit root or in a Python environment's cuFFT wheel) or the path the user \
+                     chose explicitly with $CUDA_SAFE_LIBCUFFT: cuFFT, whose initialisers are \
+                     sound to run in any thread and whose exports have the signatures of the \
+                     `cufftXt.h` the bindings and ENTRY_POINTS were generated from.",
         },
     },
 ];
