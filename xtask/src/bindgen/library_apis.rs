@@ -4,7 +4,7 @@
 
 use super::api::{Api, Location, Reference};
 use super::sections::Titles;
-use crate::library_headers::{CUBLAS, CUDNN, CUFFT, CURAND, LibraryWheels};
+use crate::library_headers::{CUBLAS, CUDNN, CUFFT, CURAND, CUSPARSE, LibraryWheels};
 
 /// How a library's reference is published.
 pub(super) enum LibraryReference {
@@ -66,7 +66,7 @@ const CUDNN_PAGES: Pages = Pages {
 
 /// The recipes, one per header; each header of each CUDA major becomes `src/v<major>.rs` of
 /// its crate.
-pub(super) const LIBRARY_APIS: [LibraryApi; 5] = [
+pub(super) const LIBRARY_APIS: [LibraryApi; 6] = [
     LibraryApi {
         api: Api {
             crate_dir: "cublas-sys",
@@ -175,5 +175,31 @@ pub(super) const LIBRARY_APIS: [LibraryApi; 5] = [
         version: ("cufft.h", "CUFFT_VER_MAJOR", "CUFFT_VER_MINOR"),
         // docs.nvidia.com/cuda/cufft/index.html#c.cufftPlanMany: the ids of Sphinx's C domain.
         reference: LibraryReference::Sections("cufft/index.html", Titles::CDomain),
+    },
+    LibraryApi {
+        api: Api {
+            crate_dir: "cusparse-sys",
+            header: "cusparse.h",
+            struct_name: "Cusparse",
+            library: "cuSPARSE (`libcusparse`)",
+            prefix: "cusparse",
+            functions: "cusparse[A-Z].*",
+            types: "(cusparse|cuda)[A-Za-z0-9_]*",
+            vars: "CUSPARSE_[A-Za-z0-9_]*",
+            reference: None,
+        },
+        declared_in: &["cusparse.h"],
+        wheels: CUSPARSE,
+        includes: &[],
+        version: ("cusparse.h", "CUSPARSE_VER_MAJOR", "CUSPARSE_VER_MINOR"),
+        // docs.nvidia.com/cuda/cusparse/index.html#cusparsespmv, #cusparse-t-bsrsv2-buffersize.
+        reference: LibraryReference::Sections(
+            "cusparse/index.html",
+            Titles::Typed {
+                prefix: "cusparse",
+                merged_suffixes: &[],
+                complex_stems: &[],
+            },
+        ),
     },
 ];

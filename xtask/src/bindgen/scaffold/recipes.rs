@@ -27,7 +27,7 @@ const LIBRARY_EXPORTS: &[&str] = &[
 ];
 
 /// The recipes, one per `-sys` crate.
-pub(in crate::bindgen) const SCAFFOLDS: [Scaffold; 11] = [
+pub(in crate::bindgen) const SCAFFOLDS: [Scaffold; 12] = [
     Scaffold {
         crate_dir: "cuda-sys",
         rust_name: "cuda_sys",
@@ -372,6 +372,40 @@ pub(in crate::bindgen) const SCAFFOLDS: [Scaffold; 11] = [
                      chose explicitly with $CUDA_SAFE_LIBCUFFT: cuFFT, whose initialisers are \
                      sound to run in any thread and whose exports have the signatures of the \
                      `cufftXt.h` the bindings and ENTRY_POINTS were generated from.",
+        },
+    },
+    Scaffold {
+        crate_dir: "cusparse-sys",
+        rust_name: "cusparse_sys",
+        abi: true,
+        loader_exports: LIBRARY_EXPORTS,
+        library: LibraryRecipe {
+            file: "libcusparse",
+            display_name: "cuSPARSE (libcusparse)",
+            env_const: "LIBCUSPARSE_PATH_ENV",
+            env_var: "CUDA_SAFE_LIBCUSPARSE",
+            spec: "LIBCUSPARSE",
+            spec_doc: ": its soname is `libcusparse.so.12` under both CUDA majors (cuSPARSE \
+                       12.0 to 12.5 came with CUDA 12, 12.6 on with CUDA 13).",
+            file_names: FileNames::Fixed(&["libcusparse.so.12"], Some(&["cusparse64_12.dll"])),
+            search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+            wheel_dirs: &["nvidia/cusparse/lib", "nvidia/cu13/lib"],
+            global: None,
+            function: "cusparse",
+            struct_name: "Cusparse",
+            what: "cuSPARSE",
+            note: Some(
+                "Loading creates no cuSPARSE handle (`cusparseCreate` does). The cuSPARSE of \
+                 CUDA 12 is linked to nvJitLink (`libnvJitLink.so.12`), which the dynamic loader \
+                 looks for by its soname: a process that opened it first \
+                 (`nvjitlink_sys::nvjitlink()`) has it found there.",
+            ),
+            safety: "LIBCUSPARSE names only NVIDIA's versioned soname (on the search path, under \
+                     a toolkit root or in a Python environment's cuSPARSE wheel) or the path the \
+                     user chose explicitly with $CUDA_SAFE_LIBCUSPARSE: cuSPARSE, whose \
+                     initialisers are sound to run in any thread and whose exports have the \
+                     signatures of the `cusparse.h` the bindings and ENTRY_POINTS were \
+                     generated from.",
         },
     },
 ];
