@@ -1,15 +1,16 @@
 //! The CUDA libraries versioned on their own: cuBLAS (`cublas_v2.h`), cuBLASLt (`cublasLt.h`),
-//! cuRAND (`curand.h`), cuDNN (`cudnn.h`), cuFFT (`cufftXt.h` and the `cufft.h` it includes) and
-//! cuSPARSE (`cusparse.h`), one set of bindings per CUDA major, from their pinned PyPI wheels
-//! (see [`crate::library_headers`]; the recipes are in [`super::library_apis`]).
+//! cuRAND (`curand.h`), cuDNN (`cudnn.h`), cuFFT (`cufftXt.h` and the `cufft.h` it includes),
+//! cuSPARSE (`cusparse.h`) and cuSOLVER (`cusolverDn.h`), one set of bindings per CUDA major,
+//! from their pinned PyPI wheels (see [`crate::library_headers`]; the recipes are in
+//! [`super::library_apis`]).
 //!
 //! Their headers include a few CUDA runtime headers, of which they take `cudaStream_t`,
 //! `cudaGraph_t`, the complex types, `__half` and `__nv_bfloat16` (stubbed here with the same
 //! layout, as `nccl.h`'s runtime headers are) and `library_types.h` (`cudaDataType`, taken from
-//! the CUDA headers of the same major); a header may include another library's, of the same
-//! major. Each entry point is dated by the first header of its library's history declaring it
-//! (`Needs cuBLAS 12.5.`); each method links to NVIDIA's reference: the pages of sections of
-//! cuBLAS, cuBLASLt, cuFFT and cuSPARSE (see [`super::sections`]), cuRAND's doxygen pages,
+//! the CUDA headers of the same major); cuSOLVER's include cuBLAS's, of the same major. Each
+//! entry point is dated by the first header of its library's history declaring it (`Needs
+//! cuBLAS 12.5.`); each method links to NVIDIA's reference: the pages of sections of cuBLAS,
+//! cuBLASLt, cuFFT, cuSPARSE and cuSOLVER (see [`super::sections`]), cuRAND's doxygen pages,
 //! cuDNN's page of each header.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -30,7 +31,7 @@ use crate::headers::HeaderSet;
 use crate::library_headers::{self, PinnedWheel};
 
 /// The CUDA runtime headers the libraries' headers include, as stubs of the same layout (each
-/// guarded: a library's headers may include another's, and both `cuComplex.h`); the real
+/// guarded: cuSOLVER's headers include cuBLAS's, and both include `cuComplex.h`); the real
 /// `library_types.h` comes from the CUDA headers of the same major.
 const STUB_HEADERS: [(&str, &str); 6] = [
     (
@@ -223,8 +224,8 @@ pub(super) fn generate_library(
         api,
         &header_path,
         &include_dirs,
-        // cuBLASLt's and cuSPARSE's loggers take a `FILE *`: kept opaque, not the C library's
-        // layout.
+        // cuBLASLt's, cuSPARSE's and cuSOLVER's loggers take a `FILE *`: kept opaque, not the
+        // C library's layout.
         |builder| builder.opaque_type("_IO_FILE").opaque_type("FILE"),
     )?;
     let header_text = read(&header_path)?.replace("\\\n", " ");

@@ -4,7 +4,7 @@
 
 use super::api::{Api, Location, Reference};
 use super::sections::Titles;
-use crate::library_headers::{CUBLAS, CUDNN, CUFFT, CURAND, CUSPARSE, LibraryWheels};
+use crate::library_headers::{CUBLAS, CUDNN, CUFFT, CURAND, CUSOLVER, CUSPARSE, LibraryWheels};
 
 /// How a library's reference is published.
 pub(super) enum LibraryReference {
@@ -66,7 +66,7 @@ const CUDNN_PAGES: Pages = Pages {
 
 /// The recipes, one per header; each header of each CUDA major becomes `src/v<major>.rs` of
 /// its crate.
-pub(super) const LIBRARY_APIS: [LibraryApi; 6] = [
+pub(super) const LIBRARY_APIS: [LibraryApi; 7] = [
     LibraryApi {
         api: Api {
             crate_dir: "cublas-sys",
@@ -199,6 +199,40 @@ pub(super) const LIBRARY_APIS: [LibraryApi; 6] = [
                 prefix: "cusparse",
                 merged_suffixes: &[],
                 complex_stems: &[],
+            },
+        ),
+    },
+    LibraryApi {
+        api: Api {
+            crate_dir: "cusolver-sys",
+            header: "cusolverDn.h",
+            struct_name: "Cusolver",
+            library: "cuSOLVER (`libcusolver`)",
+            prefix: "cusolver",
+            // The dense API and the library's own (`cusolverGetVersion`).
+            functions: "cusolver(Dn)?[A-Z].*",
+            // The cuBLAS enums its dense functions take (`cublasFillMode_t`).
+            types: "cusolver[A-Za-z0-9_]*|cublas(FillMode|Operation|SideMode|DiagType)_t|cuda[A-Za-z0-9_]*",
+            vars: "CUSOLVER_[A-Za-z0-9_]*",
+            reference: None,
+        },
+        declared_in: &["cusolverDn.h", "cusolver_common.h"],
+        wheels: CUSOLVER,
+        includes: &[CUBLAS],
+        version: (
+            "cusolver_common.h",
+            "CUSOLVER_VER_MAJOR",
+            "CUSOLVER_VER_MINOR",
+        ),
+        // docs.nvidia.com/cuda/cusolver/index.html#cusolverdn-t-getrf: one section for a
+        // routine of every type and its `_bufferSize`, the complex `he`/`un` routines in their
+        // real `sy`/`or` twin's (`cusolverDnZhegvd` under `#cusolverdn-t-sygvd`).
+        reference: LibraryReference::Sections(
+            "cusolver/index.html",
+            Titles::Typed {
+                prefix: "cusolverDn",
+                merged_suffixes: &["_bufferSize"],
+                complex_stems: &[("he", "sy"), ("un", "or")],
             },
         ),
     },

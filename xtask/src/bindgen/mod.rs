@@ -2,8 +2,8 @@
 //! and each `-sys` crate's scaffolding (see [`scaffold`]).
 //!
 //! For each header (`cuda.h`, `nvrtc.h`, `nvml.h`, `nvJitLink.h`, `nvFatbin.h`, and the cuBLAS,
-//! cuBLASLt, cuRAND, cuDNN, cuFFT and cuSPARSE headers of their own wheels: see [`libraries`])
-//! of each CUDA major, and
+//! cuBLASLt, cuRAND, cuDNN, cuFFT, cuSPARSE and cuSOLVER headers of their own wheels: see
+//! [`libraries`]) of each CUDA major, and
 //! for `nccl.h`
 //! once (NCCL's ABI does not follow the CUDA major; see [`nccl`]), bindgen produces the
 //! types and constants; the function declarations it finds become methods of one struct

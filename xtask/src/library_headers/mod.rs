@@ -1,8 +1,9 @@
 //! Where the headers of the CUDA libraries versioned on their own come from: cuBLAS
 //! (`cublas_v2.h`, `cublas_api.h`, `cublasLt.h`), cuRAND (`curand.h`), cuDNN (`cudnn.h` and the
-//! headers it includes), cuFFT (`cufft.h`, `cufftXt.h`) and cuSPARSE (`cusparse.h`), read out of
-//! their PyPI wheels piecewise, as `nccl.h` is (see [`crate::nccl_header`]): the wheels are
-//! hundreds of MB, almost all of it the libraries, and only the headers are fetched. Each header is pinned by its SHA-256, and kept
+//! headers it includes), cuFFT (`cufft.h`, `cufftXt.h`), cuSPARSE (`cusparse.h`) and cuSOLVER
+//! (`cusolverDn.h`, `cusolver_common.h`), read out of their PyPI wheels piecewise, as `nccl.h`
+//! is (see [`crate::nccl_header`]): the wheels are hundreds of MB, almost all of it the
+//! libraries, and only the headers are fetched. Each header is pinned by its SHA-256, and kept
 //! under `target/cuda-headers/<package>-<version>/`.
 //!
 //! Each library has the wheel its bindings are generated from, one per CUDA major, and for
@@ -16,6 +17,7 @@ mod cudnn;
 mod cudnn_history;
 mod cufft;
 mod curand;
+mod cusolver;
 mod cusparse;
 
 use std::fs;
@@ -25,6 +27,7 @@ pub use cublas::CUBLAS;
 pub use cudnn::CUDNN;
 pub use cufft::CUFFT;
 pub use curand::CURAND;
+pub use cusolver::CUSOLVER;
 pub use cusparse::CUSPARSE;
 
 use crate::nccl_header::{members_from_wheel, sha256_hex};
@@ -176,7 +179,7 @@ mod tests {
 
     #[test]
     fn histories_are_one_wheel_per_minor_oldest_first_before_the_pin() {
-        for library in [CUBLAS, CURAND, CUDNN, CUFFT, CUSPARSE] {
+        for library in [CUBLAS, CURAND, CUDNN, CUFFT, CUSPARSE, CUSOLVER] {
             for major in [12, 13] {
                 let pinned = library.bindings_of(major).unwrap();
                 let history = library.history_of(major);

@@ -27,7 +27,7 @@ const LIBRARY_EXPORTS: &[&str] = &[
 ];
 
 /// The recipes, one per `-sys` crate.
-pub(in crate::bindgen) const SCAFFOLDS: [Scaffold; 12] = [
+pub(in crate::bindgen) const SCAFFOLDS: [Scaffold; 13] = [
     Scaffold {
         crate_dir: "cuda-sys",
         rust_name: "cuda_sys",
@@ -405,6 +405,44 @@ pub(in crate::bindgen) const SCAFFOLDS: [Scaffold; 12] = [
                      user chose explicitly with $CUDA_SAFE_LIBCUSPARSE: cuSPARSE, whose \
                      initialisers are sound to run in any thread and whose exports have the \
                      signatures of the `cusparse.h` the bindings and ENTRY_POINTS were \
+                     generated from.",
+        },
+    },
+    Scaffold {
+        crate_dir: "cusolver-sys",
+        rust_name: "cusolver_sys",
+        abi: true,
+        loader_exports: LIBRARY_EXPORTS,
+        library: LibraryRecipe {
+            file: "libcusolver",
+            display_name: "cuSOLVER (libcusolver)",
+            env_const: "LIBCUSOLVER_PATH_ENV",
+            env_var: "CUDA_SAFE_LIBCUSOLVER",
+            spec: "LIBCUSOLVER",
+            spec_doc: ": cuSOLVER numbers its releases apart from CUDA, cuSOLVER 11 \
+                       (`libcusolver.so.11`) with CUDA 12 and cuSOLVER 12 \
+                       (`libcusolver.so.12`) with CUDA 13.",
+            file_names: FileNames::PerMajor(
+                ["libcusolver.so.11", "libcusolver.so.12"],
+                ["cusolver64_11.dll", "cusolver64_12.dll"],
+            ),
+            search_dirs: &["CUDA_HOME", "CUDA_PATH"],
+            wheel_dirs: &["nvidia/cusolver/lib", "nvidia/cu13/lib"],
+            global: None,
+            function: "cusolver",
+            struct_name: "Cusolver",
+            what: "cuSOLVER",
+            note: Some(
+                "Loading creates no cuSOLVER handle (`cusolverDnCreate` does). cuSOLVER is linked \
+                 to cuBLAS, cuBLASLt, cuSPARSE and nvJitLink of its CUDA major, which the dynamic \
+                 loader looks for by their sonames: a process that opened them first \
+                 (`cublas_sys::cublas()`, ...) has them found there.",
+            ),
+            safety: "LIBCUSOLVER names only NVIDIA's versioned sonames (on the search path, under \
+                     a toolkit root or in a Python environment's cuSOLVER wheel) or the path the \
+                     user chose explicitly with $CUDA_SAFE_LIBCUSOLVER: cuSOLVER, whose \
+                     initialisers are sound to run in any thread and whose exports have the \
+                     signatures of the `cusolverDn.h` the bindings and ENTRY_POINTS were \
                      generated from.",
         },
     },
