@@ -1,6 +1,5 @@
 //! The generated bindings, the loader's search and its errors.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 
 use super::*;
@@ -53,27 +52,6 @@ fn attributes_and_epilogues_are_open_newtypes() {
 }
 
 #[test]
-fn selected_major_first_then_toolkit_roots() {
-    let env = |var: &str| (var == "CUDA_PATH").then(|| OsString::from("/opt/cuda"));
-    let candidates = LIBCUBLASLT.candidates_with(env);
-    let first = if ABI_MAJOR == 12 {
-        "libcublasLt.so.12"
-    } else {
-        "libcublasLt.so.13"
-    };
-    assert_eq!(candidates[0], PathBuf::from(first));
-    assert_eq!(candidates.len(), 6);
-    assert_eq!(
-        candidates[4],
-        PathBuf::from(format!("/usr/local/cuda/lib64/{first}"))
-    );
-    assert_eq!(
-        LIBCUBLASLT.wheel_dirs,
-        ["nvidia/cublas/lib", "nvidia/cu13/lib"]
-    );
-}
-
-#[test]
 fn a_library_without_the_symbol_gives_the_typed_error() {
     // SAFETY: libc's initialisers have run already in this process; only lookups happen, and
     // none of its functions is called (it has none of cuBLASLt's symbols).
@@ -104,7 +82,7 @@ fn api_doc_links_the_section_of_each_function() {
         "https://docs.nvidia.com/cuda/cublas/index.html"
     };
     assert_eq!(
-        crate::api_doc!(cublasLtMatmul),
+        api_doc!(cublasLtMatmul),
         format!("\nCalls [`cublasLtMatmul`]({reference}#cublasltmatmul).\n")
     );
 }

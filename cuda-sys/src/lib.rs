@@ -95,36 +95,11 @@
 //! assert!(ABI_MAJOR == 12 || ABI_MAJOR == 13);
 //! ```
 
-#[cfg(not(any(feature = "cuda-12", feature = "cuda-13")))]
-compile_error!(concat!(
-    "enable the feature `cuda-12` (the default) or `cuda-13` of ",
-    env!("CARGO_PKG_NAME"),
-    "; with both on, the CUDA 13 ABI is compiled"
-));
+include!("preamble.rs");
 
-mod abi;
-#[cfg(not(feature = "cuda-13"))]
-#[path = "v12.rs"]
-#[allow(missing_docs, missing_debug_implementations, non_camel_case_types)]
-#[allow(non_snake_case, non_upper_case_globals, clippy::all)]
-#[allow(clippy::undocumented_unsafe_blocks)]
-mod bindings;
-#[cfg(feature = "cuda-13")]
-#[path = "v13.rs"]
-#[allow(missing_docs, missing_debug_implementations, non_camel_case_types)]
-#[allow(non_snake_case, non_upper_case_globals, clippy::all)]
-#[allow(clippy::undocumented_unsafe_blocks)]
-mod bindings;
 mod consts;
-mod library;
 
-pub use abi::ABI_MAJOR;
-pub use bindings::*;
 pub use consts::*;
-pub use cuda_loader::{
-    Attempt, CudaVersion, EntryPoint, Introduced, Library, LibrarySpec, LoadError,
-};
-pub use library::{LIBCUDA, LIBCUDA_PATH_ENV, driver};
 
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,6 @@
 
 use super::*;
 use std::collections::HashSet;
-use std::ffi::OsString;
 use std::path::PathBuf;
 
 fn entry_point_names() -> HashSet<&'static str> {
@@ -127,20 +126,6 @@ fn hand_written_constants_match_the_header() {
 }
 
 #[test]
-fn libcuda_is_only_the_versioned_soname_or_the_explicit_path() {
-    let none = |_: &str| None::<OsString>;
-    assert_eq!(
-        LIBCUDA.candidates_with(none),
-        vec![PathBuf::from("libcuda.so.1")]
-    );
-    let explicit = |var: &str| (var == LIBCUDA_PATH_ENV).then(|| OsString::from("/x/libcuda.so"));
-    assert_eq!(
-        LIBCUDA.candidates_with(explicit),
-        vec![PathBuf::from("/x/libcuda.so")]
-    );
-}
-
-#[test]
 fn loading_from_a_missing_path_lists_it() {
     // SAFETY: the only candidate does not exist, so nothing is loaded or wrapped.
     let error = unsafe {
@@ -201,21 +186,21 @@ fn api_doc_links_the_reference_of_the_compiled_abi_and_names_the_driver_needed()
         "https://docs.nvidia.com/cuda/cuda-driver-api/"
     };
     assert_eq!(
-        crate::api_doc!(cuMemAlloc),
+        api_doc!(cuMemAlloc),
         format!(
             "\nCalls [`cuMemAlloc`]({reference}group__CUDA__MEM.html\
              #group__CUDA__MEM_1gb82d2a09844a58dd9e744dc31e8aa467).\n"
         )
     );
-    assert_eq!(crate::api_doc!(cuMemAlloc_v2), crate::api_doc!(cuMemAlloc));
+    assert_eq!(api_doc!(cuMemAlloc_v2), api_doc!(cuMemAlloc));
     // In CUDA 1.0 and 2.0: no needs line.
-    assert!(!crate::api_doc!(cuInit).contains("Needs"));
+    assert!(!api_doc!(cuInit).contains("Needs"));
     // `cuCtxCreate` is `cuCtxCreate_v2` (CUDA 3.2) under the CUDA 12 ABI, `cuCtxCreate_v4`
     // (CUDA 12.5) under the CUDA 13 one.
     assert_eq!(
-        crate::api_doc!(cuCtxCreate).ends_with("\n\nNeeds a CUDA 12.5 driver.\n"),
+        api_doc!(cuCtxCreate).ends_with("\n\nNeeds a CUDA 12.5 driver.\n"),
         ABI_MAJOR == 13
     );
-    assert!(crate::api_doc!(cuGreenCtxCreate).contains("group__CUDA__GREEN__CONTEXTS.html"));
-    assert!(crate::api_doc!(cuGetExportTable).contains("files it under no group"));
+    assert!(api_doc!(cuGreenCtxCreate).contains("group__CUDA__GREEN__CONTEXTS.html"));
+    assert!(api_doc!(cuGetExportTable).contains("files it under no group"));
 }

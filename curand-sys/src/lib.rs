@@ -62,34 +62,7 @@
 //! assert_eq!(major, curand_sys::ABI_MAJOR);
 //! ```
 
-#[cfg(not(any(feature = "cuda-12", feature = "cuda-13")))]
-compile_error!(concat!(
-    "enable the feature `cuda-12` (the default) or `cuda-13` of ",
-    env!("CARGO_PKG_NAME"),
-    "; with both on, the CUDA 13 ABI is compiled"
-));
-
-mod abi;
-#[cfg(not(feature = "cuda-13"))]
-#[path = "v12.rs"]
-#[allow(missing_docs, missing_debug_implementations, non_camel_case_types)]
-#[allow(non_snake_case, non_upper_case_globals, clippy::all)]
-#[allow(clippy::undocumented_unsafe_blocks)]
-mod bindings;
-#[cfg(feature = "cuda-13")]
-#[path = "v13.rs"]
-#[allow(missing_docs, missing_debug_implementations, non_camel_case_types)]
-#[allow(non_snake_case, non_upper_case_globals, clippy::all)]
-#[allow(clippy::undocumented_unsafe_blocks)]
-mod bindings;
-mod library;
-
-pub use abi::ABI_MAJOR;
-pub use bindings::*;
-pub use cuda_loader::{
-    EntryPoint, Introduced, Library, LibrarySpec, LibraryVersion, LoadError, PYTHON_ENV_VARS,
-};
-pub use library::{LIBCURAND, LIBCURAND_PATH_ENV, curand};
+include!("preamble.rs");
 
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,5 @@
 //! The generated bindings, the loader's search and its errors.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 
 use super::*;
@@ -57,24 +56,6 @@ fn statuses_and_generator_types_are_open_newtypes() {
 }
 
 #[test]
-fn the_soname_is_the_same_under_both_abis() {
-    let env = |var: &str| (var == "CUDA_HOME").then(|| OsString::from("/opt/cuda"));
-    let candidates = LIBCURAND.candidates_with(env);
-    assert_eq!(
-        candidates,
-        [
-            PathBuf::from("libcurand.so.10"),
-            PathBuf::from("/opt/cuda/lib64/libcurand.so.10"),
-            PathBuf::from("/usr/local/cuda/lib64/libcurand.so.10"),
-        ]
-    );
-    assert_eq!(
-        LIBCURAND.wheel_dirs,
-        ["nvidia/curand/lib", "nvidia/cu13/lib"]
-    );
-}
-
-#[test]
 fn a_library_without_the_symbol_gives_the_typed_error() {
     // SAFETY: libc's initialisers have run already in this process; only lookups happen, and
     // none of its functions is called (it has none of cuRAND's symbols).
@@ -106,7 +87,7 @@ fn api_doc_links_the_doxygen_entry() {
         "https://docs.nvidia.com/cuda/curand/group__HOST.html"
     };
     assert_eq!(
-        crate::api_doc!(curandCreateGenerator),
+        api_doc!(curandCreateGenerator),
         format!(
             "\nCalls [`curandCreateGenerator`]({reference}#group__HOST_1g{}).\n",
             "56ff2b3cf7e28849f73a1e22022bcbfd"

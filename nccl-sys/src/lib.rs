@@ -52,18 +52,11 @@
 //! otherwise `libnccl.so.2` through the system's search path, then under `$CUDA_HOME/lib64`,
 //! `$CUDA_PATH/lib64` and `/usr/local/cuda/lib64`.
 
-#[path = "bindings.rs"]
-#[allow(missing_docs, missing_debug_implementations, non_camel_case_types)]
-#[allow(non_snake_case, non_upper_case_globals, clippy::all)]
-#[allow(clippy::undocumented_unsafe_blocks)]
-mod bindings;
-mod consts;
-mod library;
+include!("preamble.rs");
 
-pub use bindings::*;
+mod consts;
+
 pub use consts::*;
-pub use cuda_loader::{EntryPoint, Introduced, Library, LibrarySpec, LoadError, NcclVersion};
-pub use library::{LIBNCCL, LIBNCCL_PATH_ENV, nccl};
 
 /// The `NCCL_VERSION_CODE` of the header these bindings were generated from.
 pub const HEADER_NCCL_VERSION: NcclVersion = NcclVersion(NCCL_VERSION_CODE);
@@ -71,7 +64,6 @@ pub const HEADER_NCCL_VERSION: NcclVersion = NcclVersion(NCCL_VERSION_CODE);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::ffi::OsString;
     use std::path::PathBuf;
 
     #[test]
@@ -134,24 +126,6 @@ mod tests {
     }
 
     #[test]
-    fn the_soname_first_then_toolkit_roots() {
-        let env = |var: &str| (var == "CUDA_HOME").then(|| OsString::from("/opt/cuda"));
-        let candidates = LIBNCCL.candidates_with(env);
-        assert_eq!(
-            candidates,
-            [
-                PathBuf::from("libnccl.so.2"),
-                PathBuf::from("/opt/cuda/lib64/libnccl.so.2"),
-                PathBuf::from("/usr/local/cuda/lib64/libnccl.so.2"),
-            ]
-        );
-        let explicit = LIBNCCL.candidates_with(|var| {
-            (var == LIBNCCL_PATH_ENV).then(|| OsString::from("/x/libnccl.so.2"))
-        });
-        assert_eq!(explicit, [PathBuf::from("/x/libnccl.so.2")]);
-    }
-
-    #[test]
     fn a_missing_symbol_names_the_nccl_release() {
         // SAFETY: libc's initialisers have run already in this process; only lookups happen,
         // and none of its functions is called (it has none of NCCL's symbols).
@@ -178,18 +152,18 @@ mod tests {
     fn api_doc_links_the_page_of_each_function_and_names_the_nccl_needed() {
         let reference = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/api/";
         assert_eq!(
-            crate::api_doc!(ncclCommSplit),
+            api_doc!(ncclCommSplit),
             format!(
                 "\nCalls [`ncclCommSplit`]({reference}comms.html#c.ncclCommSplit).\n\n\
                  Needs NCCL 2.18.\n"
             )
         );
         assert_eq!(
-            crate::api_doc!(ncclAllReduce),
+            api_doc!(ncclAllReduce),
             format!("\nCalls [`ncclAllReduce`]({reference}colls.html#c.ncclAllReduce).\n")
         );
-        assert!(crate::api_doc!(ncclSend).contains("p2p.html#c.ncclSend"));
-        assert!(crate::api_doc!(ncclGroupEnd).contains("group.html#c.ncclGroupEnd"));
-        assert!(crate::api_doc!(ncclRedOpDestroy).contains("ops.html#c.ncclRedOpDestroy"));
+        assert!(api_doc!(ncclSend).contains("p2p.html#c.ncclSend"));
+        assert!(api_doc!(ncclGroupEnd).contains("group.html#c.ncclGroupEnd"));
+        assert!(api_doc!(ncclRedOpDestroy).contains("ops.html#c.ncclRedOpDestroy"));
     }
 }

@@ -80,37 +80,11 @@
 //! assert!(SONAME.ends_with(&major.to_string()));
 //! ```
 
-#[cfg(not(any(feature = "cuda-12", feature = "cuda-13")))]
-compile_error!(concat!(
-    "enable the feature `cuda-12` (the default) or `cuda-13` of ",
-    env!("CARGO_PKG_NAME"),
-    "; with both on, the CUDA 13 ABI is compiled"
-));
-
-mod abi;
-#[cfg(not(feature = "cuda-13"))]
-#[path = "v12.rs"]
-#[allow(missing_docs, missing_debug_implementations, non_camel_case_types)]
-#[allow(non_snake_case, non_upper_case_globals, clippy::all)]
-#[allow(clippy::undocumented_unsafe_blocks)]
-mod bindings;
-#[cfg(feature = "cuda-13")]
-#[path = "v13.rs"]
-#[allow(missing_docs, missing_debug_implementations, non_camel_case_types)]
-#[allow(non_snake_case, non_upper_case_globals, clippy::all)]
-#[allow(clippy::undocumented_unsafe_blocks)]
-mod bindings;
-mod library;
-
-pub use abi::ABI_MAJOR;
-pub use bindings::*;
-pub use cuda_loader::{CudaVersion, EntryPoint, Introduced, Library, LibrarySpec, LoadError};
-pub use library::{LIBNVFATBIN, LIBNVFATBIN_PATH_ENV, nvfatbin};
+include!("preamble.rs");
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::ffi::OsString;
     use std::path::PathBuf;
 
     #[test]
@@ -158,28 +132,6 @@ mod tests {
     }
 
     #[test]
-    fn selected_major_is_tried_first_then_toolkit_roots() {
-        let env = |var: &str| (var == "CUDA_HOME").then(|| OsString::from("/opt/cuda"));
-        let candidates = LIBNVFATBIN.candidates_with(env);
-        let first = if ABI_MAJOR == 12 {
-            "libnvfatbin.so.12"
-        } else {
-            "libnvfatbin.so.13"
-        };
-        assert_eq!(candidates[0], PathBuf::from(first));
-        assert_eq!(candidates.len(), 6);
-        assert_eq!(
-            candidates[2],
-            PathBuf::from(format!("/opt/cuda/lib64/{first}"))
-        );
-        assert_eq!(
-            candidates[4],
-            PathBuf::from(format!("/usr/local/cuda/lib64/{first}"))
-        );
-        assert_eq!(LIBNVFATBIN.env_var, "CUDA_SAFE_LIBNVFATBIN");
-    }
-
-    #[test]
     fn a_library_without_the_symbol_gives_the_typed_error() {
         // SAFETY: libc's initialisers have run already in this process; only lookups happen,
         // and none of its functions is called (it has none of nvFatbin's symbols).
@@ -211,14 +163,14 @@ mod tests {
             "https://docs.nvidia.com/cuda/nvfatbin/index.html"
         };
         assert_eq!(
-            crate::api_doc!(nvFatbinCreate),
+            api_doc!(nvFatbinCreate),
             format!(
                 "\nCalls [`nvFatbinCreate`]({reference}\
                  #group__creation_1ga1778c540f98a6a0ac222dc58773d3577).\n"
             )
         );
         assert_eq!(
-            crate::api_doc!(nvFatbinGetErrorString),
+            api_doc!(nvFatbinGetErrorString),
             format!(
                 "\nCalls [`nvFatbinGetErrorString`]({reference}\
                  #group__error_1gaf7ab701548c5dcfaf9808a66770265ee).\n"

@@ -88,37 +88,11 @@
 //! assert!(SONAME.ends_with(&major.to_string()));
 //! ```
 
-#[cfg(not(any(feature = "cuda-12", feature = "cuda-13")))]
-compile_error!(concat!(
-    "enable the feature `cuda-12` (the default) or `cuda-13` of ",
-    env!("CARGO_PKG_NAME"),
-    "; with both on, the CUDA 13 ABI is compiled"
-));
-
-mod abi;
-#[cfg(not(feature = "cuda-13"))]
-#[path = "v12.rs"]
-#[allow(missing_docs, missing_debug_implementations, non_camel_case_types)]
-#[allow(non_snake_case, non_upper_case_globals, clippy::all)]
-#[allow(clippy::undocumented_unsafe_blocks)]
-mod bindings;
-#[cfg(feature = "cuda-13")]
-#[path = "v13.rs"]
-#[allow(missing_docs, missing_debug_implementations, non_camel_case_types)]
-#[allow(non_snake_case, non_upper_case_globals, clippy::all)]
-#[allow(clippy::undocumented_unsafe_blocks)]
-mod bindings;
-mod library;
-
-pub use abi::ABI_MAJOR;
-pub use bindings::*;
-pub use cuda_loader::{CudaVersion, EntryPoint, Introduced, Library, LibrarySpec, LoadError};
-pub use library::{LIBNVJITLINK, LIBNVJITLINK_PATH_ENV, nvjitlink};
+include!("preamble.rs");
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::ffi::OsString;
     use std::path::PathBuf;
 
     #[test]
@@ -187,27 +161,6 @@ mod tests {
     }
 
     #[test]
-    fn selected_major_is_tried_first_then_toolkit_roots() {
-        let env = |var: &str| (var == "CUDA_HOME").then(|| OsString::from("/opt/cuda"));
-        let candidates = LIBNVJITLINK.candidates_with(env);
-        let first = if ABI_MAJOR == 12 {
-            "libnvJitLink.so.12"
-        } else {
-            "libnvJitLink.so.13"
-        };
-        assert_eq!(candidates[0], PathBuf::from(first));
-        assert_eq!(candidates.len(), 6);
-        assert_eq!(
-            candidates[2],
-            PathBuf::from(format!("/opt/cuda/lib64/{first}"))
-        );
-        assert_eq!(
-            candidates[4],
-            PathBuf::from(format!("/usr/local/cuda/lib64/{first}"))
-        );
-    }
-
-    #[test]
     fn a_library_without_the_symbol_gives_the_typed_error() {
         // SAFETY: libc's initialisers have run already in this process; only lookups happen,
         // and none of its functions is called (it has none of nvJitLink's symbols).
@@ -239,12 +192,12 @@ mod tests {
             "https://docs.nvidia.com/cuda/nvjitlink/index.html"
         };
         assert_eq!(
-            crate::api_doc!(nvJitLinkCreate),
+            api_doc!(nvJitLinkCreate),
             format!(
                 "\nCalls [`nvJitLinkCreate`]({reference}\
                  #group__linking_1ga48ba234f5d1ae2dbabb037a319cd061b).\n"
             )
         );
-        assert!(crate::api_doc!(nvJitLinkVersion).contains("_1ga04b722539d968953cb5cc70488e3f47a"));
+        assert!(api_doc!(nvJitLinkVersion).contains("_1ga04b722539d968953cb5cc70488e3f47a"));
     }
 }

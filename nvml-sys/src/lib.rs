@@ -83,35 +83,12 @@
 //! assert!(FEATURE.ends_with(&major.to_string()));
 //! ```
 
-#[cfg(not(any(feature = "cuda-12", feature = "cuda-13")))]
-compile_error!(concat!(
-    "enable the feature `cuda-12` (the default) or `cuda-13` of ",
-    env!("CARGO_PKG_NAME"),
-    "; with both on, the CUDA 13 ABI is compiled"
-));
+include!("preamble.rs");
 
-mod abi;
-#[cfg(not(feature = "cuda-13"))]
-#[path = "v12.rs"]
-#[allow(missing_docs, missing_debug_implementations, non_camel_case_types)]
-#[allow(non_snake_case, non_upper_case_globals, clippy::all)]
-#[allow(clippy::undocumented_unsafe_blocks)]
-mod bindings;
-#[cfg(feature = "cuda-13")]
-#[path = "v13.rs"]
-#[allow(missing_docs, missing_debug_implementations, non_camel_case_types)]
-#[allow(non_snake_case, non_upper_case_globals, clippy::all)]
-#[allow(clippy::undocumented_unsafe_blocks)]
-mod bindings;
 #[allow(non_upper_case_globals, non_camel_case_types)]
 mod consts;
-mod library;
 
-pub use abi::ABI_MAJOR;
-pub use bindings::*;
 pub use consts::*;
-pub use cuda_loader::{CudaVersion, EntryPoint, Introduced, Library, LibrarySpec, LoadError};
-pub use library::{LIBNVML, LIBNVML_PATH_ENV, nvml};
 
 #[cfg(test)]
 mod tests {
@@ -200,15 +177,15 @@ mod tests {
 
     #[test]
     fn api_doc_links_the_documented_version_of_each_function() {
-        assert_eq!(crate::api_doc!(nvmlInit), crate::api_doc!(nvmlInit_v2));
+        assert_eq!(api_doc!(nvmlInit), api_doc!(nvmlInit_v2));
         assert_eq!(
-            crate::api_doc!(nvmlSystemGetCudaDriverVersion_v2),
+            api_doc!(nvmlSystemGetCudaDriverVersion_v2),
             "\nCalls [`nvmlSystemGetCudaDriverVersion_v2`](https://docs.nvidia.com/deploy/nvml-api/\
              group__nvmlSystemQueries.html#group__nvmlSystemQueries_1g\
              1d12b603a42805ee7e4160557ffc2128).\n"
         );
         assert!(
-            crate::api_doc!(nvmlDeviceGetTotalEnergyConsumption)
+            api_doc!(nvmlDeviceGetTotalEnergyConsumption)
                 .contains("#group__nvmlDeviceQueries_1g732ab899b5bd18ac4bfb93c02de4900a")
         );
     }

@@ -77,37 +77,11 @@
 //! assert!(SONAME.ends_with(&major.to_string()));
 //! ```
 
-#[cfg(not(any(feature = "cuda-12", feature = "cuda-13")))]
-compile_error!(concat!(
-    "enable the feature `cuda-12` (the default) or `cuda-13` of ",
-    env!("CARGO_PKG_NAME"),
-    "; with both on, the CUDA 13 ABI is compiled"
-));
-
-mod abi;
-#[cfg(not(feature = "cuda-13"))]
-#[path = "v12.rs"]
-#[allow(missing_docs, missing_debug_implementations, non_camel_case_types)]
-#[allow(non_snake_case, non_upper_case_globals, clippy::all)]
-#[allow(clippy::undocumented_unsafe_blocks)]
-mod bindings;
-#[cfg(feature = "cuda-13")]
-#[path = "v13.rs"]
-#[allow(missing_docs, missing_debug_implementations, non_camel_case_types)]
-#[allow(non_snake_case, non_upper_case_globals, clippy::all)]
-#[allow(clippy::undocumented_unsafe_blocks)]
-mod bindings;
-mod library;
-
-pub use abi::ABI_MAJOR;
-pub use bindings::*;
-pub use cuda_loader::{CudaVersion, EntryPoint, Introduced, Library, LibrarySpec, LoadError};
-pub use library::{LIBNVRTC, LIBNVRTC_PATH_ENV, nvrtc};
+include!("preamble.rs");
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::ffi::OsString;
     use std::path::PathBuf;
 
     #[test]
@@ -148,27 +122,6 @@ mod tests {
     }
 
     #[test]
-    fn selected_major_is_tried_first_then_toolkit_roots() {
-        let env = |var: &str| (var == "CUDA_HOME").then(|| OsString::from("/opt/cuda"));
-        let candidates = LIBNVRTC.candidates_with(env);
-        let first = if ABI_MAJOR == 12 {
-            "libnvrtc.so.12"
-        } else {
-            "libnvrtc.so.13"
-        };
-        assert_eq!(candidates[0], PathBuf::from(first));
-        assert_eq!(candidates.len(), 6);
-        assert_eq!(
-            candidates[2],
-            PathBuf::from(format!("/opt/cuda/lib64/{first}"))
-        );
-        assert_eq!(
-            candidates[4],
-            PathBuf::from(format!("/usr/local/cuda/lib64/{first}"))
-        );
-    }
-
-    #[test]
     fn a_library_without_the_symbol_gives_the_typed_error() {
         // SAFETY: libc's initialisers have run already in this process; only lookups happen,
         // and none of its functions is called (it has none of NVRTC's symbols).
@@ -200,12 +153,12 @@ mod tests {
             "https://docs.nvidia.com/cuda/nvrtc/index.html"
         };
         assert_eq!(
-            crate::api_doc!(nvrtcCompileProgram),
+            api_doc!(nvrtcCompileProgram),
             format!(
                 "\nCalls [`nvrtcCompileProgram`]({reference}\
                  #group__compilation_1ga1f3136029db1413e362154b567297e8b).\n"
             )
         );
-        assert!(crate::api_doc!(nvrtcVersion).contains("#group__query_1ga"));
+        assert!(api_doc!(nvrtcVersion).contains("#group__query_1ga"));
     }
 }

@@ -1,9 +1,10 @@
 //! `cargo xtask`: the project's tasks that are not plain cargo commands.
 //!
 //! - `cargo xtask bindgen [--from-wheels | --cuda-home DIR] [--only CRATE]... [--check]`:
-//!   regenerate the raw bindings of `cuda-sys`, `nvrtc-sys`, `nvml-sys`, `nvjitlink-sys`,
-//!   `nvfatbin-sys`, `nccl-sys`, `cublas-sys`, `cublaslt-sys` and `curand-sys` (or only the
-//!   named crates'), or check the committed ones for drift.
+//!   regenerate the raw bindings and the scaffolding of `cuda-sys`, `nvrtc-sys`, `nvml-sys`,
+//!   `nvjitlink-sys`, `nvfatbin-sys`, `nccl-sys`, `cublas-sys`, `cublaslt-sys`, `curand-sys`,
+//!   `cudnn-sys`, `cufft-sys`, `cusparse-sys` and `cusolver-sys` (or only the named crates'),
+//!   or check the committed ones for drift.
 //! - `cargo xtask gpu-bundle [--out DIR] [--only FILTER]... [--lab]`: build the GPU tests,
 //!   examples and benchmarks in release mode, with the C floors' sources, and write a folder
 //!   that runs them (or the ones a filter keeps) on a GPU machine without Rust; `--lab` adds the

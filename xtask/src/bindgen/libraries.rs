@@ -1,13 +1,17 @@
-//! The CUDA libraries versioned on their own: cuBLAS (`cublas_v2.h`), cuBLASLt (`cublasLt.h`)
-//! and cuRAND (`curand.h`), one set of bindings per CUDA major, from their pinned PyPI wheels
-//! (see [`crate::library_headers`]).
+//! The CUDA libraries versioned on their own: cuBLAS (`cublas_v2.h`), cuBLASLt (`cublasLt.h`),
+//! cuRAND (`curand.h`), cuDNN (`cudnn.h`), cuFFT (`cufftXt.h` and the `cufft.h` it includes),
+//! cuSPARSE (`cusparse.h`) and cuSOLVER (`cusolverDn.h`), one set of bindings per CUDA major,
+//! from their pinned PyPI wheels (see [`crate::library_headers`]; the recipes are in
+//! [`super::library_apis`]).
 //!
-//! Their headers include a few CUDA runtime headers, of which they take `cudaStream_t`, the
-//! complex types, `__half` and `__nv_bfloat16` (stubbed here with the same layout, as `nccl.h`'s
-//! runtime headers are) and `library_types.h` (`cudaDataType`, taken from the CUDA headers of
-//! the same major). Each entry point is dated by the first header of its library's history
-//! declaring it (`Needs cuBLAS 12.5.`); each method links to NVIDIA's reference: cuBLAS's and
-//! cuBLASLt's page of sections (see [`super::sections`]), cuRAND's doxygen pages.
+//! Their headers include a few CUDA runtime headers, of which they take `cudaStream_t`,
+//! `cudaGraph_t`, the complex types, `__half` and `__nv_bfloat16` (stubbed here with the same
+//! layout, as `nccl.h`'s runtime headers are) and `library_types.h` (`cudaDataType`, taken from
+//! the CUDA headers of the same major); cuSOLVER's include cuBLAS's, of the same major. Each
+//! entry point is dated by the first header of its library's history declaring it (`Needs
+//! cuBLAS 12.5.`); each method links to NVIDIA's reference: the pages of sections of cuBLAS,
+//! cuBLASLt, cuFFT, cuSPARSE and cuSOLVER (see [`super::sections`]), cuRAND's doxygen pages,
+//! cuDNN's page of each header.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -17,47 +21,23 @@ use proc_macro2::Literal;
 use quote::quote;
 use regex::Regex;
 
-use super::api::{Api, Location, Reference};
 use super::entry_points::{Dating, api_docs, entry_point_struct, entry_point_table};
 use super::format::format_file;
 use super::generate::{BINDGEN_VERSION, bindgen_items_with, read};
-use super::links::api_doc_macro;
+use super::library_apis::{LibraryApi, LibraryReference, Pages};
+use super::links::{Links, api_doc_macro};
 use super::scan::function_macros;
-use super::sections::section_links;
 use crate::headers::HeaderSet;
-use crate::library_headers::{self, CUBLAS, CURAND, LibraryWheels};
+use crate::library_headers::{self, PinnedWheel};
 
-/// How a library's reference is published.
-pub(super) enum LibraryReference {
-    /// One page of hand-written sections (`cublas/index.html`), under the CUDA documentation
-    /// the header set is documented in.
-    Sections(&'static str),
-    /// doxygen-built pages.
-    Doxygen(Reference),
-}
-
-/// One library header's recipe.
-pub(super) struct LibraryApi {
-    /// The header recipe the shared generator reads (crate, header, struct, allowlists).
-    pub(super) api: Api,
-    /// The header declaring the functions (`cublas_api.h` for `cublas_v2.h`, which includes
-    /// it and maps the API names to the `_v2` exports).
-    pub(super) declared_in: &'static str,
-    /// The library's pinned wheels.
-    pub(super) wheels: LibraryWheels,
-    /// The header and macros giving the library's version (`cublas_api.h`,
-    /// `CUBLAS_VER_MAJOR`, `CUBLAS_VER_MINOR`).
-    pub(super) version: (&'static str, &'static str, &'static str),
-    /// Where NVIDIA documents its functions.
-    pub(super) reference: LibraryReference,
-}
-
-/// The CUDA runtime headers the libraries' headers include, as stubs of the same layout; the
-/// real `library_types.h` comes from the CUDA headers of the same major.
-const STUB_HEADERS: [(&str, &str); 5] = [
+/// The CUDA runtime headers the libraries' headers include, as stubs of the same layout (each
+/// guarded: cuSOLVER's headers include cuBLAS's, and both include `cuComplex.h`); the real
+/// `library_types.h` comes from the CUDA headers of the same major.
+const STUB_HEADERS: [(&str, &str); 6] = [
     (
         "cuda_runtime.h",
-        "#include <stddef.h>\n#include \"driver_types.h\"\n#include \"library_types.h\"\n",
+        "#ifndef STUB_CUDA_RUNTIME_H\n#define STUB_CUDA_RUNTIME_H\n#include <stddef.h>\n\
+         #include \"driver_types.h\"\n#include \"library_types.h\"\n#endif\n",
     ),
     (
         "driver_types.h",
@@ -65,86 +45,30 @@ const STUB_HEADERS: [(&str, &str); 5] = [
          typedef struct CUstream_st *cudaStream_t;\n#endif\n",
     ),
     (
+        "cuda_runtime_api.h",
+        "#ifndef STUB_CUDA_RUNTIME_API_H\n#define STUB_CUDA_RUNTIME_API_H\n#include <stddef.h>\n\
+         #include \"driver_types.h\"\ntypedef struct CUgraph_st *cudaGraph_t;\n#endif\n",
+    ),
+    (
         "cuComplex.h",
-        "typedef struct __attribute__((aligned(8))) float2 { float x; float y; } float2;\n\
+        "#ifndef STUB_CUCOMPLEX_H\n#define STUB_CUCOMPLEX_H\n\
+         typedef struct __attribute__((aligned(8))) float2 { float x; float y; } float2;\n\
          typedef struct __attribute__((aligned(16))) double2 { double x; double y; } double2;\n\
          typedef float2 cuFloatComplex;\ntypedef double2 cuDoubleComplex;\n\
-         typedef cuFloatComplex cuComplex;\n",
+         typedef cuFloatComplex cuComplex;\n#endif\n",
     ),
     (
         "cuda_fp16.h",
-        "typedef struct __attribute__((aligned(2))) __half { unsigned short __x; } __half;\n",
+        "#ifndef STUB_CUDA_FP16_H\n#define STUB_CUDA_FP16_H\n\
+         typedef struct __attribute__((aligned(2))) __half { unsigned short __x; } __half;\n\
+         #endif\n",
     ),
     (
         "cuda_bf16.h",
-        "typedef struct __attribute__((aligned(2))) __nv_bfloat16 { unsigned short __x; } \
-         __nv_bfloat16;\n",
+        "#ifndef STUB_CUDA_BF16_H\n#define STUB_CUDA_BF16_H\n\
+         typedef struct __attribute__((aligned(2))) __nv_bfloat16 { unsigned short __x; } \
+         __nv_bfloat16;\n#endif\n",
     ),
-];
-
-/// The recipes, one per header; each header of each CUDA major becomes `src/v<major>.rs` of
-/// its crate.
-pub(super) const LIBRARY_APIS: [LibraryApi; 3] = [
-    LibraryApi {
-        api: Api {
-            crate_dir: "cublas-sys",
-            header: "cublas_v2.h",
-            struct_name: "Cublas",
-            library: "cuBLAS (`libcublas`)",
-            prefix: "cublas",
-            functions: "cublas[A-Z].*",
-            types: "(cublas|cuda)[A-Za-z0-9_]*",
-            vars: "CUBLAS_[A-Za-z0-9_]*",
-            reference: None,
-        },
-        declared_in: "cublas_api.h",
-        wheels: CUBLAS,
-        version: ("cublas_api.h", "CUBLAS_VER_MAJOR", "CUBLAS_VER_MINOR"),
-        reference: LibraryReference::Sections("cublas/index.html"),
-    },
-    LibraryApi {
-        api: Api {
-            crate_dir: "cublaslt-sys",
-            header: "cublasLt.h",
-            struct_name: "CublasLt",
-            library: "cuBLASLt (`libcublasLt`)",
-            prefix: "cublasLt",
-            functions: "cublasLt[A-Z].*",
-            // The cuBLAS types its attributes hold (`cublasOperation_t` for the transposes),
-            // which no function of the header names.
-            types: "cublasLt[A-Za-z0-9_]*|cublas(Status|ComputeType|Operation|PointerMode|FillMode)_t|cuda[A-Za-z0-9_]*",
-            vars: "CUBLASLT_[A-Za-z0-9_]*",
-            reference: None,
-        },
-        declared_in: "cublasLt.h",
-        wheels: CUBLAS,
-        version: ("cublas_api.h", "CUBLAS_VER_MAJOR", "CUBLAS_VER_MINOR"),
-        reference: LibraryReference::Sections("cublas/index.html"),
-    },
-    LibraryApi {
-        api: Api {
-            crate_dir: "curand-sys",
-            header: "curand.h",
-            struct_name: "Curand",
-            library: "cuRAND (`libcurand`)",
-            prefix: "curand",
-            functions: "curand[A-Z].*",
-            types: "curand[A-Za-z0-9_]*",
-            vars: "CURAND_[A-Za-z0-9_]*",
-            reference: None,
-        },
-        declared_in: "curand.h",
-        wheels: CURAND,
-        version: ("curand.h", "CURAND_VER_MAJOR", "CURAND_VER_MINOR"),
-        // docs.nvidia.com/cuda/curand/group__HOST.html#group__HOST_1g<hash>; the build keeps
-        // `CURANDAPI` in the types.
-        reference: LibraryReference::Doxygen(Reference {
-            location: Location::Toolkit("curand/"),
-            one_page: None,
-            member_prefix: "g",
-            ignored_macros: &[],
-        }),
-    },
 ];
 
 /// The stub include folder of the libraries' generation, written fresh.
@@ -209,6 +133,73 @@ fn introduced(
         .collect()
 }
 
+/// The functions the headers `names` of the wheel in `dir` declare or mention, each header the
+/// wheel has (an older release lacks the newer headers).
+fn declared_in(
+    dir: &Path,
+    wheel: &PinnedWheel,
+    names: &[&str],
+    prefix: &str,
+) -> Result<BTreeSet<String>, String> {
+    let mut declared = BTreeSet::new();
+    for name in names.iter().filter(|name| wheel.has(name)) {
+        declared.extend(declared_functions(&read(&dir.join(name))?, prefix)?);
+    }
+    Ok(declared)
+}
+
+/// The header of `headers` (name, text) declaring each function: where the `declaration` macro
+/// stands before its name (`CUDNNWINAPI cudnnCreate(`).
+fn declaring_headers<'a>(
+    headers: &[(&'a str, String)],
+    declaration: &str,
+    prefix: &str,
+) -> Result<BTreeMap<String, &'a str>, String> {
+    let regex = Regex::new(&format!(r"\b{declaration}\s+({prefix}[A-Za-z0-9_]*)\s*\("))
+        .map_err(|e| e.to_string())?;
+    let mut found = BTreeMap::new();
+    for (name, text) in headers {
+        for captures in regex.captures_iter(text) {
+            found.entry(captures[1].to_owned()).or_insert(*name);
+        }
+    }
+    Ok(found)
+}
+
+/// The links of a reference of one page per header ([`Pages`]): each function's section,
+/// `<page>#<name in lower case>`, on the page of the header declaring it; a function of a header
+/// without a page (or none found) links to the overview.
+fn page_links(
+    pages: &Pages,
+    headers: &[(&str, String)],
+    prefix: &str,
+    symbols: &[String],
+) -> Result<Links, String> {
+    let declared = declaring_headers(headers, pages.declaration, prefix)?;
+    let overview = format!("{}{}", pages.base, pages.overview);
+    Ok(symbols
+        .iter()
+        .map(|symbol| {
+            let page = declared.get(symbol).and_then(|header| {
+                pages
+                    .pages
+                    .iter()
+                    .find(|(name, _)| name == header)
+                    .map(|(_, page)| page)
+            });
+            let link = match page {
+                Some(page) => Ok(format!(
+                    "{}{page}#{}",
+                    pages.base,
+                    symbol.to_ascii_lowercase().replace('_', "-")
+                )),
+                None => Err(overview.clone()),
+            };
+            (symbol.clone(), (symbol.clone(), link))
+        })
+        .collect())
+}
+
 /// Generates `<crate>/src/v<major>.rs` of one library header for the CUDA major of `set`.
 pub(super) fn generate_library(
     library: &LibraryApi,
@@ -219,12 +210,22 @@ pub(super) fn generate_library(
     let pinned = library.wheels.bindings_of(set.major)?;
     let dir = library_headers::fetch(workspace, pinned)?;
     let stubs = stub_include(workspace)?;
+    let mut include_dirs = vec![stubs, dir.clone()];
+    for other in library.includes {
+        include_dirs.push(library_headers::fetch(
+            workspace,
+            other.bindings_of(set.major)?,
+        )?);
+    }
+    include_dirs.push(set.include_dir.clone());
+    let include_dirs: Vec<&Path> = include_dirs.iter().map(PathBuf::as_path).collect();
     let header_path = dir.join(api.header);
     let (items, functions) = bindgen_items_with(
         api,
         &header_path,
-        &[&stubs, &dir, &set.include_dir],
-        // cuBLASLt's logger takes a `FILE *`: kept opaque, not the C library's layout.
+        &include_dirs,
+        // cuBLASLt's, cuSPARSE's and cuSOLVER's loggers take a `FILE *`: kept opaque, not the
+        // C library's layout.
         |builder| builder.opaque_type("_IO_FILE").opaque_type("FILE"),
     )?;
     let header_text = read(&header_path)?.replace("\\\n", " ");
@@ -241,7 +242,7 @@ pub(super) fn generate_library(
         let old = library_headers::fetch(workspace, wheel)?;
         let version = version_of(&version_text(&old)?, major_macro, minor_macro)
             .ok_or_else(|| format!("{version_header} of {} has no version", wheel.source()))?;
-        let declared = declared_functions(&read(&old.join(library.declared_in))?, api.prefix)?;
+        let declared = declared_in(&old, wheel, library.declared_in, api.prefix)?;
         history.push((version, declared));
     }
     let since = introduced(&names, &history, pinned_version);
@@ -249,19 +250,27 @@ pub(super) fn generate_library(
         .first()
         .map_or(pinned_version, |(version, _)| *version);
 
-    let declared_text = read(&dir.join(library.declared_in))?;
+    let mut declaring = Vec::new();
+    for name in library.declared_in.iter().filter(|name| pinned.has(name)) {
+        declaring.push((*name, read(&dir.join(name))?));
+    }
     let (links, index) = match &library.reference {
-        LibraryReference::Sections(page) => {
+        LibraryReference::Sections(page, titles) => {
             let page = format!("{}{page}", set.docs_root);
-            (section_links(&page, &names, &aliases), page)
+            (titles.links(&page, &names, &aliases), page)
         }
         LibraryReference::Doxygen(reference) => {
             let doxygen = reference.of(set);
+            let declared_text: String = declaring.iter().map(|(_, text)| text.as_str()).collect();
             (
                 doxygen.links(&declared_text, &names, &aliases)?,
                 doxygen.index(),
             )
         }
+        LibraryReference::Pages(pages) => (
+            page_links(pages, &declaring, api.prefix, &names)?,
+            format!("{}{}", pages.base, pages.overview),
+        ),
     };
     let name = library.wheels.name;
     let dating = Dating::Library(name, &since);
@@ -336,6 +345,7 @@ pub(super) fn generate_library(
 #[cfg(test)]
 mod tests {
     use super::super::doxygen::documented_functions;
+    use super::super::library_apis::{LIBRARY_APIS, LibraryReference};
     use super::*;
 
     /// Declarations of the pinned `curand.h`, with the anchors NVIDIA's page gives them.
@@ -397,5 +407,63 @@ mod tests {
         assert_eq!(since.get("cublasCreate_v2"), None);
         assert_eq!(since["cublasGemmGroupedBatchedEx"], (12, 5));
         assert_eq!(since["cublasNew"], (12, 9));
+    }
+
+    #[test]
+    fn cudnn_functions_link_to_the_page_of_their_header() {
+        let graph = "/** see cudnnSetStream() */\ncudnnStatus_t CUDNNWINAPI\n\
+                     cudnnCreate(cudnnHandle_t *handle);\n\
+                     const char *CUDNNWINAPI\ncudnnGetErrorString(cudnnStatus_t status);\n";
+        let ops = "cudnnStatus_t CUDNNWINAPI cudnnSetTensorNdDescriptor(int n);\n\
+                   CUDNN_DEPRECATED cudnnStatus_t CUDNNWINAPI\n\
+                   cudnnGetConvolutionForwardAlgorithm_v7(int n);\n";
+        let gnn = "cudnnStatus_t CUDNNWINAPI cudnnGnnThing(int n);\n";
+        let headers = [
+            ("cudnn_graph.h", graph.to_owned()),
+            ("cudnn_ops.h", ops.to_owned()),
+            ("cudnn_gnn_ops.h", gnn.to_owned()),
+        ];
+        let symbols: Vec<String> = [
+            "cudnnCreate",
+            "cudnnGetErrorString",
+            "cudnnSetTensorNdDescriptor",
+            "cudnnGetConvolutionForwardAlgorithm_v7",
+            "cudnnGnnThing",
+            "cudnnSetStream",
+        ]
+        .iter()
+        .map(|name| name.to_string())
+        .collect();
+        let LibraryReference::Pages(pages) = &LIBRARY_APIS[3].reference else {
+            panic!("cuDNN's reference is a page per header");
+        };
+        let links = page_links(pages, &headers, "cudnn", &symbols).unwrap();
+        let base = "https://docs.nvidia.com/deeplearning/cudnn/backend/latest/api/";
+        let link = |name: &str| links[name].1.clone();
+        assert_eq!(
+            link("cudnnCreate"),
+            Ok(format!("{base}cudnn-graph-library.html#cudnncreate"))
+        );
+        assert_eq!(
+            link("cudnnGetErrorString"),
+            Ok(format!(
+                "{base}cudnn-graph-library.html#cudnngeterrorstring"
+            ))
+        );
+        assert_eq!(
+            link("cudnnSetTensorNdDescriptor"),
+            Ok(format!(
+                "{base}cudnn-ops-library.html#cudnnsettensornddescriptor"
+            ))
+        );
+        assert_eq!(
+            link("cudnnGetConvolutionForwardAlgorithm_v7"),
+            Ok(format!(
+                "{base}cudnn-ops-library.html#cudnngetconvolutionforwardalgorithm-v7"
+            ))
+        );
+        // A header without a page, and a function only mentioned: the overview.
+        assert_eq!(link("cudnnGnnThing"), Err(format!("{base}overview.html")));
+        assert_eq!(link("cudnnSetStream"), Err(format!("{base}overview.html")));
     }
 }

@@ -2,7 +2,8 @@
 //! and each `-sys` crate's scaffolding (see [`scaffold`]).
 //!
 //! For each header (`cuda.h`, `nvrtc.h`, `nvml.h`, `nvJitLink.h`, `nvFatbin.h`, and the cuBLAS,
-//! cuBLASLt and cuRAND headers of their own wheels: see [`libraries`]) of each CUDA major, and
+//! cuBLASLt, cuRAND, cuDNN, cuFFT, cuSPARSE and cuSOLVER headers of their own wheels: see
+//! [`libraries`]) of each CUDA major, and
 //! for `nccl.h`
 //! once (NCCL's ABI does not follow the CUDA major; see [`nccl`]), bindgen produces the
 //! types and constants; the function declarations it finds become methods of one struct
@@ -18,6 +19,7 @@ mod entry_points;
 mod format;
 mod generate;
 mod libraries;
+mod library_apis;
 mod links;
 mod md5;
 mod nccl;
@@ -31,7 +33,8 @@ use std::path::PathBuf;
 
 use api::APIS;
 use generate::generate;
-use libraries::{LIBRARY_APIS, generate_library};
+use libraries::generate_library;
+use library_apis::LIBRARY_APIS;
 use scaffold::SCAFFOLDS;
 
 use crate::headers;

@@ -1,12 +1,19 @@
-//! The `-sys` crates' scaffolding, from one recipe per crate: `src/library.rs` (where the
-//! library is found, and the function that opens it once per process) in every crate, and
-//! `src/abi.rs` (`ABI_MAJOR`, `if_abi12!`, `if_abi13!`) with its test `tests/abi.rs` in the
-//! crates with the `cuda-12` and `cuda-13` features.
+//! The `-sys` crates' scaffolding, from one recipe per crate (see [`recipes`]): in every crate
+//! `src/library.rs` (where the library is found, and the function that opens it once per
+//! process), `src/preamble.rs` (the part of `lib.rs` every crate shares: the bindings module,
+//! the scaffolding's modules and the re-exports; see [`crate_files`]) and its test of the search
+//! `tests/library.rs`; and `src/abi.rs` (`ABI_MAJOR`, `if_abi12!`, `if_abi13!`) with its test
+//! `tests/abi.rs` in the crates with the `cuda-12` and `cuda-13` features.
 //!
 //! The files are written as Rust text and only formatted (their `// SAFETY:` comments must
 //! survive), and checked for drift with the bindings.
 
+mod crate_files;
+mod recipes;
+
 use std::fmt::Write;
+
+pub(super) use recipes::SCAFFOLDS;
 
 use super::format::format_source;
 
@@ -18,6 +25,8 @@ pub(super) struct Scaffold {
     pub(super) rust_name: &'static str,
     /// Whether the crate has the `cuda-12` and `cuda-13` features (and so `abi.rs`).
     pub(super) abi: bool,
+    /// What its root re-exports of `cuda-loader` (`EntryPoint`, `LoadError`, ...).
+    pub(super) loader_exports: &'static [&'static str],
     /// Its library.
     pub(super) library: LibraryRecipe,
 }
@@ -65,273 +74,6 @@ pub(super) enum FileNames {
     PerMajor([&'static str; 2], [&'static str; 2]),
 }
 
-/// The recipes, one per `-sys` crate.
-pub(super) const SCAFFOLDS: [Scaffold; 9] = [
-    Scaffold {
-        crate_dir: "cuda-sys",
-        rust_name: "cuda_sys",
-        abi: true,
-        library: LibraryRecipe {
-            file: "libcuda",
-            display_name: "the CUDA driver (libcuda)",
-            env_const: "LIBCUDA_PATH_ENV",
-            env_var: "CUDA_SAFE_LIBCUDA",
-            spec: "LIBCUDA",
-            spec_doc: ": the driver's versioned soname only, never the toolkit's link-time stub \
-                       (`lib64/stubs/libcuda.so`), which loads but fails every call.",
-            file_names: FileNames::Fixed(&["libcuda.so.1"], Some(&["nvcuda.dll"])),
-            search_dirs: &[],
-            wheel_dirs: &[],
-            global: Some(
-                "The driver: one per system, and a program linked to it has its symbols global.",
-            ),
-            function: "driver",
-            struct_name: "Driver",
-            what: "driver",
-            note: None,
-            safety: "LIBCUDA names only NVIDIA's versioned soname or the path the user chose \
-                     explicitly with $CUDA_SAFE_LIBCUDA: the driver, whose initialisers are sound \
-                     to run in any thread and whose exports have the signatures of the `cuda.h` \
-                     the bindings and ENTRY_POINTS were generated from.",
-        },
-    },
-    Scaffold {
-        crate_dir: "nvrtc-sys",
-        rust_name: "nvrtc_sys",
-        abi: true,
-        library: LibraryRecipe {
-            file: "libnvrtc",
-            display_name: "NVRTC (libnvrtc)",
-            env_const: "LIBNVRTC_PATH_ENV",
-            env_var: "CUDA_SAFE_LIBNVRTC",
-            spec: "LIBNVRTC",
-            spec_doc: ".",
-            file_names: FileNames::PerMajor(
-                ["libnvrtc.so.12", "libnvrtc.so.13"],
-                ["nvrtc64_120_0.dll", "nvrtc64_130_0.dll"],
-            ),
-            search_dirs: &["CUDA_HOME", "CUDA_PATH"],
-            wheel_dirs: &[],
-            global: None,
-            function: "nvrtc",
-            struct_name: "Nvrtc",
-            what: "NVRTC",
-            note: None,
-            safety: "LIBNVRTC names only NVIDIA's versioned sonames (on the search path or under \
-                     a toolkit root) or the path the user chose explicitly with \
-                     $CUDA_SAFE_LIBNVRTC: NVRTC, whose initialisers are sound to run in any \
-                     thread and whose exports have the signatures of the `nvrtc.h` the bindings \
-                     and ENTRY_POINTS were generated from.",
-        },
-    },
-    Scaffold {
-        crate_dir: "nvml-sys",
-        rust_name: "nvml_sys",
-        abi: true,
-        library: LibraryRecipe {
-            file: "libnvidia-ml",
-            display_name: "NVML (libnvidia-ml)",
-            env_const: "LIBNVML_PATH_ENV",
-            env_var: "CUDA_SAFE_LIBNVML",
-            spec: "LIBNVML",
-            spec_doc: ": the driver's versioned soname.",
-            file_names: FileNames::Fixed(&["libnvidia-ml.so.1"], Some(&["nvml.dll"])),
-            search_dirs: &[],
-            wheel_dirs: &[],
-            global: None,
-            function: "nvml",
-            struct_name: "Nvml",
-            what: "NVML",
-            note: Some(
-                "Loading does not initialise NVML (`nvmlInit_v2` does) and never touches the \
-                 CUDA driver.",
-            ),
-            safety: "LIBNVML names only NVIDIA's versioned soname or the path the user chose \
-                     explicitly with $CUDA_SAFE_LIBNVML: NVML, whose initialisers are sound to \
-                     run in any thread and whose exports have the signatures of the `nvml.h` the \
-                     bindings and ENTRY_POINTS were generated from.",
-        },
-    },
-    Scaffold {
-        crate_dir: "nvjitlink-sys",
-        rust_name: "nvjitlink_sys",
-        abi: true,
-        library: LibraryRecipe {
-            file: "libnvJitLink",
-            display_name: "nvJitLink (libnvJitLink)",
-            env_const: "LIBNVJITLINK_PATH_ENV",
-            env_var: "CUDA_SAFE_LIBNVJITLINK",
-            spec: "LIBNVJITLINK",
-            spec_doc: ".",
-            file_names: FileNames::PerMajor(
-                ["libnvJitLink.so.12", "libnvJitLink.so.13"],
-                ["nvJitLink_120_0.dll", "nvJitLink_130_0.dll"],
-            ),
-            search_dirs: &["CUDA_HOME", "CUDA_PATH"],
-            wheel_dirs: &[],
-            global: None,
-            function: "nvjitlink",
-            struct_name: "NvJitLink",
-            what: "nvJitLink",
-            note: None,
-            safety: "LIBNVJITLINK names only NVIDIA's versioned sonames (on the search path or \
-                     under a toolkit root) or the path the user chose explicitly with \
-                     $CUDA_SAFE_LIBNVJITLINK: nvJitLink, whose initialisers are sound to run in \
-                     any thread and whose plain exports have the signatures of the \
-                     `nvJitLink.h` the bindings and ENTRY_POINTS were generated from.",
-        },
-    },
-    Scaffold {
-        crate_dir: "nvfatbin-sys",
-        rust_name: "nvfatbin_sys",
-        abi: true,
-        library: LibraryRecipe {
-            file: "libnvfatbin",
-            display_name: "nvFatbin (libnvfatbin)",
-            env_const: "LIBNVFATBIN_PATH_ENV",
-            env_var: "CUDA_SAFE_LIBNVFATBIN",
-            spec: "LIBNVFATBIN",
-            spec_doc: ".",
-            file_names: FileNames::PerMajor(
-                ["libnvfatbin.so.12", "libnvfatbin.so.13"],
-                ["nvfatbin_120_0.dll", "nvfatbin_130_0.dll"],
-            ),
-            search_dirs: &["CUDA_HOME", "CUDA_PATH"],
-            wheel_dirs: &[],
-            global: None,
-            function: "nvfatbin",
-            struct_name: "NvFatbin",
-            what: "nvFatbin",
-            note: None,
-            safety: "LIBNVFATBIN names only NVIDIA's versioned sonames (on the search path or \
-                     under a toolkit root) or the path the user chose explicitly with \
-                     $CUDA_SAFE_LIBNVFATBIN: nvFatbin, whose initialisers are sound to run in \
-                     any thread and whose exports have the signatures of the `nvFatbin.h` the \
-                     bindings and ENTRY_POINTS were generated from.",
-        },
-    },
-    Scaffold {
-        crate_dir: "nccl-sys",
-        rust_name: "nccl_sys",
-        abi: false,
-        library: LibraryRecipe {
-            file: "libnccl",
-            display_name: "NCCL (libnccl)",
-            env_const: "LIBNCCL_PATH_ENV",
-            env_var: "CUDA_SAFE_LIBNCCL",
-            spec: "LIBNCCL",
-            spec_doc: ".",
-            file_names: FileNames::Fixed(&["libnccl.so.2"], None),
-            search_dirs: &["CUDA_HOME", "CUDA_PATH"],
-            wheel_dirs: &[],
-            global: None,
-            function: "nccl",
-            struct_name: "Nccl",
-            what: "NCCL",
-            note: None,
-            safety: "LIBNCCL names only NCCL's versioned soname (on the search path or under a \
-                     toolkit root) or the path the user chose explicitly with $CUDA_SAFE_LIBNCCL: \
-                     NCCL, whose initialisers are sound to run in any thread and whose exports \
-                     have the signatures of the `nccl.h` the bindings and ENTRY_POINTS were \
-                     generated from (NCCL keeps its C ABI stable across releases).",
-        },
-    },
-    Scaffold {
-        crate_dir: "cublas-sys",
-        rust_name: "cublas_sys",
-        abi: true,
-        library: LibraryRecipe {
-            file: "libcublas",
-            display_name: "cuBLAS (libcublas)",
-            env_const: "LIBCUBLAS_PATH_ENV",
-            env_var: "CUDA_SAFE_LIBCUBLAS",
-            spec: "LIBCUBLAS",
-            spec_doc: ".",
-            file_names: FileNames::PerMajor(
-                ["libcublas.so.12", "libcublas.so.13"],
-                ["cublas64_12.dll", "cublas64_13.dll"],
-            ),
-            search_dirs: &["CUDA_HOME", "CUDA_PATH"],
-            wheel_dirs: CUBLAS_WHEEL_DIRS,
-            global: None,
-            function: "cublas",
-            struct_name: "Cublas",
-            what: "cuBLAS",
-            note: Some(
-                "Loading creates no cuBLAS context (`cublasCreate_v2` does). cuBLAS is built on \
-                 cuBLASLt, which the dynamic loader looks for by its soname: a process that \
-                 opened `libcublasLt` first (`cublaslt_sys::cublaslt()`) has it found there.",
-            ),
-            safety: "LIBCUBLAS names only NVIDIA's versioned sonames (on the search path, under \
-                     a toolkit root or in a Python environment's cuBLAS wheel) or the path the \
-                     user chose explicitly with $CUDA_SAFE_LIBCUBLAS: cuBLAS, whose initialisers \
-                     are sound to run in any thread and whose exports have the signatures of the \
-                     `cublas_v2.h` the bindings and ENTRY_POINTS were generated from.",
-        },
-    },
-    Scaffold {
-        crate_dir: "cublaslt-sys",
-        rust_name: "cublaslt_sys",
-        abi: true,
-        library: LibraryRecipe {
-            file: "libcublasLt",
-            display_name: "cuBLASLt (libcublasLt)",
-            env_const: "LIBCUBLASLT_PATH_ENV",
-            env_var: "CUDA_SAFE_LIBCUBLASLT",
-            spec: "LIBCUBLASLT",
-            spec_doc: ".",
-            file_names: FileNames::PerMajor(
-                ["libcublasLt.so.12", "libcublasLt.so.13"],
-                ["cublasLt64_12.dll", "cublasLt64_13.dll"],
-            ),
-            search_dirs: &["CUDA_HOME", "CUDA_PATH"],
-            wheel_dirs: CUBLAS_WHEEL_DIRS,
-            global: None,
-            function: "cublaslt",
-            struct_name: "CublasLt",
-            what: "cuBLASLt",
-            note: None,
-            safety: "LIBCUBLASLT names only NVIDIA's versioned sonames (on the search path, \
-                     under a toolkit root or in a Python environment's cuBLAS wheel) or the path \
-                     the user chose explicitly with $CUDA_SAFE_LIBCUBLASLT: cuBLASLt, whose \
-                     initialisers are sound to run in any thread and whose exports have the \
-                     signatures of the `cublasLt.h` the bindings and ENTRY_POINTS were generated \
-                     from.",
-        },
-    },
-    Scaffold {
-        crate_dir: "curand-sys",
-        rust_name: "curand_sys",
-        abi: true,
-        library: LibraryRecipe {
-            file: "libcurand",
-            display_name: "cuRAND (libcurand)",
-            env_const: "LIBCURAND_PATH_ENV",
-            env_var: "CUDA_SAFE_LIBCURAND",
-            spec: "LIBCURAND",
-            spec_doc: ": its soname is `libcurand.so.10` under both CUDA majors (cuRAND numbers \
-                       its releases apart from CUDA: 10.3 in CUDA 12, 10.4 in CUDA 13).",
-            file_names: FileNames::Fixed(&["libcurand.so.10"], Some(&["curand64_10.dll"])),
-            search_dirs: &["CUDA_HOME", "CUDA_PATH"],
-            wheel_dirs: &["nvidia/curand/lib", "nvidia/cu13/lib"],
-            global: None,
-            function: "curand",
-            struct_name: "Curand",
-            what: "cuRAND",
-            note: None,
-            safety: "LIBCURAND names only NVIDIA's versioned soname (on the search path, under a \
-                     toolkit root or in a Python environment's cuRAND wheel) or the path the \
-                     user chose explicitly with $CUDA_SAFE_LIBCURAND: cuRAND, whose initialisers \
-                     are sound to run in any thread and whose exports have the signatures of the \
-                     `curand.h` the bindings and ENTRY_POINTS were generated from.",
-        },
-    },
-];
-
-/// Where the cuBLAS wheels put `libcublas` and `libcublasLt`: `nvidia-cublas-cu12` in
-/// `nvidia/cublas/lib`, `nvidia-cublas` (CUDA 13) in `nvidia/cu13/lib`.
-const CUBLAS_WHEEL_DIRS: &[&str] = &["nvidia/cublas/lib", "nvidia/cu13/lib"];
-
 /// The generated `abi.rs`, the same in every crate with the ABI features.
 const ABI_RS: &str = include_str!("scaffold/abi.rs.in");
 
@@ -341,13 +83,22 @@ const TESTS_ABI_RS: &str = include_str!("scaffold/tests_abi.rs.in");
 impl Scaffold {
     /// The crate's scaffolding files: (path under the crate's folder, formatted text).
     pub(super) fn files(&self) -> Result<Vec<(&'static str, String)>, String> {
-        let mut files = vec![(
-            "src/library.rs",
-            format_source(
-                &self.library.render(),
-                &format!("{}/src/library.rs", self.crate_dir),
-            )?,
-        )];
+        let format =
+            |text: &str, path: &str| format_source(text, &format!("{}/{path}", self.crate_dir));
+        let mut files = vec![
+            (
+                "src/library.rs",
+                format(&self.library.render(), "src/library.rs")?,
+            ),
+            (
+                "src/preamble.rs",
+                format(&self.render_preamble(), "src/preamble.rs")?,
+            ),
+            (
+                "tests/library.rs",
+                format(&self.render_library_test(), "tests/library.rs")?,
+            ),
+        ];
         if self.abi {
             files.push((
                 "src/abi.rs",
@@ -407,7 +158,7 @@ impl LibraryRecipe {
             "//! Where `{file}` is found, and the function that opens it once per process.\n\
              //!\n\
              //! Generated by `cargo xtask bindgen` from this crate's recipe in\n\
-             //! `xtask/src/bindgen/scaffold.rs`; do not edit.\n\n\
+             //! `xtask/src/bindgen/scaffold/recipes.rs`; do not edit.\n\n\
              use std::sync::OnceLock;\n\n\
              use crate::{{ENTRY_POINTS, Library, LibrarySpec, LoadError, {struct_name}}};\n\n\
              /// The environment variable that names an explicit path to `{file}`.\n\
@@ -559,6 +310,58 @@ mod tests {
         assert!(nccl.contains(
             "/// `libnccl`'s file names.\nconst FILE_NAMES: &[&str] = &[\"libnccl.so.2\"];"
         ));
+    }
+
+    #[test]
+    fn the_preamble_declares_the_bindings_of_the_abi_and_re_exports_the_scaffolding() {
+        let cublas = SCAFFOLDS
+            .iter()
+            .find(|s| s.crate_dir == "cublas-sys")
+            .unwrap();
+        let text = cublas.render_preamble();
+        assert!(text.contains("compile_error!(concat!("), "{text}");
+        assert!(text.contains("#[cfg(feature = \"cuda-13\")]\n#[path = \"v13.rs\"]\n"));
+        assert!(text.contains("mod abi;\n"));
+        assert!(text.contains("pub use abi::ABI_MAJOR;\n"));
+        assert!(text.contains(
+            "pub use cuda_loader::{EntryPoint, Introduced, Library, LibrarySpec, \
+             LibraryVersion, LoadError, PYTHON_ENV_VARS};\n"
+        ));
+        assert!(text.contains("pub use library::{LIBCUBLAS, LIBCUBLAS_PATH_ENV, cublas};\n"));
+        assert!(
+            !text.contains("//!"),
+            "an included file takes no inner doc comment"
+        );
+        let nccl = SCAFFOLDS[5].render_preamble();
+        assert!(nccl.contains("#[path = \"bindings.rs\"]\n"));
+        assert!(!nccl.contains("compile_error!") && !nccl.contains("mod abi;"));
+    }
+
+    #[test]
+    fn the_library_test_follows_the_recipe() {
+        let cublas = SCAFFOLDS
+            .iter()
+            .find(|s| s.crate_dir == "cublas-sys")
+            .unwrap();
+        let text = cublas.render_library_test();
+        assert!(
+            text.contains("use cublas_sys::{LIBCUBLAS_PATH_ENV, LIBCUBLAS};"),
+            "{text}"
+        );
+        assert!(text.contains("(false, true) => &[\"libcublas.so.13\", \"libcublas.so.12\"],"));
+        assert!(text.contains("fn then_the_wheels_of_the_python_environment()"));
+        assert!(text.contains("use std::path::{Path, PathBuf};"));
+        let driver = SCAFFOLDS[0].render_library_test();
+        assert!(driver.contains(
+            "const FILE_NAMES: &[&str] = if cfg!(windows) { &[\"nvcuda.dll\"] } else { \
+             &[\"libcuda.so.1\"] };"
+        ));
+        assert!(driver.contains("assert!(LIBCUDA.global);"));
+        assert!(driver.contains("use std::path::PathBuf;"));
+        assert!(!driver.contains("then_the_wheels"));
+        let nccl = SCAFFOLDS[5].render_library_test();
+        assert!(nccl.contains("const FILE_NAMES: &[&str] = &[\"libnccl.so.2\"];"));
+        assert!(!nccl.contains("cuda-13"));
     }
 
     #[test]

@@ -7,8 +7,146 @@
 //! `<t>` (`cublas<t>gemm()`, `cublasI<t>amax()`): a function whose name is a type prefix and
 //! one of [`TYPED_STEMS`] links to that section (`cublasSgemm` and `cublasZgemm` to
 //! `#cublas-t-gemm`). The 64-bit variants (`cublasSgemm_64`) share their section.
+//!
+//! cuSOLVER's and cuSPARSE's pages title their typed routines the same way
+//! (`cusolverDn<t>getrf()`, `cusolverDn<t1><t2>gesv()`, `cusparse<t>bsrsv2_bufferSize()`): a
+//! function whose name is the prefix, one or two type letters and a stem that another function
+//! has with other type letters links there ([`Titles::Typed`]). cuFFT's page declares each
+//! function in Sphinx's C domain, whose id is `c.` and the name (`#c.cufftPlanMany`).
+
+use std::collections::BTreeSet;
 
 use super::links::Links;
+
+/// How a page of sections names the entry of each function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Titles {
+    /// cuBLAS's: `cublas<t>gemm()` for the routines of [`TYPED_STEMS`], else `name()`.
+    Cublas,
+    /// `<prefix><t>stem()` (`<prefix><t1><t2>stem()`) for a routine of several types, else
+    /// `name()`; a function named as another and one of `merged_suffixes` (`_bufferSize`)
+    /// shares that one's section, and so does a complex routine whose stem starts with the
+    /// first of a pair of `complex_stems` with the real one that starts with the second
+    /// (`cusolverDnZhegvd` with `cusolverDnDsygvd`).
+    Typed {
+        /// What stands before the type letters (`cusolverDn`).
+        prefix: &'static str,
+        /// The suffixes of functions documented in the section of the function without them.
+        merged_suffixes: &'static [&'static str],
+        /// The beginnings of complex routines' stems and of the real ones they share a
+        /// section with (`("he", "sy")`, `("un", "or")`).
+        complex_stems: &'static [(&'static str, &'static str)],
+    },
+    /// Sphinx's C domain: `c.<name>`.
+    CDomain,
+}
+
+impl Titles {
+    /// Each symbol's entry on the page at `page`: the name C programs call it by (from
+    /// `aliases`, (name, symbol) pairs, else the symbol itself) and the link.
+    pub(super) fn links(
+        self,
+        page: &str,
+        symbols: &[String],
+        aliases: &[(String, String)],
+    ) -> Links {
+        let c_name = |symbol: &String| {
+            aliases
+                .iter()
+                .find(|(_, target)| target == symbol)
+                .map_or(symbol.clone(), |(name, _)| name.clone())
+        };
+        match self {
+            Self::Cublas => section_links(page, symbols, aliases),
+            Self::CDomain => symbols
+                .iter()
+                .map(|symbol| {
+                    let name = c_name(symbol);
+                    let link = format!("{page}#c.{name}");
+                    (symbol.clone(), (name, Ok(link)))
+                })
+                .collect(),
+            Self::Typed {
+                prefix,
+                merged_suffixes,
+                complex_stems,
+            } => {
+                let names: BTreeSet<String> = symbols.iter().map(c_name).collect();
+                symbols
+                    .iter()
+                    .map(|symbol| {
+                        let name = c_name(symbol);
+                        let title =
+                            typed_title(&name, prefix, merged_suffixes, complex_stems, &names);
+                        let link = format!("{page}#{}", sphinx_id(&title));
+                        (symbol.clone(), (name, Ok(link)))
+                    })
+                    .collect()
+            }
+        }
+    }
+}
+
+/// The type letters of a typed routine's name: one of the four BLAS types, or (mixed
+/// precision, `cusolverDnZCgesv`) two letters of these and the lower precisions.
+fn is_type_letter(letter: char, count: usize) -> bool {
+    if count == 1 {
+        "SDCZ".contains(letter)
+    } else {
+        "SDCZHBXKEY".contains(letter)
+    }
+}
+
+/// The type letters and the stem of `name` after `prefix`, if it has `count` type letters.
+fn typed_parts<'a>(name: &'a str, prefix: &str, count: usize) -> Option<(&'a str, &'a str)> {
+    let rest = name.strip_prefix(prefix)?;
+    let (letters, stem) = rest.split_at_checked(count)?;
+    (letters.chars().all(|letter| is_type_letter(letter, count))
+        && stem.starts_with(|c: char| c.is_ascii_lowercase()))
+    .then_some((letters, stem))
+}
+
+/// The title of the section documenting `name` among the functions `names` (see
+/// [`Titles::Typed`]).
+fn typed_title(
+    name: &str,
+    prefix: &str,
+    merged_suffixes: &[&str],
+    complex_stems: &[(&str, &str)],
+    names: &BTreeSet<String>,
+) -> String {
+    let base = merged_suffixes
+        .iter()
+        .find_map(|suffix| {
+            name.strip_suffix(suffix)
+                .filter(|base| names.contains(*base))
+        })
+        .unwrap_or(name);
+    for (count, marker) in [(2, "<t1><t2>"), (1, "<t>")] {
+        let Some((letters, stem)) = typed_parts(base, prefix, count) else {
+            continue;
+        };
+        let sibling = names.iter().any(|other| {
+            typed_parts(other, prefix, count)
+                .is_some_and(|(others, other_stem)| other_stem == stem && others != letters)
+        });
+        if sibling {
+            let real = (count == 1 && "CZ".contains(letters))
+                .then(|| {
+                    complex_stems.iter().find_map(|(complex, real)| {
+                        let real = format!("{real}{}", stem.strip_prefix(complex)?);
+                        ["S", "D"]
+                            .iter()
+                            .any(|letter| names.contains(&format!("{prefix}{letter}{real}")))
+                            .then_some(real)
+                    })
+                })
+                .flatten();
+            return format!("{prefix}{marker}{}()", real.as_deref().unwrap_or(stem));
+        }
+    }
+    format!("{base}()")
+}
 
 /// The BLAS routines cuBLAS documents under one `cublas<t>...()` title for all its types, and
 /// the stem the title uses (the complex dot and rank-1 updates share the real ones' sections).
@@ -190,5 +328,88 @@ mod tests {
             )
         );
         assert_eq!(links["cublasGemmEx"].0, "cublasGemmEx");
+    }
+
+    fn strings(names: &[&str]) -> Vec<String> {
+        names.iter().map(|name| name.to_string()).collect()
+    }
+
+    /// Anchors as NVIDIA's cuSOLVER and cuSPARSE pages have them (cited by projects that link
+    /// to them).
+    #[test]
+    fn typed_routines_share_a_section() {
+        let solver = strings(&[
+            "cusolverDnSgetrf",
+            "cusolverDnDgetrf",
+            "cusolverDnSgetrf_bufferSize",
+            "cusolverDnSsygvd",
+            "cusolverDnDsygvd",
+            "cusolverDnChegvd",
+            "cusolverDnZhegvd",
+            "cusolverDnDormqr",
+            "cusolverDnSormqr",
+            "cusolverDnZunmqr",
+            "cusolverDnCunmqr",
+            "cusolverDnXgetrf",
+            "cusolverDnXgetrf_bufferSize",
+            "cusolverDnZZgesv",
+            "cusolverDnDSgesv",
+            "cusolverDnCreate",
+            "cusolverDnDestroy",
+        ]);
+        let titles = Titles::Typed {
+            prefix: "cusolverDn",
+            merged_suffixes: &["_bufferSize"],
+            complex_stems: &[("he", "sy"), ("un", "or")],
+        };
+        let links = titles.links("https://x/cusolver/index.html", &solver, &[]);
+        let anchor = |name: &str| {
+            let link = links[name].1.clone().unwrap();
+            link.rsplit_once('#').unwrap().1.to_owned()
+        };
+        assert_eq!(anchor("cusolverDnSgetrf"), "cusolverdn-t-getrf");
+        assert_eq!(anchor("cusolverDnSgetrf_bufferSize"), "cusolverdn-t-getrf");
+        assert_eq!(anchor("cusolverDnDsygvd"), "cusolverdn-t-sygvd");
+        assert_eq!(anchor("cusolverDnZhegvd"), "cusolverdn-t-sygvd");
+        assert_eq!(anchor("cusolverDnCunmqr"), "cusolverdn-t-ormqr");
+        assert_eq!(anchor("cusolverDnXgetrf"), "cusolverdnxgetrf");
+        assert_eq!(anchor("cusolverDnXgetrf_bufferSize"), "cusolverdnxgetrf");
+        assert_eq!(anchor("cusolverDnZZgesv"), "cusolverdn-t1-t2-gesv");
+        assert_eq!(anchor("cusolverDnCreate"), "cusolverdncreate");
+        assert_eq!(anchor("cusolverDnDestroy"), "cusolverdndestroy");
+        let sparse = strings(&[
+            "cusparseSpMV",
+            "cusparseSpMV_bufferSize",
+            "cusparseSbsrsv2_bufferSize",
+            "cusparseDbsrsv2_bufferSize",
+            "cusparseXbsrsv2_zeroPivot",
+        ]);
+        let titles = Titles::Typed {
+            prefix: "cusparse",
+            merged_suffixes: &[],
+            complex_stems: &[],
+        };
+        let links = titles.links("https://x/cusparse/index.html", &sparse, &[]);
+        let anchor = |name: &str| links[name].1.clone().unwrap();
+        assert!(anchor("cusparseSpMV").ends_with("#cusparsespmv"));
+        assert!(anchor("cusparseSpMV_bufferSize").ends_with("#cusparsespmv-buffersize"));
+        assert!(anchor("cusparseDbsrsv2_bufferSize").ends_with("#cusparse-t-bsrsv2-buffersize"));
+        assert!(anchor("cusparseXbsrsv2_zeroPivot").ends_with("#cusparsexbsrsv2-zeropivot"));
+    }
+
+    #[test]
+    fn the_c_domain_ids_are_the_names() {
+        let links = Titles::CDomain.links(
+            "https://x/cufft/index.html",
+            &strings(&["cufftPlanMany"]),
+            &[],
+        );
+        assert_eq!(
+            links["cufftPlanMany"],
+            (
+                "cufftPlanMany".to_owned(),
+                Ok("https://x/cufft/index.html#c.cufftPlanMany".to_owned())
+            )
+        );
     }
 }
