@@ -329,4 +329,27 @@ mod tests {
         assert_eq!(kernels.loaded_count(), 0);
         assert_eq!(kernels.programs().stats().unwrap().hits, 1);
     }
+
+    /// A kernel cache's request with an assumed version makes one plan and one key (one pass
+    /// over the source), the key the program cache's lookup takes.
+    #[test]
+    fn a_request_makes_one_plan_and_one_key() {
+        let options = ProgramOptions {
+            arch: Some("90".into()),
+            ..Default::default()
+        };
+        let program = Program::new(
+            "template <class T> __global__ void k(T* x) { *x *= 2; }",
+            options,
+        )
+        .unwrap();
+        let programs = InMemoryProgramCache::new(1 << 20);
+        crate::program::counted::take();
+        let assumed = KernelCache::new(programs).assume_nvrtc_version(12, 9);
+        assert!(
+            assumed.object_code(&program, CodeKind::Ptx).is_err(),
+            "no NVRTC or no driver here"
+        );
+        assert_eq!(crate::program::counted::take(), (1, 1));
+    }
 }

@@ -38,12 +38,14 @@ use crate::cache::CacheKey;
 /// The first line of every note this module writes.
 const HEADER: &str = "cuda-safe library note 1";
 
-/// The environment variables the dynamic loader's search reads.
-const LOADER_VARIABLES: [&str; 4] = [
+/// The environment variables the search reads: the dynamic loader's, and the loader's opt-in
+/// to libraries under paths others may write (which changes the candidate it opens).
+const LOADER_VARIABLES: [&str; 5] = [
     "LD_LIBRARY_PATH",
     "LD_PRELOAD",
     "GLIBC_TUNABLES",
     "LD_HWCAP_MASK",
+    cuda_loader::ALLOW_INSECURE_PATHS_VAR,
 ];
 
 /// The dynamic loader's cache of library locations, which `ldconfig` rewrites.

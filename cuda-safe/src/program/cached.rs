@@ -393,7 +393,7 @@ fn lookup(cache: &dyn ProgramCache, key: &CacheKey) -> Option<CompiledCode> {
 
 /// How many plans and keys this thread made (tests count a request's work).
 #[cfg(test)]
-pub(super) mod counted {
+pub(crate) mod counted {
     use std::cell::Cell;
     use std::thread::LocalKey;
 

@@ -67,6 +67,8 @@ mod raw;
 mod version;
 
 pub(crate) use cached::Keying;
+#[cfg(test)]
+pub(crate) use cached::counted;
 pub use compile::Program;
 pub use compiled::{CompiledProgram, Toolchain};
 pub use headers::CudaHeaders;
