@@ -24,6 +24,10 @@
 //!   getting the kernel, the reference the link hit is held to (goal ≤ 1.2x); and
 //!   `cache_link_hit_over_read_load`, the ratio of the two medians; `cache_link_nvjitlink_loaded`
 //!   counts the hit processes with libnvJitLink mapped.
+//! - `cache_link_hit_plain_fresh_process_to_kernel`: the link hit without its noted copy (the
+//!   cache's `with_noted_copies(false)`: the note file, then the entry), in processes
+//!   alternating with the first link figure's; `cache_link_noted_over_plain`, the ratio of the
+//!   two medians, tells whether the noted copy still gains.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -169,9 +173,10 @@ fn child(mode: &str, dir: &Path, rest: &[String]) -> Result<()> {
             }
             println!("{fetched:.3} {load:.3}");
         }
-        "--link-hit" => {
+        "--link-hit" | "--link-hit-plain" => {
             let linker = link_inputs(dir)?;
-            let disk = FileStreamProgramCache::new(&cache_dir)?;
+            let disk =
+                FileStreamProgramCache::new(&cache_dir)?.with_noted_copies(mode == "--link-hit");
             let start = Instant::now();
             let linked = linker.link_cached(CodeKind::Cubin, &disk)?;
             let kernel = linked.load()?.get_kernel("k")?;
@@ -266,10 +271,28 @@ fn figures(exe: &Path, dir: &str) -> Result<()> {
         "us",
     );
 
-    let mut link = fresh(exe, &["--link-hit", dir], 2, RUNS)?;
+    // The link hit with its noted copy (one read) and without (the note, then the entry),
+    // alternating process by process.
+    let (mut link, mut plain) = (vec![Vec::new(), Vec::new()], Vec::new());
+    for _ in 0..RUNS {
+        for (column, one) in fresh(exe, &["--link-hit", dir], 2, 1)?
+            .into_iter()
+            .enumerate()
+        {
+            link[column].extend(one);
+        }
+        plain.extend(fresh(exe, &["--link-hit-plain", dir], 2, 1)?.swap_remove(0));
+    }
     let mut reference = fresh(exe, &["--read-load", dir], 1, RUNS)?;
     let (link_us, reference_us) = (median(&mut link[0]), median(&mut reference[0]));
+    let plain_us = median(&mut plain);
     fig("cache_link_hit_fresh_process_to_kernel", link_us, "us");
+    fig(
+        "cache_link_hit_plain_fresh_process_to_kernel",
+        plain_us,
+        "us",
+    );
+    fig("cache_link_noted_over_plain", link_us / plain_us, "x");
     fig(
         "cache_link_read_load_fresh_process_to_kernel",
         reference_us,
