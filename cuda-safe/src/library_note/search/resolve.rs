@@ -36,6 +36,8 @@ const SUBDIRECTORIES: [&str; 7] = [
 /// The file the loader would open for `candidates`, with `library_path` the `LD_LIBRARY_PATH`
 /// directories (absolute); `None` when none would open or it cannot be told.
 pub(super) fn pick(candidates: &[PathBuf], library_path: &[PathBuf]) -> Option<PathBuf> {
+    // The loader's cache, read once for every bare name (a fresh process's hit pays for it).
+    let mut cache = None;
     for candidate in candidates {
         let found = if candidate.as_os_str().as_encoded_bytes().contains(&b'/') {
             if !candidate.is_absolute() {
@@ -43,7 +45,7 @@ pub(super) fn pick(candidates: &[PathBuf], library_path: &[PathBuf]) -> Option<P
             }
             regular_file(candidate)?
         } else {
-            find_name(candidate, library_path)?
+            find_name(candidate, library_path, &mut cache)?
         };
         if found.is_some() {
             return found;
@@ -69,8 +71,13 @@ fn is_absent(error: &io::Error) -> bool {
     )
 }
 
-/// Where glibc finds the bare file `name`: as [`regular_file`] says.
-fn find_name(name: &Path, library_path: &[PathBuf]) -> Option<Option<PathBuf>> {
+/// Where glibc finds the bare file `name`: as [`regular_file`] says. `cache` holds the
+/// loader's cache once read (`None` until then; `Some(None)` when there is none).
+fn find_name(
+    name: &Path,
+    library_path: &[PathBuf],
+    cache: &mut Option<Option<Vec<u8>>>,
+) -> Option<Option<PathBuf>> {
     for dir in library_path {
         for sub in SUBDIRECTORIES {
             match fs::symlink_metadata(dir.join(sub)) {
@@ -83,14 +90,17 @@ fn find_name(name: &Path, library_path: &[PathBuf]) -> Option<Option<PathBuf>> {
             return Some(Some(found));
         }
     }
-    match fs::read(LOADER_CACHE) {
-        Ok(cache) => {
-            if let Some(found) = ld_cache::lookup(&cache, name.as_os_str().as_encoded_bytes())? {
-                return Some(Some(found));
-            }
-        }
-        Err(error) if is_absent(&error) => {}
-        Err(_) => return None,
+    if cache.is_none() {
+        *cache = Some(match fs::read(LOADER_CACHE) {
+            Ok(bytes) => Some(bytes),
+            Err(error) if is_absent(&error) => None,
+            Err(_) => return None,
+        });
+    }
+    if let Some(Some(bytes)) = cache.as_ref()
+        && let Some(found) = ld_cache::lookup(bytes, name.as_os_str().as_encoded_bytes())?
+    {
+        return Some(Some(found));
     }
     let in_system_dir = system_dirs()
         .iter()
