@@ -1,4 +1,4 @@
-//! What the BLAS calls read and write: this crate's buffers and views of `T`s ([`Input`],
+//! What the BLAS calls read and write: `cuda-safe`'s buffers and views of `T`s ([`Input`],
 //! [`Output`]), seen as [`Operand`]s (address, length, stream), the scalars alpha and beta in
 //! host or device memory ([`Scalar`], [`Scalars`]), and the cross-stream order every call
 //! keeps.
@@ -56,7 +56,7 @@ impl<'a> Operand<'a> {
     }
 }
 
-/// Keeps [`Input`] and [`Output`] to this crate's memory types: an operand's length counts
+/// Keeps [`Input`] and [`Output`] to `cuda-safe`'s memory types: an operand's length counts
 /// elements of the `T` it was made for, so an outside implementation returning another type's
 /// length would let a library read or write past the memory.
 mod sealed {

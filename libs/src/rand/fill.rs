@@ -1,4 +1,4 @@
-//! What a generator fills ([`Fill`]: this crate's buffers and views), with what ([`Real`]:
+//! What a generator fills ([`Fill`]: `cuda-safe`'s buffers and views), with what ([`Real`]:
 //! the f32 and f64 distributions), and the checks cuRAND would otherwise fail on.
 
 use bytemuck::Pod;

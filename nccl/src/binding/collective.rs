@@ -1,4 +1,4 @@
-//! The collectives and point-to-point calls, on this crate's buffers and streams: each is
+//! The collectives and point-to-point calls, on `cuda-safe`'s buffers and streams: each is
 //! checked into a [`Prepared`] call, which a [`Communicator`] method makes at once and a
 //! [`Group`](super::Group) method records for the group's end.
 
@@ -59,7 +59,7 @@ impl View<'_> {
     }
 }
 
-/// Keeps the collective traits to this crate's memory types: a [`View`]'s length counts
+/// Keeps the collective traits to `cuda-safe`'s memory types: a [`View`]'s length counts
 /// elements of the `T` it was made for, so an outside implementation returning another
 /// type's view (a `DeviceSlice<f32>` as `u64`s) would have NCCL read and write past the memory,
 /// and one making a shared slice a target would have NCCL write through a shared borrow.

@@ -1,5 +1,5 @@
 //! The binding of NCCL's API: communicators (created, split, aborted, waited for), the
-//! collectives on this crate's buffers and streams, groups, and buffer registration.
+//! collectives on `cuda-safe`'s buffers and streams, groups, and buffer registration.
 
 mod clique;
 mod collective;

@@ -97,7 +97,7 @@ impl Blas {
         check_workspace(&workspace)?;
         workspace.set_stream(stream)?;
         // cuBLAS is built on cuBLASLt, which its loader looks for by soname: opened here first,
-        // it is found wherever this crate's search finds it. cuBLAS reports it when missing.
+        // it is found wherever this crate's loader finds it. cuBLAS reports it when missing.
         let _ = cublaslt_sys::cublaslt();
         let cublas = cublas_sys::cublas()?;
         let _current = stream.context().scoped()?;

@@ -1,4 +1,4 @@
-//! [`Matmul`]: cuBLASLt's matmul on this crate's buffers and streams. A [`MatmulPlan`] is made
+//! [`Matmul`]: cuBLASLt's matmul on `cuda-safe`'s buffers and streams. A [`MatmulPlan`] is made
 //! once per [`MatmulDesc`] (its descriptors and the heuristic's algorithm, cached by the
 //! `Matmul`), and each [`Matmul::run`] is one `cublasLtMatmul` on the plan.
 
