@@ -301,6 +301,7 @@ mod workspace_docs {
         Performance: "docs/performance.md",
         ProgramCache: "docs/program-cache.md",
         Programs: "docs/programs.md",
+        Security: "docs/security.md",
         Textures: "docs/textures.md",
         Tools: "docs/tools.md",
     }
