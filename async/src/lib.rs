@@ -76,7 +76,9 @@
 //! the event has finished. Buffers themselves free in stream order, so a buffer dropped while
 //! a download from it runs is freed after the copy. A value whose drop waits (pinned, managed
 //! or `cuMemAlloc` memory waits for its stream) holds up the reactor while it waits: move pool
-//! buffers into completions, keep the others yourself. When a failure says nothing about the
+//! buffers into completions, keep the others yourself. So does a waker whose `wake` blocks: the
+//! reactor wakes every finished future of a pass on its thread, so keep `wake` short (a waker
+//! that sleeps a second in `wake` delays the other futures of that pass by a second). When a failure says nothing about the
 //! GPU's progress (an event captured by a capture begun meanwhile on another thread), what
 //! the future holds is kept for the rest of the process, and the leak logged, rather than
 //! freed under a running kernel.
