@@ -33,12 +33,38 @@ pub enum IpcError {
         /// What this end was waiting for.
         what: &'static str,
     },
+    /// The other end declared more virtual-memory chunks ([`Channel::recv_vmm_chunks`], a
+    /// file descriptor each) than this process can hold at once: its open-file soft limit
+    /// (`RLIMIT_NOFILE`, `ulimit -n`), less the descriptors it has open, less a quarter of the
+    /// limit kept free for the rest of the process. Refused before any chunk came, so no
+    /// descriptor of the peer's was taken; the rest of the sequence is unread, so the channel
+    /// is poisoned ([`IpcError::Poisoned`]). Raise the soft limit, or send fewer chunks at
+    /// once.
+    ///
+    /// [`Channel::recv_vmm_chunks`]: crate::Channel::recv_vmm_chunks
+    #[error(
+        "IPC channel: the other end declared {declared} virtual-memory chunks, a file descriptor \
+         each, but this process can take at most {affordable} at once (its open-file soft limit \
+         of {soft_limit}, less the {open} descriptors open and a quarter of the limit kept \
+         free); raise the limit (`ulimit -n`) or send fewer chunks at once"
+    )]
+    DescriptorLimit {
+        /// How many chunks the other end declared.
+        declared: usize,
+        /// The most this process could take at once when the count came.
+        affordable: usize,
+        /// The process's open-file soft limit (`getrlimit(RLIMIT_NOFILE)`).
+        soft_limit: u64,
+        /// How many descriptors the process had open when the count came.
+        open: usize,
+    },
     /// An earlier call on this channel stopped in the middle of a message (its deadline
-    /// passed, or the message was malformed), so the channel is out of step with the other
+    /// passed, the message was malformed, or it was refused, as a declared count of chunks
+    /// past [`IpcError::DescriptorLimit`], or lost its descriptor), so the channel is out of step with the other
     /// end: every later call fails with this error. Close the channel.
     #[error(
         "IPC channel: out of step with the other end since {what} stopped in the middle of a \
-         message (a timeout or a malformed message); close the channel"
+         message (a timeout, a malformed or refused message); close the channel"
     )]
     Poisoned {
         /// What the call that stopped was doing (`waiting for bytes`).

@@ -145,11 +145,15 @@ pub(super) fn send_some(
 
 /// Receives what has come, up to `bytes.len()` (without blocking), and the file descriptor
 /// sent beside it, if any; returns how many bytes came (0: the other end closed the channel;
-/// [`io::ErrorKind::WouldBlock`] when nothing is there yet).
+/// [`io::ErrorKind::WouldBlock`] when nothing is there yet) and the descriptor, or why one
+/// sent beside the bytes was lost: this process could not take it (the kernel drops a
+/// descriptor it cannot install and marks the message `MSG_CTRUNC`), with `EMFILE` or
+/// `ENFILE` when no descriptor is free. More descriptors than one are
+/// [`io::ErrorKind::InvalidData`] (the bytes are consumed then too).
 pub(super) fn recv_some(
     socket: BorrowedFd<'_>,
     bytes: &mut [u8],
-) -> io::Result<(usize, Option<OwnedFd>)> {
+) -> io::Result<(usize, io::Result<Option<OwnedFd>>)> {
     let mut iov = libc::iovec {
         iov_base: bytes.as_mut_ptr().cast(),
         iov_len: bytes.len(),
@@ -197,11 +201,38 @@ pub(super) fn recv_some(
             header = libc::CMSG_NXTHDR(&message, header);
         }
     }
-    if message.msg_flags & libc::MSG_CTRUNC != 0 || fds.len() > 1 {
+    // SAFETY: CMSG_LEN only computes a size.
+    let header_bytes = unsafe { libc::CMSG_LEN(0) } as usize;
+    let room = control.0.len().saturating_sub(header_bytes) / size_of::<libc::c_int>();
+    let truncated = message.msg_flags & libc::MSG_CTRUNC != 0;
+    if truncated && fds.len() < room {
+        // Fewer than fit: the kernel could not install one (this process's side, not the
+        // peer's). Those that did come are closed with `fds`.
+        return Ok((got, Err(why_descriptor_lost(socket))));
+    }
+    if truncated || fds.len() > 1 {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
             "more file descriptors came than a message carries",
         ));
     }
-    Ok((got, fds.pop()))
+    Ok((got, Ok(fds.pop())))
+}
+
+/// Why the kernel could not hand over a descriptor sent beside a message: it says only
+/// `MSG_CTRUNC`, so this asks for a descriptor the same way (a duplicate of `socket`, closed at
+/// once) and gives that error (`EMFILE`: this process's open-file limit; `ENFILE`: the
+/// system's), or, when one is free again, a plain error saying the descriptor was lost.
+fn why_descriptor_lost(socket: BorrowedFd<'_>) -> io::Error {
+    // SAFETY: `socket` is open (borrowed); a descriptor returned is new and ours.
+    let probe = unsafe { libc::fcntl(socket.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
+    if probe < 0 {
+        return io::Error::last_os_error();
+    }
+    // SAFETY: `probe` is the new descriptor just made, owned by nothing else.
+    drop(unsafe { OwnedFd::from_raw_fd(probe) });
+    io::Error::other(
+        "the kernel could not hand over the file descriptor sent beside the message \
+         (MSG_CTRUNC)",
+    )
 }

@@ -47,6 +47,12 @@
 //! channel poisoned ([`IpcError::Poisoned`] from then on). Received
 //! pool and chunk descriptors are checked to be ones that can hold GPU memory.
 //!
+//! Received descriptors count against the process's open-file limit (`ulimit -n`):
+//! [`Channel::recv_vmm_chunks`] refuses, before any chunk comes, a declared count past what
+//! the process can hold with a quarter of its soft limit kept free
+//! ([`IpcError::DescriptorLimit`]), and a descriptor that comes when none is free is
+//! [`IpcError::Io`] with `EMFILE` (or `ENFILE`) as its source, never blamed on the peer.
+//!
 //! Pools can also travel as fabric handles
 //! ([`IpcHandleType::Fabric`](cuda_safe::IpcHandleType)) between processes of one NVLink
 //! fabric, and as bare values through
@@ -64,6 +70,9 @@
 
 mod error;
 mod fd_kind;
+mod fd_limit;
+#[cfg(all(test, target_os = "linux"))]
+mod flood;
 #[cfg(all(test, target_os = "linux"))]
 mod hostile;
 mod io;
@@ -409,11 +418,23 @@ impl Channel {
     /// A chunk refused for what it holds is refused once every chunk has come, so the channel
     /// stays in step.
     ///
+    /// The count the sender declares is checked before any chunk is received, against what
+    /// this process can hold: its open-file soft limit (`ulimit -n`), less the descriptors it
+    /// has open, less a quarter of the limit kept free for the rest of the process (and never
+    /// past [`MAX_VMM_CHUNKS`], the protocol's own maximum). So a peer cannot fill the
+    /// descriptor table by declaring a large count: at the usual soft limit of 1,024, about
+    /// 760 chunks cross in one call.
+    ///
     /// # Errors
     ///
+    /// [`IpcError::DescriptorLimit`] for a declared count past what this process can hold
+    /// (refused before any chunk comes; the rest of the sequence is left unread, so the
+    /// channel is poisoned: raise the soft limit or have the sender send fewer at once);
     /// [`IpcError::Protocol`] for another message, a count past [`MAX_VMM_CHUNKS`], a chunk
     /// without its file descriptor or with one of the wrong kind; [`IpcError::Io`] (a timeout
-    /// included), [`IpcError::PeerGone`] or [`IpcError::Poisoned`].
+    /// included) — with `EMFILE` (`ENFILE`) as its source when a chunk's descriptor came while
+    /// this process (the system) had none free, which poisons the channel —,
+    /// [`IpcError::PeerGone`] or [`IpcError::Poisoned`].
     pub fn recv_vmm_chunks(&self) -> Result<Vec<(OwnedFd, VmmShareDescriptor)>> {
         self.call(|transfer| {
             transfer.sequence(|transfer| {
@@ -426,6 +447,9 @@ impl Channel {
                 if count > MAX_VMM_CHUNKS {
                     return Err(malformed(Kind::VmmChunks));
                 }
+                // Refused before any chunk comes: the rest of the sequence stays unread, so the
+                // channel is poisoned (no descriptor of the peer's is ever taken).
+                fd_limit::check_declared_chunks(count)?;
                 // Transport errors end the sequence at once; a chunk refused for its content
                 // is reported after the last one came.
                 let mut chunks = Vec::with_capacity(count);

@@ -284,6 +284,8 @@ impl<'a> Transfer<'a> {
                 Ok((count, came)) => {
                     self.open = true;
                     filled += count;
+                    // Its bytes consumed and its descriptor gone: the channel is out of step.
+                    let came = came.map_err(descriptor_lost)?;
                     if let Some(came) = came {
                         if fd.is_some() {
                             return Err(protocol(
@@ -306,6 +308,28 @@ impl<'a> Transfer<'a> {
         }
         Ok(())
     }
+}
+
+/// The error of a descriptor sent beside a message that this process could not take,
+/// naming its cause: no descriptor free under this process's open-file limit (`EMFILE`) or
+/// the system's (`ENFILE`), else the kernel's silence.
+fn descriptor_lost(error: io::Error) -> Error {
+    let what = match error.raw_os_error() {
+        Some(libc::EMFILE) => {
+            "taking a file descriptor the other end sent, with none free under this process's \
+             open-file soft limit (raise `ulimit -n`, or hold fewer)"
+        }
+        Some(libc::ENFILE) => {
+            "taking a file descriptor the other end sent, with none free in the system (its \
+             limit on open files)"
+        }
+        _ => "taking a file descriptor the other end sent",
+    };
+    IpcError::Io {
+        what,
+        source: Arc::new(error),
+    }
+    .into()
 }
 
 /// An [`IpcError::Protocol`] saying `detail`.
