@@ -47,12 +47,32 @@ const NVML_CODES: [Code; 4] = [
     code(FUTURE, "Unknown Error"),
 ];
 
+/// cuBLAS's (and cuBLASLt's) statuses, named as `cublas_api.h` names them.
+const CUBLAS_CODES: [Code; 4] = [
+    code(3, "CUBLAS_STATUS_ALLOC_FAILED"),
+    code(13, "CUBLAS_STATUS_EXECUTION_FAILED"),
+    code(15, "CUBLAS_STATUS_NOT_SUPPORTED"),
+    code(FUTURE, "an unknown cuBLAS status"),
+];
+
+/// cuRAND's statuses, named as `curand.h` names them.
+const CURAND_CODES: [Code; 4] = [
+    code(102, "CURAND_STATUS_ALLOCATION_FAILED"),
+    code(201, "CURAND_STATUS_LAUNCH_FAILURE"),
+    code(204, "CURAND_STATUS_ARCH_MISMATCH"),
+    code(FUTURE, "an unknown cuRAND status"),
+];
+
 /// The codes injected into a call, by its library.
 pub fn codes_for(call: &str) -> &'static [Code] {
     if call.starts_with("nvrtc") {
         &NVRTC_CODES
     } else if call.starts_with("nvml") {
         &NVML_CODES
+    } else if call.starts_with("cublas") {
+        &CUBLAS_CODES
+    } else if call.starts_with("curand") {
+        &CURAND_CODES
     } else {
         &CUDA_CODES
     }

@@ -87,6 +87,25 @@ pub fn names_fault(error: &Error, call: &str, code: Code) -> std::result::Result
             }
             Ok(())
         }
+        Error::Library(library) => {
+            let text = error.to_string();
+            if !text.contains(call) || !text.contains(code.text) {
+                return wrong();
+            }
+            // The codes that mean out of memory and not supported, by library.
+            let (oom, unsupported) = match library.library() {
+                "cuBLAS" => (3, 15),
+                "cuRAND" => (102, 204),
+                _ => return wrong(),
+            };
+            if error.is_out_of_memory() != (code.value == oom)
+                || error.is_not_supported() != (code.value == unsupported)
+                || error.is_no_device()
+            {
+                return Err(format!("the predicates disagree with the code: {error:?}"));
+            }
+            Ok(())
+        }
         Error::LaunchOrdering { source } => names_fault(source, call, code),
         _ => wrong(),
     }
