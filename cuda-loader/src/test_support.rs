@@ -1,6 +1,7 @@
 //! What the loader's tests share: private temporary folders, copies of this process's own
 //! libraries, and workers run in a child process (a test whose `dlopen` could kill the process
-//! runs there, so the test binary survives to report it).
+//! runs there, so the test binary survives to report it). Compiled for tests only: an
+//! `expect` here fails a test, never a user's process.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
