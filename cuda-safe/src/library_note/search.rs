@@ -140,12 +140,13 @@ impl Search {
         }
         let value = lines.next()?.strip_prefix("value\t")?;
         let mut opened = None;
+        let mut watched = Vec::new();
         for line in lines {
             let (kind, rest) = line.split_once('\t')?;
             let (path, recorded) = rest.split_once('\t')?;
             match kind {
                 "opened" if opened.is_none() => opened = Some(recorded),
-                "watch" => {}
+                "watch" => watched.push(path),
                 _ => return None,
             }
             if identity(Path::new(path)) != recorded {
@@ -153,12 +154,18 @@ impl Search {
             }
         }
         let opened = opened?;
-        (identity(&self.pick()?) == opened).then(|| value.to_owned())
+        // The library path's directories are as the note found them (all of them are
+        // watched in a note this module writes; one that is not is looked at again).
+        let dirs_as_noted = self
+            .library_path
+            .iter()
+            .all(|dir| watched.iter().any(|path| Path::new(path) == dir));
+        (identity(&self.pick(dirs_as_noted)?) == opened).then(|| value.to_owned())
     }
 
     /// The file the loader would open for this search now ([`resolve::pick`]).
-    fn pick(&self) -> Option<PathBuf> {
-        resolve::pick(&self.candidates, &self.library_path)
+    fn pick(&self, dirs_as_noted: bool) -> Option<PathBuf> {
+        resolve::pick(&self.candidates, &self.library_path, dirs_as_noted)
     }
 
     /// The note for the library this search opened: `opened_as` is the candidate that
@@ -173,7 +180,7 @@ impl Search {
     ) -> Option<Vec<u8>> {
         let position = self.candidates.iter().position(|c| c == opened_as)?;
         let file = loader::file_of(symbol)?;
-        if identity(&self.pick()?) != identity(&file) {
+        if identity(&self.pick(false)?) != identity(&file) {
             return None;
         }
         let mut watched: Vec<PathBuf> = vec![PathBuf::from(LOADER_CACHE)];
@@ -278,7 +285,11 @@ mod resolve {
     use std::path::PathBuf;
 
     /// Never known here.
-    pub(super) fn pick(_candidates: &[PathBuf], _library_path: &[PathBuf]) -> Option<PathBuf> {
+    pub(super) fn pick(
+        _candidates: &[PathBuf],
+        _library_path: &[PathBuf],
+        _dirs_as_noted: bool,
+    ) -> Option<PathBuf> {
         None
     }
 }

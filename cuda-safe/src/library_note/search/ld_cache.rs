@@ -11,10 +11,15 @@
 //!     48  24  x count entries: i32 flags, u32 key, u32 value, u32 OS version, u64 hwcap
 //! ```
 //!
-//! Entries of one name lie together, those for a CPU level (hwcap) first; the loader takes
-//! the first whose flags are this architecture's. Key and value are offsets of NUL-terminated
-//! strings from the new format's start.
+//! `ldconfig` sorts the entries by name, in descending order of the loader's comparison
+//! (`_dl_cache_libcmp`); the loader finds a name by binary search, steps back to the first
+//! entry of that name (those for a CPU level, hwcap, come first) and takes the first whose
+//! flags are this architecture's. This module searches the same way, so it finds what the
+//! loader finds even in a cache that is not sorted. Key and value are offsets of
+//! NUL-terminated strings from the new format's start.
 
+use std::cmp::Ordering;
+use std::ffi::c_char;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
@@ -50,12 +55,24 @@ pub(super) fn lookup(cache: &[u8], name: &[u8]) -> Option<Option<PathBuf>> {
     if order != 0 && order != OWN_ORDER {
         return None;
     }
-    for index in 0..count {
+    let key_of = |index: usize| -> Option<&[u8]> {
+        let entry = table.get(NEW_HEADER + index.checked_mul(NEW_ENTRY)?..)?;
+        string_at(table, u32_at(entry, 4)?)
+    };
+    // The loader's binary search (`search_cache` in `elf/dl-cache.c`), over entries sorted in
+    // descending order of `library_order`.
+    let Some(found) = binary_search(count, |index| Some(library_order(name, key_of(index)?)))?
+    else {
+        return Some(None);
+    };
+    let mut first = found;
+    while first > 0 && library_order(name, key_of(first - 1)?) == Ordering::Equal {
+        first -= 1;
+    }
+    let mut index = first;
+    while index < count && library_order(name, key_of(index)?) == Ordering::Equal {
         let entry = table.get(NEW_HEADER + index * NEW_ENTRY..)?;
-        let key = string_at(table, u32_at(entry, 4)?)?;
-        if !same_library(key, name) {
-            continue;
-        }
+        index += 1;
         let flags = i32::from_ne_bytes(entry.get(..4)?.try_into().ok()?);
         if flags != own {
             continue;
@@ -67,6 +84,25 @@ pub(super) fn lookup(cache: &[u8], name: &[u8]) -> Option<Option<PathBuf>> {
         }
         let value = string_at(table, u32_at(entry, 8)?)?;
         return Some(Some(PathBuf::from(std::ffi::OsStr::from_bytes(value))));
+    }
+    Some(None)
+}
+
+/// The index the loader's binary search stops at among `count` entries, where `compare(i)` is
+/// the name sought against entry `i`'s (`Less`: the name sorts after it in the cache's
+/// descending order): `Some(None)` when it finds none, `None` when an entry cannot be read.
+fn binary_search(
+    count: usize,
+    compare: impl Fn(usize) -> Option<Ordering>,
+) -> Option<Option<usize>> {
+    let (mut left, mut right) = (0usize, count);
+    while left < right {
+        let middle = left + (right - left) / 2;
+        match compare(middle)? {
+            Ordering::Equal => return Some(Some(middle)),
+            Ordering::Less => left = middle + 1,
+            Ordering::Greater => right = middle,
+        }
     }
     Some(None)
 }
@@ -98,27 +134,31 @@ fn string_at(table: &[u8], offset: u32) -> Option<&[u8]> {
     rest.get(..end)
 }
 
-/// Whether the loader takes `a` and `b` for one name (`_dl_cache_libcmp` is 0): runs of
-/// digits compare by value, everything else byte by byte.
-fn same_library(a: &[u8], b: &[u8]) -> bool {
+/// How the loader orders two library names (`_dl_cache_libcmp`): runs of digits compare by
+/// value and before any other byte, other bytes as the C `char`s they are.
+fn library_order(a: &[u8], b: &[u8]) -> Ordering {
+    // `c_char` is signed on some architectures, as the loader's bytes are; an ended name
+    // reads as its NUL.
+    let as_char = |byte: Option<&u8>| byte.map_or(0, |&byte| byte as c_char);
     let (mut a, mut b) = (a, b);
-    loop {
-        match (a.first(), b.first()) {
-            (None, None) => return true,
-            (Some(x), Some(y)) if x.is_ascii_digit() && y.is_ascii_digit() => {
+    while let Some(&x) = a.first() {
+        let y = b.first().copied().unwrap_or(0);
+        match (x.is_ascii_digit(), y.is_ascii_digit()) {
+            (true, true) => {
                 let (first, rest_a) = digits(a);
                 let (second, rest_b) = digits(b);
                 if first != second {
-                    return false;
+                    return first.cmp(&second);
                 }
                 (a, b) = (rest_a, rest_b);
             }
-            (Some(x), Some(y)) if x == y && !x.is_ascii_digit() => {
-                (a, b) = (&a[1..], &b[1..]);
-            }
-            _ => return false,
+            (true, false) => return Ordering::Greater,
+            (false, true) => return Ordering::Less,
+            (false, false) if x != y => return as_char(Some(&x)).cmp(&as_char(Some(&y))),
+            (false, false) => (a, b) = (&a[1..], b.get(1..).unwrap_or_default()),
         }
     }
+    as_char(None).cmp(&as_char(b.first()))
 }
 
 /// The value of the digits `text` starts with (saturating, as no name holds a number that

@@ -35,9 +35,22 @@ const SUBDIRECTORIES: [&str; 7] = [
 
 /// The file the loader would open for `candidates`, with `library_path` the `LD_LIBRARY_PATH`
 /// directories (absolute); `None` when none would open or it cannot be told.
-pub(super) fn pick(candidates: &[PathBuf], library_path: &[PathBuf]) -> Option<PathBuf> {
-    // The loader's cache, read once for every bare name (a fresh process's hit pays for it).
-    let mut cache = None;
+///
+/// `dirs_as_noted`: every directory of `library_path` has the identity a note recorded
+/// (device, inode, modification and change times), so holds the entries it held when the
+/// note's search passed it, none of [`SUBDIRECTORIES`] among them (a note is written only
+/// then); their absence is not looked at again. Whether a file name there leads to a file is
+/// (a link's target may have appeared).
+pub(super) fn pick(
+    candidates: &[PathBuf],
+    library_path: &[PathBuf],
+    dirs_as_noted: bool,
+) -> Option<PathBuf> {
+    let mut names = NameSearch {
+        library_path,
+        clean_dirs: if dirs_as_noted { library_path.len() } else { 0 },
+        cache: None,
+    };
     for candidate in candidates {
         let found = if candidate.as_os_str().as_encoded_bytes().contains(&b'/') {
             if !candidate.is_absolute() {
@@ -45,7 +58,7 @@ pub(super) fn pick(candidates: &[PathBuf], library_path: &[PathBuf]) -> Option<P
             }
             regular_file(candidate)?
         } else {
-            find_name(candidate, library_path, &mut cache)?
+            names.find(candidate)?
         };
         if found.is_some() {
             return found;
@@ -71,51 +84,63 @@ fn is_absent(error: &io::Error) -> bool {
     )
 }
 
-/// Where glibc finds the bare file `name`: as [`regular_file`] says. `cache` holds the
-/// loader's cache once read (`None` until then; `Some(None)` when there is none).
-fn find_name(
-    name: &Path,
-    library_path: &[PathBuf],
-    cache: &mut Option<Option<Vec<u8>>>,
-) -> Option<Option<PathBuf>> {
-    for dir in library_path {
-        for sub in SUBDIRECTORIES {
-            match fs::symlink_metadata(dir.join(sub)) {
-                Ok(_) => return None,
-                Err(error) if is_absent(&error) => {}
-                Err(_) => return None,
+/// glibc's search for bare names, with what one pick reads once: which `LD_LIBRARY_PATH`
+/// directories hold none of [`SUBDIRECTORIES`], and the loader's cache.
+struct NameSearch<'a> {
+    library_path: &'a [PathBuf],
+    /// How many directories of `library_path`, from the first, were found without any of
+    /// [`SUBDIRECTORIES`].
+    clean_dirs: usize,
+    /// The loader's cache once read (`Some(None)` when there is none).
+    cache: Option<Option<Vec<u8>>>,
+}
+
+impl NameSearch<'_> {
+    /// Where glibc finds the bare file `name`: as [`regular_file`] says.
+    fn find(&mut self, name: &Path) -> Option<Option<PathBuf>> {
+        for (index, dir) in self.library_path.iter().enumerate() {
+            if index == self.clean_dirs {
+                for sub in SUBDIRECTORIES {
+                    match fs::symlink_metadata(dir.join(sub)) {
+                        Ok(_) => return None,
+                        Err(error) if is_absent(&error) => {}
+                        Err(_) => return None,
+                    }
+                }
+                self.clean_dirs += 1;
+            }
+            if let Some(found) = regular_file(&dir.join(name))? {
+                return Some(Some(found));
             }
         }
-        if let Some(found) = regular_file(&dir.join(name))? {
+        if self.cache.is_none() {
+            self.cache = Some(match fs::read(LOADER_CACHE) {
+                Ok(bytes) => Some(bytes),
+                Err(error) if is_absent(&error) => None,
+                Err(_) => return None,
+            });
+        }
+        if let Some(Some(bytes)) = &self.cache
+            && let Some(found) = ld_cache::lookup(bytes, name.as_os_str().as_encoded_bytes())?
+        {
             return Some(Some(found));
         }
+        let in_system_dir = system_dirs()
+            .any(|dir| !matches!(regular_file(&Path::new(dir).join(name)), Some(None)));
+        if in_system_dir { None } else { Some(None) }
     }
-    if cache.is_none() {
-        *cache = Some(match fs::read(LOADER_CACHE) {
-            Ok(bytes) => Some(bytes),
-            Err(error) if is_absent(&error) => None,
-            Err(_) => return None,
-        });
-    }
-    if let Some(Some(bytes)) = cache.as_ref()
-        && let Some(found) = ld_cache::lookup(bytes, name.as_os_str().as_encoded_bytes())?
-    {
-        return Some(Some(found));
-    }
-    let in_system_dir = system_dirs()
-        .iter()
-        .any(|dir| !matches!(regular_file(&dir.join(name)), Some(None)));
-    if in_system_dir { None } else { Some(None) }
 }
 
 /// The system's library directories on this architecture (Debian's multi-arch ones too).
-fn system_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = ["/lib64", "/usr/lib64", "/lib", "/usr/lib"]
-        .iter()
-        .map(PathBuf::from)
-        .collect();
-    let triple = format!("{}-linux-gnu", std::env::consts::ARCH);
-    dirs.push(Path::new("/lib").join(&triple));
-    dirs.push(Path::new("/usr/lib").join(&triple));
-    dirs
+fn system_dirs() -> impl Iterator<Item = &'static str> {
+    let multiarch: &[&str] = if cfg!(target_arch = "x86_64") {
+        &["/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu"]
+    } else if cfg!(target_arch = "aarch64") {
+        &["/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu"]
+    } else {
+        &[]
+    };
+    ["/lib64", "/usr/lib64", "/lib", "/usr/lib"]
+        .into_iter()
+        .chain(multiarch.iter().copied())
 }

@@ -160,7 +160,7 @@ fn the_file_opened_is_told_in_the_loader_order() {
     fs::create_dir(&second).unwrap();
     let candidates = [PathBuf::from(name), second.join(name)];
     let library_path = [first.clone()];
-    let pick = || resolve::pick(&candidates, &library_path);
+    let pick = || resolve::pick(&candidates, &library_path, false);
     assert_eq!(pick(), None, "nothing to open");
     fs::write(second.join(name), b"x").unwrap();
     assert_eq!(pick(), Some(second.join(name)), "the second candidate");
@@ -175,7 +175,7 @@ fn the_file_opened_is_told_in_the_loader_order() {
         second.join(name),
     ];
     assert_eq!(
-        resolve::pick(&passed_over, &[]),
+        resolve::pick(&passed_over, &[], false),
         Some(second.join(name)),
         "a relative path and a directory are passed over"
     );
@@ -184,7 +184,7 @@ fn the_file_opened_is_told_in_the_loader_order() {
     let getpid: unsafe extern "C" fn() -> libc::pid_t = libc::getpid;
     let libc = getpid as *const std::ffi::c_void;
     match (
-        resolve::pick(&[PathBuf::from("libc.so.6")], &[]),
+        resolve::pick(&[PathBuf::from("libc.so.6")], &[], false),
         super::loader::file_of(libc),
     ) {
         (Some(picked), Some(mapped)) => assert_eq!(identity(&picked), identity(&mapped)),
@@ -247,4 +247,66 @@ fn decimals_are_written_as_format_writes_them() {
         super::push_decimal(&mut text, value);
         assert_eq!(text, value.to_string());
     }
+}
+
+/// A note of a bare name found in an `LD_LIBRARY_PATH` directory: recalled while the
+/// directories are as noted (their sub-directories not looked at again), missed when one
+/// gains a CPU level's sub-directory, or when a link there that led nowhere comes to lead to a
+/// file the loader would now open first.
+#[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+#[test]
+fn a_note_through_the_library_path_holds_while_its_directories_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = "libcuda-safe-no-such-library.so.1";
+    let (first, second) = (dir.path().join("first"), dir.path().join("second"));
+    fs::create_dir(&first).unwrap();
+    fs::create_dir(&second).unwrap();
+    fs::write(second.join(name), b"x").unwrap();
+    let spec = LibrarySpec {
+        file_names: &["libcuda-safe-no-such-library.so.1"],
+        ..ZLIB
+    };
+    let path = format!("{}:{}", first.display(), second.display());
+    let env = move |var: &str| (var == "LD_LIBRARY_PATH").then(|| OsString::from(&path));
+    let search = Search::with(&spec, env, true).unwrap();
+    let note = || {
+        let watched: Vec<PathBuf> = search.library_path.clone();
+        note_of(&second.join(name), &watched, "13.0").unwrap()
+    };
+    assert_eq!(search.recall(&note()).as_deref(), Some("13.0"));
+
+    let before = note();
+    fs::create_dir(first.join("glibc-hwcaps")).unwrap();
+    assert_eq!(search.recall(&before), None, "a sub-directory appeared");
+    fs::remove_dir(first.join("glibc-hwcaps")).unwrap();
+    assert_eq!(search.recall(&note()).as_deref(), Some("13.0"));
+
+    // A dangling link in the first directory: the directory stays as noted when its target
+    // appears, but the loader would open the first directory's file now.
+    let target = dir.path().join("elsewhere.so");
+    std::os::unix::fs::symlink(&target, first.join(name)).unwrap();
+    let before = note();
+    assert_eq!(search.recall(&before).as_deref(), Some("13.0"));
+    fs::write(&target, b"y").unwrap();
+    assert_eq!(
+        search.recall(&before),
+        None,
+        "a link came to lead to a file"
+    );
+
+    // A note that does not watch the directories has them looked at again.
+    let unwatched = note_of(&first.join(name), &[], "13.0").unwrap();
+    assert_eq!(search.recall(&unwatched).as_deref(), Some("13.0"));
+    fs::create_dir(second.join("tls")).unwrap();
+    assert_eq!(
+        search.recall(&unwatched).as_deref(),
+        Some("13.0"),
+        "found before"
+    );
+    fs::create_dir(first.join("tls")).unwrap();
+    assert_eq!(
+        search.recall(&unwatched),
+        None,
+        "a sub-directory, looked at again"
+    );
 }
