@@ -18,6 +18,7 @@
 
 #include "libblas_stub.h"
 
+/* Counted atomically: the tests run handles and plans on several threads. */
 static long live_blas, live_lt, live_lt_objects;
 long blas_stub_live_generators;
 static int refuse_heuristic;
@@ -25,11 +26,11 @@ static int refuse_heuristic;
 /* Live handles by kind: "cublas", "cublaslt", "lt-descriptor", "curand". */
 long long blas_stub_live(const char *kind) {
     if (strcmp(kind, "cublas") == 0)
-        return live_blas;
+        return __atomic_load_n(&live_blas, __ATOMIC_SEQ_CST);
     if (strcmp(kind, "cublaslt") == 0)
-        return live_lt;
+        return __atomic_load_n(&live_lt, __ATOMIC_SEQ_CST);
     if (strcmp(kind, "lt-descriptor") == 0)
-        return live_lt_objects;
+        return __atomic_load_n(&live_lt_objects, __ATOMIC_SEQ_CST);
     if (strcmp(kind, "curand") == 0)
         return blas_stub_live_generators;
     return -1;
@@ -99,14 +100,14 @@ struct blas {
 int cublasCreate_v2(struct blas **handle) {
     ENTER("cublasCreate_v2");
     *handle = calloc(1, sizeof **handle);
-    live_blas++;
+    __atomic_add_fetch(&live_blas, 1, __ATOMIC_SEQ_CST);
     return OK;
 }
 
 int cublasDestroy_v2(struct blas *handle) {
     ENTER("cublasDestroy_v2");
     free(handle);
-    live_blas--;
+    __atomic_sub_fetch(&live_blas, 1, __ATOMIC_SEQ_CST);
     return OK;
 }
 
@@ -344,14 +345,14 @@ struct heuristic {
 int cublasLtCreate(void **handle) {
     ENTER("cublasLtCreate");
     *handle = calloc(1, 8);
-    live_lt++;
+    __atomic_add_fetch(&live_lt, 1, __ATOMIC_SEQ_CST);
     return OK;
 }
 
 int cublasLtDestroy(void *handle) {
     ENTER("cublasLtDestroy");
     free(handle);
-    live_lt--;
+    __atomic_sub_fetch(&live_lt, 1, __ATOMIC_SEQ_CST);
     return OK;
 }
 
@@ -362,14 +363,14 @@ int cublasLtMatmulDescCreate(struct lt_desc **desc, int compute, int scale) {
     (void)compute; (void)scale;
     *desc = calloc(1, sizeof **desc);
     (*desc)->epilogue = 1;
-    live_lt_objects++;
+    __atomic_add_fetch(&live_lt_objects, 1, __ATOMIC_SEQ_CST);
     return OK;
 }
 
 int cublasLtMatmulDescDestroy(struct lt_desc *desc) {
     ENTER("cublasLtMatmulDescDestroy");
     free(desc);
-    live_lt_objects--;
+    __atomic_sub_fetch(&live_lt_objects, 1, __ATOMIC_SEQ_CST);
     return OK;
 }
 
@@ -392,14 +393,14 @@ int cublasLtMatrixLayoutCreate(struct lt_layout **layout, int type, unsigned lon
     ENTER("cublasLtMatrixLayoutCreate");
     *layout = calloc(1, sizeof **layout);
     **layout = (struct lt_layout){type, rows, cols, ld, 1, 0};
-    live_lt_objects++;
+    __atomic_add_fetch(&live_lt_objects, 1, __ATOMIC_SEQ_CST);
     return OK;
 }
 
 int cublasLtMatrixLayoutDestroy(struct lt_layout *layout) {
     ENTER("cublasLtMatrixLayoutDestroy");
     free(layout);
-    live_lt_objects--;
+    __atomic_sub_fetch(&live_lt_objects, 1, __ATOMIC_SEQ_CST);
     return OK;
 }
 
@@ -416,14 +417,14 @@ int cublasLtMatrixLayoutSetAttribute(struct lt_layout *layout, int attribute, co
 int cublasLtMatmulPreferenceCreate(void **preference) {
     ENTER("cublasLtMatmulPreferenceCreate");
     *preference = calloc(1, 8);
-    live_lt_objects++;
+    __atomic_add_fetch(&live_lt_objects, 1, __ATOMIC_SEQ_CST);
     return OK;
 }
 
 int cublasLtMatmulPreferenceDestroy(void *preference) {
     ENTER("cublasLtMatmulPreferenceDestroy");
     free(preference);
-    live_lt_objects--;
+    __atomic_sub_fetch(&live_lt_objects, 1, __ATOMIC_SEQ_CST);
     return OK;
 }
 

@@ -17,6 +17,14 @@ pub(crate) const CASES: &[(&str, CaseFn)] = &[
         plan_once_and_run_budget,
     ),
     (
+        "a plan runs on several threads at once, each call with its own bias",
+        a_plan_runs_on_several_threads_at_once,
+    ),
+    (
+        "the plan cache keeps the plans used most recently, up to its capacity",
+        the_plan_cache_is_bounded,
+    ),
+    (
         "a plan the heuristic refuses names the shape",
         refused_plans_are_typed,
     ),
@@ -259,5 +267,118 @@ fn run_checks_refuse_first(case: &Case) -> Result<(), String> {
             let mut d = zeros(64)?;
             tight.run(&plain, MatmulCall::new::<f32, f32, f32>(&a, &a, &mut d)?)
         },
+    )
+}
+
+fn a_plan_runs_on_several_threads_at_once(case: &Case) -> Result<(), String> {
+    let desc = MatmulDesc::new::<f32, f32, f32>(Gemm::new(4, 4, 4)).epilogue(Epilogue::Bias);
+    let before = case.blas.live("lt-descriptor");
+    let plan = Matmul::new(&case.stream)
+        .and_then(|matmul| matmul.plan(&desc))
+        .map_err(|e| e.to_string())?;
+    let (a, b) = (upload(case, &[1.0; 16])?, upload(case, &[1.0; 16])?);
+    let biases = (0..4)
+        .map(|thread| upload(case, &[10.0 * thread as f32; 4]))
+        .collect::<Result<Vec<_>, _>>()?;
+    let device = *case.stream.device();
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = biases
+            .iter()
+            .enumerate()
+            .map(|(thread, bias)| {
+                let (plan, a, b) = (&plan, &a, &b);
+                scope.spawn(move || -> Result<(), String> {
+                    device.set_current().map_err(|e| e.to_string())?;
+                    let stream = device
+                        .create_stream(Default::default())
+                        .map_err(|e| e.to_string())?;
+                    let matmul = Matmul::new(&stream).map_err(|e| e.to_string())?;
+                    let mut d = case
+                        .pool
+                        .allocate_zeroed::<f32>(16, &stream)
+                        .map_err(|e| e.to_string())?;
+                    let want = 4.0 + 10.0 * thread as f32;
+                    for round in 0..100 {
+                        let call = MatmulCall::new::<f32, f32, f32>(a, b, &mut d)
+                            .and_then(|call| call.bias::<f32>(bias))
+                            .map_err(|e| e.to_string())?;
+                        matmul.run(plan, call).map_err(|e| e.to_string())?;
+                        let got: Vec<f32> = d.to_vec().map_err(|e| e.to_string())?;
+                        ensure(got.iter().all(|&value| value == want), || {
+                            format!("thread {thread}, round {round}: {got:?}, not {want}")
+                        })?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .try_for_each(|thread| thread.join().map_err(|_| "a thread panicked".to_owned())?)
+    })?;
+    let descriptors = case.blas.live("lt-descriptor") - before;
+    // The shared descriptor, three layouts, and one lent descriptor per thread at most.
+    ensure((5..=8).contains(&descriptors), || {
+        format!("{descriptors} descriptors live for one plan run on 4 threads")
+    })?;
+    drop(plan);
+    let left = case.blas.live("lt-descriptor") - before;
+    ensure(left == 0, || {
+        format!("{left} descriptors left after the plan")
+    })
+}
+
+fn the_plan_cache_is_bounded(case: &Case) -> Result<(), String> {
+    let matmul = Matmul::new(&case.stream).map_err(|e| e.to_string())?;
+    ensure(
+        matmul.plan_capacity() == Matmul::DEFAULT_PLAN_CAPACITY,
+        || format!("capacity {}", matmul.plan_capacity()),
+    )?;
+    let before = case.blas.live("lt-descriptor");
+    let desc = |n: usize| MatmulDesc::new::<f32, f32, f32>(Gemm::new(n, n, n));
+    let plan = |n: usize| -> Result<Vec<String>, String> {
+        case.stub.take_log();
+        matmul.plan(&desc(n)).map_err(|e| e.to_string())?;
+        Ok(names(case.stub.take_log()))
+    };
+    let made = |calls: &[String]| calls.iter().any(|c| c == "cublasLtMatmulAlgoGetHeuristic");
+    matmul.set_plan_capacity(2);
+    for n in 1..=3 {
+        plan(n)?;
+    }
+    ensure(matmul.cached_plans() == 2, || {
+        format!("{} plans kept", matmul.cached_plans())
+    })?;
+    // A plain plan holds its operation descriptor and three layouts.
+    let live = case.blas.live("lt-descriptor") - before;
+    ensure(live == 8, || format!("{live} descriptors for 2 plans kept"))?;
+    ensure(plan(3)?.is_empty(), || {
+        "the newest plan was made again".into()
+    })?;
+    ensure(made(&plan(1)?), || "the oldest plan was kept".into())?;
+    // 2 was used least recently: 1 took its place.
+    ensure(plan(3)?.is_empty(), || "plan 3 was dropped".into())?;
+    ensure(made(&plan(2)?), || {
+        "plan 2 was kept past the capacity".into()
+    })?;
+    matmul.set_plan_capacity(0);
+    ensure(matmul.cached_plans() == 0, || {
+        "capacity 0 kept plans".into()
+    })?;
+    ensure(made(&plan(3)?), || "capacity 0 kept a plan".into())?;
+    let live = case.blas.live("lt-descriptor") - before;
+    ensure(live == 0, || {
+        format!("{live} descriptors left at capacity 0")
+    })?;
+    // Many shapes at the default capacity: the descriptors stay bounded.
+    matmul.set_plan_capacity(Matmul::DEFAULT_PLAN_CAPACITY);
+    for n in 1..=Matmul::DEFAULT_PLAN_CAPACITY + 200 {
+        matmul.plan(&desc(n)).map_err(|e| e.to_string())?;
+    }
+    let live = case.blas.live("lt-descriptor") - before;
+    ensure(
+        matmul.cached_plans() == Matmul::DEFAULT_PLAN_CAPACITY
+            && live == 4 * Matmul::DEFAULT_PLAN_CAPACITY as i64,
+        || format!("{} plans, {live} descriptors", matmul.cached_plans()),
     )
 }

@@ -3,12 +3,13 @@
 //! `Matmul`), and each [`Matmul::run`] is one `cublasLtMatmul` on the plan.
 
 mod call;
+mod operation;
 mod plan;
+mod plans;
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 pub use call::MatmulCall;
 pub use plan::{Epilogue, MatmulDesc, MatmulElement, MatmulPlan};
@@ -17,16 +18,17 @@ use crate::blas::error::CublasError;
 use crate::blas::error::cublaslt;
 use crate::blas::operand::DEFAULT_WORKSPACE;
 use cublaslt_sys::{
-    CublasLt, cublasLtHandle_t, cublasLtMatmulAlgo_t, cublasLtMatmulDescAttributes_t,
-    cublasLtMatmulHeuristicResult_t, cublasLtMatmulPreference_t,
-    cublasLtMatmulPreferenceAttributes_t, cublasLtMatrixLayoutAttribute_t, cublasStatus_t,
-    cudaDataType_t,
+    CublasLt, cublasLtHandle_t, cublasLtMatmulAlgo_t, cublasLtMatmulHeuristicResult_t,
+    cublasLtMatmulPreference_t, cublasLtMatmulPreferenceAttributes_t,
+    cublasLtMatrixLayoutAttribute_t, cublasStatus_t, cudaDataType_t,
 };
 use cuda_safe::Buffer;
 use cuda_safe::Stream;
 use cuda_safe::handle::{Owned, Release};
 use cuda_safe::{Error, Result};
-use plan::{Bound, Descriptors, layouts, set_layout, set_operation};
+use operation::{OperationSpec, Operations};
+use plan::{Descriptors, layouts, set_layout};
+use plans::PlanCache;
 
 /// A cuBLASLt handle bound to a [`Stream`], with its workspace (a [`Buffer`] of this crate)
 /// and the plans it made, by description.
@@ -59,7 +61,7 @@ use plan::{Bound, Descriptors, layouts, set_layout, set_operation};
 #[must_use = "a cuBLASLt handle is destroyed when dropped"]
 pub struct Matmul {
     inner: Owned<LtHandle>,
-    plans: RefCell<HashMap<MatmulDesc, Arc<MatmulPlan>>>,
+    plans: RefCell<PlanCache>,
 }
 
 /// What a [`Matmul`] owns.
@@ -118,7 +120,7 @@ impl Matmul {
                 stream: stream.clone(),
                 workspace,
             }),
-            plans: RefCell::new(HashMap::new()),
+            plans: RefCell::new(PlanCache::new(Self::DEFAULT_PLAN_CAPACITY)),
         })
     }
 
@@ -163,8 +165,31 @@ impl Matmul {
         Ok(unsafe { self.inner.lt.cublasLtGetVersion() }?)
     }
 
+    /// How many plans a handle keeps unless told otherwise ([`set_plan_capacity`]).
+    ///
+    /// [`set_plan_capacity`]: Self::set_plan_capacity
+    pub const DEFAULT_PLAN_CAPACITY: usize = 1024;
+
+    /// How many plans this handle keeps at most.
+    pub fn plan_capacity(&self) -> usize {
+        self.plans.borrow().capacity()
+    }
+
+    /// Keeps at most `capacity` plans from now on, dropping those used least recently past
+    /// it (0: none kept, every [`plan`](Self::plan) makes one). A dropped plan's descriptors
+    /// are destroyed once no caller holds it.
+    pub fn set_plan_capacity(&self, capacity: usize) {
+        self.plans.borrow_mut().set_capacity(capacity);
+    }
+
+    /// How many plans this handle keeps now.
+    pub fn cached_plans(&self) -> usize {
+        self.plans.borrow().len()
+    }
+
     /// The plan for `desc`: made once (descriptors, then cuBLASLt's heuristic asked for its
-    /// best algorithm within this handle's workspace), then taken from this handle's cache.
+    /// best algorithm within this handle's workspace), then taken from this handle's cache,
+    /// which keeps the [`plan_capacity`](Self::plan_capacity) plans used most recently.
     ///
     #[doc = cublaslt_sys::api_doc!(cublasLtMatmulDescCreate)]
     #[doc = cublaslt_sys::api_doc!(cublasLtMatrixLayoutCreate)]
@@ -181,8 +206,8 @@ impl Matmul {
         alias = "cublasLtMatmulAlgoGetHeuristic"
     )]
     pub fn plan(&self, desc: &MatmulDesc) -> Result<Arc<MatmulPlan>> {
-        if let Some(plan) = self.plans.borrow().get(desc) {
-            return Ok(Arc::clone(plan));
+        if let Some(plan) = self.plans.borrow_mut().get(desc) {
+            return Ok(plan);
         }
         let plan = Arc::new(self.make_plan(desc)?);
         self.plans
@@ -206,64 +231,18 @@ impl Matmul {
         let refused = |error: Error| refusal(desc, error);
         let mut descriptors = Owned::new(Descriptors {
             lt,
-            operation: Mutex::new(Bound {
-                raw: std::ptr::null_mut(),
-                pointers: [0; 6],
-            }),
+            operations: None,
             layouts: [std::ptr::null_mut(); 3],
         });
-        let mut operation = std::ptr::null_mut();
-        // SAFETY: a valid out-pointer; the compute and scale types are cuBLASLt's.
-        unsafe {
-            cublaslt!(
-                lt,
-                cublasLtMatmulDescCreate(
-                    &mut operation,
-                    layout.compute,
-                    cudaDataType_t::CUDA_R_32F
-                )
-            )
-        }
-        .map_err(refused)?;
-        descriptors
-            .operation
-            .get_mut()
-            .map_err(|_| Error::unexpected("cublasLtMatmulDescCreate", "a poisoned lock"))?
-            .raw = operation;
-        use cublasLtMatmulDescAttributes_t as Attribute;
-        let [transa, transb] = layout.transposes.map(|transpose| transpose.as_raw().0);
-        set_operation(
-            lt,
-            operation,
-            Attribute::CUBLASLT_MATMUL_DESC_TRANSA,
-            &transa,
-        )
-        .and_then(|()| {
-            set_operation(
-                lt,
-                operation,
-                Attribute::CUBLASLT_MATMUL_DESC_TRANSB,
-                &transb,
-            )
-        })
-        .and_then(|()| {
-            let epilogue = desc.epilogue_kind().as_raw().0;
-            set_operation(
-                lt,
-                operation,
-                Attribute::CUBLASLT_MATMUL_DESC_EPILOGUE,
-                &epilogue,
-            )
-        })
-        .map_err(refused)?;
-        if let Some((_, bias_type)) = layout.bias {
-            let attribute = Attribute::CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE;
-            set_operation(lt, operation, attribute, &bias_type).map_err(refused)?;
-        }
-        if let Some((ld, _)) = layout.aux {
-            let attribute = Attribute::CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD;
-            set_operation(lt, operation, attribute, &ld).map_err(refused)?;
-        }
+        let spec = OperationSpec {
+            compute: layout.compute,
+            transposes: layout.transposes.map(|transpose| transpose.as_raw().0),
+            epilogue: desc.epilogue_kind().as_raw().0,
+            bias_type: layout.bias.map(|(_, bias_type)| bias_type),
+            aux_ld: layout.aux.map(|(ld, _)| ld),
+        };
+        let lends = layout.bias.is_some() || layout.aux.is_some() || desc.is_fp8();
+        descriptors.operations = Some(Operations::new(lt, spec, lends).map_err(refused)?);
         for (index, &(data_type, rows, cols, ld)) in layout.matrices.iter().enumerate() {
             let mut matrix = std::ptr::null_mut();
             // SAFETY: a valid out-pointer; the sizes were checked against cuBLASLt's types.
@@ -343,10 +322,10 @@ impl Matmul {
             })
             .map_err(refused)?;
         let operation = descriptors
-            .operation
-            .lock()
-            .map_err(|_| Error::unexpected("cublasLtMatmulAlgoGetHeuristic", "a poisoned lock"))?
-            .raw;
+            .operations
+            .as_ref()
+            .ok_or_else(|| Error::unexpected("cublasLtMatmulAlgoGetHeuristic", "no descriptor"))?
+            .shared();
         let [first, second, d] = descriptors.layouts;
         let mut result = cublasLtMatmulHeuristicResult_t::default();
         let mut found = 0;
@@ -420,16 +399,22 @@ impl Matmul {
         let descriptors = &*plan.descriptors;
         let [first_layout, second_layout, d_layout] = descriptors.layouts;
         let lt = inner.lt;
-        let mut bound = descriptors
-            .operation
-            .lock()
-            .map_err(|_| Error::unexpected("cublasLtMatmul", "a poisoned plan lock"))?;
-        bind_pointers(lt, &mut bound, pointers)?;
-        let operation = bound.raw;
+        let operations = descriptors
+            .operations
+            .as_ref()
+            .ok_or_else(|| Error::unexpected("cublasLtMatmul", "a plan without descriptors"))?;
+        // A call without pointer attributes shares the plan's descriptor (never written); one
+        // with them gets a descriptor of its own for the call: no lock is held from here on.
+        let lent = match pointers {
+            [0, 0, 0, 0, 0, 0] => None,
+            _ => Some(operations.lend(pointers)?),
+        };
+        let operation = lent.as_ref().map_or(operations.shared(), |lent| lent.raw());
         let algo: *const cublasLtMatmulAlgo_t = &plan.algo;
         let (workspace, workspace_size) = (inner.workspace.as_raw(), inner.workspace.len());
         cuda_safe::ordering::ordered(&inner.stream, streams, || {
-            // SAFETY: the descriptors are the plan's, held under its lock; every operand is
+            // SAFETY: the descriptors are the plan's (the operation's this call's alone or never
+            // written, `Operations`); every operand is
             // device memory spanning what the plan computes, of its types and alignment (all
             // checked), D borrowed exclusively; the workspace is this handle's, at least the
             // algorithm's size, ordered on the stream.
@@ -463,27 +448,6 @@ impl Matmul {
     pub fn close(self) -> Result<()> {
         self.inner.close()
     }
-}
-
-/// Sets the operation descriptor's pointer attributes that differ from those last set.
-fn bind_pointers(lt: &CublasLt, bound: &mut Bound, pointers: [u64; 6]) -> Result<()> {
-    use cublasLtMatmulDescAttributes_t as Attribute;
-    const ATTRIBUTES: [Attribute; 6] = [
-        Attribute::CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-        Attribute::CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
-        Attribute::CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
-        Attribute::CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
-        Attribute::CUBLASLT_MATMUL_DESC_D_SCALE_POINTER,
-        Attribute::CUBLASLT_MATMUL_DESC_AMAX_D_POINTER,
-    ];
-    for (index, attribute) in ATTRIBUTES.into_iter().enumerate() {
-        if bound.pointers[index] != pointers[index] {
-            let value = pointers[index] as *const std::ffi::c_void;
-            set_operation(lt, bound.raw, attribute, &value)?;
-            bound.pointers[index] = pointers[index];
-        }
-    }
-    Ok(())
 }
 
 /// `error` as a refusal of the plan for `desc`, when cuBLASLt refused (an invalid value or
@@ -559,6 +523,7 @@ impl fmt::Debug for Matmul {
             .field("stream", &self.inner.stream)
             .field("workspace", &self.inner.workspace.len())
             .field("plans", &self.plans.borrow().len())
+            .field("plan_capacity", &self.plans.borrow().capacity())
             .finish()
     }
 }

@@ -3,7 +3,6 @@
 //! heuristic chose, found once.
 
 use std::fmt;
-use std::sync::Mutex;
 
 use crate::blas::elements::{BlasElement, F8E4M3, F8E5M2};
 use crate::blas::error::cublaslt;
@@ -15,6 +14,8 @@ use cublaslt_sys::{
 };
 use cuda_safe::handle::{Owned, Release};
 use cuda_safe::{Error, Result};
+
+use super::operation::Operations;
 
 /// An element type of a cuBLASLt matmul: f32, f16, bf16 and the FP8 formats as inputs, f32,
 /// f16 and bf16 as outputs; the scalars are f32 throughout (f32 compute).
@@ -248,23 +249,14 @@ impl fmt::Display for MatmulDesc {
 /// cuBLASLt's descriptors of a plan, destroyed together.
 pub(crate) struct Descriptors {
     pub(crate) lt: &'static CublasLt,
-    /// The operation descriptor, whose pointer attributes (bias, aux, scales) a call sets:
-    /// behind the lock, with the pointers last set.
-    pub(crate) operation: Mutex<Bound>,
+    /// The operation descriptors (see [`Operations`]); `None` until made.
+    pub(crate) operations: Option<Operations>,
     /// The layouts of the call's first and second operands and of C (= D).
     pub(crate) layouts: [cublasLtMatrixLayout_t; 3],
 }
 
-/// The operation descriptor and the addresses its pointer attributes hold.
-pub(crate) struct Bound {
-    pub(crate) raw: cublasLtMatmulDesc_t,
-    /// Bias, aux, A scale, B scale, D scale, D amax: as last set (0 for none).
-    pub(crate) pointers: [u64; 6],
-}
-
-// SAFETY: the descriptors are host memory cuBLASLt reads during a call; the operation
-// descriptor is only read or written with its lock held, and the layouts are never written
-// after the plan is made.
+// SAFETY: the layouts are host memory cuBLASLt reads during a call, never written after the
+// plan is made; the operation descriptors are `Send` and `Sync` (see `Operations`).
 unsafe impl Send for Descriptors {}
 // SAFETY: as above.
 unsafe impl Sync for Descriptors {}
@@ -274,10 +266,6 @@ impl Release for Descriptors {
 
     fn release(&mut self) -> Result<()> {
         let lt = self.lt;
-        let operation = self
-            .operation
-            .get_mut()
-            .map_or_else(|poisoned| poisoned.into_inner().raw, |bound| bound.raw);
         let mut outcome = Ok(());
         for layout in self.layouts {
             if !layout.is_null() {
@@ -286,10 +274,8 @@ impl Release for Descriptors {
                 outcome = outcome.and(destroyed);
             }
         }
-        if !operation.is_null() {
-            // SAFETY: created by cublasLtMatmulDescCreate, destroyed once here.
-            let destroyed = unsafe { cublaslt!(lt, cublasLtMatmulDescDestroy(operation)) };
-            outcome = outcome.and(destroyed);
+        if let Some(operations) = self.operations.as_mut() {
+            outcome = outcome.and(operations.destroy());
         }
         outcome
     }
@@ -297,9 +283,10 @@ impl Release for Descriptors {
 
 /// A plan for one [`MatmulDesc`]: cuBLASLt's descriptors and the algorithm its heuristic chose
 /// for them (queried once, when the plan is made), with what every call is checked against.
-/// `Send` and `Sync`, and reusable from any [`Matmul`](super::Matmul) of its device: the
-/// attributes a call sets (bias, aux and scale pointers) are set under a lock, and only when
-/// they change.
+/// `Send` and `Sync`, and reusable from any [`Matmul`](super::Matmul) of its device, by
+/// several at once: a call that sets pointer attributes (bias, aux, scales) sets them on an
+/// operation descriptor of its own, lent for the call (only those that differ from that
+/// descriptor's last), and no lock is held across a matmul.
 pub struct MatmulPlan {
     pub(crate) desc: MatmulDesc,
     pub(crate) device: usize,
@@ -321,7 +308,7 @@ pub struct MatmulPlan {
 // descriptors are `Send` and `Sync` (see `Descriptors`).
 unsafe impl Send for MatmulPlan {}
 // SAFETY: as above; the plan is never written after it is made, but for the operation
-// descriptor, under its lock.
+// descriptors lent to calls (see `Operations`).
 unsafe impl Sync for MatmulPlan {}
 
 impl MatmulPlan {
