@@ -244,9 +244,11 @@ mod tests {
                 .and_then(CusolverError::code),
             Some(cusolverStatus_t::CUSOLVER_STATUS_NOT_SUPPORTED)
         );
-        let oom: Error =
-            CusolverError::call("cusolverDnCreate", cusolverStatus_t::CUSOLVER_STATUS_ALLOC_FAILED)
-                .into();
+        let oom: Error = CusolverError::call(
+            "cusolverDnCreate",
+            cusolverStatus_t::CUSOLVER_STATUS_ALLOC_FAILED,
+        )
+        .into();
         assert!(oom.is_out_of_memory() && !oom.is_not_supported());
         assert_eq!(
             status_text(cusolverStatus_t(999)).0,

@@ -65,8 +65,16 @@ impl Solver {
                     cusolver!(
                         lib,
                         cusolverDnXgetrf_bufferSize(
-                            raw, params, dims.rows, dims.cols, ty, a.ptr(), dims.ld, ty,
-                            &mut device, &mut host
+                            raw,
+                            params,
+                            dims.rows,
+                            dims.cols,
+                            ty,
+                            a.ptr(),
+                            dims.ld,
+                            ty,
+                            &mut device,
+                            &mut host
                         )
                     )
                 }?;

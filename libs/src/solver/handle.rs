@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use super::info::{Info, Meaning};
 use crate::solver::error::cusolver;
-use cuda_safe::ordering::ordered;
 use cuda_safe::Stream;
 use cuda_safe::handle::{Owned, Release};
+use cuda_safe::ordering::ordered;
 use cuda_safe::{Buffer, MemoryResource, ScopedCurrent};
 use cuda_safe::{Error, Result};
 use cusolver_sys::{Cusolver, cudaStream_t, cusolverDnHandle_t, cusolverDnParams_t, gesvdjInfo_t};
@@ -113,7 +113,10 @@ impl Solver {
     ///
     /// [`Error::InvalidArgument`] for a resource whose memory the GPU cannot reach; as
     /// [`new`](Self::new).
-    pub fn with_memory_resource(stream: &Stream, resource: Arc<dyn MemoryResource>) -> Result<Self> {
+    pub fn with_memory_resource(
+        stream: &Stream,
+        resource: Arc<dyn MemoryResource>,
+    ) -> Result<Self> {
         if !resource.is_device_accessible() {
             return Err(Error::invalid_argument(
                 "a cuSOLVER workspace must be memory the GPU can reach",
@@ -247,9 +250,11 @@ impl Solver {
         host_bytes: usize,
         call: impl FnOnce(Work) -> Result<()>,
     ) -> Result<()> {
-        let mut workspace = self.inner.workspace.try_borrow_mut().map_err(|_| {
-            Error::invalid_argument("a cuSOLVER handle's routines do not nest")
-        })?;
+        let mut workspace = self
+            .inner
+            .workspace
+            .try_borrow_mut()
+            .map_err(|_| Error::invalid_argument("a cuSOLVER handle's routines do not nest"))?;
         let have = workspace.device.as_ref().map_or(0, Buffer::len);
         let host_words = host_bytes.div_ceil(size_of::<u64>());
         if device_bytes > have || host_words > workspace.host.len() {

@@ -250,7 +250,9 @@ mod tests {
         assert_eq!(Layout::new(0, 4).leading_dimension(), 1);
         let error = packed.check("A", 5).unwrap_err();
         assert!(
-            error.to_string().contains("spans 6 elements, but its memory holds 5"),
+            error
+                .to_string()
+                .contains("spans 6 elements, but its memory holds 5"),
             "{error}"
         );
         let dims = Layout::new(3, 2).ld(4).check("A", 7).unwrap();
