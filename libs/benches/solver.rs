@@ -94,9 +94,10 @@ fn near(what: &str, got: f64, want: f64, tolerance: f64) -> bool {
 }
 
 /// Keeps the last run's infos to check after the timing.
-fn keep(slot: &mut Vec<Info>, info: Info) {
+fn keep(slot: &mut Vec<Info>, info: Info) -> Result<()> {
     slot.clear();
     slot.push(info);
+    Ok(())
 }
 
 fn check_infos(what: &str, infos: Vec<Info>) -> bool {
@@ -183,7 +184,7 @@ fn run() -> Result<bool> {
             &Layout::new(N, 1),
             &mut rhs,
         )?;
-        keep(&mut infos, lu);
+        keep(&mut infos, lu)?;
         infos.push(solve);
         Ok(())
     })?;
@@ -204,10 +205,10 @@ fn run() -> Result<bool> {
     // Cholesky.
     let ms = time(&stream, &events, (2, 10), |step| match step {
         Step::Prep => work.copy_from(&p0),
-        Step::Run => Ok(keep(
+        Step::Run => keep(
             &mut infos,
             solver.potrf::<f64>(Fill::Lower, &square, &mut work)?,
-        )),
+        ),
     })?;
     ok &= check_infos("chol info", std::mem::take(&mut infos));
     let l: Vec<f64> = work.to_vec()?;
@@ -243,10 +244,10 @@ fn run() -> Result<bool> {
         .check()?;
     let ms = time(&stream, &events, (0, 3), |step| match step {
         Step::Prep => work.copy_from(&y0),
-        Step::Run => Ok(keep(
+        Step::Run => keep(
             &mut infos,
             solver.syevd::<f64>(Fill::Lower, true, &square, &mut work, &mut w)?,
-        )),
+        ),
     })?;
     ok &= check_infos("eigh info", std::mem::take(&mut infos));
     let values: Vec<f64> = w.to_vec()?;
@@ -279,7 +280,7 @@ fn run() -> Result<bool> {
         }
         let info =
             solver.gesvd::<f64>(SvdVectors::All, &square, &mut work, &mut w, &mut u, &mut vt)?;
-        Ok(keep(&mut infos, info))
+        keep(&mut infos, info)
     })?;
     ok &= check_infos("svd info", std::mem::take(&mut infos));
     let sigma: Vec<f64> = w.to_vec()?;
@@ -322,7 +323,7 @@ fn batched(
         }
         let info =
             solver.gesvdj_batched::<f32>(&layout, BATCH, &mut work, &mut s, &mut u, &mut v)?;
-        Ok(keep(&mut infos, info))
+        keep(&mut infos, info)
     })?;
     let ok = check_infos("svdj batch info", infos);
     let (s, u, v): (Vec<f32>, Vec<f32>, Vec<f32>) = (s.to_vec()?, u.to_vec()?, v.to_vec()?);

@@ -17,7 +17,7 @@ use cuda_safe::{Error, Result};
 use cusolver_sys::{Cusolver, cudaStream_t, cusolverDnHandle_t, cusolverDnParams_t, gesvdjInfo_t};
 
 /// A cuSOLVER dense handle (`cusolverDnHandle_t`) bound to a [`Stream`]: every routine is
-/// queued there. One per stream, as for [`Blas`](crate::blas::Blas) when that feature is on.
+/// queued there. One per stream, as for cuBLAS's `Blas` (feature `blas`).
 ///
 /// The routines are LAPACK's, on column-major matrices described by a
 /// [`Layout`](super::Layout): LU ([`getrf`](Self::getrf), [`getrs`](Self::getrs)), Cholesky
