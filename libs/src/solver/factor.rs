@@ -36,6 +36,7 @@ impl Solver {
     /// ```
     ///
     #[doc = cusolver_sys::api_doc!(cusolverDnXgetrf)]
+    #[doc = cusolver_sys::api_doc!(cusolverDnXgetrf_bufferSize)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a leading dimension below the rows, memory that holds
@@ -171,6 +172,7 @@ impl Solver {
     /// other triangle is not touched.
     ///
     #[doc = cusolver_sys::api_doc!(cusolverDnXpotrf)]
+    #[doc = cusolver_sys::api_doc!(cusolverDnXpotrf_bufferSize)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for A not square or as [`getrf`](Self::getrf); cuSOLVER's
@@ -297,6 +299,7 @@ impl Solver {
     /// applied by [`ormqr`](Self::ormqr).
     ///
     #[doc = cusolver_sys::api_doc!(cusolverDnXgeqrf)]
+    #[doc = cusolver_sys::api_doc!(cusolverDnXgeqrf_bufferSize)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for fewer than `min(m, n)` elements of `tau`, or as
@@ -373,7 +376,9 @@ impl Solver {
     /// (`a_layout`: `m x k` for the left side, `n x k` for the right, C being `m x n`) and
     /// `tau`. With C the identity (`m x m`), Q itself.
     ///
+    #[doc = cusolver_sys::api_doc!(cusolverDnSormqr)]
     #[doc = cusolver_sys::api_doc!(cusolverDnDormqr)]
+    #[doc = cusolver_sys::api_doc!(cusolverDnDormqr_bufferSize)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for A's rows not C's rows (left) or columns (right), more

@@ -57,6 +57,7 @@ impl Solver {
     /// Vᵀ; without, A's `fill` triangle is destroyed.
     ///
     #[doc = cusolver_sys::api_doc!(cusolverDnXsyevd)]
+    #[doc = cusolver_sys::api_doc!(cusolverDnXsyevd_bufferSize)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for A not square, a leading dimension below the rows, memory
@@ -143,6 +144,7 @@ impl Solver {
     /// the right singular vector of `s[j]`).
     ///
     #[doc = cusolver_sys::api_doc!(cusolverDnXgesvd)]
+    #[doc = cusolver_sys::api_doc!(cusolverDnXgesvd_bufferSize)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for `m < n`, memory that holds fewer elements than A, U or
@@ -271,6 +273,8 @@ impl Solver {
     /// `v`. A is destroyed.
     ///
     #[doc = cusolver_sys::api_doc!(cusolverDnSgesvdjBatched)]
+    #[doc = cusolver_sys::api_doc!(cusolverDnDgesvdjBatched)]
+    #[doc = cusolver_sys::api_doc!(cusolverDnSgesvdjBatched_bufferSize)]
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for an empty batch, a matrix past 32 x 32, memory that
