@@ -172,6 +172,7 @@ const C_PREFIXES: &[(&str, &str)] = &[
     ("cublasLt", "cublaslt_sys"),
     ("cublas", "cublas_sys"),
     ("curand", "curand_sys"),
+    ("cusolver", "cusolver_sys"),
     ("nvrtc", "nvrtc_sys"),
     ("nvml", "nvml_sys"),
     ("nccl", "nccl_sys"),

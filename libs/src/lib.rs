@@ -4,6 +4,8 @@
 //! - [`blas`] (feature `blas`): cuBLAS and cuBLASLt. `Blas` for GEMMs (plain, batched,
 //!   strided-batched) and vector operations; `Matmul` for cuBLASLt plans with epilogues and FP8.
 //! - [`rand`] (feature `rand`): cuRAND generators filling buffers on their stream.
+//! - [`solver`] (feature `solver`): cuSOLVER's dense factorizations (LU, Cholesky, QR,
+//!   symmetric eigenvalues, SVD), their `info` outputs read back as typed errors.
 //!
 //! Every call returns [`cuda_safe::Result`]: a library's refusal is
 //! [`cuda_safe::Error::Library`] around this crate's [`blas::CublasError`] or
@@ -32,3 +34,5 @@
 pub mod blas;
 #[cfg(feature = "rand")]
 pub mod rand;
+#[cfg(feature = "solver")]
+pub mod solver;

@@ -302,6 +302,7 @@ mod workspace_docs {
         ProgramCache: "docs/program-cache.md",
         Programs: "docs/programs.md",
         Security: "docs/security.md",
+        Solver: "docs/solver.md",
         Textures: "docs/textures.md",
         Tools: "docs/tools.md",
     }

@@ -32,6 +32,7 @@ mod program;
 mod rand;
 mod raw_layer;
 mod runtime;
+mod solver;
 mod textures;
 mod tma;
 mod toolchain;
@@ -41,7 +42,7 @@ use std::process::ExitCode;
 
 use cuda_gpu_tests::GpuFile;
 
-/// Every test file, in the order they run: by name, then `blas`, `rand`, `cudarc_bridge`
+/// Every test file, in the order they run: by name, then `blas`, `rand`, `solver`, `cudarc_bridge`
 /// and `nccl` (with their features).
 fn files() -> Vec<GpuFile> {
     let files = [
@@ -71,7 +72,7 @@ fn files() -> Vec<GpuFile> {
         vmm::FILE,
     ]
     .into_iter();
-    let files = files.chain([blas::FILE, rand::FILE]);
+    let files = files.chain([blas::FILE, rand::FILE, solver::FILE]);
     #[cfg(feature = "cudarc")]
     let files = files.chain([cudarc_bridge::FILE]);
     #[cfg(feature = "nccl")]
