@@ -25,7 +25,20 @@ libraries() {
     grep -q '<cublas_v2.h>' "$1" && libs+=(-lcublas)
     grep -q '<cublasLt.h>' "$1" && libs+=(-lcublasLt)
     grep -q '<curand.h>' "$1" && libs+=(-lcurand)
+    grep -q '<cufft.h>' "$1" && libs+=(-lcufft)
+    grep -q '<cusparse.h>' "$1" && libs+=(-lcusparse)
+    grep -q '<cusolverDn.h>' "$1" && libs+=(-lcusolver)
     printf '%s\n' "${libs[@]}"
+}
+
+# cudnn_include: print the folder holding cudnn.h (the system's, the toolkit's, then PyTorch's
+# nvidia-cudnn wheel), or nothing.
+cudnn_include() {
+    local dir wheel
+    wheel=$(python3 -c 'import nvidia.cudnn as m; print(m.__path__[0] + "/include")' 2>/dev/null)
+    for dir in /usr/include "$cuda/include" $wheel; do
+        [ -f "$dir/cudnn.h" ] && { echo "$dir"; return; }
+    done
 }
 
 # build SOURCE OUTPUT: compile one floor. libcuda and libnvidia-ml come from the driver's
@@ -36,7 +49,14 @@ build() {
     mapfile -t libs < <(libraries "$1")
     local flags=(-O2 -o "$2" "$1" -I"$cuda/include")
     [ -d "$cuda/include/cccl" ] && flags+=(-I"$cuda/include/cccl")
-    flags+=(-L"$cuda/lib64")
+    flags+=(-L"$cuda/lib64" "-Wl,-rpath,$cuda/lib64")
+    # A floor with an optional cuDNN part (HAVE_CUDNN) is built with it where cudnn.h is found,
+    # and without it otherwise.
+    local cudnn
+    if grep -q 'HAVE_CUDNN' "$1" && cudnn=$(cudnn_include) && [ -n "$cudnn" ] &&
+        "$cc" "${flags[@]}" -DHAVE_CUDNN -I"$cudnn" "${libs[@]}" -l:libcudnn.so.9 2>/dev/null; then
+        return 0
+    fi
     if grep -q '<nvml.h>' "$1"; then
         "$cc" "${flags[@]}" "${libs[@]}" -lnvidia-ml 2>/dev/null ||
             "$cc" "${flags[@]}" "${libs[@]}" -l:libnvidia-ml.so.1 2>/dev/null ||
