@@ -13,7 +13,10 @@
 //! function blocking the driver's callback thread) or never comes (after a sticky error).
 //!
 //! Wakers run, and what dropped futures left is dropped, on this thread, outside every lock
-//! and under `catch_unwind`: a panicking waker or value cannot stop the reactor.
+//! and under `catch_unwind`, once the pass has completed every slot it found finished: a
+//! panicking waker or value cannot stop the reactor, lose another future's wake-up, or leave a
+//! slot half completed. A value is dropped there only once its work has finished, or after a
+//! sticky error (otherwise it is kept for good, `settle`).
 
 use std::collections::{HashMap, VecDeque};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -22,7 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::Waker;
 use std::time::Duration;
 
-use crate::settle::release_after;
+use crate::settle::{gpu_has_stopped, release_after};
 use crate::shared::{Core, LaneKey, Mark, Registration};
 use crate::table::{Finish, Keep, SlotRef};
 use crate::waiter::relaxed_capture_mode;
@@ -220,12 +223,12 @@ impl Worker {
     fn finish(&mut self) {
         let done = &mut self.done;
         for waker in done.wakers.drain(..) {
-            if catch_unwind(AssertUnwindSafe(|| waker.wake())).is_err() {
+            if !caught(move || waker.wake()) {
                 log::error!("cuda-safe: a waker panicked when the completion reactor woke it");
             }
         }
         for keep in done.keeps.drain(..) {
-            if catch_unwind(AssertUnwindSafe(move || drop(keep))).is_err() {
+            if !caught(move || drop(keep)) {
                 log::error!("cuda-safe: dropping a value a dropped completion held panicked");
             }
         }
@@ -339,14 +342,29 @@ fn complete(entry: Entry, outcome: Result<()>, core: &Core, done: &mut Done) {
         Finish::Wake(waker) => done.wakers.extend(waker),
         Finish::Release(keep) => {
             match (keep, failure) {
-                (Some(keep), None) => done.keeps.push(keep),
-                (Some(keep), Some(error)) => release_after(keep, &error),
+                (Some(keep), Some(error)) if !gpu_has_stopped(&error) => {
+                    release_after(keep, &error)
+                }
+                (Some(keep), _) => done.keeps.push(keep),
                 (None, _) => {}
             }
             done.slots.push(slot);
         }
     }
     done.marks.push(mark);
+}
+
+/// Runs the user's code `f` (a waker, a value's drop) on the reactor thread: whether it
+/// returned. A panic is caught, and its payload leaked rather than dropped (a payload whose own
+/// drop panics would otherwise end the thread, and with it every wake-up still to come).
+fn caught(f: impl FnOnce()) -> bool {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(()) => true,
+        Err(payload) => {
+            std::mem::forget(payload);
+            false
+        }
+    }
 }
 
 /// Queues, on the lane's side stream, a wait on its oldest mark and a host function raising

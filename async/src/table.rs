@@ -11,6 +11,11 @@
 //! reactor exactly one gives the slot back to the table. The loom model below checks these
 //! orders exhaustively (`RUSTFLAGS="--cfg cuda_safe_loom"`, see `docs/async.md`); the test
 //! beside it races them on real threads.
+//!
+//! No code of the user's runs under a slot's lock: a waker is cloned before the lock is taken
+//! and a replaced one is dropped after it is released (as the reactor wakes outside it), so a
+//! waker whose `clone`, `wake` or `drop` panics leaves every slot as consistent as it found it:
+//! the outcome stays for the future's next look, the latest waker stored is the one woken.
 
 use std::task::{Poll, Waker};
 
@@ -68,18 +73,49 @@ impl Slot {
         }
     }
 
+    /// The first waker of a slot just taken from the table (empty: nothing is replaced), cloned
+    /// by the caller outside every lock.
+    pub(super) fn watch(&self, waker: Waker) {
+        let replaced = lock(&self.state).waker.replace(waker);
+        drop(replaced);
+    }
+
     /// The future's poll: the outcome if the reactor left one (the slot is then the future's
     /// to give back), else `Pending` with `waker` kept for the reactor.
+    ///
+    /// `waker` is cloned, and the waker it replaces dropped, outside the lock: when either
+    /// panics, the slot keeps the outcome, or a waker the reactor wakes (the one before, or
+    /// the new one).
     pub(super) fn poll(&self, waker: &Waker) -> Poll<Result<()>> {
+        if let Some(seen) = self.look(waker) {
+            return seen;
+        }
+        let fresh = waker.clone();
+        let mut state = lock(&self.state);
+        if state.outcome.is_none() {
+            let replaced = state.waker.replace(fresh);
+            drop(state);
+            drop(replaced);
+            return Poll::Pending;
+        }
+        // Completed meanwhile: the outcome stays in the slot while the clone is dropped.
+        drop(state);
+        drop(fresh);
+        self.look(waker).unwrap_or(Poll::Pending)
+    }
+
+    /// The outcome, if the reactor left one, or `Pending` when the kept waker wakes `waker`'s
+    /// task already; `None` when `waker` must be stored.
+    fn look(&self, waker: &Waker) -> Option<Poll<Result<()>>> {
         let mut state = lock(&self.state);
         if let Some(outcome) = state.outcome.take() {
-            return Poll::Ready(outcome);
+            return Some(Poll::Ready(outcome));
         }
-        match &state.waker {
-            Some(kept) if kept.will_wake(waker) => {}
-            _ => state.waker = Some(waker.clone()),
-        }
-        Poll::Pending
+        state
+            .waker
+            .as_ref()
+            .is_some_and(|kept| kept.will_wake(waker))
+            .then_some(Poll::Pending)
     }
 
     /// The reactor's verdict on the slot's work. The reactor touches the slot no more after
@@ -94,17 +130,17 @@ impl Slot {
     }
 
     /// The future is dropped before it read an outcome; `keep` is what must live until the GPU
-    /// is done.
-    pub(super) fn detach(&self, keep: Option<Keep>) -> Detach {
+    /// is done. The waker the slot held comes back with the answer, to be dropped by the
+    /// caller outside the lock.
+    pub(super) fn detach(&self, keep: Option<Keep>) -> (Detach, Option<Waker>) {
         let mut state = lock(&self.state);
+        let waker = state.waker.take();
         if let Some(outcome) = state.outcome.take() {
-            state.waker = None;
-            return Detach::Done(keep, outcome);
+            return (Detach::Done(keep, outcome), waker);
         }
         state.detached = true;
         state.keep = keep;
-        state.waker = None;
-        Detach::Left
+        (Detach::Left, waker)
     }
 
     /// Empties the slot for its next future; what it held is dropped outside the lock.
@@ -157,6 +193,9 @@ impl Table {
         (self.made.load(Ordering::Relaxed), idle)
     }
 }
+
+#[cfg(all(test, not(cuda_safe_loom)))]
+mod unwinding;
 
 #[cfg(all(test, not(cuda_safe_loom)))]
 mod tests {
@@ -260,7 +299,7 @@ mod tests {
             if round % 2 == 0 {
                 thread::yield_now();
             }
-            let detached = slot.detach(Some(keep));
+            let (detached, _) = slot.detach(Some(keep));
             let finished = reactor.join().unwrap();
             let gives = match (detached, finished) {
                 (Detach::Done(keep, outcome), Finish::Wake(None)) => {
@@ -418,7 +457,7 @@ mod loom_model {
                     }
                 })
             };
-            let future_gives = match slot.detach(Some(Box::new(kept.clone()))) {
+            let future_gives = match slot.detach(Some(Box::new(kept.clone()))).0 {
                 Detach::Done(keep, _) => {
                     drop(keep);
                     table.give(slot);

@@ -14,7 +14,7 @@
 use std::hint::spin_loop;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::task::{Context as TaskContext, Poll};
+use std::task::{Context as TaskContext, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use crate::settle::gpu_has_stopped;
@@ -130,6 +130,16 @@ enum Phase {
     Done,
 }
 
+/// What a poll does once it has looked at the phase (and run the user's code it needs).
+enum Step {
+    /// The work's outcome is known.
+    Resolved(Result<()>),
+    /// Making the completion failed (the error, and whether what the future holds may go).
+    Failed(Error, bool),
+    /// The wait goes to the reactor with this waker.
+    Watch(Waker),
+}
+
 /// One future's wait.
 pub(super) struct Waiter {
     reactor: Reactor,
@@ -208,9 +218,15 @@ impl Waiter {
     }
 
     /// Polls the wait; the outcome is reported once.
+    ///
+    /// The only code of the user's it runs (the waker's `clone`, and the `drop` of the waker a
+    /// later poll replaces) runs while the phase still says where the wait stands: when it
+    /// panics, the wait is as it was, and what the future holds stays held until the GPU is
+    /// done with it. The phase advances only after that, and nothing of the user's runs
+    /// between there and the outcome's return.
     pub(super) fn poll(&mut self, cx: &mut TaskContext<'_>) -> Poll<Outcome> {
         let core = &self.reactor.core;
-        let result = match std::mem::replace(&mut self.phase, Phase::Done) {
+        let step = match &self.phase {
             Phase::Done => {
                 return Poll::Ready(Outcome {
                     result: Err(Error::invalid_argument(
@@ -220,46 +236,58 @@ impl Waiter {
                     hold: None,
                 });
             }
-            Phase::Ready => Ok(()),
-            Phase::Failed { error, settled } => {
-                return Poll::Ready(Outcome {
-                    result: Err(error),
-                    settled,
-                    hold: self.hold.take(),
-                });
-            }
-            Phase::Recorded { mark, lane } => match spin(&mark) {
-                Some(verdict) => {
-                    mark.recycle();
-                    verdict
-                }
+            Phase::Ready => Step::Resolved(Ok(())),
+            Phase::Failed { error, settled } => Step::Failed(error.clone(), *settled),
+            Phase::Recorded { mark, .. } => match spin(mark) {
+                Some(verdict) => Step::Resolved(verdict),
                 None => match core.start() {
-                    Ok(()) => {
-                        let slot = core.table.take();
-                        let _pending = slot.poll(cx.waker());
-                        core.register(Registration {
-                            lane: lane_key(lane, &slot),
-                            mark,
-                            slot: slot.clone(),
-                        });
-                        self.phase = Phase::Registered(slot);
-                        return Poll::Pending;
-                    }
-                    Err(error) => block_on_mark(mark, error),
+                    Ok(()) => Step::Watch(cx.waker().clone()),
+                    Err(error) => Step::Resolved(block_on_mark(mark, error)),
                 },
             },
             Phase::Registered(slot) => match slot.poll(cx.waker()) {
-                Poll::Pending => {
-                    self.phase = Phase::Registered(slot);
-                    return Poll::Pending;
-                }
-                Poll::Ready(outcome) => {
-                    core.table.give(slot);
-                    outcome
-                }
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(outcome) => Step::Resolved(outcome),
             },
         };
-        Poll::Ready(self.finish(result))
+        let resolved = match step {
+            Step::Watch(waker) => {
+                self.watch(waker);
+                return Poll::Pending;
+            }
+            Step::Resolved(result) => Ok(result),
+            Step::Failed(error, settled) => Err((error, settled)),
+        };
+        match std::mem::replace(&mut self.phase, Phase::Done) {
+            Phase::Recorded { mark, .. } => mark.recycle(),
+            Phase::Registered(slot) => self.reactor.core.table.give(slot),
+            Phase::Ready | Phase::Failed { .. } | Phase::Done => {}
+        }
+        Poll::Ready(match resolved {
+            Ok(result) => self.finish(result),
+            Err((error, settled)) => Outcome {
+                result: Err(error),
+                settled,
+                hold: self.hold.take(),
+            },
+        })
+    }
+
+    /// Hands the recorded mark to the reactor with `waker` (cloned by the caller, before
+    /// anything changed): nothing of the user's runs here.
+    fn watch(&mut self, waker: Waker) {
+        let core = &self.reactor.core;
+        let slot = core.table.take();
+        slot.watch(waker);
+        if let Phase::Recorded { mark, lane } =
+            std::mem::replace(&mut self.phase, Phase::Registered(slot.clone()))
+        {
+            core.register(Registration {
+                lane: lane_key(lane, &slot),
+                mark,
+                slot,
+            });
+        }
     }
 
     /// The outcome of finished (or failed) work: the callbacks' panics reported after a
@@ -326,15 +354,18 @@ impl Waiter {
                 });
             }
             Phase::Registered(slot) => {
-                if let Detach::Done(keep, outcome) = slot.detach(keep) {
+                let (detached, waker) = slot.detach(keep);
+                if let Detach::Done(keep, outcome) = detached {
+                    core.table.give(slot);
                     if let Some(keep) = keep {
                         match outcome {
                             Ok(()) => drop(keep),
                             Err(error) => super::settle::release_after(keep, &error),
                         }
                     }
-                    core.table.give(slot);
                 }
+                // The user's waker goes last, what the future held being in safe hands.
+                drop(waker);
             }
             Phase::Failed { error, settled } => {
                 if let Some(keep) = keep {
@@ -407,11 +438,9 @@ fn failure_phase(error: Error, stream: Option<&Stream>) -> Phase {
 }
 
 /// Without a reactor thread, waits for the mark on this thread.
-fn block_on_mark(mark: Mark, error: Error) -> Result<()> {
+fn block_on_mark(mark: &Mark, error: Error) -> Result<()> {
     log::warn!("cuda-safe: {error}; waiting for the GPU on the polling thread instead");
-    let waited = mark.sync();
-    mark.recycle();
-    waited
+    mark.sync()
 }
 
 /// Asks the event for at most the spin budget; `None` when it did not finish (or spinning is
