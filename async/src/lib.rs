@@ -83,6 +83,15 @@
 //! the future holds is kept for the rest of the process, and the leak logged, rather than
 //! freed under a running kernel.
 //!
+//! # Panics in the user's code
+//!
+//! A waker whose `clone`, `wake` or `drop` panics, a kept value whose drop panics, a host
+//! function that panics: none leaves a future, the waker table or the reactor in a state that
+//! frees memory the GPU still uses or loses a wake-up. The panic reaches the poll or the drop
+//! that ran the code, with the future as it was before (still waiting, or its holdings in the
+//! reactor's care); on the reactor's thread it is caught and logged. No waker runs under a lock
+//! of the crate's.
+//!
 //! # Memory and threads
 //!
 //! Host memory grows with the futures in flight, not with time: a waker table slot (at most

@@ -367,8 +367,8 @@ mod tests {
     }
 }
 
-/// The loom model of the table: `RUSTFLAGS="--cfg cuda_safe_loom" cargo test -p cuda-safe
-/// --lib --release completion::` (in a target directory of its own; `docs/async.md`).
+/// The loom model of the table: `RUSTFLAGS="--cfg cuda_safe_loom" cargo test -p
+/// cuda-safe-async --lib --release` (in a target directory of its own; `docs/async.md`).
 #[cfg(all(test, cuda_safe_loom))]
 mod loom_model {
     use std::task::Wake;
@@ -412,7 +412,58 @@ mod loom_model {
     }
 
     #[test]
-    fn a_waker_replaced_during_completion_wakes_one_of_them_with_the_outcome_kept() {
+    fn a_drop_racing_a_completion_gives_the_slot_back_once() {
+        loom::model(|| {
+            let table = Arc::new(Table::new());
+            let slot = table.take();
+            let kept = std::sync::Arc::new(());
+            let (woken, waker) = flag();
+            assert!(slot.poll(&waker).is_pending());
+            drop(waker);
+            let reactor = {
+                let (slot, table) = (slot.clone(), table.clone());
+                loom::thread::spawn(move || match slot.complete(Ok(())) {
+                    Finish::Release(keep) => {
+                        assert!(keep.is_some());
+                        table.give(slot);
+                        true
+                    }
+                    Finish::Wake(waker) => {
+                        waker.into_iter().for_each(Waker::wake);
+                        false
+                    }
+                })
+            };
+            let (detached, stale) = slot.detach(Some(Box::new(kept.clone())));
+            let future_gives = match detached {
+                Detach::Done(keep, _) => {
+                    drop(keep);
+                    table.give(slot);
+                    true
+                }
+                Detach::Left => false,
+            };
+            let reactor_gives = reactor.join().unwrap();
+            assert!(
+                future_gives != reactor_gives,
+                "exactly one gives the slot back"
+            );
+            // The waker comes back to whichever side took it, to drop outside the lock: to
+            // the dropped future, or woken by the reactor before the future was dropped.
+            assert!(
+                stale.is_some() != woken.0.load(Ordering::SeqCst),
+                "the waker was handed out once"
+            );
+            assert_eq!(std::sync::Arc::strong_count(&kept), 1);
+            assert_eq!(table.sizes(), (1, 1));
+        });
+    }
+
+    /// A later poll with another waker clones it outside the lock, so a completion can come
+    /// between the poll's look and its store: the outcome stays in the slot for the poll's
+    /// second look, or the completion finds the new waker, and never neither.
+    #[test]
+    fn a_completion_between_a_poll_s_look_and_store_is_never_lost() {
         loom::model(|| {
             let slot = Arc::new(Slot::new());
             let (first, first_waker) = flag();
@@ -427,51 +478,20 @@ mod loom_model {
             };
             let again = slot.poll(&second_waker);
             reactor.join().unwrap();
+            let woken = (
+                first.0.load(Ordering::SeqCst),
+                second.0.load(Ordering::SeqCst),
+            );
             match again {
-                Poll::Ready(outcome) => assert!(outcome.is_ok()),
+                Poll::Ready(outcome) => {
+                    assert!(outcome.is_ok());
+                    assert!(!woken.1, "a waker stored after the outcome");
+                }
                 Poll::Pending => {
-                    assert!(second.0.load(Ordering::SeqCst), "the latest waker is woken");
-                    assert!(!first.0.load(Ordering::SeqCst));
+                    assert_eq!(woken, (false, true), "the new waker is the one woken");
+                    assert!(matches!(slot.poll(&second_waker), Poll::Ready(Ok(()))));
                 }
             }
-        });
-    }
-
-    #[test]
-    fn a_drop_racing_a_completion_gives_the_slot_back_once() {
-        loom::model(|| {
-            let table = Arc::new(Table::new());
-            let slot = table.take();
-            let kept = std::sync::Arc::new(());
-            let reactor = {
-                let (slot, table) = (slot.clone(), table.clone());
-                loom::thread::spawn(move || match slot.complete(Ok(())) {
-                    Finish::Release(keep) => {
-                        assert!(keep.is_some());
-                        table.give(slot);
-                        true
-                    }
-                    Finish::Wake(waker) => {
-                        assert!(waker.is_none(), "the dropped future had no waker");
-                        false
-                    }
-                })
-            };
-            let future_gives = match slot.detach(Some(Box::new(kept.clone()))).0 {
-                Detach::Done(keep, _) => {
-                    drop(keep);
-                    table.give(slot);
-                    true
-                }
-                Detach::Left => false,
-            };
-            let reactor_gives = reactor.join().unwrap();
-            assert!(
-                future_gives != reactor_gives,
-                "exactly one gives the slot back"
-            );
-            assert_eq!(std::sync::Arc::strong_count(&kept), 1);
-            assert_eq!(table.sizes(), (1, 1));
         });
     }
 }

@@ -322,7 +322,10 @@ fn a_dropped_future_whose_waker_drop_panics(stub: &Stub, fx: &Fixture, r: &React
 /// the completion behind it resolves to `CallbackPanicked` through the reactor, and the
 /// reactor goes on.
 fn a_host_function_that_panics(stub: &Stub, fx: &Fixture) -> Verdict {
-    let stream = fx.device.create_stream(Default::default()).map_err(failed)?;
+    let stream = fx
+        .device
+        .create_stream(Default::default())
+        .map_err(failed)?;
     let held = Held::new(stub);
     stream
         .launch_host_func(|| panic!("a host function panics"))
