@@ -187,6 +187,12 @@ impl Table {
         }
     }
 
+    /// Frees the idle slots (the reactor thread ends).
+    pub(super) fn trim(&self) {
+        let idle = std::mem::take(&mut *lock(&self.free));
+        self.made.fetch_sub(idle.len(), Ordering::Relaxed);
+    }
+
     /// Slots that exist now, and how many of them are idle.
     pub(super) fn sizes(&self) -> (usize, usize) {
         let idle = lock(&self.free).len();

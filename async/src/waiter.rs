@@ -328,7 +328,7 @@ impl Waiter {
             (keep, None) => keep,
             (keep, Some(hold)) => Some(Box::new((keep, hold)) as Keep),
         };
-        let core = self.reactor.core.clone();
+        let core = self.reactor.core;
         match std::mem::replace(&mut self.phase, Phase::Done) {
             Phase::Recorded { mark, lane } => {
                 let Some(keep) = keep else {
