@@ -213,7 +213,7 @@ impl Worker {
             if !std::mem::take(&mut lane.dirty) {
                 continue;
             }
-            let completed = poll_lane(lane, &self.core, &mut self.done);
+            let completed = poll_lane(lane, self.core, &mut self.done);
             if std::mem::take(&mut lane.swept) {
                 by_sweep += completed as u64;
             }
