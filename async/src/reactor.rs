@@ -268,10 +268,14 @@ impl Worker {
     fn arm(&mut self) {
         let mut notifiers = std::mem::take(&mut self.notifiers);
         for lane in self.lanes.values_mut() {
-            if lane.entries.is_empty() || lane.armed || lane.unarmable {
+            // A drain has no event to wait on: the sweep asks it.
+            let Some(event) = lane.entries.front().and_then(|head| head.mark.raw()) else {
+                continue;
+            };
+            if lane.armed || lane.unarmable {
                 continue;
             }
-            match arm_lane(lane, &mut notifiers) {
+            match arm_lane(lane, event, &mut notifiers) {
                 Ok(()) => lane.armed = true,
                 Err(error) => {
                     log::warn!(
@@ -373,8 +377,8 @@ fn caught(f: impl FnOnce()) -> bool {
     }
 }
 
-/// Queues, on the lane's side stream, a wait on its oldest mark and a host function raising
-/// its flag, with the driver's calls themselves: no capture check is needed. The side stream
+/// Queues, on the lane's side stream, a wait on its oldest mark's `event` and a host function
+/// raising its flag, with the driver's calls themselves: no capture check is needed. The side stream
 /// is the reactor's, never captured, and the reactor's thread is in relaxed capture mode; the
 /// only way into a capture would be a wait on an event recorded by one, and the head has been
 /// asked before (the pass that made it the head asked it, and marks are never recorded again
@@ -382,15 +386,16 @@ fn caught(f: impl FnOnce()) -> bool {
 #[doc = cuda_sys::api_doc!(cuStreamWaitEvent)]
 #[doc = cuda_sys::api_doc!(cuLaunchHostFunc)]
 #[doc(alias = "cuStreamWaitEvent", alias = "cuLaunchHostFunc")]
-fn arm_lane(lane: &mut Lane, notifiers: &mut [(Context, Vec<Stream>)]) -> Result<()> {
+fn arm_lane(
+    lane: &mut Lane,
+    event: CUevent,
+    notifiers: &mut [(Context, Vec<Stream>)],
+) -> Result<()> {
     let notifier = match lane.notifier.take() {
         Some(notifier) => notifier,
         None => take_notifier(notifiers, &lane.context)?,
     };
-    let armed = match lane.entries.front() {
-        Some(head) => arm_after(&notifier, head.mark.raw(), &lane.signal),
-        None => Ok(()),
-    };
+    let armed = arm_after(&notifier, event, &lane.signal);
     lane.notifier = Some(notifier);
     armed
 }

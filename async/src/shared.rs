@@ -113,6 +113,10 @@ pub(super) enum Mark {
         context: Context,
         driver: &'static Driver,
     },
+    /// Everything queued on the stream when a future failed to record its event there: what
+    /// it holds waits for the stream to pass that work, asked (`cuStreamQuery`, never while the
+    /// stream is captured) by the reactor's sweep, with no event to wait on.
+    Drain(Stream),
 }
 
 // SAFETY: a CUevent may be used from any thread; the borrowed one is kept alive by its owner
@@ -127,14 +131,16 @@ impl Mark {
         match self {
             Self::Pooled { event, .. } => event.context(),
             Self::Borrowed { context, .. } => context,
+            Self::Drain(stream) => stream.context(),
         }
     }
 
-    /// The raw event.
-    pub(super) fn raw(&self) -> CUevent {
+    /// The raw event; `None` for a drain, which has none.
+    pub(super) fn raw(&self) -> Option<CUevent> {
         match self {
-            Self::Pooled { event, .. } => event.as_raw(),
-            Self::Borrowed { raw, .. } => *raw,
+            Self::Pooled { event, .. } => Some(event.as_raw()),
+            Self::Borrowed { raw, .. } => Some(*raw),
+            Self::Drain(_) => None,
         }
     }
 
@@ -142,7 +148,7 @@ impl Mark {
     pub(super) fn stream(&self) -> Option<&Stream> {
         match self {
             Self::Pooled { stream, .. } => Some(stream),
-            Self::Borrowed { .. } => None,
+            Self::Borrowed { .. } | Self::Drain(_) => None,
         }
     }
 
@@ -153,8 +159,9 @@ impl Mark {
         }
     }
 
-    /// Waits on this thread until the work before the event's record has finished
-    /// (`cuEventSynchronize`): for when no reactor thread can be started.
+    /// Waits on this thread until the work before the event's record (or a drain's work) has
+    /// finished (`cuEventSynchronize`, `cuStreamSynchronize`): for when no reactor thread can be
+    /// started.
     pub(super) fn sync(&self) -> Result<()> {
         match self {
             Self::Pooled { event, .. } => event.sync(),
@@ -162,16 +169,26 @@ impl Mark {
                 // SAFETY: the event is alive (its owner keeps it until the wait is over).
                 unsafe { cu!(driver, cuEventSynchronize(*raw)) }
             }
+            Self::Drain(stream) => stream.drain(),
         }
     }
 
-    /// Whether the work before the event's record has finished (`cuEventQuery`).
+    /// Whether the work before the event's record has finished (`cuEventQuery`); for a drain,
+    /// whether the stream has passed its work (`cuStreamQuery`, and `false` while the stream is
+    /// captured, which the query would disturb).
     pub(super) fn is_done(&self) -> Result<bool> {
         match self {
             Self::Pooled { event, .. } => event.is_done(),
             Self::Borrowed { raw, driver, .. } => {
                 // SAFETY: the event is alive (its owner keeps it until the reactor is done).
                 unsafe { cu_ready!(driver, cuEventQuery(*raw)) }
+            }
+            Self::Drain(stream) => {
+                if stream.is_capturing()? {
+                    return Ok(false);
+                }
+                // SAFETY: the stream is alive (the mark holds it).
+                unsafe { cu_ready!(stream.context().driver(), cuStreamQuery(stream.as_raw())) }
             }
         }
     }

@@ -291,7 +291,8 @@ fn errors_are_typed_and_only_sticky_ones_release(stub: &Stub, fx: &Fixture) -> V
     // This buffer, and the stream it holds, are kept for the rest of the process.
     stub::take_error_logs();
     let kept_for_good = fx
-        .device
+        .stream
+        .device()
         .create_stream(Default::default())
         .map_err(failed)?;
     stub.fail("cuEventQuery", CAPTURED_EVENT, 1);
@@ -311,7 +312,8 @@ fn errors_are_typed_and_only_sticky_ones_release(stub: &Stub, fx: &Fixture) -> V
 fn an_event_completion_hands_the_event_back(stub: &Stub, fx: &Fixture) -> Verdict {
     completion::set_spin_budget(Duration::ZERO);
     let event = fx
-        .device
+        .stream
+        .device()
         .context()
         .and_then(|context| context.create_event(EventOptions::default()))
         .map_err(failed)?;

@@ -323,7 +323,8 @@ fn a_dropped_future_whose_waker_drop_panics(stub: &Stub, fx: &Fixture, r: &React
 /// reactor goes on.
 fn a_host_function_that_panics(stub: &Stub, fx: &Fixture) -> Verdict {
     let stream = fx
-        .device
+        .stream
+        .device()
         .create_stream(Default::default())
         .map_err(failed)?;
     let held = Held::new(stub);

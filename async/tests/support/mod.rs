@@ -21,9 +21,9 @@ pub type Verdict = Result<(), String>;
 /// One case, with what it works on.
 pub type Case<'a> = Box<dyn Fn() -> Verdict + 'a>;
 
-/// What the cases work on: two streams of device 0's primary context and its pool.
+/// What the cases work on: two streams of device 0's primary context (`stream.device()` is
+/// the device) and its pool.
 pub struct Fixture {
-    pub device: Device,
     pub stream: Stream,
     pub other: Stream,
     pub pool: DeviceMemoryResource,
@@ -104,7 +104,6 @@ pub fn start(binary: &str) -> Option<(&'static Stub, Fixture)> {
             stream: device.create_stream(Default::default())?,
             other: device.create_stream(Default::default())?,
             pool: device.default_memory_resource()?,
-            device,
         })
     });
     Some((stub, fixture.expect("the fixture on the stub")))
