@@ -64,9 +64,10 @@
 //! stream's spare event and the reactor handle are reused); for one that waits, nothing once
 //! the reactor is warm (its slot in the waker table, its place in the lane and the
 //! registration queue are reused), except the waker clone the executor makes (a reference count for tokio,
-//! `pollster` and `futures`) and one boxed host function per lane each time the reactor goes
-//! to sleep with that lane unfinished. A download returns a new `Vec` (its result); a future
-//! dropped before it resolves boxes what it keeps alive.
+//! `pollster` and `futures`); a lane's host function is the driver's call itself, with a
+//! reference count as its data, and [`Reactor::shared`] is one atomic increment. A download
+//! returns a new `Vec` (its result); a future dropped before it resolves boxes what it keeps
+//! alive.
 //!
 //! # Dropping a future
 //!
