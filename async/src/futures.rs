@@ -9,10 +9,9 @@ use std::task::{Context as TaskContext, Poll};
 
 use bytemuck::Pod;
 
-use crate::settle::release_after;
 use crate::shared::Reactor;
 use crate::table::Keep;
-use crate::waiter::{Outcome, Waiter};
+use crate::waiter::{Outcome, Waiter, held};
 use cuda_safe::Buffer;
 use cuda_safe::assert_send_sync;
 use cuda_safe::{Error, Result};
@@ -102,7 +101,7 @@ impl<T: Send + 'static> Future for Completion<T> {
         let this = self.get_mut();
         let Poll::Ready(Outcome {
             result,
-            settled,
+            release,
             hold,
         }) = this.waiter.poll(cx)
         else {
@@ -114,12 +113,9 @@ impl<T: Send + 'static> Future for Completion<T> {
                 this.keep.take().ok_or_else(polled_again)
             }
             Err(error) => {
-                let held = (this.keep.take(), hold);
-                if settled {
-                    drop(held);
-                } else {
-                    release_after(held, &error);
-                }
+                let keep = boxed_keep(this.keep.take());
+                let core = this.waiter.reactor().core;
+                release.apply(held(keep, hold), &error, core);
                 Err(error)
             }
         })
@@ -133,7 +129,7 @@ impl<T: Pod> Future for Download<T> {
         let this = self.get_mut();
         let Poll::Ready(Outcome {
             result,
-            settled,
+            release,
             hold,
         }) = this.waiter.poll(cx)
         else {
@@ -151,15 +147,18 @@ impl<T: Pod> Future for Download<T> {
             (Ok(()), None) if this.len == 0 => Ok(Vec::new()),
             (Ok(()), None) => Err(polled_again()),
             (Err(error), hold) => {
-                if settled {
-                    drop(hold);
-                } else {
-                    release_after(hold, &error);
-                }
+                release.apply(held(None, hold), &error, this.waiter.reactor().core);
                 Err(error)
             }
         })
     }
+}
+
+/// A kept value as the reactor keeps it: boxed, unless it has no drop glue (it then frees
+/// nothing and needs no keeping).
+fn boxed_keep<T: Send + 'static>(keep: Option<T>) -> Option<Keep> {
+    keep.filter(|_| std::mem::needs_drop::<T>())
+        .map(|keep| Box::new(keep) as Keep)
 }
 
 /// The error of a future polled after it resolved.
@@ -172,12 +171,7 @@ impl<T: Send + 'static> Drop for Completion<T> {
         if self.waiter.is_done() {
             return;
         }
-        // A value without drop glue frees nothing: it needs no keeping.
-        let keep = self
-            .keep
-            .take()
-            .filter(|_| std::mem::needs_drop::<T>())
-            .map(|keep| Box::new(keep) as Keep);
+        let keep = boxed_keep(self.keep.take());
         self.waiter.abandon(keep);
     }
 }

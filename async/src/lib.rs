@@ -64,9 +64,10 @@
 //! stream's spare event and the reactor handle are reused); for one that waits, nothing once
 //! the reactor is warm (its slot in the waker table, its place in the lane and the
 //! registration queue are reused), except the waker clone the executor makes (a reference count for tokio,
-//! `pollster` and `futures`) and one boxed host function per lane each time the reactor goes
-//! to sleep with that lane unfinished. A download returns a new `Vec` (its result); a future
-//! dropped before it resolves boxes what it keeps alive.
+//! `pollster` and `futures`); a lane's host function is the driver's call itself, with a
+//! reference count as its data, and [`Reactor::shared`] is one atomic increment. A download
+//! returns a new `Vec` (its result); a future dropped before it resolves boxes what it keeps
+//! alive.
 //!
 //! # Dropping a future
 //!
@@ -82,6 +83,15 @@
 //! GPU's progress (an event captured by a capture begun meanwhile on another thread), what
 //! the future holds is kept for the rest of the process, and the leak logged, rather than
 //! freed under a running kernel.
+//!
+//! # Panics in the user's code
+//!
+//! A waker whose `clone`, `wake` or `drop` panics, a kept value whose drop panics, a host
+//! function that panics: none leaves a future, the waker table or the reactor in a state that
+//! frees memory the GPU still uses or loses a wake-up. The panic reaches the poll or the drop
+//! that ran the code, with the future as it was before (still waiting, or its holdings in the
+//! reactor's care); on the reactor's thread it is caught and logged. No waker runs under a lock
+//! of the crate's.
 //!
 //! # Memory and threads
 //!

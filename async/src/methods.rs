@@ -262,7 +262,7 @@ fn start_download<T: Pod>(buffer: &Buffer, reactor: &Reactor) -> Result<(usize, 
         return Ok((0, None));
     }
     refuse_capturing(buffer.stream())?;
-    let staging = Staging::take(&reactor.core, buffer.len(), buffer.stream())?;
+    let staging = Staging::take(reactor.core, buffer.len(), buffer.stream())?;
     // SAFETY: the block holds at least the buffer's bytes, is page-aligned (so aligned for
     // `T`) and initialized; the host does not touch it until the copy has finished (the
     // download holds it, or the reactor once the download is dropped).
@@ -292,7 +292,7 @@ fn start_upload<T: Pod>(
         return Ok(None);
     }
     refuse_capturing(buffer.stream())?;
-    let staging = Staging::take(&reactor.core, bytes, buffer.stream())?;
+    let staging = Staging::take(reactor.core, bytes, buffer.stream())?;
     // SAFETY: the block holds at least `bytes` bytes, owned by this upload; `src` is a
     // valid slice of `bytes` bytes, and the two cannot overlap (the block is the
     // reactor's).

@@ -13,7 +13,10 @@
 //! function blocking the driver's callback thread) or never comes (after a sticky error).
 //!
 //! Wakers run, and what dropped futures left is dropped, on this thread, outside every lock
-//! and under `catch_unwind`: a panicking waker or value cannot stop the reactor.
+//! and under `catch_unwind`, once the pass has completed every slot it found finished: a
+//! panicking waker or value cannot stop the reactor, lose another future's wake-up, or leave a
+//! slot half completed. A value is dropped there only once its work has finished, or after a
+//! sticky error (otherwise it is kept for good, `settle`).
 
 use std::collections::{HashMap, VecDeque};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -22,7 +25,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::Waker;
 use std::time::Duration;
 
-use crate::settle::release_after;
+use crate::bell::Bell;
+use crate::settle::{gpu_has_stopped, release_after};
 use crate::shared::{Core, LaneKey, Mark, Registration};
 use crate::table::{Finish, Keep, SlotRef};
 use crate::waiter::relaxed_capture_mode;
@@ -30,6 +34,8 @@ use cuda_safe::Context;
 use cuda_safe::handle::log_drop_error;
 use cuda_safe::{Result, cu};
 use cuda_safe::{Stream, StreamOptions};
+use cuda_sys::CUevent;
+use std::ffi::c_void;
 
 /// How often a reactor with unfinished work asks every lane unless [`set_sweep_interval`]
 /// changes it.
@@ -64,7 +70,7 @@ const IDLE_PASSES: u32 = 256;
 const MAX_IDLE_NOTIFIERS: usize = 64;
 
 /// The thread's body: runs until no handle is left and nothing is watched.
-pub(super) fn run(core: Arc<Core>) {
+pub(super) fn run(core: &'static Core) {
     core.bell.attach();
     // Querying events on this thread never disturbs (nor is refused by) another thread's
     // global-mode capture.
@@ -102,7 +108,7 @@ struct Lane {
     /// The side stream the lane's host functions wait on.
     notifier: Option<Stream>,
     /// Raised by the lane's host function.
-    signal: Arc<AtomicBool>,
+    signal: Arc<Signal>,
     /// A host function is queued for the lane and has not run yet.
     armed: bool,
     /// Arming failed: the lane is left to the sweep.
@@ -124,7 +130,7 @@ struct Done {
 }
 
 struct Worker {
-    core: Arc<Core>,
+    core: &'static Core,
     lanes: HashMap<LaneKey, Lane>,
     inbox: Vec<Registration>,
     /// Idle side streams, by context.
@@ -170,7 +176,10 @@ impl Worker {
                 _stream: mark.stream().cloned(),
                 context: mark.context().clone(),
                 notifier: None,
-                signal: Arc::new(AtomicBool::new(false)),
+                signal: Arc::new(Signal {
+                    raised: AtomicBool::new(false),
+                    bell: &self.core.bell,
+                }),
                 armed: false,
                 unarmable: false,
                 dirty: false,
@@ -186,7 +195,7 @@ impl Worker {
     /// Marks the lanes whose host function ran (and, on a sweep, every lane) to be asked.
     fn collect_signals(&mut self, sweep: bool) {
         for lane in self.lanes.values_mut() {
-            if lane.signal.swap(false, Ordering::Acquire) {
+            if lane.signal.raised.swap(false, Ordering::Acquire) {
                 lane.armed = false;
                 lane.dirty = true;
             }
@@ -204,7 +213,7 @@ impl Worker {
             if !std::mem::take(&mut lane.dirty) {
                 continue;
             }
-            let completed = poll_lane(lane, &self.core, &mut self.done);
+            let completed = poll_lane(lane, self.core, &mut self.done);
             if std::mem::take(&mut lane.swept) {
                 by_sweep += completed as u64;
             }
@@ -220,12 +229,12 @@ impl Worker {
     fn finish(&mut self) {
         let done = &mut self.done;
         for waker in done.wakers.drain(..) {
-            if catch_unwind(AssertUnwindSafe(|| waker.wake())).is_err() {
+            if !caught(move || waker.wake()) {
                 log::error!("cuda-safe: a waker panicked when the completion reactor woke it");
             }
         }
         for keep in done.keeps.drain(..) {
-            if catch_unwind(AssertUnwindSafe(move || drop(keep))).is_err() {
+            if !caught(move || drop(keep)) {
                 log::error!("cuda-safe: dropping a value a dropped completion held panicked");
             }
         }
@@ -259,10 +268,14 @@ impl Worker {
     fn arm(&mut self) {
         let mut notifiers = std::mem::take(&mut self.notifiers);
         for lane in self.lanes.values_mut() {
-            if lane.entries.is_empty() || lane.armed || lane.unarmable {
+            // A drain has no event to wait on: the sweep asks it.
+            let Some(event) = lane.entries.front().and_then(|head| head.mark.raw()) else {
+                continue;
+            };
+            if lane.armed || lane.unarmable {
                 continue;
             }
-            match arm_lane(lane, &mut notifiers, &self.core) {
+            match arm_lane(lane, event, &mut notifiers) {
                 Ok(()) => lane.armed = true,
                 Err(error) => {
                     log::warn!(
@@ -339,8 +352,10 @@ fn complete(entry: Entry, outcome: Result<()>, core: &Core, done: &mut Done) {
         Finish::Wake(waker) => done.wakers.extend(waker),
         Finish::Release(keep) => {
             match (keep, failure) {
-                (Some(keep), None) => done.keeps.push(keep),
-                (Some(keep), Some(error)) => release_after(keep, &error),
+                (Some(keep), Some(error)) if !gpu_has_stopped(&error) => {
+                    release_after(keep, &error)
+                }
+                (Some(keep), _) => done.keeps.push(keep),
                 (None, _) => {}
             }
             done.slots.push(slot);
@@ -349,37 +364,77 @@ fn complete(entry: Entry, outcome: Result<()>, core: &Core, done: &mut Done) {
     done.marks.push(mark);
 }
 
-/// Queues, on the lane's side stream, a wait on its oldest mark and a host function raising
-/// its flag.
+/// Runs the user's code `f` (a waker, a value's drop) on the reactor thread: whether it
+/// returned. A panic is caught, and its payload leaked rather than dropped (a payload whose own
+/// drop panics would otherwise end the thread, and with it every wake-up still to come).
+fn caught(f: impl FnOnce()) -> bool {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(()) => true,
+        Err(payload) => {
+            std::mem::forget(payload);
+            false
+        }
+    }
+}
+
+/// Queues, on the lane's side stream, a wait on its oldest mark's `event` and a host function
+/// raising its flag, with the driver's calls themselves: no capture check is needed. The side stream
+/// is the reactor's, never captured, and the reactor's thread is in relaxed capture mode; the
+/// only way into a capture would be a wait on an event recorded by one, and the head has been
+/// asked before (the pass that made it the head asked it, and marks are never recorded again
+/// while watched): it answered "not ready", which a captured event never does.
 #[doc = cuda_sys::api_doc!(cuStreamWaitEvent)]
 #[doc = cuda_sys::api_doc!(cuLaunchHostFunc)]
 #[doc(alias = "cuStreamWaitEvent", alias = "cuLaunchHostFunc")]
-fn arm_lane(lane: &mut Lane, notifiers: &mut [(Context, Vec<Stream>)], core: &Core) -> Result<()> {
+fn arm_lane(
+    lane: &mut Lane,
+    event: CUevent,
+    notifiers: &mut [(Context, Vec<Stream>)],
+) -> Result<()> {
     let notifier = match lane.notifier.take() {
         Some(notifier) => notifier,
         None => take_notifier(notifiers, &lane.context)?,
     };
-    let Some(head) = lane.entries.front() else {
-        lane.notifier = Some(notifier);
-        return Ok(());
-    };
-    let raw = head.mark.raw();
-    // SAFETY: both handles are alive (the lane keeps the side stream, the entry its event).
-    let waited = unsafe {
-        cu!(
-            notifier.context().driver(),
-            cuStreamWaitEvent(notifier.as_raw(), raw, 0)
-        )
-    };
-    let armed = waited.and_then(|()| {
-        let (signal, bell) = (lane.signal.clone(), core.bell.clone());
-        notifier.launch_host_func(move || {
-            signal.store(true, Ordering::Release);
-            bell.ring();
-        })
-    });
+    let armed = arm_after(&notifier, event, &lane.signal);
     lane.notifier = Some(notifier);
     armed
+}
+
+/// Queues on `notifier` a wait on `event` and then [`raise`] of `signal`.
+fn arm_after(notifier: &Stream, event: CUevent, signal: &Arc<Signal>) -> Result<()> {
+    let driver = notifier.context().driver();
+    // SAFETY: both handles are alive (the lane keeps the side stream, the entry its event).
+    unsafe { cu!(driver, cuStreamWaitEvent(notifier.as_raw(), event, 0)) }?;
+    let data = Arc::into_raw(signal.clone()).cast_mut().cast::<c_void>();
+    // SAFETY: `raise` takes back the reference `data` holds, once, when the driver runs it.
+    let queued = unsafe {
+        cu!(
+            driver,
+            cuLaunchHostFunc(notifier.as_raw(), Some(raise), data)
+        )
+    };
+    if queued.is_err() {
+        // SAFETY: the driver refused the function, so `raise` never runs: the reference
+        // `data` holds is given back here.
+        drop(unsafe { Arc::from_raw(data.cast::<Signal>().cast_const()) });
+    }
+    queued
+}
+
+/// A lane's flag, raised by its host function, and the bell it rings.
+pub(super) struct Signal {
+    raised: AtomicBool,
+    bell: &'static Bell,
+}
+
+/// The host function of an armed lane, run by the driver's thread: raises the flag and rings
+/// the bell. It cannot panic (an atomic store, and the bell's unpark).
+unsafe extern "C" fn raise(data: *mut c_void) {
+    // SAFETY: `data` is a reference to the lane's signal that `arm_after` gave up to the driver,
+    // which runs this function once.
+    let signal = unsafe { Arc::from_raw(data.cast::<Signal>().cast_const()) };
+    signal.raised.store(true, Ordering::Release);
+    signal.bell.ring();
 }
 
 /// An idle side stream of `context`, or a new one.

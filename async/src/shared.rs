@@ -1,9 +1,15 @@
 //! The reactor's shared state and its handle: the waker table, the bell, the registrations
 //! waiting for the reactor thread, the recycled staging memory, and the count of
 //! handles that keeps the thread alive.
+//!
+//! The state is made once per process and lives for good (a few hundred bytes, and the table's
+//! idle slots): a handle is a reference to it and a count, so that [`Reactor::shared`] costs
+//! one atomic increment, with no lock. What costs more than memory comes and goes with the
+//! thread: its side streams are its own, and when it ends it frees the idle staging blocks and
+//! slots.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::thread;
 
 use crate::bell::Bell;
@@ -14,11 +20,12 @@ use crate::table::{SlotRef, Table};
 use cuda_safe::Context;
 use cuda_safe::Event;
 use cuda_safe::Stream;
+use cuda_safe::handle::log_drop_error;
 use cuda_safe::{Result, cu, cu_ready};
 use cuda_sys::{CUevent, Driver};
 
-/// The reactor of the process, while any handle to it lives.
-static SHARED: Mutex<Weak<Core>> = Mutex::new(Weak::new());
+/// The reactor's state, made by the first handle.
+static CORE: OnceLock<Core> = OnceLock::new();
 
 /// Reactor threads alive in the process (0 or 1, and briefly 2 while one ends and the next
 /// starts).
@@ -36,7 +43,7 @@ static RUNNING: AtomicUsize = AtomicUsize::new(0);
 ///
 /// `Send` and `Sync`; cloning is cheap.
 pub struct Reactor {
-    pub(super) core: Arc<Core>,
+    pub(super) core: &'static Core,
 }
 
 /// What the reactor holds now ([`Reactor::stats`]): a snapshot, for tests and monitoring.
@@ -64,11 +71,11 @@ pub struct ReactorStats {
 pub(super) struct Core {
     /// Handles alive: the thread ends once this is 0 and nothing is watched.
     handles: AtomicUsize,
-    pub(super) bell: Arc<Bell>,
+    pub(super) bell: Bell,
     pub(super) table: Table,
     /// Registrations the reactor thread has not taken yet.
     incoming: Mutex<Vec<Registration>>,
-    /// Whether the thread was started (once per core).
+    /// Whether a thread runs (or was started and has not decided to end).
     started: Mutex<bool>,
     pub(super) staging: Mutex<StagingCache>,
     /// Registered work not yet completed.
@@ -106,6 +113,10 @@ pub(super) enum Mark {
         context: Context,
         driver: &'static Driver,
     },
+    /// Everything queued on the stream when a future failed to record its event there: what
+    /// it holds waits for the stream to pass that work, asked (`cuStreamQuery`, never while the
+    /// stream is captured) by the reactor's sweep, with no event to wait on.
+    Drain(Stream),
 }
 
 // SAFETY: a CUevent may be used from any thread; the borrowed one is kept alive by its owner
@@ -120,14 +131,16 @@ impl Mark {
         match self {
             Self::Pooled { event, .. } => event.context(),
             Self::Borrowed { context, .. } => context,
+            Self::Drain(stream) => stream.context(),
         }
     }
 
-    /// The raw event.
-    pub(super) fn raw(&self) -> CUevent {
+    /// The raw event; `None` for a drain, which has none.
+    pub(super) fn raw(&self) -> Option<CUevent> {
         match self {
-            Self::Pooled { event, .. } => event.as_raw(),
-            Self::Borrowed { raw, .. } => *raw,
+            Self::Pooled { event, .. } => Some(event.as_raw()),
+            Self::Borrowed { raw, .. } => Some(*raw),
+            Self::Drain(_) => None,
         }
     }
 
@@ -135,7 +148,7 @@ impl Mark {
     pub(super) fn stream(&self) -> Option<&Stream> {
         match self {
             Self::Pooled { stream, .. } => Some(stream),
-            Self::Borrowed { .. } => None,
+            Self::Borrowed { .. } | Self::Drain(_) => None,
         }
     }
 
@@ -146,8 +159,9 @@ impl Mark {
         }
     }
 
-    /// Waits on this thread until the work before the event's record has finished
-    /// (`cuEventSynchronize`): for when no reactor thread can be started.
+    /// Waits on this thread until the work before the event's record (or a drain's work) has
+    /// finished (`cuEventSynchronize`, `cuStreamSynchronize`): for when no reactor thread can be
+    /// started.
     pub(super) fn sync(&self) -> Result<()> {
         match self {
             Self::Pooled { event, .. } => event.sync(),
@@ -155,10 +169,13 @@ impl Mark {
                 // SAFETY: the event is alive (its owner keeps it until the wait is over).
                 unsafe { cu!(driver, cuEventSynchronize(*raw)) }
             }
+            Self::Drain(stream) => stream.drain(),
         }
     }
 
-    /// Whether the work before the event's record has finished (`cuEventQuery`).
+    /// Whether the work before the event's record has finished (`cuEventQuery`); for a drain,
+    /// whether the stream has passed its work (`cuStreamQuery`, and `false` while the stream is
+    /// captured, which the query would disturb).
     pub(super) fn is_done(&self) -> Result<bool> {
         match self {
             Self::Pooled { event, .. } => event.is_done(),
@@ -166,22 +183,21 @@ impl Mark {
                 // SAFETY: the event is alive (its owner keeps it until the reactor is done).
                 unsafe { cu_ready!(driver, cuEventQuery(*raw)) }
             }
+            Self::Drain(stream) => {
+                if stream.is_capturing()? {
+                    return Ok(false);
+                }
+                // SAFETY: the stream is alive (the mark holds it).
+                unsafe { cu_ready!(stream.context().driver(), cuStreamQuery(stream.as_raw())) }
+            }
         }
     }
 }
 
 impl Reactor {
-    /// The process's reactor, made if there is none.
+    /// The process's reactor (its state made with the first handle): one atomic increment.
     pub fn shared() -> Reactor {
-        let mut shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
-        let core = match shared.upgrade() {
-            Some(core) => core,
-            None => {
-                let core = Arc::new(Core::new());
-                *shared = Arc::downgrade(&core);
-                core
-            }
-        };
+        let core = CORE.get_or_init(Core::new);
         core.handles.fetch_add(1, Ordering::Relaxed);
         Reactor { core }
     }
@@ -212,9 +228,7 @@ impl Reactor {
 impl Clone for Reactor {
     fn clone(&self) -> Self {
         self.core.handles.fetch_add(1, Ordering::Relaxed);
-        Reactor {
-            core: self.core.clone(),
-        }
+        Reactor { core: self.core }
     }
 }
 
@@ -245,7 +259,7 @@ impl Core {
     fn new() -> Self {
         Self {
             handles: AtomicUsize::new(0),
-            bell: Arc::new(Bell::new()),
+            bell: Bell::new(),
             table: Table::new(),
             incoming: Mutex::new(Vec::new()),
             started: Mutex::new(false),
@@ -262,22 +276,21 @@ impl Core {
         self.bell.ring();
     }
 
-    /// Starts the reactor thread, once.
+    /// Starts the reactor thread unless one runs.
     ///
     /// # Errors
     ///
     /// [`Error::ReactorThread`] when the operating system refuses the thread.
-    pub(super) fn start(self: &Arc<Self>) -> Result<()> {
+    pub(super) fn start(&'static self) -> Result<()> {
         let mut started = lock(&self.started);
         if *started {
             return Ok(());
         }
-        let core = self.clone();
         RUNNING.fetch_add(1, Ordering::SeqCst);
         let spawned = thread::Builder::new()
             .name("cuda-safe-completion".into())
             .spawn(move || {
-                reactor::run(core);
+                reactor::run(self);
                 RUNNING.fetch_sub(1, Ordering::SeqCst);
             });
         match spawned {
@@ -299,18 +312,23 @@ impl Core {
     }
 
     /// Whether the thread may end: no handle is left and nothing waits for it. Decided under
-    /// the process's lock, so that no new handle can reach this core afterwards.
-    pub(super) fn may_stop(self: &Arc<Self>) -> bool {
-        let mut shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+    /// the lock [`start`](Self::start) takes, so that a future arriving afterwards starts a
+    /// new thread rather than registering with this one; the idle staging blocks and slots
+    /// are freed then.
+    pub(super) fn may_stop(&self) -> bool {
+        let mut started = lock(&self.started);
         if self.handles.load(Ordering::Acquire) != 0 || !lock(&self.incoming).is_empty() {
             return false;
         }
-        if shared
-            .upgrade()
-            .is_some_and(|current| Arc::ptr_eq(&current, self))
-        {
-            *shared = Weak::new();
+        *started = false;
+        drop(started);
+        let idle = lock(&self.staging).drain_idle();
+        for block in idle {
+            if let Err(error) = block.close() {
+                log_drop_error("pinned staging block", &error);
+            }
         }
+        self.table.trim();
         true
     }
 }

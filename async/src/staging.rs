@@ -9,8 +9,6 @@
 //! would exceed it is freed when given back. Blocks free themselves (through
 //! [`Owned`](cuda_safe::handle::Owned)), and a block in use goes back through it too.
 
-use std::sync::Arc;
-
 use crate::shared::{Core, lock};
 use cuda_safe::Stream;
 use cuda_safe::handle::{Owned, Release};
@@ -36,6 +34,12 @@ impl StagingCache {
     pub(super) fn bytes(&self) -> (usize, usize) {
         (self.in_use_bytes, self.idle_bytes)
     }
+
+    /// Takes the idle blocks out, for the reactor thread to free as it ends.
+    pub(super) fn drain_idle(&mut self) -> Vec<PinnedBlock> {
+        self.idle_bytes = 0;
+        std::mem::take(&mut self.idle)
+    }
 }
 
 /// A staging block in use: given back to the reactor's cache when dropped.
@@ -46,7 +50,7 @@ pub(super) struct Staging {
 /// A block lent out of the cache, and the cache it goes back to.
 struct Lease {
     block: Option<PinnedBlock>,
-    core: Arc<Core>,
+    core: &'static Core,
 }
 
 impl Staging {
@@ -58,7 +62,7 @@ impl Staging {
     ///
     /// [`Error::InvalidArgument`] for a size past the largest block; the driver's error from
     /// `cuMemHostAlloc` (out of memory included).
-    pub(super) fn take(core: &Arc<Core>, bytes: usize, stream: &Stream) -> Result<Self> {
+    pub(super) fn take(core: &'static Core, bytes: usize, stream: &Stream) -> Result<Self> {
         let size = bytes
             .max(MIN_BLOCK)
             .checked_next_power_of_two()
@@ -90,7 +94,7 @@ impl Staging {
         Ok(Self {
             lease: Owned::new(Lease {
                 block: Some(block),
-                core: core.clone(),
+                core,
             }),
         })
     }

@@ -11,6 +11,11 @@
 //! reactor exactly one gives the slot back to the table. The loom model below checks these
 //! orders exhaustively (`RUSTFLAGS="--cfg cuda_safe_loom"`, see `docs/async.md`); the test
 //! beside it races them on real threads.
+//!
+//! No code of the user's runs under a slot's lock: a waker is cloned before the lock is taken
+//! and a replaced one is dropped after it is released (as the reactor wakes outside it), so a
+//! waker whose `clone`, `wake` or `drop` panics leaves every slot as consistent as it found it:
+//! the outcome stays for the future's next look, the latest waker stored is the one woken.
 
 use std::task::{Poll, Waker};
 
@@ -68,18 +73,49 @@ impl Slot {
         }
     }
 
+    /// The first waker of a slot just taken from the table (empty: nothing is replaced), cloned
+    /// by the caller outside every lock.
+    pub(super) fn watch(&self, waker: Waker) {
+        let replaced = lock(&self.state).waker.replace(waker);
+        drop(replaced);
+    }
+
     /// The future's poll: the outcome if the reactor left one (the slot is then the future's
     /// to give back), else `Pending` with `waker` kept for the reactor.
+    ///
+    /// `waker` is cloned, and the waker it replaces dropped, outside the lock: when either
+    /// panics, the slot keeps the outcome, or a waker the reactor wakes (the one before, or
+    /// the new one).
     pub(super) fn poll(&self, waker: &Waker) -> Poll<Result<()>> {
+        if let Some(seen) = self.look(waker) {
+            return seen;
+        }
+        let fresh = waker.clone();
+        let mut state = lock(&self.state);
+        if state.outcome.is_none() {
+            let replaced = state.waker.replace(fresh);
+            drop(state);
+            drop(replaced);
+            return Poll::Pending;
+        }
+        // Completed meanwhile: the outcome stays in the slot while the clone is dropped.
+        drop(state);
+        drop(fresh);
+        self.look(waker).unwrap_or(Poll::Pending)
+    }
+
+    /// The outcome, if the reactor left one, or `Pending` when the kept waker wakes `waker`'s
+    /// task already; `None` when `waker` must be stored.
+    fn look(&self, waker: &Waker) -> Option<Poll<Result<()>>> {
         let mut state = lock(&self.state);
         if let Some(outcome) = state.outcome.take() {
-            return Poll::Ready(outcome);
+            return Some(Poll::Ready(outcome));
         }
-        match &state.waker {
-            Some(kept) if kept.will_wake(waker) => {}
-            _ => state.waker = Some(waker.clone()),
-        }
-        Poll::Pending
+        state
+            .waker
+            .as_ref()
+            .is_some_and(|kept| kept.will_wake(waker))
+            .then_some(Poll::Pending)
     }
 
     /// The reactor's verdict on the slot's work. The reactor touches the slot no more after
@@ -94,17 +130,17 @@ impl Slot {
     }
 
     /// The future is dropped before it read an outcome; `keep` is what must live until the GPU
-    /// is done.
-    pub(super) fn detach(&self, keep: Option<Keep>) -> Detach {
+    /// is done. The waker the slot held comes back with the answer, to be dropped by the
+    /// caller outside the lock.
+    pub(super) fn detach(&self, keep: Option<Keep>) -> (Detach, Option<Waker>) {
         let mut state = lock(&self.state);
+        let waker = state.waker.take();
         if let Some(outcome) = state.outcome.take() {
-            state.waker = None;
-            return Detach::Done(keep, outcome);
+            return (Detach::Done(keep, outcome), waker);
         }
         state.detached = true;
         state.keep = keep;
-        state.waker = None;
-        Detach::Left
+        (Detach::Left, waker)
     }
 
     /// Empties the slot for its next future; what it held is dropped outside the lock.
@@ -151,12 +187,21 @@ impl Table {
         }
     }
 
+    /// Frees the idle slots (the reactor thread ends).
+    pub(super) fn trim(&self) {
+        let idle = std::mem::take(&mut *lock(&self.free));
+        self.made.fetch_sub(idle.len(), Ordering::Relaxed);
+    }
+
     /// Slots that exist now, and how many of them are idle.
     pub(super) fn sizes(&self) -> (usize, usize) {
         let idle = lock(&self.free).len();
         (self.made.load(Ordering::Relaxed), idle)
     }
 }
+
+#[cfg(all(test, not(cuda_safe_loom)))]
+mod unwinding;
 
 #[cfg(all(test, not(cuda_safe_loom)))]
 mod tests {
@@ -260,7 +305,7 @@ mod tests {
             if round % 2 == 0 {
                 thread::yield_now();
             }
-            let detached = slot.detach(Some(keep));
+            let (detached, _) = slot.detach(Some(keep));
             let finished = reactor.join().unwrap();
             let gives = match (detached, finished) {
                 (Detach::Done(keep, outcome), Finish::Wake(None)) => {
@@ -328,8 +373,8 @@ mod tests {
     }
 }
 
-/// The loom model of the table: `RUSTFLAGS="--cfg cuda_safe_loom" cargo test -p cuda-safe
-/// --lib --release completion::` (in a target directory of its own; `docs/async.md`).
+/// The loom model of the table: `RUSTFLAGS="--cfg cuda_safe_loom" cargo test -p
+/// cuda-safe-async --lib --release` (in a target directory of its own; `docs/async.md`).
 #[cfg(all(test, cuda_safe_loom))]
 mod loom_model {
     use std::task::Wake;
@@ -373,7 +418,58 @@ mod loom_model {
     }
 
     #[test]
-    fn a_waker_replaced_during_completion_wakes_one_of_them_with_the_outcome_kept() {
+    fn a_drop_racing_a_completion_gives_the_slot_back_once() {
+        loom::model(|| {
+            let table = Arc::new(Table::new());
+            let slot = table.take();
+            let kept = std::sync::Arc::new(());
+            let (woken, waker) = flag();
+            assert!(slot.poll(&waker).is_pending());
+            drop(waker);
+            let reactor = {
+                let (slot, table) = (slot.clone(), table.clone());
+                loom::thread::spawn(move || match slot.complete(Ok(())) {
+                    Finish::Release(keep) => {
+                        assert!(keep.is_some());
+                        table.give(slot);
+                        true
+                    }
+                    Finish::Wake(waker) => {
+                        waker.into_iter().for_each(Waker::wake);
+                        false
+                    }
+                })
+            };
+            let (detached, stale) = slot.detach(Some(Box::new(kept.clone())));
+            let future_gives = match detached {
+                Detach::Done(keep, _) => {
+                    drop(keep);
+                    table.give(slot);
+                    true
+                }
+                Detach::Left => false,
+            };
+            let reactor_gives = reactor.join().unwrap();
+            assert!(
+                future_gives != reactor_gives,
+                "exactly one gives the slot back"
+            );
+            // The waker comes back to whichever side took it, to drop outside the lock: to
+            // the dropped future, or woken by the reactor before the future was dropped.
+            assert!(
+                stale.is_some() != woken.0.load(Ordering::SeqCst),
+                "the waker was handed out once"
+            );
+            assert_eq!(std::sync::Arc::strong_count(&kept), 1);
+            assert_eq!(table.sizes(), (1, 1));
+        });
+    }
+
+    /// A later poll with another waker clones it outside the lock, so a completion can come
+    /// between the poll's look and its store: the outcome stays in the slot for the poll's
+    /// second look, or the completion finds the new waker, and never neither.
+    #[test]
+    fn a_completion_between_a_poll_s_look_and_store_is_never_lost() {
         loom::model(|| {
             let slot = Arc::new(Slot::new());
             let (first, first_waker) = flag();
@@ -388,51 +484,20 @@ mod loom_model {
             };
             let again = slot.poll(&second_waker);
             reactor.join().unwrap();
+            let woken = (
+                first.0.load(Ordering::SeqCst),
+                second.0.load(Ordering::SeqCst),
+            );
             match again {
-                Poll::Ready(outcome) => assert!(outcome.is_ok()),
+                Poll::Ready(outcome) => {
+                    assert!(outcome.is_ok());
+                    assert!(!woken.1, "a waker stored after the outcome");
+                }
                 Poll::Pending => {
-                    assert!(second.0.load(Ordering::SeqCst), "the latest waker is woken");
-                    assert!(!first.0.load(Ordering::SeqCst));
+                    assert_eq!(woken, (false, true), "the new waker is the one woken");
+                    assert!(matches!(slot.poll(&second_waker), Poll::Ready(Ok(()))));
                 }
             }
-        });
-    }
-
-    #[test]
-    fn a_drop_racing_a_completion_gives_the_slot_back_once() {
-        loom::model(|| {
-            let table = Arc::new(Table::new());
-            let slot = table.take();
-            let kept = std::sync::Arc::new(());
-            let reactor = {
-                let (slot, table) = (slot.clone(), table.clone());
-                loom::thread::spawn(move || match slot.complete(Ok(())) {
-                    Finish::Release(keep) => {
-                        assert!(keep.is_some());
-                        table.give(slot);
-                        true
-                    }
-                    Finish::Wake(waker) => {
-                        assert!(waker.is_none(), "the dropped future had no waker");
-                        false
-                    }
-                })
-            };
-            let future_gives = match slot.detach(Some(Box::new(kept.clone()))) {
-                Detach::Done(keep, _) => {
-                    drop(keep);
-                    table.give(slot);
-                    true
-                }
-                Detach::Left => false,
-            };
-            let reactor_gives = reactor.join().unwrap();
-            assert!(
-                future_gives != reactor_gives,
-                "exactly one gives the slot back"
-            );
-            assert_eq!(std::sync::Arc::strong_count(&kept), 1);
-            assert_eq!(table.sizes(), (1, 1));
         });
     }
 }

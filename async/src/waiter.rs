@@ -14,11 +14,11 @@
 use std::hint::spin_loop;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::task::{Context as TaskContext, Poll};
+use std::task::{Context as TaskContext, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use crate::settle::gpu_has_stopped;
-use crate::shared::{LaneKey, Mark, Reactor, Registration};
+use crate::settle::{gpu_has_stopped, release_after};
+use crate::shared::{Core, LaneKey, Mark, Reactor, Registration};
 use crate::staging::Staging;
 use crate::table::{Detach, Keep, Slot, SlotRef};
 use cuda_safe::Stream;
@@ -96,12 +96,67 @@ pub(super) fn relaxed_capture_mode(
     unsafe { cu!(driver, cuThreadExchangeStreamCaptureMode(mode)) }
 }
 
-/// What a waiter reports once: the result, whether the GPU is done with (or can no longer
-/// touch) what the future holds, and the staging block it held.
+/// What a waiter reports once: the result, when what the future holds may go, and the staging
+/// block it held.
 pub(super) struct Outcome {
     pub(super) result: Result<()>,
-    pub(super) settled: bool,
+    pub(super) release: Release,
     pub(super) hold: Option<Staging>,
+}
+
+/// When what a failed future holds may be released.
+#[derive(Clone)]
+pub(super) enum Release {
+    /// Now: the GPU is done with it, or can no longer touch it.
+    Now,
+    /// Once the stream has passed the work queued on it when the future failed to record its
+    /// event (a copy into its staging may be among it): the reactor keeps it until then.
+    AfterStream(Stream),
+    /// Never, unless the failure stopped the GPU ([`release_after`]): it says nothing of the
+    /// GPU's progress.
+    Unknown,
+}
+
+impl Release {
+    /// Releases `keep`, after `error`, as `self` says.
+    pub(super) fn apply(self, keep: Option<Keep>, error: &Error, core: &'static Core) {
+        let Some(keep) = keep else { return };
+        match self {
+            Self::Now => drop(keep),
+            Self::AfterStream(stream) => hand_over(core, keep, Mark::Drain(stream), None),
+            Self::Unknown => release_after(keep, error),
+        }
+    }
+}
+
+/// What a future holds, as one value for the reactor: the values it keeps and its staging.
+pub(super) fn held(keep: Option<Keep>, hold: Option<Staging>) -> Option<Keep> {
+    match (keep, hold) {
+        (keep, None) => keep,
+        (None, Some(hold)) => Some(Box::new(hold)),
+        (Some(keep), Some(hold)) => Some(Box::new((keep, hold))),
+    }
+}
+
+/// Gives `keep` to the reactor, to drop once `mark` has finished (standing in `lane`); without
+/// a reactor thread, waits for the mark on this thread first.
+fn hand_over(core: &'static Core, keep: Keep, mark: Mark, lane: Option<(usize, usize)>) {
+    if let Err(error) = core.start() {
+        log::warn!("cuda-safe: {error}; the dropping thread waits for the GPU");
+        match mark.sync() {
+            Ok(()) => drop(keep),
+            Err(error) => release_after(keep, &error),
+        }
+        mark.recycle();
+        return;
+    }
+    let slot = core.table.take();
+    let _left = slot.detach(Some(keep));
+    core.register(Registration {
+        lane: lane_key(lane, &slot),
+        mark,
+        slot,
+    });
 }
 
 /// Which callbacks' panics the completion reports, as the wait it stands for would.
@@ -116,8 +171,8 @@ pub(super) struct Report {
 enum Phase {
     /// Nothing to wait for.
     Ready,
-    /// Making the completion failed; `settled` as in [`Outcome`].
-    Failed { error: Error, settled: bool },
+    /// Making the completion failed; what it holds goes as `release` says.
+    Failed { error: Error, release: Release },
     /// The event is recorded; not polled yet.
     Recorded {
         mark: Mark,
@@ -128,6 +183,16 @@ enum Phase {
     Registered(SlotRef),
     /// Reported.
     Done,
+}
+
+/// What a poll does once it has looked at the phase (and run the user's code it needs).
+enum Step {
+    /// The work's outcome is known.
+    Resolved(Result<()>),
+    /// Making the completion failed (the error, and when what the future holds may go).
+    Failed(Error, Release),
+    /// The wait goes to the reactor with this waker.
+    Watch(Waker),
 }
 
 /// One future's wait.
@@ -208,58 +273,76 @@ impl Waiter {
     }
 
     /// Polls the wait; the outcome is reported once.
+    ///
+    /// The only code of the user's it runs (the waker's `clone`, and the `drop` of the waker a
+    /// later poll replaces) runs while the phase still says where the wait stands: when it
+    /// panics, the wait is as it was, and what the future holds stays held until the GPU is
+    /// done with it. The phase advances only after that, and nothing of the user's runs
+    /// between there and the outcome's return.
     pub(super) fn poll(&mut self, cx: &mut TaskContext<'_>) -> Poll<Outcome> {
         let core = &self.reactor.core;
-        let result = match std::mem::replace(&mut self.phase, Phase::Done) {
+        let step = match &self.phase {
             Phase::Done => {
                 return Poll::Ready(Outcome {
                     result: Err(Error::invalid_argument(
                         "a completion future was polled again after it resolved",
                     )),
-                    settled: true,
+                    release: Release::Now,
                     hold: None,
                 });
             }
-            Phase::Ready => Ok(()),
-            Phase::Failed { error, settled } => {
-                return Poll::Ready(Outcome {
-                    result: Err(error),
-                    settled,
-                    hold: self.hold.take(),
-                });
-            }
-            Phase::Recorded { mark, lane } => match spin(&mark) {
-                Some(verdict) => {
-                    mark.recycle();
-                    verdict
-                }
+            Phase::Ready => Step::Resolved(Ok(())),
+            Phase::Failed { error, release } => Step::Failed(error.clone(), release.clone()),
+            Phase::Recorded { mark, .. } => match spin(mark) {
+                Some(verdict) => Step::Resolved(verdict),
                 None => match core.start() {
-                    Ok(()) => {
-                        let slot = core.table.take();
-                        let _pending = slot.poll(cx.waker());
-                        core.register(Registration {
-                            lane: lane_key(lane, &slot),
-                            mark,
-                            slot: slot.clone(),
-                        });
-                        self.phase = Phase::Registered(slot);
-                        return Poll::Pending;
-                    }
-                    Err(error) => block_on_mark(mark, error),
+                    Ok(()) => Step::Watch(cx.waker().clone()),
+                    Err(error) => Step::Resolved(block_on_mark(mark, error)),
                 },
             },
             Phase::Registered(slot) => match slot.poll(cx.waker()) {
-                Poll::Pending => {
-                    self.phase = Phase::Registered(slot);
-                    return Poll::Pending;
-                }
-                Poll::Ready(outcome) => {
-                    core.table.give(slot);
-                    outcome
-                }
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(outcome) => Step::Resolved(outcome),
             },
         };
-        Poll::Ready(self.finish(result))
+        let resolved = match step {
+            Step::Watch(waker) => {
+                self.watch(waker);
+                return Poll::Pending;
+            }
+            Step::Resolved(result) => Ok(result),
+            Step::Failed(error, release) => Err((error, release)),
+        };
+        match std::mem::replace(&mut self.phase, Phase::Done) {
+            Phase::Recorded { mark, .. } => mark.recycle(),
+            Phase::Registered(slot) => self.reactor.core.table.give(slot),
+            Phase::Ready | Phase::Failed { .. } | Phase::Done => {}
+        }
+        Poll::Ready(match resolved {
+            Ok(result) => self.finish(result),
+            Err((error, release)) => Outcome {
+                result: Err(error),
+                release,
+                hold: self.hold.take(),
+            },
+        })
+    }
+
+    /// Hands the recorded mark to the reactor with `waker` (cloned by the caller, before
+    /// anything changed): nothing of the user's runs here.
+    fn watch(&mut self, waker: Waker) {
+        let core = &self.reactor.core;
+        let slot = core.table.take();
+        slot.watch(waker);
+        if let Phase::Recorded { mark, lane } =
+            std::mem::replace(&mut self.phase, Phase::Registered(slot.clone()))
+        {
+            core.register(Registration {
+                lane: lane_key(lane, &slot),
+                mark,
+                slot,
+            });
+        }
     }
 
     /// The outcome of finished (or failed) work: the callbacks' panics reported after a
@@ -280,12 +363,16 @@ impl Waiter {
                     .map_or(Ok(()), |slot| slot.check());
                 Outcome {
                     result: stream.and(graph),
-                    settled: true,
+                    release: Release::Now,
                     hold,
                 }
             }
             Err(error) => Outcome {
-                settled: gpu_has_stopped(&error),
+                release: if gpu_has_stopped(&error) {
+                    Release::Now
+                } else {
+                    Release::Unknown
+                },
                 result: Err(error),
                 hold,
             },
@@ -295,56 +382,28 @@ impl Waiter {
     /// The future is dropped before it resolved: `keep` (and the staging block held) live
     /// until the GPU is done with them, in the reactor's care if need be.
     pub(super) fn abandon(&mut self, keep: Option<Keep>) {
-        let keep = match (keep, self.hold.take()) {
-            (None, None) => None,
-            (keep, None) => keep,
-            (keep, Some(hold)) => Some(Box::new((keep, hold)) as Keep),
-        };
-        let core = self.reactor.core.clone();
+        let keep = held(keep, self.hold.take());
+        let core = self.reactor.core;
         match std::mem::replace(&mut self.phase, Phase::Done) {
-            Phase::Recorded { mark, lane } => {
-                let Some(keep) = keep else {
-                    mark.recycle();
-                    return;
-                };
-                if let Err(error) = core.start() {
-                    // No reactor thread: wait here, then release what was kept.
-                    log::warn!("cuda-safe: {error}; the dropping thread waits for the GPU");
-                    match mark.sync() {
-                        Ok(()) => drop(keep),
-                        Err(error) => super::settle::release_after(keep, &error),
-                    }
-                    mark.recycle();
-                    return;
-                }
-                let slot = core.table.take();
-                let _left = slot.detach(Some(keep));
-                core.register(Registration {
-                    lane: lane_key(lane, &slot),
-                    mark,
-                    slot: slot.clone(),
-                });
-            }
+            Phase::Recorded { mark, lane } => match keep {
+                Some(keep) => hand_over(core, keep, mark, lane),
+                None => mark.recycle(),
+            },
             Phase::Registered(slot) => {
-                if let Detach::Done(keep, outcome) = slot.detach(keep) {
+                let (detached, waker) = slot.detach(keep);
+                if let Detach::Done(keep, outcome) = detached {
+                    core.table.give(slot);
                     if let Some(keep) = keep {
                         match outcome {
                             Ok(()) => drop(keep),
-                            Err(error) => super::settle::release_after(keep, &error),
+                            Err(error) => release_after(keep, &error),
                         }
                     }
-                    core.table.give(slot);
                 }
+                // The user's waker goes last, what the future held being in safe hands.
+                drop(waker);
             }
-            Phase::Failed { error, settled } => {
-                if let Some(keep) = keep {
-                    if settled {
-                        drop(keep);
-                    } else {
-                        super::settle::release_after(keep, &error);
-                    }
-                }
-            }
+            Phase::Failed { error, release } => release.apply(keep, &error, core),
             Phase::Ready | Phase::Done => drop(keep),
         }
     }
@@ -392,26 +451,25 @@ fn record(stream: &Stream, capture_checked: bool) -> Result<Mark> {
 /// A failed making: what the future holds may be released once the GPU is done with it, or can
 /// no longer touch it. Nothing was queued for it (`stream` is `None`), or the stream is being
 /// captured (nothing of the future was queued: releasing a value is then what dropping it
-/// would do), or the context has stopped; otherwise the stream is waited for.
+/// would do), or the context has stopped; otherwise the reactor keeps it until the stream has
+/// passed what was queued (the future's error is returned at once, no thread waits).
 fn failure_phase(error: Error, stream: Option<&Stream>) -> Phase {
-    let settled = match stream {
-        None => true,
-        Some(_) if gpu_has_stopped(&error) => true,
+    let release = match stream {
+        None => Release::Now,
+        Some(_) if gpu_has_stopped(&error) => Release::Now,
         Some(stream) => match stream.is_capturing() {
-            Ok(true) => true,
-            Ok(false) => stream.drain().is_ok(),
-            Err(_) => false,
+            Ok(true) => Release::Now,
+            Ok(false) => Release::AfterStream(stream.clone()),
+            Err(_) => Release::Unknown,
         },
     };
-    Phase::Failed { error, settled }
+    Phase::Failed { error, release }
 }
 
 /// Without a reactor thread, waits for the mark on this thread.
-fn block_on_mark(mark: Mark, error: Error) -> Result<()> {
+fn block_on_mark(mark: &Mark, error: Error) -> Result<()> {
     log::warn!("cuda-safe: {error}; waiting for the GPU on the polling thread instead");
-    let waited = mark.sync();
-    mark.recycle();
-    waited
+    mark.sync()
 }
 
 /// Asks the event for at most the spin budget; `None` when it did not finish (or spinning is

@@ -11,88 +11,27 @@
 //! A `main` of its own (`harness = false`): the stub is built and the library variables are set
 //! before anything else runs.
 
+mod support;
+
 use cuda_safe_stub as stub;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
-use std::task::{Context as TaskContext, Poll, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use cuda_safe::sys::CUresult;
-use cuda_safe::{Device, DeviceMemoryResource, Error, EventOptions, Stream};
+use cuda_safe::{Error, EventOptions};
 use cuda_safe_async::prelude::*;
 use cuda_safe_async::{self as completion, Reactor};
 use pollster::block_on;
-use stub::{Installed, KINDS, Stub};
-
-/// A case's verdict: `Err` says what went wrong.
-type Verdict = Result<(), String>;
-
-/// One case, with what it works on.
-type Case<'a> = Box<dyn Fn() -> Verdict + 'a>;
-
-/// What the cases work on: two streams of device 0's primary context and its pool.
-struct Fixture {
-    device: Device,
-    stream: Stream,
-    other: Stream,
-    pool: DeviceMemoryResource,
-}
-
-/// The GPU held until dropped: a case that fails half-way leaves it released for the next.
-struct Held<'a>(&'a Stub);
-
-impl<'a> Held<'a> {
-    fn new(stub: &'a Stub) -> Self {
-        stub.hold_gpu(true);
-        Self(stub)
-    }
-}
-
-impl Drop for Held<'_> {
-    fn drop(&mut self) {
-        self.0.hold_gpu(false);
-    }
-}
-
-fn ensure(holds: bool, what: impl FnOnce() -> String) -> Verdict {
-    if holds { Ok(()) } else { Err(what()) }
-}
-
-fn failed(error: Error) -> String {
-    format!("unexpected error: {error}")
-}
+use stub::Stub;
+use support::{Case, Fixture, Held, Verdict, ensure, failed, poll_once, wait_until};
 
 /// The driver's code of a failed result.
 fn code_of<T>(result: cuda_safe::Result<T>) -> Option<CUresult> {
     result.err().and_then(|error| error.cuda_code())
-}
-
-/// Polls `future` once with a waker that does nothing (spinning off: it registers with the
-/// reactor).
-fn poll_once<F: Future + Unpin>(future: &mut F) -> Poll<F::Output> {
-    Pin::new(future).poll(&mut TaskContext::from_waker(Waker::noop()))
-}
-
-/// Waits (at most 10 s) until `holds` does.
-fn wait_until(what: &str, mut holds: impl FnMut() -> bool) -> Verdict {
-    let start = Instant::now();
-    while !holds() {
-        if start.elapsed() > Duration::from_secs(10) {
-            return Err(format!("gave up waiting until {what}"));
-        }
-        thread::sleep(Duration::from_millis(1));
-    }
-    Ok(())
-}
-
-fn live_of(stub: &Stub, kind: &str) -> i64 {
-    let index = KINDS.iter().position(|known| *known == kind).unwrap_or(0);
-    stub.live()[index]
 }
 
 /// A future that finishes within its first poll makes exactly these calls, once the event is
@@ -352,7 +291,8 @@ fn errors_are_typed_and_only_sticky_ones_release(stub: &Stub, fx: &Fixture) -> V
     // This buffer, and the stream it holds, are kept for the rest of the process.
     stub::take_error_logs();
     let kept_for_good = fx
-        .device
+        .stream
+        .device()
         .create_stream(Default::default())
         .map_err(failed)?;
     stub.fail("cuEventQuery", CAPTURED_EVENT, 1);
@@ -372,7 +312,8 @@ fn errors_are_typed_and_only_sticky_ones_release(stub: &Stub, fx: &Fixture) -> V
 fn an_event_completion_hands_the_event_back(stub: &Stub, fx: &Fixture) -> Verdict {
     completion::set_spin_budget(Duration::ZERO);
     let event = fx
-        .device
+        .stream
+        .device()
         .context()
         .and_then(|context| context.create_event(EventOptions::default()))
         .map_err(failed)?;
@@ -420,29 +361,9 @@ fn tasks_on_tokio_round_trip(_: &Stub, fx: &Fixture) -> Verdict {
 }
 
 fn main() -> ExitCode {
-    let stub = match stub::install() {
-        Installed::Ready(stub) => stub,
-        Installed::Skipped(reason) => {
-            println!("completion_stub: skipped: {reason}");
-            return ExitCode::SUCCESS;
-        }
+    let Some((stub, fixture)) = support::start("completion_stub") else {
+        return ExitCode::SUCCESS;
     };
-    stub::install_logger();
-    thread::spawn(|| {
-        thread::sleep(Duration::from_secs(300));
-        eprintln!("FAIL completion_stub: the cases did not end within 300 s");
-        std::process::exit(1);
-    });
-    let fixture = Device::new(0).and_then(|device| {
-        device.context()?.bind()?;
-        Ok(Fixture {
-            stream: device.create_stream(Default::default())?,
-            other: device.create_stream(Default::default())?,
-            pool: device.default_memory_resource()?,
-            device,
-        })
-    });
-    let fixture = fixture.expect("the fixture on the stub");
     // Held for the whole run, as a server would: events and staging are reused across cases.
     let reactor = Reactor::shared();
     let fx = &fixture;
@@ -485,40 +406,15 @@ fn main() -> ExitCode {
         ),
     ];
     let total = cases.len();
-    let mut failures = 0;
-    for (name, case) in &cases {
-        let start = Instant::now();
-        match case() {
-            Ok(()) => println!("ok   {name} ({:.1?})", start.elapsed()),
-            Err(why) => {
-                failures += 1;
-                println!("FAIL {name}: {why}");
-            }
-        }
-    }
+    let failures = support::run(&cases);
     drop(cases);
-    drop(reactor);
-    if let Err(why) = wait_until("the reactor thread ended", || !Reactor::is_running()) {
-        failures += 1;
-        println!("FAIL {why}");
-    }
-    drop(fixture);
     // The stream of the buffer kept for good (an error that said nothing of the GPU) stays,
     // with the spare event its completion gave back.
-    let (streams, events) = (live_of(stub, "stream"), live_of(stub, "event"));
-    if streams != 1 || events != 1 {
-        failures += 1;
-        println!("FAIL left behind: {streams} streams, {events} events (1 and 1 expected)");
-    }
-    let (misuses, last) = stub.misuse();
-    if misuses != 0 {
-        failures += 1;
-        println!("FAIL the crate misused the driver {misuses} time(s); last: {last}");
-    }
-    println!("completion_stub: {total} cases, {failures} failure(s)");
-    if failures == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    support::finish(
+        "completion_stub",
+        stub,
+        (fixture, reactor),
+        (1, 1),
+        (total, failures),
+    )
 }

@@ -3,8 +3,9 @@
  *
  * The stub runs work at once, as it is queued, so every event has finished as soon as it is
  * recorded and a host function runs inside cuLaunchHostFunc. stub_hold_gpu(1) holds the GPU
- * instead: an event recorded from then on answers CUDA_ERROR_NOT_READY to cuEventQuery, and a
- * host function queued from then on waits. stub_hold_gpu(0) releases it: those events finish
+ * instead: an event recorded from then on answers CUDA_ERROR_NOT_READY to cuEventQuery, so does
+ * cuStreamQuery for a stream given work from then on, and a host function queued from then on
+ * waits. stub_hold_gpu(0) releases it: those events finish
  * and the waiting host functions run, in their order, on the releasing thread (as the driver
  * runs them on a thread of its own), outside the stub's lock. A blocking wait while the GPU
  * is held (a stream, context or held event synchronized) is a misuse: on a GPU whose work can
@@ -12,6 +13,7 @@
  */
 #include "cuda_stub.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +28,11 @@ struct held_function {
 
 static struct held_function held[MAX_HELD];
 static size_t held_count;
+
+void note_queued(const void *stream) {
+    if (gpu_held && (uintptr_t)stream > 2)
+        ((struct stream *)stream)->held_work = 1;
+}
 
 void note_wait_while_held(const char *api) {
     if (gpu_held)

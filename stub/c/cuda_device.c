@@ -344,7 +344,8 @@ CUresult cuStreamQuery(void *stream) {
     DRIVER("cuStreamQuery");
     if (stream_context(stream, "cuStreamQuery") == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
-    if (race_stream_busy(stream))
+    int held = (uintptr_t)stream > 2 && ((struct stream *)stream)->held_work;
+    if (held || race_stream_busy(stream))
         return CUDA_ERROR_NOT_READY;
     race_sync_stream(stream);
     return CUDA_SUCCESS;
@@ -481,6 +482,8 @@ CUresult cuEventQuery(struct event *event) {
 void finish_held_events(void) {
     for (size_t i = 0; i < event_count; i++)
         events[i]->pending = 0;
+    for (size_t i = 0; i < stream_count; i++)
+        streams[i]->held_work = 0;
 }
 
 static CUresult elapsed(const char *api, float *ms, struct event *start, struct event *end) {

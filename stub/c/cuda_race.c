@@ -202,6 +202,7 @@ static void describe_actor(char *out, size_t size, unsigned slot) {
 
 unsigned race_enqueue(const void *stream, const char *api) {
     (void)api;
+    note_queued(stream);
     unsigned slot = slot_of(stream);
     if (slot == 0)
         return RACE_OFF;

@@ -126,6 +126,7 @@ struct stream {
     int priority;
     unsigned race_slot; /* the race checker's actor (cuda_race.c); 0 until first used */
     struct capture *capture; /* the capture recording the stream's work (cuda_capture.c) */
+    int held_work;           /* work queued while the GPU was held (stub_hold_gpu) is pending */
 };
 
 struct vc;          /* a vector clock (cuda_race.c) */
@@ -273,13 +274,18 @@ struct stream *new_stream(struct context *context, unsigned flags, int priority)
 /* A new event of `context`. */
 struct event *new_event(struct context *context, unsigned flags);
 
-/* Every event recorded while the GPU was held has finished (stub_hold_gpu). */
+/* Every event recorded and all stream work queued while the GPU was held has finished
+ * (stub_hold_gpu). */
 void finish_held_events(void);
 
 /* ---- Host functions and the GPU's progress (cuda_async.c). ---- */
 
 /* Whether the GPU is held: work queued from then on does not finish until it is released. */
 extern int gpu_held;
+
+/* Notes that work was queued on `stream` (a handle race_enqueue was given): while the GPU is
+ * held, cuStreamQuery answers CUDA_ERROR_NOT_READY for that stream until it is released. */
+void note_queued(const void *stream);
 
 /* Notes a blocking wait made while the GPU is held (it would never return on a GPU whose work
  * cannot finish until the waiting thread lets it): a misuse. */

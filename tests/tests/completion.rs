@@ -2,15 +2,18 @@
 //! runtime, many tasks on a multi-threaded tokio runtime, 10,000 futures over 64 streams of a
 //! primary and a green context (in a child process, which also checks that the reactor thread
 //! ends with its last handle and that the process exits while a dropped future's work still
-//! runs), futures dropped while their memory is in use (run this binary under
-//! `compute-sanitizer --tool memcheck` with the filter `dropped`), a kernel fault as the
+//! runs), futures dropped while their memory is in use, one of them after its waker's drop
+//! panicked (run this binary under `compute-sanitizer --tool memcheck` with the filter
+//! `dropped`), a kernel fault as the
 //! futures' error (in a child process: it breaks the context), graph launches, events on a
 //! green context, a capturing stream refused, and (feature `nccl`) a collective.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::process::{Command, ExitCode, Stdio};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::task::{Wake, Waker};
 use std::time::{Duration, Instant};
 
 use cuda_gpu_tests::{GpuFile, gpu_file};
@@ -379,6 +382,65 @@ fn dropped_in_flight_futures_keep_their_memory() {
     completion::set_spin_budget(Duration::from_micros(20));
 }
 
+/// A waker that panics when its last handle is dropped, once armed.
+struct PanicsWhenDropped(Arc<AtomicBool>);
+
+impl Wake for PanicsWhenDropped {
+    fn wake(self: Arc<Self>) {}
+}
+
+impl Drop for PanicsWhenDropped {
+    fn drop(&mut self) {
+        assert!(!self.0.load(Ordering::SeqCst), "the waker's drop panics");
+    }
+}
+
+/// The aliasing issue 43 reported: a download polled again with another waker, whose
+/// predecessor's drop panics, then dropped while a late kernel holds its copy back. Its staging
+/// block must stay its own: a download of another buffer on another stream, read once the first
+/// copy has landed, returns its own values, not the first buffer's.
+fn dropped_download_after_a_panicking_waker_keeps_its_staging() {
+    const LATE: u64 = 200_000_000;
+    const N: usize = 1 << 22;
+    let device = device();
+    let (s1, s2) = (
+        device.create_stream(Default::default()).unwrap(),
+        device.create_stream(Default::default()).unwrap(),
+    );
+    let pool = device.default_memory_resource().unwrap();
+    let _reactor = Reactor::shared();
+    completion::set_spin_budget(Duration::ZERO);
+    let mut first = pool.allocate_array::<u32>(N, &s1).unwrap();
+    late_fill_on(&s1, &mut first, 1, LATE);
+    let mut download = first.to_vec_async::<u32>();
+    let armed = Arc::new(AtomicBool::new(false));
+    let old = Waker::from(Arc::new(PanicsWhenDropped(armed.clone())));
+    let poll = |download: &mut cuda_safe_async::Download<u32>, waker: &Waker| {
+        Pin::new(download).poll(&mut std::task::Context::from_waker(waker))
+    };
+    assert!(poll(&mut download, &old).is_pending(), "the copy waits");
+    drop(old);
+    armed.store(true, Ordering::SeqCst);
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        drop(poll(&mut download, Waker::noop()));
+    }));
+    assert!(panicked.is_err(), "the replaced waker's drop panicked");
+    drop(download);
+    let mut second = pool.allocate_array::<u32>(N, &s2).unwrap();
+    second.fill(2u32).unwrap();
+    let other = second.to_vec_async::<u32>();
+    s1.sync().unwrap();
+    let got = pollster::block_on(other).unwrap();
+    let foreign = got.iter().filter(|&&v| v != 2).count();
+    assert_eq!(
+        foreign, 0,
+        "{foreign} of {N} values came from the first buffer"
+    );
+    drop((first, second));
+    s2.sync().unwrap();
+    completion::set_spin_budget(Duration::from_micros(20));
+}
+
 fn a_kernel_fault_is_the_futures_error() {
     let out = run_child("fault", Duration::from_secs(120));
     assert!(out.contains("CUDA_ERROR_ILLEGAL_ADDRESS"), "{out}");
@@ -499,6 +561,7 @@ pub(crate) const FILE: GpuFile = gpu_file![
     many_tasks_on_tokio_get_their_results,
     ten_thousand_futures_over_64_streams_and_two_contexts,
     dropped_in_flight_futures_keep_their_memory,
+    dropped_download_after_a_panicking_waker_keeps_its_staging,
     a_kernel_fault_is_the_futures_error,
     graph_launches_and_green_events_are_awaited,
     a_collective_is_awaited,

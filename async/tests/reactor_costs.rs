@@ -1,0 +1,130 @@
+//! What the reactor costs in driver calls, counted by the stub driver: a lane is armed with the
+//! wait and the host function alone (no capture query), and a future that fails at creation
+//! returns its error at once, blocking no thread, while the reactor keeps what it holds until
+//! its stream has passed the work queued for it.
+//!
+//! A `main` of its own (`harness = false`): the stub is built and the library variables are set
+//! before anything else runs.
+
+mod support;
+
+use std::process::ExitCode;
+use std::task::Poll;
+use std::time::Duration;
+
+use cuda_safe::sys::CUresult;
+use cuda_safe_async::prelude::*;
+use cuda_safe_async::{self as completion, Reactor};
+use cuda_safe_stub::Stub;
+use support::{Case, Fixture, Held, Verdict, ensure, failed, poll_once, wait_until};
+
+/// `CUDA_ERROR_INVALID_VALUE`: a failure that says nothing of the GPU's progress.
+const INVALID_VALUE: i32 = 1;
+
+/// The calls that would block the calling thread until the GPU is done.
+const BLOCKING: [&str; 3] = [
+    "cuStreamSynchronize",
+    "cuCtxSynchronize",
+    "cuEventSynchronize",
+];
+
+fn blocking_calls(stub: &Stub) -> u64 {
+    BLOCKING.iter().map(|name| stub.calls(name)).sum()
+}
+
+/// A future that waits is its record and its capture check; the reactor arms its lane with one
+/// wait and one host function, asking no capture state.
+fn arming_is_the_wait_and_the_host_function(stub: &Stub, fx: &Fixture) -> Verdict {
+    let held = Held::new(stub);
+    stub.reset();
+    let mut waiting = fx.stream.completion();
+    ensure(poll_once(&mut waiting).is_pending(), || {
+        "held work was done".into()
+    })?;
+    wait_until("the reactor arms the lane", || {
+        stub.calls("cuLaunchHostFunc") == 1
+    })?;
+    let counts = [
+        "cuStreamIsCapturing",
+        "cuStreamWaitEvent",
+        "cuLaunchHostFunc",
+    ]
+    .map(|name| stub.calls(name));
+    ensure(counts == [1, 1, 1], || {
+        format!("capture checks, waits and host functions: {counts:?} (1, 1 and 1 expected)")
+    })?;
+    drop(held);
+    pollster::block_on(waiting).map_err(failed)
+}
+
+/// A download whose event cannot be recorded (after its copy was queued) and a completion
+/// keeping a buffer, whose record fails likewise: each returns the driver's error at its first
+/// poll without waiting for the held GPU, and the reactor keeps the staging block and the
+/// buffer until the stream has passed the copy, then releases them.
+fn a_failed_creation_returns_at_once(stub: &Stub, fx: &Fixture, reactor: &Reactor) -> Verdict {
+    let source = fx
+        .pool
+        .allocate_from_host(&[5.0f32; 1024], &fx.stream)
+        .map_err(failed)?;
+    let kept = fx.pool.allocate(4096, &fx.other).map_err(failed)?;
+    let (blocking, frees) = (blocking_calls(stub), stub.calls("cuMemFreeAsync"));
+    let held = Held::new(stub);
+    stub.fail("cuEventRecord", INVALID_VALUE, 1);
+    let mut download = source.to_vec_async::<f32>();
+    stub.fail("cuEventRecord", INVALID_VALUE, 1);
+    fx.other.launch_host_func(|| {}).map_err(failed)?;
+    let mut completion = fx.other.completion_with(kept);
+    let first = match poll_once(&mut download) {
+        Poll::Ready(Err(error)) => error.cuda_code(),
+        _ => None,
+    };
+    let second = match poll_once(&mut completion) {
+        Poll::Ready(Err(error)) => error.cuda_code(),
+        _ => None,
+    };
+    let refused = Some(CUresult::CUDA_ERROR_INVALID_VALUE);
+    ensure(first == refused && second == refused, || {
+        format!("the futures resolved to {first:?} and {second:?}")
+    })?;
+    ensure(blocking_calls(stub) == blocking, || {
+        "a failed creation waited for the GPU".into()
+    })?;
+    let during = reactor.stats();
+    ensure(
+        during.staging_in_use == 4096 && stub.calls("cuMemFreeAsync") == frees,
+        || format!("released while the GPU was held: {during:?}"),
+    )?;
+    drop(held);
+    wait_until("the staging block and the buffer are released", || {
+        reactor.stats().staging_in_use == 0 && stub.calls("cuMemFreeAsync") == frees + 1
+    })
+}
+
+fn main() -> ExitCode {
+    let Some((stub, fixture)) = support::start("reactor_costs") else {
+        return ExitCode::SUCCESS;
+    };
+    completion::set_spin_budget(Duration::ZERO);
+    let reactor = Reactor::shared();
+    let (fx, r) = (&fixture, &reactor);
+    let cases: Vec<(&str, Case<'_>)> = vec![
+        (
+            "arming is the wait and the host function",
+            Box::new(|| arming_is_the_wait_and_the_host_function(stub, fx)),
+        ),
+        (
+            "a failed creation returns at once",
+            Box::new(|| a_failed_creation_returns_at_once(stub, fx, r)),
+        ),
+    ];
+    let total = cases.len();
+    let failures = support::run(&cases);
+    drop(cases);
+    support::finish(
+        "reactor_costs",
+        stub,
+        (fixture, reactor),
+        (0, 0),
+        (total, failures),
+    )
+}
