@@ -47,10 +47,10 @@ pub(super) const ABIS: [Abi; 2] = [
 ];
 
 /// Optional features the bundle turns on in every package that has them: NCCL's collectives
-/// (the `nccl` GPU tests and the `allreduce` examples), cuBLAS, cuBLASLt and cuRAND (the
-/// `blas` and `rand` GPU tests and the `blas` benchmark, which needs `half` too) and the
-/// cudarc bridge's GPU tests.
-pub(super) const OPTIONAL_FEATURES: &[&str] = &["nccl", "blas", "rand", "half", "cudarc"];
+/// (the `nccl` GPU tests and the `allreduce` examples), cuBLAS, cuBLASLt, cuRAND and cuFFT
+/// (the `blas`, `rand` and `fft` GPU tests, the `blas` and `fft` benchmarks, the first of which
+/// needs `half` too, and the `fft_spectrum` example) and the cudarc bridge's GPU tests.
+pub(super) const OPTIONAL_FEATURES: &[&str] = &["nccl", "blas", "rand", "fft", "half", "cudarc"];
 
 /// The kinds of executable targets bundled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
