@@ -362,7 +362,7 @@ static void dft(const struct plan *plan, double *x, long long count, int sign) {
 /* The point of the full spectrum that a C2R input's point `index` (row-major over the full
  * sizes) is, read from the half spectrum: itself, or the conjugate of its mirror. */
 static long long mirror(const struct plan *plan, long long index, int *conjugate) {
-    long long k[3], half = 0;
+    long long k[3] = {0}, half = 0;
     for (int d = plan->rank - 1; d >= 0; d--) {
         k[d] = index % plan->n[d];
         index /= plan->n[d];
