@@ -66,17 +66,16 @@ fn run() -> Result<bool> {
                 ok = false;
             }
         }
-        let peak = got[b * bins + 3 + b];
+        let magnitude = |k: usize| {
+            let value = got[b * bins + k];
+            f64::from(value.re).hypot(f64::from(value.im))
+        };
+        let (k1, k2) = (3 + b, 100 + 7 * b);
         println!(
-            "signal {b}: |X[{}]| = {:.1} (want {}), |X[{}]| = {:.1} (want {})",
-            3 + b,
-            f64::from(peak.re).hypot(f64::from(peak.im)),
+            "signal {b}: |X[{k1}]| = {:.1} (want {}), |X[{k2}]| = {:.1} (want {})",
+            magnitude(k1),
             N / 2,
-            100 + 7 * b,
-            {
-                let v = got[b * bins + 100 + 7 * b];
-                f64::from(v.re).hypot(f64::from(v.im))
-            },
+            magnitude(k2),
             N / 4
         );
     }
