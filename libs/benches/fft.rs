@@ -195,11 +195,24 @@ fn run() -> Result<bool> {
     let mut good = true;
     for k in [0, 1, FN / 3, FN - 1] {
         let (re, im) = dft_big(&hx, k);
-        good &= near("fft c2c 16M bin (re)", f64::from(hy[k].re), re, 1e-4 * nx, &mut worst)
-            && near("fft c2c 16M bin (im)", f64::from(hy[k].im), im, 1e-4 * nx, &mut worst);
+        good &= near(
+            "fft c2c 16M bin (re)",
+            f64::from(hy[k].re),
+            re,
+            1e-4 * nx,
+            &mut worst,
+        ) && near(
+            "fft c2c 16M bin (im)",
+            f64::from(hy[k].im),
+            im,
+            1e-4 * nx,
+            &mut worst,
+        );
     }
     if good {
-        println!("check fft c2c 16M forward, 4 bins against a CPU DFT ok (worst error / tolerance {worst:.3})");
+        println!(
+            "check fft c2c 16M forward, 4 bins against a CPU DFT ok (worst error / tolerance {worst:.3})"
+        );
     }
     ok &= good;
     plan.c2c::<Complex32>(&fy, &mut fz, FftDirection::Inverse)?;
@@ -214,7 +227,13 @@ fn run() -> Result<bool> {
         })
         .sum();
     let mut worst = 0.0;
-    if near("fft c2c 16M round trip, relative L2 error", d2.sqrt() / nx, 0.0, 1e-4, &mut worst) {
+    if near(
+        "fft c2c 16M round trip, relative L2 error",
+        d2.sqrt() / nx,
+        0.0,
+        1e-4,
+        &mut worst,
+    ) {
         println!("check fft c2c 16M inverse round trip ok (worst error / tolerance {worst:.3})");
     } else {
         ok = false;
@@ -233,17 +252,34 @@ fn run() -> Result<bool> {
     let r2c = FftPlan::new(&stream, &r2c_desc)?;
     let rx = pool.allocate_from_host(&reals, &stream)?;
     let mut ry = pool.allocate_zeroed::<Complex32>(r2c_desc.output_len()?, &stream)?;
-    let ms = time_ms(&stream, &events, (10, 20, 10), || r2c.r2c::<f32>(&rx, &mut ry))?;
+    let ms = time_ms(&stream, &events, (10, 20, 10), || {
+        r2c.r2c::<f32>(&rx, &mut ry)
+    })?;
     let out = ry.to_vec::<Complex32>()?;
     let (mut worst, mut good) = (0.0, true);
     for row in [0, 1234, RB - 1] {
         let input = &reals[row * RN..(row + 1) * RN];
-        let n2 = input.iter().map(|v| f64::from(*v).powi(2)).sum::<f64>().sqrt();
+        let n2 = input
+            .iter()
+            .map(|v| f64::from(*v).powi(2))
+            .sum::<f64>()
+            .sqrt();
         for k in 0..=RN / 2 {
             let (re, im) = dft_small(RN, |j| (f64::from(input[j]), 0.0), k);
             let got = out[row * (RN / 2 + 1) + k];
-            good &= near("fft r2c row (re)", f64::from(got.re), re, 1e-4 * n2, &mut worst)
-                && near("fft r2c row (im)", f64::from(got.im), im, 1e-4 * n2, &mut worst);
+            good &= near(
+                "fft r2c row (re)",
+                f64::from(got.re),
+                re,
+                1e-4 * n2,
+                &mut worst,
+            ) && near(
+                "fft r2c row (im)",
+                f64::from(got.im),
+                im,
+                1e-4 * n2,
+                &mut worst,
+            );
             if !good {
                 break;
             }
@@ -289,11 +325,24 @@ fn run() -> Result<bool> {
     for k in (0..1024).step_by(73) {
         let point = |j: usize| (f64::from(hx[j].re), f64::from(hx[j].im));
         let (re, im) = dft_small(1024, point, k);
-        good &= near("fft c2c 1024 (re)", f64::from(got[k].re), re, 1e-4 * n2, &mut worst)
-            && near("fft c2c 1024 (im)", f64::from(got[k].im), im, 1e-4 * n2, &mut worst);
+        good &= near(
+            "fft c2c 1024 (re)",
+            f64::from(got[k].re),
+            re,
+            1e-4 * n2,
+            &mut worst,
+        ) && near(
+            "fft c2c 1024 (im)",
+            f64::from(got[k].im),
+            im,
+            1e-4 * n2,
+            &mut worst,
+        );
     }
     if good {
-        println!("check fft c2c 1024 (host-cost loop), 15 bins ok (worst error / tolerance {worst:.3})");
+        println!(
+            "check fft c2c 1024 (host-cost loop), 15 bins ok (worst error / tolerance {worst:.3})"
+        );
     }
     ok &= good;
     fig("fft_c2c_1024_enqueue_us", median(&mut times), "us");

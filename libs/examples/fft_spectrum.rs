@@ -88,7 +88,11 @@ fn run() -> Result<bool> {
         .map(|(x, y)| (f64::from(*y) / N as f64 - f64::from(*x)).abs())
         .fold(0.0, f64::max);
     println!("worst bin error {worst:.2e}; round trip, worst |x - C2R(R2C(x)) / n| {drift:.2e}");
-    println!("{} plans cached, cuFFT {}", fft.len(), cuda_safe_libs::fft::version()?);
+    println!(
+        "{} plans cached, cuFFT {}",
+        fft.len(),
+        cuda_safe_libs::fft::version()?
+    );
     Ok(ok && drift < 1e-5)
 }
 

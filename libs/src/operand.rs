@@ -40,6 +40,7 @@ impl<'a> Operand<'a> {
     }
 
     /// The address as the libraries' `const void *`.
+    #[cfg(feature = "blas")]
     pub(crate) fn ptr(&self) -> *const std::ffi::c_void {
         self.ptr as *const std::ffi::c_void
     }

@@ -87,7 +87,9 @@ fn dft(shape: &[usize], x: &[C], sign: f64) -> Vec<C> {
 /// The innermost `n / 2 + 1` of each row of a full spectrum over `shape`.
 fn half_spectrum(shape: &[usize], full: &[C]) -> Vec<C> {
     let n = shape[shape.len() - 1];
-    full.chunks(n).flat_map(|row| row[..n / 2 + 1].to_vec()).collect()
+    full.chunks(n)
+        .flat_map(|row| row[..n / 2 + 1].to_vec())
+        .collect()
 }
 
 fn norm(x: &[C]) -> f64 {
@@ -139,7 +141,9 @@ macro_rules! real {
     };
 }
 
-real!(f32, Complex32, 1e-5, |v: f64| v as f32, |v: f32| f64::from(v));
+real!(f32, Complex32, 1e-5, |v: f64| v as f32, |v: f32| f64::from(
+    v
+));
 real!(f64, Complex64, 1e-12, |v: f64| v, |v: f64| v);
 real!(f16, ComplexF16, 2e-2, f16::from_f64, f16::to_f64);
 
@@ -174,20 +178,40 @@ fn c2c_for<R: Real>(s: &Setup, shapes: &[&[usize]]) {
         let desc = FftDesc::c2c::<R::Complex>(shape_of(shape)).batch(batch);
         let plan = FftPlan::new(&s.stream, &desc).unwrap();
         let input = upload::<R>(s, &x);
-        let mut spectrum = s.pool.allocate_zeroed::<R::Complex>(count * batch, &s.stream).unwrap();
-        let mut back = s.pool.allocate_zeroed::<R::Complex>(count * batch, &s.stream).unwrap();
-        plan.c2c::<R::Complex>(&input, &mut spectrum, FftDirection::Forward).unwrap();
-        plan.c2c::<R::Complex>(&spectrum, &mut back, FftDirection::Inverse).unwrap();
+        let mut spectrum = s
+            .pool
+            .allocate_zeroed::<R::Complex>(count * batch, &s.stream)
+            .unwrap();
+        let mut back = s
+            .pool
+            .allocate_zeroed::<R::Complex>(count * batch, &s.stream)
+            .unwrap();
+        plan.c2c::<R::Complex>(&input, &mut spectrum, FftDirection::Forward)
+            .unwrap();
+        plan.c2c::<R::Complex>(&spectrum, &mut back, FftDirection::Inverse)
+            .unwrap();
         let (got, round) = (download::<R>(&spectrum), download::<R>(&back));
         for b in 0..batch {
             let part = b * count..(b + 1) * count;
             let want = dft(shape, &x[part.clone()], -1.0);
-            check(&format!("{desc} #{b}"), &got[part.clone()], &want, R::TOL, norm(&x[part.clone()]));
+            check(
+                &format!("{desc} #{b}"),
+                &got[part.clone()],
+                &want,
+                R::TOL,
+                norm(&x[part.clone()]),
+            );
             let scaled: Vec<C> = round[part.clone()]
                 .iter()
                 .map(|(a, b)| (a / count as f64, b / count as f64))
                 .collect();
-            check(&format!("{desc} #{b} round trip"), &scaled, &x[part.clone()], R::TOL, norm(&x[part]));
+            check(
+                &format!("{desc} #{b} round trip"),
+                &scaled,
+                &x[part.clone()],
+                R::TOL,
+                norm(&x[part]),
+            );
         }
     }
 }
@@ -204,25 +228,62 @@ fn real_for<R: Real>(s: &Setup, shapes: &[&[usize]]) {
     for shape in shapes {
         let (count, batch) = (shape.iter().product::<usize>(), 2);
         let half = count / shape[shape.len() - 1] * (shape[shape.len() - 1] / 2 + 1);
-        let x: Vec<R> = random(count * batch, 99).into_iter().map(R::narrow).collect();
-        let forward = FftPlan::new(&s.stream, &FftDesc::r2c::<R>(shape_of(shape)).batch(batch)).unwrap();
-        let inverse = FftPlan::new(&s.stream, &FftDesc::c2r::<R>(shape_of(shape)).batch(batch)).unwrap();
+        let x: Vec<R> = random(count * batch, 99)
+            .into_iter()
+            .map(R::narrow)
+            .collect();
+        let forward =
+            FftPlan::new(&s.stream, &FftDesc::r2c::<R>(shape_of(shape)).batch(batch)).unwrap();
+        let inverse =
+            FftPlan::new(&s.stream, &FftDesc::c2r::<R>(shape_of(shape)).batch(batch)).unwrap();
         let input = s.pool.allocate_from_host(&x, &s.stream).unwrap();
-        let mut spectrum = s.pool.allocate_zeroed::<R::Complex>(half * batch, &s.stream).unwrap();
-        let mut back = s.pool.allocate_zeroed::<R>(count * batch, &s.stream).unwrap();
+        let mut spectrum = s
+            .pool
+            .allocate_zeroed::<R::Complex>(half * batch, &s.stream)
+            .unwrap();
+        let mut back = s
+            .pool
+            .allocate_zeroed::<R>(count * batch, &s.stream)
+            .unwrap();
         forward.r2c::<R>(&input, &mut spectrum).unwrap();
         let got = download::<R>(&spectrum);
-        let mut spectrum_copy = s.pool.allocate_zeroed::<R::Complex>(half * batch, &s.stream).unwrap();
+        let mut spectrum_copy = s
+            .pool
+            .allocate_zeroed::<R::Complex>(half * batch, &s.stream)
+            .unwrap();
         spectrum_copy.copy_from(&spectrum).unwrap();
         inverse.c2r::<R>(&mut spectrum_copy, &mut back).unwrap();
-        let round: Vec<f64> = back.to_vec::<R>().unwrap().into_iter().map(R::wide).collect();
+        let round: Vec<f64> = back
+            .to_vec::<R>()
+            .unwrap()
+            .into_iter()
+            .map(R::wide)
+            .collect();
         for b in 0..batch {
-            let wide: Vec<C> = x[b * count..(b + 1) * count].iter().map(|v| (v.wide(), 0.0)).collect();
+            let wide: Vec<C> = x[b * count..(b + 1) * count]
+                .iter()
+                .map(|v| (v.wide(), 0.0))
+                .collect();
             let want = half_spectrum(shape, &dft(shape, &wide, -1.0));
             let what = forward.desc().to_string();
-            check(&format!("{what} #{b}"), &got[b * half..(b + 1) * half], &want, R::TOL, norm(&wide));
-            let scaled: Vec<C> = round[b * count..(b + 1) * count].iter().map(|v| (v / count as f64, 0.0)).collect();
-            check(&format!("{what} #{b} round trip"), &scaled, &wide, R::TOL, norm(&wide));
+            check(
+                &format!("{what} #{b}"),
+                &got[b * half..(b + 1) * half],
+                &want,
+                R::TOL,
+                norm(&wide),
+            );
+            let scaled: Vec<C> = round[b * count..(b + 1) * count]
+                .iter()
+                .map(|v| (v / count as f64, 0.0))
+                .collect();
+            check(
+                &format!("{what} #{b} round trip"),
+                &scaled,
+                &wide,
+                R::TOL,
+                norm(&wide),
+            );
         }
     }
 }
@@ -245,13 +306,28 @@ fn batched_strided_layouts_and_in_place_transforms_match() {
         .output_layout(FftLayout::new(pitch, 1, pitch));
     let x: Vec<f32> = random(n * rows, 5).into_iter().map(|v| v as f32).collect();
     let input = s.pool.allocate_from_host(&x, &s.stream).unwrap();
-    let mut output = s.pool.allocate_zeroed::<Complex32>(desc.output_len().unwrap(), &s.stream).unwrap();
-    FftPlan::new(&s.stream, &desc).unwrap().r2c::<f32>(&input, &mut output).unwrap();
+    let mut output = s
+        .pool
+        .allocate_zeroed::<Complex32>(desc.output_len().unwrap(), &s.stream)
+        .unwrap();
+    FftPlan::new(&s.stream, &desc)
+        .unwrap()
+        .r2c::<f32>(&input, &mut output)
+        .unwrap();
     let got = download::<f32>(&output);
     for row in [0, 17, rows - 1] {
-        let wide: Vec<C> = x[row * n..(row + 1) * n].iter().map(|v| (f64::from(*v), 0.0)).collect();
+        let wide: Vec<C> = x[row * n..(row + 1) * n]
+            .iter()
+            .map(|v| (f64::from(*v), 0.0))
+            .collect();
         let want = half_spectrum(&[n], &dft(&[n], &wide, -1.0));
-        check(&format!("{desc} row {row}"), &got[row * pitch..row * pitch + n / 2 + 1], &want, 1e-5, norm(&wide));
+        check(
+            &format!("{desc} row {row}"),
+            &got[row * pitch..row * pitch + n / 2 + 1],
+            &want,
+            1e-5,
+            norm(&wide),
+        );
     }
     // Interleaved: 4 transforms of 100 points, point j of transform b at 4 j + b, in and out;
     // the input on another stream than the plan's.
@@ -264,13 +340,25 @@ fn batched_strided_layouts_and_in_place_transforms_match() {
         .output_layout(FftLayout::new(n, batch, 1));
     let typed: Vec<Complex64> = x.iter().map(|v| Complex64::new(v.0, v.1)).collect();
     let input = s.pool.allocate_from_host(&typed, &other).unwrap();
-    let mut output = s.pool.allocate_zeroed::<Complex64>(n * batch, &s.stream).unwrap();
-    FftPlan::new(&s.stream, &desc).unwrap().c2c::<Complex64>(&input, &mut output, FftDirection::Inverse).unwrap();
+    let mut output = s
+        .pool
+        .allocate_zeroed::<Complex64>(n * batch, &s.stream)
+        .unwrap();
+    FftPlan::new(&s.stream, &desc)
+        .unwrap()
+        .c2c::<Complex64>(&input, &mut output, FftDirection::Inverse)
+        .unwrap();
     let got = download::<f64>(&output);
     for b in 0..batch {
         let transform: Vec<C> = (0..n).map(|j| x[j * batch + b]).collect();
         let picked: Vec<C> = (0..n).map(|j| got[j * batch + b]).collect();
-        check(&format!("{desc} #{b}"), &picked, &dft(&[n], &transform, 1.0), 1e-12, norm(&transform));
+        check(
+            &format!("{desc} #{b}"),
+            &picked,
+            &dft(&[n], &transform, 1.0),
+            1e-12,
+            norm(&transform),
+        );
     }
     // In place: a 2-D R2C of padded rows, then back.
     let shape = [48usize, 30];
@@ -282,16 +370,31 @@ fn batched_strided_layouts_and_in_place_transforms_match() {
         padded[row * 32..row * 32 + 30].copy_from_slice(chunk);
     }
     let mut data = s.pool.allocate_from_host(&padded, &s.stream).unwrap();
-    FftPlan::new(&s.stream, &forward).unwrap().r2c_in_place::<f64>(&mut data).unwrap();
+    FftPlan::new(&s.stream, &forward)
+        .unwrap()
+        .r2c_in_place::<f64>(&mut data)
+        .unwrap();
     let wide: Vec<C> = values.iter().map(|v| (*v, 0.0)).collect();
     let want = half_spectrum(&shape, &dft(&shape, &wide, -1.0));
-    check(&forward.to_string(), &download::<f64>(&data), &want, 1e-12, norm(&wide));
-    FftPlan::new(&s.stream, &inverse).unwrap().c2r_in_place::<f64>(&mut data).unwrap();
+    check(
+        &forward.to_string(),
+        &download::<f64>(&data),
+        &want,
+        1e-12,
+        norm(&wide),
+    );
+    FftPlan::new(&s.stream, &inverse)
+        .unwrap()
+        .c2r_in_place::<f64>(&mut data)
+        .unwrap();
     let back = data.to_vec::<f64>().unwrap();
     for (row, chunk) in values.chunks(30).enumerate() {
         for (j, v) in chunk.iter().enumerate() {
             let got = back[row * 32 + j] / (48.0 * 30.0);
-            assert!((got - v).abs() < 1e-12, "{inverse}: [{row}][{j}] {got} != {v}");
+            assert!(
+                (got - v).abs() < 1e-12,
+                "{inverse}: [{row}][{j}] {got} != {v}"
+            );
         }
     }
 }
@@ -310,7 +413,8 @@ fn a_captured_execution_replays_on_new_inputs() {
     // stream while it captures.
     let graph = unsafe {
         Graph::capture(&s.stream, CaptureMode::ThreadLocal, |_| {
-            fft.plan(&desc)?.c2c::<Complex32>(&x, &mut y, FftDirection::Forward)
+            fft.plan(&desc)?
+                .c2c::<Complex32>(&x, &mut y, FftDirection::Forward)
         })
     }
     .unwrap();
@@ -321,15 +425,26 @@ fn a_captured_execution_replays_on_new_inputs() {
         x.copy_from_host(&typed).unwrap();
         exec.launch(&s.stream).unwrap();
         s.stream.sync().unwrap();
-        check(&format!("replay {seed}"), &download::<f32>(&y), &dft(&[n], &values, -1.0), 1e-5, norm(&values));
+        check(
+            &format!("replay {seed}"),
+            &download::<f32>(&y),
+            &dft(&[n], &values, -1.0),
+            1e-5,
+            norm(&values),
+        );
     }
     drop(exec);
     let missing = FftDesc::c2c::<Complex32>(2048);
     // SAFETY: as above; the capture is refused before anything is queued.
     let refused = unsafe {
-        Graph::capture(&s.stream, CaptureMode::ThreadLocal, |_| fft.plan(&missing).map(drop))
+        Graph::capture(&s.stream, CaptureMode::ThreadLocal, |_| {
+            fft.plan(&missing).map(drop)
+        })
     };
-    assert!(matches!(refused, Err(Error::InvalidArgument(_))), "{refused:?}");
+    assert!(
+        matches!(refused, Err(Error::InvalidArgument(_))),
+        "{refused:?}"
+    );
 }
 
 fn the_plan_cache_reuses_and_evicts_plans_and_checks_refuse() {
@@ -337,13 +452,23 @@ fn the_plan_cache_reuses_and_evicts_plans_and_checks_refuse() {
     let mut fft = Fft::with_memory_resource(&s.stream, s.pool.clone(), 2).unwrap();
     let descs = [256, 512, 1024].map(FftDesc::c2c::<Complex32>);
     let raw = fft.plan(&descs[0]).unwrap().as_raw();
-    assert_eq!(fft.plan(&descs[0]).unwrap().as_raw(), raw, "a hit is the same plan");
+    assert_eq!(
+        fft.plan(&descs[0]).unwrap().as_raw(),
+        raw,
+        "a hit is the same plan"
+    );
     fft.plan(&descs[1]).unwrap();
     fft.plan(&descs[0]).unwrap();
     fft.plan(&descs[2]).unwrap();
     assert!(fft.contains(&descs[0]) && !fft.contains(&descs[1]) && fft.contains(&descs[2]));
-    let x = s.pool.allocate_zeroed::<Complex32>(1024, &s.stream).unwrap();
-    let mut short = s.pool.allocate_zeroed::<Complex32>(1000, &s.stream).unwrap();
+    let x = s
+        .pool
+        .allocate_zeroed::<Complex32>(1024, &s.stream)
+        .unwrap();
+    let mut short = s
+        .pool
+        .allocate_zeroed::<Complex32>(1000, &s.stream)
+        .unwrap();
     let error = fft
         .plan(&descs[2])
         .unwrap()

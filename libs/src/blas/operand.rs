@@ -5,8 +5,8 @@
 use bytemuck::Pod;
 
 use cublas_sys::cublasPointerMode_t;
-use cuda_safe::Stream;
 use cuda_safe::DeviceSlice;
+use cuda_safe::Stream;
 use cuda_safe::{Error, Result};
 
 pub use crate::operand::{Input, Operand, Output};

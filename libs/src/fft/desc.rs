@@ -342,8 +342,7 @@ impl FftDesc {
         if shape.dims().contains(&0) || self.batch == 0 {
             return Err(self.refuse("every size and the batch count must be at least 1"));
         }
-        if self.precision == FftPrecision::Half
-            && !shape.dims().iter().all(|n| n.is_power_of_two())
+        if self.precision == FftPrecision::Half && !shape.dims().iter().all(|n| n.is_power_of_two())
         {
             return Err(self.refuse("cuFFT's half-precision transforms take powers of 2 only"));
         }
@@ -417,7 +416,9 @@ impl FftDesc {
         let mut last = 0usize;
         let mut pitch = 1usize;
         for index in (0..dims.rank()).rev() {
-            let term = (dims.dims[index] - 1).checked_mul(pitch).ok_or_else(overflow)?;
+            let term = (dims.dims[index] - 1)
+                .checked_mul(pitch)
+                .ok_or_else(overflow)?;
             last = last.checked_add(term).ok_or_else(overflow)?;
             pitch = pitch
                 .checked_mul(layout.embed.dims[index])

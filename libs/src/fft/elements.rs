@@ -156,7 +156,10 @@ mod tests {
     #[test]
     fn complex_numbers_are_laid_out_as_cuffts() {
         let values = [Complex32::new(1.0, 2.0), Complex32::new(3.0, 4.0)];
-        assert_eq!(bytemuck::cast_slice::<_, f32>(&values), [1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(
+            bytemuck::cast_slice::<_, f32>(&values),
+            [1.0, 2.0, 3.0, 4.0]
+        );
         assert_eq!(std::mem::align_of::<Complex64>(), 16);
         assert_eq!(
             FftPrecision::Double.complex_bytes(),

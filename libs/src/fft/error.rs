@@ -95,7 +95,10 @@ pub(crate) fn check(api: &'static str, result: Result<cufftResult, LoadError>) -
 fn status_text(code: cufftResult) -> (&'static str, &'static str) {
     match code.0 {
         0 => ("CUFFT_SUCCESS", "the operation was successful"),
-        1 => ("CUFFT_INVALID_PLAN", "cuFFT was passed an invalid plan handle"),
+        1 => (
+            "CUFFT_INVALID_PLAN",
+            "cuFFT was passed an invalid plan handle",
+        ),
         2 => (
             "CUFFT_ALLOC_FAILED",
             "cuFFT failed to allocate GPU or CPU memory",
@@ -113,7 +116,10 @@ fn status_text(code: cufftResult) -> (&'static str, &'static str) {
             "CUFFT_EXEC_FAILED",
             "cuFFT failed to execute an FFT on the GPU",
         ),
-        7 => ("CUFFT_SETUP_FAILED", "the cuFFT library failed to initialize"),
+        7 => (
+            "CUFFT_SETUP_FAILED",
+            "the cuFFT library failed to initialize",
+        ),
         8 => ("CUFFT_INVALID_SIZE", "an invalid transform size"),
         9 => ("CUFFT_UNALIGNED_DATA", "unaligned data"),
         10 => (
@@ -143,7 +149,10 @@ fn status_text(code: cufftResult) -> (&'static str, &'static str) {
             "a library cuFFT needs could not be loaded",
         ),
         18 => ("CUFFT_NVRTC_FAILURE", "an NVRTC call of cuFFT failed"),
-        19 => ("CUFFT_NVJITLINK_FAILURE", "an nvJitLink call of cuFFT failed"),
+        19 => (
+            "CUFFT_NVJITLINK_FAILURE",
+            "an nvJitLink call of cuFFT failed",
+        ),
         20 => ("CUFFT_NVSHMEM_FAILURE", "an NVSHMEM call of cuFFT failed"),
         _ => ("an unknown cuFFT status", "newer than these bindings"),
     }

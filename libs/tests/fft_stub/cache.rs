@@ -6,8 +6,14 @@ use cuda_safe_libs::fft::{Complex32, Fft, FftDesc, FftDirection};
 use super::{Case, CaseFn, ensure, names};
 
 pub(crate) const CASES: &[(&str, CaseFn)] = &[
-    ("the plan cache hits and evicts the least recently used", cache_hits_and_evicts),
-    ("a capture records a cached plan's execution and refuses a miss", capture),
+    (
+        "the plan cache hits and evicts the least recently used",
+        cache_hits_and_evicts,
+    ),
+    (
+        "a capture records a cached plan's execution and refuses a miss",
+        capture,
+    ),
 ];
 
 fn err(error: Error) -> String {
@@ -19,8 +25,7 @@ fn count(calls: &[String], name: &str) -> usize {
 }
 
 fn cache_hits_and_evicts(case: &Case) -> Result<(), String> {
-    let mut fft =
-        Fft::with_memory_resource(&case.stream, case.pool.clone(), 2).map_err(err)?;
+    let mut fft = Fft::with_memory_resource(&case.stream, case.pool.clone(), 2).map_err(err)?;
     let [a, b, c] = [8, 16, 32].map(FftDesc::c2c::<Complex32>);
     fft.plan(&a).map_err(err)?;
     fft.plan(&a).map_err(err)?;
@@ -37,9 +42,10 @@ fn cache_hits_and_evicts(case: &Case) -> Result<(), String> {
         count(&calls, "cufftCreate") == 1 && count(&calls, "cufftDestroy") == 1,
         || format!("a third plan in a cache of 2 called {calls:?}"),
     )?;
-    ensure(fft.contains(&a) && !fft.contains(&b) && fft.contains(&c), || {
-        "the least recently used plan was not the one evicted".into()
-    })?;
+    ensure(
+        fft.contains(&a) && !fft.contains(&b) && fft.contains(&c),
+        || "the least recently used plan was not the one evicted".into(),
+    )?;
     ensure(fft.len() == 2 && case.fft.live() == 2, || {
         format!("{} cached, {} live", fft.len(), case.fft.live())
     })?;

@@ -8,10 +8,19 @@ use cuda_safe_libs::fft::{
 use super::{Case, CaseFn, ensure, names};
 
 pub(crate) const CASES: &[(&str, CaseFn)] = &[
-    ("a plan allocates its work area from the pool", plans_take_a_pool_work_area),
+    (
+        "a plan allocates its work area from the pool",
+        plans_take_a_pool_work_area,
+    ),
     ("an execution is one cuFFT call", execution_budget),
-    ("every check refuses before cuFFT is called", checks_refuse_first),
-    ("cuFFT's failures carry its status", failures_carry_the_status),
+    (
+        "every check refuses before cuFFT is called",
+        checks_refuse_first,
+    ),
+    (
+        "cuFFT's failures carry its status",
+        failures_carry_the_status,
+    ),
     ("a moved plan runs on its new stream", moved_plan),
 ];
 
@@ -63,9 +72,13 @@ fn plans_take_a_pool_work_area(case: &Case) -> Result<(), String> {
     case.fft.set_work_size(Some(0));
     let plan = FftPlan::new(&case.stream, &desc).map_err(err)?;
     let calls = names(case.stub.take_log());
-    ensure(plan.work_area().is_none(), || "a work area of 0 bytes".into())?;
+    ensure(plan.work_area().is_none(), || {
+        "a work area of 0 bytes".into()
+    })?;
     ensure(
-        !calls.iter().any(|c| c == "cufftSetWorkArea" || c == "cuMemAllocFromPoolAsync"),
+        !calls
+            .iter()
+            .any(|c| c == "cufftSetWorkArea" || c == "cuMemAllocFromPoolAsync"),
         || format!("a plan with no work area called {calls:?}"),
     )?;
     // A work area of the caller's, too small, is refused.
@@ -113,8 +126,8 @@ fn execution_budget(case: &Case) -> Result<(), String> {
 }
 
 fn checks_refuse_first(case: &Case) -> Result<(), String> {
-    let c2c = FftPlan::new(&case.stream, &FftDesc::c2c::<Complex32>([4, 4]).batch(2))
-        .map_err(err)?;
+    let c2c =
+        FftPlan::new(&case.stream, &FftDesc::c2c::<Complex32>([4, 4]).batch(2)).map_err(err)?;
     let r2c = FftPlan::new(&case.stream, &FftDesc::r2c::<f32>(8)).map_err(err)?;
     let in_place = FftPlan::new(&case.stream, &FftDesc::r2c::<f32>(8).in_place()).map_err(err)?;
     let alloc = |len: usize| case.pool.allocate_zeroed::<Complex32>(len, &case.stream);
@@ -134,39 +147,61 @@ fn checks_refuse_first(case: &Case) -> Result<(), String> {
                     format!("{what}: the refusal called {calls:?}")
                 })
             }
-            other => Err(format!("{what}: expected a refusal naming {needle:?}, got {other:?}")),
+            other => Err(format!(
+                "{what}: expected a refusal naming {needle:?}, got {other:?}"
+            )),
         }
     };
     let forward = FftDirection::Forward;
-    check("a short input", "the input spans 32 elements; the memory holds 31", &mut || {
-        c2c.c2c::<Complex32>(&short, &mut out, forward)
-    })?;
-    check("a short output", "the output spans 5 elements; the memory holds 3", &mut || {
-        r2c.r2c::<f32>(&full, &mut out_short)
-    })?;
+    check(
+        "a short input",
+        "the input spans 32 elements; the memory holds 31",
+        &mut || c2c.c2c::<Complex32>(&short, &mut out, forward),
+    )?;
+    check(
+        "a short output",
+        "the output spans 5 elements; the memory holds 3",
+        &mut || r2c.r2c::<f32>(&full, &mut out_short),
+    )?;
     check("another kind", "cannot run r2c out of place", &mut || {
         c2c.r2c::<f32>(&full, &mut out)
     })?;
-    check("another precision", "cannot run c2c out of place on f64", &mut || {
-        c2c.c2c::<Complex64>(&full, &mut out, forward)
-    })?;
+    check(
+        "another precision",
+        "cannot run c2c out of place on f64",
+        &mut || c2c.c2c::<Complex64>(&full, &mut out, forward),
+    )?;
     check("another placement", "cannot run c2c in place", &mut || {
         c2c.c2c_in_place::<Complex32>(&mut out, forward)
     })?;
-    check("out of place on an in-place plan", "cannot run r2c out of place", &mut || {
-        in_place.r2c::<f32>(&full, &mut out)
-    })?;
-    check("a short in-place buffer", "the in-place data spans 5", &mut || {
-        in_place.r2c_in_place::<f32>(&mut out_short)
-    })?;
-    check("a misaligned input", "is not aligned to its complex type (8 bytes)", &mut || {
-        let view = reals.as_slice::<f32>()?.slice(1..)?;
-        r2c.r2c::<f32>(&view, &mut out)
-    })?;
+    check(
+        "out of place on an in-place plan",
+        "cannot run r2c out of place",
+        &mut || in_place.r2c::<f32>(&full, &mut out),
+    )?;
+    check(
+        "a short in-place buffer",
+        "the in-place data spans 5",
+        &mut || in_place.r2c_in_place::<f32>(&mut out_short),
+    )?;
+    check(
+        "a misaligned input",
+        "is not aligned to its complex type (8 bytes)",
+        &mut || {
+            let view = reals.as_slice::<f32>()?.slice(1..)?;
+            r2c.r2c::<f32>(&view, &mut out)
+        },
+    )?;
     let refused = |what: &str, needle: &str, desc: FftDesc| {
-        check(what, needle, &mut || FftPlan::new(&case.stream, &desc).map(drop))
+        check(what, needle, &mut || {
+            FftPlan::new(&case.stream, &desc).map(drop)
+        })
     };
-    refused("a size of 0", "at least 1", FftDesc::c2c::<Complex32>([4, 0]))?;
+    refused(
+        "a size of 0",
+        "at least 1",
+        FftDesc::c2c::<Complex32>([4, 0]),
+    )?;
     refused(
         "a layout smaller than its data",
         "dimension 0: 3 < 4",
@@ -195,7 +230,9 @@ fn failures_carry_the_status(case: &Case) -> Result<(), String> {
         inner.api == "cufftMakePlanMany64" && inner.name == "CUFFT_INVALID_SIZE",
         || format!("the error {inner:?}"),
     )?;
-    ensure(case.fft.live() == 0, || "the failed plan was not destroyed".into())?;
+    ensure(case.fft.live() == 0, || {
+        "the failed plan was not destroyed".into()
+    })?;
     let plan = FftPlan::new(&case.stream, &desc).map_err(err)?;
     let x = case
         .pool
@@ -212,17 +249,17 @@ fn failures_carry_the_status(case: &Case) -> Result<(), String> {
     ensure(error.is_out_of_memory(), || {
         format!("CUFFT_ALLOC_FAILED is out of memory: {error}")
     })?;
-    ensure(error.to_string().contains("cufftExecC2C failed: CUFFT_ALLOC_FAILED"), || {
-        format!("the message {error}")
-    })?;
+    ensure(
+        error
+            .to_string()
+            .contains("cufftExecC2C failed: CUFFT_ALLOC_FAILED"),
+        || format!("the message {error}"),
+    )?;
     Ok(())
 }
 
 fn moved_plan(case: &Case) -> Result<(), String> {
-    let other = case
-        .device
-        .create_stream(Default::default())
-        .map_err(err)?;
+    let other = case.device.create_stream(Default::default()).map_err(err)?;
     let mut plan = FftPlan::new(&case.stream, &FftDesc::r2c::<f64>(6)).map_err(err)?;
     case.stub.take_log();
     plan.set_stream(&other).map_err(err)?;
@@ -232,7 +269,9 @@ fn moved_plan(case: &Case) -> Result<(), String> {
     })?;
     ensure(plan.stream().same_as(&other), || "the plan's stream".into())?;
     let area = plan.work_area().ok_or("no work area")?;
-    ensure(area.stream().same_as(&other), || "the work area's stream".into())?;
+    ensure(area.stream().same_as(&other), || {
+        "the work area's stream".into()
+    })?;
     let x = case
         .pool
         .allocate_from_host(&[1.0f64; 6], &case.stream)

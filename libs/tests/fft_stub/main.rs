@@ -111,15 +111,17 @@ pub(crate) fn dft(shape: &[usize], x: &[C64], sign: f64) -> Vec<C64> {
     (0..count)
         .map(|k| {
             let kk = index(k);
-            x.iter().enumerate().fold((0.0, 0.0), |(re, im), (j, (a, b))| {
-                let jj = index(j);
-                let turns: f64 = (0..shape.len())
-                    .map(|d| ((jj[d] * kk[d]) % shape[d]) as f64 / shape[d] as f64)
-                    .sum();
-                let angle = sign * std::f64::consts::TAU * turns;
-                let (c, s) = (angle.cos(), angle.sin());
-                (re + a * c - b * s, im + a * s + b * c)
-            })
+            x.iter()
+                .enumerate()
+                .fold((0.0, 0.0), |(re, im), (j, (a, b))| {
+                    let jj = index(j);
+                    let turns: f64 = (0..shape.len())
+                        .map(|d| ((jj[d] * kk[d]) % shape[d]) as f64 / shape[d] as f64)
+                        .sum();
+                    let angle = sign * std::f64::consts::TAU * turns;
+                    let (c, s) = (angle.cos(), angle.sin());
+                    (re + a * c - b * s, im + a * s + b * c)
+                })
         })
         .collect()
 }

@@ -9,10 +9,22 @@ use cuda_safe_libs::fft::{
 use super::{C64, Case, CaseFn, close, data, dft, ensure};
 
 pub(crate) const CASES: &[(&str, CaseFn)] = &[
-    ("C2C matches the DFT in 1-D to 3-D, batched, f32 and f64", c2c_matches),
-    ("R2C and C2R match the DFT and round trip", real_transforms_match),
-    ("in-place transforms match the out-of-place ones", in_place_matches),
-    ("advanced layouts are passed as cuFFT reads them", layouts_match),
+    (
+        "C2C matches the DFT in 1-D to 3-D, batched, f32 and f64",
+        c2c_matches,
+    ),
+    (
+        "R2C and C2R match the DFT and round trip",
+        real_transforms_match,
+    ),
+    (
+        "in-place transforms match the out-of-place ones",
+        in_place_matches,
+    ),
+    (
+        "advanced layouts are passed as cuFFT reads them",
+        layouts_match,
+    ),
     #[cfg(feature = "half")]
     ("f16 transforms run through cufftXtExec", half_matches),
 ];
@@ -104,7 +116,9 @@ fn download<R: Element>(buffer: &Buffer) -> Result<Vec<C64>, String> {
 /// The half spectrum (innermost `n / 2 + 1`) of a full one over `shape`.
 pub(crate) fn half_spectrum(shape: &[usize], full: &[C64]) -> Vec<C64> {
     let n = *shape.last().expect("a rank");
-    full.chunks(n).flat_map(|row| row[..n / 2 + 1].to_vec()).collect()
+    full.chunks(n)
+        .flat_map(|row| row[..n / 2 + 1].to_vec())
+        .collect()
 }
 
 fn c2c_for<R: Element>(case: &Case) -> Result<(), String> {
@@ -290,7 +304,12 @@ fn layouts_match(case: &Case) -> Result<(), String> {
     for b in 0..batch {
         let transform: Vec<C64> = (0..n).map(|j| x[j * batch + b]).collect();
         let want = dft(&[n], &transform, -1.0);
-        close(&format!("{desc}, transform {b}"), &got[7 * b..7 * b + n], &want, 1e-5)?;
+        close(
+            &format!("{desc}, transform {b}"),
+            &got[7 * b..7 * b + n],
+            &want,
+            1e-5,
+        )?;
     }
     // 2-D R2C of 4 x 6 embedded in rows of 8 reals, into rows of 5 complex numbers (4 used)
     // every other element.
@@ -341,7 +360,9 @@ fn half_matches(case: &Case) -> Result<(), String> {
     plan.c2c::<cuda_safe_libs::fft::ComplexF16>(&input, &mut output, FftDirection::Forward)
         .map_err(err)?;
     let calls = super::names(case.stub.take_log());
-    ensure(calls == ["cufftXtExec"], || format!("an f16 C2C called {calls:?}"))?;
+    ensure(calls == ["cufftXtExec"], || {
+        format!("an f16 C2C called {calls:?}")
+    })?;
     close(
         &desc.to_string(),
         &download::<half::f16>(&output)?,

@@ -14,7 +14,10 @@ fn refused(desc: FftDesc, needle: &str) {
 
 #[test]
 fn dense_descriptions_use_the_basic_layout_and_span_their_data() {
-    let c2c = FftDesc::c2c::<Complex32>([4, 6, 8]).batch(3).geometry().unwrap();
+    let c2c = FftDesc::c2c::<Complex32>([4, 6, 8])
+        .batch(3)
+        .geometry()
+        .unwrap();
     assert!(c2c.layouts.is_none());
     assert_eq!((c2c.rank, c2c.n, c2c.batch), (3, [4, 6, 8], 3));
     assert_eq!(c2c.spans, [3 * 192, 3 * 192]);
@@ -34,7 +37,14 @@ fn in_place_real_transforms_pad_the_real_side() {
     assert_eq!(geometry.spans, [36 + 2 * 12 + 10, 18 + 18]);
     let c2r = FftDesc::c2r::<f64>(7).in_place().geometry().unwrap();
     assert_eq!(c2r.spans, [4, 7]);
-    assert!(FftDesc::c2c::<Complex64>(7).in_place().geometry().unwrap().layouts.is_none());
+    assert!(
+        FftDesc::c2c::<Complex64>(7)
+            .in_place()
+            .geometry()
+            .unwrap()
+            .layouts
+            .is_none()
+    );
 }
 
 #[test]
@@ -87,7 +97,10 @@ fn bad_descriptions_are_refused_with_the_reason() {
         FftDesc::c2c::<Complex32>(usize::MAX / 2).batch(4),
         "overflows",
     );
-    refused(FftDesc::c2c::<Complex32>(usize::MAX), "exceeds cuFFT's sizes");
+    refused(
+        FftDesc::c2c::<Complex32>(usize::MAX),
+        "exceeds cuFFT's sizes",
+    );
 }
 
 #[test]
