@@ -1,5 +1,5 @@
 //! The element types of the transforms: the complex numbers ([`Complex32`], [`Complex64`],
-//! and with `half` [`ComplexF16`]), laid out as cuFFT's `cufftComplex` (`float2`),
+//! and with `half` `ComplexF16`), laid out as cuFFT's `cufftComplex` (`float2`),
 //! `cufftDoubleComplex` (`double2`) and `half2`, and the traits that tie a real type to its
 //! complex one and to cuFFT's precision ([`FftReal`], [`FftComplex`], [`FftPrecision`]).
 
@@ -12,7 +12,7 @@ use cufft_sys::cudaDataType;
 /// and the half-precision transforms of `cufftXtMakePlanMany` (`CUDA_C_16F`, `CUDA_R_16F`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FftPrecision {
-    /// f16 (`half::f16` and [`ComplexF16`], feature `half`). cuFFT takes only sizes that are
+    /// f16 (`half::f16` and `ComplexF16`, feature `half`). cuFFT takes only sizes that are
     /// powers of 2, on sm_53 and later.
     Half,
     /// f32 and [`Complex32`].
@@ -80,7 +80,7 @@ pub trait FftReal: Pod + sealed::Sealed {
 }
 
 /// A complex element type cuFFT transforms: [`Complex32`], [`Complex64`], and with `half`
-/// [`ComplexF16`]. Sealed.
+/// `ComplexF16`. Sealed.
 pub trait FftComplex: Pod + sealed::Sealed {
     /// The real type of the same precision.
     type Real: FftReal<Complex = Self>;
