@@ -9,8 +9,8 @@ use super::plan::FftPlan;
 use cuda_safe::{DeviceMemoryResource, Stream};
 use cuda_safe::{Error, Result};
 
-/// How many plans [`Fft::new`] keeps. Each keeps its work area (as large as cuFFT asks, up to
-/// about the size of the data for large transforms), so the default is modest.
+/// How many plans [`Fft::new`] keeps. Each keeps its work area (the size cuFFT asks for the
+/// plan, which grows with the transform), so the default is modest.
 pub const DEFAULT_PLAN_CACHE: usize = 64;
 
 /// The cuFFT plans of one [`Stream`], by description: [`plan`](Self::plan) makes a plan the
