@@ -127,6 +127,7 @@ const FEATURES: &[&str] = &[
     "cuBLAS",
     "cuBLASLt",
     "cuRAND",
+    "cuFFT",
     "NVTX",
 ];
 
@@ -172,6 +173,7 @@ const C_PREFIXES: &[(&str, &str)] = &[
     ("cublasLt", "cublaslt_sys"),
     ("cublas", "cublas_sys"),
     ("curand", "curand_sys"),
+    ("cufft", "cufft_sys"),
     ("nvrtc", "nvrtc_sys"),
     ("nvml", "nvml_sys"),
     ("nccl", "nccl_sys"),

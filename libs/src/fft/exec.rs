@@ -63,6 +63,8 @@ impl FftPlan {
     /// description is [`in_place`](FftDesc::in_place)).
     ///
     #[doc = cufft_sys::api_doc!(cufftExecC2C)]
+    #[doc = cufft_sys::api_doc!(cufftExecZ2Z)]
+    #[doc = cufft_sys::api_doc!(cufftXtExec)]
     /// # Errors
     ///
     /// As [`c2c`](Self::c2c).
@@ -82,6 +84,7 @@ impl FftPlan {
     ///
     #[doc = cufft_sys::api_doc!(cufftExecR2C)]
     #[doc = cufft_sys::api_doc!(cufftExecD2Z)]
+    #[doc = cufft_sys::api_doc!(cufftXtExec)]
     /// # Errors
     ///
     /// As [`c2c`](Self::c2c).
@@ -102,6 +105,8 @@ impl FftPlan {
     /// the complex outputs.
     ///
     #[doc = cufft_sys::api_doc!(cufftExecR2C)]
+    #[doc = cufft_sys::api_doc!(cufftExecD2Z)]
+    #[doc = cufft_sys::api_doc!(cufftXtExec)]
     /// # Errors
     ///
     /// As [`c2c`](Self::c2c).
@@ -118,6 +123,7 @@ impl FftPlan {
     ///
     #[doc = cufft_sys::api_doc!(cufftExecC2R)]
     #[doc = cufft_sys::api_doc!(cufftExecZ2D)]
+    #[doc = cufft_sys::api_doc!(cufftXtExec)]
     /// # Errors
     ///
     /// As [`c2c`](Self::c2c).
@@ -137,6 +143,8 @@ impl FftPlan {
     /// the padded reals.
     ///
     #[doc = cufft_sys::api_doc!(cufftExecC2R)]
+    #[doc = cufft_sys::api_doc!(cufftExecZ2D)]
+    #[doc = cufft_sys::api_doc!(cufftXtExec)]
     /// # Errors
     ///
     /// As [`c2c`](Self::c2c).
