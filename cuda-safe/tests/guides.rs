@@ -127,6 +127,7 @@ const FEATURES: &[&str] = &[
     "cuBLAS",
     "cuBLASLt",
     "cuRAND",
+    "cuFFT",
     "NVTX",
 ];
 
@@ -173,6 +174,7 @@ const C_PREFIXES: &[(&str, &str)] = &[
     ("cublas", "cublas_sys"),
     ("curand", "curand_sys"),
     ("cusolver", "cusolver_sys"),
+    ("cufft", "cufft_sys"),
     ("nvrtc", "nvrtc_sys"),
     ("nvml", "nvml_sys"),
     ("nccl", "nccl_sys"),

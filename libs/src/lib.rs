@@ -4,13 +4,16 @@
 //! - [`blas`] (feature `blas`): cuBLAS and cuBLASLt. `Blas` for GEMMs (plain, batched,
 //!   strided-batched) and vector operations; `Matmul` for cuBLASLt plans with epilogues and FP8.
 //! - [`rand`] (feature `rand`): cuRAND generators filling buffers on their stream.
+//! - [`fft`] (feature `fft`): cuFFT plans (1-D, 2-D, 3-D; C2C, R2C, C2R; batched and strided),
+//!   cached by description, executed on buffers and views with every size checked first.
 //! - [`solver`] (feature `solver`): cuSOLVER's dense factorizations (LU, Cholesky, QR,
 //!   symmetric eigenvalues, SVD), their `info` outputs read back as typed errors.
 //!
 //! Every call returns [`cuda_safe::Result`]: a library's refusal is
-//! [`cuda_safe::Error::Library`] around this crate's [`blas::CublasError`] or
-//! [`rand::CurandError`] (`error.library_error::<CublasError>()` gives it back), so one `?`
-//! serves kernels, copies and GEMMs alike. `docs/blas.md` in the repository has the recipes.
+//! [`cuda_safe::Error::Library`] around this crate's [`blas::CublasError`],
+//! [`rand::CurandError`] or [`fft::CufftError`] (`error.library_error::<CublasError>()` gives it
+//! back), so one `?` serves kernels, copies, GEMMs and FFTs alike. `docs/blas.md` and
+//! `docs/fft.md` in the repository have the recipes.
 //!
 //! ```no_run
 //! # #[cfg(feature = "blas")] {
@@ -32,6 +35,10 @@
 
 #[cfg(feature = "blas")]
 pub mod blas;
+#[cfg(feature = "fft")]
+pub mod fft;
+#[cfg(any(feature = "blas", feature = "fft", feature = "solver"))]
+mod operand;
 #[cfg(feature = "rand")]
 pub mod rand;
 #[cfg(feature = "solver")]

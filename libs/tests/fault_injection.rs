@@ -1,5 +1,6 @@
 //! The libraries' operations driven through every failure of the calls they make, with the stub
-//! driver and the stub cuBLAS, cuBLASLt and cuRAND of `stub/c` (`libblas_stub.c`): each call in
+//! driver and the stub cuBLAS, cuBLASLt, cuRAND and cuFFT of `stub/c` (`libblas_stub.c`,
+//! `libcufft_stub.c`): each call in
 //! turn (the driver's and the library's) failed with each code of its library, and the error,
 //! the leaks and the logs checked (`cuda_safe_stub::faults`).
 //!
@@ -13,6 +14,8 @@ use cuda_safe::Buffer;
 use cuda_safe_libs::blas::cublas_sys::LIBCUBLAS_PATH_ENV;
 use cuda_safe_libs::blas::cublaslt_sys::LIBCUBLASLT_PATH_ENV;
 use cuda_safe_libs::blas::{Blas, Gemm, Matmul, MatmulDesc, Scalars};
+use cuda_safe_libs::fft::cufft_sys::LIBCUFFT_PATH_ENV;
+use cuda_safe_libs::fft::{Complex32, Fft, FftDesc, FftDirection, FftPlan};
 use cuda_safe_libs::rand::curand_sys::LIBCURAND_PATH_ENV;
 use cuda_safe_libs::rand::{Generator, RngKind};
 use cuda_safe_stub::Installed;
@@ -112,8 +115,58 @@ fn rand_operations(ops: &mut Vec<Op>) {
     ));
 }
 
+/// The transform the FFT operations plan: 64 complex points.
+fn fft_desc() -> FftDesc {
+    FftDesc::c2c::<Complex32>(64)
+}
+
+fn fft_operations(ops: &mut Vec<Op>) {
+    ops.push(op("FftPlan::new (C2C f32)", stream, |stream| {
+        FftPlan::new(stream, &fft_desc())
+    }));
+    ops.push(op(
+        "FftPlan::c2c",
+        || {
+            let stream = stream();
+            let pool = pool();
+            let x = pool.allocate_zeroed::<Complex32>(64, &stream).expect("x");
+            let y = pool.allocate_zeroed::<Complex32>(64, &stream).expect("y");
+            let plan = FftPlan::new(&stream, &fft_desc()).expect("a plan");
+            (plan, x, RefCell::new(y))
+        },
+        |(plan, x, y)| plan.c2c::<Complex32>(x, &mut *y.borrow_mut(), FftDirection::Forward),
+    ));
+    ops.push(
+        op(
+            "FftPlan::close",
+            || RefCell::new(Some(FftPlan::new(&stream(), &fft_desc()).expect("a plan"))),
+            |plan| take(plan).close(),
+        )
+        .releasing()
+        .logs(
+            "cuMemFreeAsync",
+            "close returns cuFFT's error; the work area is a buffer of the core, freed by its \
+             own drop, which logs",
+        )
+        .logs(
+            "cuStreamDestroy_v2",
+            "the plan's stream is the core's, destroyed by its last clone's drop, which logs",
+        ),
+    );
+    ops.push(op(
+        "Fft::plan (a miss)",
+        || RefCell::new(Fft::new(&stream()).expect("a cache")),
+        |fft| fft.borrow_mut().plan(&fft_desc()).map(drop),
+    ));
+}
+
 fn main() -> ExitCode {
-    let variables = [LIBCUBLAS_PATH_ENV, LIBCUBLASLT_PATH_ENV, LIBCURAND_PATH_ENV];
+    let variables = [
+        LIBCUBLAS_PATH_ENV,
+        LIBCUBLASLT_PATH_ENV,
+        LIBCURAND_PATH_ENV,
+        LIBCUFFT_PATH_ENV,
+    ];
     let stub = match cuda_safe_stub::install_with(&variables, |_| {}) {
         Installed::Ready(stub) => stub,
         Installed::Skipped(reason) => {
@@ -127,9 +180,11 @@ fn main() -> ExitCode {
     // first call would: a case then sees only what its operation makes.
     drop(Blas::new(&stream()).expect("a warm-up handle"));
     drop(Generator::new(&stream(), RngKind::Philox4x32_10).expect("a warm-up generator"));
+    drop(FftPlan::new(&stream(), &fft_desc()).expect("a warm-up plan"));
     let mut ops = Vec::new();
     blas_operations(&mut ops);
     rand_operations(&mut ops);
+    fft_operations(&mut ops);
     let mut runner = Runner::default();
     for op in &ops {
         runner.matrix(stub, op);

@@ -1,4 +1,4 @@
-//! The fake CUDA driver, NVRTC and NVML of `stub/c/*.c` (and cuBLAS, cuBLASLt and cuRAND,
+//! The fake CUDA driver, NVRTC and NVML of `stub/c/*.c` (and cuBLAS, cuBLASLt, cuRAND and cuFFT,
 //! for the tests of those: [`install_with`]): compiled with the C compiler into one shared
 //! object, loaded in place of the libraries through `CUDA_SAFE_LIBCUDA`,
 //! `CUDA_SAFE_LIBNVRTC` and `CUDA_SAFE_LIBNVML`, and controlled through its `stub_*` functions
@@ -17,7 +17,7 @@ use std::sync::Mutex;
 /// The C sources, compiled together: the control functions, the driver (`cuda_*.c`, sharing
 /// `cuda_stub.h`; the graph files `cuda_graph.h` too), NVRTC, nvJitLink (loaded only where a
 /// test points `CUDA_SAFE_LIBNVJITLINK` at the stub: [`install_with`]), NVML, nvFatbin
-/// (likewise, through `CUDA_SAFE_LIBNVFATBIN`), cuBLAS, cuBLASLt and cuRAND, and cuSOLVER.
+/// (likewise, through `CUDA_SAFE_LIBNVFATBIN`), cuBLAS, cuBLASLt, cuRAND, cuFFT and cuSOLVER.
 const SOURCES: &[&str] = &[
     "stub_control.c",
     "cuda_misc.c",
@@ -44,6 +44,7 @@ const SOURCES: &[&str] = &[
     "libnvfatbin_stub.c",
     "libblas_stub.c",
     "libcurand_stub.c",
+    "libcufft_stub.c",
     "libcusolver_stub.c",
     "libcusolver_eig_stub.c",
 ];

@@ -17,6 +17,7 @@ mod cudarc_bridge;
 mod device_graph;
 mod dlpack;
 mod fatbin;
+mod fft;
 mod graph;
 mod green;
 mod ipc;
@@ -42,7 +43,7 @@ use std::process::ExitCode;
 
 use cuda_gpu_tests::GpuFile;
 
-/// Every test file, in the order they run: by name, then `blas`, `rand`, `solver`, `cudarc_bridge`
+/// Every test file, in the order they run: by name, then `blas`, `rand`, `fft`, `solver`, `cudarc_bridge`
 /// and `nccl` (with their features).
 fn files() -> Vec<GpuFile> {
     let files = [
@@ -72,7 +73,7 @@ fn files() -> Vec<GpuFile> {
         vmm::FILE,
     ]
     .into_iter();
-    let files = files.chain([blas::FILE, rand::FILE, solver::FILE]);
+    let files = files.chain([blas::FILE, rand::FILE, fft::FILE, solver::FILE]);
     #[cfg(feature = "cudarc")]
     let files = files.chain([cudarc_bridge::FILE]);
     #[cfg(feature = "nccl")]

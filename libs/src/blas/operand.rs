@@ -1,156 +1,20 @@
-//! What the BLAS calls read and write: `cuda-safe`'s buffers and views of `T`s ([`Input`],
-//! [`Output`]), seen as [`Operand`]s (address, length, stream), the scalars alpha and beta in
-//! host or device memory ([`Scalar`], [`Scalars`]), and the cross-stream order every call
-//! keeps.
+//! The scalars alpha and beta of the BLAS calls, in host or device memory ([`Scalar`],
+//! [`Scalars`]), cuBLAS's pointer mode, and the workspace size; the operands themselves are
+//! the crate's ([`Input`], [`Output`], [`Operand`]).
 
 use bytemuck::Pod;
 
 use cublas_sys::cublasPointerMode_t;
+use cuda_safe::DeviceSlice;
 use cuda_safe::Stream;
-use cuda_safe::{Buffer, DeviceSlice, DeviceSliceMut};
 use cuda_safe::{Error, Result};
+
+pub use crate::operand::{Input, Operand, Output};
 
 /// The workspace [`Blas::new`](super::Blas::new) and [`Matmul::new`](super::Matmul::new)
 /// take: 32 MiB, what cuBLAS's documentation recommends for Hopper and later GPUs (4 MiB
 /// serve older ones).
 pub const DEFAULT_WORKSPACE: usize = 32 << 20;
-
-/// Device memory a call reads or writes: its address, its length in elements, and the stream
-/// its buffer is ordered on.
-#[derive(Debug, Clone, Copy)]
-pub struct Operand<'a> {
-    ptr: u64,
-    len: usize,
-    stream: &'a Stream,
-}
-
-impl<'a> Operand<'a> {
-    /// The number of elements.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether it holds no element.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The device address of the first element.
-    pub fn as_raw(&self) -> u64 {
-        self.ptr
-    }
-
-    /// The stream its buffer is ordered on.
-    pub fn stream(&self) -> &'a Stream {
-        self.stream
-    }
-
-    /// The address as the libraries' `const void *`.
-    pub(crate) fn ptr(&self) -> *const std::ffi::c_void {
-        self.ptr as *const std::ffi::c_void
-    }
-
-    /// The address as the libraries' `void *`.
-    pub(crate) fn ptr_mut(&self) -> *mut std::ffi::c_void {
-        self.ptr as *mut std::ffi::c_void
-    }
-}
-
-/// Keeps [`Input`] and [`Output`] to `cuda-safe`'s memory types: an operand's length counts
-/// elements of the `T` it was made for, so an outside implementation returning another type's
-/// length would let a library read or write past the memory.
-mod sealed {
-    use cuda_safe::{Buffer, DeviceSlice, DeviceSliceMut};
-
-    pub trait Input<T> {}
-
-    impl<T: bytemuck::Pod> Input<T> for DeviceSlice<'_, T> {}
-    impl<T: bytemuck::Pod> Input<T> for DeviceSliceMut<'_, T> {}
-    impl<T: bytemuck::Pod> Input<T> for Buffer {}
-
-    pub trait Output<T> {}
-
-    impl<T: bytemuck::Pod> Output<T> for DeviceSliceMut<'_, T> {}
-    impl<T: bytemuck::Pod> Output<T> for Buffer {}
-}
-
-/// Memory a call reads: a [`DeviceSlice`], a [`DeviceSliceMut`] or a [`Buffer`] of `T`s (whose
-/// byte size must hold whole, aligned elements). Its stream orders it as a kernel launch orders
-/// its buffers: the call waits for the stream's queued work, and the stream's later work (the
-/// buffer's free) waits for the call. The trait is sealed.
-pub trait Input<T: Pod>: sealed::Input<T> {
-    /// The operand the call reads.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] for a buffer that does not hold whole, aligned `T`s, or
-    /// that the GPU cannot reach.
-    fn operand(&self) -> Result<Operand<'_>>;
-}
-
-/// Memory a call writes (and may read): a [`DeviceSliceMut`] or a [`Buffer`] (sealed, as
-/// [`Input`]).
-pub trait Output<T: Pod>: Input<T> + sealed::Output<T> {
-    /// The operand the call writes.
-    ///
-    /// # Errors
-    ///
-    /// As [`Input::operand`].
-    fn operand_mut(&mut self) -> Result<Operand<'_>>;
-}
-
-impl<T: Pod> Input<T> for DeviceSlice<'_, T> {
-    #[inline]
-    fn operand(&self) -> Result<Operand<'_>> {
-        Ok(Operand {
-            ptr: self.as_raw(),
-            len: self.len(),
-            stream: self.stream(),
-        })
-    }
-}
-
-impl<T: Pod> Input<T> for DeviceSliceMut<'_, T> {
-    #[inline]
-    fn operand(&self) -> Result<Operand<'_>> {
-        Ok(Operand {
-            ptr: self.as_raw(),
-            len: self.len(),
-            stream: self.stream(),
-        })
-    }
-}
-
-impl<T: Pod> Output<T> for DeviceSliceMut<'_, T> {
-    #[inline]
-    fn operand_mut(&mut self) -> Result<Operand<'_>> {
-        Input::<T>::operand(self)
-    }
-}
-
-impl<T: Pod> Input<T> for Buffer {
-    #[inline]
-    fn operand(&self) -> Result<Operand<'_>> {
-        if !self.is_device_accessible() {
-            return Err(Error::invalid_argument(
-                "cuBLAS and cuRAND work on memory the GPU can reach; this buffer's cannot",
-            ));
-        }
-        let len = self.as_slice::<T>()?.len();
-        Ok(Operand {
-            ptr: self.as_raw(),
-            len,
-            stream: self.stream(),
-        })
-    }
-}
-
-impl<T: Pod> Output<T> for Buffer {
-    #[inline]
-    fn operand_mut(&mut self) -> Result<Operand<'_>> {
-        Input::<T>::operand(self)
-    }
-}
 
 /// A scalar (alpha, beta) a call reads: a host value, or the first element of device memory
 /// (read when the call runs, so it can change between replays of a graph). A call takes all

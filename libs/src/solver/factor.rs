@@ -8,7 +8,7 @@ use super::element::sealed::Ormqr;
 use super::handle::Solver;
 use super::info::{Info, Meaning};
 use super::layout::{Fill, Layout, Side, Transpose, clamp_int, holds};
-use super::operand::{Input, Output};
+use crate::operand::{Input, Output};
 use crate::solver::error::cusolver;
 use cuda_safe::{Error, Result};
 
@@ -71,7 +71,7 @@ impl Solver {
                             dims.rows,
                             dims.cols,
                             ty,
-                            a.ptr(),
+                            a.ptr_mut(),
                             dims.ld,
                             ty,
                             &mut device,
@@ -94,7 +94,7 @@ impl Solver {
                             dims.rows,
                             dims.cols,
                             ty,
-                            a.ptr(),
+                            a.ptr_mut(),
                             dims.ld,
                             pivots.typed(),
                             ty,
@@ -153,11 +153,11 @@ impl Solver {
                             dims.rows,
                             bd.cols,
                             ty,
-                            a.ptr(),
+                            a.ptr_mut(),
                             dims.ld,
                             pivots.typed(),
                             ty,
-                            b.ptr(),
+                            b.ptr_mut(),
                             bd.ld,
                             info as *mut i32
                         )
@@ -206,7 +206,7 @@ impl Solver {
                             fill.as_raw(),
                             dims.rows,
                             ty,
-                            a.ptr(),
+                            a.ptr_mut(),
                             dims.ld,
                             ty,
                             &mut device,
@@ -227,7 +227,7 @@ impl Solver {
                             fill.as_raw(),
                             dims.rows,
                             ty,
-                            a.ptr(),
+                            a.ptr_mut(),
                             dims.ld,
                             ty,
                             work.device,
@@ -281,10 +281,10 @@ impl Solver {
                             dims.rows,
                             bd.cols,
                             ty,
-                            a.ptr(),
+                            a.ptr_mut(),
                             dims.ld,
                             ty,
-                            b.ptr(),
+                            b.ptr_mut(),
                             bd.ld,
                             info as *mut i32
                         )
@@ -331,10 +331,10 @@ impl Solver {
                             dims.rows,
                             dims.cols,
                             ty,
-                            a.ptr(),
+                            a.ptr_mut(),
                             dims.ld,
                             ty,
-                            tau.ptr(),
+                            tau.ptr_mut(),
                             ty,
                             &mut device,
                             &mut host
@@ -354,10 +354,10 @@ impl Solver {
                             dims.rows,
                             dims.cols,
                             ty,
-                            a.ptr(),
+                            a.ptr_mut(),
                             dims.ld,
                             ty,
-                            tau.ptr(),
+                            tau.ptr_mut(),
                             ty,
                             work.device,
                             work.device_bytes,

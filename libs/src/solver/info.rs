@@ -5,7 +5,7 @@ use std::fmt;
 
 use super::CusolverError;
 use super::handle::Solver;
-use crate::solver::operand::{Input, Operand};
+use crate::operand::{Input, Operand};
 use cuda_safe::Buffer;
 use cuda_safe::{Error, Result};
 

@@ -44,15 +44,14 @@ mod factor;
 mod handle;
 mod info;
 mod layout;
-mod operand;
 mod spectral;
 
+pub use crate::operand::{Input, Operand, Output};
 pub use element::SolverElement;
 pub use error::CusolverError;
 pub use handle::Solver;
 pub use info::Info;
 pub use layout::{Fill, Layout, Side, Transpose};
-pub use operand::{Input, Operand, Output};
 pub use spectral::{GESVDJ_BATCHED_MAX, SvdVectors};
 
 pub use cusolver_sys;

@@ -9,7 +9,7 @@ use super::element::sealed::Gesvdj;
 use super::handle::Solver;
 use super::info::{Info, Meaning};
 use super::layout::{Fill, Layout, clamp_int, holds, int};
-use super::operand::Output;
+use crate::operand::Output;
 use crate::solver::error::cusolver;
 use cuda_safe::{Error, Result};
 use cusolver_sys::cusolverEigMode_t;
@@ -95,10 +95,10 @@ impl Solver {
                             uplo,
                             dims.rows,
                             ty,
-                            a.ptr(),
+                            a.ptr_mut(),
                             dims.ld,
                             ty,
-                            w.ptr(),
+                            w.ptr_mut(),
                             ty,
                             &mut device,
                             &mut host
@@ -120,10 +120,10 @@ impl Solver {
                             uplo,
                             dims.rows,
                             ty,
-                            a.ptr(),
+                            a.ptr_mut(),
                             dims.ld,
                             ty,
-                            w.ptr(),
+                            w.ptr_mut(),
                             ty,
                             work.device,
                             work.device_bytes,
@@ -182,7 +182,7 @@ impl Solver {
         } else {
             u_layout.check("U", u.len())?;
             vt_layout.check("Vᵀ", vt.len())?;
-            (u.ptr(), vt.ptr())
+            (u.ptr_mut(), vt.ptr_mut())
         };
         let (ldu, ldvt) = (dims.rows.max(1), dims.cols.max(1));
         let (lib, raw, params) = self.parts();
@@ -209,10 +209,10 @@ impl Solver {
                             dims.rows,
                             dims.cols,
                             ty,
-                            a.ptr(),
+                            a.ptr_mut(),
                             dims.ld,
                             ty,
-                            s.ptr(),
+                            s.ptr_mut(),
                             ty,
                             u_ptr,
                             ldu,
@@ -242,10 +242,10 @@ impl Solver {
                             dims.rows,
                             dims.cols,
                             ty,
-                            a.ptr(),
+                            a.ptr_mut(),
                             dims.ld,
                             ty,
-                            s.ptr(),
+                            s.ptr_mut(),
                             ty,
                             u_ptr,
                             ldu,

@@ -63,6 +63,14 @@ const CURAND_CODES: [Code; 4] = [
     code(FUTURE, "an unknown cuRAND status"),
 ];
 
+/// cuFFT's statuses, named as `cufft.h` names them.
+const CUFFT_CODES: [Code; 4] = [
+    code(2, "CUFFT_ALLOC_FAILED"),
+    code(6, "CUFFT_EXEC_FAILED"),
+    code(16, "CUFFT_NOT_SUPPORTED"),
+    code(FUTURE, "an unknown cuFFT status"),
+];
+
 /// The codes injected into a call, by its library.
 pub fn codes_for(call: &str) -> &'static [Code] {
     if call.starts_with("nvrtc") {
@@ -73,6 +81,8 @@ pub fn codes_for(call: &str) -> &'static [Code] {
         &CUBLAS_CODES
     } else if call.starts_with("curand") {
         &CURAND_CODES
+    } else if call.starts_with("cufft") {
+        &CUFFT_CODES
     } else {
         &CUDA_CODES
     }

@@ -96,6 +96,7 @@ pub fn names_fault(error: &Error, call: &str, code: Code) -> std::result::Result
             let (oom, unsupported) = match library.library() {
                 "cuBLAS" => (3, 15),
                 "cuRAND" => (102, 204),
+                "cuFFT" => (2, 16),
                 _ => return wrong(),
             };
             if error.is_out_of_memory() != (code.value == oom)

@@ -47,10 +47,12 @@ pub(super) const ABIS: [Abi; 2] = [
 ];
 
 /// Optional features the bundle turns on in every package that has them: NCCL's collectives
-/// (the `nccl` GPU tests and the `allreduce` examples), cuBLAS, cuBLASLt and cuRAND (the
-/// `blas` and `rand` GPU tests and the `blas` benchmark, which needs `half` too), cuSOLVER
-/// (the `solver` GPU tests and benchmark) and the cudarc bridge's GPU tests.
-pub(super) const OPTIONAL_FEATURES: &[&str] = &["nccl", "blas", "rand", "solver", "half", "cudarc"];
+/// (the `nccl` GPU tests and the `allreduce` examples), cuBLAS, cuBLASLt, cuRAND and cuFFT
+/// (the `blas`, `rand` and `fft` GPU tests, the `blas` and `fft` benchmarks, the first of which
+/// needs `half` too, and the `fft_spectrum` example), cuSOLVER (the `solver` GPU tests and
+/// benchmark) and the cudarc bridge's GPU tests.
+pub(super) const OPTIONAL_FEATURES: &[&str] =
+    &["nccl", "blas", "rand", "fft", "solver", "half", "cudarc"];
 
 /// The kinds of executable targets bundled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

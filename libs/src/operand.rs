@@ -1,5 +1,7 @@
-//! What the solver reads and writes: `cuda-safe`'s buffers and views of `T`s ([`Input`],
-//! [`Output`]), seen as an [`Operand`] (address, length, stream).
+//! What the libraries' calls read and write: `cuda-safe`'s buffers and views of `T`s
+//! ([`Input`], [`Output`]), seen as [`Operand`]s (address, length, stream). cuBLAS's, cuFFT's
+//! and cuSOLVER's calls take them; their streams are ordered with the call's as a kernel launch orders
+//! its buffers.
 
 use bytemuck::Pod;
 
@@ -37,20 +39,27 @@ impl<'a> Operand<'a> {
         self.stream
     }
 
-    /// The address as the library's `void *`.
-    pub(crate) fn ptr(&self) -> *mut std::ffi::c_void {
+    /// The address as the libraries' `const void *`.
+    #[cfg(feature = "blas")]
+    pub(crate) fn ptr(&self) -> *const std::ffi::c_void {
+        self.ptr as *const std::ffi::c_void
+    }
+
+    /// The address as the libraries' `void *`.
+    pub(crate) fn ptr_mut(&self) -> *mut std::ffi::c_void {
         self.ptr as *mut std::ffi::c_void
     }
 
-    /// The address as a typed pointer (the legacy API's `float *`, `int64_t *`).
-    pub(crate) fn typed<T>(&self) -> *mut T {
-        self.ptr as *mut T
+    /// The address as a typed pointer (cuSOLVER's legacy API's `float *`, `int64_t *`).
+    #[cfg(feature = "solver")]
+    pub(crate) fn typed<U>(&self) -> *mut U {
+        self.ptr as *mut U
     }
 }
 
 /// Keeps [`Input`] and [`Output`] to `cuda-safe`'s memory types: an operand's length counts
 /// elements of the `T` it was made for, so an outside implementation returning another type's
-/// length would let the library read or write past the memory.
+/// length would let a library read or write past the memory.
 mod sealed {
     use cuda_safe::{Buffer, DeviceSlice, DeviceSliceMut};
 
@@ -66,10 +75,10 @@ mod sealed {
     impl<T: bytemuck::Pod> Output<T> for Buffer {}
 }
 
-/// Memory a solver call reads: a [`DeviceSlice`], a [`DeviceSliceMut`] or a [`Buffer`] of
-/// `T`s (whose byte size must hold whole, aligned elements). Its stream orders it as a kernel
-/// launch orders its buffers: the call waits for the stream's queued work, and the stream's
-/// later work (the buffer's free) waits for the call. The trait is sealed.
+/// Memory a call reads: a [`DeviceSlice`], a [`DeviceSliceMut`] or a [`Buffer`] of `T`s (whose
+/// byte size must hold whole, aligned elements). Its stream orders it as a kernel launch orders
+/// its buffers: the call waits for the stream's queued work, and the stream's later work (the
+/// buffer's free) waits for the call. The trait is sealed.
 pub trait Input<T: Pod>: sealed::Input<T> {
     /// The operand the call reads.
     ///
@@ -80,8 +89,8 @@ pub trait Input<T: Pod>: sealed::Input<T> {
     fn operand(&self) -> Result<Operand<'_>>;
 }
 
-/// Memory a solver call writes (and may read): a [`DeviceSliceMut`] or a [`Buffer`] (sealed,
-/// as [`Input`]).
+/// Memory a call writes (and may read): a [`DeviceSliceMut`] or a [`Buffer`] (sealed, as
+/// [`Input`]).
 pub trait Output<T: Pod>: Input<T> + sealed::Output<T> {
     /// The operand the call writes.
     ///
@@ -125,7 +134,7 @@ impl<T: Pod> Input<T> for Buffer {
     fn operand(&self) -> Result<Operand<'_>> {
         if !self.is_device_accessible() {
             return Err(Error::invalid_argument(
-                "cuSOLVER works on memory the GPU can reach; this buffer's cannot",
+                "the libraries work on memory the GPU can reach; this buffer's cannot",
             ));
         }
         let len = self.as_slice::<T>()?.len();
