@@ -131,8 +131,11 @@ pub(crate) fn among_streams<'a>(
 }
 
 /// Runs `call` (which queues work on `stream` touching memory ordered on `streams`) ordered
-/// with those streams, as a kernel launch is ordered with its buffers: when every stream of
-/// `streams` is `stream` (the usual case), it costs one comparison each and nothing else;
+/// with those streams, as a kernel launch is ordered with its buffers, and with `stream`'s
+/// context current on the calling thread (the libraries launch into the current context; the
+/// caller's current context is restored after, and the driver called to change it only where
+/// it was another: one `cuCtxGetCurrent` otherwise). When every stream of `streams` is
+/// `stream` (the usual case), the ordering costs one comparison each and nothing else;
 /// otherwise the call waits for their queued work, and their later work (such as a free)
 /// waits for the call, even when the call failed (it may have queued part of its work).
 ///
@@ -153,14 +156,16 @@ pub(crate) fn among_streams<'a>(
 ///
 /// # Errors
 ///
-/// `call`'s error; the driver's error ordering the streams. When the streams cannot be
-/// ordered after the call, `stream` is waited for and [`Error::LaunchOrdering`] returned.
+/// `call`'s error; the driver's error making the context current or ordering the streams.
+/// When the streams cannot be ordered after the call, `stream` is waited for and
+/// [`Error::LaunchOrdering`] returned.
 #[inline]
 pub fn ordered<T, const N: usize>(
     stream: &Stream,
     streams: [Option<&Stream>; N],
     call: impl FnOnce() -> Result<T>,
 ) -> Result<T> {
+    let _current = stream.context().scoped()?;
     let others = ForeignStreams::before(stream, |each| {
         streams.iter().flatten().for_each(|other| each(other));
     })?;

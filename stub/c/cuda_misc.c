@@ -84,6 +84,17 @@ struct context *stream_context(const void *handle, const char *api) {
     return context_error(stream->context, api) == CUDA_SUCCESS ? stream->context : NULL;
 }
 
+int stream_is_current(const void *handle, const char *api) {
+    struct context *context = stream_context(handle, api);
+    if (context == NULL)
+        return 0;
+    if (context != current) {
+        stub_misuse_note("%s: its stream's context is not the calling thread's current one", api);
+        return 0;
+    }
+    return 1;
+}
+
 void stub_driver_reset(void) {
     process_state = 0;
     ipc_reset();

@@ -219,6 +219,9 @@ void abandon(void *handle, enum type type);
 /* The stream a call is queued on: a stub stream, or the legacy / per-thread default stream of
  * the current context. NULL (with the misuse noted) when unusable. */
 struct context *stream_context(const void *handle, const char *api);
+/* Whether the context of the stream `handle` is the calling thread's current one, as a library
+ * that launches into the current context needs it (a misuse is noted otherwise). */
+int stream_is_current(const void *handle, const char *api);
 
 /* Every entry point but cuInit, cuDriverGetVersion and the error strings: counted, faults
  * injected, and refused before cuInit; the stub's lock is held until the entry point returns

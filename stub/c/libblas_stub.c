@@ -187,6 +187,8 @@ int cublasGemmEx(struct blas *h, int ta, int tb, int m, int n, int k, const void
                  const void *a, int at, int lda, const void *b, int bt, int ldb, const void *beta,
                  void *c, int ct, int ldc, int compute, int algo) {
     ENTER("cublasGemmEx");
+    if (!stream_is_current(h->stream, "cublasGemmEx"))
+        return INVALID_VALUE;
     (void)h; (void)compute; (void)algo;
     int scale = ct == R_64F ? R_64F : R_32F;
     return gemm("cublasGemmEx", ta, tb, m, n, k, scalar(alpha, scale), a, at, lda, b, bt, ldb,
@@ -199,6 +201,8 @@ int cublasGemmStridedBatchedEx(struct blas *h, int ta, int tb, int m, int n, int
                                void *c, int ct, int ldc, long long sc, int count, int compute,
                                int algo) {
     ENTER("cublasGemmStridedBatchedEx");
+    if (!stream_is_current(h->stream, "cublasGemmStridedBatchedEx"))
+        return INVALID_VALUE;
     (void)h; (void)compute; (void)algo;
     int scale = ct == R_64F ? R_64F : R_32F;
     for (int i = 0; i < count; i++) {
@@ -218,6 +222,8 @@ int cublasGemmBatchedEx(struct blas *h, int ta, int tb, int m, int n, int k, con
                         int ldb, const void *beta, void *const *c, int ct, int ldc, int count,
                         int compute, int algo) {
     ENTER("cublasGemmBatchedEx");
+    if (!stream_is_current(h->stream, "cublasGemmBatchedEx"))
+        return INVALID_VALUE;
     (void)h; (void)compute; (void)algo;
     size_t table = (size_t)count * sizeof(void *);
     if (check_range((CUdeviceptr)(uintptr_t)a, table, 0, "cublasGemmBatchedEx") ||
@@ -256,6 +262,8 @@ static int gemv(const char *api, int type, int trans, int m, int n, const void *
 int cublasSgemv_v2(struct blas *h, int trans, int m, int n, const float *alpha, const float *a,
                    int lda, const float *x, int incx, const float *beta, float *y, int incy) {
     ENTER("cublasSgemv_v2");
+    if (!stream_is_current(h->stream, "cublasSgemv_v2"))
+        return INVALID_VALUE;
     (void)h;
     return gemv("cublasSgemv_v2", R_32F, trans, m, n, alpha, a, lda, x, incx, beta, y, incy);
 }
@@ -264,6 +272,8 @@ int cublasDgemv_v2(struct blas *h, int trans, int m, int n, const double *alpha,
                    const double *a, int lda, const double *x, int incx, const double *beta,
                    double *y, int incy) {
     ENTER("cublasDgemv_v2");
+    if (!stream_is_current(h->stream, "cublasDgemv_v2"))
+        return INVALID_VALUE;
     (void)h;
     return gemv("cublasDgemv_v2", R_64F, trans, m, n, alpha, a, lda, x, incx, beta, y, incy);
 }
@@ -271,6 +281,8 @@ int cublasDgemv_v2(struct blas *h, int trans, int m, int n, const double *alpha,
 int cublasAxpyEx(struct blas *h, int n, const void *alpha, int alpha_type, const void *x, int xt,
                  int incx, void *y, int yt, int incy, int exec) {
     ENTER("cublasAxpyEx");
+    if (!stream_is_current(h->stream, "cublasAxpyEx"))
+        return INVALID_VALUE;
     (void)h; (void)exec;
     if (!vector_ok(x, n, incx, xt, "cublasAxpyEx") || !vector_ok(y, n, incy, yt, "cublasAxpyEx"))
         return INVALID_VALUE;
@@ -284,6 +296,8 @@ int cublasAxpyEx(struct blas *h, int n, const void *alpha, int alpha_type, const
 int cublasScalEx(struct blas *h, int n, const void *alpha, int alpha_type, void *x, int xt,
                  int incx, int exec) {
     ENTER("cublasScalEx");
+    if (!stream_is_current(h->stream, "cublasScalEx"))
+        return INVALID_VALUE;
     (void)h; (void)exec;
     if (!vector_ok(x, n, incx, xt, "cublasScalEx"))
         return INVALID_VALUE;
@@ -296,6 +310,8 @@ int cublasScalEx(struct blas *h, int n, const void *alpha, int alpha_type, void 
 int cublasDotEx(struct blas *h, int n, const void *x, int xt, int incx, const void *y, int yt,
                 int incy, void *result, int rt, int exec) {
     ENTER("cublasDotEx");
+    if (!stream_is_current(h->stream, "cublasDotEx"))
+        return INVALID_VALUE;
     (void)h; (void)exec;
     if (!vector_ok(x, n, incx, xt, "cublasDotEx") || !vector_ok(y, n, incy, yt, "cublasDotEx"))
         return INVALID_VALUE;
@@ -309,6 +325,8 @@ int cublasDotEx(struct blas *h, int n, const void *x, int xt, int incx, const vo
 int cublasNrm2Ex(struct blas *h, int n, const void *x, int xt, int incx, void *result, int rt,
                  int exec) {
     ENTER("cublasNrm2Ex");
+    if (!stream_is_current(h->stream, "cublasNrm2Ex"))
+        return INVALID_VALUE;
     (void)h; (void)exec;
     if (!vector_ok(x, n, incx, xt, "cublasNrm2Ex"))
         return INVALID_VALUE;
@@ -456,7 +474,7 @@ int cublasLtMatmul(void *handle, struct lt_desc *desc, const void *alpha, const 
                    const void *algo, void *workspace, size_t workspace_size, void *stream) {
     ENTER("cublasLtMatmul");
     (void)handle; (void)algo; (void)c; (void)lc;
-    if (stream_context(stream, "cublasLtMatmul") == NULL)
+    if (!stream_is_current(stream, "cublasLtMatmul"))
         return INVALID_VALUE;
     if (workspace_size > 0 && check_range((CUdeviceptr)(uintptr_t)workspace, workspace_size, 0,
                                           "cublasLtMatmul") != CUDA_SUCCESS)

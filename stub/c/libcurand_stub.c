@@ -16,6 +16,7 @@ struct generator {
     int type;
     unsigned long long state;
     unsigned dimensions;
+    void *stream;
 };
 
 enum { LENGTH_NOT_MULTIPLE = 105, QUASI = 200 };
@@ -44,8 +45,10 @@ int curandGetVersion(int *version) {
 
 int curandSetStream(struct generator *generator, void *stream) {
     ENTER("curandSetStream");
-    (void)generator;
-    return stream_context(stream, "curandSetStream") != NULL ? OK : INVALID_VALUE;
+    if (stream_context(stream, "curandSetStream") == NULL)
+        return INVALID_VALUE;
+    generator->stream = stream;
+    return OK;
 }
 
 int curandSetPseudoRandomGeneratorSeed(struct generator *generator, unsigned long long seed) {
@@ -81,6 +84,8 @@ static double next(struct generator *generator) {
 /* Checks a generation of n numbers of `size` bytes at `out`. */
 static int generation_ok(struct generator *generator, const void *out, size_t n, size_t size,
                          int pairs, const char *api) {
+    if (!stream_is_current(generator->stream, api))
+        return INVALID_VALUE;
     if (generator->type >= QUASI && n % generator->dimensions != 0)
         return LENGTH_NOT_MULTIPLE;
     if (generator->type < QUASI && pairs && n % 2 != 0)

@@ -27,7 +27,8 @@ use cufft_sys::{Cufft, cufftHandle, cufftType};
 /// `Send`, not `Sync`: cuFFT lets a plan be used from any thread, one at a time. A captured
 /// execution replays on this plan's work area and tables: keep the plan until the graph and
 /// its executables are dropped. cuFFT runs its kernels in the CUDA context current on the
-/// calling thread, which must be the stream's. Dropping the plan destroys it
+/// calling thread: each execution makes the stream's context current for its duration.
+/// Dropping the plan destroys it
 /// (`cufftDestroy`, which may wait for the device), then frees the work area in order on the
 /// stream.
 ///

@@ -132,7 +132,8 @@ pub const MAX_POISSON_LAMBDA: f64 = 400_000.0;
 ///
 /// Generating takes `&mut self` (it advances the generator's state), so a generator is `Send`
 /// and `Sync` without locks. cuRAND runs its kernels in the context current on the calling
-/// thread, which must be the stream's (as for cuBLAS). Dropping it destroys it
+/// thread: each fill makes the stream's context current for its duration (as cuBLAS's calls
+/// do). Dropping it destroys it
 /// (`curandDestroyGenerator`).
 #[must_use = "a cuRAND generator is destroyed when dropped"]
 pub struct Generator {

@@ -129,16 +129,26 @@ fn plan_once_and_run_budget(case: &Case) -> Result<(), String> {
     };
     let first = run(&bias)?;
     ensure(
-        first == ["cublasLtMatmulDescSetAttribute", "cublasLtMatmul"],
+        first
+            == [
+                "cublasLtMatmulDescSetAttribute",
+                "cuCtxGetCurrent",
+                "cublasLtMatmul",
+            ],
         || format!("the first run: {first:?}"),
     )?;
     let same = run(&bias)?;
-    ensure(same == ["cublasLtMatmul"], || {
+    ensure(same == ["cuCtxGetCurrent", "cublasLtMatmul"], || {
         format!("a run with the same bias: {same:?}")
     })?;
     let moved = run(&other)?;
     ensure(
-        moved == ["cublasLtMatmulDescSetAttribute", "cublasLtMatmul"],
+        moved
+            == [
+                "cublasLtMatmulDescSetAttribute",
+                "cuCtxGetCurrent",
+                "cublasLtMatmul",
+            ],
         || format!("a run with another bias: {moved:?}"),
     )
 }

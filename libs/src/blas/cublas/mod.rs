@@ -35,9 +35,10 @@ const WORKSPACE_ALIGNMENT: u64 = 256;
 /// (its configuration, the stream and the pointer mode, is shared state), so a `Blas` moves to
 /// another thread whole. Give each thread its own.
 ///
-/// cuBLAS runs its kernels in the CUDA context current on the calling thread, which must be
-/// the stream's: make it current (`Device::set_current`, `Context::bind`) on each thread that
-/// calls, as for the CUDA runtime. [`Blas::new`] does it for the creation only.
+/// cuBLAS runs its kernels in the CUDA context current on the calling thread: each call makes
+/// the stream's context current for its duration and gives the thread back the one it had
+/// (one `cuCtxGetCurrent` when it is already current), so a `Blas` of any device works from
+/// any thread.
 ///
 /// Dropping the handle destroys it (`cublasDestroy`, which waits for the device), then frees
 /// the workspace in order on the stream.

@@ -34,9 +34,9 @@ use plans::PlanCache;
 /// and the plans it made, by description.
 ///
 /// `Send`, not `Sync` (its plan cache is this handle's alone); the plans are `Send` and `Sync`
-/// and run on any `Matmul` of their device whose workspace is large enough. As cuBLAS,
-/// cuBLASLt runs its kernels in the context current on the calling thread, which must be the
-/// stream's.
+/// and run on any `Matmul` of their device whose workspace is large enough. cuBLASLt runs its
+/// kernels in the context current on the calling thread: each run makes the stream's context
+/// current for its duration, as [`Blas`](crate::blas::Blas)'s calls do.
 ///
 /// ```no_run
 /// use cuda_safe_libs::blas::{Epilogue, Gemm, Matmul, MatmulCall, MatmulDesc};
