@@ -94,7 +94,9 @@ impl StreamPool {
     #[doc(alias = "cuStreamCreateWithPriority", alias = "cuGreenCtxStreamCreate")]
     pub fn new(context: &Context, options: PoolOptions) -> Result<Self> {
         if options.streams == 0 {
-            return Err(Error::invalid_argument("a stream pool needs at least 1 stream"));
+            return Err(Error::invalid_argument(
+                "a stream pool needs at least 1 stream",
+            ));
         }
         let streams = (0..options.streams)
             .map(|_| context.create_stream(options.stream))
@@ -109,7 +111,9 @@ impl StreamPool {
     /// [`Error::InvalidArgument`] when `streams` is empty.
     pub fn with_streams(streams: Vec<Stream>, policy: PoolPolicy) -> Result<Self> {
         if streams.is_empty() {
-            return Err(Error::invalid_argument("a stream pool needs at least 1 stream"));
+            return Err(Error::invalid_argument(
+                "a stream pool needs at least 1 stream",
+            ));
         }
         Ok(Self::from_streams(streams.into_boxed_slice(), policy))
     }

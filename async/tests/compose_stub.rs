@@ -103,19 +103,28 @@ fn the_pool_spreads_work_by_its_policy(stub: &Stub, fx: &Fixture) -> Verdict {
     let held = Held::new(stub);
     let mut first = op::value(()).run(&least);
     let mut second = op::value(()).run(&least);
-    ensure(poll_once(&mut first).is_pending() && poll_once(&mut second).is_pending(), || {
-        "held work was done".into()
-    })?;
+    ensure(
+        poll_once(&mut first).is_pending() && poll_once(&mut second).is_pending(),
+        || "held work was done".into(),
+    )?;
     // The two busy streams are passed over, whatever the turn says.
     let third = least.next();
     let idle = least.in_flight().iter().position(|&n| n == 0);
     ensure(
         idle.is_some_and(|index| least.streams()[index].same_as(&third)),
-        || format!("least busy picked another stream than the idle one: {:?}", least.in_flight()),
+        || {
+            format!(
+                "least busy picked another stream than the idle one: {:?}",
+                least.in_flight()
+            )
+        },
     )?;
     drop(first);
     ensure(least.in_flight().iter().sum::<usize>() == 2, || {
-        format!("a dropped operation stopped counting before the GPU passed it: {:?}", least.in_flight())
+        format!(
+            "a dropped operation stopped counting before the GPU passed it: {:?}",
+            least.in_flight()
+        )
     })?;
     drop(held);
     block_on(second).map_err(failed)?;
@@ -130,7 +139,10 @@ fn the_pool_spreads_work_by_its_policy(stub: &Stub, fx: &Fixture) -> Verdict {
 fn an_operation_is_lazy_and_ordered(stub: &Stub, fx: &Fixture) -> Verdict {
     completion::set_spin_budget(Duration::from_micros(20));
     let pool = pool(fx, 2, PoolPolicy::RoundRobin).map_err(failed)?;
-    let x = fx.pool.allocate_array::<f32>(N, &fx.other).map_err(failed)?;
+    let x = fx
+        .pool
+        .allocate_array::<f32>(N, &fx.other)
+        .map_err(failed)?;
     let code = twice().map_err(failed)?;
     let input: Vec<f32> = (0..N).map(|i| i as f32).collect();
     stub.take_log();
@@ -150,8 +162,13 @@ fn an_operation_is_lazy_and_ordered(stub: &Stub, fx: &Fixture) -> Verdict {
         .into_iter()
         .map(|call| call.name)
         .filter(|name| {
-            ["cuMemcpyAsync", "cuLaunchKernel", "cuLaunchKernelEx", "cuEventRecord"]
-                .contains(&name.as_str())
+            [
+                "cuMemcpyAsync",
+                "cuLaunchKernel",
+                "cuLaunchKernelEx",
+                "cuEventRecord",
+            ]
+            .contains(&name.as_str())
         })
         .collect();
     ensure(
@@ -167,9 +184,10 @@ fn an_operation_is_lazy_and_ordered(stub: &Stub, fx: &Fixture) -> Verdict {
         "the buffer was not moved onto the pool's stream".into()
     })?;
     let values = fetched.to_vec().map_err(failed)?;
-    ensure(values.iter().zip(&input).all(|(v, i)| *v == 2.0 * i), || {
-        format!("read {:?}...", &values[..4])
-    })
+    ensure(
+        values.iter().zip(&input).all(|(v, i)| *v == 2.0 * i),
+        || format!("read {:?}...", &values[..4]),
+    )
 }
 
 /// A future dropped while the GPU is held leaves its staging memory and buffers to the
@@ -177,7 +195,10 @@ fn an_operation_is_lazy_and_ordered(stub: &Stub, fx: &Fixture) -> Verdict {
 fn a_dropped_operation_keeps_what_it_uses(stub: &Stub, fx: &Fixture, reactor: &Reactor) -> Verdict {
     completion::set_spin_budget(Duration::ZERO);
     let pool = pool(fx, 2, PoolPolicy::RoundRobin).map_err(failed)?;
-    let x = fx.pool.allocate_array::<f32>(N, &fx.stream).map_err(failed)?;
+    let x = fx
+        .pool
+        .allocate_array::<f32>(N, &fx.stream)
+        .map_err(failed)?;
     let code = twice().map_err(failed)?;
     let held = Held::new(stub);
     let mut future = request(x, vec![1.0; N], code)
@@ -186,7 +207,9 @@ fn a_dropped_operation_keeps_what_it_uses(stub: &Stub, fx: &Fixture, reactor: &R
             op::value((x, fetched, early.is_err()))
         })
         .run(&pool);
-    ensure(poll_once(&mut future).is_pending(), || "held work was done".into())?;
+    ensure(poll_once(&mut future).is_pending(), || {
+        "held work was done".into()
+    })?;
     drop(future);
     let stats = reactor.stats();
     ensure(stats.staging_in_use >= 2 * N * 4, || {
@@ -197,7 +220,10 @@ fn a_dropped_operation_keeps_what_it_uses(stub: &Stub, fx: &Fixture, reactor: &R
         reactor.stats().staging_in_use == 0
     })?;
 
-    let x = fx.pool.allocate_array::<f32>(N, &fx.stream).map_err(failed)?;
+    let x = fx
+        .pool
+        .allocate_array::<f32>(N, &fx.stream)
+        .map_err(failed)?;
     let code = twice().map_err(failed)?;
     let (_, _, refused) = block_on(
         request(x, vec![1.0; N], code)
@@ -208,7 +234,9 @@ fn a_dropped_operation_keeps_what_it_uses(stub: &Stub, fx: &Fixture, reactor: &R
             .run(&pool),
     )
     .map_err(failed)?;
-    ensure(refused, || "fetched values were read before they landed".into())
+    ensure(refused, || {
+        "fetched values were read before they landed".into()
+    })
 }
 
 /// A step that fails at submission (a download of 6 bytes as floats) resolves the future to
@@ -217,18 +245,26 @@ fn a_dropped_operation_keeps_what_it_uses(stub: &Stub, fx: &Fixture, reactor: &R
 fn a_failing_step_returns_at_once(stub: &Stub, fx: &Fixture, reactor: &Reactor) -> Verdict {
     completion::set_spin_budget(Duration::ZERO);
     let pool = pool(fx, 1, PoolPolicy::RoundRobin).map_err(failed)?;
-    let x = fx.pool.allocate_array::<f32>(N, &fx.stream).map_err(failed)?;
+    let x = fx
+        .pool
+        .allocate_array::<f32>(N, &fx.stream)
+        .map_err(failed)?;
     let odd = fx.pool.allocate(6, &fx.stream).map_err(failed)?;
     let blocking = blocking_calls(stub);
     let held = Held::new(stub);
     let mut future = op::upload(x, vec![3.0f32; N])
-        .then(move |x| op::value(x).then(move |x| op::download::<f32>(odd).then(|d| op::value((x, d)))))
+        .then(move |x| {
+            op::value(x).then(move |x| op::download::<f32>(odd).then(|d| op::value((x, d))))
+        })
         .run(&pool);
     let first = poll_once(&mut future);
-    ensure(matches!(first, Poll::Ready(Err(Error::InvalidArgument(_)))), || {
-        format!("the first poll gave {first:?}")
+    ensure(
+        matches!(first, Poll::Ready(Err(Error::InvalidArgument(_)))),
+        || format!("the first poll gave {first:?}"),
+    )?;
+    ensure(blocking_calls(stub) == blocking, || {
+        "a thread waited for the GPU".into()
     })?;
-    ensure(blocking_calls(stub) == blocking, || "a thread waited for the GPU".into())?;
     ensure(reactor.stats().staging_in_use >= N * 4, || {
         "the upload's staging was released under held work".into()
     })?;
@@ -238,12 +274,17 @@ fn a_failing_step_returns_at_once(stub: &Stub, fx: &Fixture, reactor: &Reactor) 
     })?;
 
     let held = Held::new(stub);
-    let x = fx.pool.allocate_array::<f32>(N, &fx.stream).map_err(failed)?;
+    let x = fx
+        .pool
+        .allocate_array::<f32>(N, &fx.stream)
+        .map_err(failed)?;
     let mut panicking = op::upload(x, vec![1.0f32; N])
         .then(|x| op::on_stream(x, |_, _| panic!("a step of the caller's panics")))
         .run(&pool);
     let unwound = catch_unwind(AssertUnwindSafe(|| poll_once(&mut panicking)));
-    ensure(unwound.is_err(), || "the step's panic did not reach the poll".into())?;
+    ensure(unwound.is_err(), || {
+        "the step's panic did not reach the poll".into()
+    })?;
     ensure(reactor.stats().staging_in_use >= N * 4, || {
         "a panicking step released the staging under held work".into()
     })?;
@@ -284,7 +325,10 @@ fn a_captured_operation_replays(_: &Stub, fx: &Fixture) -> Verdict {
     drop(exec);
     drop(x);
 
-    let y = fx.pool.allocate_array::<f32>(N, &fx.stream).map_err(failed)?;
+    let y = fx
+        .pool
+        .allocate_array::<f32>(N, &fx.stream)
+        .map_err(failed)?;
     // SAFETY: nothing is recorded (the upload is refused first).
     let refused = unsafe { op::upload(y, vec![0.0f32; N]).capture(&fx.stream) };
     ensure(matches!(refused, Err(Error::InvalidArgument(_))), || {

@@ -123,7 +123,11 @@ fn a_captured_composition_replays() {
     let chain = affine(x, kernel, 2, 0).then(move |x| affine(x, k2, 1, 1));
     // SAFETY: `x`, the output, outlives the executable (dropped before it).
     let (graph, x) = unsafe { chain.capture(&stream) }.unwrap();
-    assert_eq!(x.to_vec::<u32>().unwrap()[0], 1, "the capture ran the kernels");
+    assert_eq!(
+        x.to_vec::<u32>().unwrap()[0],
+        1,
+        "the capture ran the kernels"
+    );
     let exec = graph.instantiate().unwrap();
     for _ in 0..3 {
         pollster::block_on(exec.launch_async(&stream)).unwrap();

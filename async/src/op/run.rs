@@ -149,9 +149,7 @@ fn submit<O: DeviceOp>(op: O, target: Target) -> Completion<InFlight<O::Output>>
             in_flight.output = Some(output);
             stream.completion_with(in_flight)
         }
-        Ok(Err(error)) => {
-            Completion::new(Waiter::failed(reactor, error, Some(&stream)), in_flight)
-        }
+        Ok(Err(error)) => Completion::new(Waiter::failed(reactor, error, Some(&stream)), in_flight),
         Err(panic) => {
             let error = Error::invalid_argument("a step of the operation panicked");
             // Dropped unresolved: the reactor keeps what was queued until the stream passes it.

@@ -308,6 +308,8 @@ impl fmt::Debug for Copy {
 
 impl fmt::Debug for GraphLaunch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GraphLaunch").field("exec", &self.exec).finish()
+        f.debug_struct("GraphLaunch")
+            .field("exec", &self.exec)
+            .finish()
     }
 }
