@@ -1,6 +1,7 @@
 //! An inference server's loop on the completion futures: a tokio runtime of 2 worker threads
 //! serves 1,000 concurrent requests, each uploading a small input, launching a kernel,
-//! downloading the output and awaiting it; then the same requests are served by 1,000 blocking
+//! downloading the output and awaiting it; then as composed operations (upload, launch,
+//! download in one future) on a pool of the same streams; then the same requests are served by 1,000 blocking
 //! OS threads, and by 2 threads calling `sync()`. Every result is checked. Prints, for each way,
 //! requests per second and the p50 and p99 latency (every request arrives at the round's start,
 //! and its latency runs to its checked result), the median of 5 rounds after a warm-up, and
@@ -15,8 +16,8 @@ use cuda_safe::{
     CodeKind, Device, DeviceMemoryResource, Error, Kernel, LaunchConfig, Program, ProgramOptions,
     Result, Stream, launch,
 };
-use cuda_safe_async::Reactor;
 use cuda_safe_async::prelude::*;
+use cuda_safe_async::{PoolPolicy, Reactor, StreamPool, op};
 
 /// Words per request's input and output.
 const WORDS: usize = 256;
@@ -36,6 +37,8 @@ struct Server {
     kernel: Kernel,
     pool: DeviceMemoryResource,
     streams: Arc<Vec<Stream>>,
+    /// The same streams as a pool, for the composed requests.
+    lanes: StreamPool,
 }
 
 /// Request `id`'s input, and the output the model must give for it.
@@ -80,6 +83,28 @@ impl Server {
         Ok(output == expected)
     }
 
+    /// One request as one composed operation on the pool's next stream: nothing is queued
+    /// until the first poll, then the upload, the launch and the download, and one wait.
+    async fn serve_composed(&self, id: usize) -> Result<bool> {
+        let (input, expected) = request(id);
+        let x = self.pool.allocate_array::<u32>(WORDS, &self.lanes.next())?;
+        let y = self.pool.allocate_array::<u32>(WORDS, &self.lanes.next())?;
+        let kernel = self.kernel.clone();
+        let (_x, (_y, values)) = op::upload(x, input)
+            .then(move |x| {
+                op::on_stream((x, y), move |(x, y), s| {
+                    let config = LaunchConfig::for_num_elements(WORDS, 256)?;
+                    // SAFETY: `infer` reads WORDS words of `x` and writes WORDS of `y`, which
+                    // both hold.
+                    unsafe { s.launch(&config, &kernel, (&*x, &mut *y, 3u32, id as u32, WORDS)) }
+                })
+            })
+            .then(|(x, y)| op::download::<u32>(y).then(move |fetched| op::value((x, fetched))))
+            .run(&self.lanes)
+            .await?;
+        Ok(values.to_vec()? == expected)
+    }
+
     /// One request, blocking: upload and wait, launch, download and wait.
     fn serve_blocking(&self, id: usize) -> Result<bool> {
         let (input, expected) = request(id);
@@ -116,6 +141,30 @@ fn on_tokio(server: &Server, runtime: &tokio::runtime::Runtime, requests: usize)
             let server = server.clone();
             tasks.spawn(async move {
                 let right = server.serve_async(id).await?;
+                Ok::<_, Error>((start.elapsed(), right))
+            });
+        }
+        let mut results = Vec::with_capacity(requests);
+        while let Some(joined) = tasks.join_next().await {
+            results.push(joined.map_err(|_| Error::invalid_argument("a request task panicked"))??);
+        }
+        Ok(round_of(start, results))
+    })
+}
+
+/// Every request as a composed operation, a task on a tokio runtime of 2 workers.
+fn on_tokio_composed(
+    server: &Server,
+    runtime: &tokio::runtime::Runtime,
+    requests: usize,
+) -> Result<Round> {
+    runtime.block_on(async {
+        let start = Instant::now();
+        let mut tasks = tokio::task::JoinSet::new();
+        for id in 0..requests {
+            let server = server.clone();
+            tasks.spawn(async move {
+                let right = server.serve_composed(id).await?;
                 Ok::<_, Error>((start.elapsed(), right))
             });
         }
@@ -244,10 +293,12 @@ fn main() -> Result<()> {
     let streams = (0..STREAMS)
         .map(|_| device.create_stream(Default::default()))
         .collect::<Result<Vec<_>>>()?;
+    let lanes = StreamPool::with_streams(streams.clone(), PoolPolicy::RoundRobin)?;
     let server = Server {
         kernel,
         pool: device.default_memory_resource()?,
         streams: Arc::new(streams),
+        lanes,
     };
     // A server holds the reactor for its life: its thread and caches stay warm.
     let _reactor = Reactor::shared();
@@ -269,6 +320,13 @@ fn main() -> Result<()> {
         rounds,
         requests,
         || on_tokio(&server, &runtime, requests),
+    )?;
+    measure(
+        "composed_tokio_2",
+        "tokio, 2 workers, composed on a pool",
+        rounds,
+        requests,
+        || on_tokio_composed(&server, &runtime, requests),
     )?;
     measure(
         "blocking_threads",

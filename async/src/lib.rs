@@ -114,6 +114,8 @@ mod bell;
 mod error;
 mod futures;
 mod methods;
+pub mod op;
+mod pool;
 mod reactor;
 mod settle;
 mod shared;
@@ -127,6 +129,8 @@ pub use futures::{Completion, Download};
 #[cfg(feature = "nccl")]
 pub use methods::CommunicatorExt;
 pub use methods::{BufferExt, EventExt, GraphExecExt, StreamExt};
+pub use op::{DeviceOp, OpFuture, Submit, Then};
+pub use pool::{DEFAULT_POOL_STREAMS, PoolOptions, PoolPolicy, StreamPool};
 pub use reactor::{set_sweep_interval, sweep_interval};
 pub use shared::{Reactor, ReactorStats};
 pub use waiter::{set_spin_budget, spin_budget};
@@ -135,5 +139,5 @@ pub use waiter::{set_spin_budget, spin_budget};
 pub mod prelude {
     #[cfg(feature = "nccl")]
     pub use crate::CommunicatorExt;
-    pub use crate::{BufferExt, EventExt, GraphExecExt, StreamExt};
+    pub use crate::{BufferExt, DeviceOp, EventExt, GraphExecExt, StreamExt};
 }

@@ -4,7 +4,7 @@
 use bytemuck::Pod;
 
 use crate::futures::{Completion, Download};
-use crate::shared::{Mark, Reactor};
+use crate::shared::{Core, Mark, Reactor};
 use crate::staging::Staging;
 use crate::waiter::{Report, Waiter, refuse_capturing};
 use cuda_safe::{Buffer, Error, Event, GraphExec, Result, Stream};
@@ -143,7 +143,7 @@ impl sealed::Sealed for Buffer {}
 impl BufferExt for Buffer {
     fn to_vec_async<T: Pod>(&self) -> Download<T> {
         let reactor = Reactor::shared();
-        match start_download::<T>(self, &reactor) {
+        match start_download::<T>(self, reactor.core) {
             Ok((len, None)) => Download::new(Waiter::ready(reactor), len),
             Ok((len, Some(staging))) => Download::new(
                 Waiter::on_stream(
@@ -161,7 +161,7 @@ impl BufferExt for Buffer {
 
     fn upload_async<T: Pod>(&mut self, src: &[T]) -> Completion {
         let reactor = Reactor::shared();
-        match start_upload(self, &reactor, src) {
+        match start_upload(self, reactor.core, src) {
             Ok(None) => Completion::new(Waiter::ready(reactor), ()),
             Ok(Some(staging)) => Completion::new(
                 Waiter::on_stream(
@@ -255,14 +255,17 @@ impl CommunicatorExt for Communicator {
 
 /// Queues the copy of the contents into a staging block; the element count and the block
 /// (none for an empty buffer). Nothing is queued on an error.
-fn start_download<T: Pod>(buffer: &Buffer, reactor: &Reactor) -> Result<(usize, Option<Staging>)> {
+pub(crate) fn start_download<T: Pod>(
+    buffer: &Buffer,
+    core: &'static Core,
+) -> Result<(usize, Option<Staging>)> {
     let source = buffer.as_slice::<T>()?;
     let len = source.len();
     if len == 0 {
         return Ok((0, None));
     }
     refuse_capturing(buffer.stream())?;
-    let staging = Staging::take(reactor.core, buffer.len(), buffer.stream())?;
+    let staging = Staging::take(core, buffer.len(), buffer.stream())?;
     // SAFETY: the block holds at least the buffer's bytes, is page-aligned (so aligned for
     // `T`) and initialized; the host does not touch it until the copy has finished (the
     // download holds it, or the reactor once the download is dropped).
@@ -275,9 +278,9 @@ fn start_download<T: Pod>(buffer: &Buffer, reactor: &Reactor) -> Result<(usize, 
 
 /// Stages `src` and queues its copy into the buffer; the block (none for nothing to copy).
 /// Nothing is queued on an error.
-fn start_upload<T: Pod>(
+pub(crate) fn start_upload<T: Pod>(
     buffer: &mut Buffer,
-    reactor: &Reactor,
+    core: &'static Core,
     src: &[T],
 ) -> Result<Option<Staging>> {
     let bytes = size_of_val(src);
@@ -292,7 +295,7 @@ fn start_upload<T: Pod>(
         return Ok(None);
     }
     refuse_capturing(buffer.stream())?;
-    let staging = Staging::take(reactor.core, bytes, buffer.stream())?;
+    let staging = Staging::take(core, bytes, buffer.stream())?;
     // SAFETY: the block holds at least `bytes` bytes, owned by this upload; `src` is a
     // valid slice of `bytes` bytes, and the two cannot overlap (the block is the
     // reactor's).

@@ -10,6 +10,7 @@ mod blas;
 mod cache;
 mod checkpoint;
 mod completion;
+mod composed;
 mod context_release;
 mod copies;
 #[cfg(feature = "cudarc")]
@@ -50,6 +51,7 @@ fn files() -> Vec<GpuFile> {
         cache::FILE,
         checkpoint::FILE,
         completion::FILE,
+        composed::FILE,
         context_release::FILE,
         copies::FILE,
         device_graph::FILE,
