@@ -80,7 +80,7 @@ impl CudnnError {
 
     /// The same error as another refusal.
     #[must_use]
-    pub(crate) fn as_refusal(mut self, refusal: CudnnRefusal) -> Self {
+    pub(crate) fn with_refusal(mut self, refusal: CudnnRefusal) -> Self {
         self.refusal = refusal;
         self
     }
@@ -276,7 +276,7 @@ mod tests {
         assert!(error.is_not_supported() && !error.is_out_of_memory());
         assert_eq!(status_name(cudnnStatus_t(9999)), "an unknown cuDNN status");
         let small =
-            CudnnError::new("x", cudnnStatus_t(4003)).as_refusal(CudnnRefusal::WorkspaceTooSmall {
+            CudnnError::new("x", cudnnStatus_t(4003)).with_refusal(CudnnRefusal::WorkspaceTooSmall {
                 needed: 10,
                 limit: 4,
             });

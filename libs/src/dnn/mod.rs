@@ -56,14 +56,16 @@ mod backend;
 pub(crate) mod error;
 mod graph;
 mod handle;
+mod ops;
 mod pack;
 mod plan;
 mod tensor;
 
 pub use backend::{AttributeValue, BackendDescriptor};
 pub use error::{CudnnError, CudnnRefusal};
-pub use graph::{Convolution, Graph, Op, Pointwise, Reduce};
+pub use graph::{Graph, Op};
 pub use handle::{DEFAULT_PLAN_CACHE, Dnn};
+pub use ops::{Convolution, Pointwise, Reduce};
 pub use pack::{MAX_BINDINGS, VariantPack};
 pub use plan::{EngineChoice, ExecutionPlan};
 pub use tensor::{DataType, DnnElement, MAX_DIMS, Tensor, TensorDesc};

@@ -152,7 +152,7 @@ fn no_engine(last: Option<Error>, tried: usize, name: String) -> Error {
         Some(error) => match error.library_error::<CudnnError>() {
             Some(failure) if failure.refusal == CudnnRefusal::Status => failure
                 .clone()
-                .as_refusal(CudnnRefusal::NoEngine { tried })
+                .with_refusal(CudnnRefusal::NoEngine { tried })
                 .in_operation(name)
                 .into(),
             _ => error,
@@ -161,7 +161,7 @@ fn no_engine(last: Option<Error>, tried: usize, name: String) -> Error {
             "cudnnBackendGetAttribute",
             cudnnStatus_t::CUDNN_STATUS_NOT_SUPPORTED,
         )
-        .as_refusal(CudnnRefusal::NoEngine { tried })
+        .with_refusal(CudnnRefusal::NoEngine { tried })
         .in_operation(name)
         .into(),
     }
@@ -172,7 +172,7 @@ fn too_small(needed: usize, limit: usize, name: String) -> Error {
     let mut error = CudnnError::new("cudnnBackendFinalize", cudnnStatus_t::CUDNN_STATUS_SUCCESS);
     error.message.clear();
     error
-        .as_refusal(CudnnRefusal::WorkspaceTooSmall { needed, limit })
+        .with_refusal(CudnnRefusal::WorkspaceTooSmall { needed, limit })
         .in_operation(name)
         .into()
 }
@@ -354,7 +354,7 @@ fn convolution(
     kind: K,
     tensors: [(A, &BackendDescriptor); 3],
     [conv_desc, alpha, beta]: [A; 3],
-    conv: &super::Convolution,
+    conv: &super::ops::Convolution,
     parts: &mut Vec<BackendDescriptor>,
 ) -> Result<BackendDescriptor> {
     let mut desc = BackendDescriptor::new(K::CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR)?;
