@@ -275,11 +275,12 @@ mod tests {
         let error: Error = error.into();
         assert!(error.is_not_supported() && !error.is_out_of_memory());
         assert_eq!(status_name(cudnnStatus_t(9999)), "an unknown cuDNN status");
-        let small =
-            CudnnError::new("x", cudnnStatus_t(4003)).with_refusal(CudnnRefusal::WorkspaceTooSmall {
+        let small = CudnnError::new("x", cudnnStatus_t(4003)).with_refusal(
+            CudnnRefusal::WorkspaceTooSmall {
                 needed: 10,
                 limit: 4,
-            });
+            },
+        );
         assert!(small.to_string().contains("needs 10 bytes"));
         assert!(Error::from(small).is_out_of_memory());
     }
