@@ -175,6 +175,7 @@ const C_PREFIXES: &[(&str, &str)] = &[
     ("curand", "curand_sys"),
     ("cusolver", "cusolver_sys"),
     ("cufft", "cufft_sys"),
+    ("cudnn", "cudnn_sys"),
     ("nvrtc", "nvrtc_sys"),
     ("nvml", "nvml_sys"),
     ("nccl", "nccl_sys"),

@@ -8,6 +8,8 @@
 //!   cached by description, executed on buffers and views with every size checked first.
 //! - [`solver`] (feature `solver`): cuSOLVER's dense factorizations (LU, Cholesky, QR,
 //!   symmetric eigenvalues, SVD), their `info` outputs read back as typed errors.
+//! - [`dnn`] (feature `dnn`): cuDNN's graph API. Convolutions with fused bias and activations,
+//!   matmuls and reductions built as checked graphs, planned by cuDNN's heuristics, cached.
 //!
 //! Every call returns [`cuda_safe::Result`]: a library's refusal is
 //! [`cuda_safe::Error::Library`] around this crate's [`blas::CublasError`],
@@ -35,9 +37,11 @@
 
 #[cfg(feature = "blas")]
 pub mod blas;
+#[cfg(feature = "dnn")]
+pub mod dnn;
 #[cfg(feature = "fft")]
 pub mod fft;
-#[cfg(any(feature = "blas", feature = "fft", feature = "solver"))]
+#[cfg(any(feature = "blas", feature = "fft", feature = "solver", feature = "dnn"))]
 mod operand;
 #[cfg(feature = "rand")]
 pub mod rand;

@@ -47,6 +47,8 @@ const SOURCES: &[&str] = &[
     "libcufft_stub.c",
     "libcusolver_stub.c",
     "libcusolver_eig_stub.c",
+    "libcudnn_stub.c",
+    "libcudnn_exec_stub.c",
 ];
 
 /// The kinds of objects the stub counts, in the order of [`Live`] (`range` and `chunk`: VMM

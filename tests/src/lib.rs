@@ -289,6 +289,7 @@ mod workspace_docs {
         Async: "docs/async.md",
         Blas: "docs/blas.md",
         Collectives: "docs/collectives.md",
+        Dnn: "docs/dnn.md",
         Fft: "docs/fft.md",
         GettingStarted: "docs/getting-started.md",
         Graphs: "docs/graphs.md",

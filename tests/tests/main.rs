@@ -17,6 +17,7 @@ mod copies;
 mod cudarc_bridge;
 mod device_graph;
 mod dlpack;
+mod dnn;
 mod fatbin;
 mod fft;
 mod graph;
@@ -44,7 +45,7 @@ use std::process::ExitCode;
 
 use cuda_gpu_tests::GpuFile;
 
-/// Every test file, in the order they run: by name, then `blas`, `rand`, `fft`, `solver`, `cudarc_bridge`
+/// Every test file, in the order they run: by name, then `blas`, `rand`, `fft`, `solver`, `dnn`, `cudarc_bridge`
 /// and `nccl` (with their features).
 fn files() -> Vec<GpuFile> {
     let files = [
@@ -75,7 +76,7 @@ fn files() -> Vec<GpuFile> {
         vmm::FILE,
     ]
     .into_iter();
-    let files = files.chain([blas::FILE, rand::FILE, fft::FILE, solver::FILE]);
+    let files = files.chain([blas::FILE, rand::FILE, fft::FILE, solver::FILE, dnn::FILE]);
     #[cfg(feature = "cudarc")]
     let files = files.chain([cudarc_bridge::FILE]);
     #[cfg(feature = "nccl")]

@@ -1,0 +1,172 @@
+//! [`VariantPack`]: the buffers an execution reads and writes, bound to a graph's tensors by
+//! uid, each checked against its tensor before cuDNN is called.
+
+use std::ffi::c_void;
+
+use super::graph::Graph;
+use super::tensor::{DataType, DnnElement, Tensor};
+use crate::operand::{Input, Operand, Output};
+use cuda_safe::{Error, Result, Stream};
+
+/// The most buffers one execution binds.
+pub const MAX_BINDINGS: usize = 16;
+
+/// The buffers of one execution: each of the graph's tensors with memory (the non-virtual
+/// ones) bound to a buffer or view of `cuda-safe` whose element type is the tensor's data
+/// type. [`Dnn::execute`](super::Dnn::execute) checks, before cuDNN is called, that every such
+/// tensor is bound once, that each buffer holds the tensor's span and is aligned as the tensor
+/// says; a buffer's stream is ordered with the handle's as a kernel launch orders its buffers.
+///
+/// ```
+/// use cuda_safe_libs::dnn::{DataType, Graph, Pointwise, TensorDesc, VariantPack};
+/// # fn bind(x: &cuda_safe::Buffer, y: &mut cuda_safe::Buffer) -> cuda_safe::Result<()> {
+/// let mut graph = Graph::new();
+/// let xt = graph.tensor(TensorDesc::packed(DataType::F32, &[1, 4, 4]))?;
+/// let yt = graph.pointwise(Pointwise::Relu, xt, None)?;
+/// graph.output(yt, DataType::F32)?;
+/// let mut pack = VariantPack::new();
+/// pack.input::<f32>(xt, x)?.output::<f32>(yt, y)?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Default)]
+pub struct VariantPack<'a> {
+    bindings: Vec<Binding<'a>>,
+}
+
+#[derive(Debug)]
+struct Binding<'a> {
+    tensor: Tensor,
+    operand: Operand<'a>,
+    data_type: DataType,
+}
+
+impl<'a> VariantPack<'a> {
+    /// An empty pack.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Binds `tensor` to memory the execution reads.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a buffer the GPU cannot reach or that does not hold whole
+    /// `T`s, or past [`MAX_BINDINGS`].
+    pub fn input<T: DnnElement>(
+        &mut self,
+        tensor: Tensor,
+        memory: &'a impl Input<T>,
+    ) -> Result<&mut Self> {
+        self.bind(tensor, memory.operand()?, T::DATA_TYPE)
+    }
+
+    /// Binds `tensor` to memory the execution writes.
+    ///
+    /// # Errors
+    ///
+    /// As [`input`](Self::input).
+    pub fn output<T: DnnElement>(
+        &mut self,
+        tensor: Tensor,
+        memory: &'a mut impl Output<T>,
+    ) -> Result<&mut Self> {
+        self.bind(tensor, memory.operand_mut()?, T::DATA_TYPE)
+    }
+
+    fn bind(
+        &mut self,
+        tensor: Tensor,
+        operand: Operand<'a>,
+        data_type: DataType,
+    ) -> Result<&mut Self> {
+        if self.bindings.len() == MAX_BINDINGS {
+            return Err(Error::invalid_argument(format!(
+                "a variant pack binds at most {MAX_BINDINGS} buffers"
+            )));
+        }
+        self.bindings.push(Binding {
+            tensor,
+            operand,
+            data_type,
+        });
+        Ok(self)
+    }
+
+    /// Checks the bindings against `graph` and returns the uids and addresses in one order,
+    /// and the buffers' streams.
+    pub(crate) fn resolve(&self, graph: &Graph) -> Result<Resolved<'a>> {
+        let mut resolved = Resolved {
+            uids: Vec::with_capacity(self.bindings.len()),
+            pointers: Vec::with_capacity(self.bindings.len()),
+            streams: [None; MAX_BINDINGS],
+        };
+        for (index, binding) in self.bindings.iter().enumerate() {
+            let desc = graph.desc(binding.tensor)?;
+            let uid = binding.tensor.uid();
+            if desc.is_virtual() {
+                return Err(refuse(
+                    graph,
+                    format!("tensor {uid} is virtual: it has no memory"),
+                ));
+            }
+            if resolved.uids.contains(&uid) {
+                return Err(refuse(graph, format!("tensor {uid} is bound twice")));
+            }
+            if binding.data_type != desc.data_type() {
+                return Err(refuse(
+                    graph,
+                    format!(
+                        "tensor {uid} is {}; the buffer bound to it holds {}",
+                        desc.data_type(),
+                        binding.data_type
+                    ),
+                ));
+            }
+            let span = desc.span()?;
+            if binding.operand.len() < span {
+                return Err(refuse(
+                    graph,
+                    format!(
+                        "tensor {uid} ({desc}) spans {span} elements; its buffer holds {}",
+                        binding.operand.len()
+                    ),
+                ));
+            }
+            let alignment = u64::from(desc.byte_alignment());
+            if !binding.operand.as_raw().is_multiple_of(alignment) {
+                return Err(refuse(
+                    graph,
+                    format!(
+                        "tensor {uid} needs memory aligned to {alignment} bytes; its buffer is \
+                         at {:#x}",
+                        binding.operand.as_raw()
+                    ),
+                ));
+            }
+            resolved.uids.push(uid);
+            resolved.pointers.push(binding.operand.ptr_mut());
+            resolved.streams[index] = Some(binding.operand.stream());
+        }
+        for (tensor, desc) in graph.tensors() {
+            if !desc.is_virtual() && !resolved.uids.contains(&tensor.uid()) {
+                return Err(refuse(
+                    graph,
+                    format!("tensor {} ({desc}) is bound to no buffer", tensor.uid()),
+                ));
+            }
+        }
+        Ok(resolved)
+    }
+}
+
+/// A pack checked against its graph.
+pub(crate) struct Resolved<'a> {
+    pub(crate) uids: Vec<i64>,
+    pub(crate) pointers: Vec<*mut c_void>,
+    pub(crate) streams: [Option<&'a Stream>; MAX_BINDINGS],
+}
+
+#[cold]
+fn refuse(graph: &Graph, why: String) -> Error {
+    Error::invalid_argument(format!("{graph}: {why}"))
+}
