@@ -8,6 +8,8 @@
 //!   cached by description, executed on buffers and views with every size checked first.
 //! - [`solver`] (feature `solver`): cuSOLVER's dense factorizations (LU, Cholesky, QR,
 //!   symmetric eigenvalues, SVD), their `info` outputs read back as typed errors.
+//! - [`sparse`] (feature `sparse`): cuSPARSE's generic API (SpMV, SpMM, SDDMM, SpGEMM,
+//!   dense/sparse conversions) on CSR, COO and blocked-ELL matrices over the core's buffers.
 //!
 //! Every call returns [`cuda_safe::Result`]: a library's refusal is
 //! [`cuda_safe::Error::Library`] around this crate's [`blas::CublasError`],
@@ -37,9 +39,16 @@
 pub mod blas;
 #[cfg(feature = "fft")]
 pub mod fft;
-#[cfg(any(feature = "blas", feature = "fft", feature = "solver"))]
+#[cfg(any(
+    feature = "blas",
+    feature = "fft",
+    feature = "solver",
+    feature = "sparse"
+))]
 mod operand;
 #[cfg(feature = "rand")]
 pub mod rand;
 #[cfg(feature = "solver")]
 pub mod solver;
+#[cfg(feature = "sparse")]
+pub mod sparse;
