@@ -242,7 +242,8 @@ impl Sparse {
                     }
                 })?;
                 if round == 0 {
-                    *buffer = Some(self.allocate(bytes)?);
+                    // Never empty: a null buffer is cuSPARSE's size query.
+                    *buffer = Some(self.allocate(bytes.max(1))?);
                 }
             }
             Ok(())
