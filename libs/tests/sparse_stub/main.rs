@@ -50,7 +50,9 @@ impl SparseControls {
         // SAFETY: the stub exports both with these signatures (libcusparse_stub.c).
         unsafe {
             Self {
-                live: *library.get(b"sparse_stub_live\0").expect("sparse_stub_live"),
+                live: *library
+                    .get(b"sparse_stub_live\0")
+                    .expect("sparse_stub_live"),
                 buffer_size: *library
                     .get(b"sparse_stub_set_buffer_size\0")
                     .expect("sparse_stub_set_buffer_size"),
@@ -167,7 +169,9 @@ pub(crate) struct DeviceCsr {
 impl Case {
     /// Uploads `host`.
     pub(crate) fn upload<T: bytemuck::Pod>(&self, host: &[T]) -> Result<Buffer, String> {
-        self.pool.allocate_from_host(host, &self.stream).map_err(err)
+        self.pool
+            .allocate_from_host(host, &self.stream)
+            .map_err(err)
     }
 
     /// Uploads `host` as `T`s.
@@ -227,7 +231,11 @@ pub(crate) fn close(what: &str, got: &[f64], want: &[f64], tolerance: f64) -> Re
 
 /// Element (i, j) of `op(A)`, for a row-major A of `cols` columns.
 pub(crate) fn at(a: &[f64], cols: usize, transpose: bool, (i, j): (usize, usize)) -> f64 {
-    if transpose { a[j * cols + i] } else { a[i * cols + j] }
+    if transpose {
+        a[j * cols + i]
+    } else {
+        a[i * cols + j]
+    }
 }
 
 type CaseFn = fn(&Case) -> Result<(), String>;
@@ -276,7 +284,12 @@ fn main() -> ExitCode {
             failures += 1;
             println!("FAIL {name}: {misuses} misuse(s) of the stub; last: {last}");
         }
-        let leaked: Vec<_> = case.sparse.live().into_iter().filter(|(_, n)| *n != 0).collect();
+        let leaked: Vec<_> = case
+            .sparse
+            .live()
+            .into_iter()
+            .filter(|(_, n)| *n != 0)
+            .collect();
         if !leaked.is_empty() {
             failures += 1;
             println!("FAIL {name}: cuSPARSE objects outlived their owners: {leaked:?}");

@@ -11,7 +11,10 @@ use super::{Case, CaseFn, Index, Real, at, close, data, download, err, sparse_de
 
 pub(crate) const CASES: &[(&str, CaseFn)] = &[
     ("SpMV (CSR and COO) against the dense product", spmv_all),
-    ("SpMM (CSR and blocked ELL) against the dense product", spmm_all),
+    (
+        "SpMM (CSR and blocked ELL) against the dense product",
+        spmm_all,
+    ),
     ("SDDMM against the sampled dense product", sddmm_all),
     ("SpGEMM against the dense product", spgemm_all),
     ("dense to CSR and back", conversions_all),
@@ -38,10 +41,15 @@ fn spmv<I: Index, T: Real>(case: &Case, tolerance: f64) -> Result<(), String> {
         .collect();
     let coo_rows = case.upload(&coo_rows)?;
     let shape = (rows, cols, csr.nnz);
-    let a = SparseMatrix::<I, T>::csr(shape, &csr.offsets, &csr.columns, &csr.values).map_err(err)?;
+    let a =
+        SparseMatrix::<I, T>::csr(shape, &csr.offsets, &csr.columns, &csr.values).map_err(err)?;
     let b = SparseMatrix::<I, T>::coo(shape, &coo_rows, &csr.columns, &csr.values).map_err(err)?;
     for op in OPS {
-        let (m, k) = if op == Operation::Transpose { (cols, rows) } else { (rows, cols) };
+        let (m, k) = if op == Operation::Transpose {
+            (cols, rows)
+        } else {
+            (rows, cols)
+        };
         let x_host = data(k, 2);
         let y_host = data(m, 3);
         let x = case.upload_as::<T>(&x_host)?;
@@ -81,12 +89,17 @@ fn spmm<I: Index, T: Real>(case: &Case, tolerance: f64) -> Result<(), String> {
     let csr = case.csr::<I, T>(&dense, (rows, cols))?;
     let sparse = Sparse::new(&case.stream).map_err(err)?;
     let shape = (rows, cols, csr.nnz);
-    let a = SparseMatrix::<I, T>::csr(shape, &csr.offsets, &csr.columns, &csr.values).map_err(err)?;
+    let a =
+        SparseMatrix::<I, T>::csr(shape, &csr.offsets, &csr.columns, &csr.values).map_err(err)?;
     for (op_a, order) in [
         (Operation::NonTranspose, Order::RowMajor),
         (Operation::Transpose, Order::ColumnMajor),
     ] {
-        let (m, k) = if op_a == Operation::Transpose { (cols, rows) } else { (rows, cols) };
+        let (m, k) = if op_a == Operation::Transpose {
+            (cols, rows)
+        } else {
+            (rows, cols)
+        };
         // B is k x n; C is m x n, both in `order`.
         let b_host = data(k * n, 5);
         let c_host = data(m * n, 6);
@@ -100,7 +113,9 @@ fn spmm<I: Index, T: Real>(case: &Case, tolerance: f64) -> Result<(), String> {
         let mut cm = DenseMatrix::<T>::new(m, n, order, &mut c).map_err(err)?;
         let ops = (op_a, Operation::NonTranspose);
         let scalars = (T::from_f64(2.0), T::from_f64(1.0));
-        sparse.spmm(ops, scalars, &a, &bm, &mut cm, SpMmAlg::DEFAULT).map_err(err)?;
+        sparse
+            .spmm(ops, scalars, &a, &bm, &mut cm, SpMmAlg::DEFAULT)
+            .map_err(err)?;
         drop((bm, cm));
         let mut want = vec![0.0; m * n];
         for i in 0..m {
@@ -142,7 +157,12 @@ fn blocked_ell<I: Index, T: Real>(case: &Case) -> Result<(), String> {
     let sparse = Sparse::new(&case.stream).map_err(err)?;
     let a = SparseMatrix::<I, T>::blocked_ell((rows, cols), (block, ell_cols), &indices, &vals)
         .map_err(err)?;
-    if a.format() != (SparseFormat::BlockedEll { block_size: 2, ell_cols: 4 }) {
+    if a.format()
+        != (SparseFormat::BlockedEll {
+            block_size: 2,
+            ell_cols: 4,
+        })
+    {
         return Err(format!("the format is {:?}", a.format()));
     }
     let n = 2;
@@ -153,10 +173,16 @@ fn blocked_ell<I: Index, T: Real>(case: &Case) -> Result<(), String> {
     let mut cm = DenseMatrix::<T>::new(rows, n, Order::RowMajor, &mut c).map_err(err)?;
     let scalars = (T::from_f64(1.0), T::from_f64(0.0));
     let ops = (Operation::NonTranspose, Operation::NonTranspose);
-    sparse.spmm(ops, scalars, &a, &bm, &mut cm, SpMmAlg::BLOCKED_ELL_ALG1).map_err(err)?;
+    sparse
+        .spmm(ops, scalars, &a, &bm, &mut cm, SpMmAlg::BLOCKED_ELL_ALG1)
+        .map_err(err)?;
     drop((bm, cm));
     let want: Vec<f64> = (0..rows * n)
-        .map(|at| (0..cols).map(|l| dense[at / n * cols + l] * b_host[l * n + at % n]).sum())
+        .map(|at| {
+            (0..cols)
+                .map(|l| dense[at / n * cols + l] * b_host[l * n + at % n])
+                .sum()
+        })
         .collect();
     close("SpMM blocked ELL", &download::<T>(&c)?, &want, 1e-12)
 }
@@ -182,7 +208,9 @@ fn sddmm<I: Index, T: Real>(case: &Case, tolerance: f64) -> Result<(), String> {
         .map_err(err)?;
     let ops = (Operation::NonTranspose, Operation::NonTranspose);
     let scalars = (T::from_f64(1.0), T::from_f64(0.5));
-    sparse.sddmm(ops, scalars, &am, &bm, &mut c, SddmmAlg::DEFAULT).map_err(err)?;
+    sparse
+        .sddmm(ops, scalars, &am, &bm, &mut c, SddmmAlg::DEFAULT)
+        .map_err(err)?;
     drop(c);
     let mut want = Vec::new();
     for i in 0..m {
@@ -204,14 +232,29 @@ fn spgemm_all(case: &Case) -> Result<(), String> {
 fn spgemm<I: Index, T: Real>(case: &Case, tolerance: f64) -> Result<(), String> {
     let (m, k, n) = (6, 5, 4);
     let (a_dense, b_dense) = (sparse_dense(m, k, 12), sparse_dense(k, n, 13));
-    let (a_csr, b_csr) = (case.csr::<I, T>(&a_dense, (m, k))?, case.csr::<I, T>(&b_dense, (k, n))?);
+    let (a_csr, b_csr) = (
+        case.csr::<I, T>(&a_dense, (m, k))?,
+        case.csr::<I, T>(&b_dense, (k, n))?,
+    );
     let sparse = Sparse::new(&case.stream).map_err(err)?;
-    let a = SparseMatrix::<I, T>::csr((m, k, a_csr.nnz), &a_csr.offsets, &a_csr.columns, &a_csr.values)
-        .map_err(err)?;
-    let b = SparseMatrix::<I, T>::csr((k, n, b_csr.nnz), &b_csr.offsets, &b_csr.columns, &b_csr.values)
-        .map_err(err)?;
+    let a = SparseMatrix::<I, T>::csr(
+        (m, k, a_csr.nnz),
+        &a_csr.offsets,
+        &a_csr.columns,
+        &a_csr.values,
+    )
+    .map_err(err)?;
+    let b = SparseMatrix::<I, T>::csr(
+        (k, n, b_csr.nnz),
+        &b_csr.offsets,
+        &b_csr.columns,
+        &b_csr.values,
+    )
+    .map_err(err)?;
     let ops = (Operation::NonTranspose, Operation::NonTranspose);
-    let c = sparse.spgemm(ops, T::from_f64(2.0), &a, &b, SpGemmAlg::DEFAULT).map_err(err)?;
+    let c = sparse
+        .spgemm(ops, T::from_f64(2.0), &a, &b, SpGemmAlg::DEFAULT)
+        .map_err(err)?;
     // The product, densified by cuSPARSE, against the dense product.
     let mut dense_c = case.upload_as::<T>(&vec![9.0; m * n])?;
     let cm = c.matrix().map_err(err)?;
@@ -219,7 +262,11 @@ fn spgemm<I: Index, T: Real>(case: &Case, tolerance: f64) -> Result<(), String> 
     sparse.sparse_to_dense(&cm, &mut dm).map_err(err)?;
     drop((cm, dm));
     let want: Vec<f64> = (0..m * n)
-        .map(|at| 2.0 * (0..k).map(|l| a_dense[at / n * k + l] * b_dense[l * n + at % n]).sum::<f64>())
+        .map(|at| {
+            2.0 * (0..k)
+                .map(|l| a_dense[at / n * k + l] * b_dense[l * n + at % n])
+                .sum::<f64>()
+        })
         .collect();
     close("SpGEMM", &download::<T>(&dense_c)?, &want, tolerance)?;
     let offsets: Vec<I> = c.row_offsets().to_vec().map_err(err)?;
@@ -255,7 +302,9 @@ fn conversions<I: Index, T: Real>(case: &Case) -> Result<(), String> {
     // Column-major back, so the order is exercised too.
     let mut back = case.upload_as::<T>(&vec![7.0; m * n])?;
     let mut bm = DenseMatrix::<T>::new(m, n, Order::ColumnMajor, &mut back).map_err(err)?;
-    sparse.sparse_to_dense(&csr.matrix().map_err(err)?, &mut bm).map_err(err)?;
+    sparse
+        .sparse_to_dense(&csr.matrix().map_err(err)?, &mut bm)
+        .map_err(err)?;
     drop(bm);
     let got = download::<T>(&back)?;
     let want: Vec<f64> = (0..m * n).map(|at| dense[(at % m) * n + at / m]).collect();
