@@ -168,7 +168,8 @@ fn spmv_case<I: Index, T: Real>() {
             let mut yv = DenseVector::<T>::new(&mut y).unwrap();
             let scalars = (T::of(1.5), T::of(-0.5));
             let matrix = if format == "CSR" { &mut a } else { &mut b };
-            if preprocess {
+            // cuSPARSE's SpMV preprocessing is for CSR.
+            if preprocess && format == "CSR" {
                 sparse
                     .spmv_preprocess(op, scalars, matrix, &xv, &mut yv, SpMvAlg::DEFAULT)
                     .unwrap();
