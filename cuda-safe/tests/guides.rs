@@ -174,6 +174,7 @@ const C_PREFIXES: &[(&str, &str)] = &[
     ("cublas", "cublas_sys"),
     ("curand", "curand_sys"),
     ("cusolver", "cusolver_sys"),
+    ("cusparse", "cusparse_sys"),
     ("cufft", "cufft_sys"),
     ("cudnn", "cudnn_sys"),
     ("nvrtc", "nvrtc_sys"),

@@ -8,6 +8,8 @@
 //!   cached by description, executed on buffers and views with every size checked first.
 //! - [`solver`] (feature `solver`): cuSOLVER's dense factorizations (LU, Cholesky, QR,
 //!   symmetric eigenvalues, SVD), their `info` outputs read back as typed errors.
+//! - [`sparse`] (feature `sparse`): cuSPARSE's generic API (SpMV, SpMM, SDDMM, SpGEMM,
+//!   dense/sparse conversions) on CSR, COO and blocked-ELL matrices over the core's buffers.
 //! - [`dnn`] (feature `dnn`): cuDNN's graph API. Convolutions with fused bias and activations,
 //!   matmuls and reductions built as checked graphs, planned by cuDNN's heuristics, cached.
 //!
@@ -41,9 +43,17 @@ pub mod blas;
 pub mod dnn;
 #[cfg(feature = "fft")]
 pub mod fft;
-#[cfg(any(feature = "blas", feature = "fft", feature = "solver", feature = "dnn"))]
+#[cfg(any(
+    feature = "blas",
+    feature = "fft",
+    feature = "solver",
+    feature = "sparse",
+    feature = "dnn"
+))]
 mod operand;
 #[cfg(feature = "rand")]
 pub mod rand;
 #[cfg(feature = "solver")]
 pub mod solver;
+#[cfg(feature = "sparse")]
+pub mod sparse;

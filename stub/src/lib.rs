@@ -17,7 +17,7 @@ use std::sync::Mutex;
 /// The C sources, compiled together: the control functions, the driver (`cuda_*.c`, sharing
 /// `cuda_stub.h`; the graph files `cuda_graph.h` too), NVRTC, nvJitLink (loaded only where a
 /// test points `CUDA_SAFE_LIBNVJITLINK` at the stub: [`install_with`]), NVML, nvFatbin
-/// (likewise, through `CUDA_SAFE_LIBNVFATBIN`), cuBLAS, cuBLASLt, cuRAND, cuFFT and cuSOLVER.
+/// (likewise, through `CUDA_SAFE_LIBNVFATBIN`), cuBLAS, cuBLASLt, cuRAND, cuFFT, cuSOLVER and cuSPARSE.
 const SOURCES: &[&str] = &[
     "stub_control.c",
     "cuda_misc.c",
@@ -49,6 +49,8 @@ const SOURCES: &[&str] = &[
     "libcusolver_eig_stub.c",
     "libcudnn_stub.c",
     "libcudnn_exec_stub.c",
+    "libcusparse_stub.c",
+    "libcusparse_ops_stub.c",
 ];
 
 /// The kinds of objects the stub counts, in the order of [`Live`] (`range` and `chunk`: VMM

@@ -305,6 +305,7 @@ mod workspace_docs {
         Programs: "docs/programs.md",
         Security: "docs/security.md",
         Solver: "docs/solver.md",
+        Sparse: "docs/sparse.md",
         Textures: "docs/textures.md",
         Tools: "docs/tools.md",
     }

@@ -36,6 +36,7 @@ mod rand;
 mod raw_layer;
 mod runtime;
 mod solver;
+mod sparse;
 mod textures;
 mod tma;
 mod toolchain;
@@ -45,7 +46,7 @@ use std::process::ExitCode;
 
 use cuda_gpu_tests::GpuFile;
 
-/// Every test file, in the order they run: by name, then `blas`, `rand`, `fft`, `solver`, `dnn`, `cudarc_bridge`
+/// Every test file, in the order they run: by name, then `blas`, `rand`, `fft`, `solver`, `sparse`, `dnn`, `cudarc_bridge`
 /// and `nccl` (with their features).
 fn files() -> Vec<GpuFile> {
     let files = [
@@ -76,7 +77,14 @@ fn files() -> Vec<GpuFile> {
         vmm::FILE,
     ]
     .into_iter();
-    let files = files.chain([blas::FILE, rand::FILE, fft::FILE, solver::FILE, dnn::FILE]);
+    let files = files.chain([
+        blas::FILE,
+        rand::FILE,
+        fft::FILE,
+        solver::FILE,
+        sparse::FILE,
+        dnn::FILE,
+    ]);
     #[cfg(feature = "cudarc")]
     let files = files.chain([cudarc_bridge::FILE]);
     #[cfg(feature = "nccl")]

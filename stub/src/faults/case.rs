@@ -71,6 +71,14 @@ const CUFFT_CODES: [Code; 4] = [
     code(FUTURE, "an unknown cuFFT status"),
 ];
 
+/// cuSPARSE's statuses, named as `cusparse.h` names them.
+const CUSPARSE_CODES: [Code; 4] = [
+    code(2, "CUSPARSE_STATUS_ALLOC_FAILED"),
+    code(6, "CUSPARSE_STATUS_EXECUTION_FAILED"),
+    code(10, "CUSPARSE_STATUS_NOT_SUPPORTED"),
+    code(FUTURE, "an unknown cuSPARSE status"),
+];
+
 /// The codes injected into a call, by its library.
 pub fn codes_for(call: &str) -> &'static [Code] {
     if call.starts_with("nvrtc") {
@@ -83,6 +91,8 @@ pub fn codes_for(call: &str) -> &'static [Code] {
         &CURAND_CODES
     } else if call.starts_with("cufft") {
         &CUFFT_CODES
+    } else if call.starts_with("cusparse") {
+        &CUSPARSE_CODES
     } else {
         &CUDA_CODES
     }

@@ -97,6 +97,7 @@ pub fn names_fault(error: &Error, call: &str, code: Code) -> std::result::Result
                 "cuBLAS" => (3, 15),
                 "cuRAND" => (102, 204),
                 "cuFFT" => (2, 16),
+                "cuSPARSE" => (2, 10),
                 _ => return wrong(),
             };
             if error.is_out_of_memory() != (code.value == oom)

@@ -50,9 +50,10 @@ pub(super) const ABIS: [Abi; 2] = [
 /// (the `nccl` GPU tests and the `allreduce` examples), cuBLAS, cuBLASLt, cuRAND and cuFFT
 /// (the `blas`, `rand` and `fft` GPU tests, the `blas` and `fft` benchmarks, the first of which
 /// needs `half` too, and the `fft_spectrum` example), cuSOLVER (the `solver` GPU tests and
-/// benchmark), cuDNN (the `dnn` GPU tests and benchmark) and the cudarc bridge's GPU tests.
+/// benchmark), cuSPARSE (the `sparse` GPU tests and benchmark, the `sparse_laplacian`
+/// example), cuDNN (the `dnn` GPU tests and benchmark) and the cudarc bridge's GPU tests.
 pub(super) const OPTIONAL_FEATURES: &[&str] = &[
-    "nccl", "blas", "rand", "fft", "solver", "dnn", "half", "cudarc",
+    "nccl", "blas", "rand", "fft", "solver", "sparse", "dnn", "half", "cudarc",
 ];
 
 /// The kinds of executable targets bundled.
