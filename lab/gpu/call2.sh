@@ -7,7 +7,7 @@ repo=$(pwd)
 [ -d /tmp/gpu-bundle ] || tar -xzf target/gpu-bundle.tar.gz -C /tmp
 cd /tmp/gpu-bundle || exit 1
 nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv,noheader | tee "$OUT/gpu2.txt"
-OUT=$OUT/libs FLOORS="libs_floor" BENCH_EXAMPLES="" timeout 420 bash bench/run_benchmarks.sh 2 fft,solver >"$OUT/libs_stdout.txt" 2>&1
+OUT=$OUT/libs FLOORS="libs_floor" BENCH_EXAMPLES="" timeout 420 bash bench/run_benchmarks.sh 2 fft,solver,sparse,dnn >"$OUT/libs_stdout.txt" 2>&1
 tail -45 "$OUT/libs_stdout.txt"
 PYTHONUNBUFFERED=1 timeout 200 taskset -c 2 /opt/torch/.venv/bin/python "$repo/bench/libs_torch.py" >"$OUT/libs_torch.txt" 2>&1
 grep -E "^FIG|FAIL|SKIP" "$OUT/libs_torch.txt"
