@@ -2,17 +2,29 @@
 //! ([`library_note`](crate::library_note): from a program cache's note without loading
 //! nvJitLink where it can), else the driver's for its linker.
 
+//!
+//! Without the `nvjitlink` feature there is nothing to learn: every link keys with the driver's
+//! linker, and the notes on nvJitLink are neither read nor written.
+
+#[cfg(feature = "nvjitlink")]
 use std::ffi::{c_uint, c_void};
 
+use super::nvjitlink;
 use super::options::LinkerBackend;
-use super::{driver, nvjitlink, nvjitlink_usable};
+use super::driver;
+#[cfg(feature = "nvjitlink")]
+use super::nvjitlink_usable;
 use crate::cache::ProgramCache;
-use crate::error::{Error, Result};
+#[cfg(feature = "nvjitlink")]
+use crate::error::Error;
+use crate::error::Result;
 use crate::library_note::search::Search;
+#[cfg(feature = "nvjitlink")]
 use crate::library_note::{KeyVersion, Learner, Loaded, Notes};
 
 /// What this process learnt of nvJitLink's version (usable: with the plain entry points,
 /// 12.3 on).
+#[cfg(feature = "nvjitlink")]
 pub(super) static NVJITLINK: Learner =
     Learner::new(&nvjitlink_sys::LIBNVJITLINK, "nvJitLink", ask, loaded, true);
 
@@ -30,7 +42,10 @@ pub(super) struct LinkKeying {
 pub(super) fn fresh_search(asked_for: LinkerBackend) -> Option<Search> {
     match asked_for {
         LinkerBackend::Driver => None,
+        #[cfg(feature = "nvjitlink")]
         _ => NVJITLINK.fresh_search(),
+        #[cfg(not(feature = "nvjitlink"))]
+        _ => None,
     }
 }
 
@@ -49,6 +64,12 @@ pub(super) fn keying(
 ) -> Result<LinkKeying> {
     match asked_for {
         LinkerBackend::Driver => driver_keying(),
+        #[cfg(not(feature = "nvjitlink"))]
+        _ => {
+            let _ = (cache, search);
+            unusable(asked_for)
+        }
+        #[cfg(feature = "nvjitlink")]
         _ => match NVJITLINK.learn(Notes::In(cache), search) {
             Ok(KeyVersion { version, recalled }) => Ok(LinkKeying {
                 backend: LinkerBackend::NvJitLink,
@@ -71,6 +92,13 @@ pub(super) fn check_recalled(
     cache: &dyn ProgramCache,
     used: &LinkKeying,
 ) -> Result<Option<LinkKeying>> {
+    #[cfg(not(feature = "nvjitlink"))]
+    {
+        // Nothing is recalled without nvJitLink's notes.
+        let _ = (asked_for, cache, used);
+        return Ok(None);
+    }
+    #[cfg(feature = "nvjitlink")]
     match NVJITLINK.check(cache, &used.version) {
         Ok(None) => Ok(None),
         Ok(Some(version)) => Ok(Some(LinkKeying {
@@ -104,6 +132,7 @@ fn driver_keying() -> Result<LinkKeying> {
 }
 
 /// Loads nvJitLink and asks its version, if it is usable.
+#[cfg(feature = "nvjitlink")]
 fn ask() -> Result<String> {
     nvjitlink_sys::nvjitlink()?;
     if nvjitlink_usable() {
@@ -117,6 +146,7 @@ fn ask() -> Result<String> {
 }
 
 /// The loaded nvJitLink: the candidate it opened as, and the address of `nvJitLinkVersion`.
+#[cfg(feature = "nvjitlink")]
 fn loaded() -> Option<Loaded> {
     let library = nvjitlink_sys::nvjitlink().ok()?.library();
     let index = library
