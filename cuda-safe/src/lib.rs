@@ -140,13 +140,13 @@ pub use launch::{
 };
 #[allow(deprecated)]
 pub use link::LinkedCode;
+#[cfg(feature = "nvjitlink")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nvjitlink")))]
+pub use link::nvjitlink_version;
 #[cfg(feature = "fatbin")]
 #[cfg_attr(docsrs, doc(cfg(feature = "fatbin")))]
 pub use link::{FatbinBuilder, FatbinCompression, FatbinHost, FatbinOptions};
 pub use link::{LinkInput, LinkInputKind, Linker, LinkerBackend, LinkerOptions};
-#[cfg(feature = "nvjitlink")]
-#[cfg_attr(docsrs, doc(cfg(feature = "nvjitlink")))]
-pub use link::nvjitlink_version;
 pub use memory::copies::{
     ArrayDescriptor, ArrayFlags, ArrayFormat, Copy3d, CudaArray, HostPitched, HostPitchedMut,
     Offset3, Pitched, PitchedBuffer, PitchedMut,

@@ -104,7 +104,10 @@ mod tests {
             Some(PathBuf::from("/home/u/.cache"))
         );
         let empty = env(&[("XDG_CACHE_HOME", ""), ("HOME", "/home/u")]);
-        assert_eq!(cache_dir_from(&empty), Some(PathBuf::from("/home/u/.cache")));
+        assert_eq!(
+            cache_dir_from(&empty),
+            Some(PathBuf::from("/home/u/.cache"))
+        );
     }
 
     #[test]
@@ -112,7 +115,9 @@ mod tests {
         let none = env(&[]);
         let found = cache_dir_from(&none);
         assert!(
-            found.as_ref().is_none_or(|dir| dir.is_absolute() && dir.ends_with(".cache")),
+            found
+                .as_ref()
+                .is_none_or(|dir| dir.is_absolute() && dir.ends_with(".cache")),
             "{found:?}"
         );
     }

@@ -33,13 +33,19 @@
 //! # Ok::<(), cuda_safe::Error>(())
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 #[cfg(feature = "blas")]
+#[cfg_attr(docsrs, doc(cfg(feature = "blas")))]
 pub mod blas;
 #[cfg(feature = "fft")]
+#[cfg_attr(docsrs, doc(cfg(feature = "fft")))]
 pub mod fft;
 #[cfg(any(feature = "blas", feature = "fft", feature = "solver"))]
 mod operand;
 #[cfg(feature = "rand")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rand")))]
 pub mod rand;
 #[cfg(feature = "solver")]
+#[cfg_attr(docsrs, doc(cfg(feature = "solver")))]
 pub mod solver;

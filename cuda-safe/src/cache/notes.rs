@@ -15,12 +15,12 @@ use std::fs;
 use std::io::{self, Read};
 use std::path::Path;
 
-use super::{CacheKey, MAX_NOTE_BYTES, too_large};
 use super::format::checksum;
 use super::fs_ops::{io_error, open_no_follow};
 use super::private;
 use super::root::{NOTES, TMP};
 use super::temp;
+use super::{CacheKey, MAX_NOTE_BYTES, too_large};
 use crate::error::Result;
 
 const MAGIC: [u8; 8] = *b"CUSAFENT";

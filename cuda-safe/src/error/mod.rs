@@ -36,11 +36,11 @@ mod tests;
 
 use capture::CaptureHint;
 pub use check::{check, check_ready};
-pub(crate) use check::{check_nvml, check_nvrtc, cu, cu_ready, nvml, nvrtc};
 #[cfg(feature = "fatbin")]
 pub(crate) use check::{check_nvfatbin, nvfatbin};
 #[cfg(feature = "nvjitlink")]
 pub(crate) use check::{check_nvjitlink, nvjitlink};
+pub(crate) use check::{check_nvml, check_nvrtc, cu, cu_ready, nvml, nvrtc};
 #[cfg(feature = "fatbin")]
 use display::During;
 use display::{LogSuffix, MorePanics};

@@ -9,11 +9,11 @@
 #[cfg(feature = "nvjitlink")]
 use std::ffi::{c_uint, c_void};
 
-use super::nvjitlink;
-use super::options::LinkerBackend;
 use super::driver;
+use super::nvjitlink;
 #[cfg(feature = "nvjitlink")]
 use super::nvjitlink_usable;
+use super::options::LinkerBackend;
 use crate::cache::ProgramCache;
 #[cfg(feature = "nvjitlink")]
 use crate::error::Error;

@@ -46,9 +46,11 @@ mod options;
 mod partial;
 
 #[cfg(feature = "fatbin")]
+#[cfg_attr(docsrs, doc(cfg(feature = "fatbin")))]
 pub use fatbin::{FatbinBuilder, FatbinCompression, FatbinHost, FatbinOptions};
 pub use input::{LinkInput, LinkInputKind};
 #[cfg(feature = "nvjitlink")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nvjitlink")))]
 pub use nvjitlink::nvjitlink_version;
 pub use options::{LinkerBackend, LinkerOptions};
 

@@ -107,9 +107,8 @@ impl FromStr for UniqueId {
                 text.chars().count()
             )));
         }
-        let bytes = hex::decode_array(text).ok_or_else(|| {
-            Error::invalid_argument("an NCCL unique id is hex digits only")
-        })?;
+        let bytes = hex::decode_array(text)
+            .ok_or_else(|| Error::invalid_argument("an NCCL unique id is hex digits only"))?;
         Ok(Self { bytes })
     }
 }
