@@ -87,18 +87,12 @@ pub(super) fn keying(
 /// # Errors
 ///
 /// As [`keying`].
+#[cfg(feature = "nvjitlink")]
 pub(super) fn check_recalled(
     asked_for: LinkerBackend,
     cache: &dyn ProgramCache,
     used: &LinkKeying,
 ) -> Result<Option<LinkKeying>> {
-    #[cfg(not(feature = "nvjitlink"))]
-    {
-        // Nothing is recalled without nvJitLink's notes.
-        let _ = (asked_for, cache, used);
-        return Ok(None);
-    }
-    #[cfg(feature = "nvjitlink")]
     match NVJITLINK.check(cache, &used.version) {
         Ok(None) => Ok(None),
         Ok(Some(version)) => Ok(Some(LinkKeying {
@@ -108,6 +102,18 @@ pub(super) fn check_recalled(
         })),
         Err(_) => unusable(asked_for).map(Some),
     }
+}
+
+/// [`check_recalled`] without the `nvjitlink` feature: nothing is recalled without nvJitLink's
+/// notes, so the key was right.
+#[cfg(not(feature = "nvjitlink"))]
+pub(super) fn check_recalled(
+    asked_for: LinkerBackend,
+    cache: &dyn ProgramCache,
+    used: &LinkKeying,
+) -> Result<Option<LinkKeying>> {
+    let _ = (asked_for, cache, used);
+    Ok(None)
 }
 
 /// The keying when nvJitLink is not usable: the driver's for `Auto`; for nvJitLink asked by
