@@ -110,6 +110,8 @@
 //! cuda-safe-async --lib --release` (a cfg of the crate's own, not `loom`, so that tokio, a
 //! development dependency, is not built for loom too).
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod bell;
 mod error;
 mod futures;
@@ -127,6 +129,7 @@ mod waiter;
 pub use error::AsyncError;
 pub use futures::{Completion, Download};
 #[cfg(feature = "nccl")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
 pub use methods::CommunicatorExt;
 pub use methods::{BufferExt, EventExt, GraphExecExt, StreamExt};
 pub use op::{DeviceOp, OpFuture, Submit, Then};
@@ -138,6 +141,7 @@ pub use waiter::{set_spin_budget, spin_budget};
 /// The extension traits, for a glob import: `use cuda_safe_async::prelude::*;`.
 pub mod prelude {
     #[cfg(feature = "nccl")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
     pub use crate::CommunicatorExt;
     pub use crate::{BufferExt, DeviceOp, EventExt, GraphExecExt, StreamExt};
 }

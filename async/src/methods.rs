@@ -211,6 +211,7 @@ impl GraphExecExt for GraphExec {
 }
 
 #[cfg(feature = "nccl")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
 /// The completion futures of an NCCL communicator's collectives on a stream: `comm.completion(&stream).await` (`use cuda_safe_async::CommunicatorExt;`).
 pub trait CommunicatorExt: sealed::Sealed {
     /// A future that resolves once `stream`'s queued work, this communicator's collectives on

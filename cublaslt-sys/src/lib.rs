@@ -62,6 +62,8 @@
 //! assert_eq!(major, cublaslt_sys::ABI_MAJOR);
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 include!("preamble.rs");
 
 #[cfg(test)]

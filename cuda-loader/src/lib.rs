@@ -33,6 +33,8 @@
 //! }
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 #[cfg(all(unix, not(target_vendor = "apple")))]
 mod elf;
 mod entry_point;

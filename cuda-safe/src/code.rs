@@ -130,6 +130,7 @@ impl CompiledCode {
 
     /// This code, marked as checked when `checked` (a cache entry stored after the check and
     /// verified against its checksum on reading).
+    #[cfg(feature = "disk-cache")]
     pub(crate) fn with_image_checked(self, checked: bool) -> Self {
         if checked {
             self.mark_image_checked();

@@ -44,9 +44,20 @@
 //!
 //! The modules stand on floors (`docs/architecture.md` draws them): a module imports only
 //! from its own floor or those below, naming the defining module; this root only re-exports.
+//!
+//! Features: `cuda-12` (the default ABI) or `cuda-13`; `disk-cache` (default: the on-disk
+//! program cache), `nvjitlink` (default: nvJitLink as the linker's backend), `fatbin`
+//! (`FatbinBuilder`), `half`, `serde`, `tracing` and `cudarc`. With `default-features = false`
+//! and one ABI the core builds the in-memory cache, the keys and the driver's linker only.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use cuda_sys as sys;
+#[cfg(feature = "fatbin")]
+#[cfg_attr(docsrs, doc(cfg(feature = "fatbin")))]
 pub use nvfatbin_sys;
+#[cfg(feature = "nvjitlink")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nvjitlink")))]
 pub use nvjitlink_sys;
 pub use nvml_sys;
 pub use nvrtc_sys;
@@ -59,7 +70,9 @@ mod driver;
 mod error;
 mod ffi;
 pub mod handle;
+mod hex;
 mod trace;
+mod user_dirs;
 mod user_file;
 mod uuid;
 
@@ -93,6 +106,7 @@ pub mod nvtx;
 // Top: built from the floors below.
 pub mod checkpoint;
 #[cfg(feature = "cudarc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cudarc")))]
 pub mod cudarc_bridge;
 pub mod dlpack;
 #[cfg(unix)]
@@ -126,10 +140,13 @@ pub use launch::{
 };
 #[allow(deprecated)]
 pub use link::LinkedCode;
-pub use link::{
-    FatbinBuilder, FatbinCompression, FatbinHost, FatbinOptions, LinkInput, LinkInputKind, Linker,
-    LinkerBackend, LinkerOptions, nvjitlink_version,
-};
+#[cfg(feature = "nvjitlink")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nvjitlink")))]
+pub use link::nvjitlink_version;
+#[cfg(feature = "fatbin")]
+#[cfg_attr(docsrs, doc(cfg(feature = "fatbin")))]
+pub use link::{FatbinBuilder, FatbinCompression, FatbinHost, FatbinOptions};
+pub use link::{LinkInput, LinkInputKind, Linker, LinkerBackend, LinkerOptions};
 pub use memory::copies::{
     ArrayDescriptor, ArrayFlags, ArrayFormat, Copy3d, CudaArray, HostPitched, HostPitchedMut,
     Offset3, Pitched, PitchedBuffer, PitchedMut,
@@ -166,4 +183,8 @@ pub use uuid::{Uuid, UuidParseError};
 pub mod __private {
     pub use crate::callback::refuse_inside_callback;
     pub use crate::error::{check, check_ready};
+    /// The annexes' hex digits (NCCL unique ids, job secrets): the core's one implementation.
+    pub mod hex {
+        pub use crate::hex::{decode, decode_array, encode, write};
+    }
 }

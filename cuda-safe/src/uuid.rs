@@ -13,8 +13,10 @@
 //! assert_eq!(text.parse::<Uuid>(), Ok(Uuid(bytes)));
 //! ```
 
-use std::fmt::{self, Write};
+use std::fmt;
 use std::str::FromStr;
+
+use crate::hex;
 
 /// A device's 16-byte UUID, displayed as NVIDIA tools do (`GPU-xxxxxxxx-xxxx-...`) and parsed
 /// from that form (`GPU-` or `MIG-`, either case of hex).
@@ -65,15 +67,14 @@ const GROUPS: [usize; 5] = [8, 4, 4, 4, 12];
 
 /// `bytes` in NVML's form: `PREFIX-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, lowercase hex.
 pub fn uuid_string(prefix: &str, bytes: &[u8; 16]) -> String {
+    let digits = hex::encode(bytes);
     let mut text = String::with_capacity(prefix.len() + 37);
     text.push_str(prefix);
-    let mut bytes = bytes.iter();
+    let mut start = 0;
     for group in GROUPS {
         text.push('-');
-        for byte in bytes.by_ref().take(group / 2) {
-            // Writing to a String cannot fail.
-            let _ = write!(text, "{byte:02x}");
-        }
+        text.push_str(&digits[start..start + group]);
+        start += group;
     }
     text
 }
@@ -85,25 +86,19 @@ pub fn uuid_bytes(text: &str) -> Option<[u8; 16]> {
     if prefix != GPU_UUID_PREFIX && prefix != MIG_UUID_PREFIX {
         return None;
     }
-    let mut digits = Vec::with_capacity(32);
+    let mut digits = String::with_capacity(32);
     let mut groups = rest.split('-');
     for expected in GROUPS {
         let group = groups.next()?;
         if group.len() != expected {
             return None;
         }
-        digits.extend(group.chars());
+        digits.push_str(group);
     }
     if groups.next().is_some() {
         return None;
     }
-    let mut bytes = [0u8; 16];
-    for (byte, pair) in bytes.iter_mut().zip(digits.chunks(2)) {
-        let high = pair.first()?.to_digit(16)?;
-        let low = pair.get(1)?.to_digit(16)?;
-        *byte = u8::try_from(high * 16 + low).ok()?;
-    }
-    Some(bytes)
+    hex::decode_array(&digits)
 }
 
 #[cfg(test)]

@@ -95,6 +95,8 @@
 //! assert!(ABI_MAJOR == 12 || ABI_MAJOR == 13);
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 include!("preamble.rs");
 
 mod consts;

@@ -76,6 +76,8 @@
 //! assert_eq!(major, cudnn_sys::ABI_MAJOR);
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 include!("preamble.rs");
 
 #[cfg(test)]

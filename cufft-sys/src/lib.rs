@@ -70,6 +70,8 @@
 //! assert_eq!(major, cufft_sys::ABI_MAJOR);
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 include!("preamble.rs");
 
 #[cfg(test)]

@@ -79,6 +79,8 @@
 //! assert_eq!(major, cusolver_sys::ABI_MAJOR);
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 include!("preamble.rs");
 
 #[cfg(test)]

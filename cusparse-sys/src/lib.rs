@@ -72,6 +72,8 @@
 //! assert_eq!(major, cusparse_sys::ABI_MAJOR);
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 include!("preamble.rs");
 
 #[cfg(test)]

@@ -66,6 +66,7 @@
 //!
 //! Unix only: on other systems the crate is empty.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![cfg(unix)]
 
 mod error;

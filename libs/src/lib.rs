@@ -37,11 +37,16 @@
 //! # Ok::<(), cuda_safe::Error>(())
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 #[cfg(feature = "blas")]
+#[cfg_attr(docsrs, doc(cfg(feature = "blas")))]
 pub mod blas;
 #[cfg(feature = "dnn")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dnn")))]
 pub mod dnn;
 #[cfg(feature = "fft")]
+#[cfg_attr(docsrs, doc(cfg(feature = "fft")))]
 pub mod fft;
 #[cfg(any(
     feature = "blas",
@@ -52,8 +57,11 @@ pub mod fft;
 ))]
 mod operand;
 #[cfg(feature = "rand")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rand")))]
 pub mod rand;
 #[cfg(feature = "solver")]
+#[cfg_attr(docsrs, doc(cfg(feature = "solver")))]
 pub mod solver;
 #[cfg(feature = "sparse")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sparse")))]
 pub mod sparse;

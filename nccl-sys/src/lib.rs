@@ -52,6 +52,8 @@
 //! otherwise `libnccl.so.2` through the system's search path, then under `$CUDA_HOME/lib64`,
 //! `$CUDA_PATH/lib64` and `/usr/local/cuda/lib64`.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 include!("preamble.rs");
 
 mod consts;

@@ -49,6 +49,8 @@
 //! ranks inherit the parent's environment (`NCCL_*` included), so a job tunes NCCL the way
 //! NCCL documents, by environment or by [`CommConfig`].
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 // Three rooms above the loader: the binding (which names neither of the others), the
 // unique-id exchange of a job's ranks, and the launcher that starts them.
 mod binding;

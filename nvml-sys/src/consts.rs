@@ -26,6 +26,7 @@ pub const nvmlClocksEventReasonAll: u64 = (nvmlClocksThrottleReasonNone
 
 /// `nvmlClocksEventReasonAll`: every clock-event reason bit the header lists.
 #[cfg(feature = "cuda-13")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cuda-13")))]
 pub const nvmlClocksEventReasonAll: u64 = (nvmlClocksThrottleReasonNone
     | nvmlClocksEventReasonGpuIdle
     | nvmlClocksEventReasonApplicationsClocksSetting
@@ -44,6 +45,7 @@ pub const nvmlClocksThrottleReasonAll: u64 = nvmlClocksEventReasonAll;
 
 /// `NVML_CPER_CURSOR_HANDLE_INIT`: a CPER cursor before its first use.
 #[cfg(feature = "cuda-13")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cuda-13")))]
 pub const NVML_CPER_CURSOR_HANDLE_INIT: crate::nvmlCPERCursorHandle_t = 0;
 
 /// `NVML_TOPOLOGY_CPU`: deprecated name of `NVML_TOPOLOGY_NODE`.

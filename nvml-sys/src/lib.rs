@@ -83,6 +83,8 @@
 //! assert!(FEATURE.ends_with(&major.to_string()));
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 include!("preamble.rs");
 
 #[allow(non_upper_case_globals, non_camel_case_types)]

@@ -77,6 +77,8 @@
 //! assert!(SONAME.ends_with(&major.to_string()));
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 include!("preamble.rs");
 
 #[cfg(test)]

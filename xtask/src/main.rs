@@ -12,11 +12,14 @@
 //! - `cargo xtask public-api [--check]`: the public-API listings and their CHANGELOG check.
 //! - `cargo xtask crate-plan --check`: the crate graph against the plan in
 //!   `docs/architecture.md` (the core on no annex, each annex on what its line names).
+//! - `cargo xtask doc-cfg --check`: every feature-gated public item of a publishable crate
+//!   carries its docs.rs badge (`doc(cfg)`).
 
 #[cfg(feature = "bindgen")]
 mod bindgen;
 mod bundle;
 mod crate_plan;
+mod doc_cfg;
 #[cfg(feature = "bindgen")]
 mod headers;
 #[cfg(feature = "bindgen")]
@@ -37,7 +40,8 @@ usage:
   cargo xtask gpu-bundle [--out DIR] [--only FILTER]... [--lab]
                                                   build the GPU bundle (default target/gpu-bundle)
   cargo xtask public-api [--check]                the crates' public-API listings
-  cargo xtask crate-plan --check                  the crate graph against docs/architecture.md";
+  cargo xtask crate-plan --check                  the crate graph against docs/architecture.md
+  cargo xtask doc-cfg --check                     every feature-gated public item has its docs.rs badge";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -52,6 +56,7 @@ fn main() -> ExitCode {
         ),
         Some("public-api") => public_api::run(&args[1..]),
         Some("crate-plan") => crate_plan::run(&args[1..]),
+        Some("doc-cfg") => doc_cfg::run(&args[1..]),
         Some("gpu-bundle") => bundle::run(&args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");

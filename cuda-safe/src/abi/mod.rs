@@ -8,6 +8,7 @@
 mod graph;
 mod green;
 mod memory;
+#[cfg(feature = "nvjitlink")]
 mod nvjitlink;
 mod nvml;
 #[cfg(test)]
@@ -22,7 +23,12 @@ pub(crate) use memory::{
     BatchHint, HintBatch, device_location, hint_batch_supported, location, location_id, mem_advise,
     mem_hint_batch, mem_prefetch,
 };
+#[cfg(feature = "nvjitlink")]
 pub(crate) use nvjitlink::{NVJITLINK_HAS_LINKED_LTOIR, linked_ltoir};
+/// Whether this build's nvJitLink bindings would declare the linked LTO-IR getters: the ABI's
+/// (no bindings are built without the `nvjitlink` feature).
+#[cfg(not(feature = "nvjitlink"))]
+pub(crate) const NVJITLINK_HAS_LINKED_LTOIR: bool = cuda_sys::ABI_MAJOR >= 13;
 pub(crate) use nvml::gpu_temperature;
 
 use crate::error::{Error, Result, cu};

@@ -483,7 +483,7 @@ impl ProgramCache for FileStreamProgramCache {
     /// Stores `program` with `note` inside under `key`; stores nothing when noted copies are
     /// off.
     fn put_noted(&self, key: &CacheKey, note: &[u8], program: &CompiledCode) -> Result<()> {
-        if let Some(refusal) = notes::too_large(note) {
+        if let Some(refusal) = super::too_large(note) {
             return Err(refusal);
         }
         if !self.noted_copies {

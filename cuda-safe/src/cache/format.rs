@@ -26,7 +26,7 @@
 use twox_hash::XxHash3_128;
 
 use super::CacheKey;
-use super::notes::MAX_NOTE_BYTES;
+use super::MAX_NOTE_BYTES;
 use crate::code::{CodeKind, CompiledCode};
 
 /// The first eight bytes of every entry file.

@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 
 use super::CodeKind;
 use crate::error::{Error, Result};
+use crate::hex;
 
 /// The version of the key's encoding; part of every key, raised whenever the encoding or the
 /// cache-file format changes, so old entries are never read by a newer layout.
@@ -91,7 +92,7 @@ impl CacheKey {
 
     /// The key as 64 lowercase hex digits (the entry file's name).
     pub(crate) fn to_hex(self) -> String {
-        hex::encode(self.0)
+        hex::encode(&self.0)
     }
 }
 
@@ -112,11 +113,9 @@ impl FromStr for CacheKey {
 
     /// Parses exactly 64 ASCII hex digits (either case); no sign, space or prefix.
     fn from_str(text: &str) -> Result<Self> {
-        let mut bytes = [0u8; 32];
-        hex::decode_to_slice(text, &mut bytes).map_err(|_| {
+        hex::decode_array(text).map(Self).ok_or_else(|| {
             Error::invalid_argument(format!("not a 64-hex-digit cache key: {text:?}"))
-        })?;
-        Ok(Self(bytes))
+        })
     }
 }
 

@@ -5,9 +5,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use lru::LruCache;
 
-use super::notes::too_large;
 use super::stats::Counters;
-use super::{CacheKey, CacheStats, ProgramCache};
+use super::{CacheKey, CacheStats, ProgramCache, too_large};
 use crate::code::CompiledCode;
 use crate::error::Result;
 use crate::trace::span;

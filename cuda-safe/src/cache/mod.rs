@@ -8,9 +8,9 @@
 //! [`KernelCache`](crate::KernelCache)'s job. Three implementations:
 //!
 //! - [`InMemoryProgramCache`]: a thread-safe LRU bounded by bytes;
-//! - [`FileStreamProgramCache`]: one checksummed file per entry in a directory private to its
-//!   user, shared safely by processes;
-//! - [`TieredProgramCache`]: memory in front of disk.
+//! - `FileStreamProgramCache` (feature `disk-cache`, a default): one checksummed file per
+//!   entry in a directory private to its user, shared safely by processes;
+//! - `TieredProgramCache` (feature `disk-cache`): memory in front of disk.
 //!
 //! Beside its entries a cache keeps notes ([`ProgramCache::get_note`]): what the NVRTC and
 //! nvJitLink library files of this machine were found to be, so a fresh process keys a
@@ -21,6 +21,7 @@
 //! `docs/program-cache.md` describes the key's encoding, the file format and the guarantees.
 //!
 //! ```
+//! # #[cfg(feature = "disk-cache")] {
 //! use cuda_safe::cache::{
 //!     CacheKey, CompiledCode, CodeKind, FileStreamProgramCache, InMemoryProgramCache,
 //!     ProgramCache, TieredProgramCache,
@@ -50,33 +51,62 @@
 //! }
 //! let hit = cache.get(&key)?.expect("just stored");
 //! assert_eq!(hit.lowered_name("saxpy<float>"), Some("_Z5saxpyIfEvT_PKS0_PS0_"));
+//! # }
 //! # Ok::<(), cuda_safe::Error>(())
 //! ```
 
+// The on-disk cache (feature `disk-cache`): its files, their format and the notes beside them.
+#[cfg(feature = "disk-cache")]
 mod file;
+#[cfg(feature = "disk-cache")]
 mod format;
+#[cfg(feature = "disk-cache")]
 mod fs_ops;
-mod key;
-mod memory;
+#[cfg(feature = "disk-cache")]
 mod notes;
-pub(crate) mod open;
+#[cfg(feature = "disk-cache")]
 mod private;
+#[cfg(feature = "disk-cache")]
 mod root;
-mod stats;
+#[cfg(feature = "disk-cache")]
 mod temp;
+#[cfg(feature = "disk-cache")]
 mod tiered;
 
+#[cfg(feature = "disk-cache")]
+pub(crate) mod open;
+
+mod key;
+mod memory;
+mod stats;
+
 pub use crate::code::{CodeKind, CompiledCode};
+#[cfg(feature = "disk-cache")]
+#[cfg_attr(docsrs, doc(cfg(feature = "disk-cache")))]
 pub use file::{
     EntryInfo, FileStreamProgramCache, MAX_ENTRY_BYTES, RECENCY_GRANULARITY, STALE_TEMP_AGE,
 };
 pub use key::{CacheKey, CacheKeyBuilder, KEY_SCHEMA_VERSION};
 pub use memory::InMemoryProgramCache;
-pub use notes::MAX_NOTE_BYTES;
 pub use stats::CacheStats;
+#[cfg(feature = "disk-cache")]
+#[cfg_attr(docsrs, doc(cfg(feature = "disk-cache")))]
 pub use tiered::TieredProgramCache;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
+
+/// The largest note a cache stores: 4 KiB.
+pub const MAX_NOTE_BYTES: usize = 4096;
+
+/// The refusal of a note over [`MAX_NOTE_BYTES`].
+fn too_large(note: &[u8]) -> Option<Error> {
+    (note.len() > MAX_NOTE_BYTES).then(|| {
+        Error::invalid_argument(format!(
+            "a program cache note holds at most {MAX_NOTE_BYTES} bytes, not {}",
+            note.len()
+        ))
+    })
+}
 
 /// A store of compiled programs by key. Implementations are safe to share between threads.
 ///

@@ -15,16 +15,13 @@ use std::fs;
 use std::io::{self, Read};
 use std::path::Path;
 
-use super::CacheKey;
 use super::format::checksum;
 use super::fs_ops::{io_error, open_no_follow};
 use super::private;
 use super::root::{NOTES, TMP};
 use super::temp;
-use crate::error::{Error, Result};
-
-/// The largest note a cache stores: 4 KiB.
-pub const MAX_NOTE_BYTES: usize = 4096;
+use super::{CacheKey, MAX_NOTE_BYTES, too_large};
+use crate::error::Result;
 
 const MAGIC: [u8; 8] = *b"CUSAFENT";
 const VERSION: u32 = 1;
@@ -107,16 +104,6 @@ pub(crate) fn write_in(root: &Path, key: &CacheKey, note: &[u8]) -> Result<()> {
     }
     let path = dir.join(key.to_hex());
     write(&path, &tmp_dir, key, note).map_err(|error| io_error(&path, error))
-}
-
-/// The refusal of a note over [`MAX_NOTE_BYTES`].
-pub(crate) fn too_large(note: &[u8]) -> Option<Error> {
-    (note.len() > MAX_NOTE_BYTES).then(|| {
-        Error::invalid_argument(format!(
-            "a program cache note holds at most {MAX_NOTE_BYTES} bytes, not {}",
-            note.len()
-        ))
-    })
 }
 
 /// Removes every note file in `dir` (best effort; a missing `dir` has none).

@@ -36,11 +36,11 @@ pub(crate) fn prepare(root: &Path) -> Result<()> {
 
 /// `<the platform's cache directory>/cuda-safe/program-cache`: on Linux
 /// `$XDG_CACHE_HOME/cuda-safe/program-cache`, or `$HOME/.cache/cuda-safe/program-cache` when
-/// `XDG_CACHE_HOME` is unset, empty or relative (the XDG rule; `dirs` asks the password
-/// database when `HOME` is unset); `~/Library/Caches` on macOS, the local application data
+/// `XDG_CACHE_HOME` is unset, empty or relative (the XDG rule; the password
+/// database's home folder when `HOME` is unset); `~/Library/Caches` on macOS, the local application data
 /// folder on Windows.
 pub(crate) fn default_root() -> Result<PathBuf> {
-    let cache_home = dirs::cache_dir().ok_or_else(|| {
+    let cache_home = crate::user_dirs::cache_dir().ok_or_else(|| {
         Error::invalid_argument(
             "no default program-cache directory: this system names no cache directory \
              (neither XDG_CACHE_HOME, absolute, nor a home directory); give the cache a \

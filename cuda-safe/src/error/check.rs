@@ -1,13 +1,15 @@
 //! Checking a library call's outcome: the `check*` functions, and the macros that call an
 //! entry point and check it under the function's own name ([`cu!`], [`cu_ready!`], [`nvrtc!`],
-//! [`nvjitlink!`], [`nvfatbin!`], [`nvml!`]). The annex crates check their libraries' calls
+//! `nvjitlink!` (feature `nvjitlink`), `nvfatbin!` (feature `fatbin`), [`nvml!`]). The annex crates check their libraries' calls
 //! the same way, with macros of their own over [`refuse_inside_callback`] and their own
 //! `check` functions.
 //!
 //! [`refuse_inside_callback`]: crate::callback::refuse_inside_callback
 
 use cuda_sys::{CUresult, LoadError};
+#[cfg(feature = "fatbin")]
 use nvfatbin_sys::nvFatbinResult;
+#[cfg(feature = "nvjitlink")]
 use nvjitlink_sys::nvJitLinkResult;
 use nvml_sys::nvmlReturn_t;
 use nvrtc_sys::nvrtcResult;
@@ -55,6 +57,7 @@ macro_rules! nvrtc {
 }
 
 /// [`cu!`] for nvJitLink: `unsafe { nvjitlink!(nvjitlink, nvJitLinkComplete(handle)) }`.
+#[cfg(feature = "nvjitlink")]
 macro_rules! nvjitlink {
     ($nvjitlink:expr, $function:ident($($argument:expr),* $(,)?)) => {
         $crate::error::check_nvjitlink(stringify!($function), $nvjitlink.$function($($argument),*))
@@ -62,6 +65,7 @@ macro_rules! nvjitlink {
 }
 
 /// [`cu!`] for nvFatbin: `unsafe { nvfatbin!(nvfatbin, nvFatbinSize(handle, &mut size)) }`.
+#[cfg(feature = "fatbin")]
 macro_rules! nvfatbin {
     ($nvfatbin:expr, $function:ident($($argument:expr),* $(,)?)) => {
         $crate::error::check_nvfatbin(stringify!($function), $nvfatbin.$function($($argument),*))
@@ -76,7 +80,11 @@ macro_rules! nvml {
 }
 
 pub(crate) use crate::{cu, cu_ready};
-pub(crate) use {nvfatbin, nvjitlink, nvml, nvrtc};
+#[cfg(feature = "fatbin")]
+pub(crate) use nvfatbin;
+#[cfg(feature = "nvjitlink")]
+pub(crate) use nvjitlink;
+pub(crate) use {nvml, nvrtc};
 
 /// Turns a driver call's outcome into `Result<()>`; the error path is out of line. Called
 /// through [`cu!`], which names the call.
@@ -110,6 +118,7 @@ pub(crate) fn check_nvrtc(api: &'static str, result: Result<nvrtcResult, LoadErr
 }
 
 /// Turns an nvJitLink call's outcome into `Result<()>` (through [`nvjitlink!`]).
+#[cfg(feature = "nvjitlink")]
 #[inline]
 pub(crate) fn check_nvjitlink(
     api: &'static str,
@@ -123,6 +132,7 @@ pub(crate) fn check_nvjitlink(
 }
 
 /// Turns an nvFatbin call's outcome into `Result<()>` (through [`nvfatbin!`]).
+#[cfg(feature = "fatbin")]
 #[inline]
 pub(crate) fn check_nvfatbin(
     api: &'static str,

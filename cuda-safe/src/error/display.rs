@@ -45,9 +45,11 @@ impl fmt::Display for MorePanics {
     }
 }
 
+#[cfg(feature = "fatbin")]
 /// `, <what the call was doing>` after an nvFatbin error, when it is known.
 pub(super) struct During<'a>(pub(super) Option<&'a str>);
 
+#[cfg(feature = "fatbin")]
 impl fmt::Display for During<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {

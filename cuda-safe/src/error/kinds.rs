@@ -41,6 +41,7 @@ impl Error {
             ),
             Self::Nvml { code, .. } => *code == nvmlReturn_t::NVML_ERROR_NOT_SUPPORTED,
             // NVJITLINK_ERROR_UNSUPPORTED_ARCH, which only the CUDA 13 header names.
+            #[cfg(feature = "nvjitlink")]
             Self::NvJitLink { code, .. } => code.0 == 17,
             Self::Library(error) => error.failure().is_not_supported(),
             other => other.cause().is_some_and(Error::is_not_supported),

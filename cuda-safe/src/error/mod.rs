@@ -15,7 +15,9 @@ use crate::ffi::static_str;
 use cuda_sys::{
     CUgraphExecUpdateResult, CUgraphInstantiateResult, CUresult, CudaVersion, Introduced, LoadError,
 };
+#[cfg(feature = "fatbin")]
 use nvfatbin_sys::nvFatbinResult;
+#[cfg(feature = "nvjitlink")]
 use nvjitlink_sys::nvJitLinkResult;
 use nvml_sys::nvmlReturn_t;
 use nvrtc_sys::nvrtcResult;
@@ -25,19 +27,26 @@ mod check;
 mod display;
 mod kinds;
 mod library;
+#[cfg(feature = "fatbin")]
 mod nvfatbin_codes;
+#[cfg(feature = "nvjitlink")]
 mod nvjitlink_codes;
 #[cfg(test)]
 mod tests;
 
 use capture::CaptureHint;
 pub use check::{check, check_ready};
-pub(crate) use check::{
-    check_nvfatbin, check_nvjitlink, check_nvml, check_nvrtc, cu, cu_ready, nvfatbin, nvjitlink,
-    nvml, nvrtc,
-};
-use display::{During, LogSuffix, MorePanics};
+#[cfg(feature = "fatbin")]
+pub(crate) use check::{check_nvfatbin, nvfatbin};
+#[cfg(feature = "nvjitlink")]
+pub(crate) use check::{check_nvjitlink, nvjitlink};
+pub(crate) use check::{check_nvml, check_nvrtc, cu, cu_ready, nvml, nvrtc};
+#[cfg(feature = "fatbin")]
+use display::During;
+use display::{LogSuffix, MorePanics};
+#[cfg(feature = "fatbin")]
 use nvfatbin_codes::nvfatbin_name;
+#[cfg(feature = "nvjitlink")]
 use nvjitlink_codes::nvjitlink_code;
 
 pub use library::{LibraryError, LibraryFailure};
@@ -82,6 +91,8 @@ pub enum Error {
         log: Option<Box<str>>,
     },
     /// An nvJitLink call failed (a failed link is [`Error::Link`] around this one).
+    #[cfg(feature = "nvjitlink")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "nvjitlink")))]
     #[error("{api} failed: {name} ({message})")]
     NvJitLink {
         /// The nvJitLink function (`nvJitLinkComplete`).
@@ -93,8 +104,10 @@ pub enum Error {
         /// What the code means, from the header's comments (nvJitLink has no message call).
         message: &'static str,
     },
-    /// An nvFatbin call failed while a [`FatbinBuilder`](crate::FatbinBuilder) built a fatbin.
-    /// The message names the code as `nvFatbin.h` does (`NVFATBIN_ERROR_ELF_ARCH_MISMATCH`).
+    /// An nvFatbin call failed while a `FatbinBuilder` built a fatbin. The message names the
+    /// code as `nvFatbin.h` does (`NVFATBIN_ERROR_ELF_ARCH_MISMATCH`).
+    #[cfg(feature = "fatbin")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "fatbin")))]
     #[error("{api} failed: {} ({message}){}", nvfatbin_name(*code), During(detail.as_deref()))]
     NvFatbin {
         /// The nvFatbin function (`nvFatbinAddCubin`).
@@ -349,6 +362,8 @@ impl Error {
 
     /// Builds [`Error::NvJitLink`], naming the code from the header (nvJitLink has no call
     /// that describes its codes).
+    #[cfg(feature = "nvjitlink")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "nvjitlink")))]
     #[cold]
     #[inline(never)]
     pub fn nvjitlink(api: &'static str, code: nvJitLinkResult) -> Self {

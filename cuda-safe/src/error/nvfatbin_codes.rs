@@ -35,6 +35,7 @@ pub(super) fn nvfatbin_name(code: nvFatbinResult) -> &'static str {
 impl Error {
     /// Builds [`Error::NvFatbin`]: the code's name from the header, its message from
     /// `nvFatbinGetErrorString` (when nvFatbin loads).
+    #[cfg_attr(docsrs, doc(cfg(feature = "fatbin")))]
     #[cold]
     #[inline(never)]
     pub fn nvfatbin(api: &'static str, code: nvFatbinResult) -> Self {

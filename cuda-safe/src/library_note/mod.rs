@@ -26,6 +26,7 @@
 //! check:  a recalled version against the library's answer (a miss loads it anyway)
 //! ```
 
+#[cfg(feature = "nvjitlink")]
 pub(crate) mod noted;
 pub(crate) mod search;
 
@@ -34,10 +35,14 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use cuda_sys::LibrarySpec;
+#[cfg(feature = "nvjitlink")]
 use noted::NotedSlot;
 use search::Search;
 
-use crate::cache::{CacheKey, ProgramCache, open};
+#[cfg(feature = "disk-cache")]
+use crate::cache::open;
+use crate::cache::{CacheKey, ProgramCache};
+#[cfg(feature = "nvjitlink")]
 use crate::code::CompiledCode;
 use crate::error::Result;
 
@@ -61,7 +66,11 @@ impl Notes<'_> {
                 let version = search.recall(&note)?;
                 Some((note, version))
             }
+            #[cfg(feature = "disk-cache")]
             Self::Open => open::find_note(&key, |note| search.recall(note)),
+            // No on-disk cache can be open: there are no notes to read.
+            #[cfg(not(feature = "disk-cache"))]
+            Self::Open => None,
         }
     }
 
@@ -69,7 +78,13 @@ impl Notes<'_> {
     fn put(self, key: &CacheKey, note: &[u8]) -> Result<()> {
         match self {
             Self::In(cache) => cache.put_note(key, note),
+            #[cfg(feature = "disk-cache")]
             Self::Open => open::put_note(key, note),
+            #[cfg(not(feature = "disk-cache"))]
+            Self::Open => {
+                let _ = (key, note);
+                Ok(())
+            }
         }
     }
 }
@@ -114,6 +129,7 @@ pub(crate) struct Learner {
     /// The version a note gave, once recalled.
     recalled: OnceLock<Recalled>,
     /// The note found valid or written, for noted copies (when `copies`).
+    #[cfg(feature = "nvjitlink")]
     noted: NotedSlot,
 }
 
@@ -136,6 +152,7 @@ impl Learner {
             copies,
             asked: OnceLock::new(),
             recalled: OnceLock::new(),
+            #[cfg(feature = "nvjitlink")]
             noted: NotedSlot::new(),
         }
     }
@@ -199,6 +216,7 @@ impl Learner {
     /// Takes `version`, from a noted entry whose `note` holds for `search`, as this process's
     /// recalled one; false when another thread of this process recalled a different one
     /// first (a note rewritten meanwhile), so the entry is not this process's hit.
+    #[cfg(feature = "nvjitlink")]
     pub(crate) fn recall(&'static self, search: &Search, note: &[u8], version: String) -> bool {
         let kept = self.recalled.get_or_init(|| Recalled {
             version: version.clone(),
@@ -285,6 +303,7 @@ impl Learner {
 
     /// Stores `code`, found or made under `key`, in `cache` as a noted copy with the note this
     /// process keeps ([`noted::store`]; best effort).
+    #[cfg(feature = "nvjitlink")]
     pub(crate) fn store_noted(
         &'static self,
         cache: &dyn ProgramCache,
@@ -297,9 +316,13 @@ impl Learner {
 
     /// Keeps `note`, found valid for `search` and naming `version`, for noted copies.
     fn keep_note(&self, search: &Search, note: &[u8], version: &str) {
+        #[cfg(feature = "nvjitlink")]
         if self.copies {
             self.noted.keep(noted::label(search), note, version);
         }
+        // Only links keep noted copies, and there are none without nvJitLink.
+        #[cfg(not(feature = "nvjitlink"))]
+        let _ = (self.copies, search, note, version);
     }
 
     /// Notes in `notes` that the loader's `search` opened the loaded library, of `version`,

@@ -127,7 +127,8 @@ pub(crate) fn store(
     }
 }
 
-#[cfg(test)]
+// On an on-disk cache, the one kind that keeps noted entries.
+#[cfg(all(test, feature = "disk-cache"))]
 mod tests {
     use super::{NotedSlot, store};
     use crate::cache::{CacheKey, FileStreamProgramCache, ProgramCache};

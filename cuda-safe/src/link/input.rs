@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 use crate::code::{CodeKind, CompiledCode};
 use crate::error::{Error, Result};
 use cuda_sys::CUjitInputType;
+#[cfg(feature = "nvjitlink")]
 use nvjitlink_sys::nvJitLinkInputType;
 
 /// The kind of one link input.
@@ -67,6 +68,7 @@ impl LinkInputKind {
     }
 
     /// nvJitLink's input type.
+    #[cfg(feature = "nvjitlink")]
     pub(super) fn nvjitlink(self) -> nvJitLinkInputType {
         match self {
             LinkInputKind::Cubin => nvJitLinkInputType::NVJITLINK_INPUT_CUBIN,

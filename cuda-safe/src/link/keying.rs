@@ -2,17 +2,29 @@
 //! ([`library_note`](crate::library_note): from a program cache's note without loading
 //! nvJitLink where it can), else the driver's for its linker.
 
+//!
+//! Without the `nvjitlink` feature there is nothing to learn: every link keys with the driver's
+//! linker, and the notes on nvJitLink are neither read nor written.
+
+#[cfg(feature = "nvjitlink")]
 use std::ffi::{c_uint, c_void};
 
+use super::driver;
+use super::nvjitlink;
+#[cfg(feature = "nvjitlink")]
+use super::nvjitlink_usable;
 use super::options::LinkerBackend;
-use super::{driver, nvjitlink, nvjitlink_usable};
 use crate::cache::ProgramCache;
-use crate::error::{Error, Result};
+#[cfg(feature = "nvjitlink")]
+use crate::error::Error;
+use crate::error::Result;
 use crate::library_note::search::Search;
+#[cfg(feature = "nvjitlink")]
 use crate::library_note::{KeyVersion, Learner, Loaded, Notes};
 
 /// What this process learnt of nvJitLink's version (usable: with the plain entry points,
 /// 12.3 on).
+#[cfg(feature = "nvjitlink")]
 pub(super) static NVJITLINK: Learner =
     Learner::new(&nvjitlink_sys::LIBNVJITLINK, "nvJitLink", ask, loaded, true);
 
@@ -30,7 +42,10 @@ pub(super) struct LinkKeying {
 pub(super) fn fresh_search(asked_for: LinkerBackend) -> Option<Search> {
     match asked_for {
         LinkerBackend::Driver => None,
+        #[cfg(feature = "nvjitlink")]
         _ => NVJITLINK.fresh_search(),
+        #[cfg(not(feature = "nvjitlink"))]
+        _ => None,
     }
 }
 
@@ -49,6 +64,12 @@ pub(super) fn keying(
 ) -> Result<LinkKeying> {
     match asked_for {
         LinkerBackend::Driver => driver_keying(),
+        #[cfg(not(feature = "nvjitlink"))]
+        _ => {
+            let _ = (cache, search);
+            unusable(asked_for)
+        }
+        #[cfg(feature = "nvjitlink")]
         _ => match NVJITLINK.learn(Notes::In(cache), search) {
             Ok(KeyVersion { version, recalled }) => Ok(LinkKeying {
                 backend: LinkerBackend::NvJitLink,
@@ -66,6 +87,7 @@ pub(super) fn keying(
 /// # Errors
 ///
 /// As [`keying`].
+#[cfg(feature = "nvjitlink")]
 pub(super) fn check_recalled(
     asked_for: LinkerBackend,
     cache: &dyn ProgramCache,
@@ -80,6 +102,18 @@ pub(super) fn check_recalled(
         })),
         Err(_) => unusable(asked_for).map(Some),
     }
+}
+
+/// [`check_recalled`] without the `nvjitlink` feature: nothing is recalled without nvJitLink's
+/// notes, so the key was right.
+#[cfg(not(feature = "nvjitlink"))]
+pub(super) fn check_recalled(
+    asked_for: LinkerBackend,
+    cache: &dyn ProgramCache,
+    used: &LinkKeying,
+) -> Result<Option<LinkKeying>> {
+    let _ = (asked_for, cache, used);
+    Ok(None)
 }
 
 /// The keying when nvJitLink is not usable: the driver's for `Auto`; for nvJitLink asked by
@@ -104,6 +138,7 @@ fn driver_keying() -> Result<LinkKeying> {
 }
 
 /// Loads nvJitLink and asks its version, if it is usable.
+#[cfg(feature = "nvjitlink")]
 fn ask() -> Result<String> {
     nvjitlink_sys::nvjitlink()?;
     if nvjitlink_usable() {
@@ -117,6 +152,7 @@ fn ask() -> Result<String> {
 }
 
 /// The loaded nvJitLink: the candidate it opened as, and the address of `nvJitLinkVersion`.
+#[cfg(feature = "nvjitlink")]
 fn loaded() -> Option<Loaded> {
     let library = nvjitlink_sys::nvjitlink().ok()?.library();
     let index = library

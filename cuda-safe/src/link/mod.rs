@@ -1,6 +1,7 @@
 //! Linking device code at run time, as `cuda.core`'s `Linker`: LTO-IR, PTX, CUBIN, fatbin,
 //! objects and archives into one CUBIN (or PTX, or LTO-IR for a later link), in one step or
-//! incrementally, with nvJitLink, falling back to the driver's linker where nvJitLink is absent.
+//! incrementally, with nvJitLink, falling back to the driver's linker where nvJitLink is absent
+//! (or the crate is built without its `nvjitlink` feature).
 //!
 //! ```no_run
 //! use cuda_safe::cache::InMemoryProgramCache;
@@ -31,22 +32,34 @@
 
 mod devrt;
 mod driver;
+#[cfg(feature = "fatbin")]
 mod fatbin;
 mod input;
 mod keying;
+#[cfg(feature = "nvjitlink")]
+mod nvjitlink;
+// Without the `nvjitlink` feature: the backend's calls, each refusing as an absent nvJitLink.
+#[cfg(not(feature = "nvjitlink"))]
+#[path = "nvjitlink_absent.rs"]
 mod nvjitlink;
 mod options;
 mod partial;
 
+#[cfg(feature = "fatbin")]
+#[cfg_attr(docsrs, doc(cfg(feature = "fatbin")))]
 pub use fatbin::{FatbinBuilder, FatbinCompression, FatbinHost, FatbinOptions};
 pub use input::{LinkInput, LinkInputKind};
+#[cfg(feature = "nvjitlink")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nvjitlink")))]
 pub use nvjitlink::nvjitlink_version;
 pub use options::{LinkerBackend, LinkerOptions};
 
 use crate::cache::{CacheKey, ProgramCache};
 use crate::code::{CodeKind, CompiledCode};
 use crate::error::{Error, Result};
+#[cfg(feature = "nvjitlink")]
 use crate::library_note::noted;
+#[cfg(feature = "nvjitlink")]
 use crate::library_note::search::Search;
 use crate::program::{CompiledProgram, Toolchain};
 use crate::trace::span;
@@ -138,19 +151,19 @@ impl Linker {
     /// 13.2) the CUBIN or LTO-IR is relocatable and may keep unresolved device references:
     /// link it again ([`Linker::add_compiled`]) with what resolves them.
     ///
-    #[doc = nvjitlink_sys::api_doc!(nvJitLinkCreate)]
-    #[doc = nvjitlink_sys::api_doc!(nvJitLinkAddData)]
-    #[doc = nvjitlink_sys::api_doc!(nvJitLinkComplete)]
-    #[doc = nvjitlink_sys::api_doc!(nvJitLinkGetLinkedCubin)]
-    #[doc = nvjitlink_sys::api_doc!(nvJitLinkGetLinkedPtx)]
+    #[cfg_attr(feature = "nvjitlink", doc = nvjitlink_sys::api_doc!(nvJitLinkCreate))]
+    #[cfg_attr(feature = "nvjitlink", doc = nvjitlink_sys::api_doc!(nvJitLinkAddData))]
+    #[cfg_attr(feature = "nvjitlink", doc = nvjitlink_sys::api_doc!(nvJitLinkComplete))]
+    #[cfg_attr(feature = "nvjitlink", doc = nvjitlink_sys::api_doc!(nvJitLinkGetLinkedCubin))]
+    #[cfg_attr(feature = "nvjitlink", doc = nvjitlink_sys::api_doc!(nvJitLinkGetLinkedPtx))]
     ///
     /// Calls [`nvJitLinkGetLinkedLTOIRSize` and
     /// `nvJitLinkGetLinkedLTOIR`](https://docs.nvidia.com/cuda/nvjitlink/index.html#group__linking_1ga4c3898e62ed328d88a9320fa86fd2059)
     /// for LTO-IR output (nvJitLink 13.3; in the CUDA 13 headers only).
-    #[doc = nvjitlink_sys::api_doc!(nvJitLinkVersion)]
-    #[doc = nvjitlink_sys::api_doc!(nvJitLinkGetErrorLog)]
-    #[doc = nvjitlink_sys::api_doc!(nvJitLinkGetInfoLog)]
-    #[doc = nvjitlink_sys::api_doc!(nvJitLinkDestroy)]
+    #[cfg_attr(feature = "nvjitlink", doc = nvjitlink_sys::api_doc!(nvJitLinkVersion))]
+    #[cfg_attr(feature = "nvjitlink", doc = nvjitlink_sys::api_doc!(nvJitLinkGetErrorLog))]
+    #[cfg_attr(feature = "nvjitlink", doc = nvjitlink_sys::api_doc!(nvJitLinkGetInfoLog))]
+    #[cfg_attr(feature = "nvjitlink", doc = nvjitlink_sys::api_doc!(nvJitLinkDestroy))]
     #[doc = cuda_sys::api_doc!(cuLinkCreate)]
     #[doc = cuda_sys::api_doc!(cuLinkAddData)]
     #[doc = cuda_sys::api_doc!(cuLinkComplete)]
@@ -228,6 +241,7 @@ impl Linker {
         let search = keying::fresh_search(self.options.backend);
         // Every key of this call is made from one pass over the inputs.
         let digest = self.inputs_digest();
+        #[cfg(feature = "nvjitlink")]
         if let Some(search) = &search
             && let Some(hit) = self.noted_hit(target, cache, search, &digest)?
         {
@@ -235,16 +249,21 @@ impl Linker {
         }
         let keying = keying::keying(self.options.backend, cache, search.as_ref())?;
         let (linked, key) = self.fetch_or_link(target, cache, keying, &digest)?;
+        #[cfg(feature = "nvjitlink")]
         if search.is_some() && linked.from_cache() {
             // A driver-linked image's key is no nvJitLink key: `noted::store` stores nothing.
             let plan = self.plan_for(target, LinkerBackend::NvJitLink)?;
             self.store_noted(target, &plan, cache, linked.code(), (&key, &digest));
         }
+        // Without nvJitLink there are no noted entries to find or store.
+        #[cfg(not(feature = "nvjitlink"))]
+        let _ = key;
         Ok(linked)
     }
 
     /// The noted entry of `cache` for this link (the image with the note on nvJitLink inside,
     /// read in one go: [`noted`]), if its note holds for `search`.
+    #[cfg(feature = "nvjitlink")]
     fn noted_hit(
         &self,
         target: CodeKind,
@@ -270,6 +289,7 @@ impl Linker {
     /// Stores `code`, found or linked under `key` (made with the inputs' `digest`), in `cache`
     /// as this link's noted entry, if `plan` links with nvJitLink and this process has a note
     /// on nvJitLink naming the version `key` names ([`noted::store`]: best effort).
+    #[cfg(feature = "nvjitlink")]
     fn store_noted(
         &self,
         target: CodeKind,
@@ -314,6 +334,7 @@ impl Linker {
         if let Err(error) = cache.put(&key, linked.code()) {
             log::warn!("cuda-safe: storing program cache entry {key} failed: {error}");
         }
+        #[cfg(feature = "nvjitlink")]
         self.store_noted(target, &plan, cache, linked.code(), (&key, digest));
         Ok((linked, key))
     }
@@ -485,6 +506,7 @@ fn failure_log(error_log: &str, info_log: &str, flags: &[String]) -> String {
 /// Whether `libnvJitLink` loads and exports the plain `nvJitLinkCreate` and `nvJitLinkVersion`:
 /// nvJitLink 12.0 to 12.2 export only the versioned names (`__nvJitLinkCreate_12_0`), so
 /// [`LinkerBackend::Auto`] links through the driver there instead of failing at the first call.
+#[cfg(feature = "nvjitlink")]
 fn nvjitlink_usable() -> bool {
     nvjitlink_sys::nvjitlink().is_ok_and(|nvjitlink| {
         let library = nvjitlink.library();
@@ -498,6 +520,13 @@ fn nvjitlink_usable() -> bool {
                     .is_some_and(|index| library.has(index))
             })
     })
+}
+
+/// Without the `nvjitlink` feature nvJitLink is never usable: [`LinkerBackend::Auto`] links
+/// through the driver.
+#[cfg(not(feature = "nvjitlink"))]
+fn nvjitlink_usable() -> bool {
+    false
 }
 
 #[cfg(test)]

@@ -138,7 +138,7 @@ impl CudaHeaders {
 
 /// `<cache folder>/cuda-safe/nvrtc-headers`.
 fn default_bundled_dir() -> Result<PathBuf> {
-    let cache = dirs::cache_dir().ok_or_else(|| {
+    let cache = crate::user_dirs::cache_dir().ok_or_else(|| {
         Error::invalid_argument(
             "no default folder for NVRTC's bundled headers: this system names no cache folder; \
              give CudaHeaders::Bundled a folder",

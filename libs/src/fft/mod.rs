@@ -51,6 +51,7 @@ mod plan;
 pub use cache::{DEFAULT_PLAN_CACHE, Fft};
 pub use desc::{FftDesc, FftDirection, FftKind, FftLayout, FftShape};
 #[cfg(feature = "half")]
+#[cfg_attr(docsrs, doc(cfg(feature = "half")))]
 pub use elements::ComplexF16;
 pub use elements::{Complex32, Complex64, FftComplex, FftPrecision, FftReal};
 pub use error::CufftError;

@@ -5,6 +5,7 @@ use std::str::FromStr;
 
 use crate::error::nccl;
 use crate::library::library;
+use cuda_safe::__private::hex;
 use cuda_safe::{Error, Result};
 use nccl_sys::{NCCL_UNIQUE_ID_BYTES, ncclUniqueId};
 
@@ -83,9 +84,7 @@ impl UniqueId {
 impl fmt::Display for UniqueId {
     /// The 128 bytes as 256 lowercase hex digits.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.bytes
-            .iter()
-            .try_for_each(|byte| write!(f, "{byte:02x}"))
+        hex::write(f, &self.bytes)
     }
 }
 
@@ -108,13 +107,8 @@ impl FromStr for UniqueId {
                 text.chars().count()
             )));
         }
-        let mut bytes = [0u8; BYTES];
-        for (byte, pair) in bytes.iter_mut().zip(text.as_bytes().chunks_exact(2)) {
-            let digits = std::str::from_utf8(pair).unwrap_or("");
-            *byte = u8::from_str_radix(digits, 16).map_err(|_| {
-                Error::invalid_argument(format!("`{digits}` in an NCCL unique id is not hex"))
-            })?;
-        }
+        let bytes = hex::decode_array(text)
+            .ok_or_else(|| Error::invalid_argument("an NCCL unique id is hex digits only"))?;
         Ok(Self { bytes })
     }
 }

@@ -2,9 +2,9 @@
 
 use crate::error::bootstrap_error;
 use std::fmt;
-use std::io::Read;
 use std::str::FromStr;
 
+use cuda_safe::__private::hex;
 use cuda_safe::{Error, Result};
 
 /// The variable that carries the job's secret to each rank, as hex digits.
@@ -45,7 +45,7 @@ impl JobSecret {
     pub const MAX_BYTES: usize = 64;
 
     /// A new secret of [`GENERATED_BYTES`](Self::GENERATED_BYTES) random bytes, from the
-    /// operating system (`/dev/urandom`).
+    /// operating system (`getrandom`).
     ///
     /// # Errors
     ///
@@ -106,10 +106,7 @@ impl JobSecret {
 
     /// The secret as lowercase hex digits, as [`SECRET`] carries it.
     pub fn to_hex(&self) -> String {
-        self.bytes
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect()
+        hex::encode(&self.bytes)
     }
 
     /// The secret's bytes (the HMAC key).
@@ -129,16 +126,8 @@ impl FromStr for JobSecret {
                 "a job's secret is an even number of hex digits",
             ));
         }
-        let bytes = text
-            .as_bytes()
-            .chunks_exact(2)
-            .map(|pair| {
-                std::str::from_utf8(pair)
-                    .ok()
-                    .and_then(|digits| u8::from_str_radix(digits, 16).ok())
-                    .ok_or_else(|| Error::invalid_argument("a job's secret is hex digits only"))
-            })
-            .collect::<Result<Vec<u8>>>()?;
+        let bytes = hex::decode(text)
+            .ok_or_else(|| Error::invalid_argument("a job's secret is hex digits only"))?;
         Self::from_bytes(&bytes)
     }
 }
@@ -168,11 +157,11 @@ impl fmt::Debug for JobSecret {
 ///
 /// # Errors
 ///
-/// [`NcclError::Bootstrap`](crate::NcclError::Bootstrap) when `/dev/urandom` cannot be read.
+/// [`NcclError::Bootstrap`](crate::NcclError::Bootstrap) when the operating system's source
+/// fails (`getrandom`).
 pub(super) fn random_bytes<const N: usize>() -> Result<[u8; N]> {
     let mut bytes = [0u8; N];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut source| source.read_exact(&mut bytes))
-        .map_err(|e| bootstrap_error(format!("reading /dev/urandom: {e}")))?;
+    getrandom::fill(&mut bytes)
+        .map_err(|e| bootstrap_error(format!("reading the system's random source: {e}")))?;
     Ok(bytes)
 }
