@@ -177,7 +177,7 @@ pub trait ProgramCache: Send + Sync {
     /// # Errors
     ///
     /// A cache's own failure to write; a note over [`MAX_NOTE_BYTES`] is
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument).
+    /// [`InvalidArgument`](crate::Error::InvalidArgument).
     fn put_note(&self, key: &CacheKey, note: &[u8]) -> Result<()> {
         let _ = (key, note);
         Ok(())
@@ -212,7 +212,7 @@ pub trait ProgramCache: Send + Sync {
     /// # Errors
     ///
     /// A cache's own failure to write; a note over [`MAX_NOTE_BYTES`] is
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument).
+    /// [`InvalidArgument`](crate::Error::InvalidArgument).
     fn put_noted(&self, key: &CacheKey, note: &[u8], program: &CompiledCode) -> Result<()> {
         let _ = (key, note, program);
         Ok(())
