@@ -15,6 +15,7 @@
 use cuda_safe_stub as stub;
 
 mod blas;
+mod context;
 mod matmul;
 mod rand;
 
@@ -138,6 +139,7 @@ fn main() -> ExitCode {
         .iter()
         .chain(matmul::CASES)
         .chain(rand::CASES)
+        .chain(context::CASES)
         .copied()
         .collect();
     let mut failures = 0;
