@@ -36,8 +36,9 @@ use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::stream::Stream;
 
-/// The most distinct streams one launch's arguments can bring (one per argument).
-const MAX_FOREIGN: usize = 16;
+/// The most distinct streams one launch's arguments can bring (one per argument), and the most
+/// streams [`ordered`] takes.
+pub const MAX_FOREIGN: usize = 16;
 
 /// Makes work queued on `waiter` from now on wait for everything queued on `other` so far
 /// (nothing when they are the same stream).
@@ -138,6 +139,7 @@ pub(crate) fn among_streams<'a>(
 /// `stream` (the usual case), the ordering costs one comparison each and nothing else;
 /// otherwise the call waits for their queued work, and their later work (such as a free)
 /// waits for the call, even when the call failed (it may have queued part of its work).
+/// `streams` holds at most [`MAX_FOREIGN`] streams (a longer array does not compile).
 ///
 /// ```no_run
 /// use cuda_safe::{Device, ordering};
@@ -165,6 +167,13 @@ pub fn ordered<T, const N: usize>(
     streams: [Option<&Stream>; N],
     call: impl FnOnce() -> Result<T>,
 ) -> Result<T> {
+    // Every stream given is ordered: no more than the gathering holds (checked at compile time).
+    const {
+        assert!(
+            N <= MAX_FOREIGN,
+            "ordering::ordered takes at most MAX_FOREIGN streams"
+        )
+    };
     let _current = stream.context().scoped()?;
     let others = ForeignStreams::before(stream, |each| {
         streams.iter().flatten().for_each(|other| each(other));

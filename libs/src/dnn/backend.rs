@@ -24,13 +24,23 @@ pub trait AttributeValue: sealed::Value + Copy {
     const TYPE: Type;
 }
 
+/// A value [`BackendDescriptor::get`] can read back: one every bit pattern cuDNN may write is
+/// valid for (not `bool`, whose bytes other than 0 and 1 Rust does not allow).
+pub trait ReadableValue: AttributeValue {}
+
 macro_rules! values {
     ($($rust:ty => $c:ident),* $(,)?) => {$(
         impl sealed::Value for $rust {}
         impl AttributeValue for $rust {
             const TYPE: Type = Type::$c;
         }
+        impl ReadableValue for $rust {}
     )*};
+}
+
+impl sealed::Value for bool {}
+impl AttributeValue for bool {
+    const TYPE: Type = Type::CUDNN_TYPE_BOOLEAN;
 }
 
 values! {
@@ -38,7 +48,6 @@ values! {
     i32 => CUDNN_TYPE_INT32,
     f32 => CUDNN_TYPE_FLOAT,
     f64 => CUDNN_TYPE_DOUBLE,
-    bool => CUDNN_TYPE_BOOLEAN,
     cudnnDataType_t => CUDNN_TYPE_DATA_TYPE,
     cudnnPointwiseMode_t => CUDNN_TYPE_POINTWISE_MODE,
     cudnnConvolutionMode_t => CUDNN_TYPE_CONVOLUTION_MODE,
@@ -114,12 +123,21 @@ impl BackendDescriptor {
     /// # Errors
     ///
     /// As [`set`](Self::set).
+    ///
+    /// # Safety
+    ///
+    /// cuDNN may keep references to `values` rather than copies: each must stay alive (not be
+    /// dropped) as long as this descriptor, and whatever is made from it, is used.
     #[doc(alias = "cudnnBackendSetAttribute")]
-    pub fn set_descriptors(&mut self, name: Name, values: &[&BackendDescriptor]) -> Result<()> {
+    pub unsafe fn set_descriptors(
+        &mut self,
+        name: Name,
+        values: &[&BackendDescriptor],
+    ) -> Result<()> {
         let raw: Vec<cudnnBackendDescriptor_t> = values.iter().map(|each| each.raw).collect();
         let kind = Type::CUDNN_TYPE_BACKEND_DESCRIPTOR;
-        // SAFETY: `raw` holds live descriptors; cuDNN keeps what it needs of them (the
-        // descriptors outlive this one where cuDNN keeps a reference: the builder keeps them).
+        // SAFETY: `raw` holds live descriptors; the caller keeps them alive as long as cuDNN
+        // may read them through this one.
         unsafe { self.set_raw(name, kind, raw.len(), raw.as_ptr().cast()) }
     }
 
@@ -176,7 +194,7 @@ impl BackendDescriptor {
     ///
     /// cuDNN's error.
     #[doc(alias = "cudnnBackendGetAttribute")]
-    pub fn get<T: AttributeValue + Default>(&self, name: Name, max: usize) -> Result<Vec<T>> {
+    pub fn get<T: ReadableValue + Default>(&self, name: Name, max: usize) -> Result<Vec<T>> {
         let mut values = vec![T::default(); max];
         let mut count = 0i64;
         let requested = i64::try_from(max).unwrap_or(i64::MAX);

@@ -78,6 +78,18 @@ pub enum Op {
 }
 
 impl Op {
+    /// The tensor the operation writes.
+    pub fn result(&self) -> Tensor {
+        match self {
+            Self::ConvForward { y, .. } | Self::Pointwise { y, .. } | Self::Reduction { y, .. } => {
+                *y
+            }
+            Self::ConvBackwardData { dx, .. } => *dx,
+            Self::ConvBackwardFilter { dw, .. } => *dw,
+            Self::Matmul { c, .. } => *c,
+        }
+    }
+
     /// The operation's name in messages.
     pub fn name(&self) -> &'static str {
         match self {
@@ -161,13 +173,26 @@ impl Graph {
         &self.ops
     }
 
+    /// Whether an operation of the graph writes `tensor` (a result, not an input).
+    pub fn writes(&self, tensor: Tensor) -> bool {
+        self.ops.iter().any(|op| op.result() == tensor)
+    }
+
     /// Makes `tensor` an output with memory of `data_type` (it was a virtual result).
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a tensor of another graph.
+    /// [`Error::InvalidArgument`] for a tensor of another graph, or one no operation writes
+    /// (an input of the graph).
     pub fn output(&mut self, tensor: Tensor, data_type: DataType) -> Result<()> {
         self.desc(tensor)?;
+        if !self.writes(tensor) {
+            return Err(Error::invalid_argument(format!(
+                "tensor {} is an input of the graph, not the result of an operation: it cannot \
+                 be an output",
+                tensor.uid()
+            )));
+        }
         let desc = &mut self.tensors[(tensor.0 - 1) as usize];
         *desc = desc.clone().set_virtual(false).with_data_type(data_type);
         Ok(())

@@ -33,7 +33,10 @@ pub const DEFAULT_PLAN_CACHE: usize = 256;
 /// recently used out first); later executions of an equal graph reuse it. An execution is the
 /// one `cudnnBackendExecute` call, so it can be captured into a graph: make its plan and grow
 /// the workspace before the capture ([`plan`](Self::plan) does both), and keep the handle while
-/// the graph lives.
+/// the graph lives (a workspace replaced by a larger one is kept until the handle drops, so the
+/// graph's stays valid). A cached plan the cache evicts is destroyed: a graph that captured it
+/// must not be replayed after; for a plan a graph keeps, make it with
+/// [`make_plan`](Self::make_plan) (owned by the caller) and run it with [`run`](Self::run).
 ///
 /// cuDNN runs its kernels in the CUDA context current on the calling thread: each call makes
 /// the stream's context current for its duration, so a `Dnn` works on any device from any
@@ -50,13 +53,22 @@ pub struct Dnn {
     limit: Option<usize>,
 }
 
+/// Where each [`Dnn`]'s identity comes from: its plans name it, as a raw handle's address
+/// may come back for another handle once the first is destroyed.
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 /// What a [`Dnn`] owns.
 struct Handle {
     raw: cudnnHandle_t,
+    /// This handle's identity among every `Dnn` of the process (never reused).
+    id: u64,
     cudnn: &'static Cudnn,
     stream: Stream,
     resource: Arc<dyn MemoryResource>,
     workspace: Option<Buffer>,
+    /// Workspaces replaced by larger ones, kept until the handle drops: a graph captured with
+    /// one still uses it at each replay.
+    retired: Vec<Buffer>,
 }
 
 // SAFETY: a cuDNN handle may be used from any thread, one at a time; `Dnn` takes `&mut self`
@@ -101,10 +113,12 @@ impl Dnn {
         unsafe { cudnn!(cudnn, cudnnCreate(&mut raw)) }?;
         let inner = Owned::new(Handle {
             raw,
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             cudnn,
             stream: stream.clone(),
             resource,
             workspace: None,
+            retired: Vec::new(),
         });
         // SAFETY: a live handle and stream.
         unsafe { cudnn!(cudnn, cudnnSetStream(raw, stream.as_raw().cast())) }?;
@@ -194,7 +208,7 @@ impl Dnn {
             )));
         }
         let _current = self.inner.stream.context().scoped()?;
-        ExecutionPlan::make(self.inner.raw, graph, choice, self.limit)
+        ExecutionPlan::make(self.inner.raw, self.inner.id, graph, choice, self.limit)
     }
 
     /// Runs `graph` on `pack`'s buffers with its cached plan (made now if it is not cached).
@@ -225,7 +239,7 @@ impl Dnn {
     /// while the stream is captured; as [`execute`](Self::execute).
     #[doc(alias = "cudnnBackendExecute")]
     pub fn run(&mut self, plan: &ExecutionPlan, pack: &VariantPack<'_>) -> Result<()> {
-        if plan.handle() != self.inner.raw {
+        if plan.owner() != self.inner.id {
             return Err(Error::invalid_argument(
                 "this execution plan was made by another cuDNN handle",
             ));
@@ -319,11 +333,15 @@ fn grow(inner: &mut Handle, bytes: usize) -> Result<()> {
              its stream is being captured: make the plan (Dnn::plan) before the capture"
         )));
     }
+    // At least doubled, so the retired workspaces add up to less than the current one.
+    let bytes = bytes.max(have.saturating_mul(2));
     let ptr = inner.resource.allocate_raw(bytes, &inner.stream)?;
-    // SAFETY: `ptr` came from the resource with `bytes` bytes, owned by nobody else. The old
-    // workspace is freed in order on the stream, after the work using it.
-    inner.workspace =
-        Some(unsafe { Buffer::from_raw_parts(ptr, bytes, inner.resource.clone(), &inner.stream) });
+    // SAFETY: `ptr` came from the resource with `bytes` bytes, owned by nobody else.
+    let grown =
+        unsafe { Buffer::from_raw_parts(ptr, bytes, inner.resource.clone(), &inner.stream) };
+    if let Some(old) = inner.workspace.replace(grown) {
+        inner.retired.push(old);
+    }
     Ok(())
 }
 

@@ -38,6 +38,9 @@ struct Binding<'a> {
     tensor: Tensor,
     operand: Operand<'a>,
     data_type: DataType,
+    /// Bound through [`VariantPack::output`] (borrowed exclusively), so the execution may
+    /// write it.
+    writable: bool,
 }
 
 impl<'a> VariantPack<'a> {
@@ -46,7 +49,8 @@ impl<'a> VariantPack<'a> {
         Self::default()
     }
 
-    /// Binds `tensor` to memory the execution reads.
+    /// Binds `tensor`, an input of the graph, to memory the execution reads (an operation's
+    /// result is refused at execution: it takes [`output`](Self::output)).
     ///
     /// # Errors
     ///
@@ -57,7 +61,7 @@ impl<'a> VariantPack<'a> {
         tensor: Tensor,
         memory: &'a impl Input<T>,
     ) -> Result<&mut Self> {
-        self.bind(tensor, memory.operand()?, T::DATA_TYPE)
+        self.bind(tensor, memory.operand()?, T::DATA_TYPE, false)
     }
 
     /// Binds `tensor` to memory the execution writes.
@@ -70,7 +74,7 @@ impl<'a> VariantPack<'a> {
         tensor: Tensor,
         memory: &'a mut impl Output<T>,
     ) -> Result<&mut Self> {
-        self.bind(tensor, memory.operand_mut()?, T::DATA_TYPE)
+        self.bind(tensor, memory.operand_mut()?, T::DATA_TYPE, true)
     }
 
     fn bind(
@@ -78,6 +82,7 @@ impl<'a> VariantPack<'a> {
         tensor: Tensor,
         operand: Operand<'a>,
         data_type: DataType,
+        writable: bool,
     ) -> Result<&mut Self> {
         if self.bindings.len() == MAX_BINDINGS {
             return Err(Error::invalid_argument(format!(
@@ -88,6 +93,7 @@ impl<'a> VariantPack<'a> {
             tensor,
             operand,
             data_type,
+            writable,
         });
         Ok(self)
     }
@@ -111,6 +117,16 @@ impl<'a> VariantPack<'a> {
             }
             if resolved.uids.contains(&uid) {
                 return Err(refuse(graph, format!("tensor {uid} is bound twice")));
+            }
+            // The execution writes an operation's result: only memory lent exclusively
+            // (`output`) may hold it, never memory lent for reading.
+            if graph.writes(binding.tensor) && !binding.writable {
+                return Err(refuse(
+                    graph,
+                    format!(
+                        "tensor {uid} is written by the graph: bind it with `output`, not `input`"
+                    ),
+                ));
             }
             if binding.data_type != desc.data_type() {
                 return Err(refuse(

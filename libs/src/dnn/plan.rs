@@ -37,14 +37,15 @@ pub struct ExecutionPlan {
     /// The descriptors the plan was made of, kept while it lives.
     _parts: Vec<BackendDescriptor>,
     graph: Graph,
-    handle: cudnnHandle_t,
+    /// The identity of the `Dnn` that made it.
+    owner: u64,
     workspace: usize,
     config: usize,
     fallback: bool,
 }
 
 // SAFETY: the descriptors are cuDNN's host objects, used one thread at a time (the plan is not
-// `Sync`); the handle is only compared and passed back to cuDNN by the `Dnn` that made it.
+// `Sync`); only the `Dnn` that made it (by its identity) runs it.
 unsafe impl Send for ExecutionPlan {}
 
 impl ExecutionPlan {
@@ -52,6 +53,7 @@ impl ExecutionPlan {
     /// most `limit` bytes of workspace.
     pub(crate) fn make(
         handle: cudnnHandle_t,
+        owner: u64,
         graph: &Graph,
         choice: EngineChoice,
         limit: Option<usize>,
@@ -90,7 +92,7 @@ impl ExecutionPlan {
                                 plan,
                                 _parts: parts,
                                 graph: graph.clone(),
-                                handle,
+                                owner,
                                 workspace,
                                 config,
                                 fallback,
@@ -139,9 +141,9 @@ impl ExecutionPlan {
         self.plan.as_raw()
     }
 
-    /// The handle it was made with.
-    pub(crate) fn handle(&self) -> cudnnHandle_t {
-        self.handle
+    /// The identity of the `Dnn` that made it.
+    pub(crate) fn owner(&self) -> u64 {
+        self.owner
     }
 }
 
@@ -177,13 +179,26 @@ fn too_small(needed: usize, limit: usize, name: String) -> Error {
         .into()
 }
 
+/// Sets attribute `name` of `made` to `values`.
+fn link(made: &mut BackendDescriptor, name: A, values: &[&BackendDescriptor]) -> Result<()> {
+    // SAFETY: every descriptor linked here lives as long as what links to it: the tensors,
+    // operations and their descriptors, the operation graph and the engine configuration are
+    // kept in the plan's parts (or are the plan), and a heuristics query's descriptor is
+    // dropped before the operation graph it reads.
+    unsafe { made.set_descriptors(name, values) }
+}
+
 /// The engine configurations the heuristics propose in `mode`, best first.
 fn heuristics(
     op_graph: &BackendDescriptor,
     mode: cudnnBackendHeurMode_t,
 ) -> Result<Vec<BackendDescriptor>> {
     let mut heur = BackendDescriptor::new(K::CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR)?;
-    heur.set_descriptors(A::CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, &[op_graph])?;
+    link(
+        &mut heur,
+        A::CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
+        &[op_graph],
+    )?;
     heur.set(A::CUDNN_ATTR_ENGINEHEUR_MODE, &[mode])?;
     heur.finalize()?;
     let name = A::CUDNN_ATTR_ENGINEHEUR_RESULTS;
@@ -198,7 +213,11 @@ fn finalize_plan(
 ) -> Result<(BackendDescriptor, usize)> {
     let mut plan = BackendDescriptor::new(K::CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR)?;
     plan.set_handle(A::CUDNN_ATTR_EXECUTION_PLAN_HANDLE, handle)?;
-    plan.set_descriptors(A::CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, &[engine])?;
+    link(
+        &mut plan,
+        A::CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+        &[engine],
+    )?;
     plan.finalize()?;
     let size = plan.get::<i64>(A::CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, 1)?;
     let bytes = size.first().copied().unwrap_or(0);
@@ -229,7 +248,7 @@ fn lower(
     let mut op_graph = BackendDescriptor::new(K::CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR)?;
     op_graph.set_handle(A::CUDNN_ATTR_OPERATIONGRAPH_HANDLE, handle)?;
     let refs: Vec<&BackendDescriptor> = ops.iter().collect();
-    op_graph.set_descriptors(A::CUDNN_ATTR_OPERATIONGRAPH_OPS, &refs)?;
+    link(&mut op_graph, A::CUDNN_ATTR_OPERATIONGRAPH_OPS, &refs)?;
     op_graph
         .finalize()
         .map_err(|e| within(e, || graph.to_string()))?;
@@ -309,12 +328,28 @@ fn operation<'t>(
             desc.set(A::CUDNN_ATTR_POINTWISE_MATH_PREC, &[DataType::F32.as_raw()])?;
             desc.finalize()?;
             let mut made = BackendDescriptor::new(K::CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR)?;
-            made.set_descriptors(A::CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, &[&desc])?;
-            made.set_descriptors(A::CUDNN_ATTR_OPERATION_POINTWISE_XDESC, &[at(*x)])?;
+            link(
+                &mut made,
+                A::CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
+                &[&desc],
+            )?;
+            link(
+                &mut made,
+                A::CUDNN_ATTR_OPERATION_POINTWISE_XDESC,
+                &[at(*x)],
+            )?;
             if let Some(b) = b {
-                made.set_descriptors(A::CUDNN_ATTR_OPERATION_POINTWISE_BDESC, &[at(*b)])?;
+                link(
+                    &mut made,
+                    A::CUDNN_ATTR_OPERATION_POINTWISE_BDESC,
+                    &[at(*b)],
+                )?;
             }
-            made.set_descriptors(A::CUDNN_ATTR_OPERATION_POINTWISE_YDESC, &[at(*y)])?;
+            link(
+                &mut made,
+                A::CUDNN_ATTR_OPERATION_POINTWISE_YDESC,
+                &[at(*y)],
+            )?;
             parts.push(desc);
             made
         }
@@ -323,10 +358,10 @@ fn operation<'t>(
             desc.set(A::CUDNN_ATTR_MATMUL_COMP_TYPE, &[compute.as_raw()])?;
             desc.finalize()?;
             let mut made = BackendDescriptor::new(K::CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR)?;
-            made.set_descriptors(A::CUDNN_ATTR_OPERATION_MATMUL_ADESC, &[at(*a)])?;
-            made.set_descriptors(A::CUDNN_ATTR_OPERATION_MATMUL_BDESC, &[at(*b)])?;
-            made.set_descriptors(A::CUDNN_ATTR_OPERATION_MATMUL_CDESC, &[at(*c)])?;
-            made.set_descriptors(A::CUDNN_ATTR_OPERATION_MATMUL_DESC, &[&desc])?;
+            link(&mut made, A::CUDNN_ATTR_OPERATION_MATMUL_ADESC, &[at(*a)])?;
+            link(&mut made, A::CUDNN_ATTR_OPERATION_MATMUL_BDESC, &[at(*b)])?;
+            link(&mut made, A::CUDNN_ATTR_OPERATION_MATMUL_CDESC, &[at(*c)])?;
+            link(&mut made, A::CUDNN_ATTR_OPERATION_MATMUL_DESC, &[&desc])?;
             parts.push(desc);
             made
         }
@@ -336,9 +371,17 @@ fn operation<'t>(
             desc.set(A::CUDNN_ATTR_REDUCTION_COMP_TYPE, &[DataType::F32.as_raw()])?;
             desc.finalize()?;
             let mut made = BackendDescriptor::new(K::CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR)?;
-            made.set_descriptors(A::CUDNN_ATTR_OPERATION_REDUCTION_XDESC, &[at(*x)])?;
-            made.set_descriptors(A::CUDNN_ATTR_OPERATION_REDUCTION_YDESC, &[at(*y)])?;
-            made.set_descriptors(A::CUDNN_ATTR_OPERATION_REDUCTION_DESC, &[&desc])?;
+            link(
+                &mut made,
+                A::CUDNN_ATTR_OPERATION_REDUCTION_XDESC,
+                &[at(*x)],
+            )?;
+            link(
+                &mut made,
+                A::CUDNN_ATTR_OPERATION_REDUCTION_YDESC,
+                &[at(*y)],
+            )?;
+            link(&mut made, A::CUDNN_ATTR_OPERATION_REDUCTION_DESC, &[&desc])?;
             parts.push(desc);
             made
         }
@@ -374,9 +417,9 @@ fn convolution(
     desc.finalize()?;
     let mut made = BackendDescriptor::new(kind)?;
     for (name, tensor) in tensors {
-        made.set_descriptors(name, &[tensor])?;
+        link(&mut made, name, &[tensor])?;
     }
-    made.set_descriptors(conv_desc, &[&desc])?;
+    link(&mut made, conv_desc, &[&desc])?;
     if compute == DataType::F64 {
         made.set(alpha, &[1.0f64])?;
         made.set(beta, &[0.0f64])?;

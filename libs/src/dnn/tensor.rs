@@ -142,11 +142,12 @@ impl TensorDesc {
         }
     }
 
-    /// A packed tensor whose last dim is innermost (row-major, NCHW for 4 dims).
+    /// A packed tensor whose last dim is innermost (row-major, NCHW for 4 dims). Strides
+    /// saturate: a tensor past memory is refused when it joins a graph.
     pub fn packed(data_type: DataType, dims: &[i64]) -> Self {
-        let mut strides = vec![1; dims.len()];
+        let mut strides = vec![1i64; dims.len()];
         for index in (0..dims.len().saturating_sub(1)).rev() {
-            strides[index] = strides[index + 1] * dims[index + 1].max(1);
+            strides[index] = strides[index + 1].saturating_mul(dims[index + 1].max(1));
         }
         Self::new(data_type, dims, &strides)
     }
@@ -169,7 +170,7 @@ impl TensorDesc {
             let mut stride = dims[1].max(1);
             for index in (2..dims.len()).rev() {
                 strides[index] = stride;
-                stride *= dims[index].max(1);
+                stride = stride.saturating_mul(dims[index].max(1));
             }
             strides[0] = stride;
         }

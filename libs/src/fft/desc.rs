@@ -123,9 +123,13 @@ impl FftLayout {
         }
     }
 
-    /// The dense layout of `dims`: embedded in itself, stride 1, transforms back to back.
+    /// The dense layout of `dims`: embedded in itself, stride 1, transforms back to back (the
+    /// distance saturating: a layout past memory is refused by the span checks).
     fn packed(dims: FftShape) -> Self {
-        let dist = dims.dims().iter().product();
+        let dist = dims
+            .dims()
+            .iter()
+            .fold(1usize, |product, &n| product.saturating_mul(n));
         Self::new(dims, 1, dist)
     }
 
@@ -349,7 +353,7 @@ impl FftDesc {
         let dims = self.side_dims();
         let padded = |side: usize| {
             let real = dims[side];
-            FftLayout::packed(real.with_last(2 * (shape.last() / 2 + 1)))
+            FftLayout::packed(real.with_last((shape.last() / 2 + 1).saturating_mul(2)))
         };
         let default = |side: usize| match self.real_side() {
             Some(real) if self.in_place && real == side => padded(side),

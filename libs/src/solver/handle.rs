@@ -34,8 +34,9 @@ use cusolver_sys::{Cusolver, cudaStream_t, cusolverDnHandle_t, cusolverDnParams_
 /// The workspaces are the handle's: device memory from its memory resource (the device's
 /// default pool unless [`with_memory_resource`](Self::with_memory_resource) chose another),
 /// allocated in order on the stream, and host memory, each grown when a routine needs more
-/// (the old device memory freed in stream order, the old host memory kept until the stream has
-/// passed it) and kept for the handle's life. So a routine that ran once (or after
+/// (at least doubled; the old device memory kept until the handle drops, as a graph captured
+/// with it replays on it; the old host memory kept until the stream has passed it) and kept
+/// for the handle's life. So a routine that ran once (or after
 /// [`reserve`](Self::reserve)) allocates no workspace again, and can be captured into a graph:
 /// a routine whose workspace would have to grow during a capture is refused.
 ///
@@ -69,6 +70,9 @@ struct Handle {
 struct Workspace {
     device: Option<Buffer>,
     host: Vec<u64>,
+    /// Device workspaces replaced by larger ones, kept until the handle drops: a graph
+    /// captured with one still uses it at each replay.
+    retired: Vec<Buffer>,
 }
 
 /// A routine's workspaces, as the call takes them.
@@ -137,6 +141,7 @@ impl Solver {
             workspace: RefCell::new(Workspace {
                 device: None,
                 host: Vec::new(),
+                retired: Vec::new(),
             }),
         };
         let mut params: cusolverDnParams_t = std::ptr::null_mut();
@@ -266,8 +271,11 @@ impl Solver {
                 )));
             }
             if device_bytes > have {
-                // The old workspace is freed in order on the stream, after the work using it.
-                workspace.device = Some(self.allocate(device_bytes)?);
+                // At least doubled, so the retired workspaces add up to less than the current.
+                let grown = self.allocate(device_bytes.max(have.saturating_mul(2)))?;
+                if let Some(old) = workspace.device.replace(grown) {
+                    workspace.retired.push(old);
+                }
             }
             if host_words > workspace.host.len() {
                 let old = std::mem::replace(&mut workspace.host, vec![0; host_words]);

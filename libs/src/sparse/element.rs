@@ -230,13 +230,11 @@ algorithm! {
 }
 
 algorithm! {
-    /// The algorithm of an SpGEMM (`cusparseSpGEMMAlg_t`).
+    /// The algorithm of an SpGEMM (`cusparseSpGEMMAlg_t`). Only the default: cuSPARSE's
+    /// `CUSPARSE_SPGEMM_ALG2` and `_ALG3` size their second buffer through
+    /// `cusparseSpGEMM_estimateMemory`, which this crate does not call yet.
     SpGemmAlg(cusparseSpGEMMAlg_t) {
         /// cuSPARSE's default (`CUSPARSE_SPGEMM_DEFAULT`).
         DEFAULT = CUSPARSE_SPGEMM_DEFAULT,
-        /// Less memory than the default, in more steps (`CUSPARSE_SPGEMM_ALG2`).
-        ALG2 = CUSPARSE_SPGEMM_ALG2,
-        /// Least memory, in chunks (`CUSPARSE_SPGEMM_ALG3`).
-        ALG3 = CUSPARSE_SPGEMM_ALG3,
     }
 }

@@ -26,8 +26,9 @@ use cusparse_sys::{Cusparse, cudaStream_t, cusparseHandle_t};
 ///
 /// The work area is the handle's: device memory from its memory resource (the device's default
 /// pool unless [`with_memory_resource`](Self::with_memory_resource) chose another), allocated in
-/// order on the stream, grown when an operation asks for more (the old area freed in stream
-/// order) and kept for the handle's life. An SpMV or SpMM that ran once (or after
+/// order on the stream, grown when an operation asks for more (at least doubled; the old area
+/// kept until the handle drops, as a graph captured with it replays on it) and kept for the
+/// handle's life. An SpMV or SpMM that ran once (or after
 /// [`reserve`](Self::reserve)) allocates nothing again and can be captured into a graph; an
 /// operation whose work area would have to grow during a capture is refused. The last buffer
 /// size cuSPARSE answered is remembered, so an SpMV repeated on the same descriptors asks once.
@@ -52,6 +53,9 @@ struct Handle {
     stream: Stream,
     resource: Arc<dyn MemoryResource>,
     workspace: RefCell<Option<Buffer>>,
+    /// Work areas replaced by larger ones, kept until the handle drops: a graph captured with
+    /// one still uses it at each replay.
+    retired: RefCell<Vec<Buffer>>,
     /// The last buffer-size query: what was asked (the call, its descriptors, operations,
     /// algorithm and shapes) and cuSPARSE's answer.
     last_size: Cell<Option<(SizeKey, usize)>>,
@@ -109,6 +113,7 @@ impl Sparse {
                 stream: stream.clone(),
                 resource,
                 workspace: RefCell::new(None),
+                retired: RefCell::new(Vec::new()),
                 last_size: Cell::new(None),
             }),
         };
@@ -236,8 +241,11 @@ impl Sparse {
                      before the capture, or Sparse::reserve"
                 )));
             }
-            // The old work area is freed in order on the stream, after the work using it.
-            *workspace = Some(self.allocate(bytes)?);
+            // At least doubled, so the retired areas add up to less than the current one.
+            let grown = self.allocate(bytes.max(have.saturating_mul(2)))?;
+            if let Some(old) = workspace.replace(grown) {
+                self.inner.retired.borrow_mut().push(old);
+            }
         }
         let area = match workspace.as_ref() {
             Some(buffer) if bytes > 0 => buffer.as_raw() as *mut c_void,

@@ -65,12 +65,15 @@ impl Sparse {
         let (alpha, beta) = (&raw const alpha, &raw const beta);
         let (op_raw, compute) = (op.as_raw(), T::COMPUTE_TYPE);
         let [s0, s1, s2] = a.streams();
+        // The preprocessing buffer is ordered as an operand: another handle's stream may have
+        // written it, and frees it.
         let streams = [
             Some(s0),
             Some(s1),
             Some(s2),
             Some(x.stream()),
             Some(y.stream()),
+            a.prepared.as_ref().map(|prepared| prepared.buffer.stream()),
         ];
         let _current = self.current()?;
         let run = |buffer: *mut c_void| {
@@ -181,12 +184,15 @@ impl Sparse {
         let buffer = self.allocate(bytes)?;
         let area = buffer_ptr(&buffer);
         let [s0, s1, s2] = a.streams();
+        // The preprocessing buffer is ordered as an operand: another handle's stream may have
+        // written it, and frees it.
         let streams = [
             Some(s0),
             Some(s1),
             Some(s2),
             Some(x.stream()),
             Some(y.stream()),
+            a.prepared.as_ref().map(|prepared| prepared.buffer.stream()),
         ];
         ordered(self.stream(), streams, || {
             // SAFETY: as in `spmv`; the buffer has the size cuSPARSE asked for and is kept by
@@ -287,12 +293,14 @@ impl Sparse {
         let (alpha, beta) = (&raw const alpha, &raw const beta);
         let (ra, rb, compute) = (op_a.as_raw(), op_b.as_raw(), T::COMPUTE_TYPE);
         let [s0, s1, s2] = a.streams();
+        // The preprocessing buffer is ordered as an operand (see `spmv`).
         let streams = [
             Some(s0),
             Some(s1),
             Some(s2),
             Some(b.stream()),
             Some(c.stream()),
+            a.prepared.as_ref().map(|prepared| prepared.buffer.stream()),
         ];
         let _current = self.current()?;
         let prep_key = ("cusparseSpMM", ra.0, rb.0, alg.as_raw().0);

@@ -43,6 +43,7 @@ fn builder_refuses(case: &Case) -> Result<(), String> {
     let x = graph
         .tensor(TensorDesc::nchw(f32, [1, 4, 8, 8]))
         .map_err(err)?;
+    invalid(graph.output(x, f32), "an input made an output")?;
     let w = graph
         .tensor(TensorDesc::nchw(f32, [8, 3, 3, 3]))
         .map_err(err)?;
@@ -155,6 +156,14 @@ fn pack_refuses(case: &Case) -> Result<(), String> {
         .output::<f32>(y, &mut ys)
         .map_err(err)?;
     invalid(dnn.execute(&graph, &pack), "a misaligned view")?;
+    // The graph writes its result: memory lent for reading may not hold it.
+    let (xs2, ys_read) = (alloc(16).map_err(err)?, alloc(16).map_err(err)?);
+    let mut pack = VariantPack::new();
+    pack.input::<f32>(x, &xs2)
+        .map_err(err)?
+        .input::<f32>(y, &ys_read)
+        .map_err(err)?;
+    invalid(dnn.execute(&graph, &pack), "a result bound with `input`")?;
     let calls = names(case.stub.take_log());
     ensure(count(&calls, "cudnnBackendExecute") == 0, || {
         format!("refused packs called {calls:?}")

@@ -26,6 +26,10 @@ pub(crate) const CASES: &[(&str, CaseFn)] = &[
         "a capture records a cached plan's execution and refuses a miss",
         capture,
     ),
+    (
+        "a plan runs only on the handle that made it, not on a later one at the same address",
+        plans_keep_their_handle,
+    ),
 ];
 
 /// `y = op(x)` over `dims`, f32.
@@ -188,5 +192,20 @@ fn capture(case: &Case) -> Result<(), String> {
     match refused {
         Err(Error::InvalidArgument(message)) if message.contains("before the capture") => Ok(()),
         other => Err(format!("planning inside a capture: {other:?}")),
+    }
+}
+
+fn plans_keep_their_handle(case: &Case) -> Result<(), String> {
+    let graph = unary(Pointwise::Tanh, &[1, 2, 2])?;
+    let first = Dnn::new(&case.stream).map_err(err)?;
+    let plan = first
+        .make_plan(&graph, EngineChoice::Heuristics)
+        .map_err(err)?;
+    drop(first);
+    // The stub's allocator may hand the freed handle's memory back: the same raw address.
+    let mut second = Dnn::new(&case.stream).map_err(err)?;
+    match second.run(&plan, &VariantPack::new()) {
+        Err(Error::InvalidArgument(message)) if message.contains("another cuDNN handle") => Ok(()),
+        other => Err(format!("a plan of a destroyed handle ran: {other:?}")),
     }
 }

@@ -292,7 +292,32 @@ fn preprocessing(case: &Case) -> Result<(), String> {
     )?;
     drop((xv, yv, a));
     let got: Vec<f32> = y.to_vec().map_err(err)?;
-    ensure(got == [4.0, 8.0], || format!("2 A x is {got:?}"))
+    ensure(got == [4.0, 8.0], || format!("2 A x is {got:?}"))?;
+    // Preprocessed by a handle on another stream, the matrix's buffer is ordered as an operand:
+    // an SpMV on this stream waits for that stream, and that stream's later work (the buffer's
+    // free) waits for the SpMV.
+    let other = case
+        .stream
+        .device()
+        .create_stream(Default::default())
+        .map_err(err)?;
+    let elsewhere = Sparse::new(&other).map_err(err)?;
+    let mut b =
+        SparseMatrix::<i32, f32>::csr((2, 2, 2), &offsets, &columns, &values).map_err(err)?;
+    let xv = DenseVector::new(&x).map_err(err)?;
+    let mut yv = DenseVector::new(&mut y).map_err(err)?;
+    elsewhere
+        .spmv_preprocess(n, (1.0, 0.0), &mut b, &xv, &mut yv, SpMvAlg::DEFAULT)
+        .map_err(err)?;
+    case.stub.take_log();
+    sparse
+        .spmv(n, (1.0, 0.0), &b, &xv, &mut yv, SpMvAlg::DEFAULT)
+        .map_err(err)?;
+    let calls: Vec<String> = case.stub.take_log().into_iter().map(|c| c.name).collect();
+    let waits = calls.iter().filter(|c| *c == "cuStreamWaitEvent").count();
+    ensure(waits >= 2, || {
+        format!("an SpMV after another stream's preprocessing ordered nothing: {calls:?}")
+    })
 }
 
 fn failures_carry_the_status(case: &Case) -> Result<(), String> {
