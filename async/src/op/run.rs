@@ -83,10 +83,10 @@ impl<O: DeviceOp> Future for OpFuture<O> {
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<O::Output>> {
         let this = self.get_mut();
         if matches!(this.state, State::Idle(..)) {
-            let State::Idle(op, target) = std::mem::replace(&mut this.state, State::Done) else {
-                unreachable!("the state was just matched");
+            this.state = match std::mem::replace(&mut this.state, State::Done) {
+                State::Idle(op, target) => State::Waiting(submit(op, target)),
+                other => other,
             };
-            this.state = State::Waiting(submit(op, target));
         }
         let State::Waiting(completion) = &mut this.state else {
             return Poll::Ready(Err(Error::invalid_argument(
