@@ -110,26 +110,7 @@ impl Sparse {
             [op_raw.0, 0, alg.as_raw().0],
         );
         let bytes = self.buffer_size(key, || {
-            let mut bytes = 0;
-            // SAFETY: as the call's; the size is written to a valid out-pointer.
-            unsafe {
-                cusparse!(
-                    cusparse,
-                    cusparseSpMV_bufferSize(
-                        handle,
-                        op_raw,
-                        alpha.cast(),
-                        a.as_raw(),
-                        x.as_raw(),
-                        beta.cast(),
-                        y.as_raw(),
-                        compute,
-                        alg.as_raw(),
-                        &mut bytes
-                    )
-                )
-            }?;
-            Ok(bytes)
+            self.spmv_buffer_size(op, (alpha, beta), a, x, y, alg)
         })?;
         self.with_workspace(bytes, run)
     }
@@ -162,25 +143,7 @@ impl Sparse {
         let (alpha, beta) = (&raw const alpha, &raw const beta);
         let (op_raw, compute) = (op.as_raw(), T::COMPUTE_TYPE);
         let _current = self.current()?;
-        let mut bytes = 0;
-        // SAFETY: as in `spmv`.
-        unsafe {
-            cusparse!(
-                cusparse,
-                cusparseSpMV_bufferSize(
-                    handle,
-                    op_raw,
-                    alpha.cast(),
-                    a.as_raw(),
-                    x.as_raw(),
-                    beta.cast(),
-                    y.as_raw(),
-                    compute,
-                    alg.as_raw(),
-                    &mut bytes
-                )
-            )
-        }?;
+        let bytes = self.spmv_buffer_size(op, (alpha, beta), a, x, y, alg)?;
         let buffer = self.allocate(bytes)?;
         let area = buffer_ptr(&buffer);
         let [s0, s1, s2] = a.streams();
@@ -484,6 +447,41 @@ impl Sparse {
     }
 
     /// Refuses a matrix preprocessed already.
+    /// The work area an SpMV of these operands asks for (`cusparseSpMV_bufferSize`), the
+    /// stream's context current; `alpha` and `beta` point to host scalars of `T::Scalar`.
+    fn spmv_buffer_size<I: SparseIndex, T: SparseValue>(
+        &self,
+        op: Operation,
+        (alpha, beta): (*const T::Scalar, *const T::Scalar),
+        a: &SparseMatrix<'_, I, T>,
+        x: &DenseVector<'_, T>,
+        y: &DenseVector<'_, T>,
+        alg: SpMvAlg,
+    ) -> Result<usize> {
+        let (cusparse, handle) = self.parts();
+        let mut bytes = 0;
+        // SAFETY: a live handle and descriptors whose shapes match `op(A)` (checked by the
+        // callers), host scalars of the compute type; the size goes to a valid out-pointer.
+        unsafe {
+            cusparse!(
+                cusparse,
+                cusparseSpMV_bufferSize(
+                    handle,
+                    op.as_raw(),
+                    alpha.cast(),
+                    a.as_raw(),
+                    x.as_raw(),
+                    beta.cast(),
+                    y.as_raw(),
+                    T::COMPUTE_TYPE,
+                    alg.as_raw(),
+                    &mut bytes
+                )
+            )
+        }?;
+        Ok(bytes)
+    }
+
     fn unprepared<I: SparseIndex, T: SparseValue>(&self, a: &SparseMatrix<'_, I, T>) -> Result<()> {
         match &a.prepared {
             None => Ok(()),
