@@ -46,7 +46,7 @@ fn check_workspace(root: &Path) -> Result<(usize, Vec<String>), String> {
 
 /// The workspace's members (the root manifest's `members`) whose manifest does not say
 /// `publish = false`.
-fn publishable_members(root: &Path) -> Result<Vec<String>, String> {
+pub(crate) fn publishable_members(root: &Path) -> Result<Vec<String>, String> {
     let read =
         |path: PathBuf| fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()));
     let manifest = read(root.join("Cargo.toml"))?;
@@ -65,7 +65,7 @@ fn publishable_members(root: &Path) -> Result<Vec<String>, String> {
 }
 
 /// Every `.rs` file under `dir`, appended to `files` in path order.
-fn rust_files(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), String> {
+pub(crate) fn rust_files(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), String> {
     let mut entries: Vec<PathBuf> = fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .map(|entry| entry.map(|entry| entry.path()))

@@ -14,12 +14,15 @@
 //!   `docs/architecture.md` (the core on no annex, each annex on what its line names).
 //! - `cargo xtask doc-cfg --check`: every feature-gated public item of a publishable crate
 //!   carries its docs.rs badge (`doc(cfg)`).
+//! - `cargo xtask doc-truth --check`: the product's text claims no publishing that has not
+//!   happened and cites no lab.
 
 #[cfg(feature = "bindgen")]
 mod bindgen;
 mod bundle;
 mod crate_plan;
 mod doc_cfg;
+mod doc_truth;
 #[cfg(feature = "bindgen")]
 mod headers;
 #[cfg(feature = "bindgen")]
@@ -41,7 +44,8 @@ usage:
                                                   build the GPU bundle (default target/gpu-bundle)
   cargo xtask public-api [--check]                the crates' public-API listings
   cargo xtask crate-plan --check                  the crate graph against docs/architecture.md
-  cargo xtask doc-cfg --check                     every feature-gated public item has its docs.rs badge";
+  cargo xtask doc-cfg --check                     every feature-gated public item has its docs.rs badge
+  cargo xtask doc-truth --check                   no claim of publishing before it, no lab cited";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -57,6 +61,7 @@ fn main() -> ExitCode {
         Some("public-api") => public_api::run(&args[1..]),
         Some("crate-plan") => crate_plan::run(&args[1..]),
         Some("doc-cfg") => doc_cfg::run(&args[1..]),
+        Some("doc-truth") => doc_truth::run(&args[1..]),
         Some("gpu-bundle") => bundle::run(&args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
