@@ -1,4 +1,4 @@
-//! The article's green-context sample (`../shared/seed`), written from
+//! The green-context sample of the `cuda.core` article this project started from, written from
 //! `docs/green-contexts.md` and the `cuda.core` migration guide alone: the SMs split in two,
 //! one green context on each half, the SAXPY compiled once under the article's string key,
 //! and two threads each running it in its own partition.

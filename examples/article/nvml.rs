@@ -1,5 +1,5 @@
-//! The article's monitoring sample (`../shared/seed`), written from `docs/nvml.md` alone: the
-//! device count, then device 0's utilization and memory through NVML.
+//! The monitoring sample of the `cuda.core` article this project started from, written from
+//! `docs/nvml.md` alone: the device count, then device 0's utilization and memory through NVML.
 
 use std::process::ExitCode;
 

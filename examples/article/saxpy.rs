@@ -1,5 +1,5 @@
-//! The article's full SAXPY sample (`../shared/seed`), written from the README and
-//! `docs/program-cache.md` alone: device and stream, a memory pool, the kernel compiled once
+//! The full SAXPY sample of the `cuda.core` article this project started from, written from the
+//! README and `docs/program-cache.md` alone: device and stream, a memory pool, the kernel compiled once
 //! under the article's string key (`saxpy_sm_90`) in an in-memory cache, 10 million floats
 //! there and back, checked.
 

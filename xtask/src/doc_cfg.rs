@@ -44,24 +44,35 @@ fn check_workspace(root: &Path) -> Result<(usize, Vec<String>), String> {
     Ok((files.len(), problems))
 }
 
-/// The workspace's members (the root manifest's `members`) whose manifest does not say
-/// `publish = false`.
-pub(crate) fn publishable_members(root: &Path) -> Result<Vec<String>, String> {
-    let read =
-        |path: PathBuf| fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()));
-    let manifest = read(root.join("Cargo.toml"))?;
+/// The workspace's members: the folders of the root manifest's `members`.
+pub(crate) fn workspace_members(root: &Path) -> Result<Vec<String>, String> {
+    let manifest = read(&root.join("Cargo.toml"))?;
     let start = manifest
         .find("members = [")
         .ok_or("no `members = [` in the workspace's Cargo.toml")?;
     let list = &manifest[start..];
     let list = &list[..list.find(']').ok_or("an unclosed `members` list")?];
+    Ok(list
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect())
+}
+
+/// The workspace's members whose manifest does not say `publish = false`.
+pub(crate) fn publishable_members(root: &Path) -> Result<Vec<String>, String> {
     let mut members = Vec::new();
-    for member in list.split('"').skip(1).step_by(2) {
-        if !read(root.join(member).join("Cargo.toml"))?.contains("publish = false") {
-            members.push(member.to_owned());
+    for member in workspace_members(root)? {
+        if !read(&root.join(&member).join("Cargo.toml"))?.contains("publish = false") {
+            members.push(member);
         }
     }
     Ok(members)
+}
+
+fn read(path: &Path) -> Result<String, String> {
+    fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Every `.rs` file under `dir`, appended to `files` in path order.

@@ -4,8 +4,8 @@
 //!   docs.rs in its manifest, no link to its crates.io or docs.rs page and no
 //!   `version = "..."` dependency line for it in a README, a page of `docs/` or the CHANGELOG.
 //!   [`PUBLISHED`] lists the packages that are; it is empty until the first release.
-//! - The product cites no lab: nothing in those files, nor in the publishable crates' sources,
-//!   points into `lab/` or at `../shared`.
+//! - The product cites no lab: nothing in those files, nor in any file of the workspace's
+//!   members but the lab's and xtask's, points into `lab/` or at `../shared`.
 //! - The README's count of publishable crates ("The first nineteen are the publishable
 //!   crates") is the workspace's.
 //!
@@ -14,7 +14,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::doc_cfg::{publishable_members, rust_files};
+use crate::doc_cfg::{publishable_members, workspace_members};
 
 /// The packages published on crates.io (none yet).
 const PUBLISHED: &[&str] = &[];
@@ -58,7 +58,7 @@ fn check_workspace(root: &Path) -> Result<(usize, Vec<String>), String> {
         .map(String::as_str)
         .filter(|package| !PUBLISHED.contains(package))
         .collect();
-    for file in product_text(root, &members)? {
+    for file in product_text(root)? {
         let text = read_text(&file)?;
         read += 1;
         let shown = file
@@ -87,23 +87,23 @@ fn check_workspace(root: &Path) -> Result<(usize, Vec<String>), String> {
     Ok((read, problems))
 }
 
-/// The README, the CHANGELOG, every page of `docs/`, every publishable crate's README and its
-/// sources.
-fn product_text(root: &Path, members: &[String]) -> Result<Vec<PathBuf>, String> {
+/// The README, the CHANGELOG, every page of `docs/`, and every file of the workspace's members
+/// but the lab and xtask (which builds the lab's bundle): their READMEs, manifests, sources,
+/// examples, benchmarks and tests.
+fn product_text(root: &Path) -> Result<Vec<PathBuf>, String> {
     let mut files = vec![root.join("README.md"), root.join("CHANGELOG.md")];
-    markdown_files(&root.join("docs"), &mut files)?;
-    for member in members {
-        let readme = root.join(member).join("README.md");
-        if readme.is_file() {
-            files.push(readme);
+    text_files(&root.join("docs"), &mut files)?;
+    for member in workspace_members(root)? {
+        if member != "lab" && member != "xtask" {
+            text_files(&root.join(member), &mut files)?;
         }
-        rust_files(&root.join(member).join("src"), &mut files)?;
     }
     Ok(files)
 }
 
-/// Every `.md` file under `dir`, appended in path order.
-fn markdown_files(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), String> {
+/// Every `.md`, `.rs` and `.toml` file under `dir`, appended in path order (build outputs
+/// skipped).
+fn text_files(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), String> {
     let mut entries: Vec<PathBuf> = fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .map(|entry| entry.map(|entry| entry.path()))
@@ -112,8 +112,13 @@ fn markdown_files(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), String> {
     entries.sort();
     for path in entries {
         if path.is_dir() {
-            markdown_files(&path, files)?;
-        } else if path.extension().is_some_and(|extension| extension == "md") {
+            if path.file_name().is_none_or(|name| name != "target") {
+                text_files(&path, files)?;
+            }
+        } else if path
+            .extension()
+            .is_some_and(|extension| ["md", "rs", "toml"].iter().any(|known| extension == *known))
+        {
             files.push(path);
         }
     }
