@@ -31,6 +31,24 @@ impl serde::Serialize for Uuid {
     }
 }
 
+/// The same 16 bytes as a `uuid::Uuid` (its text drops NVIDIA's `GPU-` prefix).
+#[cfg(feature = "uuid")]
+#[cfg_attr(docsrs, doc(cfg(feature = "uuid")))]
+impl From<Uuid> for uuid::Uuid {
+    fn from(gpu: Uuid) -> Self {
+        uuid::Uuid::from_bytes(gpu.0)
+    }
+}
+
+/// The same 16 bytes as a GPU UUID (displayed with the `GPU-` prefix).
+#[cfg(feature = "uuid")]
+#[cfg_attr(docsrs, doc(cfg(feature = "uuid")))]
+impl From<uuid::Uuid> for Uuid {
+    fn from(uuid: uuid::Uuid) -> Self {
+        Uuid(uuid.into_bytes())
+    }
+}
+
 impl fmt::Display for Uuid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&uuid_string(GPU_UUID_PREFIX, &self.0))
@@ -119,6 +137,17 @@ mod tests {
         assert_eq!(uuid.to_string(), "GPU-12345678-9abc-def0-0123-456789abcdef");
         assert_eq!(uuid.to_string().parse(), Ok(uuid));
         assert_eq!("GPU-1234".parse::<Uuid>(), Err(UuidParseError));
+    }
+
+    #[cfg(feature = "uuid")]
+    #[test]
+    fn converts_to_and_from_the_uuid_crate() {
+        let gpu = Uuid(BYTES);
+        let plain = uuid::Uuid::from(gpu);
+        assert_eq!(plain.as_bytes(), &BYTES);
+        assert_eq!(plain.to_string(), "deadbeef-0123-4567-89ab-cdef001122ff");
+        assert_eq!(gpu.to_string(), format!("GPU-{plain}"));
+        assert_eq!(Uuid::from(plain), gpu);
     }
 
     #[test]

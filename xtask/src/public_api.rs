@@ -32,7 +32,7 @@ const CRATES: &[(&str, &str, &str, &str)] = &[
         "cuda-safe",
         "cuda_safe",
         "cuda-safe",
-        "disk-cache,nvjitlink,fatbin,half,serde,tracing,cudarc",
+        "disk-cache,nvjitlink,fatbin,half,serde,tracing,cudarc,dlpark,uuid",
     ),
     ("cuda-safe-libs", "cuda_safe_libs", "libs", "blas,rand,half"),
     ("cuda-safe-nccl", "cuda_safe_nccl", "nccl", "half"),

@@ -36,6 +36,8 @@
 mod abi;
 mod device;
 mod dims;
+#[cfg(feature = "dlpark")]
+mod dlpark_bridge;
 mod dtype;
 mod export;
 mod import;
