@@ -291,7 +291,13 @@ impl<'a> Walker<'a> {
                 continue;
             };
             if let Some(name) = implementation["trait"]["path"].as_str() {
-                self.lines.insert(format!("impl {path}: {name}"));
+                // rustdoc lists the auto traits a type lacks as negative impls (`!Sync`).
+                let not = if implementation["is_negative"] == true {
+                    "!"
+                } else {
+                    ""
+                };
+                self.lines.insert(format!("impl {path}: {not}{name}"));
                 continue;
             }
             for member in implementation["items"].as_array().into_iter().flatten() {
@@ -442,6 +448,28 @@ mod tests {
         assert!(
             missing.iter().any(|m| m.contains("`cuda_safe::nccl`")),
             "{missing:?}"
+        );
+    }
+
+    #[test]
+    fn an_auto_trait_a_type_lacks_is_listed_as_lacking() {
+        let doc = serde_json::json!({"index": {
+            "1": {"inner": {"impl": {"trait": {"path": "Sync"}, "is_negative": true}}},
+            "2": {"inner": {"impl": {"trait": {"path": "Send"}, "is_negative": false}}},
+        }});
+        let mut lines = BTreeSet::new();
+        Walker {
+            doc: &doc,
+            lines: &mut lines,
+        }
+        .impls(&serde_json::json!({"impls": [1, 2]}), "cuda_safe::Graph");
+        let lines: Vec<_> = lines.into_iter().collect();
+        assert_eq!(
+            lines,
+            [
+                "impl cuda_safe::Graph: !Sync",
+                "impl cuda_safe::Graph: Send"
+            ]
         );
     }
 
