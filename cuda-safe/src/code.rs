@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The kind of code a compile produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CodeKind {
     /// PTX text, as `nvrtcGetPTX` returns it (NUL terminator included).
     Ptx,

@@ -82,11 +82,9 @@ fn inputs() -> impl Strategy<Value = Inputs> {
 
 /// One change to one field; every one must give another key.
 fn mutate(inputs: &mut Inputs, which: usize) {
-    let next_kind = |kind| match kind {
-        CodeKind::Ptx => CodeKind::Cubin,
-        CodeKind::Cubin => CodeKind::LtoIr,
-        CodeKind::LtoIr => CodeKind::Fatbin,
-        CodeKind::Fatbin => CodeKind::Ptx,
+    let next_kind = |kind: CodeKind| {
+        let at = CodeKind::ALL.iter().position(|&k| k == kind).unwrap();
+        CodeKind::ALL[(at + 1) % CodeKind::ALL.len()]
     };
     match which {
         0 => inputs.compiler.push('x'),

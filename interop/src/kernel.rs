@@ -127,6 +127,11 @@ fn device_of(view: &StridedMemoryView) -> Result<cuda_safe::Device> {
                 "the tensor is in pageable host memory, which kernels cannot reach",
             ));
         }
+        other => {
+            return Err(Error::invalid_argument(format!(
+                "the tensor is on {other:?}, which this library's kernels do not reach"
+            )));
+        }
     };
     let device = cuda_safe::Device::new(ordinal)?;
     view.require_device(&device)?;

@@ -119,6 +119,7 @@ const POOL_BYTES_FABRIC: usize = 16 + 1 + 64;
 
 /// How the other process answered [`Channel::wait_released`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Released {
     /// It dropped its imported buffer and said so.
     Acknowledged,
@@ -239,6 +240,10 @@ impl Channel {
                 payload.extend_from_slice(data);
                 self.send(Kind::Pool, &payload, None)
             }
+            _ => Err(cuda_safe::Error::unsupported(
+                "sending a pool",
+                "this channel carries POSIX file descriptors and fabric handles only",
+            )),
         }
     }
 

@@ -200,7 +200,7 @@ fn check_output(what: &str, target: CodeKind, code: &[u8], arch: &str) {
             assert!(!code.starts_with(b"\x7fELF"), "{what}: LTO-IR is no ELF");
             assert!(!contains(code, b".target sm_"), "{what}: LTO-IR is not PTX");
         }
-        CodeKind::Fatbin => panic!("{what}: NVRTC compiles to no fatbin"),
+        other => panic!("{what}: NVRTC compiles to no {other}"),
     }
 }
 

@@ -5,6 +5,7 @@ use crate::error::{Error, Result};
 
 /// Where the memory of a [`StridedMemoryView`](super::StridedMemoryView) lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ViewDevice {
     /// Pageable host memory (`kDLCPU`): the GPU cannot reach it.
     Host,

@@ -46,6 +46,7 @@ use cuda_sys::{CUgraph, CUresult, CUstreamCaptureMode, CUstreamCaptureStatus, CU
 /// allocation, a synchronization that could touch the capture) made from other threads too,
 /// or only from this one, or none. Work on the capturing stream itself is always recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CaptureMode {
     /// Forbidden from every thread of the process (`CU_STREAM_CAPTURE_MODE_GLOBAL`).
     Global,
@@ -68,6 +69,7 @@ impl CaptureMode {
 
 /// Whether a stream is being captured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CaptureStatus {
     /// Not capturing: work queued there runs.
     Idle,

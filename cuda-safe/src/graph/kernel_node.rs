@@ -28,6 +28,7 @@ use cuda_sys::{
 /// one (all of the first, its memory visible, before any of the second): programmatic
 /// dependent launch between graph nodes (compute capability 9.0 on, CUDA 12.3 drivers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum KernelEdge {
     /// The second kernel may start once every block of the first has called
     /// `cudaTriggerProgrammaticLaunchCompletion()` (or ended); it must call

@@ -65,6 +65,7 @@ pub struct ProgrammaticEvent<'a> {
 
 /// How clusters are placed on the GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ClusterScheduling {
     /// The driver's choice.
     Default,
@@ -76,6 +77,7 @@ pub enum ClusterScheduling {
 
 /// A logical memory synchronisation domain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum MemSyncDomain {
     /// The default domain.
     Default,
@@ -94,6 +96,7 @@ pub struct MemSyncDomainMap {
 
 /// How L2 treats accesses inside or outside an access-policy window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum AccessProperty {
     /// Normal caching.
     Normal,

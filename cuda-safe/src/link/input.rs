@@ -14,6 +14,7 @@ use nvjitlink_sys::nvJitLinkInputType;
 
 /// The kind of one link input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum LinkInputKind {
     /// A CUBIN (an ELF for one SM architecture), relocatable or not.
     Cubin,

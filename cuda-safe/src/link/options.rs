@@ -10,6 +10,7 @@ use crate::program::arch;
 
 /// Which linker [`Linker::link`](super::Linker::link) uses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum LinkerBackend {
     /// nvJitLink when it loads, else the driver's linker (the default).
     #[default]

@@ -74,6 +74,7 @@ pub fn is_enabled() -> bool {
 
 /// The text of an event: a name copied at each call, or a string registered with a domain.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub enum Message<'a> {
     /// Text, copied into a C string at each call when a tool is attached.
     Text(&'a str),
@@ -96,6 +97,7 @@ impl<'a> From<RegisteredString<'a>> for Message<'a> {
 /// A number attached to an event, shown by the tool with it (`nvtxEventAttributes_t`'s
 /// payload).
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub enum Payload {
     /// `NVTX_PAYLOAD_TYPE_UNSIGNED_INT64`.
     U64(u64),

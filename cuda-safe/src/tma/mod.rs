@@ -71,6 +71,7 @@ impl std::fmt::Debug for TensorMap {
 
 /// The element type of a tensor map.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum TensorMapDataType {
     /// `u8`.
     U8,
@@ -147,6 +148,7 @@ impl TensorMapDataType {
 
 /// An interleaved layout (`NC/8HWC8` is 16 bytes, `NC/16HWC16` 32).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Interleave {
     /// Not interleaved (the default).
     #[default]
@@ -159,6 +161,7 @@ pub enum Interleave {
 
 /// The shared-memory bank swizzle of a box.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Swizzle {
     /// None (the default).
     #[default]
@@ -185,6 +188,7 @@ impl Swizzle {
 
 /// The L2 fetch granularity of the map's loads.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum L2Promotion {
     /// None (the default).
     #[default]

@@ -20,6 +20,7 @@ pub const DEFAULT_WORKSPACE: usize = 32 << 20;
 /// (read when the call runs, so it can change between replays of a graph). A call takes all
 /// its scalars from one place: cuBLAS's pointer mode is one per handle.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub enum Scalar<'a, S> {
     /// A value on the host, read when the call is made.
     Host(S),

@@ -152,6 +152,7 @@ impl FftLayout {
 /// The kind of a transform: complex to complex (forward or inverse, chosen per execution),
 /// real to complex (forward), or complex to real (inverse).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum FftKind {
     /// Complex to complex (cuFFT's C2C, Z2Z).
     C2C,

@@ -11,6 +11,7 @@ use cufft_sys::cudaDataType;
 /// The precision of a transform: cuFFT's types C2C/R2C/C2R (single), Z2Z/D2Z/Z2D (double),
 /// and the half-precision transforms of `cufftXtMakePlanMany` (`CUDA_C_16F`, `CUDA_R_16F`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum FftPrecision {
     /// f16 (`half::f16` and `ComplexF16`, feature `half`). cuFFT takes only sizes that are
     /// powers of 2, on sm_53 and later.

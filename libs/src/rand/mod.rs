@@ -41,6 +41,7 @@ use curand_sys::{Curand, curandGenerator_t, curandOrdering_t, curandRngType_t};
 
 /// A cuRAND generator algorithm (`curandRngType_t`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum RngKind {
     /// Philox4x32-10, a counter-based pseudorandom generator (what PyTorch uses on the GPU).
     Philox4x32_10,
@@ -88,6 +89,7 @@ impl RngKind {
 
 /// How a generator orders its results in memory (`curandOrdering_t`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum RngOrdering {
     /// The fastest ordering for a pseudorandom generator (cuRAND's default).
     PseudoBest,

@@ -19,6 +19,7 @@ pub const GESVDJ_BATCHED_MAX: usize = 32;
 
 /// Which singular vectors [`Solver::gesvd`] computes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum SvdVectors {
     /// All of U (`m x m`) and Vᵀ (`n x n`): jobu = jobvt = `'A'`.
     #[default]

@@ -16,6 +16,7 @@ use cusparse_sys::{cusparseIndexBase_t, cusparseSpMatDescr_t};
 
 /// The storage format of a [`SparseMatrix`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum SparseFormat {
     /// Compressed sparse rows: `rows + 1` row offsets, then a column index and a value for
     /// each stored element, row by row.

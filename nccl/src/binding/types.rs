@@ -41,6 +41,7 @@ nccl_types! {
 
 /// A reduction: how the ranks' elements combine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ReduceOp {
     /// The sum.
     Sum,

@@ -4,6 +4,7 @@ use crate::error::{Error, Result};
 
 /// How nvFatbin compresses the entries (`-compress-mode=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum FatbinCompression {
     /// nvFatbin's default trade-off (`default`).
     Default,
@@ -32,6 +33,7 @@ impl FatbinCompression {
 
 /// The host operating system a fatbin's entries are marked for (`-host=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum FatbinHost {
     /// Linux (`linux`).
     Linux,

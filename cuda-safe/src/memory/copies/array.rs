@@ -12,6 +12,7 @@ use cuda_sys::{CUDA_ARRAY3D_DESCRIPTOR, CUarray, CUarray_format};
 
 /// The element format of a [`CudaArray`]'s channels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ArrayFormat {
     /// `u8` channels.
     U8,

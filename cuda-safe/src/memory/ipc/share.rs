@@ -22,6 +22,7 @@ pub struct ExportedPool {
 
 /// The operating system's handle to a shareable pool.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum PoolHandle {
     /// A file descriptor (this process's; send it over a UNIX socket, as the `cuda-safe-ipc`
     /// crate's `Channel::send_pool` does).

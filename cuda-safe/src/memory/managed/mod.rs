@@ -47,6 +47,7 @@ pub use batch::{
 
 /// A place managed memory can live or be read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum MemoryLocation {
     /// A device, by ordinal.
     Device(usize),
@@ -108,6 +109,7 @@ impl MemoryLocation {
 
 /// Advice about a range of managed memory (`cuMemAdvise`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Advice {
     /// Mostly read: each processor that reads it gets a read-only copy; a write invalidates
     /// the others.

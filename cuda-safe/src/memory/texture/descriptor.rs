@@ -12,6 +12,7 @@ use cuda_sys::{
 /// What a fetch outside `[0, extent)` (or `[0, 1)` with normalized coordinates) reads, per
 /// axis (`CUaddress_mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum AddressMode {
     /// Wrap around (normalized coordinates only).
     Wrap,
@@ -26,6 +27,7 @@ pub enum AddressMode {
 
 /// How a fetch between elements, or between mipmap levels, is filtered (`CUfilter_mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum FilterMode {
     /// The nearest element (the default).
     #[default]
@@ -37,6 +39,7 @@ pub enum FilterMode {
 
 /// What a fetch of integer data returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum ReadMode {
     /// The element as stored (the default; `CU_TRSF_READ_AS_INTEGER` for integer formats).
     #[default]

@@ -38,6 +38,7 @@ pub struct GrowableBuffer {
 
 /// What [`GrowableBuffer::grow`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Growth {
     /// The buffer already held the size: nothing was done.
     Unchanged,

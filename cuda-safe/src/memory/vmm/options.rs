@@ -8,6 +8,7 @@ use cuda_sys::{CUmemAccess_flags, CUmemAllocationGranularity_flags};
 
 /// Where the physical memory lives (`cuda.core`'s `location_type`, with its `numa_id`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum VmmLocation {
     /// On the resource's device (the default).
     #[default]
@@ -19,6 +20,7 @@ pub enum VmmLocation {
 
 /// Which allocation granularity sizes are rounded to (`cuda.core`'s `granularity`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum VmmGranularity {
     /// The smallest the driver accepts.
     Minimum,
@@ -40,6 +42,7 @@ impl VmmGranularity {
 
 /// What a device may do with the memory (`cuda.core`'s `self_access` / `peer_access`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum VmmAccess {
     /// Read and write (the default).
     #[default]

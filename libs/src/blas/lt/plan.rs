@@ -35,6 +35,7 @@ impl MatmulElement for half::bf16 {}
 /// auxiliary outputs a backward pass needs: ReLU's bit mask (one bit per element of D) or
 /// GELU's input (the pre-activation values, D's type).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Epilogue {
     /// D as computed (`CUBLASLT_EPILOGUE_DEFAULT`).
     #[default]
