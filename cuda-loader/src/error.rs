@@ -15,11 +15,10 @@ pub struct Attempt {
 }
 
 /// Why a library or one of its entry points could not be used.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LoadError {
     /// No candidate path could be opened; `tried` lists each one in the order tried.
-    #[error("{library} could not be loaded; tried {}", AttemptList(tried))]
     LibraryNotFound {
         /// The library's display name (`"the CUDA driver (libcuda)"`).
         library: &'static str,
@@ -27,11 +26,6 @@ pub enum LoadError {
         tried: Vec<Attempt>,
     },
     /// The library was loaded but lacks this entry point (an older driver or toolkit).
-    #[error(
-        "{library} at {} has no entry point `{symbol}`{}",
-        path.display(),
-        SinceNote(*since, library)
-    )]
     SymbolMissing {
         /// The library's display name.
         library: &'static str,
@@ -44,6 +38,33 @@ pub enum LoadError {
         since: Option<Introduced>,
     },
 }
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadError::LibraryNotFound { library, tried } => {
+                write!(
+                    f,
+                    "{library} could not be loaded; tried {}",
+                    AttemptList(tried)
+                )
+            }
+            LoadError::SymbolMissing {
+                library,
+                path,
+                symbol,
+                since,
+            } => write!(
+                f,
+                "{library} at {} has no entry point `{symbol}`{}",
+                path.display(),
+                SinceNote(*since, library)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
 
 struct AttemptList<'a>(&'a [Attempt]);
 

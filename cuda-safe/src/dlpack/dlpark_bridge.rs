@@ -8,7 +8,8 @@ use dlpark::ffi;
 
 use super::abi::{DLManagedTensor, DLManagedTensorVersioned};
 use super::view::StridedMemoryView;
-use crate::{Error, Result, Stream};
+use crate::error::{Error, Result};
+use crate::stream::Stream;
 
 // dlpark's structs are the same C structs as this crate's (DLPack 1.x): same size and
 // alignment, so a pointer to one is a pointer to the other.

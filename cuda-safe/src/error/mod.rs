@@ -27,6 +27,7 @@ mod check;
 mod display;
 mod kinds;
 mod library;
+mod message;
 #[cfg(feature = "fatbin")]
 mod nvfatbin_codes;
 #[cfg(feature = "nvjitlink")]
@@ -34,18 +35,12 @@ mod nvjitlink_codes;
 #[cfg(test)]
 mod tests;
 
-use capture::CaptureHint;
 pub use check::{check, check_ready};
 #[cfg(feature = "fatbin")]
 pub(crate) use check::{check_nvfatbin, nvfatbin};
 #[cfg(feature = "nvjitlink")]
 pub(crate) use check::{check_nvjitlink, nvjitlink};
 pub(crate) use check::{check_nvml, check_nvrtc, cu, cu_ready, nvml, nvrtc};
-#[cfg(feature = "fatbin")]
-use display::During;
-use display::{LogSuffix, MorePanics};
-#[cfg(feature = "fatbin")]
-use nvfatbin_codes::nvfatbin_name;
 #[cfg(feature = "nvjitlink")]
 use nvjitlink_codes::nvjitlink_code;
 
@@ -62,12 +57,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// `Display` is one clear line. `Debug` is that line and, after it, each cause that line does
 /// not already say (as `anyhow` prints them), so `fn main() -> cuda_safe::Result<()>` reports
 /// an error the way the examples do: `Error: <the line>`.
-#[derive(Clone, thiserror::Error)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub enum Error {
     /// A CUDA driver call failed. Errors of stream capture (codes 900 to 908) also say what
     /// usually causes them ([`Error::is_capture_error`]).
-    #[error("{api} failed: {name} ({message}){}", CaptureHint(*code))]
     Cuda {
         /// The driver function, as exported (`cuMemAllocFromPoolAsync`).
         api: &'static str,
@@ -79,7 +73,6 @@ pub enum Error {
         message: &'static str,
     },
     /// An NVRTC call failed; `log` holds the compiler log when there is one.
-    #[error("{api} failed: {message}{}", LogSuffix(log.as_deref()))]
     Nvrtc {
         /// The NVRTC function (`nvrtcCompileProgram`).
         api: &'static str,
@@ -93,7 +86,6 @@ pub enum Error {
     /// An nvJitLink call failed (a failed link is [`Error::Link`] around this one).
     #[cfg(feature = "nvjitlink")]
     #[cfg_attr(docsrs, doc(cfg(feature = "nvjitlink")))]
-    #[error("{api} failed: {name} ({message})")]
     NvJitLink {
         /// The nvJitLink function (`nvJitLinkComplete`).
         api: &'static str,
@@ -108,7 +100,6 @@ pub enum Error {
     /// code as `nvFatbin.h` does (`NVFATBIN_ERROR_ELF_ARCH_MISMATCH`).
     #[cfg(feature = "fatbin")]
     #[cfg_attr(docsrs, doc(cfg(feature = "fatbin")))]
-    #[error("{api} failed: {} ({message}){}", nvfatbin_name(*code), During(detail.as_deref()))]
     NvFatbin {
         /// The nvFatbin function (`nvFatbinAddCubin`).
         api: &'static str,
@@ -123,17 +114,14 @@ pub enum Error {
     },
     /// A link failed: the linker's call error is the [`source`](std::error::Error::source),
     /// `log` holds its error log, its info log and the options used.
-    #[error("{source}{}", LogSuffix(Some(log)))]
     Link {
         /// The failed linker call ([`Error::NvJitLink`], or [`Error::Cuda`] from the driver
         /// linker).
-        #[source]
         source: Box<Error>,
         /// The linker's error log, then its info log, then the options used.
         log: Box<str>,
     },
     /// An NVML call failed.
-    #[error("{api} failed: {message}")]
     Nvml {
         /// The NVML function (`nvmlDeviceGetPowerUsage`).
         api: &'static str,
@@ -143,13 +131,10 @@ pub enum Error {
         message: &'static str,
     },
     /// A library could not be loaded; every path tried is listed.
-    #[error(transparent)]
-    Load(#[from] LoadError),
+    Load(LoadError),
     /// The argument was refused before it reached the driver.
-    #[error("invalid argument: {0}")]
     InvalidArgument(Cow<'static, str>),
     /// The feature needs a newer driver, toolkit or device than this one.
-    #[error("{feature} is not supported here: {reason}")]
     Unsupported {
         /// What was asked for (`green-context workqueues`).
         feature: &'static str,
@@ -157,13 +142,10 @@ pub enum Error {
         reason: Cow<'static, str>,
     },
     /// `Event::elapsed` on an event created without timing.
-    #[error("the event was created with timing disabled")]
     EventNotTimed,
     /// `Event::elapsed` on an event that was never recorded.
-    #[error("the event has not been recorded")]
     EventNotRecorded,
     /// A file operation of a program cache failed.
-    #[error("program cache at {}: {source}", path.display())]
     CacheIo {
         /// The file or directory the operation was on.
         path: std::path::PathBuf,
@@ -173,7 +155,6 @@ pub enum Error {
     /// A program cache directory is not this user's alone (owned by another user, writable by
     /// group or others, or not a directory), so code read from it could be anyone's: the
     /// cache refuses it. `reason` says what is wrong and how to fix it.
-    #[error("program cache at {} refused: {reason}", path.display())]
     CacheNotPrivate {
         /// The directory (or what stands where a directory should be).
         path: std::path::PathBuf,
@@ -182,7 +163,6 @@ pub enum Error {
     },
     /// A library answered something that cannot be right (a green split whose groups differ
     /// from the plan, a kernel with no name): not the caller's mistake, and worth a report.
-    #[error("{api} gave an impossible answer: {detail}")]
     UnexpectedAnswer {
         /// The call that answered.
         api: &'static str,
@@ -191,18 +171,13 @@ pub enum Error {
     },
     /// A kernel was launched and has finished, but ordering its buffers' streams after it
     /// failed; the cause is the [`source`](std::error::Error::source).
-    #[error(
-        "the kernel was launched (and has finished), but ordering its buffers' streams after it failed"
-    )]
     LaunchOrdering {
         /// The ordering call's error.
-        #[source]
         source: Box<Error>,
     },
     /// A host callback (a stream's host function or a graph's host node) panicked. The panic
     /// was caught on the driver's thread and is reported once, by the next call on the stream
     /// or graph that queued it.
-    #[error("a host callback panicked: {message}{}", MorePanics(*count))]
     CallbackPanicked {
         /// The first panic's message.
         message: Box<str>,
@@ -211,7 +186,6 @@ pub enum Error {
     },
     /// `cuGraphExecUpdate` refused to update an executable graph from another graph; the
     /// executable is unchanged and still runs as before.
-    #[error("cuGraphExecUpdate refused the update: {detail}")]
     GraphUpdateRefused {
         /// The driver's reason.
         reason: CUgraphExecUpdateResult,
@@ -221,7 +195,6 @@ pub enum Error {
     /// `cuGraphInstantiateWithParams` refused to instantiate a graph, giving a reason: a
     /// structure it cannot run, or, instantiating for device launch, a node or a context a
     /// device graph cannot have.
-    #[error("cuGraphInstantiateWithParams refused the graph: {detail}")]
     GraphInstantiateRefused {
         /// The driver's reason.
         reason: CUgraphInstantiateResult,
@@ -233,10 +206,8 @@ pub enum Error {
     /// (`cuda-safe-ipc`), the completion reactor (`cuda-safe-async`). The annex's own error
     /// type is inside: [`Error::library_error`] gives it back, and the predicates
     /// ([`is_out_of_memory`](Error::is_out_of_memory) and the others) ask it.
-    #[error(transparent)]
     Library(LibraryError),
     /// A kernel cache was told to assume one NVRTC version and another is loaded.
-    #[error("the kernel cache assumes NVRTC {assumed}, but NVRTC {loaded} is loaded")]
     NvrtcVersionMismatch {
         /// The version the cache keys its programs for (`"13.0"`).
         assumed: Box<str>,
