@@ -65,20 +65,15 @@ pub(crate) fn capture_into_an_existing_graph(stub: &Stub, fx: &Fixture) -> Verdi
     })?;
 
     // Refusals before the driver, then an older driver, then a failing capture.
-    let other = Graph::new(fx.stream.context()).map_err(failed)?;
     let mut empty = Graph::new(fx.stream.context()).map_err(failed)?;
     let foreign = CaptureDependency::from(exec.graph().nodes().map_err(failed)?[0]);
     // SAFETY: nothing is recorded.
-    refused(
-        unsafe { empty.capture_into(&fx.stream, MODE, &[foreign], |_| Ok(())) },
-        "another graph",
-    )?;
+    let after_foreign = unsafe { empty.capture_into(&fx.stream, MODE, &[foreign], |_| Ok(())) };
+    refused(after_foreign, "another graph")?;
     stub.set_driver_version(12020);
     // SAFETY: nothing is recorded.
-    unsupported(
-        unsafe { empty.capture_into(&fx.stream, MODE, &[], |_| Ok(())) },
-        "12.3",
-    )?;
+    let too_old = unsafe { empty.capture_into(&fx.stream, MODE, &[], |_| Ok(())) };
+    unsupported(too_old, "12.3")?;
     stub.set_driver_version(13010);
     // SAFETY: as above.
     let stopped = unsafe {
@@ -88,9 +83,7 @@ pub(crate) fn capture_into_an_existing_graph(stub: &Stub, fx: &Fixture) -> Verdi
         })
     };
     refused(stopped, "stop here")?;
-    refused(empty.instantiate(), "a capture into the graph failed")?;
-    drop(other);
-    Ok(())
+    refused(empty.instantiate(), "a capture into the graph failed")
 }
 
 /// `count` launches of `twice` on `x`'s first `n` floats, captured into a new graph.
