@@ -109,8 +109,11 @@ pub(crate) fn recapture_updates_the_executable_or_is_unsupported_with_the_versio
         let add = &add;
         let one = setup.one;
         move |capture: &mut cuda_safe::Capture| {
-            capture.launch(&one, add, (x, 1i32))?;
-            capture.launch(&one, add, (x, value))?;
+            // SAFETY: add updates the one int of `x`, which the graph keeps.
+            unsafe {
+                capture.launch(&one, add, (x, 1i32))?;
+                capture.launch(&one, add, (x, value))?;
+            }
             Ok(())
         }
     };

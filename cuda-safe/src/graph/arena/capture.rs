@@ -27,8 +27,10 @@ impl GraphArena {
     ///
     /// # Safety
     ///
-    /// As [`Capture::begin`], for memory outside the arena; the arena's own memory stays
-    /// allocated while a graph captured in it may run.
+    /// As [`Capture::begin`], but for what the capture allocates from the arena and the
+    /// arena's static buffers, which stay allocated while a graph captured in it may run. Other
+    /// buffers the work touches, the arena's own made outside the capture (a library handle's
+    /// workspace) included, must outlive the graph and its executables.
     #[doc(alias = "cuStreamBeginCapture", alias = "cuStreamEndCapture")]
     pub unsafe fn capture(
         &self,

@@ -1,52 +1,7 @@
 //! Graph arenas: memory a captured region allocates from whose addresses stay the same at
-//! every replay, without the graph's memory nodes (PyTorch's private graph pools, as a
-//! [`MemoryResource`]).
-//!
-//! A [`GraphArena`] is one virtual memory reservation of the size asked, mapped at its start
-//! and grown in place, chunk by chunk, as allocations reach further; it never moves, so every
-//! address it gave out stays valid. Buffers allocated from it while a stream is captured
-//! ([`GraphArena::capture`], or [`Capture::use_arena`]) are plain addresses to the captured
-//! work: the graph has no allocation or free node, and each replay uses the addresses the
-//! capture used. Memory the captured work freed is *held* for the graph (nothing else gets it)
-//! until [`GraphArena::reset`]; a later capture of the same work after a reset lands on the
-//! same addresses, the allocator being deterministic.
-//!
-//! Why one reservation rather than a memory pool: a pool's allocations made under capture
-//! become the graph's allocation and free nodes (what the arena exists to avoid), and a
-//! pool cannot grow a range in place, so a sub-allocator over a pool would either reserve its
-//! largest size up front or hand out addresses in several ranges; a reservation costs only
-//! address space, maps physical memory as it is reached, and a replay touches no allocator at
-//! all. `cuda-safe/benches/graph_arena.rs` compares a replay from the arena with the same pass
-//! captured with memory nodes (time and memory).
-//!
-//! An executable made from a graph captured in an arena keeps the arena alive and records an
-//! event after each launch, so the arena refuses [`reset`](GraphArena::reset) and
-//! [`close`](GraphArena::close) while a launch may still run ([`Error::ArenaBusy`]), and a
-//! launch of a graph captured before a reset is refused.
-//!
-//! ```no_run
-//! use cuda_safe::{CaptureMode, Device, GraphArena, LaunchConfig, ObjectCode, launch};
-//!
-//! let device = Device::new(0)?;
-//! let stream = device.create_stream(Default::default())?;
-//! let kernel = ObjectCode::from_file("scale.cubin")?.get_kernel("scale")?;
-//! let arena = GraphArena::new(&stream, 1 << 30)?;
-//! let input = arena.static_buffer::<f32>(1024, &stream)?;
-//! let config = LaunchConfig::for_num_elements(1024, 256)?;
-//! // SAFETY: scale(float*, float, size_t) updates 1024 floats of its buffer.
-//! let graph = unsafe {
-//!     arena.capture(&stream, CaptureMode::ThreadLocal, |capture| {
-//!         let mut scratch = arena.allocate_array::<f32>(1024, capture.stream())?;
-//!         scratch.copy_from(input.buffer())?;
-//!         launch(capture.stream(), &config, &kernel, (&mut scratch, 2.0f32, 1024usize))?;
-//!         Ok(())
-//!     })?
-//! };
-//! let exec = graph.instantiate()?;
-//! input.copy_in(&[1.0; 1024])?;
-//! exec.launch(&stream)?; // the same addresses at every replay
-//! # Ok::<(), cuda_safe::Error>(())
-//! ```
+//! every replay, without the graph's memory nodes ([`GraphArena`]); the bookkeeping of its
+//! ranges (`blocks`), what ties executables to it (`flight`), captures that use it
+//! (`capture`), and its static buffers (`statics`).
 
 mod blocks;
 mod capture;
@@ -76,11 +31,56 @@ use cuda_sys::{CUdeviceptr, CUstreamCaptureMode, CUstreamCaptureStatus, Driver};
 #[cfg(doc)]
 use super::Capture;
 
-/// Device memory for captured graphs, at the same addresses at every replay; see the
-/// [module](self). Cloning is cheap and shares the arena. Allocate from it as from any
-/// resource ([`allocate`](Self::allocate), [`Buffer::allocate_in`], a library handle's
-/// workspace resource), and make a region's inputs and outputs with
-/// [`static_buffer`](Self::static_buffer).
+/// Device memory for captured graphs, at the same addresses at every replay, without the
+/// graph's memory nodes (PyTorch's private graph pools, as a [`MemoryResource`]). Cloning is
+/// cheap and shares the arena. Allocate from it as from any resource
+/// ([`allocate`](Self::allocate), [`Buffer::allocate_in`], a library handle's workspace), and
+/// make a region's inputs and outputs with [`static_buffer`](Self::static_buffer).
+///
+/// An arena is one virtual memory reservation of the size asked, mapped at its start and
+/// grown in place, chunk by chunk, as allocations reach further; it never moves, so every
+/// address it gave out stays valid. Buffers allocated from it while a stream is captured
+/// ([`GraphArena::capture`], or [`Capture::use_arena`]) are plain addresses to the captured
+/// work: the graph has no allocation or free node, and each replay uses the addresses the
+/// capture used. Memory the captured work freed is *held* for the graph (nothing else gets it)
+/// until [`reset`](Self::reset); a later capture of the same work after a reset lands on the
+/// same addresses, the allocator being deterministic. Outside a capture it serves plain
+/// buffers too, freed once their stream has drained.
+///
+/// Why one reservation rather than a memory pool: a pool's allocations made under capture
+/// become the graph's allocation and free nodes (what the arena exists to avoid), and a pool
+/// cannot grow a range in place, so a sub-allocator over a pool would either take its largest
+/// size up front or hand out addresses in several ranges; a reservation costs only address
+/// space, maps physical memory as it is reached, and a replay touches no allocator at all.
+///
+/// An executable made from a graph captured in an arena keeps the arena alive and records an
+/// event after each launch, so the arena refuses [`reset`](Self::reset) and
+/// [`close`](Self::close) while a launch may still run ([`Error::ArenaBusy`]), and a launch of
+/// a graph captured before a reset is refused.
+///
+/// ```no_run
+/// use cuda_safe::{CaptureMode, Device, GraphArena, LaunchConfig, ObjectCode, launch};
+///
+/// let device = Device::new(0)?;
+/// let stream = device.create_stream(Default::default())?;
+/// let kernel = ObjectCode::from_file("scale.cubin")?.get_kernel("scale")?;
+/// let arena = GraphArena::new(&stream, 1 << 30)?;
+/// let input = arena.static_buffer::<f32>(1024, &stream)?;
+/// let config = LaunchConfig::for_num_elements(1024, 256)?;
+/// // SAFETY: scale(float*, float, size_t) updates 1024 floats of its buffer.
+/// let graph = unsafe {
+///     arena.capture(&stream, CaptureMode::ThreadLocal, |capture| {
+///         let mut scratch = arena.allocate_array::<f32>(1024, capture.stream())?;
+///         scratch.copy_from(input.buffer())?;
+///         launch(capture.stream(), &config, &kernel, (&mut scratch, 2.0f32, 1024usize))?;
+///         Ok(())
+///     })?
+/// };
+/// let exec = graph.instantiate()?;
+/// input.copy_in(&[1.0; 1024])?;
+/// exec.launch(&stream)?; // the same addresses at every replay
+/// # Ok::<(), cuda_safe::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct GraphArena {
     inner: Arc<ArenaInner>,
