@@ -313,3 +313,47 @@ pub(crate) fn captures_must_name_the_arena(fx: &Fixture) -> Verdict {
     };
     outcome.map(drop).map_err(failed)
 }
+
+/// `CUDA_ERROR_OUT_OF_MEMORY` and `CUDA_ERROR_INVALID_VALUE`, as the stub fails calls with.
+const OUT_OF_MEMORY: i32 = 2;
+const INVALID_VALUE: i32 = 1;
+
+pub(crate) fn failures_leave_the_arena_whole(stub: &Stub, fx: &Fixture) -> Verdict {
+    let arena = GraphArena::new(&fx.stream, RESERVE).map_err(failed)?;
+    let before = arena.usage();
+    // A growth the driver refuses gives the range back.
+    stub.fail("cuMemCreate", OUT_OF_MEMORY, 1);
+    match arena.allocate(before.mapped * 2, &fx.stream) {
+        Err(error) if error.is_out_of_memory() => {}
+        other => return Err(format!("a refused growth gave {other:?}")),
+    }
+    ensure(arena.usage() == before, || {
+        format!("a refused growth left {:?}", arena.usage())
+    })?;
+    let grown = arena
+        .allocate(before.mapped * 2, &fx.stream)
+        .map_err(failed)?;
+    ensure(grown.as_raw() == arena.base(), || {
+        "the range refused before is the one given now".into()
+    })?;
+    drop(grown);
+
+    // A launch whose event cannot be recorded waits for the stream: nothing is left running.
+    let x = arena.static_buffer::<f32>(N, &fx.stream).map_err(failed)?;
+    let y = arena.static_buffer::<f32>(N, &fx.stream).map_err(failed)?;
+    let (graph, _) = captured(fx, &arena, &x, &y).map_err(failed)?;
+    let exec = graph.instantiate().map_err(failed)?;
+    stub.take_log();
+    stub.fail("cuEventRecord", INVALID_VALUE, 1);
+    match exec.launch(&fx.stream) {
+        Err(error) if error.cuda_code().is_some() => {}
+        other => return Err(format!("a failed event record gave {other:?}")),
+    }
+    let calls = stub.take_log();
+    ensure(count_of(&calls, "cuStreamSynchronize") == 1, || {
+        "the launch was waited for".into()
+    })?;
+    arena.reset().map_err(failed)?;
+    drop((exec, x, y));
+    Ok(())
+}

@@ -6,7 +6,8 @@
 //! with new inputs bit for bit as the same pass run eagerly, with no allocation at replay; the
 //! arena's addresses are the same for a second capture after a reset and never given to
 //! others meanwhile; a reset or close is refused while a launch may still run, a launch of a
-//! graph captured before a reset is refused; the usage figures. `into.rs`: capture into an
+//! graph captured before a reset is refused; the usage figures; a growth or an event record
+//! the driver refuses leaves the arena whole. `into.rs`: capture into an
 //! existing graph after dependencies with edge data, whole-graph updates from a fresh capture
 //! and the driver's reasons for refusing one, re-capture where the driver has it, and
 //! `Unsupported` naming the version on an older driver.
@@ -172,6 +173,10 @@ fn main() -> ExitCode {
         (
             "an arena allocates only for captures that use it",
             Box::new(|| arena::captures_must_name_the_arena(fx)),
+        ),
+        (
+            "a refused growth or event record leaves the arena whole",
+            Box::new(|| arena::failures_leave_the_arena_whole(stub, fx)),
         ),
         (
             "capture into an existing graph after dependencies and edges",

@@ -57,6 +57,8 @@ pub(super) struct Blocks {
     parked: HashMap<(usize, u64), Vec<(u64, u64)>>,
     held: Vec<(u64, u64)>,
     figures: Figures,
+    /// The high-water mark before the last allocation, for [`undo`](Self::undo).
+    high_water_before: u64,
 }
 
 /// `size` rounded up to [`ALIGNMENT`], or `None` on overflow.
@@ -80,6 +82,7 @@ impl Blocks {
             parked: HashMap::new(),
             held: Vec::new(),
             figures: Figures::default(),
+            high_water_before: 0,
         }
     }
 
@@ -109,6 +112,7 @@ impl Blocks {
         self.live.insert(offset, Live { len, capture });
         self.figures.in_use += len;
         let used = self.figures.in_use + self.figures.held;
+        self.high_water_before = self.figures.high_water;
         self.figures.high_water = self.figures.high_water.max(used);
         Some((offset, len))
     }
@@ -157,11 +161,12 @@ impl Blocks {
         }
     }
 
-    /// Gives the range at `offset` back at once, as if never allocated (an allocation whose
-    /// mapping failed).
+    /// Gives the range at `offset`, the last one allocated, back at once, as if never
+    /// allocated (an allocation whose mapping failed).
     pub(super) fn undo(&mut self, offset: u64) {
         if let Some(live) = self.live.remove(&offset) {
             self.figures.in_use -= live.len;
+            self.figures.high_water = self.high_water_before;
             self.insert_free(offset, live.len);
         }
     }
@@ -339,7 +344,7 @@ mod tests {
         let mut blocks = Blocks::new(2 * ALIGNMENT);
         let (offset, _) = blocks.allocate(ALIGNMENT, STREAM, 5).unwrap();
         blocks.undo(offset);
-        assert_eq!(blocks.figures().in_use, 0);
+        assert_eq!(blocks.figures(), Figures::default());
         assert_eq!(
             blocks.allocate(2 * ALIGNMENT, STREAM, 0),
             Some((0, 2 * ALIGNMENT))
