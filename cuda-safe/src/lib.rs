@@ -124,8 +124,9 @@ pub use driver::driver_version;
 pub use error::{Error, LibraryError, LibraryFailure, Result};
 pub use event::{Event, EventOptions};
 pub use graph::{
-    Capture, CaptureMode, CaptureStatus, ConditionalHandle, CopyNodeSide, DeviceGraphHandle,
-    DotFlags, Graph, GraphAllocation, GraphExec, InstantiateOptions, KernelEdge, KernelNode, Node,
+    ArenaUsage, Capture, CaptureDependency, CaptureMode, CaptureStatus, ConditionalHandle,
+    CopyNodeSide, DeviceGraphHandle, DotFlags, Graph, GraphAllocation, GraphArena, GraphExec,
+    InstantiateOptions, KernelEdge, KernelNode, Node, RecaptureReport, StaticBuffer,
 };
 pub use green::{
     DeviceResources, GreenContextOptions, PartitionRules, SmResource, SmSplit, SplitPlan,

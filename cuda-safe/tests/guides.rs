@@ -174,6 +174,7 @@ const NO_API_DOC: &[(&str, &str)] = &[
     ("cuGraphExecGetId", CUDA_13_ONLY),
     ("cuGraphNodeGetLocalId", CUDA_13_ONLY),
     ("cuGraphNodeGetToolsId", CUDA_13_ONLY),
+    ("cuStreamBeginRecaptureToGraph", CUDA_13_ONLY),
     ("nvJitLinkGetLinkedLTOIR", CUDA_13_ONLY),
 ];
 

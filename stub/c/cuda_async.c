@@ -45,6 +45,8 @@ CUresult cuLaunchHostFunc(void *stream, void (*function)(void *), void *data) {
         return CUDA_ERROR_INVALID_HANDLE;
     if (function == NULL)
         return CUDA_ERROR_INVALID_VALUE;
+    if (stream_capturing(stream))
+        return capture_host("cuLaunchHostFunc", stream, function, data);
     race_enqueue(stream, "cuLaunchHostFunc");
     if (!gpu_held) {
         function(data);

@@ -1,9 +1,11 @@
 /*
- * The fake libcuda's stream capture. A capture records kernel launches only (cuLaunchKernel,
- * cuLaunchKernelEx), each a kernel node after the capture's current dependencies, into a graph
- * of its own or one given (cuStreamBeginCaptureToGraph: a conditional node's body); other work
- * queued on a capturing stream runs at once, as outside a capture (the tests capture launches
- * only). No node may be removed from a graph while it is captured into. See cuda_graph.h.
+ * The fake libcuda's stream capture: beginning one into a graph of its own or one given
+ * (cuStreamBeginCaptureToGraph, after dependencies with their edge data: a conditional node's
+ * body, or a capture into an existing graph), its status, dependencies and end. What a
+ * capturing stream records (launches, 1-D copies and memsets, host functions; a re-capture's
+ * walk over its graph) is in cuda_capture_nodes.c; other work queued on a capturing stream
+ * runs at once, as outside a capture. No node may be removed from a graph while it is
+ * captured into. See cuda_graph.h.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,18 +15,10 @@
 
 /* ---- Stream capture. ---- */
 
-struct capture {
-    struct graph *graph;
-    unsigned long long id;
-    int owns; /* made by cuStreamBeginCapture (else: captured into a graph given) */
-    struct gnode **deps;
-    size_t count, cap;
-};
-
 static unsigned long long next_capture_id = 1;
 
 /* The stub stream behind `handle`, or NULL (a default stream, or no stream: no misuse noted). */
-static struct stream *stub_stream(const void *handle) {
+struct stream *stub_stream(const void *handle) {
     const struct stream *stream = handle;
     if ((uintptr_t)handle < 4096 || stream->head.magic != MAGIC ||
         stream->head.type != T_STREAM || !stream->head.alive)
@@ -37,23 +31,29 @@ int stream_capturing(const void *stream) {
     return found != NULL && found->capture != NULL;
 }
 
-/* Makes `nodes` (`count`) the capture's dependencies. */
-static void set_deps(struct capture *capture, struct gnode *const *nodes, size_t count) {
+/* Makes `nodes` (`count`) the capture's dependencies, with the edge data `data` (NULL: default
+ * edges) for the next node. */
+void set_deps(struct capture *capture, struct gnode *const *nodes,
+              const struct edge_data *data, size_t count) {
     if (count > capture->cap) {
         free(capture->deps);
+        free(capture->data);
         capture->deps = calloc(count, sizeof capture->deps[0]);
-        if (capture->deps == NULL)
+        capture->data = calloc(count, sizeof capture->data[0]);
+        if (capture->deps == NULL || capture->data == NULL)
             abort();
         capture->cap = count;
     }
     if (count > 0)
         memcpy(capture->deps, nodes, count * sizeof nodes[0]);
+    capture->has_data = data != NULL && count > 0;
+    if (capture->has_data)
+        memcpy(capture->data, data, count * sizeof data[0]);
     capture->count = count;
 }
 
-/* Starts capturing `handle` into `graph` (made here when NULL). */
-static CUresult begin(const char *api, void *handle, struct graph *graph,
-                      struct gnode *const *deps, size_t count) {
+/* Whether `handle` may begin a capture. */
+static CUresult begin_checks(const char *api, void *handle) {
     if (stream_context(handle, api) == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
     struct stream *stream = stub_stream(handle);
@@ -61,6 +61,18 @@ static CUresult begin(const char *api, void *handle, struct graph *graph,
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     if (stream->capture != NULL)
         return CUDA_ERROR_ILLEGAL_STATE;
+    return CUDA_SUCCESS;
+}
+
+/* Starts capturing `handle` into `graph` (made here when NULL), after `deps` with edge data
+ * `data`; NULL when the stream cannot capture, with `*error` set. */
+struct capture *capture_begin(const char *api, void *handle, struct graph *graph,
+                              struct gnode *const *deps, const struct edge_data *data,
+                              size_t count, CUresult *error) {
+    *error = begin_checks(api, handle);
+    if (*error != CUDA_SUCCESS)
+        return NULL;
+    struct stream *stream = stub_stream(handle);
     struct capture *capture = calloc(1, sizeof *capture);
     if (capture == NULL)
         abort();
@@ -68,27 +80,47 @@ static CUresult begin(const char *api, void *handle, struct graph *graph,
     capture->graph = graph == NULL ? graph_new(0) : graph;
     capture->graph->capturing++;
     capture->id = next_capture_id++;
-    set_deps(capture, deps, count);
+    set_deps(capture, deps, data, count);
     stream->capture = capture;
-    return CUDA_SUCCESS;
+    return capture;
 }
 
 CUresult cuStreamBeginCapture_v2(void *stream, int mode) {
     DRIVER("cuStreamBeginCapture_v2");
     if (mode < 0 || mode > 2)
         return CUDA_ERROR_INVALID_VALUE;
-    return begin("cuStreamBeginCapture_v2", stream, NULL, NULL, 0);
+    CUresult error;
+    capture_begin("cuStreamBeginCapture_v2", stream, NULL, NULL, NULL, 0, &error);
+    return error;
 }
 
+/* Counted and logged with the first dependency's edge type (1: programmatic). */
 CUresult cuStreamBeginCaptureToGraph(void *stream, struct graph *graph, struct gnode *const *deps,
                                      const struct edge_data *data, size_t count, int mode) {
-    DRIVER("cuStreamBeginCaptureToGraph");
-    (void)data;
+    STUB_LOCKED();
+    int injected = stub_enter("cuStreamBeginCaptureToGraph",
+                              data != NULL && count > 0 ? data[0].type : 0);
+    if (injected != 0)
+        return injected;
+    if (!initialised) {
+        stub_misuse_note("cuStreamBeginCaptureToGraph before cuInit");
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
     if (!valid(graph, T_GRAPH, "cuStreamBeginCaptureToGraph"))
         return CUDA_ERROR_INVALID_HANDLE;
     if (mode < 0 || mode > 2 || (count > 0 && deps == NULL))
         return CUDA_ERROR_INVALID_VALUE;
-    return begin("cuStreamBeginCaptureToGraph", stream, graph, deps, count);
+    for (size_t i = 0; i < count; i++) {
+        if (!valid(deps[i], T_GNODE, "cuStreamBeginCaptureToGraph"))
+            return CUDA_ERROR_INVALID_HANDLE;
+        if (deps[i]->graph != graph) {
+            stub_misuse_note("cuStreamBeginCaptureToGraph: a dependency of another graph");
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    CUresult error;
+    capture_begin("cuStreamBeginCaptureToGraph", stream, graph, deps, data, count, &error);
+    return error;
 }
 
 /* What cuStreamGetCaptureInfo says, through the out-pointers given. */
@@ -101,7 +133,7 @@ static CUresult capture_info(const char *api, void *handle, int *status, unsigne
         return CUDA_ERROR_INVALID_VALUE;
     struct stream *stream = stub_stream(handle);
     struct capture *capture = stream == NULL ? NULL : stream->capture;
-    *status = capture != NULL;
+    *status = capture == NULL ? 0 : capture->invalidated ? 2 : 1;
     if (id != NULL)
         *id = capture != NULL ? capture->id : 0;
     if (graph != NULL)
@@ -109,7 +141,7 @@ static CUresult capture_info(const char *api, void *handle, int *status, unsigne
     if (deps != NULL)
         *deps = capture != NULL ? capture->deps : NULL;
     if (data != NULL)
-        *data = NULL;
+        *data = capture != NULL && capture->has_data ? capture->data : NULL;
     if (count != NULL)
         *count = capture != NULL ? capture->count : 0;
     return CUDA_SUCCESS;
@@ -149,7 +181,7 @@ static CUresult update_deps(const char *api, void *handle, struct gnode *const *
         }
     }
     if (flags == 1) {
-        set_deps(capture, nodes, count);
+        set_deps(capture, nodes, NULL, count);
         return CUDA_SUCCESS;
     }
     struct gnode **all = calloc(capture->count + count + 1, sizeof all[0]);
@@ -157,7 +189,7 @@ static CUresult update_deps(const char *api, void *handle, struct gnode *const *
         abort();
     memcpy(all, capture->deps, capture->count * sizeof all[0]);
     memcpy(all + capture->count, nodes, count * sizeof all[0]);
-    set_deps(capture, all, capture->count + count);
+    set_deps(capture, all, NULL, capture->count + count);
     free(all);
     return CUDA_SUCCESS;
 }
@@ -191,36 +223,14 @@ CUresult cuStreamEndCapture(void *handle, struct graph **graph) {
     struct capture *capture = stream->capture;
     stream->capture = NULL;
     capture->graph->capturing--;
-    *graph = injected == 0 ? capture->graph : NULL;
-    if (injected != 0 && capture->owns)
+    CUresult failed = injected != 0 ? injected : recapture_end(capture);
+    if (failed == CUDA_SUCCESS && capture->invalidated)
+        failed = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    *graph = failed == CUDA_SUCCESS ? capture->graph : NULL;
+    if (failed != CUDA_SUCCESS && capture->owns)
         graph_destroy(capture->graph);
     free(capture->deps);
+    free(capture->data);
     free(capture);
-    return injected != 0 ? injected : CUDA_SUCCESS;
-}
-
-CUresult capture_launch(const char *api, void *stream, struct kernel *kernel,
-                        const unsigned grid[3], const unsigned block[3], unsigned shared,
-                        void **params, const void *attributes, unsigned count) {
-    struct capture *capture = stub_stream(stream)->capture;
-    CUresult error;
-    struct gnode *node =
-        node_add(capture->graph, N_KERNEL, capture->deps, NULL, capture->count, api, &error);
-    if (node == NULL)
-        return error;
-    struct kernel_params described = {kernel, {grid[0], grid[1], grid[2]},
-                                      {block[0], block[1], block[2]}, shared, params,
-                                      NULL, NULL, NULL};
-    CHECK(kernel_node_set(node, &described, api));
-    const struct launch_attribute *list = attributes;
-    for (unsigned i = 0; i < count; i++) {
-        int id = list[i].id;
-        if (id > 0 && id < MAX_ATTRIBUTE && id != ATTR_PROGRAMMATIC_EVENT &&
-            id != ATTR_PROGRAMMATIC_STREAM_SERIALIZATION) {
-            node->attributes[id] = list[i].value;
-            node->attributes_set |= 1u << id;
-        }
-    }
-    set_deps(capture, &node, 1);
-    return CUDA_SUCCESS;
+    return failed;
 }

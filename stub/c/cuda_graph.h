@@ -3,7 +3,8 @@
  * attributes, edges, node removal, user objects), cuda_graph_copy.c (copies: clones,
  * executables' and child graphs; ids; conditional handles and nodes), cuda_graph_exec.c
  * (executable graphs: instantiation, launches that run the nodes at once in dependency order,
- * updates) and cuda_capture.c (stream capture).
+ * updates), cuda_capture.c (stream capture) and cuda_capture_nodes.c (what a capture records,
+ * and re-capture).
  *
  * A graph is a list of node objects in the order they were added; each node lists the edges
  * into it. An executable owns a deep copy of its graph whose nodes name the nodes they copy
@@ -170,6 +171,43 @@ struct graph {
     int capturing; /* captured into now: no node may be removed (cuda_capture.c) */
     struct refs refs;
 };
+
+/* A stream's capture (cuda_capture.c). A re-capture (cuda_capture_nodes.c) walks the graph's
+ * nodes in creation order instead of adding new ones, and reports changed parameters through
+ * its callback. */
+typedef CUresult (*recapture_callback)(void *data, struct gnode *node, const void *original,
+                                       const void *recaptured, int status);
+
+struct capture {
+    struct graph *graph;
+    unsigned long long id;
+    int owns; /* made by cuStreamBeginCapture (else: captured into a graph given) */
+    int invalidated; /* an operation was refused: ending the capture fails */
+    struct gnode **deps;
+    struct edge_data *data; /* the edges from `deps` to the next node, when `has_data` */
+    int has_data;
+    size_t count, cap;
+    int recapture; /* cuStreamBeginRecaptureToGraph: `next` is the next node to record over */
+    size_t next;
+    recapture_callback callback;
+    void *callback_data;
+};
+
+/* The stub stream behind `handle`, or NULL (a default stream, or not a live stub stream). */
+struct stream *stub_stream(const void *handle);
+
+/* Starts capturing `handle` into `graph` (a new one when NULL); NULL with `*error` set when
+ * the stream cannot capture. */
+struct capture *capture_begin(const char *api, void *handle, struct graph *graph,
+                              struct gnode *const *deps, const struct edge_data *data,
+                              size_t count, CUresult *error);
+
+/* Makes `nodes` the capture's dependencies (`data`: their edges to the next node, or NULL). */
+void set_deps(struct capture *capture, struct gnode *const *nodes,
+              const struct edge_data *data, size_t count);
+
+/* At a capture's end: a re-capture that recorded fewer nodes than its graph has fails. */
+CUresult recapture_end(struct capture *capture);
 
 /* A new graph (counted as live unless `owned`). */
 struct graph *graph_new(int owned);

@@ -419,6 +419,8 @@ CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, void *str
                          "context current");
         return CUDA_ERROR_INVALID_VALUE;
     }
+    if (stream_capturing(stream))
+        return capture_copy("cuMemcpyAsync", stream, dst, src, bytes);
     unsigned actor = race_enqueue(stream, "cuMemcpyAsync");
     race_access(actor, src, bytes, RACE_READ, "cuMemcpyAsync");
     race_access(actor, dst, bytes, RACE_WRITE, "cuMemcpyAsync");
@@ -436,6 +438,8 @@ static CUresult memset_2d(const char *api, CUdeviceptr dst, size_t pitch, unsign
     if (dst % word != 0 || (height > 1 && pitch < width * word))
         return CUDA_ERROR_INVALID_VALUE;
     CHECK(check_range(dst, (height - 1) * pitch + width * word, 0, api));
+    if (stream_capturing(stream) && height == 1)
+        return capture_memset(api, stream, dst, value, (unsigned)word, width);
     race_access(race_enqueue(stream, api), dst, (height - 1) * pitch + width * word, RACE_WRITE,
                 api);
     for (size_t row = 0; row < height; row++) {

@@ -383,6 +383,14 @@ CUresult capture_launch(const char *api, void *stream, struct kernel *kernel,
                         const unsigned grid[3], const unsigned block[3], unsigned shared,
                         void **params, const void *attributes, unsigned count);
 
+/* Records a 1-D copy, a 1-D memset of `count` `element`-byte words and a host function on the
+ * capturing `stream` as nodes of its capture (cuda_capture_nodes.c). */
+CUresult capture_copy(const char *api, void *stream, CUdeviceptr dst, CUdeviceptr src,
+                      size_t bytes);
+CUresult capture_memset(const char *api, void *stream, CUdeviceptr dst, unsigned value,
+                        unsigned element, size_t count);
+CUresult capture_host(const char *api, void *stream, void (*function)(void *), void *data);
+
 /* Sets the value of the conditional handle `handle` (a kernel's cudaGraphSetConditional). */
 void conditional_set(unsigned long long handle, unsigned value);
 

@@ -4,7 +4,8 @@
  * compiled into the stub driver's shared object and loaded through CUDA_SAFE_LIBCUBLAS,
  * CUDA_SAFE_LIBCUBLASLT and CUDA_SAFE_LIBCURAND. The driver's memory is host memory, so the
  * calls compute on the CPU: f32 and f64 (and bf16) GEMMs, GEMV and the vector operations, an
- * f32 cuBLASLt matmul with the bias and ReLU epilogues, and uniform and normal numbers. Every
+ * f32 cuBLASLt matmul with the bias and ReLU epilogues, and uniform and normal numbers (a GEMM
+ * on a capturing stream becomes a host node that computes it at each replay). Every
  * range a call reads or writes is checked against the driver's allocations (a range past one
  * is a misuse, the CPU's GPU fault), as are leading dimensions against their matrices.
  */
@@ -178,6 +179,38 @@ static int gemm(const char *api, int transa, int transb, long m, long n, long k,
     return OK;
 }
 
+/* A GEMM queued on a capturing stream: the arguments of the host node that computes it at each
+ * replay (kept with the node, which the stub never frees). */
+struct captured_gemm {
+    int ta, tb, at, bt, ct;
+    long m, n, k, lda, ldb, ldc;
+    double alpha, beta;
+    const void *a, *b;
+    void *c;
+};
+
+static void replay_gemm(void *data) {
+    const struct captured_gemm *g = data;
+    gemm("cublasGemmEx", g->ta, g->tb, g->m, g->n, g->k, g->alpha, g->a, g->at, g->lda, g->b,
+         g->bt, g->ldb, g->beta, g->c, g->ct, g->ldc);
+}
+
+/* Records `*call` (its ranges checked now) as a host node of `stream`'s capture. */
+static int capture_gemm(const struct captured_gemm *call, void *stream) {
+    static const char api[] = "cublasGemmEx";
+    if (!matrix_ok(call->a, call->ta ? call->k : call->m, call->ta ? call->m : call->k,
+                   call->lda, call->at, api) ||
+        !matrix_ok(call->b, call->tb ? call->n : call->k, call->tb ? call->k : call->n,
+                   call->ldb, call->bt, api) ||
+        !matrix_ok(call->c, call->m, call->n, call->ldc, call->ct, api))
+        return INVALID_VALUE;
+    struct captured_gemm *kept = malloc(sizeof *kept);
+    if (kept == NULL)
+        abort();
+    *kept = *call;
+    return capture_host(api, stream, replay_gemm, kept) == CUDA_SUCCESS ? OK : INVALID_VALUE;
+}
+
 /* The scalars a call reads as `type` (f64 scalars for f64, f32 otherwise). */
 static double scalar(const void *ptr, int type) {
     return type == R_64F ? *(const double *)ptr : *(const float *)ptr;
@@ -189,8 +222,13 @@ int cublasGemmEx(struct blas *h, int ta, int tb, int m, int n, int k, const void
     ENTER("cublasGemmEx");
     if (!stream_is_current(h->stream, "cublasGemmEx"))
         return INVALID_VALUE;
-    (void)h; (void)compute; (void)algo;
+    (void)compute; (void)algo;
     int scale = ct == R_64F ? R_64F : R_32F;
+    if (stream_capturing(h->stream)) {
+        const struct captured_gemm call = {ta, tb, at, bt, ct, m, n, k, lda, ldb, ldc,
+                                           scalar(alpha, scale), scalar(beta, scale), a, b, c};
+        return capture_gemm(&call, h->stream);
+    }
     return gemm("cublasGemmEx", ta, tb, m, n, k, scalar(alpha, scale), a, at, lda, b, bt, ldb,
                 scalar(beta, scale), c, ct, ldc);
 }

@@ -35,6 +35,7 @@ const SOURCES: &[&str] = &[
     "cuda_graph_copy.c",
     "cuda_graph_exec.c",
     "cuda_capture.c",
+    "cuda_capture_nodes.c",
     "cuda_cudarc.c",
     "cuda_async.c",
     "cuda_race.c",

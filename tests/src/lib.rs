@@ -292,6 +292,7 @@ mod workspace_docs {
         Dnn: "docs/dnn.md",
         Fft: "docs/fft.md",
         GettingStarted: "docs/getting-started.md",
+        GraphArena: "docs/graph-arena.md",
         Graphs: "docs/graphs.md",
         GreenContexts: "docs/green-contexts.md",
         Interop: "docs/interop.md",

@@ -11,6 +11,7 @@ mod memory;
 #[cfg(feature = "nvjitlink")]
 mod nvjitlink;
 mod nvml;
+mod recapture;
 #[cfg(test)]
 mod tests;
 
@@ -30,6 +31,7 @@ pub(crate) use nvjitlink::{NVJITLINK_HAS_LINKED_LTOIR, linked_ltoir};
 #[cfg(not(feature = "nvjitlink"))]
 pub(crate) const NVJITLINK_HAS_LINKED_LTOIR: bool = cuda_sys::ABI_MAJOR >= 13;
 pub(crate) use nvml::gpu_temperature;
+pub(crate) use recapture::{RecaptureLog, begin_recapture};
 
 use crate::error::{Error, Result, cu};
 use cuda_sys::{CUevent, Driver, if_abi12, if_abi13};

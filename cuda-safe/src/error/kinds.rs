@@ -10,14 +10,15 @@ use super::capture::capture_hint;
 
 impl Error {
     /// Whether memory ran out: the driver's `CUDA_ERROR_OUT_OF_MEMORY`, NVRTC's or NVML's
-    /// out-of-memory code, or an annex library's ([`Error::Library`]), also when wrapped by
-    /// another error of this crate.
+    /// out-of-memory code, an annex library's ([`Error::Library`]) or a full graph arena
+    /// ([`Error::ArenaFull`]), also when wrapped by another error of this crate.
     pub fn is_out_of_memory(&self) -> bool {
         match self {
             Self::Cuda { code, .. } => *code == CUresult::CUDA_ERROR_OUT_OF_MEMORY,
             Self::Nvrtc { code, .. } => *code == nvrtcResult::NVRTC_ERROR_OUT_OF_MEMORY,
             Self::Nvml { code, .. } => *code == nvmlReturn_t::NVML_ERROR_MEMORY,
             Self::Library(error) => error.failure().is_out_of_memory(),
+            Self::ArenaFull { .. } => true,
             other => other.cause().is_some_and(Error::is_out_of_memory),
         }
     }

@@ -78,6 +78,26 @@ impl fmt::Display for Error {
                     "cuGraphInstantiateWithParams refused the graph: {detail}"
                 )
             }
+            Error::ArenaBusy {
+                in_flight,
+                capturing,
+                holders,
+            } => write!(
+                f,
+                "the graph arena is still in use ({in_flight} launch(es) may still run, \
+                 {capturing} capture(s) record into it, {holders} other holder(s)): nothing \
+                 was freed"
+            ),
+            Error::ArenaFull {
+                requested,
+                reserved,
+                in_use,
+                held,
+            } => write!(
+                f,
+                "the graph arena has no free range of {requested} bytes (reserved {reserved}, \
+                 in use {in_use}, held for graphs {held})"
+            ),
             Error::Library(error) => fmt::Display::fmt(error, f),
             Error::NvrtcVersionMismatch { assumed, loaded } => write!(
                 f,

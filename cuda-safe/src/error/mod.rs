@@ -201,6 +201,30 @@ pub enum Error {
         /// What the reason means.
         detail: &'static str,
     },
+    /// A graph arena was asked to reset or close while its memory may still be used: a
+    /// launch of a graph captured in it may still run, a capture records into it, or (for a
+    /// close) other handles, buffers or graphs hold it. Nothing was freed.
+    ArenaBusy {
+        /// Executables whose last launch may still run.
+        in_flight: usize,
+        /// Captures recording into the arena now.
+        capturing: usize,
+        /// Other handles, buffers and graphs holding the arena (for a close; 0 for a reset).
+        holders: usize,
+    },
+    /// A graph arena's reservation has no free range for an allocation (it never grows past
+    /// its reservation: the addresses it gave out stay valid). Counts as out of memory
+    /// ([`Error::is_out_of_memory`]).
+    ArenaFull {
+        /// The bytes asked for.
+        requested: usize,
+        /// The arena's reservation.
+        reserved: usize,
+        /// The bytes live buffers hold.
+        in_use: usize,
+        /// The bytes held for captured graphs until a reset.
+        held: usize,
+    },
     /// A failure of a library or subsystem that an annex crate wraps: cuBLAS, cuBLASLt and
     /// cuRAND (`cuda-safe-libs`), NCCL and its bootstrap (`cuda-safe-nccl`), the IPC channel
     /// (`cuda-safe-ipc`), the completion reactor (`cuda-safe-async`). The annex's own error

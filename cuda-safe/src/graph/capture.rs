@@ -30,6 +30,7 @@
 
 use std::fmt;
 
+use super::arena::GraphArena;
 use super::build::function_in;
 use super::kernel_node::write_attributes;
 use super::{Graph, KernelNode, Node, keep, next_id};
@@ -125,6 +126,9 @@ pub(super) struct Recording {
     /// Set when a conditional node was added and its body failed: the driver removes no node
     /// from a graph under capture, so the capture is discarded at its end.
     pub(super) broken: bool,
+    /// The arenas the capture allocates from ([`Capture::use_arena`]), each with the driver's
+    /// id of this capture, under which it was let allocate.
+    pub(super) arenas: Vec<(GraphArena, u64)>,
 }
 
 impl Capture {
@@ -165,6 +169,7 @@ impl Capture {
                 retained: Vec::new(),
                 keeper: None,
                 broken: false,
+                arenas: Vec::new(),
             }),
         })
     }
@@ -370,12 +375,14 @@ impl Capture {
             ));
         }
         let raw = recording.finish()?;
-        Ok(Graph::from_parts(
+        let mut graph = Graph::from_parts(
             raw,
             recording.id,
             recording.stream.context().clone(),
             recording.retained,
-        ))
+        );
+        graph.bind_arenas(&recording.arenas)?;
+        Ok(graph)
     }
 }
 
@@ -383,6 +390,9 @@ impl Recording {
     /// Ends the capture: the recorded graph, or the driver's error (a graph the driver still
     /// returned with it is destroyed, unless it is a conditional node's body).
     pub(super) fn finish(&self) -> Result<CUgraph> {
+        for (arena, id) in &self.arenas {
+            arena.unbind_capture(*id);
+        }
         let driver = self.stream.driver();
         let mut raw: CUgraph = std::ptr::null_mut();
         // SAFETY: a valid stream and out-pointer.

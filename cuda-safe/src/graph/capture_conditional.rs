@@ -288,9 +288,12 @@ impl Capture {
                 retained: Vec::new(),
                 keeper: Some(keeper),
                 broken: false,
+                arenas: Vec::new(),
             }),
         };
-        let outcome = record(index, &mut body);
+        let outcome = body
+            .inherit_arenas(self)
+            .and_then(|()| record(index, &mut body));
         // Ends the body's capture either way; the body graph stays with its node.
         let recording = body.inner.into_unreleased();
         let ended = recording.finish().map(drop);

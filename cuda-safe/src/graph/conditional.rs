@@ -65,7 +65,11 @@ impl KernelArg for ConditionalHandle {
 }
 
 /// Refuses `what` when the driver (`have`) is older than `need`.
-fn require_driver(have: CudaVersion, need: CudaVersion, what: &'static str) -> Result<()> {
+pub(super) fn require_driver(
+    have: CudaVersion,
+    need: CudaVersion,
+    what: &'static str,
+) -> Result<()> {
     if have < need {
         return Err(Error::unsupported(
             what,

@@ -9,6 +9,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use super::arena::ArenaUse;
 use super::build::kernel_params;
 use super::exec_update::Transfer;
 use super::{Graph, KernelNode, Node, instantiate};
@@ -81,6 +82,9 @@ pub struct GraphExec {
     pub(super) graph: Graph,
     /// Instantiated for device launch.
     device_launch: bool,
+    /// For a graph captured in arenas: the event each launch records, and the arenas'
+    /// generations its addresses belong to.
+    arenas: Option<ArenaUse>,
 }
 
 /// The owned `CUgraphExec`.
@@ -138,6 +142,7 @@ impl Graph {
     pub fn instantiate_with(self, options: InstantiateOptions) -> Result<GraphExec> {
         let _span = span!(DEBUG, "graph_instantiate");
         self.check_whole()?;
+        let arenas = ArenaUse::new(&self.context, &self.arenas)?;
         let raw = {
             let _current = self.context.scoped()?;
             instantiate::instantiate(&self, options)?
@@ -150,6 +155,7 @@ impl Graph {
             }),
             graph: self,
             device_launch: options.device_launch,
+            arenas,
         })
     }
 }
@@ -177,7 +183,9 @@ impl GraphExec {
     }
 
     /// Launches the graph on `stream` (`cuGraphLaunch`): it runs after the stream's queued
-    /// work and this executable's previous launches.
+    /// work and this executable's previous launches. A graph captured in a
+    /// [`GraphArena`](super::GraphArena) also records an event after the launch
+    /// (`cuEventRecord`), by which the arena knows whether it may still run.
     ///
     #[doc = cuda_sys::api_doc!(cuGraphLaunch)]
     /// # Errors
@@ -185,12 +193,19 @@ impl GraphExec {
     /// Nothing is launched when:
     /// - [`Error::CallbackPanicked`]: a host node of the graph panicked since the last report
     ///   (the report clears it; launch again to run);
+    /// - [`Error::InvalidArgument`]: an arena the graph was captured in was reset since;
     /// - [`Error::Cuda`]: the driver refuses (a stream of another context; an allocation node's
     ///   memory still unfreed from the previous launch).
+    ///
+    /// When the launch was made but its event could not be recorded, the driver's error,
+    /// after waiting for `stream`.
     #[doc(alias = "cuGraphLaunch")]
     #[inline]
     pub fn launch(&self, stream: &Stream) -> Result<()> {
         self.graph.panics.check()?;
+        if let Some(arenas) = &self.arenas {
+            arenas.check()?;
+        }
         // SAFETY: a valid executable and stream; what the nodes use is alive (kept by the
         // graph, or the caller's promise where the graph was built).
         unsafe {
@@ -198,6 +213,10 @@ impl GraphExec {
                 self.handle.driver,
                 cuGraphLaunch(self.handle.raw, stream.as_raw())
             )
+        }?;
+        match &self.arenas {
+            Some(arenas) => arenas.launched(stream),
+            None => Ok(()),
         }
     }
 
@@ -232,29 +251,24 @@ impl GraphExec {
     /// an update cannot apply (the executable is unchanged); the driver's error.
     #[doc(alias = "cuGraphExecUpdate")]
     pub fn update(&mut self, graph: &Graph) -> Result<()> {
-        let mut info = CUgraphExecUpdateResultInfo::default();
-        let updated = {
-            let _current = self.graph.context.scoped()?;
-            // SAFETY: a valid executable, graph and out-pointer.
-            unsafe {
-                cu!(
-                    self.handle.driver,
-                    cuGraphExecUpdate_v2(self.handle.raw, graph.as_raw(), &mut info)
-                )
-            }
-        };
-        match updated {
-            Ok(()) => {
-                graph.panics.report_to(&self.graph.panics);
-                Ok(())
-            }
-            Err(error)
-                if error.cuda_code() == Some(CUresult::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE) =>
-            {
-                Err(refusal(info.result))
-            }
-            Err(error) => Err(error),
-        }
+        let Self {
+            handle,
+            graph: own,
+            arenas,
+            ..
+        } = self;
+        update_from(handle, own, arenas, graph)
+    }
+
+    /// Updates the executable from its own graph, after that graph was re-captured.
+    pub(super) fn update_from_own_graph(&mut self) -> Result<()> {
+        let Self {
+            handle,
+            graph,
+            arenas,
+            ..
+        } = self;
+        update_from(handle, graph, arenas, graph)
     }
 
     /// Sets the arguments of a kernel node for the next launches
@@ -348,6 +362,47 @@ impl GraphExec {
         let exec = handle.close();
         let graph = graph.close();
         exec.and(graph)
+    }
+}
+
+/// Updates the executable `handle` (made from `own`, with `arenas`) to run `graph`'s
+/// parameters, as [`GraphExec::update`] says.
+fn update_from(
+    handle: &ExecHandle,
+    own: &Graph,
+    arenas: &mut Option<ArenaUse>,
+    graph: &Graph,
+) -> Result<()> {
+    let fresh = match arenas {
+        Some(_) => None,
+        None => ArenaUse::new(&own.context, &graph.arenas)?,
+    };
+    let mut info = CUgraphExecUpdateResultInfo::default();
+    let updated = {
+        let _current = own.context.scoped()?;
+        // SAFETY: a valid executable, graph and out-pointer.
+        unsafe {
+            cu!(
+                handle.driver,
+                cuGraphExecUpdate_v2(handle.raw, graph.as_raw(), &mut info)
+            )
+        }
+    };
+    match updated {
+        Ok(()) => {
+            graph.panics.report_to(&own.panics);
+            // The executable replays `graph`'s addresses now: its launches answer to
+            // `graph`'s arenas.
+            match arenas {
+                Some(arenas) => arenas.rebind(&graph.arenas),
+                None => *arenas = fresh,
+            }
+            Ok(())
+        }
+        Err(error) if error.cuda_code() == Some(CUresult::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE) => {
+            Err(refusal(info.result))
+        }
+        Err(error) => Err(error),
     }
 }
 

@@ -47,7 +47,7 @@ pub enum KernelEdge {
 
 impl KernelEdge {
     /// The driver's description of the edge.
-    fn data(self) -> CUgraphEdgeData {
+    pub(super) fn data(self) -> CUgraphEdgeData {
         let (port, kind) = match self {
             Self::Programmatic => (
                 CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC,

@@ -59,9 +59,11 @@
 //! passed to a kernel node by address or by borrowed buffer, and what a kernel does; launching
 //! a kernel is `unsafe` already.
 
+mod arena;
 mod build;
 mod capture;
 mod capture_conditional;
+mod capture_into;
 mod clone;
 mod conditional;
 mod device;
@@ -74,9 +76,12 @@ mod keep;
 mod kernel_node;
 mod memcpy3d;
 mod memory;
+mod refresh;
 mod update;
 
+pub use arena::{ArenaUsage, GraphArena, StaticBuffer};
 pub use capture::{Capture, CaptureMode, CaptureStatus};
+pub use capture_into::{CaptureDependency, RecaptureReport};
 pub use conditional::ConditionalHandle;
 pub use device::DeviceGraphHandle;
 pub use dot::DotFlags;
@@ -242,6 +247,8 @@ pub struct Graph {
     /// written and that could not be removed again (it would run without its cluster shape or
     /// cooperation). Instantiating, cloning or adopting the graph is refused with it.
     defect: Option<String>,
+    /// The arenas its work was captured in ([`GraphArena`]), with their generations then.
+    arenas: Vec<arena::Binding>,
 }
 
 /// The owned `CUgraph`.
@@ -299,6 +306,7 @@ impl Graph {
             removals: HashMap::new(),
             cloned_from: None,
             defect: None,
+            arenas: Vec::new(),
         }
     }
 
@@ -503,6 +511,7 @@ impl Graph {
             self.retained.push(object);
         }
         other.panics.report_to(&self.panics);
+        self.arenas.extend(other.arenas.iter().cloned());
         Ok(())
     }
 }

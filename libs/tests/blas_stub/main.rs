@@ -5,7 +5,8 @@
 //! stub's CPU arithmetic match a CPU reference (so the column-major and row-major conventions,
 //! transposes, leading dimensions, batches and epilogues are passed as cuBLAS reads them); each
 //! hot path makes exactly the one library call it wraps and no driver call; errors carry the
-//! library's status; every handle is destroyed. The stub checks every range a call touches
+//! library's status; every handle is destroyed; a GEMM captured from a graph arena (its
+//! workspace and operands the arena's) replays as run eagerly. The stub checks every range a call touches
 //! against the driver's allocations: a range past one is a misuse, which fails the run.
 //!
 //! A `main` of its own (`harness = false`): the stub is built and the variables are set before
@@ -14,6 +15,7 @@
 
 use cuda_safe_stub as stub;
 
+mod arena;
 mod blas;
 mod context;
 mod matmul;
@@ -140,6 +142,7 @@ fn main() -> ExitCode {
         .chain(matmul::CASES)
         .chain(rand::CASES)
         .chain(context::CASES)
+        .chain(arena::CASES)
         .copied()
         .collect();
     let mut failures = 0;

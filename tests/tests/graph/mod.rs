@@ -4,19 +4,22 @@
 //! ([`callbacks`]), what graphs keep alive, also with a replay in flight ([`lifetimes`]),
 //! clustered, cooperative and attributed kernel nodes and programmatic edges ([`nodes`]),
 //! updates of definition and executable nodes and 3-D copy nodes ([`updates`]), and clones,
-//! removed nodes, ids and conditional bodies captured inside a capture ([`structure`]).
-//! [`common`] holds what they share.
+//! removed nodes, ids and conditional bodies captured inside a capture ([`structure`]), graph
+//! arenas ([`arena`]), and captures into existing graphs, updates from a fresh capture and
+//! re-capture ([`into`]). [`common`] holds what they share.
 //!
 //! Tests run on threads of one process, and a global-mode capture forbids some calls on every
 //! thread: each test holds `common::CAPTURE_MODES` for reading (through [`common::setup`]), the
 //! global-mode tests for writing (through [`common::setup_alone`]).
 
+mod arena;
 mod build;
 mod callbacks;
 mod capture;
 mod common;
 mod conditional;
 mod exec;
+mod into;
 mod lifetimes;
 mod nodes;
 mod structure;
@@ -66,4 +69,9 @@ pub(crate) const FILE: GpuFile = gpu_file![
     structure::clones_run_on_their_own_and_removed_nodes_are_gone,
     structure::ids_are_distinct_and_stable_where_the_driver_has_them,
     structure::conditional_bodies_added_by_capture_run_as_their_handles_say,
+    arena::a_forward_pass_replays_from_the_arena_bit_for_bit_at_stable_addresses,
+    arena::a_busy_arena_refuses_and_a_reset_recaptures_at_the_same_addresses,
+    into::captures_into_an_existing_graph_run_after_their_dependencies,
+    into::whole_graph_updates_from_a_fresh_capture_are_applied_or_refused,
+    into::recapture_updates_the_executable_or_is_unsupported_with_the_version,
 ];
