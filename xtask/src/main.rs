@@ -14,6 +14,7 @@
 //!   `docs/architecture.md` (the core on no annex, each annex on what its line names).
 //! - `cargo xtask doc-cfg --check`: every feature-gated public item of a publishable crate
 //!   carries its docs.rs badge (`doc(cfg)`).
+//! - `cargo xtask file-length --check`: no hand-written file over 600 lines.
 //! - `cargo xtask doc-truth --check`: the product's text claims no publishing that has not
 //!   happened and cites no lab.
 
@@ -23,6 +24,7 @@ mod bundle;
 mod crate_plan;
 mod doc_cfg;
 mod doc_truth;
+mod file_length;
 #[cfg(feature = "bindgen")]
 mod headers;
 #[cfg(feature = "bindgen")]
@@ -45,7 +47,8 @@ usage:
   cargo xtask public-api [--check]                the crates' public-API listings
   cargo xtask crate-plan --check                  the crate graph against docs/architecture.md
   cargo xtask doc-cfg --check                     every feature-gated public item has its docs.rs badge
-  cargo xtask doc-truth --check                   no claim of publishing before it, no lab cited";
+  cargo xtask doc-truth --check                   no claim of publishing before it, no lab cited
+  cargo xtask file-length --check                 no hand-written file over 600 lines";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -62,6 +65,7 @@ fn main() -> ExitCode {
         Some("crate-plan") => crate_plan::run(&args[1..]),
         Some("doc-cfg") => doc_cfg::run(&args[1..]),
         Some("doc-truth") => doc_truth::run(&args[1..]),
+        Some("file-length") => file_length::run(&args[1..]),
         Some("gpu-bundle") => bundle::run(&args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
