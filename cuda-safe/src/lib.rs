@@ -128,8 +128,8 @@ pub use graph::{
     DotFlags, Graph, GraphAllocation, GraphExec, InstantiateOptions, KernelEdge, KernelNode, Node,
 };
 pub use green::{
-    DeviceResources, GreenContextOptions, PartitionRules, SmResource, SmSplit, SplitPlan,
-    SplitRequest, WorkqueueConfig,
+    DeviceResources, GreenContextOptions, GroupLayout, PartitionRules, SmResource, SmSplit,
+    SplitPlan, SplitRequest, WorkqueueConfig, WorkqueueScope,
 };
 pub use kernel::{Kernel, KernelAttributes, KernelOccupancy, ParamInfo};
 pub use kernels::KernelCache;

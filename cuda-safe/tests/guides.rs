@@ -159,6 +159,8 @@ const NO_API_DOC: &[(&str, &str)] = &[
     ("cuGraphExecGetId", CUDA_13_ONLY),
     ("cuGraphNodeGetLocalId", CUDA_13_ONLY),
     ("cuGraphNodeGetToolsId", CUDA_13_ONLY),
+    ("cuGreenCtxGetId", CUDA_13_ONLY),
+    ("cuStreamGetDevResource", CUDA_13_ONLY),
     ("nvJitLinkGetLinkedLTOIR", CUDA_13_ONLY),
 ];
 
