@@ -90,7 +90,7 @@ fn events_arrive_in_order_from_a_blocked_watcher(stub: &Stub, nvml: &NvmlEvents)
         })?;
     }
     for (types, data) in raised {
-        let event = block_on(events.next())
+        let event = block_on(events.next_event())
             .ok_or("the stream ended early")?
             .map_err(failed)?;
         ensure(event.types == types && event.data == data, || {
@@ -126,7 +126,7 @@ fn no_event_is_lost_when_the_consumer_is_slow(_: &Stub, nvml: &NvmlEvents) -> Ve
         if expected % 1000 == 0 {
             thread::sleep(Duration::from_millis(5));
         }
-        let event = block_on(events.next())
+        let event = block_on(events.next_event())
             .ok_or_else(|| format!("the stream ended after {expected} events"))?
             .map_err(failed)?;
         ensure(event.data == expected, || {
@@ -177,9 +177,9 @@ fn an_nvml_failure_is_the_last_item(stub: &Stub, nvml: &NvmlEvents) -> Verdict {
     let mut events = watch(options(Duration::from_secs(1), 16))?;
     wait_until("the watcher waits in NVML", || nvml.waiting() == 1)?;
     nvml.inject(EventTypes::CLOCK.bits(), 7);
-    let first = block_on(events.next());
-    let second = block_on(events.next());
-    let third = block_on(events.next());
+    let first = block_on(events.next_event());
+    let second = block_on(events.next_event());
+    let third = block_on(events.next_event());
     stub.disarm();
     ensure(matches!(&first, Some(Ok(event)) if event.data == 7), || {
         format!("first item {first:?}")
@@ -193,7 +193,7 @@ fn an_nvml_failure_is_the_last_item(stub: &Stub, nvml: &NvmlEvents) -> Verdict {
     })?;
     ensure(third.is_none(), || format!("after the failure: {third:?}"))?;
     wait_until("the set is freed", || nvml.live_sets() == sets)?;
-    ensure(block_on(events.next()).is_none(), || {
+    ensure(block_on(events.next_event()).is_none(), || {
         "the end is not kept".into()
     })
 }
@@ -252,7 +252,7 @@ fn a_panicking_waker_does_not_stop_the_watcher(_: &Stub, nvml: &NvmlEvents) -> V
     std::panic::set_hook(hook);
     verdict?;
     nvml.inject(EventTypes::CLOCK.bits(), 2);
-    let second = block_on(events.next());
+    let second = block_on(events.next_event());
     ensure(
         matches!(&second, Some(Ok(event)) if event.data == 2),
         || format!("the next event: {second:?}"),
@@ -287,7 +287,7 @@ fn a_tokio_task_is_woken_by_an_event(_: &Stub, nvml: &NvmlEvents) -> Verdict {
     let mut events = watch(options(Duration::from_millis(50), 16))?;
     wait_until("the watcher waits in NVML", || nvml.waiting() == 1)?;
     let task = runtime.spawn(async move {
-        let event = events.next().await;
+        let event = events.next_event().await;
         (event.map(|event| event.map(|event| event.data)), events)
     });
     thread::sleep(Duration::from_millis(20));

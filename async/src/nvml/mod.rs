@@ -1,5 +1,5 @@
 //! NVML events (clock changes, Xid errors, power-source and performance-state changes) as a
-//! runtime-agnostic stream of items: `events.next().await` under tokio, smol, `pollster` or a
+//! runtime-agnostic stream of items: `events.next_event().await` under tokio, smol, `pollster` or a
 //! hand-written executor, with only `std::task`.
 //!
 //! ```no_run
@@ -9,7 +9,7 @@
 //! # async fn watch() -> cuda_safe::Result<()> {
 //! let gpu = Device::from_index(0)?;
 //! let mut events = NvmlEventStream::watch(&[gpu], CLOCK_XID_POWER, NvmlStreamOptions::default())?;
-//! while let Some(event) = events.next().await {
+//! while let Some(event) = events.next_event().await {
 //!     let event = event?; // an NVML failure is the last item
 //!     match event.xid() {
 //!         Some(xid) => eprintln!("Xid {xid} on {}", event.device.uuid()?),
@@ -92,7 +92,7 @@ impl Default for NvmlStreamOptions {
     }
 }
 
-/// NVML events as a stream of items ([`next`](Self::next) is the awaitable `EventSet::wait`):
+/// NVML events as a stream of items ([`next_event`](Self::next_event) is the awaitable `EventSet::wait`):
 /// each item an event, in the order NVML delivered them, or NVML's error as the last one. One
 /// thread of its own watches the event set (see the [module docs](self)).
 ///
@@ -102,7 +102,7 @@ pub struct NvmlEventStream {
     thread: Option<JoinHandle<Result<()>>>,
 }
 
-/// The next item of an [`NvmlEventStream`] ([`NvmlEventStream::next`]).
+/// The next item of an [`NvmlEventStream`] ([`NvmlEventStream::next_event`]).
 #[must_use = "a future does nothing unless awaited"]
 pub struct NextNvmlEvent<'a> {
     stream: &'a mut NvmlEventStream,
@@ -200,11 +200,11 @@ impl NvmlEventStream {
 
     /// The next event, `Some(Err(_))` for NVML's failure (the last item), or `None` once the
     /// stream has ended.
-    pub fn next(&mut self) -> NextNvmlEvent<'_> {
+    pub fn next_event(&mut self) -> NextNvmlEvent<'_> {
         NextNvmlEvent { stream: self }
     }
 
-    /// Polls for the next item, as [`next`](Self::next)'s future does: for adapters to other
+    /// Polls for the next item, as [`next_event`](Self::next_event)'s future does: for adapters to other
     /// stream traits.
     pub fn poll_next(&mut self, cx: &mut TaskContext<'_>) -> Poll<Option<Result<Event>>> {
         self.shared.poll_next(cx.waker())

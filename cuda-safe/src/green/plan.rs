@@ -84,14 +84,14 @@ impl GroupLayout {
     pub(super) fn check(&self, base: &PartitionRules, arch: &str) -> Result<()> {
         let align = base.alignment.max(1);
         let set = self.coscheduled_sm_count;
-        if set % align != 0 {
+        if !set.is_multiple_of(align) {
             return Err(Error::invalid_argument(format!(
                 "a co-scheduled set of {set} SMs on {arch}: it must be a multiple of {align}"
             )));
         }
         let preferred = self.preferred_coscheduled_sm_count;
         let unit = set.max(align);
-        if preferred % unit != 0 {
+        if !preferred.is_multiple_of(unit) {
             return Err(Error::invalid_argument(format!(
                 "a preferred co-scheduled set of {preferred} SMs on {arch}: it must be a \
                  multiple of {unit}"

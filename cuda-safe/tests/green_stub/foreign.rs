@@ -29,17 +29,13 @@ fn raw_green(device: &Device) -> Result<CUgreenCtx, String> {
     let mut resource = *split.groups[0].as_raw();
     let mut desc = std::ptr::null_mut();
     // SAFETY: one initialised resource and a valid out-pointer.
-    raw(
-        unsafe { driver.cuDevResourceGenerateDesc(&mut desc, &mut resource, 1) },
-        "cuDevResourceGenerateDesc",
-    )?;
+    let outcome = unsafe { driver.cuDevResourceGenerateDesc(&mut desc, &mut resource, 1) };
+    raw(outcome, "cuDevResourceGenerateDesc")?;
     let mut green = std::ptr::null_mut();
     let flags = sys::CUgreenCtxCreate_flags::CU_GREEN_CTX_DEFAULT_STREAM.0;
     // SAFETY: a descriptor just made, a valid device and out-pointer.
-    raw(
-        unsafe { driver.cuGreenCtxCreate(&mut green, desc, device.as_raw(), flags) },
-        "cuGreenCtxCreate",
-    )?;
+    let outcome = unsafe { driver.cuGreenCtxCreate(&mut green, desc, device.as_raw(), flags) };
+    raw(outcome, "cuGreenCtxCreate")?;
     Ok(green)
 }
 
@@ -49,10 +45,8 @@ fn raw_stream(green: CUgreenCtx) -> Result<CUstream, String> {
     let mut stream = std::ptr::null_mut();
     let flags = sys::CUstream_flags::CU_STREAM_NON_BLOCKING.0;
     // SAFETY: a live green context and a valid out-pointer.
-    raw(
-        unsafe { driver.cuGreenCtxStreamCreate(&mut stream, green, flags, 0) },
-        "cuGreenCtxStreamCreate",
-    )?;
+    let outcome = unsafe { driver.cuGreenCtxStreamCreate(&mut stream, green, flags, 0) };
+    raw(outcome, "cuGreenCtxStreamCreate")?;
     Ok(stream)
 }
 
@@ -61,16 +55,12 @@ fn destroy(stream: Option<CUstream>, green: CUgreenCtx) -> Verdict {
     let driver = sys::driver().map_err(|error| error.to_string())?;
     if let Some(stream) = stream {
         // SAFETY: a stream this test made, destroyed once, here.
-        raw(
-            unsafe { driver.cuStreamDestroy_v2(stream) },
-            "cuStreamDestroy",
-        )?;
+        let outcome = unsafe { driver.cuStreamDestroy_v2(stream) };
+        raw(outcome, "cuStreamDestroy")?;
     }
     // SAFETY: a green context this test made, destroyed once, here.
-    raw(
-        unsafe { driver.cuGreenCtxDestroy(green) },
-        "cuGreenCtxDestroy",
-    )
+    let outcome = unsafe { driver.cuGreenCtxDestroy(green) };
+    raw(outcome, "cuGreenCtxDestroy")
 }
 
 /// The calling thread's current context.
@@ -78,10 +68,8 @@ fn current() -> Result<sys::CUcontext, String> {
     let driver = sys::driver().map_err(|error| error.to_string())?;
     let mut context = std::ptr::null_mut();
     // SAFETY: a valid out-pointer.
-    raw(
-        unsafe { driver.cuCtxGetCurrent(&mut context) },
-        "cuCtxGetCurrent",
-    )?;
+    let outcome = unsafe { driver.cuCtxGetCurrent(&mut context) };
+    raw(outcome, "cuCtxGetCurrent")?;
     Ok(context)
 }
 
@@ -135,10 +123,8 @@ pub(crate) fn a_foreign_green_context_is_used_and_never_destroyed(stub: &Stub) -
             let driver = sys::driver().map_err(|error| error.to_string())?;
             let mut id = 0;
             // SAFETY: a live green context and a valid out-pointer.
-            raw(
-                unsafe { driver.cuGreenCtxGetId(green, &mut id) },
-                "cuGreenCtxGetId",
-            )?;
+            let outcome = unsafe { driver.cuGreenCtxGetId(green, &mut id) };
+            raw(outcome, "cuGreenCtxGetId")?;
             ensure(context.green_id().map_err(failed)? == Some(id), || {
                 "the wrapper's green id is not the context's".into()
             })?;
@@ -184,8 +170,8 @@ pub(crate) fn an_owner_goes_with_the_last_handle(stub: &Stub) -> Verdict {
     });
     let green = handle.green;
     // SAFETY: `handle` keeps `green` alive; the wrapper keeps `handle`.
-    let context =
-        unsafe { Context::from_raw_green_with_owner(green, &device, handle) }.map_err(failed)?;
+    let wrapped = unsafe { Context::from_raw_green_with_owner(green, &device, handle) };
+    let context = wrapped.map_err(failed)?;
     ensure(context.owner().is_some() && !context.is_owned(), || {
         format!("{context:?}")
     })?;
