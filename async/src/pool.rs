@@ -51,7 +51,7 @@ impl Default for PoolOptions {
 }
 
 /// Streams of one context (a device's primary context or a green context) handed out to
-/// work by a [`PoolPolicy`]: [`next_event`](Self::next_event) for work queued by hand,
+/// work by a [`PoolPolicy`]: [`next`](Self::next) for work queued by hand,
 /// [`DeviceOp::run`](crate::DeviceOp::run) for composed operations, which pick their stream
 /// when first polled.
 ///
