@@ -261,14 +261,4 @@ fn workqueue_fields_follow_the_abi() {
     assert_eq!(set.is_ok(), MAJOR >= 13, "{set:?}");
     let expected = (MAJOR >= 13).then_some((4, 1));
     assert_eq!(workqueue_fields(&resource), expected);
-    if_abi13! {
-        assert_eq!(
-            crate::green::WorkqueueScope::GREEN_CONTEXT_BALANCED.0,
-            cuda_sys::CUdevWorkqueueConfigScope::CU_WORKQUEUE_SCOPE_GREEN_CTX_BALANCED.0
-        );
-        assert_eq!(
-            crate::green::WorkqueueScope::DEVICE_CONTEXT.0,
-            cuda_sys::CUdevWorkqueueConfigScope::CU_WORKQUEUE_SCOPE_DEVICE_CTX.0
-        );
-    }
 }

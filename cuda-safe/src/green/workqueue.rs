@@ -104,3 +104,28 @@ impl fmt::Debug for WorkqueueConfig {
 unsafe impl Send for WorkqueueConfig {}
 // SAFETY: as above.
 unsafe impl Sync for WorkqueueConfig {}
+
+#[cfg(test)]
+mod tests {
+    use super::WorkqueueScope;
+
+    /// The scopes are the header's values (the CUDA 13 headers; the CUDA 12 ones have none).
+    #[test]
+    fn scopes_match_the_header() {
+        cuda_sys::if_abi13! {
+            use cuda_sys::CUdevWorkqueueConfigScope as Scope;
+            assert_eq!(
+                WorkqueueScope::DEVICE_CONTEXT.0,
+                Scope::CU_WORKQUEUE_SCOPE_DEVICE_CTX.0
+            );
+            assert_eq!(
+                WorkqueueScope::GREEN_CONTEXT_BALANCED.0,
+                Scope::CU_WORKQUEUE_SCOPE_GREEN_CTX_BALANCED.0
+            );
+        }
+        assert_ne!(
+            WorkqueueScope::DEVICE_CONTEXT,
+            WorkqueueScope::GREEN_CONTEXT_BALANCED
+        );
+    }
+}
