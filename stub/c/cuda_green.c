@@ -143,6 +143,18 @@ CUresult cuStreamGetDevResource(const void *stream, unsigned char *resource, int
     return context_resource(context, resource, type);
 }
 
+/* The green context a stream belongs to, or NULL for a stream of a primary context. */
+CUresult cuStreamGetGreenCtx(const void *stream, struct green **green) {
+    DRIVER("cuStreamGetGreenCtx");
+    struct context *context = stream_context(stream, "cuStreamGetGreenCtx");
+    if (context == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (green == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    *green = green_of(context);
+    return CUDA_SUCCESS;
+}
+
 /* Ids: unique in the process, never reused (the stub never frees an object's memory). */
 CUresult cuCtxGetId(struct context *context, unsigned long long *id) {
     DRIVER("cuCtxGetId");

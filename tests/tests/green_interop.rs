@@ -122,7 +122,16 @@ fn a_green_context_made_outside_is_used_and_never_destroyed() {
         let ours = context.create_stream(StreamOptions::default()).unwrap();
         // SAFETY: `raw_stream` is a stream of `green`, alive until `raw_destroy`.
         let theirs = unsafe { Stream::from_raw(raw_stream, &context) };
-        for (name, stream, alpha) in [("ours", &ours, 2.0), ("theirs", &theirs, 3.0)] {
+        // SAFETY: as above: the stream alone, its green context found from it.
+        let handed = unsafe { Stream::from_raw_green(raw_stream, &device) }.unwrap();
+        assert_eq!(handed.context(), &context);
+        assert!(!handed.context().is_owned());
+        let streams = [
+            ("ours", &ours, 2.0),
+            ("theirs", &theirs, 3.0),
+            ("handed", &handed, 4.0),
+        ];
+        for (name, stream, alpha) in streams {
             let used = axpy_checked(&device, stream, &kernel, alpha);
             println!("{name}: blocks ran on {} SMs of {sms}", used.len());
             assert!(used.len() as u32 <= sms, "{name}: outside the partition");

@@ -1,6 +1,6 @@
 //! Green contexts made by another library (PyTorch, a C++ engine, a runtime's green context),
-//! wrapped without ownership: the crate launches into them, makes its own streams on them and
-//! never destroys them.
+//! and their streams, wrapped without ownership: the crate launches into them, makes its own
+//! streams on them and never destroys them.
 
 use std::any::Any;
 use std::sync::Arc;
@@ -8,7 +8,8 @@ use std::sync::Arc;
 use crate::context::{Context, GreenOwner};
 use crate::device::Device;
 use crate::error::{Error, Result, cu};
-use cuda_sys::{CUcontext, CUdevResource, CUdevResourceType, CUdevice, CUgreenCtx};
+use crate::stream::Stream;
+use cuda_sys::{CUcontext, CUdevResource, CUdevResourceType, CUdevice, CUgreenCtx, CUstream};
 
 impl Context {
     /// Wraps a green context another library made, without owning it: the last handle (and
@@ -62,6 +63,48 @@ impl Context {
     ) -> Result<Context> {
         // SAFETY: the caller's promise, passed on.
         unsafe { wrap(green, device, Some(owner)) }
+    }
+}
+
+impl Stream {
+    /// Wraps a stream of a green context, both made by another library, without owning either:
+    /// the green context is the stream's own (`cuStreamGetGreenCtx`), wrapped as
+    /// [`Context::from_raw_green`] wraps it. For a library handed only a stream.
+    ///
+    #[doc = cuda_sys::api_doc!(cuStreamGetGreenCtx)]
+    /// # Safety
+    ///
+    /// `raw` must be a live stream of a green context, and the stream and its green context
+    /// must stay alive while the returned stream, its clones and the buffers whose stream it
+    /// is live (the green context also while the context handle it holds is used elsewhere).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a null or special handle (`CU_STREAM_LEGACY`,
+    /// `CU_STREAM_PER_THREAD`, which name no stream of their own) or a stream of no green
+    /// context; as [`Context::from_raw_green`].
+    #[doc(alias = "cuStreamGetGreenCtx")]
+    pub unsafe fn from_raw_green(raw: CUstream, device: &Device) -> Result<Stream> {
+        if raw.is_null()
+            || raw == cuda_sys::CU_STREAM_LEGACY
+            || raw == cuda_sys::CU_STREAM_PER_THREAD
+        {
+            return Err(Error::invalid_argument(
+                "a null or special stream handle names no green context's stream",
+            ));
+        }
+        let mut green: CUgreenCtx = std::ptr::null_mut();
+        // SAFETY: a live stream (the caller's promise) and a valid out-pointer.
+        unsafe { cu!(device.driver(), cuStreamGetGreenCtx(raw, &mut green)) }?;
+        if green.is_null() {
+            return Err(Error::invalid_argument(
+                "the stream belongs to no green context (wrap it with Stream::from_raw)",
+            ));
+        }
+        // SAFETY: the caller's promise covers the stream's green context.
+        let context = unsafe { wrap(green, device, None) }?;
+        // SAFETY: `raw` is a live stream of `context`, alive as long as the wrapper (promised).
+        Ok(unsafe { Stream::from_raw(raw, &context) })
     }
 }
 

@@ -111,8 +111,21 @@ pub(crate) fn a_foreign_green_context_is_used_and_never_destroyed(stub: &Stub) -
             .map_err(failed)?;
         // SAFETY: `foreign_stream` is a stream of `green`, alive until `destroy` below.
         let theirs = unsafe { Stream::from_raw(foreign_stream, &context) };
+        // SAFETY: as above; the green context is found from the stream.
+        let handed = unsafe { Stream::from_raw_green(foreign_stream, &device) };
+        let handed = handed.map_err(failed)?;
+        ensure(
+            handed.context() == &context && !handed.context().is_owned(),
+            || {
+                format!(
+                    "a stream wrapped alone has the context {:?}",
+                    handed.context()
+                )
+            },
+        )?;
         launches_double(&ours)?;
         launches_double(&theirs)?;
+        launches_double(&handed)?;
         if abi13() {
             let sms = theirs.sm_resource().map_err(failed)?.sm_count();
             ensure(sms == SMS, || {
@@ -208,6 +221,25 @@ pub(crate) fn bad_foreign_handles_are_refused(stub: &Stub) -> Verdict {
     ensure(stub.calls("cuCtxFromGreenCtx") == before, || {
         "the null handle reached the driver".into()
     })?;
+    let before = stub.calls("cuStreamGetGreenCtx");
+    for special in [sys::CU_STREAM_LEGACY, sys::CU_STREAM_PER_THREAD] {
+        // SAFETY: a special handle, which the crate refuses before any use.
+        let refused = unsafe { Stream::from_raw_green(special, &device) };
+        ensure(
+            matches!(refused, Err(cuda_safe::Error::InvalidArgument(_))),
+            || format!("a special stream: {refused:?}"),
+        )?;
+    }
+    ensure(stub.calls("cuStreamGetGreenCtx") == before, || {
+        "a special stream reached the driver".into()
+    })?;
+    let primary = cuda_safe_stub::faults::fixtures::stream();
+    // SAFETY: a live stream of the primary context, kept alive by `primary`.
+    let refused = unsafe { Stream::from_raw_green(primary.as_raw(), &device) };
+    ensure(
+        matches!(refused, Err(cuda_safe::Error::InvalidArgument(_))),
+        || format!("a primary context's stream: {refused:?}"),
+    )?;
     let other = device_of(1);
     let greens = live(stub, "green");
     let green = raw_green(&other)?;
