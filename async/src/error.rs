@@ -12,11 +12,19 @@ pub enum AsyncError {
     /// system refused a new thread.
     #[error("the completion reactor's thread could not start: {0}")]
     ReactorThread(Box<str>),
+    /// The thread that watches an NVML event set for an
+    /// [`NvmlEventStream`](crate::NvmlEventStream) failed: it could not start, or it ended by
+    /// a panic.
+    #[error("the NVML event stream's thread failed: {0}")]
+    NvmlWatcher(Box<str>),
 }
 
 impl LibraryFailure for AsyncError {
     fn library(&self) -> &'static str {
-        "completion reactor"
+        match self {
+            Self::ReactorThread(_) => "completion reactor",
+            Self::NvmlWatcher(_) => "NVML event stream",
+        }
     }
 }
 

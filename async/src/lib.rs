@@ -27,6 +27,11 @@
 //! Each resolves to a `cuda_safe::Result`: a kernel fault or another sticky error is the
 //! driver's [`Error::Cuda`](cuda_safe::Error::Cuda), as the blocking call would return it. `docs/async.md` says when to await and when to sync.
 //!
+//! NVML's events (clock changes, Xid errors, power-source and performance-state changes)
+//! come as a stream of items too: [`NvmlEventStream`] ([`NvmlEventStream::watch`], or
+//! [`EventSetExt::into_stream`] on a registered `cuda_safe::system::EventSet`), watched by a
+//! thread of its own that blocks in NVML rather than the reactor (see [`nvml`]).
+//!
 //! # How a wait is watched
 //!
 //! Every future records an event (one of its stream's spare events: a future allocates none
@@ -116,6 +121,7 @@ mod bell;
 mod error;
 mod futures;
 mod methods;
+pub mod nvml;
 pub mod op;
 mod pool;
 mod reactor;
@@ -132,6 +138,7 @@ pub use futures::{Completion, Download};
 #[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
 pub use methods::CommunicatorExt;
 pub use methods::{BufferExt, EventExt, GraphExecExt, StreamExt};
+pub use nvml::{CLOCK_XID_POWER, EventSetExt, NextNvmlEvent, NvmlEventStream, NvmlStreamOptions};
 pub use op::{DeviceOp, OpFuture, Submit, Then};
 pub use pool::{DEFAULT_POOL_STREAMS, PoolOptions, PoolPolicy, StreamPool};
 pub use reactor::{set_sweep_interval, sweep_interval};
@@ -143,5 +150,5 @@ pub mod prelude {
     #[cfg(feature = "nccl")]
     #[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
     pub use crate::CommunicatorExt;
-    pub use crate::{BufferExt, DeviceOp, EventExt, GraphExecExt, StreamExt};
+    pub use crate::{BufferExt, DeviceOp, EventExt, EventSetExt, GraphExecExt, StreamExt};
 }

@@ -16,6 +16,7 @@
 //! # Ok::<(), cuda_safe::Error>(())
 //! ```
 
+use std::any::Any;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
@@ -54,8 +55,22 @@ struct ContextInner {
 enum ContextKind {
     /// A device's primary context, retained with `cuDevicePrimaryCtxRetain`.
     Primary,
-    /// A green context owning `sm_count` SMs, destroyed with `cuGreenCtxDestroy`.
-    Green { green: CUgreenCtx, sm_count: u32 },
+    /// A green context owning `sm_count` SMs, destroyed with `cuGreenCtxDestroy` when the
+    /// crate made it.
+    Green {
+        green: CUgreenCtx,
+        sm_count: u32,
+        owner: GreenOwner,
+    },
+}
+
+/// Who destroys a green context.
+pub(crate) enum GreenOwner {
+    /// This crate: destroyed with the last handle.
+    Crate,
+    /// Another library, which made it: never destroyed here; what keeps it alive (when the
+    /// caller gave it) is dropped with the last handle.
+    Foreign(Option<Arc<dyn Any + Send + Sync>>),
 }
 
 // SAFETY: a CUcontext is a handle the driver lets any thread use; the primary context's
@@ -233,14 +248,36 @@ impl Context {
             let _ = unsafe { driver.cuGreenCtxDestroy(green) };
             return Err(error);
         }
-        Ok(Self {
+        Ok(Self::wrap_green(
+            device,
+            raw,
+            green,
+            sm_count,
+            GreenOwner::Crate,
+        ))
+    }
+
+    /// A handle to the green context `green` (whose `CUcontext` is `raw`), owning `sm_count`
+    /// SMs, destroyed with the last handle only when `owner` is the crate.
+    pub(crate) fn wrap_green(
+        device: &Device,
+        raw: CUcontext,
+        green: CUgreenCtx,
+        sm_count: u32,
+        owner: GreenOwner,
+    ) -> Context {
+        Self {
             inner: Arc::new(Owned::new(ContextInner {
                 raw,
                 device: *device,
-                kind: ContextKind::Green { green, sm_count },
+                kind: ContextKind::Green {
+                    green,
+                    sm_count,
+                    owner,
+                },
                 limits: OnceLock::new(),
             })),
-        })
+        }
     }
 
     /// The raw `CUcontext`, for interop; valid while this `Context` lives.
@@ -273,6 +310,47 @@ impl Context {
             ContextKind::Primary => None,
             ContextKind::Green { green, .. } => Some(green),
         }
+    }
+
+    /// Whether the crate gives the driver's context back with the last handle: `true` for a
+    /// primary context (released) and a green context the crate made (destroyed), `false` for
+    /// a green context wrapped from another library
+    /// ([`from_raw_green`](Self::from_raw_green)), which is never destroyed here.
+    pub fn is_owned(&self) -> bool {
+        !matches!(
+            self.inner.kind,
+            ContextKind::Green {
+                owner: GreenOwner::Foreign(_),
+                ..
+            }
+        )
+    }
+
+    /// What keeps a wrapped green context alive, when it was wrapped with
+    /// [`from_raw_green_with_owner`](Self::from_raw_green_with_owner); `None` otherwise.
+    pub fn owner(&self) -> Option<&Arc<dyn Any + Send + Sync>> {
+        match &self.inner.kind {
+            ContextKind::Green {
+                owner: GreenOwner::Foreign(owner),
+                ..
+            } => owner.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The context's unique id in this process (the driver never gives it to another
+    /// context, even after this one is gone).
+    ///
+    #[doc = cuda_sys::api_doc!(cuCtxGetId)]
+    /// # Errors
+    ///
+    /// The driver's error.
+    #[doc(alias = "cuCtxGetId")]
+    pub fn id(&self) -> Result<u64> {
+        let mut id = 0;
+        // SAFETY: the context is alive while `self` lives; valid out-pointer.
+        unsafe { cu!(self.driver(), cuCtxGetId(self.inner.raw, &mut id)) }?;
+        Ok(id)
     }
 
     /// A new stream on this context (a green context's streams run on its SMs only, and are
@@ -394,8 +472,16 @@ impl Release for ContextInner {
 
     fn release(&mut self) -> Result<()> {
         let driver = self.device.driver();
-        match self.kind {
-            ContextKind::Green { green, .. } => destroy_green(driver, self.raw, green),
+        match &self.kind {
+            ContextKind::Green {
+                owner: GreenOwner::Foreign(_),
+                ..
+            } => Ok(()),
+            ContextKind::Green {
+                green,
+                owner: GreenOwner::Crate,
+                ..
+            } => destroy_green(driver, self.raw, *green),
             ContextKind::Primary => release_primary(driver, self.raw, self.device),
         }
     }
@@ -462,6 +548,7 @@ impl fmt::Debug for Context {
             .field("raw", &self.inner.raw)
             .field("device", &self.inner.device.ordinal())
             .field("green", &self.is_green())
+            .field("owned", &self.is_owned())
             .finish()
     }
 }

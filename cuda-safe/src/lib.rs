@@ -129,8 +129,8 @@ pub use graph::{
     InstantiateOptions, KernelEdge, KernelNode, Node, RecaptureReport, StaticBuffer,
 };
 pub use green::{
-    DeviceResources, GreenContextOptions, PartitionRules, SmResource, SmSplit, SplitPlan,
-    SplitRequest, WorkqueueConfig,
+    DeviceResources, GreenContextOptions, GroupLayout, PartitionRules, SmResource, SmSplit,
+    SplitPlan, SplitRequest, WorkqueueConfig, WorkqueueScope,
 };
 pub use kernel::{Kernel, KernelAttributes, KernelOccupancy, ParamInfo};
 pub use kernels::KernelCache;

@@ -175,6 +175,8 @@ const NO_API_DOC: &[(&str, &str)] = &[
     ("cuGraphNodeGetLocalId", CUDA_13_ONLY),
     ("cuGraphNodeGetToolsId", CUDA_13_ONLY),
     ("cuStreamBeginRecaptureToGraph", CUDA_13_ONLY),
+    ("cuGreenCtxGetId", CUDA_13_ONLY),
+    ("cuStreamGetDevResource", CUDA_13_ONLY),
     ("nvJitLinkGetLinkedLTOIR", CUDA_13_ONLY),
 ];
 

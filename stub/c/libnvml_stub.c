@@ -1,37 +1,17 @@
 /*
  * A fake NVML: initialisation counted (K_NVML), one GPU (the driver stub's, same UUID), and a
- * few getters: name, UUID, memory, temperature (both ABIs' calls), power, versions.
+ * few getters: name, UUID, memory, temperature (both ABIs' calls), power, versions. Event sets
+ * are libnvml_events_stub.c's (sharing libnvml_stub.h).
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "stub.h"
-
-typedef int nvmlReturn_t;
-
-enum {
-    NVML_SUCCESS = 0,
-    NVML_ERROR_UNINITIALIZED = 1,
-    NVML_ERROR_INVALID_ARGUMENT = 2,
-    NVML_ERROR_NOT_FOUND = 6,
-    NVML_ERROR_INSUFFICIENT_SIZE = 7,
-    NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
-};
+#include "libnvml_stub.h"
 
 const unsigned char *stub_device_uuid(void);
 
 static int initialised;
 static int the_device; /* its address is the device handle */
-
-/* Counted, faults injected, refused (as a misuse) while NVML is not initialised. */
-#define NVML(name)                                                                             \
-    do {                                                                                       \
-        ENTER(name);                                                                           \
-        if (initialised == 0) {                                                                \
-            stub_misuse_note("%s while NVML is not initialised", name);                        \
-            return NVML_ERROR_UNINITIALIZED;                                                   \
-        }                                                                                      \
-    } while (0)
 
 static int valid(const void *device, const char *api) {
     if (device != &the_device) {
@@ -39,6 +19,22 @@ static int valid(const void *device, const char *api) {
         return 0;
     }
     return 1;
+}
+
+int nvml_stub_ready(const char *api) {
+    if (initialised == 0) {
+        stub_misuse_note("%s while NVML is not initialised", api);
+        return 0;
+    }
+    return 1;
+}
+
+int nvml_stub_valid_device(const void *device, const char *api) {
+    return valid(device, api);
+}
+
+void *nvml_stub_device(void) {
+    return &the_device;
 }
 
 /* Writes `text` into a caller's buffer of `length` chars. */

@@ -6,6 +6,7 @@
 //! `log` logger that keeps the crate's error lines, so a test can count what a `Drop` logged.
 
 pub mod faults;
+pub mod nvml;
 pub mod ordering;
 
 use std::ffi::{CStr, CString, c_char, c_int};
@@ -16,7 +17,8 @@ use std::sync::Mutex;
 
 /// The C sources, compiled together: the control functions, the driver (`cuda_*.c`, sharing
 /// `cuda_stub.h`; the graph files `cuda_graph.h` too), NVRTC, nvJitLink (loaded only where a
-/// test points `CUDA_SAFE_LIBNVJITLINK` at the stub: [`install_with`]), NVML, nvFatbin
+/// test points `CUDA_SAFE_LIBNVJITLINK` at the stub: [`install_with`]), NVML (its event sets
+/// apart, sharing `libnvml_stub.h`), nvFatbin
 /// (likewise, through `CUDA_SAFE_LIBNVFATBIN`), cuBLAS, cuBLASLt, cuRAND, cuFFT, cuSOLVER and cuSPARSE.
 const SOURCES: &[&str] = &[
     "stub_control.c",
@@ -42,6 +44,7 @@ const SOURCES: &[&str] = &[
     "libnvrtc_stub.c",
     "libnvjitlink_stub.c",
     "libnvml_stub.c",
+    "libnvml_events_stub.c",
     "libnvfatbin_stub.c",
     "libblas_stub.c",
     "libcurand_stub.c",
@@ -276,6 +279,11 @@ impl Stub {
         let result = c_int::try_from(result).expect("a CUgraphInstantiateResult");
         // SAFETY: as `reset`.
         unsafe { (self.refuse_instantiation)(result) }
+    }
+
+    /// The stub NVML's event controls: inject events, count live sets and waiting threads.
+    pub fn nvml_events(&self) -> nvml::NvmlEvents {
+        nvml::NvmlEvents::open(&self._library)
     }
 
     /// Runs `make` as another process: the IPC event handles it takes carry another process

@@ -22,6 +22,7 @@ mod fatbin;
 mod fft;
 mod graph;
 mod green;
+mod green_interop;
 mod ipc;
 mod launch;
 mod launch_attributes;
@@ -61,6 +62,7 @@ fn files() -> Vec<GpuFile> {
         fatbin::FILE,
         graph::FILE,
         green::FILE,
+        green_interop::FILE,
         ipc::FILE,
         launch::FILE,
         launch_attributes::FILE,

@@ -1,6 +1,7 @@
 //! `cuda_safe::system` (NVML) against a real driver: values in physical ranges, lookups that
 //! agree with each other and with the CUDA driver, this process among the GPU's compute
-//! processes once it allocates, and no panic from any query on any device.
+//! processes once it allocates, no panic from any query on any device, and an awaitable event
+//! stream (`cuda_safe_async::NvmlEventStream`) set up and closed on the device.
 
 use std::fmt::Debug;
 use std::time::Duration;
@@ -11,6 +12,7 @@ use cuda_safe::system::{
     NVLINK_MAX_LINKS, P2pCapability, PcieCounter, Session, TemperatureThreshold,
 };
 use cuda_safe::{Error, Result};
+use cuda_safe_async::{CLOCK_XID_POWER, NvmlEventStream, NvmlStreamOptions};
 
 /// One GiB.
 const GIB: u64 = 1 << 30;
@@ -433,6 +435,37 @@ fn event_set_waits_with_a_timeout() {
     events.close().unwrap();
 }
 
+/// An event stream on the real device: registered for the clock, Xid and power kinds the GPU
+/// supports, its thread blocked in NVML (an event in these milliseconds is possible, and then it
+/// must be decoded), and closed within its wait timeout with the set freed.
+fn an_event_stream_watches_the_device_and_closes() {
+    let gpu = Device::from_index(0).unwrap();
+    let wait = Duration::from_millis(100);
+    let options = NvmlStreamOptions {
+        wait_timeout: wait,
+        ..Default::default()
+    };
+    let mut events = match NvmlEventStream::watch(&[gpu], CLOCK_XID_POWER, options) {
+        Err(error @ Error::Unsupported { .. }) => {
+            println!("no clock, Xid or power events on this GPU: {error}");
+            return;
+        }
+        other => other.unwrap(),
+    };
+    std::thread::sleep(wait * 3);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    while let std::task::Poll::Ready(item) = events.poll_next(&mut cx) {
+        let event = item.expect("the stream ended").unwrap();
+        println!("event: {event:?}");
+        assert!(event.types.intersects(CLOCK_XID_POWER));
+    }
+    let start = std::time::Instant::now();
+    events.close().unwrap();
+    let took = start.elapsed();
+    println!("closed in {took:?}");
+    assert!(took < wait * 10, "close waited {took:?}");
+}
+
 fn nvml_restarts_after_the_last_user_is_gone() {
     for _ in 0..3 {
         let gpu = Device::from_index(0).unwrap();
@@ -472,6 +505,7 @@ pub(crate) const FILE: GpuFile = gpu_file![
     nvlink_queries_return_a_value_or_not_supported,
     every_query_on_every_device_is_ok_or_a_typed_error,
     event_set_waits_with_a_timeout,
+    an_event_stream_watches_the_device_and_closes,
     nvml_restarts_after_the_last_user_is_gone,
     cuda_and_nvml_devices_convert_by_uuid,
 ];

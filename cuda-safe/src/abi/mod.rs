@@ -19,7 +19,10 @@ pub(crate) use graph::{
     exec_id, graph_add_dependency, graph_add_node, graph_id, node_local_id, node_tools_id,
     set_capture_dependencies, stream_capture_info,
 };
-pub(crate) use green::{split_sm_counts, stated_sm_rules, workqueue_resource_type};
+pub(crate) use green::{
+    GroupParams, STRUCTURED_SPLITS, green_context_id, set_workqueue_fields, split_sm_counts,
+    stated_sm_rules, stream_sm_resource, workqueue_fields, workqueue_resource_type,
+};
 pub(crate) use memory::{
     BatchHint, HintBatch, device_location, hint_batch_supported, location, location_id, mem_advise,
     mem_hint_batch, mem_prefetch,

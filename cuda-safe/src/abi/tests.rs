@@ -209,7 +209,9 @@ fn unequal_splits_and_workqueues_follow_the_abi() {
     let input = CUdevResource::default();
     let mut result = [CUdevResource::default(); 2];
     let mut remainder = CUdevResource::default();
-    let error = split_sm_counts(driver, &input, &[16, 8], &mut result, &mut remainder).unwrap_err();
+    let group = GroupParams::default();
+    let error =
+        split_sm_counts(driver, &input, &[16, 8], group, &mut result, &mut remainder).unwrap_err();
     assert!(matches!(error, Error::Unsupported { .. }), "{error}");
     assert_eq!(workqueue_resource_type().is_ok(), MAJOR >= 13);
     assert_eq!(
@@ -217,4 +219,46 @@ fn unequal_splits_and_workqueues_follow_the_abi() {
         None,
         "an empty resource states nothing"
     );
+}
+
+/// A driver without the symbols (or the `cuda-12` ABI) gives a typed refusal naming what is
+/// needed: the release that introduced the entry point, or the `cuda-13` feature.
+#[test]
+fn green_ids_and_stream_resources_name_what_they_need() {
+    let driver = driver_without_symbols();
+    let cases = [
+        (
+            green_context_id(driver, std::ptr::null_mut()).unwrap_err(),
+            "cuGreenCtxGetId",
+            "CUDA 12.9",
+        ),
+        (
+            stream_sm_resource(driver, std::ptr::null_mut())
+                .err()
+                .expect("no stream resource without the driver"),
+            "cuStreamGetDevResource",
+            "CUDA 13.1",
+        ),
+    ];
+    for (error, symbol, release) in cases {
+        assert!(matches!(error, Error::Unsupported { .. }), "{error}");
+        assert!(error.is_not_supported(), "{error}");
+        let text = error.to_string();
+        if MAJOR < 13 {
+            assert!(text.contains("cuda-13 feature"), "{text}");
+        } else {
+            assert!(text.contains(symbol) && text.contains(release), "{text}");
+        }
+    }
+}
+
+/// Workqueue configuration fields are read and written in the `wqConfig` variant under 13,
+/// and refused under 12 (which has none).
+#[test]
+fn workqueue_fields_follow_the_abi() {
+    let mut resource = CUdevResource::default();
+    let set = set_workqueue_fields(&mut resource, 4, 1);
+    assert_eq!(set.is_ok(), MAJOR >= 13, "{set:?}");
+    let expected = (MAJOR >= 13).then_some((4, 1));
+    assert_eq!(workqueue_fields(&resource), expected);
 }

@@ -79,12 +79,20 @@ macro_rules! nvml {
     };
 }
 
+/// [`nvml!`] for a wait with a timeout: `Ok(false)` when it timed out (`NVML_ERROR_TIMEOUT`,
+/// no error made), `Ok(true)` when something came.
+macro_rules! nvml_waited {
+    ($nvml:expr, $function:ident($($argument:expr),* $(,)?)) => {
+        $crate::error::check_nvml_wait(stringify!($function), $nvml.$function($($argument),*))
+    };
+}
+
 pub(crate) use crate::{cu, cu_ready};
 #[cfg(feature = "fatbin")]
 pub(crate) use nvfatbin;
 #[cfg(feature = "nvjitlink")]
 pub(crate) use nvjitlink;
-pub(crate) use {nvml, nvrtc};
+pub(crate) use {nvml, nvml_waited, nvrtc};
 
 /// Turns a driver call's outcome into `Result<()>`; the error path is out of line. Called
 /// through [`cu!`], which names the call.
@@ -142,6 +150,19 @@ pub(crate) fn check_nvfatbin(
         Ok(nvFatbinResult::NVFATBIN_SUCCESS) => Ok(()),
         Ok(code) => Err(Error::nvfatbin(api, code)),
         Err(error) => Err(Error::Load(error)),
+    }
+}
+
+/// Turns an NVML wait's outcome into "did something come?" (through [`nvml_waited!`]):
+/// `NVML_ERROR_TIMEOUT` is `false`, success `true`, anything else an error.
+#[inline]
+pub(crate) fn check_nvml_wait(
+    api: &'static str,
+    result: Result<nvmlReturn_t, LoadError>,
+) -> Result<bool> {
+    match result {
+        Ok(nvmlReturn_t::NVML_ERROR_TIMEOUT) => Ok(false),
+        other => check_nvml(api, other).map(|()| true),
     }
 }
 

@@ -40,7 +40,9 @@ pub use check::{check, check_ready};
 pub(crate) use check::{check_nvfatbin, nvfatbin};
 #[cfg(feature = "nvjitlink")]
 pub(crate) use check::{check_nvjitlink, nvjitlink};
-pub(crate) use check::{check_nvml, check_nvrtc, cu, cu_ready, nvml, nvrtc};
+pub(crate) use check::{
+    check_nvml, check_nvml_wait, check_nvrtc, cu, cu_ready, nvml, nvml_waited, nvrtc,
+};
 #[cfg(feature = "nvjitlink")]
 use nvjitlink_codes::nvjitlink_code;
 

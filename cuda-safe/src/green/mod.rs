@@ -21,12 +21,17 @@
 //! groups than plain division: an H200 has room for 15 groups of 8 SMs, not 16, and asking for
 //! 16 is an error saying so).
 
+mod foreign;
 mod plan;
 mod resources;
+mod stream;
+mod workqueue;
 
-pub use plan::{PartitionRules, SplitPlan, SplitRequest};
-pub use resources::{DeviceResources, SmResource, SmSplit, WorkqueueConfig};
+pub use plan::{GroupLayout, PartitionRules, SplitPlan, SplitRequest};
+pub use resources::{DeviceResources, SmResource, SmSplit};
+pub use workqueue::{WorkqueueConfig, WorkqueueScope};
 
+use crate::abi;
 use crate::context::Context;
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -76,5 +81,26 @@ impl Context {
     #[doc(alias = "cuCtxGetDevResource")]
     pub fn resources(&self) -> DeviceResources {
         DeviceResources::of_context(self)
+    }
+
+    /// The green context's unique id in this process (`None` for a primary context), the
+    /// number another library's green context reports for the same context, so two wrappers
+    /// can be told to name the same partition.
+    ///
+    /// Calls [`cuGreenCtxGetId`][cuGreenCtxGetId] (in the CUDA 13 bindings only). Needs a
+    /// CUDA 12.9 driver.
+    ///
+    /// [cuGreenCtxGetId]: https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GREEN__CONTEXTS.html#group__CUDA__GREEN__CONTEXTS_1g2e073a7cde154f4fee132f8efd879b9c
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] under the `cuda-12` ABI, or naming the CUDA release that
+    /// introduced `cuGreenCtxGetId` when the driver lacks it; the driver's error.
+    #[doc(alias = "cuGreenCtxGetId")]
+    pub fn green_id(&self) -> Result<Option<u64>> {
+        match self.as_raw_green() {
+            Some(green) => abi::green_context_id(self.driver(), green).map(Some),
+            None => Ok(None),
+        }
     }
 }

@@ -41,11 +41,72 @@ impl PartitionRules {
     }
 }
 
+/// How each group of a split is laid out: the fields of CUDA 13.1's
+/// `CU_DEV_SM_RESOURCE_GROUP_PARAMS` beyond the SM count. Any field set makes the split a
+/// structured one (`cuDevSmResourceSplit`: a CUDA 13.1 driver and the `cuda-13` ABI).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct GroupLayout {
+    /// SMs co-scheduled together, for locality (thread-block clusters of that size fit); 0
+    /// leaves it to the driver. A multiple of the partition alignment, and without
+    /// [`backfill`](Self::backfill) every group's count is a multiple of it.
+    pub coscheduled_sm_count: u32,
+    /// Where possible, co-scheduled sets are combined into sets of this many SMs; 0 for no
+    /// preference. A multiple of the co-scheduled count (or of the alignment when that is 0).
+    pub preferred_coscheduled_sm_count: u32,
+    /// `CU_DEV_SM_RESOURCE_GROUP_BACKFILL`: the co-scheduling constraints become a hint and
+    /// each group gets exactly its count, the difference filled with other SMs (a group then
+    /// behaves like the remainder); any count of at least one SM is accepted.
+    pub backfill: bool,
+}
+
+impl GroupLayout {
+    /// Whether every field is left to the driver (a plain split).
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// The rules a group's count must follow under this layout, from the resource's.
+    pub(super) fn rules(&self, base: &PartitionRules) -> PartitionRules {
+        if self.backfill {
+            return PartitionRules {
+                min_partition_size: 1,
+                alignment: 1,
+            };
+        }
+        let set = self.coscheduled_sm_count;
+        PartitionRules {
+            min_partition_size: base.min_partition_size.max(set),
+            alignment: base.alignment.max(set),
+        }
+    }
+
+    /// Checks the layout against the resource's rules; the error says which field is wrong.
+    pub(super) fn check(&self, base: &PartitionRules, arch: &str) -> Result<()> {
+        let align = base.alignment.max(1);
+        let set = self.coscheduled_sm_count;
+        if !set.is_multiple_of(align) {
+            return Err(Error::invalid_argument(format!(
+                "a co-scheduled set of {set} SMs on {arch}: it must be a multiple of {align}"
+            )));
+        }
+        let preferred = self.preferred_coscheduled_sm_count;
+        let unit = set.max(align);
+        if !preferred.is_multiple_of(unit) {
+            return Err(Error::invalid_argument(format!(
+                "a preferred co-scheduled set of {preferred} SMs on {arch}: it must be a \
+                 multiple of {unit}"
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// What to split an SM resource into.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SplitRequest {
     shape: Shape,
     round: bool,
+    layout: GroupLayout,
 }
 
 /// The groups asked for.
@@ -73,6 +134,7 @@ impl SplitRequest {
                 size: sms_each,
             },
             round: false,
+            layout: GroupLayout::default(),
         }
     }
 
@@ -81,6 +143,7 @@ impl SplitRequest {
         Self {
             shape: Shape::Counts(counts.into()),
             round: false,
+            layout: GroupLayout::default(),
         }
     }
 
@@ -89,6 +152,18 @@ impl SplitRequest {
     pub fn rounding(mut self, round: bool) -> Self {
         self.round = round;
         self
+    }
+
+    /// Lays every group out as `layout` says (a structured split: CUDA 13.1 and the `cuda-13`
+    /// ABI).
+    pub fn layout(mut self, layout: GroupLayout) -> Self {
+        self.layout = layout;
+        self
+    }
+
+    /// The layout asked for each group.
+    pub fn group_layout(&self) -> GroupLayout {
+        self.layout
     }
 
     /// How many groups are asked for.
@@ -118,14 +193,16 @@ pub(super) fn equal_size(counts: &[u32]) -> Option<u32> {
     counts.iter().all(|&count| count == first).then_some(first)
 }
 
-/// Checks `request` against `total` SMs and the rules; returns the sizes or an error saying
-/// what the hardware can give.
+/// Checks `request` against `total` SMs and the rules (as its layout changes them); returns
+/// the sizes or an error saying what the hardware can give.
 pub(super) fn plan_split(
     total: u32,
     rules: &PartitionRules,
     request: &SplitRequest,
     arch: &str,
 ) -> Result<SplitPlan> {
+    request.layout.check(rules, arch)?;
+    let rules = &request.layout.rules(rules);
     if request.group_count() == 0 {
         return Err(Error::invalid_argument("a split needs at least one group"));
     }
@@ -251,6 +328,54 @@ mod tests {
                 counts: vec![64, 64],
                 remainder: 4
             }
+        );
+    }
+
+    #[test]
+    fn layouts_change_the_rules_and_are_checked() {
+        let backfill = GroupLayout {
+            backfill: true,
+            ..Default::default()
+        };
+        let request = SplitRequest::counts([66, 50]).layout(backfill);
+        let plan = plan_split(132, &HOPPER, &request, "sm_90").unwrap();
+        assert_eq!(plan.counts, [66, 50]);
+        assert_eq!(plan.remainder, 16);
+        let sixteen = GroupLayout {
+            coscheduled_sm_count: 16,
+            preferred_coscheduled_sm_count: 32,
+            ..Default::default()
+        };
+        let error = plan_split(
+            132,
+            &HOPPER,
+            &SplitRequest::equal(2, 40).layout(sixteen),
+            "sm_90",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("can give 2 x 32 with 68 left"), "{error}");
+        for bad in [
+            GroupLayout {
+                coscheduled_sm_count: 12,
+                ..Default::default()
+            },
+            GroupLayout {
+                coscheduled_sm_count: 16,
+                preferred_coscheduled_sm_count: 24,
+                ..Default::default()
+            },
+        ] {
+            let request = SplitRequest::equal(2, 64).layout(bad);
+            assert!(
+                plan_split(132, &HOPPER, &request, "sm_90").is_err(),
+                "{bad:?}"
+            );
+        }
+        assert!(GroupLayout::default().is_default() && !sixteen.is_default());
+        assert_eq!(
+            SplitRequest::equal(1, 8).group_layout(),
+            GroupLayout::default()
         );
     }
 

@@ -3,17 +3,31 @@
 
 use std::fmt;
 
-use super::plan::{PartitionRules, SplitPlan, SplitRequest, equal_size, plan_split};
+use super::plan::{GroupLayout, PartitionRules, SplitPlan, SplitRequest, equal_size, plan_split};
+use super::workqueue::WorkqueueConfig;
 use crate::abi;
 use crate::context::Context;
 use crate::device::Device;
 use crate::driver::cuda_driver_version;
 use crate::error::{Error, Result, cu};
-use cuda_sys::{CUdevResource, CUdevResourceType};
+use cuda_sys::{CUdevResource, CUdevResourceType, CudaVersion};
 
-/// The first driver with `cuDevSmResourceSplit` (groups of different sizes) and workqueue
-/// configurations: CUDA 13.1.
-const SPLIT_BY_COUNTS_SINCE: u32 = 13010;
+/// The first driver with `cuDevSmResourceSplit` (structured groups), workqueue configurations
+/// and `cuStreamGetDevResource`: CUDA 13.1.
+pub(super) const CUDA_13_1: CudaVersion = CudaVersion(13010);
+
+/// [`Error::Unsupported`] naming `feature` and the driver it needs, unless this one is at
+/// least `need`.
+pub(super) fn require_driver(feature: &'static str, need: CudaVersion) -> Result<()> {
+    let version = cuda_driver_version()?;
+    if version < need {
+        return Err(Error::unsupported(
+            feature,
+            format!("it needs a CUDA {need} driver; this one supports CUDA {version}"),
+        ));
+    }
+    Ok(())
+}
 
 /// The resources of a device (or context) that green contexts are made from; a context's
 /// resources keep the context alive.
@@ -43,19 +57,6 @@ pub struct SmSplit {
     pub groups: Vec<SmResource>,
     /// The SMs in no group.
     pub remainder: SmResource,
-}
-
-/// A workqueue configuration for a green context (CUDA 13.1 drivers on).
-#[derive(Clone, Copy)]
-pub struct WorkqueueConfig {
-    raw: CUdevResource,
-}
-
-impl WorkqueueConfig {
-    /// The raw `CUdevResource`.
-    pub fn as_raw(&self) -> &CUdevResource {
-        &self.raw
-    }
 }
 
 impl DeviceResources {
@@ -115,20 +116,17 @@ impl DeviceResources {
     /// [`Error::Unsupported`] under the `cuda-12` ABI or with a driver older than CUDA 13.1.
     pub fn workqueue_config(&self) -> Result<WorkqueueConfig> {
         let kind = abi::workqueue_resource_type()?;
-        let version = cuda_driver_version()?;
-        if version.0 < SPLIT_BY_COUNTS_SINCE {
-            return Err(Error::unsupported(
-                "green-context workqueues",
-                format!("they need a CUDA 13.1 driver; this one supports CUDA {version}"),
-            ));
-        }
-        Ok(WorkqueueConfig {
-            raw: self.get(kind)?,
-        })
+        require_driver("green-context workqueues", CUDA_13_1)?;
+        Ok(WorkqueueConfig::from_raw(self.get(kind)?))
     }
 }
 
 impl SmResource {
+    /// The SMs of `raw` (an SM resource the driver filled) on `device`.
+    pub(super) fn from_raw_parts(raw: CUdevResource, device: Device) -> Self {
+        Self { raw, device }
+    }
+
     /// How many SMs the resource holds.
     pub fn sm_count(&self) -> u32 {
         // SAFETY: an SM resource (its type says so) stores its fields in the `sm` variant.
@@ -162,18 +160,20 @@ impl SmResource {
     /// creating nothing. It gives exactly the error [`split`](Self::split) would give: for
     /// equal groups it asks the driver's own simulation (`cuDevSmResourceSplitByCount` with no
     /// output), which knows the hardware's layout (an H200 makes 15 groups of 8 SMs, not 16);
-    /// groups of different sizes need a CUDA 13.1 driver and the `cuda-13` ABI.
+    /// groups of different sizes, and groups with a [`GroupLayout`], need a CUDA 13.1 driver
+    /// and the `cuda-13` ABI.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a request the SMs cannot meet (saying what they can
-    /// give), [`Error::Unsupported`] for unequal groups where they cannot be made.
+    /// give) or a layout the rules refuse, [`Error::Unsupported`] for structured groups where
+    /// they cannot be made.
     pub fn plan(&self, request: &SplitRequest) -> Result<SplitPlan> {
         let arch = self.arch_name();
         let plan = plan_split(self.sm_count(), &self.rules()?, request, &arch)?;
-        match equal_size(&plan.counts) {
+        match plain_size(&plan, request.group_layout()) {
             Some(size) => self.check_equal_layout(plan.counts.len() as u32, size, &arch)?,
-            None => check_unequal_support()?,
+            None => check_structured_support()?,
         }
         Ok(plan)
     }
@@ -215,7 +215,8 @@ impl SmResource {
     }
 
     /// Splits the SMs into disjoint groups, in one driver call: equal groups through
-    /// `cuDevSmResourceSplitByCount`, unequal ones through `cuDevSmResourceSplit` (CUDA 13.1).
+    /// `cuDevSmResourceSplitByCount`, unequal ones and those with a [`GroupLayout`] through
+    /// `cuDevSmResourceSplit` (CUDA 13.1).
     ///
     #[doc = cuda_sys::api_doc!(cuDevSmResourceSplitByCount)]
     /// # Errors
@@ -228,7 +229,7 @@ impl SmResource {
         let groups = plan.counts.len();
         let mut result = vec![CUdevResource::default(); groups];
         let mut remainder = CUdevResource::default();
-        if let Some(size) = equal_size(&plan.counts) {
+        if let Some(size) = plain_size(&plan, request.group_layout()) {
             let mut produced = groups as u32;
             // SAFETY: `result` holds `produced` resources; input and remainder are valid.
             unsafe {
@@ -251,10 +252,17 @@ impl SmResource {
                 ));
             }
         } else {
+            let layout = request.group_layout();
+            let group = abi::GroupParams {
+                coscheduled: layout.coscheduled_sm_count,
+                preferred_coscheduled: layout.preferred_coscheduled_sm_count,
+                backfill: layout.backfill,
+            };
             abi::split_sm_counts(
                 self.device.driver(),
                 &self.raw,
                 &plan.counts,
+                group,
                 &mut result,
                 &mut remainder,
             )?;
@@ -287,23 +295,30 @@ impl SmResource {
     }
 }
 
-/// Whether groups of different sizes can be made here: the `cuda-13` ABI and a CUDA 13.1
-/// driver ([`Error::Unsupported`] otherwise, saying which is missing).
-fn check_unequal_support() -> Result<()> {
-    const FEATURE: &str = "SM groups of different sizes";
+/// The size of every group when the plan is a plain split (equal groups, no layout), which
+/// `cuDevSmResourceSplitByCount` makes; `None` for a structured one.
+fn plain_size(plan: &SplitPlan, layout: GroupLayout) -> Option<u32> {
+    equal_size(&plan.counts).filter(|_| layout.is_default())
+}
+
+/// Whether structured groups (different sizes, or a layout) can be made here: the `cuda-13`
+/// ABI and a CUDA 13.1 driver ([`Error::Unsupported`] otherwise, saying which is missing).
+fn check_structured_support() -> Result<()> {
+    const FEATURE: &str = abi::STRUCTURED_SPLITS;
     if abi::MAJOR < 13 {
         return Err(Error::unsupported(
             FEATURE,
-            "they need cuDevSmResourceSplit (CUDA 13.1) and the cuda-13 ABI; equal groups work",
+            "they need cuDevSmResourceSplit (CUDA 13.1) and the cuda-13 ABI; equal groups \
+             without a layout work",
         ));
     }
     let version = cuda_driver_version()?;
-    if version.0 < SPLIT_BY_COUNTS_SINCE {
+    if version < CUDA_13_1 {
         return Err(Error::unsupported(
             FEATURE,
             format!(
                 "they need cuDevSmResourceSplit (a CUDA 13.1 driver); this one supports CUDA \
-                 {version}; equal groups work"
+                 {version}; equal groups without a layout work"
             ),
         ));
     }
@@ -319,18 +334,8 @@ impl fmt::Debug for SmResource {
     }
 }
 
-impl fmt::Debug for WorkqueueConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WorkqueueConfig").finish_non_exhaustive()
-    }
-}
-
 // SAFETY: the raw resources are plain data describing SMs; no pointer in them is dereferenced
 // by this crate (the `nextResource` link is left null).
 unsafe impl Send for SmResource {}
 // SAFETY: as above.
 unsafe impl Sync for SmResource {}
-// SAFETY: as above.
-unsafe impl Send for WorkqueueConfig {}
-// SAFETY: as above.
-unsafe impl Sync for WorkqueueConfig {}

@@ -20,9 +20,9 @@ use std::time::Duration;
 use super::device::{Device, query};
 use super::flags::EventTypes;
 use super::init::{self, Guard};
-use crate::error::{Result, nvml};
+use crate::error::{Result, nvml, nvml_waited};
 use crate::handle::{Owned, Release};
-use nvml_sys::{nvmlEventSet_t, nvmlReturn_t};
+use nvml_sys::nvmlEventSet_t;
 
 /// A set of GPUs and event kinds to wait on (`nvmlEventSet_t`), freed when dropped.
 #[derive(Debug)]
@@ -119,17 +119,14 @@ impl EventSet {
         let milliseconds = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX);
         let mut data = nvml_sys::nvmlEventData_t::default();
         // SAFETY: the set is live; `data` is a valid out-pointer.
-        let waited = unsafe {
-            nvml!(
+        let came = unsafe {
+            nvml_waited!(
                 self.inner.guard.nvml(),
                 nvmlEventSetWait_v2(self.inner.set, &mut data, milliseconds)
             )
-        };
-        match waited {
-            Err(error) if error.nvml_code() == Some(nvmlReturn_t::NVML_ERROR_TIMEOUT) => {
-                return Ok(None);
-            }
-            other => other?,
+        }?;
+        if !came {
+            return Ok(None);
         }
         Ok(Some(Event {
             device: Device::from_handle(data.device, Arc::clone(&self.inner.guard)),

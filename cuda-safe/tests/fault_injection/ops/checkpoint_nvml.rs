@@ -1,6 +1,10 @@
 //! The operations of checkpoints and of NVML (`cuda_safe::system`).
 
+use std::cell::RefCell;
+use std::time::Duration;
+
 use cuda_safe::checkpoint::{GpuPair, Process};
+use cuda_safe::system::EventTypes;
 use cuda_safe::{Device, system};
 
 use cuda_safe_stub::faults::fixtures::device;
@@ -91,6 +95,33 @@ pub(crate) fn checkpoint_and_nvml_operations(ops: &mut Vec<Op>) {
     ops.push(op("system::Device::power_usage_mw", gpu, |g| {
         g.power_usage_mw()
     }));
+    ops.push(op(
+        "system::EventSet::new",
+        || (),
+        |_| system::EventSet::new(),
+    ));
+    ops.push(op(
+        "system::Device::supported_event_types",
+        gpu,
+        system::Device::supported_event_types,
+    ));
+    let events = || RefCell::new(system::EventSet::new().expect("an event set"));
+    ops.push(op(
+        "EventSet::register",
+        move || (events(), gpu()),
+        |(set, g)| set.borrow_mut().register(g, EventTypes::CLOCK),
+    ));
+    ops.push(op(
+        "EventSet::wait (nothing comes)",
+        move || {
+            let (set, g) = (events(), gpu());
+            set.borrow_mut()
+                .register(&g, EventTypes::CLOCK)
+                .expect("registered");
+            set
+        },
+        |set| set.borrow_mut().wait(Duration::ZERO),
+    ));
     ops.push(op("Device::to_nvml", device, |d| d.to_nvml()));
     ops.push(op("Device::from_nvml", gpu, Device::from_nvml));
 }
