@@ -52,22 +52,36 @@
 //! [`Error::Load`](cuda_safe::Error::Load). `docs/dnn.md` in the repository has the recipes.
 //! NVIDIA's documentation: <https://docs.nvidia.com/deeplearning/cudnn/>.
 
+mod attention;
+mod attention_backward;
 mod backend;
+mod conv;
 pub(crate) mod error;
 mod graph;
 mod handle;
+mod lower;
+mod needs;
+mod norm;
+mod op;
 mod ops;
 mod pack;
 mod plan;
+mod scalar;
 mod tensor;
 
+pub use attention::{Attention, AttentionForward, AttentionLayout, Fp8Scaling};
+pub use attention_backward::AttentionBackward;
 pub use backend::{AttributeValue, BackendDescriptor};
+pub use conv::Convolution;
 pub use error::{CudnnError, CudnnRefusal};
-pub use graph::{Graph, Op};
+pub use graph::Graph;
 pub use handle::{DEFAULT_PLAN_CACHE, Dnn};
-pub use ops::{Convolution, Pointwise, Reduce};
+pub use norm::{LayerNorm, LayerNormBackward, LayerNormForward, Softmax};
+pub use op::{MatmulOverrides, Op, Probability};
+pub use ops::{Pointwise, Reduce};
 pub use pack::{MAX_BINDINGS, VariantPack};
 pub use plan::{EngineChoice, ExecutionPlan};
+pub use scalar::{Scalar, Storage};
 pub use tensor::{DataType, DnnElement, MAX_DIMS, Tensor, TensorDesc};
 
 pub use crate::operand::{Input, Operand, Output};
