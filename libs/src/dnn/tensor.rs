@@ -100,7 +100,9 @@ impl fmt::Display for DataType {
     }
 }
 
-/// A Rust element type of a buffer bound to a graph's tensor, with its [`DataType`].
+/// A Rust element type of a buffer bound to a graph's tensor, with its [`DataType`]: the
+/// primitive types, `half`'s `f16` and `bf16` (feature `half`), and the FP8 types of the `blas`
+/// module (feature `blas`).
 pub trait DnnElement: Pod {
     /// The tensor data type it is.
     const DATA_TYPE: DataType;
@@ -118,6 +120,9 @@ elements! { f32 => F32, f64 => F64, i8 => I8, u8 => U8, i32 => I32, i64 => I64 }
 
 #[cfg(feature = "half")]
 elements! { half::f16 => F16, half::bf16 => BF16 }
+
+#[cfg(feature = "blas")]
+elements! { crate::blas::F8E4M3 => Fp8E4M3, crate::blas::F8E5M2 => Fp8E5M2 }
 
 /// The most dimensions a tensor has (cuDNN's `CUDNN_DIM_MAX`).
 pub const MAX_DIMS: usize = 8;

@@ -21,6 +21,8 @@ use cuda_safe_stub as stub;
 mod attention;
 #[cfg(feature = "half")]
 mod attention_backward;
+#[cfg(all(feature = "half", feature = "blas"))]
+mod attention_fp8;
 mod checks;
 mod compute;
 mod norms;
@@ -165,6 +167,8 @@ fn main() -> ExitCode {
     let cases = cases
         .chain(attention::CASES)
         .chain(attention_backward::CASES);
+    #[cfg(all(feature = "half", feature = "blas"))]
+    let cases = cases.chain(attention_fp8::CASES);
     let cases: Vec<(&str, CaseFn)> = cases.copied().collect();
     let mut failures = 0;
     for (name, run) in &cases {
