@@ -216,9 +216,9 @@ fn matmul_bias_relu(dnn: &mut Dnn, pool: &DeviceMemoryResource) -> Result<bool> 
     let mut c = pool.allocate_zeroed::<bf16>(N * N, &stream)?;
     let n = N as i64;
     let mut graph = Graph::new();
-    let ta = graph.tensor(TensorDesc::packed(DataType::BF16, &[1, n, n]))?;
-    let tb = graph.tensor(TensorDesc::packed(DataType::BF16, &[1, n, n]))?;
-    let tbias = graph.tensor(TensorDesc::packed(DataType::BF16, &[1, 1, n]))?;
+    let ta = graph.tensor(TensorDesc::packed(DataType::BF16, &[1, 1, n, n]))?;
+    let tb = graph.tensor(TensorDesc::packed(DataType::BF16, &[1, 1, n, n]))?;
+    let tbias = graph.tensor(TensorDesc::packed(DataType::BF16, &[1, 1, 1, n]))?;
     let product = graph.matmul(ta, tb, DataType::F32)?;
     let biased = graph.pointwise(Pointwise::Add, product, Some(tbias))?;
     let tc = graph.pointwise(Pointwise::Relu, biased, None)?;
