@@ -17,9 +17,9 @@ use cuda_safe::{Error, Result};
 /// virtual tensor (computed in f32, living only inside the fused kernel), and
 /// [`output`](Self::output) gives a result memory of a data type. The graph is `Hash + Eq`: it
 /// is the key its plans are cached under ([`Dnn::execute`](super::Dnn::execute)). The fused
-/// patterns have builders of their own: [`attention_forward`](Self::attention_forward),
-/// [`attention_backward`](Self::attention_backward), [`layer_norm`](Self::layer_norm),
-/// [`softmax`](Self::softmax).
+/// patterns have builders of their own: [`Attention::forward`](super::Attention::forward) and
+/// [`backward`](super::Attention::backward) make whole graphs; [`layer_norm`](Self::layer_norm),
+/// [`layer_norm_backward`](Self::layer_norm_backward) and [`softmax`](Self::softmax) add theirs.
 ///
 /// ```
 /// use cuda_safe_libs::dnn::{Convolution, DataType, Graph, Pointwise, TensorDesc};
