@@ -7,8 +7,12 @@
 //!   virtual, checked before any call.
 //! - [`Graph`]: the builder. Convolutions forward, backward data and backward filter (any
 //!   number of spatial dims, NCHW or channels-last, groups, dilation, padding, strides),
-//!   pointwise operations (bias, activations, arithmetic) that cuDNN fuses after them,
-//!   matmuls and reductions; each checks its operands' shapes as it is added. `Hash + Eq`.
+//!   pointwise operations (bias, activations, arithmetic, comparisons, selects) that cuDNN
+//!   fuses after them, matmuls, reductions, layer norms forward and backward, the softmax;
+//!   each checks its operands' shapes as it is added. `Hash + Eq`.
+//! - [`Attention`]: scaled-dot-product attention (causal and padding masks, dropout, f16, bf16
+//!   and FP8 forward) whose [`forward`](Attention::forward) and
+//!   [`backward`](Attention::backward) build cuDNN's fused flash attention graphs.
 //! - [`Dnn`]: a cuDNN handle bound to a stream, its workspace from a memory pool, its plans
 //!   ([`ExecutionPlan`]) cached by graph; [`Dnn::execute`] runs a graph on a
 //!   [`VariantPack`] of buffers, each checked against its tensor.
