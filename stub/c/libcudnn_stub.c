@@ -9,7 +9,8 @@
  * convolutions forward, backward data and backward filter over 2 spatial dims, pointwise
  * operations with masks and selects, matmuls with per-batch sizes, reductions, transposed
  * views, Bernoulli draws, layer norms forward and backward) on the driver's memory, which is
- * host memory; constants passed by value are read from the host. Every range an execution
+ * host memory; constants passed by value are read from the host; an execution on a capturing
+ * stream becomes a host node that runs it at each replay. Every range an execution
  * reads or writes is checked against the driver's allocations, as are the workspace and the
  * handle's stream. Destroyed descriptors and handles are never reused, so a use after destroy
  * is a misuse. It says it is cuDNN 9.14.0 (dnn_stub_set_version changes it).
@@ -272,6 +273,46 @@ int cudnnBackendGetAttribute(void *raw, int name, int type, long long requested,
     return OK;
 }
 
+/* An execution queued on a capturing stream: the plan and a copy of the variant pack's ids and
+ * pointers, the arguments of the host node that runs it at each replay (kept with the node,
+ * which the stub never frees). */
+struct captured_run {
+    struct desc *plan;
+    struct desc pack;
+};
+
+static void replay_run(void *data) {
+    struct captured_run *run = data;
+    if (!run->plan->live) {
+        stub_misuse_note("a captured cuDNN execution replayed after its plan was destroyed");
+        return;
+    }
+    if (dnn_stub_run(dnn_ref(run->plan, 401)->graph, &run->pack) != OK)
+        stub_misuse_note("a captured cuDNN execution failed at its replay: %s", last_error);
+}
+
+/* Records the execution of `plan` on `pack` as a host node of `stream`'s capture. */
+static int capture_run(struct desc *plan, struct desc *pack, void *stream) {
+    struct captured_run *kept = calloc(1, sizeof *kept);
+    if (kept == NULL)
+        return ALLOC;
+    kept->plan = plan;
+    kept->pack.kind = D_PACK;
+    kept->pack.live = kept->pack.finalized = 1;
+    for (int name = 1000; name <= 1001; name++) {
+        struct attr *from = dnn_attr(pack, name), *to = &kept->pack.attrs[kept->pack.nattrs++];
+        size_t bytes = (size_t)from->count * 8;
+        *to = *from;
+        to->data = malloc(bytes ? bytes : 1);
+        if (to->data == NULL)
+            return ALLOC;
+        memcpy(to->data, from->data, bytes);
+    }
+    return capture_host("cudnnBackendExecute", stream, replay_run, kept) == CUDA_SUCCESS
+               ? OK
+               : BAD_PARAM;
+}
+
 int cudnnBackendExecute(void *raw, void *plan_raw, void *pack_raw) {
     ENTER("cudnnBackendExecute");
     struct handle *h = dnn_handle(raw, "cudnnBackendExecute");
@@ -289,6 +330,8 @@ int cudnnBackendExecute(void *raw, void *plan_raw, void *pack_raw) {
         (workspace == NULL || check_range((CUdeviceptr)(uintptr_t)workspace, (size_t)dnn_work_size, 0,
                                           "cudnnBackendExecute") != CUDA_SUCCESS))
         return dnn_fail(BAD_PARAM, "the workspace is missing or too small");
+    if (stream_capturing(h->stream))
+        return capture_run(plan, pack, h->stream);
     struct desc *cfg = dnn_ref(plan, 401);
     return dnn_stub_run(cfg->graph, pack);
 }

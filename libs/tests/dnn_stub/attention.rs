@@ -3,7 +3,7 @@
 //! FP8 with the `blas` feature's types); the constants and workspace tensors are the handle's to
 //! bind; the builder's refusals call nothing.
 
-use cuda_safe::{Buffer, Error};
+use cuda_safe::{Buffer, CaptureMode, Error};
 use cuda_safe_libs::dnn::{
     Attention, AttentionForward, AttentionLayout, DataType, Dnn, Graph, Storage, VariantPack,
 };
@@ -28,6 +28,10 @@ pub(crate) const CASES: &[(&str, CaseFn)] = &[
     (
         "the attention builder refuses what cuDNN's engines cannot take, calling nothing",
         builder_refuses,
+    ),
+    (
+        "a captured attention forward replays on new inputs",
+        captured_replays,
     ),
 ];
 
@@ -422,4 +426,54 @@ fn builder_refuses(case: &Case) -> Result<(), String> {
     })?;
     let calls = names(case.stub.take_log());
     ensure(calls.is_empty(), || format!("the builder called {calls:?}"))
+}
+
+fn captured_replays(case: &Case) -> Result<(), String> {
+    let mut dnn = Dnn::new(&case.stream).map_err(err)?;
+    let attention = Attention::new(DataType::BF16, 1, 2, 16, 8).causal(true);
+    let (graph, io) = attention.forward().map_err(err)?;
+    let (dims, layout) = (attention.q_dims(), attention.memory_layout());
+    let (k, v) = (exact(256, 32), exact(256, 33));
+    let mut qb = upload(case, &exact(256, 31), dims, layout)?;
+    let (kb, vb) = (
+        upload(case, &k, dims, layout)?,
+        upload(case, &v, dims, layout)?,
+    );
+    let mut o = case
+        .pool
+        .allocate_zeroed::<bf16>(256, &case.stream)
+        .map_err(err)?;
+    let mut stats = case
+        .pool
+        .allocate_zeroed::<f32>(32, &case.stream)
+        .map_err(err)?;
+    dnn.plan(&graph).map_err(err)?;
+    // SAFETY: the buffers and the handle outlive the graph and its executable (dropped at the
+    // end of this function, after the stream is synchronized).
+    let captured = unsafe {
+        cuda_safe::Graph::capture(&case.stream, CaptureMode::ThreadLocal, |_| {
+            let mut pack = VariantPack::new();
+            pack.input::<bf16>(io.q, &qb)?
+                .input::<bf16>(io.k, &kb)?
+                .input::<bf16>(io.v, &vb)?;
+            pack.output::<bf16>(io.o, &mut o)?;
+            pack.output::<f32>(
+                io.stats.ok_or(Error::invalid_argument("no stats"))?,
+                &mut stats,
+            )?;
+            dnn.execute(&graph, &pack)
+        })
+    }
+    .map_err(err)?;
+    let exec = captured.instantiate().map_err(err)?;
+    let q = exact(256, 34);
+    qb.copy_from_host(&to_memory(&q, dims, layout, bf16::from_f64))
+        .map_err(err)?;
+    exec.launch(&case.stream).map_err(err)?;
+    case.stream.sync().map_err(err)?;
+    let got = from_memory(&o.to_vec::<bf16>().map_err(err)?, dims, layout, |x| {
+        x.to_f64()
+    });
+    let want = problem(&attention, None, (0, 0)).forward(&q, &k, &v).0;
+    close("replayed O", &got, &want, 1.0 / 64.0, |_| true)
 }
