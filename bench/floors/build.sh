@@ -50,8 +50,9 @@ build() {
     local flags=(-O2 -o "$2" "$1" -I"$cuda/include")
     [ -d "$cuda/include/cccl" ] && flags+=(-I"$cuda/include/cccl")
     flags+=(-L"$cuda/lib64" "-Wl,-rpath,$cuda/lib64")
-    # A floor with an optional cuDNN part (HAVE_CUDNN) is built with it where cudnn.h is found,
-    # and without it otherwise.
+    # A floor with an optional cuDNN part (HAVE_CUDNN: libs_floor.c's convolutions,
+    # dnn_graph_floor.c's graph-API rows) is built with it where cudnn.h is found, and without it
+    # otherwise.
     local cudnn
     if grep -q 'HAVE_CUDNN' "$1" && cudnn=$(cudnn_include) && [ -n "$cudnn" ] &&
         "$cc" "${flags[@]}" -DHAVE_CUDNN -I"$cudnn" "${libs[@]}" -l:libcudnn.so.9 2>/dev/null; then

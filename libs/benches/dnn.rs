@@ -10,10 +10,17 @@
 //! - INFO lines: cuDNN's version, each plan's making (host time cold, and cached: a second
 //!   `Dnn::plan` of an equal graph), its engine configuration and workspace.
 //!
+//! Then the graph-API rows of `bench/floors/dnn_graph_floor.c` ([`attention`]): attention
+//! B=4, H=32, S=4096, D=128, causal, bf16, forward and backward, and a fused matmul, with their
+//! plans' making cold and cached.
+//!
 //! Inputs are multiples of 1/64 in [-1, 1] (exact in bf16), so the CPU sums see what the GPU
 //! sees. Checks: 16 to 64 sampled outputs of each pass against a CPU sum in f64, within
 //! `1e-2 |want| + 1e-3 * (sum of |terms|)`, as the floor's. A wrong result exits non-zero.
 //! Prints `INFO` lines and `FIG name value unit` lines.
+
+#[path = "dnn/attention.rs"]
+mod attention;
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -329,6 +336,7 @@ fn run() -> Result<bool> {
         &Case::new("conv1x1_256_64", 256, 64, 1, 0),
         false,
     )?;
+    ok &= attention::run(&mut dnn, &pool)?;
     Ok(ok)
 }
 

@@ -2,14 +2,18 @@
  * A fake cuDNN (the graph/backend API) for CPU tests of cuda-safe-libs's dnn module, compiled
  * into the stub driver's shared object and loaded through CUDA_SAFE_LIBCUDNN. Descriptors keep
  * the attributes set on them; finalizing one checks what cuDNN's would (the attributes its kind
- * needs, finalized descriptors referenced, a convolution's output shape); the heuristics
- * propose dnn_stub_set_engines() configurations, the first dnn_stub_refuse_engines() of which
- * cannot be finalized into a plan; an execution computes the graph on the CPU in double
- * (convolutions forward, backward data and backward filter over 2 spatial dims, pointwise
- * operations, matmuls) on the driver's memory, which is host memory. Every range an execution
+ * needs, finalized descriptors referenced, a convolution's output shape:
+ * libcudnn_check_stub.c); the heuristics propose dnn_stub_set_engines() configurations, the
+ * first dnn_stub_refuse_engines() of which cannot be finalized into a plan; an execution
+ * computes the graph on the CPU in double (libcudnn_exec_stub.c, libcudnn_ops_stub.c:
+ * convolutions forward, backward data and backward filter over 2 spatial dims, pointwise
+ * operations with masks and selects, matmuls with per-batch sizes, reductions, transposed
+ * views, Bernoulli draws, layer norms forward and backward) on the driver's memory, which is
+ * host memory; constants passed by value are read from the host; an execution on a capturing
+ * stream becomes a host node that runs it at each replay. Every range an execution
  * reads or writes is checked against the driver's allocations, as are the workspace and the
  * handle's stream. Destroyed descriptors and handles are never reused, so a use after destroy
- * is a misuse.
+ * is a misuse. It says it is cuDNN 9.14.0 (dnn_stub_set_version changes it).
  */
 #include <math.h>
 #include <stdint.h>
@@ -27,8 +31,10 @@ static struct handle *handles;
 static int handle_count;
 static long live_handles;
 long long dnn_engines = 3, dnn_refused = 0, dnn_work_size = 4096;
+static size_t dnn_version = 91400;
 
 long long dnn_stub_live(void) { return live_descs + live_handles; }
+void dnn_stub_set_version(long long version) { dnn_version = (size_t)version; }
 void dnn_stub_set_engines(long long count) { dnn_engines = count; }
 void dnn_stub_refuse_engines(long long count) { dnn_refused = count; }
 void dnn_stub_set_work_size(long long bytes) { dnn_work_size = bytes; }
@@ -70,6 +76,12 @@ long long dnn_i64(struct desc *d, int name, long long otherwise) {
     return a != NULL && a->count > 0 && a->type == AT_INT64 ? ((long long *)a->data)[0] : otherwise;
 }
 
+long long *dnn_ints(struct desc *d, int name, long long *count) {
+    struct attr *a = dnn_attr(d, name);
+    *count = a != NULL && a->type == AT_INT64 ? a->count : 0;
+    return *count > 0 ? (long long *)a->data : NULL;
+}
+
 /* The finalized descriptor attribute `name` refers to, or NULL. */
 struct desc *dnn_ref(struct desc *d, int name) {
     struct attr *a = dnn_attr(d, name);
@@ -79,7 +91,7 @@ struct desc *dnn_ref(struct desc *d, int name) {
     return target->live && target->finalized ? target : NULL;
 }
 
-size_t cudnnGetVersion(void) { return 91000; }
+size_t cudnnGetVersion(void) { return dnn_version; }
 
 const char *cudnnGetErrorString(int status) {
     switch (status) {
@@ -261,6 +273,46 @@ int cudnnBackendGetAttribute(void *raw, int name, int type, long long requested,
     return OK;
 }
 
+/* An execution queued on a capturing stream: the plan and a copy of the variant pack's ids and
+ * pointers, the arguments of the host node that runs it at each replay (kept with the node,
+ * which the stub never frees). */
+struct captured_run {
+    struct desc *plan;
+    struct desc pack;
+};
+
+static void replay_run(void *data) {
+    struct captured_run *run = data;
+    if (!run->plan->live) {
+        stub_misuse_note("a captured cuDNN execution replayed after its plan was destroyed");
+        return;
+    }
+    if (dnn_stub_run(dnn_ref(run->plan, 401)->graph, &run->pack) != OK)
+        stub_misuse_note("a captured cuDNN execution failed at its replay: %s", last_error);
+}
+
+/* Records the execution of `plan` on `pack` as a host node of `stream`'s capture. */
+static int capture_run(struct desc *plan, struct desc *pack, void *stream) {
+    struct captured_run *kept = calloc(1, sizeof *kept);
+    if (kept == NULL)
+        return ALLOC;
+    kept->plan = plan;
+    kept->pack.kind = D_PACK;
+    kept->pack.live = kept->pack.finalized = 1;
+    for (int name = 1000; name <= 1001; name++) {
+        struct attr *from = dnn_attr(pack, name), *to = &kept->pack.attrs[kept->pack.nattrs++];
+        size_t bytes = (size_t)from->count * 8;
+        *to = *from;
+        to->data = malloc(bytes ? bytes : 1);
+        if (to->data == NULL)
+            return ALLOC;
+        memcpy(to->data, from->data, bytes);
+    }
+    return capture_host("cudnnBackendExecute", stream, replay_run, kept) == CUDA_SUCCESS
+               ? OK
+               : BAD_PARAM;
+}
+
 int cudnnBackendExecute(void *raw, void *plan_raw, void *pack_raw) {
     ENTER("cudnnBackendExecute");
     struct handle *h = dnn_handle(raw, "cudnnBackendExecute");
@@ -278,6 +330,8 @@ int cudnnBackendExecute(void *raw, void *plan_raw, void *pack_raw) {
         (workspace == NULL || check_range((CUdeviceptr)(uintptr_t)workspace, (size_t)dnn_work_size, 0,
                                           "cudnnBackendExecute") != CUDA_SUCCESS))
         return dnn_fail(BAD_PARAM, "the workspace is missing or too small");
+    if (stream_capturing(h->stream))
+        return capture_run(plan, pack, h->stream);
     struct desc *cfg = dnn_ref(plan, 401);
     return dnn_stub_run(cfg->graph, pack);
 }

@@ -52,7 +52,10 @@ const SOURCES: &[&str] = &[
     "libcusolver_stub.c",
     "libcusolver_eig_stub.c",
     "libcudnn_stub.c",
+    "libcudnn_check_stub.c",
     "libcudnn_exec_stub.c",
+    "libcudnn_ops_stub.c",
+    "libcudnn_norm_stub.c",
     "libcusparse_stub.c",
     "libcusparse_ops_stub.c",
 ];

@@ -18,6 +18,8 @@ mod cudarc_bridge;
 mod device_graph;
 mod dlpack;
 mod dnn;
+mod dnn_attention;
+mod dnn_norm;
 mod fatbin;
 mod fft;
 mod graph;
@@ -47,7 +49,8 @@ use std::process::ExitCode;
 
 use cuda_gpu_tests::GpuFile;
 
-/// Every test file, in the order they run: by name, then `blas`, `rand`, `fft`, `solver`, `sparse`, `dnn`, `cudarc_bridge`
+/// Every test file, in the order they run: by name, then `blas`, `rand`, `fft`, `solver`, `sparse`,
+/// `dnn`, `dnn_attention`, `dnn_norm`, `cudarc_bridge`
 /// and `nccl` (with their features).
 fn files() -> Vec<GpuFile> {
     let files = [
@@ -86,6 +89,8 @@ fn files() -> Vec<GpuFile> {
         solver::FILE,
         sparse::FILE,
         dnn::FILE,
+        dnn_attention::FILE,
+        dnn_norm::FILE,
     ]);
     #[cfg(feature = "cudarc")]
     let files = files.chain([cudarc_bridge::FILE]);

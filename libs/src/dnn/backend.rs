@@ -9,8 +9,9 @@ use cuda_safe::Result;
 use cudnn_sys::{
     Cudnn, cudnnBackendAttributeName_t as Name, cudnnBackendAttributeType_t as Type,
     cudnnBackendDescriptor_t, cudnnBackendDescriptorType_t as Kind, cudnnBackendHeurMode_t,
-    cudnnConvolutionMode_t, cudnnDataType_t, cudnnHandle_t, cudnnNanPropagation_t,
-    cudnnPointwiseMode_t, cudnnReduceTensorOp_t,
+    cudnnBackendNormFwdPhase_t, cudnnBackendNormMode_t, cudnnConvolutionMode_t, cudnnDataType_t,
+    cudnnHandle_t, cudnnNanPropagation_t, cudnnPointwiseMode_t, cudnnReduceTensorOp_t,
+    cudnnRngDistribution_t,
 };
 
 mod sealed {
@@ -54,6 +55,9 @@ values! {
     cudnnBackendHeurMode_t => CUDNN_TYPE_HEUR_MODE,
     cudnnReduceTensorOp_t => CUDNN_TYPE_REDUCTION_OPERATOR_TYPE,
     cudnnNanPropagation_t => CUDNN_TYPE_NAN_PROPOGATION,
+    cudnnRngDistribution_t => CUDNN_TYPE_RNG_DISTRIBUTION,
+    cudnnBackendNormMode_t => CUDNN_TYPE_NORM_MODE,
+    cudnnBackendNormFwdPhase_t => CUDNN_TYPE_NORM_FWD_PHASE,
 }
 
 /// One cuDNN backend descriptor (`cudnnBackendDescriptor_t`) of a kind

@@ -27,6 +27,18 @@ pub enum CudnnRefusal {
         /// The bytes the handle may use.
         limit: usize,
     },
+    /// The loaded cuDNN cannot run the graph (too old for its pattern, or a release known to
+    /// compute it wrongly); [`CudnnError::message`] says what the graph needs.
+    Version {
+        /// The loaded cuDNN's version (`cudnnGetVersion`'s encoding: 91400 is 9.14.0).
+        found: usize,
+    },
+    /// The GPU cannot run the graph (FP8 attention before Hopper, say);
+    /// [`CudnnError::message`] says what the graph needs.
+    Device {
+        /// The GPU's compute capability (major, minor).
+        capability: (u32, u32),
+    },
 }
 
 /// A cuDNN call failed, or cuDNN refused a graph. It reaches callers inside
@@ -103,6 +115,19 @@ impl fmt::Display for CudnnError {
                     f,
                     "the plan needs {needed} bytes of workspace; the handle may use {limit}"
                 );
+            }
+            CudnnRefusal::Version { found } => {
+                let (major, minor, patch) = (found / 10000, found / 100 % 100, found % 100);
+                return write!(
+                    f,
+                    "{} (the loaded cuDNN is {major}.{minor}.{patch})",
+                    self.message
+                );
+            }
+            CudnnRefusal::Device {
+                capability: (major, minor),
+            } => {
+                return write!(f, "{} (this GPU is sm_{major}{minor})", self.message);
             }
         }
         write!(f, "{} failed: {}", self.api, self.name)?;

@@ -1,114 +1,25 @@
-//! [`Graph`]: a typed builder of cuDNN operation graphs (convolutions, pointwise operations,
-//! matmuls, reductions), every shape checked as it is added.
+//! [`Graph`]: a typed builder of cuDNN operation graphs (pointwise operations, masks, matmuls,
+//! reductions, views, random draws; convolutions, normalizations and attention in their own
+//! modules), every shape checked as it is added.
 
 use std::fmt;
 
-use super::ops::{Convolution, Pointwise, Reduce};
+use super::needs::Needs;
+use super::op::{MatmulOverrides, Op, Probability};
+use super::ops::{Pointwise, Reduce};
+use super::scalar::{Scalar, Storage};
 use super::tensor::{DataType, Tensor, TensorDesc};
 use cuda_safe::{Error, Result};
-
-/// One operation of a [`Graph`], on its tensors.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Op {
-    /// `y = conv(x, w)`.
-    ConvForward {
-        /// The input (N, C, spatial...).
-        x: Tensor,
-        /// The filter (K, C / groups, spatial...).
-        w: Tensor,
-        /// The output (N, K, spatial...).
-        y: Tensor,
-        /// The geometry.
-        conv: Convolution,
-    },
-    /// `dx = conv_backward_data(dy, w)`.
-    ConvBackwardData {
-        /// The output's gradient.
-        dy: Tensor,
-        /// The filter.
-        w: Tensor,
-        /// The input's gradient.
-        dx: Tensor,
-        /// The geometry.
-        conv: Convolution,
-    },
-    /// `dw = conv_backward_filter(x, dy)`.
-    ConvBackwardFilter {
-        /// The input.
-        x: Tensor,
-        /// The output's gradient.
-        dy: Tensor,
-        /// The filter's gradient.
-        dw: Tensor,
-        /// The geometry.
-        conv: Convolution,
-    },
-    /// `y = mode(x[, b])`.
-    Pointwise {
-        /// The mode.
-        mode: Pointwise,
-        /// The first operand.
-        x: Tensor,
-        /// The second operand of a binary mode.
-        b: Option<Tensor>,
-        /// The result.
-        y: Tensor,
-    },
-    /// `c = a b` (batch, rows, columns).
-    Matmul {
-        /// The left operand (B, M, K).
-        a: Tensor,
-        /// The right operand (B, K, N).
-        b: Tensor,
-        /// The result (B, M, N).
-        c: Tensor,
-        /// The compute type.
-        compute: DataType,
-    },
-    /// `y = reduce(x)` over the dims where `y` is 1.
-    Reduction {
-        /// The operator.
-        op: Reduce,
-        /// The input.
-        x: Tensor,
-        /// The result.
-        y: Tensor,
-    },
-}
-
-impl Op {
-    /// The tensor the operation writes.
-    pub fn result(&self) -> Tensor {
-        match self {
-            Self::ConvForward { y, .. } | Self::Pointwise { y, .. } | Self::Reduction { y, .. } => {
-                *y
-            }
-            Self::ConvBackwardData { dx, .. } => *dx,
-            Self::ConvBackwardFilter { dw, .. } => *dw,
-            Self::Matmul { c, .. } => *c,
-        }
-    }
-
-    /// The operation's name in messages.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Self::ConvForward { .. } => "the convolution forward",
-            Self::ConvBackwardData { .. } => "the convolution backward data",
-            Self::ConvBackwardFilter { .. } => "the convolution backward filter",
-            Self::Pointwise { .. } => "the pointwise operation",
-            Self::Matmul { .. } => "the matmul",
-            Self::Reduction { .. } => "the reduction",
-        }
-    }
-}
 
 /// A cuDNN operation graph, built operation by operation: [`tensor`](Self::tensor) adds an
 /// input, each operation ([`conv_forward`](Self::conv_forward), [`pointwise`](Self::pointwise),
 /// [`matmul`](Self::matmul), ...) checks its operands' shapes and returns its result as a
 /// virtual tensor (computed in f32, living only inside the fused kernel), and
 /// [`output`](Self::output) gives a result memory of a data type. The graph is `Hash + Eq`: it
-/// is the key its plans are cached under ([`Dnn::execute`](super::Dnn::execute)).
+/// is the key its plans are cached under ([`Dnn::execute`](super::Dnn::execute)). The fused
+/// patterns have builders of their own: [`Attention::forward`](super::Attention::forward) and
+/// [`backward`](super::Attention::backward) make whole graphs; [`layer_norm`](Self::layer_norm),
+/// [`layer_norm_backward`](Self::layer_norm_backward) and [`softmax`](Self::softmax) add theirs.
 ///
 /// ```
 /// use cuda_safe_libs::dnn::{Convolution, DataType, Graph, Pointwise, TensorDesc};
@@ -130,6 +41,9 @@ impl Op {
 pub struct Graph {
     tensors: Vec<TensorDesc>,
     ops: Vec<Op>,
+    needs: Needs,
+    /// The fused pattern a builder made, named in messages instead of the operations.
+    label: Option<&'static str>,
 }
 
 impl Graph {
@@ -142,8 +56,28 @@ impl Graph {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a description [`TensorDesc::check`] refuses.
+    /// [`Error::InvalidArgument`] for a description [`TensorDesc::check`] refuses, or one in the
+    /// handle's workspace (only the fused patterns' builders place tensors there).
     pub fn tensor(&mut self, desc: TensorDesc) -> Result<Tensor> {
+        if desc.storage() == Storage::Workspace {
+            return Err(Error::invalid_argument(format!(
+                "the tensor {desc} cannot be added in the workspace: bind a buffer to it"
+            )));
+        }
+        self.add(desc)
+    }
+
+    /// Adds a constant passed by value, of `rank` dims all 1 (it broadcasts to any tensor of
+    /// that rank): a scale, a fill value, an epsilon.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a rank of 0 or past [`MAX_DIMS`](super::MAX_DIMS).
+    pub fn scalar(&mut self, value: Scalar, rank: usize) -> Result<Tensor> {
+        self.add(TensorDesc::scalar(value, rank))
+    }
+
+    fn add(&mut self, desc: TensorDesc) -> Result<Tensor> {
         desc.check()?;
         self.tensors.push(desc);
         Ok(Tensor(self.tensors.len() as i64))
@@ -175,7 +109,7 @@ impl Graph {
 
     /// Whether an operation of the graph writes `tensor` (a result, not an input).
     pub fn writes(&self, tensor: Tensor) -> bool {
-        self.ops.iter().any(|op| op.result() == tensor)
+        self.ops.iter().any(|op| op.writes(tensor))
     }
 
     /// Makes `tensor` an output with memory of `data_type` (it was a virtual result).
@@ -185,6 +119,21 @@ impl Graph {
     /// [`Error::InvalidArgument`] for a tensor of another graph, or one no operation writes
     /// (an input of the graph).
     pub fn output(&mut self, tensor: Tensor, data_type: DataType) -> Result<()> {
+        self.retype(tensor, data_type, Storage::Bound)
+    }
+
+    /// Keeps the result `tensor` in the handle's workspace, as `data_type`.
+    pub(crate) fn in_workspace(&mut self, tensor: Tensor, data_type: DataType) -> Result<()> {
+        self.retype(tensor, data_type, Storage::Workspace)
+    }
+
+    /// Gives the virtual result `tensor` another data type (a fused pattern's operand in the
+    /// inputs' type).
+    pub(crate) fn set_virtual_type(&mut self, tensor: Tensor, data_type: DataType) -> Result<()> {
+        self.retype(tensor, data_type, Storage::Virtual)
+    }
+
+    fn retype(&mut self, tensor: Tensor, data_type: DataType, storage: Storage) -> Result<()> {
         self.desc(tensor)?;
         if !self.writes(tensor) {
             return Err(Error::invalid_argument(format!(
@@ -194,144 +143,205 @@ impl Graph {
             )));
         }
         let desc = &mut self.tensors[(tensor.0 - 1) as usize];
-        *desc = desc.clone().set_virtual(false).with_data_type(data_type);
+        let retyped = desc.clone().with_data_type(data_type);
+        *desc = match storage {
+            Storage::Workspace => retyped.in_workspace(),
+            _ => retyped.set_virtual(storage == Storage::Virtual),
+        };
         Ok(())
     }
 
-    /// The convolution forward of `x` (N, C, spatial...) by `w` (K, C / groups, spatial...):
-    /// a virtual (N, K, out...) result in the input's layout.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] for operands of other ranks than the geometry's, channels
-    /// that do not match (with the groups), or an output dim below 1.
-    pub fn conv_forward(&mut self, x: Tensor, w: Tensor, conv: &Convolution) -> Result<Tensor> {
-        let (xd, wd) = (self.desc(x)?.clone(), self.desc(w)?.clone());
-        let out = conv_output(&xd, &wd, conv)?;
-        let y = self.result(&xd, &out, conv.compute_type())?;
-        self.ops.push(Op::ConvForward {
-            x,
-            w,
-            y,
-            conv: conv.clone(),
-        });
-        Ok(y)
+    /// Gives the tensor `tensor` other strides (an output in the caller's layout).
+    pub(crate) fn restride(&mut self, tensor: Tensor, strides: &[i64]) -> Result<()> {
+        let desc = self.desc(tensor)?;
+        let made = TensorDesc::new(desc.data_type(), desc.dims(), strides);
+        let made = match desc.storage() {
+            Storage::Workspace => made.in_workspace(),
+            storage => made.set_virtual(storage == Storage::Virtual),
+        };
+        made.check()?;
+        self.tensors[(tensor.0 - 1) as usize] = made;
+        Ok(())
     }
 
-    /// The convolution backward data: from the output's gradient `dy` and the filter `w`, the
-    /// input's gradient, of `x_dims` (N, C, spatial...), a virtual result in `dy`'s layout.
-    ///
-    /// # Errors
-    ///
-    /// As [`conv_forward`](Self::conv_forward), and for `x_dims` whose forward output is not
-    /// `dy`'s dims.
-    pub fn conv_backward_data(
-        &mut self,
-        dy: Tensor,
-        w: Tensor,
-        conv: &Convolution,
-        x_dims: &[i64],
-    ) -> Result<Tensor> {
-        let (dyd, wd) = (self.desc(dy)?.clone(), self.desc(w)?.clone());
-        let xd = TensorDesc::packed(dyd.data_type(), x_dims);
-        let out = conv_output(&xd, &wd, conv)?;
-        same_dims("the convolution backward data", &out, dyd.dims())?;
-        let dx = self.result(&dyd, x_dims, conv.compute_type())?;
-        self.ops.push(Op::ConvBackwardData {
-            dy,
-            w,
-            dx,
-            conv: conv.clone(),
-        });
-        Ok(dx)
+    /// What the graph needs of cuDNN and the GPU, for the builders to add to.
+    pub(crate) fn needs_mut(&mut self) -> &mut Needs {
+        &mut self.needs
     }
 
-    /// The convolution backward filter: from the input `x` and the output's gradient `dy`,
-    /// the filter's gradient, of `w_dims` (K, C / groups, spatial...), a virtual result in
-    /// `x`'s layout.
-    ///
-    /// # Errors
-    ///
-    /// As [`conv_backward_data`](Self::conv_backward_data).
-    pub fn conv_backward_filter(
-        &mut self,
-        x: Tensor,
-        dy: Tensor,
-        conv: &Convolution,
-        w_dims: &[i64],
-    ) -> Result<Tensor> {
-        let (xd, dyd) = (self.desc(x)?.clone(), self.desc(dy)?.clone());
-        let wd = TensorDesc::packed(xd.data_type(), w_dims);
-        let out = conv_output(&xd, &wd, conv)?;
-        same_dims("the convolution backward filter", &out, dyd.dims())?;
-        let dw = self.result(&xd, w_dims, conv.compute_type())?;
-        self.ops.push(Op::ConvBackwardFilter {
-            x,
-            dy,
-            dw,
-            conv: conv.clone(),
-        });
-        Ok(dw)
+    /// What the graph needs of cuDNN and the GPU.
+    pub(crate) fn needs(&self) -> &Needs {
+        &self.needs
+    }
+
+    /// Names the graph in messages by the fused pattern it is (`the attention forward`).
+    pub(crate) fn set_label(&mut self, label: &'static str) {
+        self.label = Some(label);
+    }
+
+    /// Adds an operation the caller checked.
+    pub(crate) fn push(&mut self, op: Op) {
+        self.ops.push(op);
     }
 
     /// The pointwise `mode` of `x` (and `b`, for a binary mode, broadcast over the dims where
-    /// it is 1): a virtual result of `x`'s dims and layout.
+    /// it is 1): a virtual result of `x`'s dims and layout, of the mode's
+    /// [`result_type`](Pointwise::result_type).
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a binary mode without `b` or a unary one with it, or a
-    /// `b` whose rank differs or whose dims are neither `x`'s nor 1.
+    /// [`Error::InvalidArgument`] for a binary mode without `b` or a unary one with it,
+    /// [`Pointwise::BinarySelect`] (it is [`select`](Self::select)), a `b` whose rank differs or
+    /// whose dims are neither `x`'s nor 1, or a [`Pointwise::GenIndex`] axis past `x`'s dims.
     pub fn pointwise(&mut self, mode: Pointwise, x: Tensor, b: Option<Tensor>) -> Result<Tensor> {
         let xd = self.desc(x)?.clone();
-        if mode.is_binary() != b.is_some() {
+        if mode.operands() == 3 || mode.is_binary() != b.is_some() {
             return Err(Error::invalid_argument(format!(
-                "the pointwise {mode:?} takes {} operand(s)",
-                if mode.is_binary() { 2 } else { 1 }
+                "the pointwise {mode:?} takes {} operand(s){}",
+                mode.operands(),
+                if mode.operands() == 3 {
+                    ": use Graph::select"
+                } else {
+                    ""
+                }
+            )));
+        }
+        if let Pointwise::GenIndex(axis) = mode
+            && axis as usize >= xd.dims().len()
+        {
+            return Err(Error::invalid_argument(format!(
+                "the pointwise {mode:?}: {xd} has no dim {axis}"
             )));
         }
         if let Some(b) = b {
-            let bd = self.desc(b)?;
-            let fits = bd.dims().len() == xd.dims().len()
-                && bd
-                    .dims()
-                    .iter()
-                    .zip(xd.dims())
-                    .all(|(b, x)| b == x || *b == 1);
-            if !fits {
-                return Err(Error::invalid_argument(format!(
-                    "the pointwise {mode:?}: the operand {bd} does not broadcast to {xd}"
-                )));
-            }
+            self.broadcasts(mode, b, &xd)?;
         }
-        let y = self.result(&xd, xd.dims(), DataType::F32)?;
-        self.ops.push(Op::Pointwise { mode, x, b, y });
+        let y = self.result(&xd, xd.dims(), mode.result_type())?;
+        self.push(Op::Pointwise {
+            mode,
+            x,
+            b,
+            t: None,
+            y,
+        });
         Ok(y)
     }
 
-    /// The matmul of `a` (B, M, K) by `b` (B, K, N; either batch may be 1 and broadcast): a
-    /// virtual packed (B, M, N) result.
+    /// `mask ? x : b` ([`Pointwise::BinarySelect`]), `b` and the [`DataType::Boolean`] `mask`
+    /// broadcast to `x`: a virtual `f32` result of `x`'s dims.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for operands that are not 3-D or whose inner dims or batches
-    /// do not match.
-    pub fn matmul(&mut self, a: Tensor, b: Tensor, compute: DataType) -> Result<Tensor> {
-        let (ad, bd) = (self.desc(a)?.clone(), self.desc(b)?.clone());
-        let (da, db) = (ad.dims(), bd.dims());
-        let batches =
-            da.len() == 3 && db.len() == 3 && (da[0] == db[0] || da[0] == 1 || db[0] == 1);
-        if !batches || da[2] != db[1] {
+    /// [`Error::InvalidArgument`] for a `b` or `mask` that does not broadcast to `x`, or a mask
+    /// that is not boolean.
+    pub fn select(&mut self, x: Tensor, b: Tensor, mask: Tensor) -> Result<Tensor> {
+        let mode = Pointwise::BinarySelect;
+        let xd = self.desc(x)?.clone();
+        self.broadcasts(mode, b, &xd)?;
+        self.broadcasts(mode, mask, &xd)?;
+        if self.desc(mask)?.data_type() != DataType::Boolean {
             return Err(Error::invalid_argument(format!(
-                "the matmul of {ad} by {bd}: operands are (B, M, K) and (B, K, N)"
+                "the pointwise {mode:?}: the mask {} is not boolean",
+                self.desc(mask)?
             )));
         }
-        let dims = [da[0].max(db[0]), da[1], db[2]];
-        let c = self.tensor(TensorDesc::packed(compute, &dims).set_virtual(true))?;
-        self.ops.push(Op::Matmul { a, b, c, compute });
+        let y = self.result(&xd, xd.dims(), DataType::F32)?;
+        self.push(Op::Pointwise {
+            mode,
+            x,
+            b: Some(b),
+            t: Some(mask),
+            y,
+        });
+        Ok(y)
+    }
+
+    fn broadcasts(&self, mode: Pointwise, b: Tensor, xd: &TensorDesc) -> Result<()> {
+        let bd = self.desc(b)?;
+        let fits = bd.dims().len() == xd.dims().len()
+            && bd
+                .dims()
+                .iter()
+                .zip(xd.dims())
+                .all(|(b, x)| b == x || *b == 1);
+        if fits {
+            return Ok(());
+        }
+        Err(Error::invalid_argument(format!(
+            "the pointwise {mode:?}: the operand {bd} does not broadcast to {xd}"
+        )))
+    }
+
+    /// The matmul of `a` (batch..., M, K) by `b` (batch..., K, N; any batch dim may be 1 in one
+    /// of them and broadcast): a virtual packed (batch..., M, N) result of type `compute`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for operands of other ranks or below 3 dims, or whose inner
+    /// dims or batches do not match.
+    pub fn matmul(&mut self, a: Tensor, b: Tensor, compute: DataType) -> Result<Tensor> {
+        self.matmul_with(a, b, compute, MatmulOverrides::default())
+    }
+
+    /// [`matmul`](Self::matmul) with per-batch sizes ([`MatmulOverrides`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`matmul`](Self::matmul), and for an override that is not an integer tensor of the
+    /// matmul's rank whose first dim is the batch's and every other 1.
+    pub fn matmul_with(
+        &mut self,
+        a: Tensor,
+        b: Tensor,
+        compute: DataType,
+        overrides: MatmulOverrides,
+    ) -> Result<Tensor> {
+        let (ad, bd) = (self.desc(a)?.clone(), self.desc(b)?.clone());
+        let (da, db) = (ad.dims(), bd.dims());
+        let rank = da.len();
+        let batches = rank >= 3
+            && db.len() == rank
+            && da[..rank - 2]
+                .iter()
+                .zip(&db[..rank - 2])
+                .all(|(x, y)| x == y || *x == 1 || *y == 1);
+        if !batches || da[rank - 1] != db[rank - 2] {
+            return Err(Error::invalid_argument(format!(
+                "the matmul of {ad} by {bd}: operands are (batch..., M, K) and (batch..., K, N)"
+            )));
+        }
+        let mut dims: Vec<i64> = da[..rank - 2]
+            .iter()
+            .zip(&db[..rank - 2])
+            .map(|(x, y)| *x.max(y))
+            .collect();
+        dims.extend([da[rank - 2], db[rank - 1]]);
+        for tensor in overrides.tensors() {
+            let od = self.desc(tensor)?;
+            let fits = od.dims().len() == rank
+                && od.dims()[0] == dims[0]
+                && od.dims()[1..].iter().all(|&dim| dim == 1)
+                && matches!(od.data_type(), DataType::I32 | DataType::I64);
+            if !fits {
+                return Err(Error::invalid_argument(format!(
+                    "the matmul of {ad} by {bd}: the size override {od} is not an integer \
+                     tensor of {} dims, the batch's ({}) then 1s",
+                    rank, dims[0]
+                )));
+            }
+        }
+        let c = self.add(TensorDesc::packed(compute, &dims).set_virtual(true))?;
+        self.push(Op::Matmul {
+            a,
+            b,
+            c,
+            compute,
+            overrides,
+        });
         Ok(c)
     }
 
-    /// The reduction `op` of `x` to `dims` (each `x`'s or 1): a virtual packed result.
+    /// The reduction `op` of `x` to `dims` (each `x`'s or 1): a virtual packed `f32` result.
     ///
     /// # Errors
     ///
@@ -345,8 +355,70 @@ impl Graph {
                 "the reduction of {xd} to {dims:?}: each dim is the input's or 1"
             )));
         }
-        let y = self.tensor(TensorDesc::packed(DataType::F32, dims).set_virtual(true))?;
-        self.ops.push(Op::Reduction { op, x, y });
+        let y = self.add(TensorDesc::packed(DataType::F32, dims).set_virtual(true))?;
+        self.push(Op::Reduction { op, x, y });
+        Ok(y)
+    }
+
+    /// `x` seen with its last two dims swapped (a transposed view of the same values, no copy):
+    /// a virtual result of type `data_type`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for an `x` of fewer than 2 dims.
+    pub fn transpose(&mut self, x: Tensor, data_type: DataType) -> Result<Tensor> {
+        let xd = self.desc(x)?.clone();
+        let rank = xd.dims().len();
+        if rank < 2 {
+            return Err(Error::invalid_argument(format!(
+                "the transpose of {xd}: it has fewer than 2 dims"
+            )));
+        }
+        let (mut dims, mut strides) = (xd.dims().to_vec(), xd.strides().to_vec());
+        dims.swap(rank - 2, rank - 1);
+        strides.swap(rank - 2, rank - 1);
+        let view = TensorDesc::new(data_type, &dims, &strides).set_virtual(true);
+        let y = self.add(view)?;
+        self.push(Op::Reshape { x, y });
+        Ok(y)
+    }
+
+    /// Bernoulli draws of cuDNN's Philox generator, one per element of `dims`: 1 with
+    /// probability `keep`, else 0 (a dropout mask), from a `seed` and an `offset` (one-element
+    /// `i64` tensors bound to buffers, so that a captured graph draws anew when they change):
+    /// a virtual packed `f32` result.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a `keep` outside [0, 1], or a seed or offset that is not
+    /// one `i64`.
+    pub fn bernoulli(
+        &mut self,
+        dims: &[i64],
+        keep: f64,
+        seed: Tensor,
+        offset: Tensor,
+    ) -> Result<Tensor> {
+        let keep = Probability::new(keep).ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "a Bernoulli probability of {keep} is not in [0, 1]"
+            ))
+        })?;
+        for tensor in [seed, offset] {
+            let desc = self.desc(tensor)?;
+            if desc.data_type() != DataType::I64 || desc.dims().iter().any(|&dim| dim != 1) {
+                return Err(Error::invalid_argument(format!(
+                    "a random number generator's seed and offset are one i64 each; got {desc}"
+                )));
+            }
+        }
+        let y = self.add(TensorDesc::packed(DataType::F32, dims).set_virtual(true))?;
+        self.push(Op::Rng {
+            y,
+            seed,
+            offset,
+            keep,
+        });
         Ok(y)
     }
 
@@ -355,7 +427,7 @@ impl Graph {
         if self.ops.is_empty() {
             return Err(Error::invalid_argument("a cuDNN graph needs an operation"));
         }
-        if self.tensors.iter().all(TensorDesc::is_virtual) {
+        if !self.tensors.iter().any(TensorDesc::is_bound) {
             return Err(Error::invalid_argument(
                 "a cuDNN graph needs a tensor with memory (Graph::output)",
             ));
@@ -364,57 +436,30 @@ impl Graph {
     }
 
     /// A virtual result of `dims` in the layout of `like`.
-    fn result(&mut self, like: &TensorDesc, dims: &[i64], compute: DataType) -> Result<Tensor> {
+    pub(crate) fn result(
+        &mut self,
+        like: &TensorDesc,
+        dims: &[i64],
+        data_type: DataType,
+    ) -> Result<Tensor> {
         let desc = if like.is_channels_last() {
-            TensorDesc::channels_last(compute, dims)
+            TensorDesc::channels_last(data_type, dims)
         } else {
-            TensorDesc::packed(compute, dims)
+            TensorDesc::packed(data_type, dims)
         };
-        self.tensor(desc.set_virtual(true))
+        self.add(desc.set_virtual(true))
     }
-}
-
-/// The forward output dims of `x` by `w` under `conv`, every shape checked.
-fn conv_output(x: &TensorDesc, w: &TensorDesc, conv: &Convolution) -> Result<Vec<i64>> {
-    conv.check()?;
-    let (xd, wd) = (x.dims(), w.dims());
-    let rank = conv.spatial() + 2;
-    if xd.len() != rank || wd.len() != rank {
-        return Err(Error::invalid_argument(format!(
-            "a convolution over {} spatial dims takes {rank}-D input and filter; got {x} and {w}",
-            conv.spatial()
-        )));
-    }
-    let groups = conv.group_count();
-    if wd[1] * groups != xd[1] || wd[0] % groups != 0 {
-        return Err(Error::invalid_argument(format!(
-            "a convolution of {groups} group(s): the input's C ({}) must be the filter's ({}) \
-             times the groups, and the filter's K ({}) a multiple of them",
-            xd[1], wd[1], wd[0]
-        )));
-    }
-    let spatial = conv.output_dims(&xd[2..], &wd[2..]).ok_or_else(|| {
-        Error::invalid_argument(format!(
-            "a convolution of {x} by {w} under {conv:?} has an output dim below 1"
-        ))
-    })?;
-    Ok([xd[0], wd[0]].into_iter().chain(spatial).collect())
-}
-
-fn same_dims(what: &str, want: &[i64], got: &[i64]) -> Result<()> {
-    if want == got {
-        return Ok(());
-    }
-    Err(Error::invalid_argument(format!(
-        "{what}: the output's gradient is {got:?}; the forward output of these dims is {want:?}"
-    )))
 }
 
 impl fmt::Display for Graph {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<&str> = self.ops.iter().map(Op::name).collect();
-        write!(f, "the graph [{}]", names.join(", ").replace("the ", ""))?;
-        if let Some((_, first)) = self.tensors().find(|(_, desc)| !desc.is_virtual()) {
+        if let Some(label) = self.label {
+            f.write_str(label)?;
+        } else {
+            let names: Vec<&str> = self.ops.iter().map(Op::name).collect();
+            write!(f, "the graph [{}]", names.join(", ").replace("the ", ""))?;
+        }
+        if let Some((_, first)) = self.tensors().find(|(_, desc)| desc.is_bound()) {
             write!(f, " on {first}")?;
         }
         Ok(())

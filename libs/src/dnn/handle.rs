@@ -163,7 +163,9 @@ impl Dnn {
     ///
     /// [`Error::InvalidArgument`] for a graph with no operation or output, or, when the plan is
     /// not cached, a stream being captured; a [`CudnnError`](super::CudnnError) naming the
-    /// graph when no engine can run it; the memory resource's errors.
+    /// graph when no engine can run it, or when the loaded cuDNN or the GPU cannot run its
+    /// pattern ([`CudnnRefusal::Version`](super::CudnnRefusal::Version),
+    /// [`CudnnRefusal::Device`](super::CudnnRefusal::Device)); the memory resource's errors.
     #[doc(alias = "cudnnBackendFinalize")]
     pub fn plan(&mut self, graph: &Graph) -> Result<&ExecutionPlan> {
         self.clock += 1;
@@ -206,6 +208,17 @@ impl Dnn {
                 "{graph} has no plan and the handle's stream is being captured: make the plan \
                  (Dnn::plan) before the capture"
             )));
+        }
+        if !graph.needs().is_empty() {
+            let version = super::version()?;
+            let capability = if graph.needs().asks_capability() {
+                self.inner.stream.device().compute_capability()?
+            } else {
+                (u32::MAX, u32::MAX)
+            };
+            graph
+                .needs()
+                .check(version, capability, || graph.to_string())?;
         }
         let _current = self.inner.stream.context().scoped()?;
         ExecutionPlan::make(self.inner.raw, self.inner.id, graph, choice, self.limit)
@@ -348,28 +361,35 @@ fn grow(inner: &mut Handle, bytes: usize) -> Result<()> {
 /// One execution: the variant pack's descriptor, then `cudnnBackendExecute` ordered with the
 /// buffers' streams, the stream's context current.
 fn launch(inner: &Handle, plan: &ExecutionPlan, pack: &VariantPack<'_>) -> Result<()> {
-    let resolved = pack.resolve(plan.graph())?;
-    let workspace = match &inner.workspace {
-        Some(area) if plan.workspace_size() > 0 => area.as_raw() as *mut c_void,
-        _ => std::ptr::null_mut(),
-    };
+    let mut resolved = pack.resolve(plan.graph())?;
     if plan.workspace_size() > inner.workspace.as_ref().map_or(0, Buffer::len) {
         return Err(Error::unexpected(
             "Dnn::run",
             "the workspace is smaller than the plan's",
         ));
     }
+    let base = match &inner.workspace {
+        Some(area) if plan.workspace_size() > 0 => area.as_raw() as *mut c_void,
+        _ => std::ptr::null_mut(),
+    };
+    resolved.bind_internal(plan.graph(), base, plan.scratch());
+    let engine = if base.is_null() || plan.workspace_size() == plan.engine_offset() {
+        std::ptr::null_mut()
+    } else {
+        base.wrapping_byte_add(plan.engine_offset())
+    };
     let _current = inner.stream.context().scoped()?;
     let mut variant = BackendDescriptor::new(K::CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)?;
     variant.set(A::CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, &resolved.uids)?;
     variant.set_pointers(A::CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, &resolved.pointers)?;
-    variant.set_pointers(A::CUDNN_ATTR_VARIANT_PACK_WORKSPACE, &[workspace])?;
+    variant.set_pointers(A::CUDNN_ATTR_VARIANT_PACK_WORKSPACE, &[engine])?;
     variant.finalize()?;
     ordered(&inner.stream, resolved.streams, || {
         // SAFETY: a live handle bound to the stream, a plan it made, and a variant pack whose
-        // every pointer is device memory holding its tensor's span, aligned as the tensor says,
-        // of its data type (checked), with the workspace the plan needs; the buffers' streams
-        // are ordered with the handle's.
+        // every caller's pointer is device memory holding its tensor's span, aligned as the
+        // tensor says, of its data type (checked); each constant's pointer is into the plan's
+        // graph, alive through the call; the workspace holds the plan's workspace tensors and
+        // cuDNN's workspace; the buffers' streams are ordered with the handle's.
         unsafe {
             cudnn!(
                 inner.cudnn,

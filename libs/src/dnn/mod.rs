@@ -7,8 +7,12 @@
 //!   virtual, checked before any call.
 //! - [`Graph`]: the builder. Convolutions forward, backward data and backward filter (any
 //!   number of spatial dims, NCHW or channels-last, groups, dilation, padding, strides),
-//!   pointwise operations (bias, activations, arithmetic) that cuDNN fuses after them,
-//!   matmuls and reductions; each checks its operands' shapes as it is added. `Hash + Eq`.
+//!   pointwise operations (bias, activations, arithmetic, comparisons, selects) that cuDNN
+//!   fuses after them, matmuls, reductions, layer norms forward and backward, the softmax;
+//!   each checks its operands' shapes as it is added. `Hash + Eq`.
+//! - [`Attention`]: scaled-dot-product attention (causal and padding masks, dropout, f16, bf16
+//!   and FP8 forward) whose [`forward`](Attention::forward) and
+//!   [`backward`](Attention::backward) build cuDNN's fused flash attention graphs.
 //! - [`Dnn`]: a cuDNN handle bound to a stream, its workspace from a memory pool, its plans
 //!   ([`ExecutionPlan`]) cached by graph; [`Dnn::execute`] runs a graph on a
 //!   [`VariantPack`] of buffers, each checked against its tensor.
@@ -52,22 +56,36 @@
 //! [`Error::Load`](cuda_safe::Error::Load). `docs/dnn.md` in the repository has the recipes.
 //! NVIDIA's documentation: <https://docs.nvidia.com/deeplearning/cudnn/>.
 
+mod attention;
+mod attention_backward;
 mod backend;
+mod conv;
 pub(crate) mod error;
 mod graph;
 mod handle;
+mod lower;
+mod needs;
+mod norm;
+mod op;
 mod ops;
 mod pack;
 mod plan;
+mod scalar;
 mod tensor;
 
+pub use attention::{Attention, AttentionForward, AttentionLayout, Fp8Scaling};
+pub use attention_backward::AttentionBackward;
 pub use backend::{AttributeValue, BackendDescriptor};
+pub use conv::Convolution;
 pub use error::{CudnnError, CudnnRefusal};
-pub use graph::{Graph, Op};
+pub use graph::Graph;
 pub use handle::{DEFAULT_PLAN_CACHE, Dnn};
-pub use ops::{Convolution, Pointwise, Reduce};
+pub use norm::{LayerNorm, LayerNormBackward, LayerNormForward, Softmax};
+pub use op::{MatmulOverrides, Op, Probability};
+pub use ops::{Pointwise, Reduce};
 pub use pack::{MAX_BINDINGS, VariantPack};
 pub use plan::{EngineChoice, ExecutionPlan};
+pub use scalar::{Scalar, Storage};
 pub use tensor::{DataType, DnnElement, MAX_DIMS, Tensor, TensorDesc};
 
 pub use crate::operand::{Input, Operand, Output};

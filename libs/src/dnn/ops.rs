@@ -1,152 +1,12 @@
-//! The parameters of a graph's operations: a [`Convolution`]'s geometry, the [`Pointwise`]
-//! modes and the [`Reduce`] operators.
+//! The modes of a graph's elementwise operations: [`Pointwise`] and the [`Reduce`] operators.
 
 use super::tensor::DataType;
-use cuda_safe::{Error, Result};
 use cudnn_sys::{cudnnPointwiseMode_t, cudnnReduceTensorOp_t};
 
-/// A convolution's geometry: per spatial dim, the padding before and after, the stride and the
-/// dilation; the number of groups; the compute type. Cross-correlation, as every framework's
-/// "convolution".
-///
-/// ```
-/// use cuda_safe_libs::dnn::Convolution;
-///
-/// let conv = Convolution::new(2).padding([1, 1]).stride([2, 2]).groups(4);
-/// assert_eq!(conv.output_dims(&[56, 56], &[3, 3]), Some(vec![28, 28]));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Convolution {
-    pre_padding: Vec<i64>,
-    post_padding: Vec<i64>,
-    stride: Vec<i64>,
-    dilation: Vec<i64>,
-    groups: i64,
-    compute: DataType,
-}
-
-impl Convolution {
-    /// A convolution over `spatial` dims (2 for images): no padding, stride 1, no dilation, one
-    /// group, computed in f32 (TF32 tensor cores allowed where the inputs are f32).
-    pub fn new(spatial: usize) -> Self {
-        Self {
-            pre_padding: vec![0; spatial],
-            post_padding: vec![0; spatial],
-            stride: vec![1; spatial],
-            dilation: vec![1; spatial],
-            groups: 1,
-            compute: DataType::F32,
-        }
-    }
-
-    /// The same padding before and after, per spatial dim.
-    #[must_use]
-    pub fn padding<const N: usize>(mut self, padding: [i64; N]) -> Self {
-        self.pre_padding = padding.to_vec();
-        self.post_padding = padding.to_vec();
-        self
-    }
-
-    /// Different padding before and after, per spatial dim.
-    #[must_use]
-    pub fn padding_asymmetric(mut self, before: &[i64], after: &[i64]) -> Self {
-        self.pre_padding = before.to_vec();
-        self.post_padding = after.to_vec();
-        self
-    }
-
-    /// The strides, per spatial dim.
-    #[must_use]
-    pub fn stride<const N: usize>(mut self, stride: [i64; N]) -> Self {
-        self.stride = stride.to_vec();
-        self
-    }
-
-    /// The dilations, per spatial dim.
-    #[must_use]
-    pub fn dilation<const N: usize>(mut self, dilation: [i64; N]) -> Self {
-        self.dilation = dilation.to_vec();
-        self
-    }
-
-    /// The number of groups (channels split in `groups` independent convolutions; the filter's
-    /// C is the input's divided by it).
-    #[must_use]
-    pub fn groups(mut self, groups: i64) -> Self {
-        self.groups = groups;
-        self
-    }
-
-    /// The compute type (f32 by default; f64 for f64 data).
-    #[must_use]
-    pub fn compute(mut self, compute: DataType) -> Self {
-        self.compute = compute;
-        self
-    }
-
-    /// The number of groups.
-    pub fn group_count(&self) -> i64 {
-        self.groups
-    }
-
-    /// How many spatial dims.
-    pub fn spatial(&self) -> usize {
-        self.stride.len()
-    }
-
-    pub(crate) fn parts(&self) -> [&[i64]; 4] {
-        [
-            &self.pre_padding,
-            &self.post_padding,
-            &self.stride,
-            &self.dilation,
-        ]
-    }
-
-    pub(crate) fn compute_type(&self) -> DataType {
-        self.compute
-    }
-
-    /// The output's spatial dims for an input's `input` and a filter's `filter` (None when
-    /// the lengths differ from [`spatial`](Self::spatial) or an output dim would be below 1).
-    pub fn output_dims(&self, input: &[i64], filter: &[i64]) -> Option<Vec<i64>> {
-        let n = self.spatial();
-        if input.len() != n || filter.len() != n || self.pre_padding.len() != n {
-            return None;
-        }
-        if self.post_padding.len() != n || self.dilation.len() != n {
-            return None;
-        }
-        (0..n)
-            .map(|i| {
-                let reach = self.dilation[i] * (filter[i] - 1) + 1;
-                let room = input[i] + self.pre_padding[i] + self.post_padding[i] - reach;
-                (self.stride[i] >= 1 && room >= 0).then(|| room / self.stride[i] + 1)
-            })
-            .collect()
-    }
-
-    pub(crate) fn check(&self) -> Result<()> {
-        let n = self.spatial();
-        let lengths = self.parts().iter().all(|part| part.len() == n);
-        let positive = self.stride.iter().chain(&self.dilation).all(|&v| v >= 1);
-        let padding = self
-            .pre_padding
-            .iter()
-            .chain(&self.post_padding)
-            .all(|&v| v >= 0);
-        if n == 0 || !lengths || !positive || !padding || self.groups < 1 {
-            return Err(Error::invalid_argument(format!(
-                "the convolution {self:?} needs one padding, stride (>= 1) and dilation (>= 1) \
-                 per spatial dim and at least one group"
-            )));
-        }
-        Ok(())
-    }
-}
-
-/// A pointwise operation: unary (activations, math) or binary (`x op b`, `b` broadcast over
-/// the dims where it is 1).
+/// A pointwise operation: unary (activations, math), binary (`x op b`, `b` broadcast over the
+/// dims where it is 1) or, for [`BinarySelect`](Self::BinarySelect), ternary. Comparisons and
+/// logical operations give [`DataType::Boolean`] masks, [`GenIndex`](Self::GenIndex) `i32`
+/// indices, every other mode `f32`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Pointwise {
@@ -186,15 +46,58 @@ pub enum Pointwise {
     Rsqrt,
     /// `x`.
     Identity,
+    /// `x == b`.
+    CmpEq,
+    /// `x != b`.
+    CmpNe,
+    /// `x > b`.
+    CmpGt,
+    /// `x >= b`.
+    CmpGe,
+    /// `x < b`.
+    CmpLt,
+    /// `x <= b`.
+    CmpLe,
+    /// `x && b` (masks).
+    LogicalAnd,
+    /// `x || b` (masks).
+    LogicalOr,
+    /// `!x` (a mask).
+    LogicalNot,
+    /// `t ? x : b`: the ternary mode of [`Graph::select`](super::Graph::select).
+    BinarySelect,
+    /// Each element's index along dim `axis` of `x` (`x`'s values are not read).
+    GenIndex(u32),
 }
 
 impl Pointwise {
-    /// Whether it takes a second operand.
+    /// Whether it takes a second operand (and no third).
     pub fn is_binary(self) -> bool {
-        matches!(
-            self,
-            Self::Add | Self::Sub | Self::Mul | Self::Div | Self::Max | Self::Min
-        )
+        self.operands() == 2
+    }
+
+    /// How many operands it takes: 1, 2, or 3 for [`BinarySelect`](Self::BinarySelect).
+    pub fn operands(self) -> usize {
+        match self {
+            Self::Add | Self::Sub | Self::Mul | Self::Div | Self::Max | Self::Min => 2,
+            Self::CmpEq | Self::CmpNe | Self::CmpGt | Self::CmpGe | Self::CmpLt | Self::CmpLe => 2,
+            Self::LogicalAnd | Self::LogicalOr => 2,
+            Self::BinarySelect => 3,
+            _ => 1,
+        }
+    }
+
+    /// The type of its result and of its computation: `i32` for [`GenIndex`](Self::GenIndex),
+    /// [`DataType::Boolean`] for comparisons and logical operations, `f32` otherwise.
+    pub fn result_type(self) -> DataType {
+        match self {
+            Self::GenIndex(_) => DataType::I32,
+            Self::CmpEq | Self::CmpNe | Self::CmpGt | Self::CmpGe | Self::CmpLt | Self::CmpLe => {
+                DataType::Boolean
+            }
+            Self::LogicalAnd | Self::LogicalOr | Self::LogicalNot => DataType::Boolean,
+            _ => DataType::F32,
+        }
     }
 
     /// cuDNN's mode.
@@ -218,6 +121,17 @@ impl Pointwise {
             Self::Sqrt => cudnnPointwiseMode_t::CUDNN_POINTWISE_SQRT,
             Self::Rsqrt => cudnnPointwiseMode_t::CUDNN_POINTWISE_RSQRT,
             Self::Identity => cudnnPointwiseMode_t::CUDNN_POINTWISE_IDENTITY,
+            Self::CmpEq => cudnnPointwiseMode_t::CUDNN_POINTWISE_CMP_EQ,
+            Self::CmpNe => cudnnPointwiseMode_t::CUDNN_POINTWISE_CMP_NEQ,
+            Self::CmpGt => cudnnPointwiseMode_t::CUDNN_POINTWISE_CMP_GT,
+            Self::CmpGe => cudnnPointwiseMode_t::CUDNN_POINTWISE_CMP_GE,
+            Self::CmpLt => cudnnPointwiseMode_t::CUDNN_POINTWISE_CMP_LT,
+            Self::CmpLe => cudnnPointwiseMode_t::CUDNN_POINTWISE_CMP_LE,
+            Self::LogicalAnd => cudnnPointwiseMode_t::CUDNN_POINTWISE_LOGICAL_AND,
+            Self::LogicalOr => cudnnPointwiseMode_t::CUDNN_POINTWISE_LOGICAL_OR,
+            Self::LogicalNot => cudnnPointwiseMode_t::CUDNN_POINTWISE_LOGICAL_NOT,
+            Self::BinarySelect => cudnnPointwiseMode_t::CUDNN_POINTWISE_BINARY_SELECT,
+            Self::GenIndex(_) => cudnnPointwiseMode_t::CUDNN_POINTWISE_GEN_INDEX,
         }
     }
 }
@@ -234,6 +148,8 @@ pub enum Reduce {
     Min,
     /// The mean.
     Avg,
+    /// The largest absolute value (an FP8 graph's amax).
+    AbsMax,
 }
 
 impl Reduce {
@@ -244,6 +160,7 @@ impl Reduce {
             Self::Max => cudnnReduceTensorOp_t::CUDNN_REDUCE_TENSOR_MAX,
             Self::Min => cudnnReduceTensorOp_t::CUDNN_REDUCE_TENSOR_MIN,
             Self::Avg => cudnnReduceTensorOp_t::CUDNN_REDUCE_TENSOR_AVG,
+            Self::AbsMax => cudnnReduceTensorOp_t::CUDNN_REDUCE_TENSOR_AMAX,
         }
     }
 }

@@ -6,14 +6,17 @@ use std::ffi::c_void;
 use super::graph::Graph;
 use super::tensor::{DataType, DnnElement, Tensor};
 use crate::operand::{Input, Operand, Output};
+use cuda_safe::ordering::MAX_FOREIGN;
 use cuda_safe::{Error, Result, Stream};
 
-/// The most buffers one execution binds.
-pub const MAX_BINDINGS: usize = 16;
+/// The most buffers one execution binds (on at most
+/// [`MAX_FOREIGN`](cuda_safe::ordering::MAX_FOREIGN) streams).
+pub const MAX_BINDINGS: usize = 24;
 
-/// The buffers of one execution: each of the graph's tensors with memory (the non-virtual
-/// ones) bound to a buffer or view of `cuda-safe` whose element type is the tensor's data
-/// type. [`Dnn::execute`](super::Dnn::execute) checks, before cuDNN is called, that every such
+/// The buffers of one execution: each of the graph's tensors with memory of the caller's
+/// ([`Storage::Bound`](super::Storage::Bound)) bound to a buffer or view of `cuda-safe` whose
+/// element type is the tensor's data type (constants passed by value and workspace tensors are
+/// the handle's to bind). [`Dnn::execute`](super::Dnn::execute) checks, before cuDNN is called, that every such
 /// tensor is bound once, that each buffer holds the tensor's span and is aligned as the tensor
 /// says; a buffer's stream is ordered with the handle's as a kernel launch orders its buffers.
 ///
@@ -104,15 +107,15 @@ impl<'a> VariantPack<'a> {
         let mut resolved = Resolved {
             uids: Vec::with_capacity(self.bindings.len()),
             pointers: Vec::with_capacity(self.bindings.len()),
-            streams: [None; MAX_BINDINGS],
+            streams: [None; MAX_FOREIGN],
         };
-        for (index, binding) in self.bindings.iter().enumerate() {
+        for binding in &self.bindings {
             let desc = graph.desc(binding.tensor)?;
             let uid = binding.tensor.uid();
-            if desc.is_virtual() {
+            if !desc.is_bound() {
                 return Err(refuse(
                     graph,
-                    format!("tensor {uid} is virtual: it has no memory"),
+                    format!("tensor {uid} ({desc}) is not the caller's to bind"),
                 ));
             }
             if resolved.uids.contains(&uid) {
@@ -161,10 +164,24 @@ impl<'a> VariantPack<'a> {
             }
             resolved.uids.push(uid);
             resolved.pointers.push(binding.operand.ptr_mut());
-            resolved.streams[index] = Some(binding.operand.stream());
+            let stream = binding.operand.stream();
+            if !resolved
+                .streams
+                .iter()
+                .flatten()
+                .any(|s| s.as_raw() == stream.as_raw())
+            {
+                let slot = resolved.streams.iter_mut().find(|slot| slot.is_none());
+                *slot.ok_or_else(|| {
+                    refuse(
+                        graph,
+                        format!("its buffers are on more than {MAX_FOREIGN} streams"),
+                    )
+                })? = Some(stream);
+            }
         }
         for (tensor, desc) in graph.tensors() {
-            if !desc.is_virtual() && !resolved.uids.contains(&tensor.uid()) {
+            if desc.is_bound() && !resolved.uids.contains(&tensor.uid()) {
                 return Err(refuse(
                     graph,
                     format!("tensor {} ({desc}) is bound to no buffer", tensor.uid()),
@@ -179,7 +196,30 @@ impl<'a> VariantPack<'a> {
 pub(crate) struct Resolved<'a> {
     pub(crate) uids: Vec<i64>,
     pub(crate) pointers: Vec<*mut c_void>,
-    pub(crate) streams: [Option<&'a Stream>; MAX_BINDINGS],
+    pub(crate) streams: [Option<&'a Stream>; MAX_FOREIGN],
+}
+
+impl Resolved<'_> {
+    /// Adds what the handle binds: each constant of `graph` passed by value (a host pointer
+    /// into the graph, which outlives the call) and each workspace tensor at its offset from
+    /// `workspace` (the plan's `scratch`).
+    pub(crate) fn bind_internal(
+        &mut self,
+        graph: &Graph,
+        workspace: *mut c_void,
+        scratch: &[(i64, usize)],
+    ) {
+        for (tensor, desc) in graph.tensors() {
+            if let Some(value) = desc.by_value() {
+                self.uids.push(tensor.uid());
+                self.pointers.push(value.as_ptr());
+            }
+        }
+        for &(uid, offset) in scratch {
+            self.uids.push(uid);
+            self.pointers.push(workspace.wrapping_byte_add(offset));
+        }
+    }
 }
 
 #[cold]

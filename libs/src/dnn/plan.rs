@@ -5,14 +5,17 @@ use std::fmt;
 
 use super::backend::BackendDescriptor;
 use super::error::{CudnnError, CudnnRefusal, within};
-use super::graph::{Graph, Op};
-use super::tensor::{DataType, Tensor};
+use super::graph::Graph;
+use super::lower::{link, lower};
+use super::scalar::Storage;
 use cuda_safe::{Error, Result};
 use cudnn_sys::{
     cudnnBackendAttributeName_t as A, cudnnBackendAttributeType_t as T,
-    cudnnBackendDescriptorType_t as K, cudnnBackendHeurMode_t, cudnnConvolutionMode_t,
-    cudnnHandle_t, cudnnStatus_t,
+    cudnnBackendDescriptorType_t as K, cudnnBackendHeurMode_t, cudnnHandle_t, cudnnStatus_t,
 };
+
+/// The alignment of each piece of a plan's workspace (its workspace tensors, then cuDNN's).
+const WORKSPACE_ALIGNMENT: usize = 256;
 
 /// Which engine configuration a plan runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -28,7 +31,8 @@ pub enum EngineChoice {
 }
 
 /// An execution plan for one [`Graph`]: its backend descriptors, finalized with an engine
-/// configuration cuDNN's heuristics proposed, and the workspace it needs. Made by
+/// configuration cuDNN's heuristics proposed, and the workspace it needs (cuDNN's, after the
+/// graph's workspace tensors, if any). Made by
 /// [`Dnn::plan`](super::Dnn::plan) (cached) or [`Dnn::make_plan`](super::Dnn::make_plan).
 ///
 #[doc = cudnn_sys::api_doc!(cudnnBackendFinalize)]
@@ -40,6 +44,10 @@ pub struct ExecutionPlan {
     /// The identity of the `Dnn` that made it.
     owner: u64,
     workspace: usize,
+    /// The graph's workspace tensors: (uid, byte offset in the workspace).
+    scratch: Vec<(i64, usize)>,
+    /// Where cuDNN's own workspace starts.
+    engine_offset: usize,
     config: usize,
     fallback: bool,
 }
@@ -59,6 +67,7 @@ impl ExecutionPlan {
         limit: Option<usize>,
     ) -> Result<Self> {
         graph.check()?;
+        let (scratch, engine_offset) = scratch_layout(graph)?;
         let mut parts = Vec::new();
         let op_graph = lower(handle, graph, &mut parts)?;
         let name = || graph.to_string();
@@ -81,9 +90,9 @@ impl ExecutionPlan {
                 }
                 tried += 1;
                 match finalize_plan(handle, &engine) {
-                    Ok((plan, workspace)) => match limit {
-                        Some(limit) if workspace > limit => {
-                            last = Some(too_small(workspace, limit, name()));
+                    Ok((plan, engine_bytes)) => match limit {
+                        Some(limit) if engine_offset + engine_bytes > limit => {
+                            last = Some(too_small(engine_offset + engine_bytes, limit, name()));
                         }
                         _ => {
                             parts.push(op_graph);
@@ -93,7 +102,9 @@ impl ExecutionPlan {
                                 _parts: parts,
                                 graph: graph.clone(),
                                 owner,
-                                workspace,
+                                workspace: engine_offset + engine_bytes,
+                                scratch,
+                                engine_offset,
                                 config,
                                 fallback,
                             });
@@ -115,9 +126,19 @@ impl ExecutionPlan {
         Err(no_engine(last, tried, name()))
     }
 
-    /// The bytes of workspace an execution needs.
+    /// The bytes of workspace an execution needs (the graph's workspace tensors' and cuDNN's).
     pub fn workspace_size(&self) -> usize {
         self.workspace
+    }
+
+    /// The graph's workspace tensors: (uid, byte offset in the workspace).
+    pub(crate) fn scratch(&self) -> &[(i64, usize)] {
+        &self.scratch
+    }
+
+    /// The byte offset of cuDNN's own workspace in the workspace.
+    pub(crate) fn engine_offset(&self) -> usize {
+        self.engine_offset
     }
 
     /// The index of the engine configuration it runs in its heuristics' list.
@@ -145,6 +166,28 @@ impl ExecutionPlan {
     pub(crate) fn owner(&self) -> u64 {
         self.owner
     }
+}
+
+/// Places the graph's workspace tensors one after the other, each aligned: their (uid, offset)
+/// and the bytes they take (where cuDNN's own workspace starts).
+fn scratch_layout(graph: &Graph) -> Result<(Vec<(i64, usize)>, usize)> {
+    let mut scratch = Vec::new();
+    let mut offset = 0usize;
+    for (tensor, desc) in graph.tensors() {
+        if desc.storage() != Storage::Workspace {
+            continue;
+        }
+        scratch.push((tensor.uid(), offset));
+        let bytes = desc
+            .span()?
+            .checked_mul(desc.data_type().size())
+            .and_then(|bytes| bytes.checked_next_multiple_of(WORKSPACE_ALIGNMENT))
+            .and_then(|bytes| bytes.checked_add(offset));
+        offset = bytes.ok_or_else(|| {
+            Error::invalid_argument(format!("{graph}: its workspace tensors overflow memory"))
+        })?;
+    }
+    Ok((scratch, offset))
 }
 
 /// The refusal when no configuration finalized or fitted.
@@ -177,15 +220,6 @@ fn too_small(needed: usize, limit: usize, name: String) -> Error {
         .with_refusal(CudnnRefusal::WorkspaceTooSmall { needed, limit })
         .in_operation(name)
         .into()
-}
-
-/// Sets attribute `name` of `made` to `values`.
-fn link(made: &mut BackendDescriptor, name: A, values: &[&BackendDescriptor]) -> Result<()> {
-    // SAFETY: every descriptor linked here lives as long as what links to it: the tensors,
-    // operations and their descriptors, the operation graph and the engine configuration are
-    // kept in the plan's parts (or are the plan), and a heuristics query's descriptor is
-    // dropped before the operation graph it reads.
-    unsafe { made.set_descriptors(name, values) }
 }
 
 /// The engine configurations the heuristics propose in `mode`, best first.
@@ -226,211 +260,6 @@ fn finalize_plan(
     Ok((plan, bytes))
 }
 
-/// Lowers `graph` to backend descriptors (kept in `parts`) and returns its finalized
-/// operation graph.
-fn lower(
-    handle: cudnnHandle_t,
-    graph: &Graph,
-    parts: &mut Vec<BackendDescriptor>,
-) -> Result<BackendDescriptor> {
-    let mut tensors = Vec::new();
-    for (tensor, desc) in graph.tensors() {
-        let made = tensor_descriptor(tensor, desc)
-            .map_err(|e| within(e, || format!("the tensor {} {desc}", tensor.uid())))?;
-        tensors.push(made);
-    }
-    let at = |tensor: Tensor| &tensors[(tensor.uid() - 1) as usize];
-    let mut ops = Vec::new();
-    for op in graph.ops() {
-        let made = operation(op, &at, parts).map_err(|e| within(e, || op.name().to_owned()))?;
-        ops.push(made);
-    }
-    let mut op_graph = BackendDescriptor::new(K::CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR)?;
-    op_graph.set_handle(A::CUDNN_ATTR_OPERATIONGRAPH_HANDLE, handle)?;
-    let refs: Vec<&BackendDescriptor> = ops.iter().collect();
-    link(&mut op_graph, A::CUDNN_ATTR_OPERATIONGRAPH_OPS, &refs)?;
-    op_graph
-        .finalize()
-        .map_err(|e| within(e, || graph.to_string()))?;
-    parts.extend(tensors);
-    parts.extend(ops);
-    Ok(op_graph)
-}
-
-fn tensor_descriptor(tensor: Tensor, desc: &super::TensorDesc) -> Result<BackendDescriptor> {
-    let mut made = BackendDescriptor::new(K::CUDNN_BACKEND_TENSOR_DESCRIPTOR)?;
-    made.set(A::CUDNN_ATTR_TENSOR_DATA_TYPE, &[desc.data_type().as_raw()])?;
-    made.set(A::CUDNN_ATTR_TENSOR_DIMENSIONS, desc.dims())?;
-    made.set(A::CUDNN_ATTR_TENSOR_STRIDES, desc.strides())?;
-    made.set(A::CUDNN_ATTR_TENSOR_UNIQUE_ID, &[tensor.uid()])?;
-    let alignment = i64::from(desc.byte_alignment());
-    made.set(A::CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, &[alignment])?;
-    made.set(A::CUDNN_ATTR_TENSOR_IS_VIRTUAL, &[desc.is_virtual()])?;
-    made.finalize()?;
-    Ok(made)
-}
-
-/// One operation's descriptor (its own parameter descriptor kept in `parts`).
-fn operation<'t>(
-    op: &Op,
-    at: &impl Fn(Tensor) -> &'t BackendDescriptor,
-    parts: &mut Vec<BackendDescriptor>,
-) -> Result<BackendDescriptor> {
-    let made = match op {
-        Op::ConvForward { x, w, y, conv } => convolution(
-            K::CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
-            [
-                (A::CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, at(*x)),
-                (A::CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, at(*w)),
-                (A::CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, at(*y)),
-            ],
-            [
-                A::CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
-                A::CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
-                A::CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
-            ],
-            conv,
-            parts,
-        )?,
-        Op::ConvBackwardData { dy, w, dx, conv } => convolution(
-            K::CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
-            [
-                (A::CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, at(*dy)),
-                (A::CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, at(*w)),
-                (A::CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, at(*dx)),
-            ],
-            [
-                A::CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
-                A::CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
-                A::CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,
-            ],
-            conv,
-            parts,
-        )?,
-        Op::ConvBackwardFilter { x, dy, dw, conv } => convolution(
-            K::CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
-            [
-                (A::CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, at(*x)),
-                (A::CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, at(*dy)),
-                (A::CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, at(*dw)),
-            ],
-            [
-                A::CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
-                A::CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
-                A::CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA,
-            ],
-            conv,
-            parts,
-        )?,
-        Op::Pointwise { mode, x, b, y } => {
-            let mut desc = BackendDescriptor::new(K::CUDNN_BACKEND_POINTWISE_DESCRIPTOR)?;
-            desc.set(A::CUDNN_ATTR_POINTWISE_MODE, &[mode.as_raw()])?;
-            desc.set(A::CUDNN_ATTR_POINTWISE_MATH_PREC, &[DataType::F32.as_raw()])?;
-            desc.finalize()?;
-            let mut made = BackendDescriptor::new(K::CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR)?;
-            link(
-                &mut made,
-                A::CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
-                &[&desc],
-            )?;
-            link(
-                &mut made,
-                A::CUDNN_ATTR_OPERATION_POINTWISE_XDESC,
-                &[at(*x)],
-            )?;
-            if let Some(b) = b {
-                link(
-                    &mut made,
-                    A::CUDNN_ATTR_OPERATION_POINTWISE_BDESC,
-                    &[at(*b)],
-                )?;
-            }
-            link(
-                &mut made,
-                A::CUDNN_ATTR_OPERATION_POINTWISE_YDESC,
-                &[at(*y)],
-            )?;
-            parts.push(desc);
-            made
-        }
-        Op::Matmul { a, b, c, compute } => {
-            let mut desc = BackendDescriptor::new(K::CUDNN_BACKEND_MATMUL_DESCRIPTOR)?;
-            desc.set(A::CUDNN_ATTR_MATMUL_COMP_TYPE, &[compute.as_raw()])?;
-            desc.finalize()?;
-            let mut made = BackendDescriptor::new(K::CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR)?;
-            link(&mut made, A::CUDNN_ATTR_OPERATION_MATMUL_ADESC, &[at(*a)])?;
-            link(&mut made, A::CUDNN_ATTR_OPERATION_MATMUL_BDESC, &[at(*b)])?;
-            link(&mut made, A::CUDNN_ATTR_OPERATION_MATMUL_CDESC, &[at(*c)])?;
-            link(&mut made, A::CUDNN_ATTR_OPERATION_MATMUL_DESC, &[&desc])?;
-            parts.push(desc);
-            made
-        }
-        Op::Reduction { op, x, y } => {
-            let mut desc = BackendDescriptor::new(K::CUDNN_BACKEND_REDUCTION_DESCRIPTOR)?;
-            desc.set(A::CUDNN_ATTR_REDUCTION_OPERATOR, &[op.as_raw()])?;
-            desc.set(A::CUDNN_ATTR_REDUCTION_COMP_TYPE, &[DataType::F32.as_raw()])?;
-            desc.finalize()?;
-            let mut made = BackendDescriptor::new(K::CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR)?;
-            link(
-                &mut made,
-                A::CUDNN_ATTR_OPERATION_REDUCTION_XDESC,
-                &[at(*x)],
-            )?;
-            link(
-                &mut made,
-                A::CUDNN_ATTR_OPERATION_REDUCTION_YDESC,
-                &[at(*y)],
-            )?;
-            link(&mut made, A::CUDNN_ATTR_OPERATION_REDUCTION_DESC, &[&desc])?;
-            parts.push(desc);
-            made
-        }
-    };
-    let mut made = made;
-    made.finalize()?;
-    Ok(made)
-}
-
-/// A convolution operation of `kind` on its three tensors, with its convolution descriptor
-/// (kept in `parts`), alpha 1 and beta 0 (in the compute type's precision).
-fn convolution(
-    kind: K,
-    tensors: [(A, &BackendDescriptor); 3],
-    [conv_desc, alpha, beta]: [A; 3],
-    conv: &super::ops::Convolution,
-    parts: &mut Vec<BackendDescriptor>,
-) -> Result<BackendDescriptor> {
-    let mut desc = BackendDescriptor::new(K::CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR)?;
-    let compute = conv.compute_type();
-    desc.set(A::CUDNN_ATTR_CONVOLUTION_COMP_TYPE, &[compute.as_raw()])?;
-    let mode = cudnnConvolutionMode_t::CUDNN_CROSS_CORRELATION;
-    desc.set(A::CUDNN_ATTR_CONVOLUTION_CONV_MODE, &[mode])?;
-    desc.set(
-        A::CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS,
-        &[conv.spatial() as i64],
-    )?;
-    let [pre, post, stride, dilation] = conv.parts();
-    desc.set(A::CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, pre)?;
-    desc.set(A::CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, post)?;
-    desc.set(A::CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, stride)?;
-    desc.set(A::CUDNN_ATTR_CONVOLUTION_DILATIONS, dilation)?;
-    desc.finalize()?;
-    let mut made = BackendDescriptor::new(kind)?;
-    for (name, tensor) in tensors {
-        link(&mut made, name, &[tensor])?;
-    }
-    link(&mut made, conv_desc, &[&desc])?;
-    if compute == DataType::F64 {
-        made.set(alpha, &[1.0f64])?;
-        made.set(beta, &[0.0f64])?;
-    } else {
-        made.set(alpha, &[1.0f32])?;
-        made.set(beta, &[0.0f32])?;
-    }
-    parts.push(desc);
-    Ok(made)
-}
-
 impl fmt::Debug for ExecutionPlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ExecutionPlan")
@@ -438,6 +267,7 @@ impl fmt::Debug for ExecutionPlan {
             .field("config", &self.config)
             .field("fallback", &self.fallback)
             .field("workspace", &self.workspace)
+            .field("scratch", &self.scratch.len())
             .finish()
     }
 }

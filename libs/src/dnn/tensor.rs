@@ -8,6 +8,8 @@ use bytemuck::Pod;
 use cuda_safe::{Error, Result};
 use cudnn_sys::cudnnDataType_t;
 
+use super::scalar::{Scalar, Storage};
+
 /// The element types a graph's tensors and its computations use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -33,6 +35,9 @@ pub enum DataType {
     Fp8E4M3,
     /// FP8 E5M2 (`CUDNN_DATA_FP8_E5M2`, one byte).
     Fp8E5M2,
+    /// A truth value (`CUDNN_DATA_BOOLEAN`): the result of a comparison inside a graph (a
+    /// mask), never in a buffer.
+    Boolean,
 }
 
 impl DataType {
@@ -49,13 +54,14 @@ impl DataType {
             Self::I64 => cudnnDataType_t::CUDNN_DATA_INT64,
             Self::Fp8E4M3 => cudnnDataType_t::CUDNN_DATA_FP8_E4M3,
             Self::Fp8E5M2 => cudnnDataType_t::CUDNN_DATA_FP8_E5M2,
+            Self::Boolean => cudnnDataType_t::CUDNN_DATA_BOOLEAN,
         }
     }
 
     /// The bytes of one element.
     pub fn size(self) -> usize {
         match self {
-            Self::I8 | Self::U8 | Self::Fp8E4M3 | Self::Fp8E5M2 => 1,
+            Self::I8 | Self::U8 | Self::Fp8E4M3 | Self::Fp8E5M2 | Self::Boolean => 1,
             Self::F16 | Self::BF16 => 2,
             Self::F32 | Self::I32 => 4,
             Self::F64 | Self::I64 => 8,
@@ -64,7 +70,15 @@ impl DataType {
 
     /// Whether it is a floating-point type.
     pub fn is_float(self) -> bool {
-        !matches!(self, Self::I8 | Self::U8 | Self::I32 | Self::I64)
+        !matches!(
+            self,
+            Self::I8 | Self::U8 | Self::I32 | Self::I64 | Self::Boolean
+        )
+    }
+
+    /// Whether it is one of the FP8 types.
+    pub fn is_fp8(self) -> bool {
+        matches!(self, Self::Fp8E4M3 | Self::Fp8E5M2)
     }
 }
 
@@ -81,11 +95,14 @@ impl fmt::Display for DataType {
             Self::I64 => "i64",
             Self::Fp8E4M3 => "fp8_e4m3",
             Self::Fp8E5M2 => "fp8_e5m2",
+            Self::Boolean => "bool",
         })
     }
 }
 
-/// A Rust element type of a buffer bound to a graph's tensor, with its [`DataType`].
+/// A Rust element type of a buffer bound to a graph's tensor, with its [`DataType`]: the
+/// primitive types, `half`'s `f16` and `bf16` (feature `half`), and the FP8 types of the `blas`
+/// module (feature `blas`).
 pub trait DnnElement: Pod {
     /// The tensor data type it is.
     const DATA_TYPE: DataType;
@@ -104,13 +121,17 @@ elements! { f32 => F32, f64 => F64, i8 => I8, u8 => U8, i32 => I32, i64 => I64 }
 #[cfg(feature = "half")]
 elements! { half::f16 => F16, half::bf16 => BF16 }
 
+#[cfg(feature = "blas")]
+elements! { crate::blas::F8E4M3 => Fp8E4M3, crate::blas::F8E5M2 => Fp8E5M2 }
+
 /// The most dimensions a tensor has (cuDNN's `CUDNN_DIM_MAX`).
 pub const MAX_DIMS: usize = 8;
 
 /// A tensor of a graph: its dims and strides (in elements, as cuDNN orders them: N, C, then
 /// the spatial dims for convolutions; batch, rows, columns for matmuls), its data type, the
-/// byte alignment its memory will have, and whether it is virtual (an intermediate result that
-/// lives only inside the fused kernel, with no memory of its own).
+/// byte alignment its memory will have, and its [`Storage`]: a caller's buffer, none (virtual:
+/// an intermediate result that lives only inside the fused kernel), a constant passed by value,
+/// or the handle's workspace.
 ///
 /// ```
 /// use cuda_safe_libs::dnn::{DataType, TensorDesc};
@@ -127,7 +148,7 @@ pub struct TensorDesc {
     strides: Vec<i64>,
     data_type: DataType,
     alignment: u32,
-    is_virtual: bool,
+    storage: Storage,
 }
 
 impl TensorDesc {
@@ -138,8 +159,17 @@ impl TensorDesc {
             strides: strides.to_vec(),
             data_type,
             alignment: 16,
-            is_virtual: false,
+            storage: Storage::Bound,
         }
+    }
+
+    /// A constant passed by value, of `rank` dims all 1 (it broadcasts against any tensor of
+    /// that rank).
+    pub fn scalar(value: Scalar, rank: usize) -> Self {
+        let ones = vec![1i64; rank];
+        let mut desc = Self::new(value.data_type(), &ones, &ones);
+        desc.storage = Storage::ByValue(value);
+        desc
     }
 
     /// A packed tensor whose last dim is innermost (row-major, NCHW for 4 dims). Strides
@@ -185,10 +215,22 @@ impl TensorDesc {
         self
     }
 
-    /// The same tensor as virtual (`true`): an intermediate of the graph with no memory.
+    /// The same tensor as virtual (`true`): an intermediate of the graph with no memory; or
+    /// (`false`) in a buffer the caller binds.
     #[must_use]
     pub fn set_virtual(mut self, is_virtual: bool) -> Self {
-        self.is_virtual = is_virtual;
+        self.storage = if is_virtual {
+            Storage::Virtual
+        } else {
+            Storage::Bound
+        };
+        self
+    }
+
+    /// The same tensor in the handle's workspace (a fused pattern's intermediate in memory).
+    #[must_use]
+    pub(crate) fn in_workspace(mut self) -> Self {
+        self.storage = Storage::Workspace;
         self
     }
 
@@ -221,7 +263,26 @@ impl TensorDesc {
 
     /// Whether it is virtual.
     pub fn is_virtual(&self) -> bool {
-        self.is_virtual
+        self.storage == Storage::Virtual
+    }
+
+    /// Where its values live.
+    pub fn storage(&self) -> Storage {
+        self.storage
+    }
+
+    /// The constant it holds, if it is passed by value (a reference into this description:
+    /// cuDNN reads the value through its address).
+    pub(crate) fn by_value(&self) -> Option<&Scalar> {
+        match &self.storage {
+            Storage::ByValue(value) => Some(value),
+            _ => None,
+        }
+    }
+
+    /// Whether a caller's buffer holds it (it is bound in the variant pack).
+    pub fn is_bound(&self) -> bool {
+        self.storage == Storage::Bound
     }
 
     /// Whether its strides are channels-last (C, dim 1, innermost of at least 3 dims).
@@ -250,7 +311,8 @@ impl TensorDesc {
 
     /// Refuses a description cuDNN cannot take: no dims or more than [`MAX_DIMS`], a dim or
     /// stride below 1, strides not one per dim, an alignment that is not a power of 2 or is
-    /// smaller than an element.
+    /// smaller than an element, a constant passed by value that is not one element of its own
+    /// type.
     ///
     /// # Errors
     ///
@@ -271,6 +333,11 @@ impl TensorDesc {
                 self.refuse("has an alignment that is not a power of 2 of at least an element")
             );
         }
+        if let Storage::ByValue(value) = self.storage
+            && (value.data_type() != self.data_type || self.dims.iter().any(|&dim| dim != 1))
+        {
+            return Err(self.refuse("is passed by value but is not one element of its type"));
+        }
         Ok(())
     }
 
@@ -283,10 +350,12 @@ impl TensorDesc {
 impl fmt::Display for TensorDesc {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:?}:{:?} {}", self.dims, self.strides, self.data_type)?;
-        if self.is_virtual {
-            f.write_str(" virtual")?;
+        match self.storage {
+            Storage::Bound => Ok(()),
+            Storage::Virtual => f.write_str(" virtual"),
+            Storage::ByValue(value) => write!(f, " = {value}"),
+            Storage::Workspace => f.write_str(" in the workspace"),
         }
-        Ok(())
     }
 }
 

@@ -1,12 +1,15 @@
-//! `cuda_safe_libs::dnn` against the stub cuDNN of `stub/c` (`libcudnn_stub.c` and
-//! `libcudnn_exec_stub.c`, built into the stub driver and loaded through `CUDA_SAFE_LIBCUDNN`):
-//! the loader finds the library the variable names; a graph is lowered to backend descriptors
-//! the stub checks as cuDNN would; the builder's and the variant pack's checks refuse before
-//! cuDNN is called; the stub's convolutions, pointwise operations and matmuls (computed on the
-//! CPU) match references here; plans are cached by graph and evicted; the heuristics' refusals,
-//! an engine chosen by index and a workspace limit are typed errors or choices; an execution is
-//! captured; every descriptor and handle is destroyed. The stub checks every range an execution
-//! touches against the driver's allocations: a range past one is a misuse, which fails the run.
+//! `cuda_safe_libs::dnn` against the stub cuDNN of `stub/c` (`libcudnn_*stub.c`, built into the
+//! stub driver and loaded through `CUDA_SAFE_LIBCUDNN`): the loader finds the library the
+//! variable names; a graph is lowered to backend descriptors the stub checks as cuDNN would; the
+//! builder's and the variant pack's checks refuse before cuDNN is called; the stub's
+//! convolutions, pointwise operations and matmuls (computed on the CPU) match references here,
+//! as do the attention forward and backward graphs (causal and padding masks, dropout with the
+//! stub's generator, FP8 with the `blas` feature's FP8 types; with the `half` feature), the
+//! layer norms and the softmax; plans are cached by graph and evicted; the heuristics' refusals,
+//! an engine chosen by index, a workspace limit and a cuDNN too old for a pattern are typed
+//! errors or choices; an execution is captured; every descriptor and handle is destroyed. The
+//! stub checks every range an execution touches against the driver's allocations: a range past
+//! one is a misuse, which fails the run.
 //!
 //! A `main` of its own (`harness = false`): the stub is built and the variable is set before
 //! anything loads a library. Without a C compiler it prints that it skipped (and fails under
@@ -14,9 +17,18 @@
 
 use cuda_safe_stub as stub;
 
+#[cfg(feature = "half")]
+mod attention;
+#[cfg(feature = "half")]
+mod attention_backward;
+#[cfg(all(feature = "half", feature = "blas"))]
+mod attention_fp8;
 mod checks;
 mod compute;
+mod norms;
 mod plans;
+#[cfg(feature = "half")]
+mod reference;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -40,6 +52,7 @@ pub(crate) struct DnnControls {
     engines: unsafe extern "C" fn(i64),
     refuse: unsafe extern "C" fn(i64),
     work_size: unsafe extern "C" fn(i64),
+    version: unsafe extern "C" fn(i64),
     _library: libloading::Library,
 }
 
@@ -54,6 +67,7 @@ impl DnnControls {
                 engines: *library.get(b"dnn_stub_set_engines\0").expect("engines"),
                 refuse: *library.get(b"dnn_stub_refuse_engines\0").expect("refuse"),
                 work_size: *library.get(b"dnn_stub_set_work_size\0").expect("work size"),
+                version: *library.get(b"dnn_stub_set_version\0").expect("version"),
                 _library: library,
             }
         }
@@ -79,6 +93,12 @@ impl DnnControls {
     pub(crate) fn work_size(&self, bytes: i64) {
         // SAFETY: no precondition.
         unsafe { (self.work_size)(bytes) }
+    }
+
+    /// The version `cudnnGetVersion` answers (91400 is 9.14.0, the stub's own).
+    pub(crate) fn version(&self, version: i64) {
+        // SAFETY: no precondition.
+        unsafe { (self.version)(version) }
     }
 }
 
@@ -138,18 +158,25 @@ fn main() -> ExitCode {
         stream: device.create_stream(Default::default()).expect("a stream"),
         pool: device.default_memory_resource().expect("the default pool"),
     };
-    let cases: Vec<(&str, CaseFn)> = compute::CASES
+    let cases = compute::CASES
         .iter()
         .chain(checks::CASES)
         .chain(plans::CASES)
-        .copied()
-        .collect();
+        .chain(norms::CASES);
+    #[cfg(feature = "half")]
+    let cases = cases
+        .chain(attention::CASES)
+        .chain(attention_backward::CASES);
+    #[cfg(all(feature = "half", feature = "blas"))]
+    let cases = cases.chain(attention_fp8::CASES);
+    let cases: Vec<(&str, CaseFn)> = cases.copied().collect();
     let mut failures = 0;
     for (name, run) in &cases {
         case.stub.reset();
         case.stub.take_log();
         case.dnn.engines(3, 0);
         case.dnn.work_size(4096);
+        case.dnn.version(91400);
         match run(&case) {
             Ok(()) => println!("ok   {name}"),
             Err(why) => {
