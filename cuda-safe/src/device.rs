@@ -40,7 +40,8 @@ pub struct Device {
 
 /// Free and total memory of a device, in bytes.
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct MemInfo {
     /// Bytes not allocated by anyone.
     pub free: usize,
@@ -117,6 +118,7 @@ pub struct DeviceProperties {
 /// ([`Context::launch_limits`]).
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LaunchLimits {
     /// Most threads in a block.
     pub max_threads_per_block: u32,

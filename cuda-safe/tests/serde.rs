@@ -10,20 +10,14 @@ use serde_json::json;
 
 #[test]
 fn nvml_samples_serialize_field_by_field_and_enums_by_name() {
-    let utilization = Utilization {
-        gpu: 87,
-        memory: 41,
-    };
+    let mut utilization = Utilization::default();
+    (utilization.gpu, utilization.memory) = (87, 41);
     assert_eq!(
         serde_json::to_value(utilization).unwrap(),
         json!({"gpu": 87, "memory": 41})
     );
-    let memory = MemoryInfo {
-        total: 100,
-        reserved: 10,
-        used: 30,
-        free: 60,
-    };
+    let mut memory = MemoryInfo::default();
+    (memory.total, memory.reserved, memory.used, memory.free) = (100, 10, 30, 60);
     assert_eq!(
         serde_json::to_value(memory).unwrap(),
         json!({"total": 100, "reserved": 10, "used": 30, "free": 60})
@@ -53,8 +47,10 @@ fn device_facts_and_cache_stats_serialize() {
         serde_json::to_value(uuid).unwrap(),
         json!("GPU-5a5a5a5a-0000-1111-2222-333344445555")
     );
+    let mut mem_info = MemInfo::default();
+    (mem_info.free, mem_info.total) = (1, 2);
     assert_eq!(
-        serde_json::to_value(MemInfo { free: 1, total: 2 }).unwrap(),
+        serde_json::to_value(mem_info).unwrap(),
         json!({"free": 1, "total": 2})
     );
     let stats = serde_json::to_value(CacheStats::default()).unwrap();

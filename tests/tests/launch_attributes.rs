@@ -341,11 +341,9 @@ fn unsupported_and_invalid_attributes_are_typed_errors() {
         );
     }
     // What an older GPU or driver lacks is Unsupported, by the same checks.
-    let older = AttributeSupport {
-        compute_capability: (8, 6),
-        driver_version: 12_040,
-        ..support
-    };
+    let mut older = support;
+    older.compute_capability = (8, 6);
+    older.driver_version = 12_040;
     let clustered = LaunchConfig {
         cluster: Some(Dim3::from(2)),
         ..plain

@@ -67,6 +67,7 @@ impl From<&KernelNode> for CaptureDependency {
 /// the graph's before, and among them those an executable cannot take by an update (it must
 /// be instantiated again).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RecaptureReport {
     changed: Vec<Node>,
     not_updatable: Vec<Node>,

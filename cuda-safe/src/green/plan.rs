@@ -118,6 +118,7 @@ enum Shape {
 
 /// A split worked out from the partition rules alone, without the driver (a dry run).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SplitPlan {
     /// The SMs each group gets.
     pub counts: Vec<u32>,

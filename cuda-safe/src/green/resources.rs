@@ -52,6 +52,7 @@ pub struct SmResource {
 
 /// The outcome of a split: disjoint groups and what is left over.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SmSplit {
     /// The groups, in the order asked.
     pub groups: Vec<SmResource>,

@@ -5,6 +5,7 @@ use cuda_sys::{CUkernel, CUresult, Driver, LoadError};
 
 /// One parameter of a kernel, from `cuKernelGetParamInfo`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ParamInfo {
     /// Byte offset in the parameter buffer.
     pub offset: usize,

@@ -138,6 +138,7 @@ impl AccessPolicyWindow {
 
 /// What the launch's device and driver support, as the checks need it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AttributeSupport {
     /// Compute capability, `(major, minor)`.
     pub compute_capability: (u32, u32),

@@ -34,6 +34,7 @@ use cuda_sys::{CUdevice_P2PAttribute, CUmemAccess_flags, CUmemAccessDesc, CUresu
 
 /// What the link from one device to another supports (`cuDeviceGetP2PAttribute`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PeerAttributes {
     /// Whether the first device can access the second's memory directly.
     pub access_supported: bool,

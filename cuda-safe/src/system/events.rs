@@ -55,6 +55,7 @@ impl Release for RawEventSet {
 
 /// One event delivered by [`EventSet::wait`] (`nvmlEventData_t`).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Event {
     /// The device the event happened on.
     pub device: Device,

@@ -6,6 +6,7 @@ use crate::error::Result;
 /// How busy the GPU was over NVML's last sample period (1/6 s to 1 s, by product).
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub struct Utilization {
     /// Percent of the time one or more kernels ran.
     pub gpu: u32,
@@ -16,6 +17,7 @@ pub struct Utilization {
 /// Device memory, in bytes (`nvmlMemory_v2_t`): `reserved + used + free == total`.
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub struct MemoryInfo {
     /// Installed memory.
     pub total: u64,
@@ -30,6 +32,7 @@ pub struct MemoryInfo {
 /// BAR1 memory (the window the CPU and peers map device memory through), in bytes.
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub struct Bar1Memory {
     /// The window's size.
     pub total: u64,

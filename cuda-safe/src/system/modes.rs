@@ -7,6 +7,7 @@ use crate::error::{Result, nvml};
 /// A setting's value now and the value it takes at the next reboot or GPU reset.
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct CurrentAndPending<T> {
     /// In force now.
     pub current: T,

@@ -8,6 +8,7 @@ use crate::ffi::from_c_chars;
 /// Where a device sits on the PCI bus (`nvmlPciInfo_t`).
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub struct PciInfo {
     /// The bus id, `domain:bus:device.function` (`"00000000:1B:00.0"`), which
     /// [`Device::from_pci_bus_id`] accepts.

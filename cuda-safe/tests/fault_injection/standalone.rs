@@ -10,7 +10,7 @@ use cuda_safe::{
     Advice, ArrayDescriptor, ArrayFormat, CodeKind, Copy3d, CudaArray, Device,
     DeviceMemoryResource, Error, Event, EventOptions, Growth, HostPitched, HostPitchedMut,
     IpcHandleType, LaunchConfig, ManagedMemoryResource, MemoryLocation, PitchedBuffer, PoolOptions,
-    Program, RangeAttributes, Result, SplitRequest, StreamOptions, Uuid, VirtualMemoryResource,
+    Program, Result, SplitRequest, StreamOptions, Uuid, VirtualMemoryResource,
     VirtualMemoryResourceOptions, launch,
 };
 
@@ -331,13 +331,19 @@ pub(crate) fn memory_models(stub: &Stub) -> Result<Vec<String>> {
         managed.advise(Advice::SetAccessedBy(MemoryLocation::Device(1)))?;
         managed.prefetch(MemoryLocation::Host)?;
         let attributes = managed.range_attributes()?;
-        let expected = RangeAttributes {
-            read_mostly: true,
-            preferred_location: Some(MemoryLocation::Device(0)),
-            last_prefetch_location: Some(MemoryLocation::Host),
-            accessed_by: vec![MemoryLocation::Device(1)],
-        };
-        if attributes != expected {
+        let expected = (
+            true,
+            Some(MemoryLocation::Device(0)),
+            Some(MemoryLocation::Host),
+            vec![MemoryLocation::Device(1)],
+        );
+        let got = (
+            attributes.read_mostly,
+            attributes.preferred_location,
+            attributes.last_prefetch_location,
+            attributes.accessed_by.clone(),
+        );
+        if got != expected {
             failures.push(format!("range attributes: {attributes:?}"));
         }
 

@@ -112,6 +112,7 @@ struct State {
 
 /// How much memory an arena holds, in bytes ([`GraphArena::usage`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ArenaUsage {
     /// Address space reserved: the most the arena can ever hold.
     pub reserved: usize,

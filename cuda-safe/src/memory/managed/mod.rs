@@ -149,6 +149,7 @@ impl Advice {
 
 /// What the driver holds about a range of managed memory (`cuMemRangeGetAttribute`).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RangeAttributes {
     /// Whether the whole range is advised read-mostly.
     pub read_mostly: bool,

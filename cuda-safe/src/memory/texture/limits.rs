@@ -9,6 +9,7 @@ use cuda_sys::CUdevice_attribute;
 /// What a device's textures and surfaces may be: the largest extent along each axis for each
 /// kind of resource, in elements (a pitch in bytes), and the alignments linear memory needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TextureLimits {
     /// A 1-D texture over an array: its width.
     pub texture_1d: usize,
