@@ -26,7 +26,8 @@
  * (shareable pools, their buffers and IPC events), cuda_code.c (libraries, kernels, launches),
  * cuda_green.c (resources and green contexts), cuda_async.c (host functions, and holding the
  * GPU's progress for the completion tests), cuda_race.c (the ordering race checker: which
- * accesses of an allocation stream order leaves unordered), cuda_graph.c (graphs, their nodes
+ * accesses of an allocation stream order leaves unordered), cuda_gpu.c and cuda_gpu_work.c (the
+ * asynchronous mode: each stream's queue run by a worker thread), cuda_graph.c (graphs, their nodes
  * and user objects), cuda_graph_copy.c (copies of graphs: clones, executables' and child
  * graphs; ids; conditional nodes), cuda_graph_exec.c (executable graphs) and cuda_capture.c
  * (stream capture), which share cuda_graph.h. Everything declared here is hidden: the shared object exports the
