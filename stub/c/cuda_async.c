@@ -1,8 +1,9 @@
 /*
  * Host functions, and the GPU's progress as the completion tests need it.
  *
- * The stub runs work at once, as it is queued, so every event has finished as soon as it is
- * recorded and a host function runs inside cuLaunchHostFunc. stub_hold_gpu(1) holds the GPU
+ * The stub runs work at once, as it is queued (outside the asynchronous mode of cuda_gpu.c, where
+ * a stream's worker runs it), so every event has finished as soon as it is recorded and a host
+ * function runs inside cuLaunchHostFunc. stub_hold_gpu(1) holds the GPU
  * instead: an event recorded from then on answers CUDA_ERROR_NOT_READY to cuEventQuery, so does
  * cuStreamQuery for a stream given work from then on, and a host function queued from then on
  * waits. stub_hold_gpu(0) releases it: those events finish
@@ -39,6 +40,21 @@ void note_wait_while_held(const char *api) {
         stub_misuse_note("%s while the GPU is held: it would wait forever", api);
 }
 
+struct host_call {
+    void (*function)(void *);
+    void *data;
+};
+
+static void run_host(void *args) {
+    const struct host_call *call = args;
+    call->function(call->data);
+}
+
+void host_run(const void *stream, void (*function)(void *), void *data) {
+    struct host_call call = {function, data};
+    gpu_submit(stream, run_host, &call, sizeof call, 0);
+}
+
 CUresult cuLaunchHostFunc(void *stream, void (*function)(void *), void *data) {
     DRIVER("cuLaunchHostFunc");
     if (stream_context(stream, "cuLaunchHostFunc") == NULL)
@@ -49,7 +65,7 @@ CUresult cuLaunchHostFunc(void *stream, void (*function)(void *), void *data) {
         return capture_host("cuLaunchHostFunc", stream, function, data);
     race_enqueue(stream, "cuLaunchHostFunc");
     if (!gpu_held) {
-        function(data);
+        host_run(stream, function, data);
         return CUDA_SUCCESS;
     }
     if (held_count == MAX_HELD) {

@@ -317,6 +317,18 @@ size_t kernel_param_sizes(const struct kernel *kernel, const size_t **sizes) {
     return kernel->def->param_count;
 }
 
+/* `twice`'s work: doubles `n` floats at `x`. */
+struct twice {
+    float *x;
+    size_t n;
+};
+
+static void run_twice(void *args) {
+    const struct twice *twice = args;
+    for (size_t i = 0; i < twice->n; i++)
+        twice->x[i] *= 2.0f;
+}
+
 CUresult kernel_run(const char *api, const struct kernel *kernel, void **params, void *stream) {
     const struct kernel_def *def = kernel->def;
     if (def->doubles && params != NULL) {
@@ -327,9 +339,8 @@ CUresult kernel_run(const char *api, const struct kernel *kernel, void **params,
         if (n > 0)
             CHECK(check_range(x, n * sizeof(float), 0, api));
         race_access(race_enqueue(stream, api), x, n * sizeof(float), RACE_WRITE, api);
-        float *values = (float *)(uintptr_t)x;
-        for (size_t i = 0; i < n; i++)
-            values[i] *= 2.0f;
+        struct twice twice = {(float *)(uintptr_t)x, n};
+        gpu_submit(stream, run_twice, &twice, sizeof twice, 1);
     } else if (def->counts_down && params != NULL) {
         unsigned long long handle;
         CUdeviceptr counter;
@@ -337,6 +348,7 @@ CUresult kernel_run(const char *api, const struct kernel *kernel, void **params,
         memcpy(&counter, params[1], sizeof counter);
         CHECK(check_range(counter, sizeof(int), 0, api));
         race_access(race_enqueue(stream, api), counter, sizeof(int), RACE_WRITE, api);
+        gpu_settle(stream); /* it sets the stub's own state: on this thread, in stream order */
         int *n = (int *)(uintptr_t)counter;
         *n -= 1;
         conditional_set(handle, *n > 0);

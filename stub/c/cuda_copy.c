@@ -98,6 +98,7 @@ static struct array *new_array(const struct array3d_descriptor *desc) {
 }
 
 static void free_array(struct array *array) {
+    gpu_sync_context(NULL); /* no queued copy may write the memory once it is freed */
     array->head.alive = 0;
     free(array->memory);
     array->memory = NULL;
@@ -254,6 +255,26 @@ static CUresult resolve(const char *api, int type, const void *host, CUdeviceptr
     return CUDA_SUCCESS;
 }
 
+/* A resolved copy, as its stream's work. */
+struct copy_work {
+    struct side src, dst;
+    size_t width, height, depth;
+};
+
+static void run_copy_3d(void *args) {
+    const struct copy_work *w = args;
+    for (size_t z = 0; z < w->depth; z++) {
+        for (size_t y = 0; y < w->height; y++)
+            memmove(w->dst.base + z * w->dst.slice + y * w->dst.pitch,
+                    w->src.base + z * w->src.slice + y * w->src.pitch, w->width);
+    }
+}
+
+/* Whether a side of type `type` at `base` is pageable host memory. */
+static int pageable(int type, const unsigned char *base) {
+    return type == MEMORY_HOST && find_live_allocation((CUdeviceptr)(uintptr_t)base) == NULL;
+}
+
 CUresult copy_3d(const char *api, const struct memcpy3d *p, void *stream) {
     if (stream_context(stream, api) == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
@@ -278,11 +299,14 @@ CUresult copy_3d(const char *api, const struct memcpy3d *p, void *stream) {
         race_access(actor, (CUdeviceptr)(uintptr_t)src.base, 1, RACE_READ, api);
     if (p->dst_type != MEMORY_ARRAY)
         race_access(actor, (CUdeviceptr)(uintptr_t)dst.base, 1, RACE_WRITE, api);
-    for (size_t z = 0; z < p->depth; z++) {
-        for (size_t y = 0; y < p->height; y++)
-            memmove(dst.base + z * dst.slice + y * dst.pitch,
-                    src.base + z * src.slice + y * src.pitch, p->width);
+    struct copy_work work = {src, dst, p->width, p->height, p->depth};
+    if (pageable(p->src_type, src.base) || pageable(p->dst_type, dst.base)) {
+        /* As the driver: a copy with pageable host memory is done before the call returns. */
+        gpu_settle(stream);
+        run_copy_3d(&work);
+        return CUDA_SUCCESS;
     }
+    gpu_submit(stream, run_copy_3d, &work, sizeof work, 1);
     return CUDA_SUCCESS;
 }
 

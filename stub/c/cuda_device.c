@@ -251,6 +251,7 @@ CUresult cuCtxSynchronize(void) {
     DRIVER("cuCtxSynchronize");
     note_wait_while_held("cuCtxSynchronize");
     CHECK(need_current("cuCtxSynchronize"));
+    gpu_sync_context(current);
     race_sync_context(current);
     return CUDA_SUCCESS;
 }
@@ -327,6 +328,7 @@ CUresult cuStreamDestroy_v2(struct stream *stream) {
         return CUDA_ERROR_INVALID_HANDLE;
     CHECK(context_error(stream->context, "cuStreamDestroy_v2"));
     stream->head.alive = 0;
+    gpu_close(stream);
     stub_live_add(K_STREAM, -1);
     return CUDA_SUCCESS;
 }
@@ -336,6 +338,7 @@ CUresult cuStreamSynchronize(void *stream) {
     note_wait_while_held("cuStreamSynchronize");
     if (stream_context(stream, "cuStreamSynchronize") == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
+    gpu_settle(stream);
     race_sync_stream(stream);
     return CUDA_SUCCESS;
 }
@@ -345,7 +348,7 @@ CUresult cuStreamQuery(void *stream) {
     if (stream_context(stream, "cuStreamQuery") == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
     int held = (uintptr_t)stream > 2 && ((struct stream *)stream)->held_work;
-    if (held || race_stream_busy(stream))
+    if (held || race_stream_busy(stream) || !gpu_stream_idle(stream))
         return CUDA_ERROR_NOT_READY;
     race_sync_stream(stream);
     return CUDA_SUCCESS;
@@ -416,6 +419,7 @@ CUresult cuStreamWaitEvent(void *stream, struct event *event, unsigned flags) {
     if (flags > 1)
         return CUDA_ERROR_INVALID_VALUE;
     race_wait(stream, event);
+    gpu_wait_event(stream, event);
     return CUDA_SUCCESS;
 }
 
@@ -453,6 +457,7 @@ CUresult cuEventRecord(struct event *event, void *stream) {
     event->recorded = 1;
     event->pending = gpu_held;
     race_record(event, stream);
+    gpu_record(event, stream);
     return CUDA_SUCCESS;
 }
 
@@ -463,6 +468,7 @@ CUresult cuEventSynchronize(struct event *event) {
     if (event->pending)
         note_wait_while_held("cuEventSynchronize");
     CHECK(context_error(event->context, "cuEventSynchronize"));
+    gpu_sync_event(event);
     race_sync_event(event);
     return CUDA_SUCCESS;
 }
@@ -472,7 +478,7 @@ CUresult cuEventQuery(struct event *event) {
     if (!valid(event, T_EVENT, "cuEventQuery"))
         return CUDA_ERROR_INVALID_HANDLE;
     CHECK(context_error(event->context, "cuEventQuery"));
-    if (event->pending)
+    if (event->pending || !gpu_event_done(event))
         return CUDA_ERROR_NOT_READY;
     race_sync_event(event);
     return CUDA_SUCCESS;

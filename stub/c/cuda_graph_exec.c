@@ -1,9 +1,9 @@
 /*
  * The fake libcuda's executable graphs. An executable owns a copy of its
- * graph, with the graph's user-object references; a launch runs the copy's enabled nodes at
- * once, in dependency order, as work queued on the launch stream (kernels as launched, copies,
- * memsets, host functions inline, events recorded and waited for, child graphs and conditional
- * bodies as the handles' values say). An update copies a graph's parameters into the copy and
+ * graph, with the graph's user-object references; a launch queues the copy's enabled nodes,
+ * in dependency order, as work of the launch stream (kernels as launched, copies, memsets, host
+ * functions, events recorded and waited for, child graphs; conditional bodies as the handles'
+ * values say, once the work before has run: cuda_gpu.c). An update copies a graph's parameters into the copy and
  * replaces its references with the graph's. See cuda_graph.h; capture is in cuda_capture.c.
  */
 #include <stdint.h>
@@ -22,6 +22,8 @@ struct gexec {
 static unsigned next_exec_id = 1;
 
 /* ---- Running. ---- */
+
+static CUresult conditional_run(const char *api, struct gnode *node, void *stream);
 
 /* Runs one node. */
 static CUresult node_run(const char *api, struct gnode *node, void *stream) {
@@ -47,53 +49,62 @@ static CUresult node_run(const char *api, struct gnode *node, void *stream) {
         size_t span = (fill->height - 1) * fill->pitch + row;
         CHECK(check_range(fill->dst, span, 0, api));
         race_access(race_enqueue(stream, api), fill->dst, span, RACE_WRITE, api);
-        for (size_t y = 0; y < fill->height; y++) {
-            unsigned char *at = (unsigned char *)(uintptr_t)(fill->dst + y * fill->pitch);
-            for (size_t x = 0; x < fill->width; x++)
-                memcpy(at + x * element, &fill->value, element);
-        }
+        gpu_fill(stream, fill->dst, fill->pitch, fill->value, element, fill->width, fill->height);
         return CUDA_SUCCESS;
     }
     case N_HOST:
         race_enqueue(stream, api);
-        node->host.fn(node->host.data);
+        host_run(stream, node->host.fn, node->host.data);
         return CUDA_SUCCESS;
     case N_EVENT_RECORD:
         if (!valid(node->event, T_EVENT, api))
             return CUDA_ERROR_INVALID_HANDLE;
         node->event->recorded = 1;
         race_record(node->event, stream);
+        gpu_record(node->event, stream);
         return CUDA_SUCCESS;
     case N_WAIT_EVENT:
         if (!valid(node->event, T_EVENT, api))
             return CUDA_ERROR_INVALID_HANDLE;
         race_wait(stream, node->event);
+        gpu_wait_event(stream, node->event);
         return CUDA_SUCCESS;
     case N_GRAPH:
         return graph_run(api, node->child, stream);
     case N_CONDITIONAL: {
-        unsigned value = conditional_value(node->handle);
-        if (node->cond_type == COND_WHILE) {
-            for (unsigned long rounds = 0; conditional_value(node->handle) != 0; rounds++) {
-                if (rounds == 1000000) {
-                    stub_misuse_note("%s: a while node ran a million times", api);
-                    return CUDA_ERROR_INVALID_VALUE;
-                }
-                CHECK(graph_run(api, node->bodies[0], stream));
-            }
-            return CUDA_SUCCESS;
-        }
-        if (node->cond_type == COND_IF && value != 0)
-            return graph_run(api, node->bodies[0], stream);
-        if (node->cond_type == COND_IF && node->body_count == 2)
-            return graph_run(api, node->bodies[1], stream);
-        if (node->cond_type == COND_SWITCH && value < node->body_count)
-            return graph_run(api, node->bodies[value], stream);
-        return CUDA_SUCCESS;
+        /* The handle's value is set by the work before: that work runs first, and the node's
+         * bodies on this thread, in stream order. */
+        gpu_settle(stream);
+        gpu_inline++;
+        CUresult result = conditional_run(api, node, stream);
+        gpu_inline--;
+        return result;
     }
     default:
         return CUDA_SUCCESS;
     }
+}
+
+/* Runs a conditional node's bodies as its handle's value says. */
+static CUresult conditional_run(const char *api, struct gnode *node, void *stream) {
+    unsigned value = conditional_value(node->handle);
+    if (node->cond_type == COND_WHILE) {
+        for (unsigned long rounds = 0; conditional_value(node->handle) != 0; rounds++) {
+            if (rounds == 1000000) {
+                stub_misuse_note("%s: a while node ran a million times", api);
+                return CUDA_ERROR_INVALID_VALUE;
+            }
+            CHECK(graph_run(api, node->bodies[0], stream));
+        }
+        return CUDA_SUCCESS;
+    }
+    if (node->cond_type == COND_IF && value != 0)
+        return graph_run(api, node->bodies[0], stream);
+    if (node->cond_type == COND_IF && node->body_count == 2)
+        return graph_run(api, node->bodies[1], stream);
+    if (node->cond_type == COND_SWITCH && value < node->body_count)
+        return graph_run(api, node->bodies[value], stream);
+    return CUDA_SUCCESS;
 }
 
 CUresult graph_run(const char *api, struct graph *graph, void *stream) {

@@ -402,7 +402,7 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr *ptr, size_t *pitch, size_t width, size_
     return CUDA_SUCCESS;
 }
 
-/* ---- Copies and memsets, done at once on the host. ---- */
+/* ---- Copies and memsets, as work of their streams (cuda_gpu_work.c). ---- */
 
 CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, void *stream) {
     DRIVER("cuMemcpyAsync");
@@ -424,7 +424,7 @@ CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, void *str
     unsigned actor = race_enqueue(stream, "cuMemcpyAsync");
     race_access(actor, src, bytes, RACE_READ, "cuMemcpyAsync");
     race_access(actor, dst, bytes, RACE_WRITE, "cuMemcpyAsync");
-    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes);
+    gpu_copy(stream, dst, src, bytes);
     return CUDA_SUCCESS;
 }
 
@@ -442,11 +442,7 @@ static CUresult memset_2d(const char *api, CUdeviceptr dst, size_t pitch, unsign
         return capture_memset(api, stream, dst, value, (unsigned)word, width);
     race_access(race_enqueue(stream, api), dst, (height - 1) * pitch + width * word, RACE_WRITE,
                 api);
-    for (size_t row = 0; row < height; row++) {
-        unsigned char *start = (unsigned char *)(uintptr_t)(dst + row * pitch);
-        for (size_t i = 0; i < width; i++)
-            memcpy(start + i * word, &value, word); /* little-endian: the low bytes */
-    }
+    gpu_fill(stream, dst, pitch, value, word, width, height);
     return CUDA_SUCCESS;
 }
 

@@ -181,6 +181,6 @@ CUresult cuMemcpyPeerAsync(CUdeviceptr dst, struct context *dst_context, CUdevic
     unsigned actor = race_enqueue(stream, "cuMemcpyPeerAsync");
     race_access(actor, src, bytes, RACE_READ, "cuMemcpyPeerAsync");
     race_access(actor, dst, bytes, RACE_WRITE, "cuMemcpyPeerAsync");
-    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes);
+    gpu_copy(stream, dst, src, bytes);
     return CUDA_SUCCESS;
 }

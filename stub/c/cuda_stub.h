@@ -26,7 +26,8 @@
  * (shareable pools, their buffers and IPC events), cuda_code.c (libraries, kernels, launches),
  * cuda_green.c (resources and green contexts), cuda_async.c (host functions, and holding the
  * GPU's progress for the completion tests), cuda_race.c (the ordering race checker: which
- * accesses of an allocation stream order leaves unordered), cuda_graph.c (graphs, their nodes
+ * accesses of an allocation stream order leaves unordered), cuda_gpu.c and cuda_gpu_work.c (the
+ * asynchronous mode: each stream's queue run by a worker thread), cuda_graph.c (graphs, their nodes
  * and user objects), cuda_graph_copy.c (copies of graphs: clones, executables' and child
  * graphs; ids; conditional nodes), cuda_graph_exec.c (executable graphs) and cuda_capture.c
  * (stream capture), which share cuda_graph.h. Everything declared here is hidden: the shared object exports the
@@ -112,11 +113,14 @@ struct object {
 
 #define MAX_PEERS 8
 
+struct gpu_queue; /* a stream's queue in the asynchronous mode (cuda_gpu.c) */
+
 struct context {
     struct object head;
     CUdevice device;
     unsigned sm_count;
     struct context *peers[MAX_PEERS]; /* contexts whose memory this one may access */
+    struct gpu_queue *legacy_queue, *per_thread_queue; /* its default streams' (cuda_gpu.c) */
 };
 
 struct stream {
@@ -127,6 +131,7 @@ struct stream {
     unsigned race_slot; /* the race checker's actor (cuda_race.c); 0 until first used */
     struct capture *capture; /* the capture recording the stream's work (cuda_capture.c) */
     int held_work;           /* work queued while the GPU was held (stub_hold_gpu) is pending */
+    struct gpu_queue *queue; /* its queue in the asynchronous mode (cuda_gpu.c) */
 };
 
 struct vc;          /* a vector clock (cuda_race.c) */
@@ -143,6 +148,7 @@ struct event {
     int pending; /* recorded while the GPU was held (stub_hold_gpu): not finished yet */
     struct vc *race;                 /* the clock of its last record (cuda_race.c) */
     const struct event *ipc_source; /* opened from an IPC handle: the event it stands for */
+    unsigned long gpu_recorded, gpu_finished; /* records queued and finished (cuda_gpu.c) */
 };
 
 #define CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR 1u
@@ -290,9 +296,56 @@ extern int gpu_held;
  * held, cuStreamQuery answers CUDA_ERROR_NOT_READY for that stream until it is released. */
 void note_queued(const void *stream);
 
+/* Runs `function(data)` as work of `stream` (cuda_gpu.c). */
+void host_run(const void *stream, void (*function)(void *), void *data);
+
 /* Notes a blocking wait made while the GPU is held (it would never return on a GPU whose work
  * cannot finish until the waiting thread lets it): a misuse. */
 void note_wait_while_held(const char *api);
+
+/* ---- The asynchronous mode (cuda_gpu.c, its copies and fills cuda_gpu_work.c). ---- */
+
+/* Work a stream's queue runs, on its arguments (a copy the queue keeps). */
+typedef void (*gpu_work)(void *args);
+
+/* Set while the calling thread runs queued work at once (a conditional node's bodies). */
+extern __thread int gpu_inline;
+
+/* Queues `run` on `stream` (a handle stream_context accepted) with a copy of the `size` bytes
+ * of `args`, taking the op time first when `timed`; runs it at once, on `args`, outside the
+ * asynchronous mode or inline. */
+void gpu_submit(const void *stream, gpu_work run, void *args, size_t size, int timed);
+
+/* Waits until everything queued on `stream` so far has run (work that must run on the calling
+ * thread then, in stream order); nothing when inline. */
+void gpu_settle(const void *stream);
+
+/* Whether everything queued on `stream` has run. */
+int gpu_stream_idle(const void *stream);
+
+/* Waits until everything queued on the streams of `context` (of every context: NULL) so far
+ * has run. */
+void gpu_sync_context(const struct context *context);
+
+/* The destroyed `stream`'s worker ends once its queue is empty. */
+void gpu_close(struct stream *stream);
+
+/* Queues `event`'s record, or a wait for its last record, on `stream`. */
+void gpu_record(struct event *event, const void *stream);
+void gpu_wait_event(const void *stream, struct event *event);
+
+/* Whether `event`'s last record has run; waiting until it has. */
+int gpu_event_done(const struct event *event);
+void gpu_sync_event(struct event *event);
+
+/* Copies `bytes` from `src` to `dst` as work of `stream`: queued, or, with a side in pageable
+ * host memory, on the calling thread after the stream's work, as the driver does. */
+void gpu_copy(const void *stream, CUdeviceptr dst, CUdeviceptr src, size_t bytes);
+
+/* Fills `height` rows of `width` words of `word` bytes of `value`, `pitch` bytes apart, at
+ * `dst`, as work of `stream`. */
+void gpu_fill(const void *stream, CUdeviceptr dst, size_t pitch, unsigned value, size_t word,
+              size_t width, size_t height);
 
 /* ---- The ordering race checker (cuda_race.c). ---- */
 

@@ -5,7 +5,9 @@
  * CUDA_SAFE_LIBCUBLASLT and CUDA_SAFE_LIBCURAND. The driver's memory is host memory, so the
  * calls compute on the CPU: f32 and f64 (and bf16) GEMMs, GEMV and the vector operations, an
  * f32 cuBLASLt matmul with the bias and ReLU epilogues, and uniform and normal numbers (a GEMM
- * on a capturing stream becomes a host node that computes it at each replay). Every
+ * on a capturing stream becomes a host node that computes it at each replay). In the driver's
+ * asynchronous mode (cuda_gpu.c) cublasGemmEx is queued as work of its stream; the other calls
+ * wait for their stream's work and compute on the calling thread. Every
  * range a call reads or writes is checked against the driver's allocations (a range past one
  * is a misuse, the CPU's GPU fault), as are leading dimensions against their matrices.
  */
@@ -155,14 +157,10 @@ const char *cublasGetStatusString(int status) {
     return status == NOT_SUPPORTED ? "the functionality requested is not supported" : "stub";
 }
 
-/* C = alpha op(A) op(B) + beta C, column-major, on the CPU. */
-static int gemm(const char *api, int transa, int transb, long m, long n, long k, double alpha,
-                const void *a, int at, long lda, const void *b, int bt, long ldb, double beta,
-                void *c, int ct, long ldc) {
-    if (!matrix_ok(a, transa ? k : m, transa ? m : k, lda, at, api) ||
-        !matrix_ok(b, transb ? n : k, transb ? k : n, ldb, bt, api) ||
-        !matrix_ok(c, m, n, ldc, ct, api))
-        return INVALID_VALUE;
+/* C = alpha op(A) op(B) + beta C, column-major, on the CPU, unchecked. */
+static void gemm_compute(int transa, int transb, long m, long n, long k, double alpha,
+                         const void *a, int at, long lda, const void *b, int bt, long ldb,
+                         double beta, void *c, int ct, long ldc) {
     for (long j = 0; j < n; j++) {
         for (long i = 0; i < m; i++) {
             double sum = 0;
@@ -176,6 +174,17 @@ static int gemm(const char *api, int transa, int transb, long m, long n, long k,
             store(ct, c, at_c, alpha * sum + beta * old);
         }
     }
+}
+
+/* gemm_compute, its ranges checked first. */
+static int gemm(const char *api, int transa, int transb, long m, long n, long k, double alpha,
+                const void *a, int at, long lda, const void *b, int bt, long ldb, double beta,
+                void *c, int ct, long ldc) {
+    if (!matrix_ok(a, transa ? k : m, transa ? m : k, lda, at, api) ||
+        !matrix_ok(b, transb ? n : k, transb ? k : n, ldb, bt, api) ||
+        !matrix_ok(c, m, n, ldc, ct, api))
+        return INVALID_VALUE;
+    gemm_compute(transa, transb, m, n, k, alpha, a, at, lda, b, bt, ldb, beta, c, ct, ldc);
     return OK;
 }
 
@@ -195,14 +204,36 @@ static void replay_gemm(void *data) {
          g->bt, g->ldb, g->beta, g->c, g->ct, g->ldc);
 }
 
+/* Checks the ranges of `*call`. */
+static int gemm_ok(const struct captured_gemm *call) {
+    static const char api[] = "cublasGemmEx";
+    return matrix_ok(call->a, call->ta ? call->k : call->m, call->ta ? call->m : call->k,
+                     call->lda, call->at, api) &&
+           matrix_ok(call->b, call->tb ? call->n : call->k, call->tb ? call->k : call->n,
+                   call->ldb, call->bt, api) &&
+           matrix_ok(call->c, call->m, call->n, call->ldc, call->ct, api);
+}
+
+/* A queued GEMM's work: computes it (checked when queued). */
+static void run_gemm(void *data) {
+    const struct captured_gemm *g = data;
+    gemm_compute(g->ta, g->tb, g->m, g->n, g->k, g->alpha, g->a, g->at, g->lda, g->b, g->bt,
+                 g->ldb, g->beta, g->c, g->ct, g->ldc);
+}
+
+/* Queues `*call` (its ranges checked now) as work of `stream`, which computes it when the
+ * stream's worker reaches it (cuda_gpu.c). */
+static int queue_gemm(struct captured_gemm *call, void *stream) {
+    if (!gemm_ok(call))
+        return INVALID_VALUE;
+    gpu_submit(stream, run_gemm, call, sizeof *call, 1);
+    return OK;
+}
+
 /* Records `*call` (its ranges checked now) as a host node of `stream`'s capture. */
 static int capture_gemm(const struct captured_gemm *call, void *stream) {
     static const char api[] = "cublasGemmEx";
-    if (!matrix_ok(call->a, call->ta ? call->k : call->m, call->ta ? call->m : call->k,
-                   call->lda, call->at, api) ||
-        !matrix_ok(call->b, call->tb ? call->n : call->k, call->tb ? call->k : call->n,
-                   call->ldb, call->bt, api) ||
-        !matrix_ok(call->c, call->m, call->n, call->ldc, call->ct, api))
+    if (!gemm_ok(call))
         return INVALID_VALUE;
     struct captured_gemm *kept = malloc(sizeof *kept);
     if (kept == NULL)
@@ -224,13 +255,11 @@ int cublasGemmEx(struct blas *h, int ta, int tb, int m, int n, int k, const void
         return INVALID_VALUE;
     (void)compute; (void)algo;
     int scale = ct == R_64F ? R_64F : R_32F;
-    if (stream_capturing(h->stream)) {
-        const struct captured_gemm call = {ta, tb, at, bt, ct, m, n, k, lda, ldb, ldc,
-                                           scalar(alpha, scale), scalar(beta, scale), a, b, c};
+    struct captured_gemm call = {ta, tb, at, bt, ct, m, n, k, lda, ldb, ldc,
+                                 scalar(alpha, scale), scalar(beta, scale), a, b, c};
+    if (stream_capturing(h->stream))
         return capture_gemm(&call, h->stream);
-    }
-    return gemm("cublasGemmEx", ta, tb, m, n, k, scalar(alpha, scale), a, at, lda, b, bt, ldb,
-                scalar(beta, scale), c, ct, ldc);
+    return queue_gemm(&call, h->stream);
 }
 
 int cublasGemmStridedBatchedEx(struct blas *h, int ta, int tb, int m, int n, int k,
@@ -241,6 +270,7 @@ int cublasGemmStridedBatchedEx(struct blas *h, int ta, int tb, int m, int n, int
     ENTER("cublasGemmStridedBatchedEx");
     if (!stream_is_current(h->stream, "cublasGemmStridedBatchedEx"))
         return INVALID_VALUE;
+    gpu_settle(h->stream); /* computed now, after the stream's work */
     (void)h; (void)compute; (void)algo;
     int scale = ct == R_64F ? R_64F : R_32F;
     for (int i = 0; i < count; i++) {
@@ -262,6 +292,7 @@ int cublasGemmBatchedEx(struct blas *h, int ta, int tb, int m, int n, int k, con
     ENTER("cublasGemmBatchedEx");
     if (!stream_is_current(h->stream, "cublasGemmBatchedEx"))
         return INVALID_VALUE;
+    gpu_settle(h->stream); /* computed now, after the stream's work */
     (void)h; (void)compute; (void)algo;
     size_t table = (size_t)count * sizeof(void *);
     if (check_range((CUdeviceptr)(uintptr_t)a, table, 0, "cublasGemmBatchedEx") ||
@@ -302,6 +333,7 @@ int cublasSgemv_v2(struct blas *h, int trans, int m, int n, const float *alpha, 
     ENTER("cublasSgemv_v2");
     if (!stream_is_current(h->stream, "cublasSgemv_v2"))
         return INVALID_VALUE;
+    gpu_settle(h->stream); /* computed now, after the stream's work */
     (void)h;
     return gemv("cublasSgemv_v2", R_32F, trans, m, n, alpha, a, lda, x, incx, beta, y, incy);
 }
@@ -312,6 +344,7 @@ int cublasDgemv_v2(struct blas *h, int trans, int m, int n, const double *alpha,
     ENTER("cublasDgemv_v2");
     if (!stream_is_current(h->stream, "cublasDgemv_v2"))
         return INVALID_VALUE;
+    gpu_settle(h->stream); /* computed now, after the stream's work */
     (void)h;
     return gemv("cublasDgemv_v2", R_64F, trans, m, n, alpha, a, lda, x, incx, beta, y, incy);
 }
@@ -321,6 +354,7 @@ int cublasAxpyEx(struct blas *h, int n, const void *alpha, int alpha_type, const
     ENTER("cublasAxpyEx");
     if (!stream_is_current(h->stream, "cublasAxpyEx"))
         return INVALID_VALUE;
+    gpu_settle(h->stream); /* computed now, after the stream's work */
     (void)h; (void)exec;
     if (!vector_ok(x, n, incx, xt, "cublasAxpyEx") || !vector_ok(y, n, incy, yt, "cublasAxpyEx"))
         return INVALID_VALUE;
@@ -336,6 +370,7 @@ int cublasScalEx(struct blas *h, int n, const void *alpha, int alpha_type, void 
     ENTER("cublasScalEx");
     if (!stream_is_current(h->stream, "cublasScalEx"))
         return INVALID_VALUE;
+    gpu_settle(h->stream); /* computed now, after the stream's work */
     (void)h; (void)exec;
     if (!vector_ok(x, n, incx, xt, "cublasScalEx"))
         return INVALID_VALUE;
@@ -350,6 +385,7 @@ int cublasDotEx(struct blas *h, int n, const void *x, int xt, int incx, const vo
     ENTER("cublasDotEx");
     if (!stream_is_current(h->stream, "cublasDotEx"))
         return INVALID_VALUE;
+    gpu_settle(h->stream); /* computed now, after the stream's work */
     (void)h; (void)exec;
     if (!vector_ok(x, n, incx, xt, "cublasDotEx") || !vector_ok(y, n, incy, yt, "cublasDotEx"))
         return INVALID_VALUE;
@@ -365,6 +401,7 @@ int cublasNrm2Ex(struct blas *h, int n, const void *x, int xt, int incx, void *r
     ENTER("cublasNrm2Ex");
     if (!stream_is_current(h->stream, "cublasNrm2Ex"))
         return INVALID_VALUE;
+    gpu_settle(h->stream); /* computed now, after the stream's work */
     (void)h; (void)exec;
     if (!vector_ok(x, n, incx, xt, "cublasNrm2Ex"))
         return INVALID_VALUE;
@@ -514,6 +551,7 @@ int cublasLtMatmul(void *handle, struct lt_desc *desc, const void *alpha, const 
     (void)handle; (void)algo; (void)c; (void)lc;
     if (!stream_is_current(stream, "cublasLtMatmul"))
         return INVALID_VALUE;
+    gpu_settle(stream); /* computed now, after the stream's work */
     if (workspace_size > 0 && check_range((CUdeviceptr)(uintptr_t)workspace, workspace_size, 0,
                                           "cublasLtMatmul") != CUDA_SUCCESS)
         return INVALID_VALUE;

@@ -2,11 +2,14 @@
  * The fake cuRAND of the stub's cuBLAS, cuBLASLt and cuRAND (libblas_stub.c says what they
  * do): Philox-, XORWOW-, MRG- and Sobol-typed generators that all draw from one 64-bit LCG,
  * uniform, normal (Box-Muller), log-normal, Poisson-shaped and raw bits, every output range
- * checked against the driver's allocations.
+ * checked against the driver's allocations. In the driver's asynchronous mode (cuda_gpu.c) the
+ * uniform, normal and log-normal numbers are drawn at the call and written as work of the
+ * generator's stream; the others wait for the stream's work and are written at the call.
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cuda_stub.h"
 #include "libblas_stub.h"
@@ -95,19 +98,35 @@ static int generation_ok(struct generator *generator, const void *out, size_t n,
     return OK;
 }
 
+/* Numbers drawn at the call, written into the output as work of the generator's stream. */
+struct drawn {
+    void *out, *values;
+    size_t bytes;
+};
+
+static void write_drawn(void *args) {
+    const struct drawn *drawn = args;
+    memcpy(drawn->out, drawn->values, drawn->bytes);
+    free(drawn->values);
+}
+
 static int fill(struct generator *g, void *out, size_t n, int type, int kind, double mean,
                 double stddev, const char *api) {
     int status = generation_ok(g, out, n, element_size(type), kind != 0, api);
     if (status != OK)
         return status;
+    struct drawn drawn = {out, malloc(n * element_size(type) + 1), n * element_size(type)};
+    if (drawn.values == NULL)
+        abort();
     for (size_t i = 0; i < n; i++) {
         double value = next(g);
         if (kind != 0)
             value = mean + stddev * sqrt(-2 * log(value)) * cos(6.283185307179586 * next(g));
         if (kind == 2)
             value = exp(value);
-        store(type, out, i, value);
+        store(type, drawn.values, i, value);
     }
+    gpu_submit(g->stream, write_drawn, &drawn, sizeof drawn, 1);
     return OK;
 }
 
@@ -146,6 +165,8 @@ int curandGenerateLogNormalDouble(struct generator *g, double *out, size_t n, do
 int curandGenerate(struct generator *g, unsigned *out, size_t n) {
     ENTER("curandGenerate");
     int status = generation_ok(g, out, n, 4, 0, "curandGenerate");
+    if (status == OK)
+        gpu_settle(g->stream); /* computed now, after the stream's work */
     for (size_t i = 0; status == OK && i < n; i++)
         out[i] = (unsigned)(next(g) * 4294967295.0);
     return status;
@@ -154,6 +175,8 @@ int curandGenerate(struct generator *g, unsigned *out, size_t n) {
 int curandGenerateLongLong(struct generator *g, unsigned long long *out, size_t n) {
     ENTER("curandGenerateLongLong");
     int status = generation_ok(g, out, n, 8, 0, "curandGenerateLongLong");
+    if (status == OK)
+        gpu_settle(g->stream); /* computed now, after the stream's work */
     for (size_t i = 0; status == OK && i < n; i++)
         out[i] = g->state = g->state * 6364136223846793005ULL + 1;
     return status;
@@ -162,6 +185,8 @@ int curandGenerateLongLong(struct generator *g, unsigned long long *out, size_t 
 int curandGeneratePoisson(struct generator *g, unsigned *out, size_t n, double lambda) {
     ENTER("curandGeneratePoisson");
     int status = generation_ok(g, out, n, 4, 0, "curandGeneratePoisson");
+    if (status == OK)
+        gpu_settle(g->stream); /* computed now, after the stream's work */
     for (size_t i = 0; status == OK && i < n; i++)
         out[i] = (unsigned)(lambda * 2 * next(g));
     return status;

@@ -42,6 +42,11 @@ void stub_unlock(int *held);
 #define STUB_LOCKED()                                                                          \
     __attribute__((cleanup(stub_unlock), unused)) int stub_locked_ = stub_lock()
 
+/* Releases the stub's lock as often as this thread holds it (for a blocking wait, so that other
+ * threads can call the driver meanwhile) and returns how often that was, for stub_relock. */
+int stub_unlock_all(void);
+void stub_relock(int depth);
+
 /* Counts and logs a call of `name` (with `arg`, for calls whose argument tells the tests
  * something), and returns the code of an armed fault it triggers, or 0. */
 int stub_enter(const char *name, long arg);

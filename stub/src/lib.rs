@@ -9,11 +9,12 @@ pub mod faults;
 pub mod nvml;
 pub mod ordering;
 
-use std::ffi::{CStr, CString, c_char, c_int};
+use std::ffi::{CStr, CString, c_char, c_int, c_ulong, c_void};
 use std::fmt;
 use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
+use std::time::Duration;
 
 /// The C sources, compiled together: the control functions, the driver (`cuda_*.c`, sharing
 /// `cuda_stub.h`; the graph files `cuda_graph.h` too), NVRTC, nvJitLink (loaded only where a
@@ -41,6 +42,8 @@ const SOURCES: &[&str] = &[
     "cuda_cudarc.c",
     "cuda_async.c",
     "cuda_race.c",
+    "cuda_gpu.c",
+    "cuda_gpu_work.c",
     "libnvrtc_stub.c",
     "libnvjitlink_stub.c",
     "libnvml_stub.c",
@@ -125,6 +128,8 @@ pub struct Stub {
     slow_gpu: unsafe extern "C" fn(c_int),
     race_host_access: unsafe extern "C" fn(u64, usize, c_int),
     refuse_instantiation: unsafe extern "C" fn(c_int),
+    gpu_async: unsafe extern "C" fn(c_int, c_ulong),
+    gpu_delay: unsafe extern "C" fn(*mut c_void, c_ulong) -> c_int,
     /// Keeps the functions above loaded (for the whole process: the stub is never unloaded).
     _library: libloading::Library,
 }
@@ -289,6 +294,32 @@ impl Stub {
         nvml::NvmlEvents::open(&self._library)
     }
 
+    /// Makes the GPU asynchronous (`c/cuda_gpu.c`): from now on each stream's work is queued
+    /// and run in order by a worker thread of the stream's, each copy, memset, kernel and
+    /// library call taking `op_time` first, so that work left unordered across streams reads or
+    /// writes the wrong data; events, waits, queries and synchronizations follow the workers.
+    pub fn async_gpu(&self, op_time: Duration) {
+        let micros = c_ulong::try_from(op_time.as_micros()).unwrap_or(c_ulong::MAX);
+        // SAFETY: as `reset`; the workers touch only memory the queued work names.
+        unsafe { (self.gpu_async)(1, micros) }
+    }
+
+    /// Makes the GPU synchronous again (work runs as it is queued), once every queue has
+    /// emptied.
+    pub fn sync_gpu(&self) {
+        // SAFETY: as `reset`.
+        unsafe { (self.gpu_async)(0, 0) }
+    }
+
+    /// Queues a pause of `time` on `stream` (a long kernel) when the GPU is asynchronous, so
+    /// that the stream's later work finishes late; nothing otherwise.
+    pub fn gpu_delay(&self, stream: &cuda_safe::Stream, time: Duration) {
+        let micros = c_ulong::try_from(time.as_micros()).unwrap_or(c_ulong::MAX);
+        // SAFETY: a live stream's handle; the stub only queues a pause on it.
+        let code = unsafe { (self.gpu_delay)(stream.as_raw().cast(), micros) };
+        assert_eq!(code, 0, "the stub refused a delay on the stream");
+    }
+
     /// Runs `make` as another process: the IPC event handles it takes carry another process
     /// id, so this process can open them (the driver refuses a process's own).
     pub fn as_other_process<T>(&self, make: impl FnOnce() -> T) -> T {
@@ -445,6 +476,8 @@ fn open(path: &Path) -> Stub {
         slow_gpu: function!("stub_slow_gpu"),
         race_host_access: function!("stub_race_host_access"),
         refuse_instantiation: function!("stub_refuse_instantiation"),
+        gpu_async: function!("stub_gpu_async"),
+        gpu_delay: function!("stub_gpu_delay"),
         _library: library,
     }
 }

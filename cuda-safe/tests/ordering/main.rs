@@ -1,14 +1,15 @@
 //! The crate's ordering rules against the stub driver's race checker (`stub/c/cuda_race.c`:
-//! a happens-before model of stream order over the stub's synchronous GPU). Each case uses one
-//! rule across two streams and asserts that the checker saw no race and that the data is
-//! right; the checker's own case shows that an unordered pair is reported with both operations
-//! named. Take a rule's wait out of the crate and its case fails with the race (tried for
-//! several rules, each taken out in turn: every case failed, naming its race).
-//!
-//! Graph launches are not covered: the stub has no graphs.
+//! a happens-before model of stream order) on the stub's asynchronous GPU (`stub/c/cuda_gpu.c`:
+//! each stream's work run by a worker thread of its own, each operation taking time). Each case
+//! uses one rule across two streams and asserts that the checker saw no race and that the data
+//! is right; the checker's own case shows that an unordered pair is reported with both
+//! operations named. The controls (`controls.rs`) make the writing stream late and do a rule's
+//! work without its wait: each shows the race and the wrong data.
 //!
 //! A `main` of its own (`harness = false`): the stub is built and the library variables are set
 //! before anything else runs.
+
+mod controls;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -17,7 +18,9 @@ use cuda_safe::dlpack::{DLDataType, Layout, StridedMemoryView};
 use cuda_safe::managed::discard_prefetch_batch;
 use cuda_safe::{Error, ManagedMemoryResource, MemoryLocation, launch};
 use cuda_safe_stub::Stub;
-use cuda_safe_stub::ordering::{Fixture, N, Verdict, ensure, failed, holds, no_race, run_cases};
+use cuda_safe_stub::ordering::{
+    Fixture, LATE, N, Verdict, ensure, failed, holds, no_race, run_cases,
+};
 
 /// The checker itself: a memset queued on one stream over a buffer another stream filled, with
 /// no wait between, is one race naming both operations.
@@ -46,8 +49,9 @@ fn the_checker_sees_an_unordered_pair(stub: &Stub, fx: &Fixture) -> Verdict {
 }
 
 /// `Buffer::copy_from` between buffers of two streams: the copy (on the destination's stream)
-/// comes after the source's fill, and the source's free after the copy.
+/// comes after the source's fill (late), and the source's free after the copy.
 fn copy_across_streams(stub: &Stub, fx: &Fixture) -> Verdict {
+    stub.gpu_delay(&fx.first, LATE);
     let mut src = fx
         .pool
         .allocate_zeroed::<f32>(N, &fx.first)
@@ -64,8 +68,10 @@ fn copy_across_streams(stub: &Stub, fx: &Fixture) -> Verdict {
     no_race(stub)
 }
 
-/// A launch on one stream with a buffer of another: the kernel comes after the buffer's fill.
+/// A launch on one stream with a buffer of another: the kernel comes after the buffer's fill
+/// (late).
 fn launch_with_a_foreign_buffer(stub: &Stub, fx: &Fixture) -> Verdict {
+    stub.gpu_delay(&fx.first, LATE);
     let mut x = fx
         .pool
         .allocate_zeroed::<f32>(N, &fx.first)
@@ -230,7 +236,25 @@ fn main() -> ExitCode {
                 the_checker_sees_an_unordered_pair,
             ),
             ("copy across streams", copy_across_streams),
+            ("copy without its wait", controls::copy_without_its_wait),
             ("launch with a foreign buffer", launch_with_a_foreign_buffer),
+            ("launch without its wait", controls::launch_without_its_wait),
+            (
+                "graph launch after a wait",
+                controls::graph_launch_after_a_wait,
+            ),
+            (
+                "graph launch without a wait",
+                controls::graph_launch_without_a_wait,
+            ),
+            (
+                "array copy across streams",
+                controls::array_copy_across_streams,
+            ),
+            (
+                "array copy without its wait",
+                controls::array_copy_without_its_wait,
+            ),
             (
                 "a buffer dropped while another stream uses it",
                 a_buffer_dropped_while_another_stream_uses_it,

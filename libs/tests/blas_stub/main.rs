@@ -6,7 +6,9 @@
 //! transposes, leading dimensions, batches and epilogues are passed as cuBLAS reads them); each
 //! hot path makes exactly the one library call it wraps and no driver call; errors carry the
 //! library's status; every handle is destroyed; a GEMM captured from a graph arena (its
-//! workspace and operands the arena's) replays as run eagerly. The stub checks every range a call touches
+//! workspace and operands the arena's) replays as run eagerly; on the stub's asynchronous GPU
+//! a GEMM and a cuRAND fill wait for their operands' streams, and read wrong data without the
+//! wait (`ordering.rs`). The stub checks every range a call touches
 //! against the driver's allocations: a range past one is a misuse, which fails the run.
 //!
 //! A `main` of its own (`harness = false`): the stub is built and the variables are set before
@@ -19,6 +21,7 @@ mod arena;
 mod blas;
 mod context;
 mod matmul;
+mod ordering;
 mod rand;
 
 use std::path::{Path, PathBuf};
@@ -143,6 +146,7 @@ fn main() -> ExitCode {
         .chain(rand::CASES)
         .chain(context::CASES)
         .chain(arena::CASES)
+        .chain(ordering::CASES)
         .copied()
         .collect();
     let mut failures = 0;
