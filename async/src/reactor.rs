@@ -9,6 +9,9 @@
 //! raises the lane's flag and rings the bell. The bell wakes the reactor, which asks only the
 //! lanes whose flag rose (and those with new marks), so a sleeping reactor costs no CPU and a
 //! completion costs one host function per lane at most, however many futures wait behind it.
+//! A stream's lane (its side stream and flag with it) is kept while the stream lives, named by
+//! a [`WeakStream`] that does not keep it alive: the stream's next wait finds it ready, and it
+//! goes at the first pass after the stream has gone.
 //! A sweep every [`sweep_interval`] (10 ms unless set) asks every lane, for a host function that is late (a user's host
 //! function blocking the driver's callback thread) or never comes (after a sticky error).
 //!
