@@ -17,6 +17,11 @@
 //!   in percent of one core over the wait; goal: at most 2), `register_1000_futures_cpu` (making
 //!   and first-polling them), and `wait_100ms_cpu_process_1_future` beside the floor's
 //!   `wait_100ms_cpu_process_host_func`; medians of 5.
+//! - Awaited downloads of 1 MiB and of 256 MiB (past the staging cache's 64 MiB of small
+//!   blocks): `download_staged_<n>mib` (`to_vec_async`: a copy into the reactor's pinned
+//!   staging, then one into a new `Vec`), `download_pinned_<n>mib` (`download_into` a pinned
+//!   block of the caller's, handed back each time: one copy) and
+//!   `download_pinned_over_staged_<n>mib`, their ratio; medians of 20 after 20 warm-ups.
 //!
 //! Launches per second from 8 tasks against 8 blocking threads are `completion_threads`.
 
@@ -32,7 +37,7 @@ use std::time::{Duration, Instant};
 #[path = "common/completion_kit.rs"]
 mod kit;
 
-use cuda_safe::{Device, Error, EventOptions, Result, Stream};
+use cuda_safe::{Device, Error, EventOptions, PinnedMemoryResource, Result, Stream};
 use cuda_safe_async::prelude::*;
 use cuda_safe_async::{self as completion, Completion, Reactor};
 use kit::{Kernels, kernels, launch_empty, launch_spin, median, process_cpu_ms};
@@ -78,6 +83,7 @@ fn run() -> Result<()> {
     let reactor = Reactor::shared();
     latencies(&device, &kernels, &stream)?;
     waits(&kernels, &stream)?;
+    downloads(&device, &stream)?;
     println!("INFO reactor after the run: {:?}", reactor.stats());
     println!("DONE");
     Ok(())
@@ -142,6 +148,55 @@ fn latencies(device: &Device, kernels: &Kernels, stream: &Stream) -> Result<()> 
         awaited / blocking_sync,
         "ratio",
     );
+    Ok(())
+}
+
+/// Download sizes, in MiB: one under the staging cache's limit for small blocks, one past it.
+const DOWNLOAD_MIB: [usize; 2] = [1, 256];
+
+/// Downloads timed per size, after as many warm-ups.
+const DOWNLOADS: usize = 20;
+
+/// The median time, in microseconds, of `DOWNLOADS` runs of `once` after as many warm-ups.
+fn download_time(mut once: impl FnMut() -> Result<()>) -> Result<f64> {
+    let mut samples = Vec::with_capacity(DOWNLOADS);
+    for i in 0..2 * DOWNLOADS {
+        let start = Instant::now();
+        once()?;
+        if i >= DOWNLOADS {
+            samples.push(start.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    Ok(median(&mut samples))
+}
+
+/// Awaited downloads through the reactor's staging against downloads into a pinned block of
+/// the caller's.
+fn downloads(device: &Device, stream: &Stream) -> Result<()> {
+    let pool = device.default_memory_resource()?;
+    let pinned = PinnedMemoryResource::new(device)?;
+    for mib in DOWNLOAD_MIB {
+        let bytes = mib << 20;
+        let mut source = pool.allocate(bytes, stream)?;
+        source.fill(1u8)?;
+        let staged = download_time(|| pollster::block_on(source.to_vec_async::<u8>()).map(drop))?;
+        let mut block = Some(pinned.allocate_block(bytes)?);
+        let direct = download_time(|| {
+            let into = block
+                .take()
+                .ok_or_else(|| Error::invalid_argument("the block was not handed back"))?;
+            let values = pollster::block_on(source.download_into::<u8>(into))?;
+            block = Some(values.into_block());
+            Ok(())
+        })?;
+        fig(&format!("download_staged_{mib}mib"), staged, "us");
+        fig(&format!("download_pinned_{mib}mib"), direct, "us");
+        fig(
+            &format!("download_pinned_over_staged_{mib}mib"),
+            direct / staged,
+            "ratio",
+        );
+    }
     Ok(())
 }
 

@@ -22,7 +22,8 @@
 //! The futures, methods of extension traits on the core's types:
 //! [`StreamExt::completion`] (and [`completion_with`](StreamExt::completion_with), which keeps
 //! values alive until the work is done and hands them back), [`EventExt::into_completion`],
-//! [`BufferExt::to_vec_async`] and [`upload_async`](BufferExt::upload_async),
+//! [`BufferExt::to_vec_async`], [`download_into`](BufferExt::download_into) (into the caller's
+//! pinned memory, with no staging) and [`upload_async`](BufferExt::upload_async),
 //! [`GraphExecExt::launch_async`], and with the `nccl` feature `CommunicatorExt::completion`.
 //! Each resolves to a `cuda_safe::Result`: a kernel fault or another sticky error is the
 //! driver's [`Error::Cuda`](cuda_safe::Error::Cuda), as the blocking call would return it. `docs/async.md` says when to await and when to sync.
@@ -102,8 +103,11 @@
 //!
 //! Host memory grows with the futures in flight, not with time: a waker table slot (at most
 //! 128 bytes, a test checks) and an event per waiting future; at most 16,384 idle slots kept
-//! for reuse, and up to 1,024 spare events per stream (they go with the stream); pinned staging
-//! in powers of two from 4 KiB with at most 64 MiB idle ([`Reactor::stats`] tells what is
+//! for reuse, and up to 1,024 spare events per stream (they go with the stream); a lane per
+//! stream a future waited on, kept while the stream lives (named without keeping the stream
+//! alive, it goes at the reactor's first pass after the stream has gone); pinned staging in
+//! powers of two from 4 KiB with at most 64 MiB idle, and apart from them the largest block
+//! past that a copy used, kept for the next copy that large ([`Reactor::stats`] tells what is
 //! held). The reactor thread starts with the first future that has to wait and ends once the
 //! last [`Reactor`] handle (every future holds one) is gone and the work of dropped futures
 //! has finished, releasing its side streams and staging memory; nothing joins it at process exit, so it cannot hang it. Hold a
@@ -123,6 +127,7 @@ mod futures;
 mod methods;
 pub mod nvml;
 pub mod op;
+mod pinned;
 mod pool;
 mod reactor;
 mod settle;
@@ -140,6 +145,7 @@ pub use methods::CommunicatorExt;
 pub use methods::{BufferExt, EventExt, GraphExecExt, StreamExt};
 pub use nvml::{CLOCK_XID_POWER, EventSetExt, NextNvmlEvent, NvmlEventStream, NvmlStreamOptions};
 pub use op::{DeviceOp, OpFuture, Submit, Then};
+pub use pinned::{PinnedDownload, PinnedValues};
 pub use pool::{DEFAULT_POOL_STREAMS, PoolOptions, PoolPolicy, StreamPool};
 pub use reactor::{set_sweep_interval, sweep_interval};
 pub use shared::{Reactor, ReactorStats};

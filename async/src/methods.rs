@@ -4,10 +4,11 @@
 use bytemuck::Pod;
 
 use crate::futures::{Completion, Download};
+use crate::pinned::PinnedDownload;
 use crate::shared::{Core, Mark, Reactor};
 use crate::staging::Staging;
 use crate::waiter::{Report, Waiter, refuse_capturing};
-use cuda_safe::{Buffer, Error, Event, GraphExec, Result, Stream};
+use cuda_safe::{Buffer, Error, Event, GraphExec, PinnedBlock, Result, Stream};
 #[cfg(feature = "nccl")]
 use cuda_safe_nccl::Communicator;
 
@@ -121,6 +122,34 @@ pub trait BufferExt: sealed::Sealed {
     #[doc(alias = "cuMemcpyAsync", alias = "cuMemHostAlloc")]
     fn to_vec_async<T: Pod>(&self) -> Download<T>;
 
+    /// A future that resolves to the buffer's contents as `T`s in `into`, pinned memory of the
+    /// caller's ([`PinnedMemoryResource::allocate_block`](cuda_safe::PinnedMemoryResource::allocate_block)),
+    /// copied there once the work queued on the buffer's stream before has finished: one copy,
+    /// with no staging block and no second copy on the host. The future owns the block until
+    /// the copy has finished (dropped before, it leaves the block to the reactor) and hands it
+    /// back as [`PinnedValues`](crate::PinnedValues), for the next download. The buffer may be dropped or reused at
+    /// once, as for [`to_vec_async`](Self::to_vec_async).
+    ///
+    /// ```no_run
+    /// # use cuda_safe_async::BufferExt;
+    /// # async fn run(x: cuda_safe::Buffer, pinned: cuda_safe::PinnedMemoryResource) -> cuda_safe::Result<()> {
+    /// let block = pinned.allocate_block(x.len())?; // once, reused by every download
+    /// let values = x.download_into::<f32>(block).await?;
+    /// let first = values[0];
+    /// let block = values.into_block(); // for the next one
+    /// # drop((first, block)); Ok(()) }
+    /// ```
+    ///
+    #[doc = cuda_sys::api_doc!(cuMemcpyAsync)]
+    /// # Errors
+    ///
+    /// The future resolves to (the block dropped with the error): [`Error::InvalidArgument`]
+    /// when the buffer's size is not a whole number of `T`s, the block holds fewer bytes than
+    /// the buffer or is not aligned for `T`; the driver's error (a kernel fault); as
+    /// [`Stream::completion`] for a captured stream.
+    #[doc(alias = "cuMemcpyAsync")]
+    fn download_into<T: Pod>(&self, into: PinnedBlock) -> PinnedDownload<T>;
+
     /// A future that resolves once `src`, copied at once into pinned staging memory, has been
     /// copied into the buffer (its size exactly `src`'s), in order on the buffer's stream:
     /// the asynchronous [`copy_from_host`](cuda_safe::Buffer::copy_from_host). `src` is free again as soon
@@ -157,6 +186,10 @@ impl BufferExt for Buffer {
             ),
             Err(error) => Download::new(Waiter::failed(reactor, error, None), 0),
         }
+    }
+
+    fn download_into<T: Pod>(&self, into: PinnedBlock) -> PinnedDownload<T> {
+        PinnedDownload::new(self, into)
     }
 
     fn upload_async<T: Pod>(&mut self, src: &[T]) -> Completion {

@@ -9,6 +9,9 @@
 //! raises the lane's flag and rings the bell. The bell wakes the reactor, which asks only the
 //! lanes whose flag rose (and those with new marks), so a sleeping reactor costs no CPU and a
 //! completion costs one host function per lane at most, however many futures wait behind it.
+//! A stream's lane (its side stream and flag with it) is kept while the stream lives, named by
+//! a [`WeakStream`] that does not keep it alive: the stream's next wait finds it ready, and it
+//! goes at the first pass after the stream has gone.
 //! A sweep every [`sweep_interval`] (10 ms unless set) asks every lane, for a host function that is late (a user's host
 //! function blocking the driver's callback thread) or never comes (after a sticky error).
 //!
@@ -33,7 +36,7 @@ use crate::waiter::relaxed_capture_mode;
 use cuda_safe::Context;
 use cuda_safe::handle::log_drop_error;
 use cuda_safe::{Result, cu};
-use cuda_safe::{Stream, StreamOptions};
+use cuda_safe::{Stream, StreamOptions, WeakStream};
 use cuda_sys::CUevent;
 use std::ffi::c_void;
 
@@ -61,10 +64,6 @@ pub fn set_sweep_interval(interval: Duration) {
 pub fn sweep_interval() -> Duration {
     Duration::from_nanos(SWEEP_NS.load(Ordering::Relaxed))
 }
-
-/// Passes after which an empty lane is dropped (with its stream handle) while others still
-/// have work; all empty lanes go when nothing is watched.
-const IDLE_PASSES: u32 = 256;
 
 /// Idle side streams kept per context.
 const MAX_IDLE_NOTIFIERS: usize = 64;
@@ -100,9 +99,10 @@ struct Entry {
 struct Lane {
     entries: VecDeque<Entry>,
     ordered: bool,
-    /// The stream the marks were recorded on, kept alive while the lane exists (so that its
-    /// handle is not reused by another stream meanwhile).
-    _stream: Option<Stream>,
+    /// The stream the marks are recorded on, named without being kept alive: the lane, its
+    /// side stream and its flag are kept while the stream lives, and go at the first pass
+    /// after it has gone (a lane with marks has a live stream: each mark holds it).
+    stream: Option<WeakStream>,
     /// The context side streams are made in.
     context: Context,
     /// The side stream the lane's host functions wait on.
@@ -117,7 +117,13 @@ struct Lane {
     dirty: bool,
     /// The lane is asked because of the sweep alone.
     swept: bool,
-    idle_passes: u32,
+}
+
+impl Lane {
+    /// Whether the lane may go: it watches nothing, and its stream (if it has one) is gone.
+    fn is_spent(&self) -> bool {
+        self.entries.is_empty() && !self.stream.as_ref().is_some_and(WeakStream::is_alive)
+    }
 }
 
 /// What one pass completed, acted on outside every lock.
@@ -146,16 +152,16 @@ impl Worker {
             self.collect_signals(sweep);
             self.poll_dirty();
             self.finish();
+            self.retire_lanes();
             if self.watched() == 0 {
-                self.retire_lanes(true);
                 if self.core.may_stop() {
+                    self.core.lanes.store(0, Ordering::Relaxed);
                     return;
                 }
                 sweep = false;
                 self.core.bell.wait(None);
                 continue;
             }
-            self.retire_lanes(false);
             self.arm();
             self.finish();
             sweep = !self.core.bell.wait(Some(sweep_interval()));
@@ -173,7 +179,7 @@ impl Worker {
             let entry = self.lanes.entry(lane).or_insert_with(|| Lane {
                 entries: VecDeque::new(),
                 ordered: matches!(lane, LaneKey::Stream(..)),
-                _stream: mark.stream().cloned(),
+                stream: None,
                 context: mark.context().clone(),
                 notifier: None,
                 signal: Arc::new(Signal {
@@ -184,12 +190,18 @@ impl Worker {
                 unarmable: false,
                 dirty: false,
                 swept: false,
-                idle_passes: 0,
             });
+            // A new lane, or one whose stream has gone since the last pass and whose handle
+            // (of the same context, which the lane keeps alive) the driver gave to this one.
+            if let Some(stream) = mark.stream()
+                && !entry.stream.as_ref().is_some_and(WeakStream::is_alive)
+            {
+                entry.stream = Some(stream.downgrade());
+            }
             entry.entries.push_back(Entry { mark, slot });
             entry.dirty = true;
-            entry.idle_passes = 0;
         }
+        self.core.lanes.store(self.lanes.len(), Ordering::Relaxed);
     }
 
     /// Marks the lanes whose host function ran (and, on a sweep, every lane) to be asked.
@@ -244,21 +256,19 @@ impl Worker {
         }
     }
 
-    /// Drops lanes left empty (all of them when `all`, else those empty for a while), giving
-    /// their side streams back.
-    fn retire_lanes(&mut self, all: bool) {
+    /// Drops the lanes that watch nothing and whose stream has gone (a lone mark's at once),
+    /// giving their side streams back; a live stream's lane stays, armed again at its next
+    /// wait with no new lane, flag or side stream.
+    fn retire_lanes(&mut self) {
         let mut retired = Vec::new();
         self.lanes.retain(|_, lane| {
-            if !lane.entries.is_empty() {
+            if !lane.is_spent() {
                 return true;
             }
-            lane.idle_passes += 1;
-            let keep = lane.ordered && !all && lane.idle_passes < IDLE_PASSES;
-            if !keep && let Some(notifier) = lane.notifier.take() {
-                retired.push(notifier);
-            }
-            keep
+            retired.extend(lane.notifier.take());
+            false
         });
+        self.core.lanes.store(self.lanes.len(), Ordering::Relaxed);
         for notifier in retired {
             self.give_notifier(notifier);
         }

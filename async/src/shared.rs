@@ -54,6 +54,9 @@ pub struct ReactorStats {
     pub handles: usize,
     /// Futures (and dropped futures' work) the reactor thread watches.
     pub watched: usize,
+    /// Lanes the reactor thread keeps: one per stream a future waited on, kept while that
+    /// stream lives (with its side stream), and one per lone event being watched.
+    pub lanes: usize,
     /// Slots of the waker table, and how many of them are idle.
     pub slots: usize,
     /// Idle slots.
@@ -80,6 +83,8 @@ pub(super) struct Core {
     pub(super) staging: Mutex<StagingCache>,
     /// Registered work not yet completed.
     pub(super) watched: AtomicUsize,
+    /// Lanes the thread keeps (it alone writes this).
+    pub(super) lanes: AtomicUsize,
     pub(super) found_by_sweep: std::sync::atomic::AtomicU64,
 }
 
@@ -216,6 +221,7 @@ impl Reactor {
         ReactorStats {
             handles: core.handles.load(Ordering::Relaxed),
             watched: core.watched.load(Ordering::Relaxed),
+            lanes: core.lanes.load(Ordering::Relaxed),
             slots,
             idle_slots,
             staging_in_use,
@@ -265,6 +271,7 @@ impl Core {
             started: Mutex::new(false),
             staging: Mutex::new(StagingCache::default()),
             watched: AtomicUsize::new(0),
+            lanes: AtomicUsize::new(0),
             found_by_sweep: std::sync::atomic::AtomicU64::new(0),
         }
     }

@@ -6,7 +6,10 @@
 //! future is dropped, to the reactor until the copy has finished): it goes back to the cache
 //! only when the GPU is done with it, so a block is never handed to a second copy while the
 //! first may still write it. At most [`MAX_IDLE_BYTES`] of idle blocks are kept; a block that
-//! would exceed it is freed when given back. Blocks free themselves (through
+//! would exceed it is freed when given back. A block larger than that limit is kept apart, one
+//! at most (the largest given back): the next copy that large reuses it rather than pinning
+//! and unpinning its memory at each use, so the cache holds at most the limit plus the largest
+//! block the program staged. Blocks free themselves (through
 //! [`Owned`](cuda_safe::handle::Owned)), and a block in use goes back through it too.
 
 use crate::shared::{Core, lock};
@@ -24,21 +27,64 @@ pub(super) const MAX_IDLE_BYTES: usize = 64 << 20;
 /// The idle blocks, and what is in use.
 #[derive(Default)]
 pub(super) struct StagingCache {
+    /// Idle blocks of at most [`MAX_IDLE_BYTES`], [`idle_bytes`](Self::idle_bytes) in all.
     idle: Vec<PinnedBlock>,
     idle_bytes: usize,
+    /// The idle block larger than [`MAX_IDLE_BYTES`], if one is kept.
+    large: Option<PinnedBlock>,
     in_use_bytes: usize,
 }
 
 impl StagingCache {
     /// Bytes in use and bytes idle.
     pub(super) fn bytes(&self) -> (usize, usize) {
-        (self.in_use_bytes, self.idle_bytes)
+        let large = self.large.as_ref().map_or(0, PinnedBlock::len);
+        (self.in_use_bytes, self.idle_bytes + large)
     }
 
     /// Takes the idle blocks out, for the reactor thread to free as it ends.
     pub(super) fn drain_idle(&mut self) -> Vec<PinnedBlock> {
         self.idle_bytes = 0;
-        std::mem::take(&mut self.idle)
+        let mut idle = std::mem::take(&mut self.idle);
+        idle.extend(self.large.take());
+        idle
+    }
+
+    /// An idle block for `size` bytes (a power of two), marked in use: one of exactly that
+    /// size, or for a size past [`MAX_IDLE_BYTES`], the large block if it is big enough.
+    fn lend(&mut self, size: usize) -> Option<PinnedBlock> {
+        let block = if size > MAX_IDLE_BYTES {
+            self.large.take_if(|large| large.len() >= size)
+        } else {
+            let found = self.idle.iter().position(|block| block.len() == size);
+            let block = found.map(|index| self.idle.swap_remove(index));
+            if block.is_some() {
+                self.idle_bytes -= size;
+            }
+            block
+        }?;
+        self.in_use_bytes += block.len();
+        Some(block)
+    }
+
+    /// Keeps `block`, given back, for reuse; what does not fit is returned, to be freed.
+    fn keep(&mut self, block: PinnedBlock) -> Option<PinnedBlock> {
+        self.in_use_bytes -= block.len();
+        if block.len() > MAX_IDLE_BYTES {
+            let (kept, surplus) = match self.large.take() {
+                Some(large) if large.len() > block.len() => (large, Some(block)),
+                smaller => (block, smaller),
+            };
+            self.large = Some(kept);
+            return surplus;
+        }
+        if self.idle_bytes + block.len() <= MAX_IDLE_BYTES {
+            self.idle_bytes += block.len();
+            self.idle.push(block);
+            None
+        } else {
+            Some(block)
+        }
     }
 }
 
@@ -69,27 +115,15 @@ impl Staging {
             .ok_or_else(|| {
                 Error::invalid_argument(format!("{bytes} bytes cannot be staged in one block"))
             })?;
-        let reused = {
-            let mut cache = lock(&core.staging);
-            let found = cache.idle.iter().position(|block| block.len() == size);
-            let block = found.map(|index| cache.idle.swap_remove(index));
-            if block.is_some() {
-                cache.idle_bytes -= size;
-            }
-            cache.in_use_bytes += size;
-            block
-        };
+        let reused = lock(&core.staging).lend(size);
         let block = match reused {
             Some(block) => block,
-            None => match PinnedMemoryResource::new(stream.device())
-                .and_then(|pinned| pinned.allocate_block(size))
-            {
-                Ok(block) => block,
-                Err(error) => {
-                    lock(&core.staging).in_use_bytes -= size;
-                    return Err(error);
-                }
-            },
+            None => {
+                let block = PinnedMemoryResource::new(stream.device())
+                    .and_then(|pinned| pinned.allocate_block(size))?;
+                lock(&core.staging).in_use_bytes += size;
+                block
+            }
         };
         Ok(Self {
             lease: Owned::new(Lease {
@@ -117,17 +151,7 @@ impl Release for Lease {
         let Some(block) = self.block.take() else {
             return Ok(());
         };
-        let surplus = {
-            let mut cache = lock(&self.core.staging);
-            cache.in_use_bytes -= block.len();
-            if cache.idle_bytes + block.len() <= MAX_IDLE_BYTES {
-                cache.idle_bytes += block.len();
-                cache.idle.push(block);
-                None
-            } else {
-                Some(block)
-            }
-        };
+        let surplus = lock(&self.core.staging).keep(block);
         surplus.map_or(Ok(()), PinnedBlock::close)
     }
 }

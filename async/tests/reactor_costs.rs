@@ -1,7 +1,8 @@
 //! What the reactor costs in driver calls, counted by the stub driver: a lane is armed with the
-//! wait and the host function alone (no capture query), and a future that fails at creation
-//! returns its error at once, blocking no thread, while the reactor keeps what it holds until
-//! its stream has passed the work queued for it.
+//! wait and the host function alone (no capture query), kept while its stream lives (no new
+//! lane or side stream at the next wait) and released once the stream has gone; a future that
+//! fails at creation returns its error at once, blocking no thread, while the reactor keeps
+//! what it holds until its stream has passed the work queued for it.
 //!
 //! A `main` of its own (`harness = false`): the stub is built and the library variables are set
 //! before anything else runs.
@@ -12,11 +13,12 @@ use std::process::ExitCode;
 use std::task::Poll;
 use std::time::Duration;
 
+use cuda_safe::Stream;
 use cuda_safe::sys::CUresult;
 use cuda_safe_async::prelude::*;
 use cuda_safe_async::{self as completion, Reactor};
 use cuda_safe_stub::Stub;
-use support::{Case, Fixture, Held, Verdict, ensure, failed, poll_once, wait_until};
+use support::{Case, Fixture, Held, Verdict, ensure, failed, live_of, poll_once, wait_until};
 
 /// `CUDA_ERROR_INVALID_VALUE`: a failure that says nothing of the GPU's progress.
 const INVALID_VALUE: i32 = 1;
@@ -55,6 +57,68 @@ fn arming_is_the_wait_and_the_host_function(stub: &Stub, fx: &Fixture) -> Verdic
     })?;
     drop(held);
     pollster::block_on(waiting).map_err(failed)
+}
+
+/// One completion on `stream` that has to wait for the reactor (the GPU held until it is
+/// armed), awaited.
+fn wait_once(stub: &Stub, stream: &Stream) -> Verdict {
+    let armed = stub.calls("cuLaunchHostFunc");
+    let held = Held::new(stub);
+    let mut waiting = stream.completion();
+    ensure(poll_once(&mut waiting).is_pending(), || {
+        "held work was done".into()
+    })?;
+    wait_until("the reactor arms the lane", || {
+        stub.calls("cuLaunchHostFunc") > armed
+    })?;
+    drop(held);
+    pollster::block_on(waiting).map_err(failed)
+}
+
+/// Waits after waits on one stream, each after the reactor watched nothing: the stream's lane
+/// stays (one more lane than before, all along), and its side stream is made once at most.
+fn a_lane_is_kept_while_its_stream_lives(stub: &Stub, fx: &Fixture, reactor: &Reactor) -> Verdict {
+    let lanes = reactor.stats().lanes;
+    let stream = fx.stream.device().create_stream(Default::default());
+    let stream = stream.map_err(failed)?;
+    let created = stub.calls("cuStreamCreateWithPriority");
+    for _ in 0..3 {
+        wait_once(stub, &stream)?;
+        wait_until("nothing is watched", || reactor.stats().watched == 0)?;
+        let now = reactor.stats().lanes;
+        ensure(now == lanes + 1, || {
+            format!(
+                "{now} lanes after a wait on a new stream ({} expected)",
+                lanes + 1
+            )
+        })?;
+    }
+    let made = stub.calls("cuStreamCreateWithPriority") - created;
+    ensure(made <= 1, || {
+        format!("{made} side streams made for three waits on one stream (1 at most)")
+    })
+}
+
+/// A stream's lane does not keep the stream alive, and goes at the reactor's next pass once
+/// the stream has gone.
+fn a_dropped_stream_s_lane_is_released(stub: &Stub, fx: &Fixture, reactor: &Reactor) -> Verdict {
+    wait_once(stub, &fx.stream)?;
+    let lanes = reactor.stats().lanes;
+    let stream = fx.stream.device().create_stream(Default::default());
+    let stream = stream.map_err(failed)?;
+    wait_once(stub, &stream)?;
+    ensure(reactor.stats().lanes == lanes + 1, || {
+        format!("no lane for the new stream: {:?}", reactor.stats())
+    })?;
+    let live = live_of(stub, "stream");
+    drop(stream);
+    wait_until("the dropped stream is destroyed", || {
+        live_of(stub, "stream") == live - 1
+    })?;
+    wait_once(stub, &fx.stream)?;
+    wait_until("the dropped stream's lane is released", || {
+        reactor.stats().lanes == lanes
+    })
 }
 
 /// A download whose event cannot be recorded (after its copy was queued) and a completion
@@ -111,6 +175,14 @@ fn main() -> ExitCode {
         (
             "arming is the wait and the host function",
             Box::new(|| arming_is_the_wait_and_the_host_function(stub, fx)),
+        ),
+        (
+            "a lane is kept while its stream lives",
+            Box::new(|| a_lane_is_kept_while_its_stream_lives(stub, fx, r)),
+        ),
+        (
+            "a dropped stream's lane is released",
+            Box::new(|| a_dropped_stream_s_lane_is_released(stub, fx, r)),
         ),
         (
             "a failed creation returns at once",

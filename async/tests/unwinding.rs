@@ -163,6 +163,43 @@ fn a_waker_whose_drop_panics(stub: &Stub, fx: &Fixture, reactor: &Reactor) -> Ve
     wait_until("the staging is back", || blocks(reactor) == 0)
 }
 
+/// The reproduction with the caller's pinned memory: a download into a pinned block, polled
+/// again with a waker whose predecessor's drop panics, then dropped while its copy runs. The
+/// block is not freed (`cuMemFreeHost`) while the held GPU may still write it, and is freed once
+/// the copy is done; a second download into a block of its own gets its own values.
+fn a_pinned_download_whose_waker_drop_panics(stub: &Stub, fx: &Fixture) -> Verdict {
+    let source = filled(fx, &fx.stream, 6.0)?;
+    let other = filled(fx, &fx.other, 7.0)?;
+    let pinned = cuda_safe::PinnedMemoryResource::new(fx.stream.device()).map_err(failed)?;
+    let block = |bytes| pinned.allocate_block(bytes).map_err(failed);
+    let (first_block, second_block) = (block(source.len())?, block(other.len())?);
+    let frees = stub.calls("cuMemFreeHost");
+    let held = Held::new(stub);
+    let mut dropped = source.download_into::<f32>(first_block);
+    let (old, old_waker) = trap_waker();
+    ensure(poll_with(&mut dropped, &old_waker).is_pending(), || {
+        "held work was done".into()
+    })?;
+    old.drop_panics.store(true, Ordering::SeqCst);
+    let (_, new_waker) = trap_waker();
+    let panicked = panics(|| drop(poll_with(&mut dropped, &new_waker)));
+    old.drop_panics.store(false, Ordering::SeqCst);
+    ensure(panicked, || "the waker's drop did not panic".into())?;
+    drop(dropped);
+    let next = other.download_into::<f32>(second_block);
+    ensure(stub.calls("cuMemFreeHost") == frees, || {
+        "the dropped download's block was freed while its copy could run".into()
+    })?;
+    drop(held);
+    let values = pollster::block_on(next).map_err(failed)?;
+    ensure(values.iter().all(|&v| v == 7.0), || {
+        "the next download got another buffer's values".into()
+    })?;
+    wait_until("the dropped download's block is freed", || {
+        stub.calls("cuMemFreeHost") == frees + 1
+    })
+}
+
 /// A waker whose clone panics, at the first poll (before the wait goes to the reactor) and at
 /// a later one: the download keeps waiting as before, resolves when polled again, and dropped
 /// keeps its staging.
@@ -362,6 +399,10 @@ fn main() -> ExitCode {
         (
             "a waker whose drop panics",
             Box::new(|| a_waker_whose_drop_panics(stub, fx, r)),
+        ),
+        (
+            "a pinned download whose waker's drop panics",
+            Box::new(|| a_pinned_download_whose_waker_drop_panics(stub, fx)),
         ),
         (
             "a waker whose clone panics",

@@ -172,7 +172,7 @@ pub use program::{
     CompiledProgram, CppStandard, CudaHeaders, Pch, PchStatus, Program, ProgramOptions, Toolchain,
     nvrtc_pch_heap_size, nvrtc_set_pch_heap_size, nvrtc_supported_archs, nvrtc_version,
 };
-pub use stream::{Stream, StreamOptions};
+pub use stream::{Stream, StreamOptions, WeakStream};
 pub use tma::{
     Im2colOptions, Interleave, L2Promotion, MAX_RANK as TENSOR_MAP_MAX_RANK, Swizzle, TensorMap,
     TensorMapDataType, TensorOptions, TiledOptions,

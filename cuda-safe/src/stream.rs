@@ -19,7 +19,7 @@
 
 use std::any::Any;
 use std::fmt;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use crate::callback::{self, PanicSlot};
 use crate::context::Context;
@@ -228,6 +228,14 @@ impl Stream {
                 owner,
                 spare_events: Mutex::new(Vec::new()),
             })),
+        }
+    }
+
+    /// A handle that names this stream without keeping it alive: for code that keeps
+    /// something per stream (a completion reactor's lane) for as long as the stream lives.
+    pub fn downgrade(&self) -> WeakStream {
+        WeakStream {
+            inner: Arc::downgrade(&self.inner),
         }
     }
 
@@ -540,6 +548,24 @@ impl Release for StreamInner {
     }
 }
 
+/// A stream named without being kept alive ([`Stream::downgrade`]); cloning is cheap.
+#[derive(Clone, Debug)]
+pub struct WeakStream {
+    inner: Weak<Owned<StreamInner>>,
+}
+
+impl WeakStream {
+    /// Whether the stream still lives (a handle to it exists somewhere).
+    pub fn is_alive(&self) -> bool {
+        self.inner.strong_count() > 0
+    }
+
+    /// The stream, while it lives.
+    pub fn upgrade(&self) -> Option<Stream> {
+        self.inner.upgrade().map(|inner| Stream { inner })
+    }
+}
+
 impl PartialEq for Stream {
     fn eq(&self, other: &Self) -> bool {
         self.same_as(other)
@@ -559,4 +585,4 @@ impl fmt::Debug for Stream {
     }
 }
 
-assert_send_sync!(Stream);
+assert_send_sync!(Stream, WeakStream);

@@ -34,6 +34,7 @@ mod managed;
 mod nccl;
 mod nvml;
 mod peer;
+mod pinned_download;
 mod program;
 mod rand;
 mod raw_layer;
@@ -73,6 +74,7 @@ fn files() -> Vec<GpuFile> {
         managed::FILE,
         nvml::FILE,
         peer::FILE,
+        pinned_download::FILE,
         program::FILE,
         raw_layer::FILE,
         runtime::FILE,
