@@ -30,7 +30,7 @@ pub enum CodeKind {
     /// LTO-IR, for link-time optimisation with nvJitLink.
     LtoIr,
     /// A fatbin: CUBINs for several architectures, PTX and LTO-IR in one container, as
-    /// [`FatbinBuilder`](crate::FatbinBuilder) builds it (NVRTC does not compile to one).
+    /// `FatbinBuilder` (feature `fatbin`) builds it (NVRTC does not compile to one).
     Fatbin,
 }
 

@@ -42,6 +42,8 @@ use crate::trace::span;
 /// list shared by the clones, read on the first launch).
 ///
 /// ```no_run
+/// # #[cfg(feature = "disk-cache")]
+/// # fn main() -> cuda_safe::Result<()> {
 /// use cuda_safe::cache::{FileStreamProgramCache, InMemoryProgramCache, TieredProgramCache};
 /// use cuda_safe::{CodeKind, KernelCache, Program, ProgramOptions};
 ///
@@ -54,7 +56,10 @@ use crate::trace::span;
 /// let kernel = kernels.kernel(&program, CodeKind::Cubin, "k")?; // disk hit or compile
 /// let again = kernels.kernel(&program, CodeKind::Cubin, "k")?; // no driver call
 /// assert_eq!(kernel.as_raw(), again.as_raw());
-/// # Ok::<(), cuda_safe::Error>(())
+/// # Ok(())
+/// # }
+/// # #[cfg(not(feature = "disk-cache"))]
+/// # fn main() {}
 /// ```
 pub struct KernelCache<C = InMemoryProgramCache> {
     programs: C,

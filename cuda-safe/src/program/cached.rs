@@ -113,6 +113,8 @@ impl Program {
     /// for [`CudaHeaders::Toolkit`](crate::CudaHeaders::Toolkit).
     ///
     /// ```no_run
+    /// # #[cfg(feature = "disk-cache")]
+    /// # fn main() -> cuda_safe::Result<()> {
     /// use cuda_safe::cache::{FileStreamProgramCache, ProgramCache};
     /// use cuda_safe::{CodeKind, Program, ProgramOptions};
     ///
@@ -127,7 +129,10 @@ impl Program {
     ///         compiled.code().clone()
     ///     }
     /// };
-    /// # Ok::<(), cuda_safe::Error>(())
+    /// # Ok(())
+    /// # }
+    /// # #[cfg(not(feature = "disk-cache"))]
+    /// # fn main() {}
     /// ```
     #[doc(alias = "nvrtcVersion")]
     pub fn cache_key(&self, target: CodeKind) -> Result<CacheKey> {

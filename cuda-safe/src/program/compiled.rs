@@ -14,7 +14,7 @@ pub enum Toolchain {
     /// The driver's linker (`cuLink*`): [`Linker::link`](crate::Linker::link) without
     /// nvJitLink.
     DriverLinker,
-    /// nvFatbin: [`FatbinBuilder::build`](crate::FatbinBuilder::build) through `libnvfatbin`.
+    /// nvFatbin: `FatbinBuilder::build` (feature `fatbin`) through `libnvfatbin`.
     NvFatbin,
 }
 
