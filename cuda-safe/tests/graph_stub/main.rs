@@ -6,12 +6,20 @@
 //! inside a capture (`capture.rs`). Each case checks the calls the crate makes (and those it
 //! refuses to make: bad input is an error before the driver), the results the stub's launches
 //! compute, and that nothing is left behind; then every call of each new operation is failed in
-//! turn and the error must name it (`sweep.rs`). The crate must never misuse the driver.
+//! turn and the error must name it (`sweep.rs`). Graph arenas (`arena.rs`): a forward pass
+//! captured from an arena replays with new inputs bit for bit as run eagerly, with no allocation
+//! at replay; its addresses are the same after a reset and never given to others meanwhile; a
+//! reset or close is refused while a launch may run; the usage figures; refused growths and
+//! event records leave it whole. Captures into existing graphs with edge data, whole-graph
+//! updates from a fresh capture and the driver's refusals, re-capture where the driver has it
+//! (`into.rs`). The crate must never misuse the driver.
 //!
 //! A `main` of its own (`harness = false`): the stub is built and the library variables are set
 //! before anything else runs.
 
+mod arena;
 mod capture;
+mod into;
 mod nodes;
 use cuda_safe_stub as stub;
 mod sweep;
@@ -31,6 +39,9 @@ pub(crate) type Verdict = Result<(), String>;
 
 /// PTX text for the stub, which knows the kernels `twice`, `noop` and `count_down` of any image.
 const PTX: &str = ".version 8.5\n.target sm_90\n.address_size 64\n.visible .entry twice()\n{\n}\n";
+
+/// Bytes of address space each arena case reserves.
+pub(crate) const RESERVE: usize = 4 << 20;
 
 /// What the cases work on: device 0's primary context, two streams (the second records
 /// conditional bodies), its pool, and the stub's kernels: `twice(float* x, size_t n)` doubles
@@ -104,6 +115,24 @@ pub(crate) fn names(calls: &[Call]) -> Vec<String> {
     calls.iter().map(|call| call.name.clone()).collect()
 }
 
+/// How many calls of `name` `calls` hold.
+pub(crate) fn count_of(calls: &[Call], name: &str) -> usize {
+    calls.iter().filter(|call| call.name == name).count()
+}
+
+/// Checks that `result` failed with [`Error::Unsupported`] whose reason names `version`.
+pub(crate) fn unsupported<T: std::fmt::Debug>(
+    result: cuda_safe::Result<T>,
+    version: &str,
+) -> Verdict {
+    match result {
+        Err(Error::Unsupported { reason, .. }) if reason.contains(version) => Ok(()),
+        other => Err(format!(
+            "expected Unsupported naming {version:?}, got {other:?}"
+        )),
+    }
+}
+
 /// The arguments the stub logged with each call of `name` in `calls`.
 pub(crate) fn args_of(calls: &[Call], name: &str) -> Vec<i64> {
     calls
@@ -161,9 +190,9 @@ pub(crate) fn words_of(buffer: &Buffer) -> Result<Vec<u32>, String> {
     buffer.to_vec::<u32>().map_err(failed)
 }
 
-/// Live graphs (and executables), user objects and allocations.
-fn graph_objects(stub: &Stub) -> [i64; 3] {
-    ["graph", "userobj", "alloc"].map(|kind| live_of(stub, kind))
+/// Live graphs (and executables), user objects, allocations, reservations and chunks.
+fn graph_objects(stub: &Stub) -> [i64; 5] {
+    ["graph", "userobj", "alloc", "range", "chunk"].map(|kind| live_of(stub, kind))
 }
 
 type Case<'a> = Box<dyn Fn() -> Verdict + 'a>;
@@ -221,6 +250,42 @@ fn main() -> ExitCode {
             "conditional bodies captured inside a capture",
             Box::new(|| capture::conditional_bodies_are_captured(stub, fx)),
         ),
+        (
+            "a forward pass replays from the arena bit for bit as run eagerly",
+            Box::new(|| arena::replays_match_eager_runs(stub, fx)),
+        ),
+        (
+            "the arena's addresses are the same after a reset, and nobody else's meanwhile",
+            Box::new(|| arena::addresses_are_stable(fx)),
+        ),
+        (
+            "reset and close are refused while a launch may run",
+            Box::new(|| arena::busy_arenas_refuse(stub, fx)),
+        ),
+        (
+            "usage figures, growth and a full arena",
+            Box::new(|| arena::usage_is_reported(fx)),
+        ),
+        (
+            "an arena allocates only for captures that use it",
+            Box::new(|| arena::captures_must_name_the_arena(fx)),
+        ),
+        (
+            "a refused growth or event record leaves the arena whole",
+            Box::new(|| arena::failures_leave_the_arena_whole(stub, fx)),
+        ),
+        (
+            "capture into an existing graph after dependencies and edges",
+            Box::new(|| into::capture_into_an_existing_graph(stub, fx)),
+        ),
+        (
+            "whole-graph updates from a fresh capture, and the driver's refusals",
+            Box::new(|| into::updates_from_a_fresh_capture(stub, fx)),
+        ),
+        (
+            "re-capture, where the driver has it",
+            Box::new(|| into::recapture_where_the_driver_has_it(stub, fx)),
+        ),
     ];
     let mut failures = 0;
     for (name, case) in &cases {
@@ -233,12 +298,14 @@ fn main() -> ExitCode {
             })
             .map_err(|why| {
                 format!(
-                    "{why}: [graph, userobj, alloc] {before:?} -> {:?}",
+                    "{why}: [graph, userobj, alloc, range, chunk] {before:?} -> {:?}",
                     graph_objects(stub)
                 )
             })
         });
         stub.disarm();
+        stub.hold_gpu(false);
+        stub.set_driver_version(13010);
         match verdict {
             Ok(()) => println!("ok   {name} ({:.1?})", start.elapsed()),
             Err(why) => {
