@@ -30,7 +30,7 @@
 
 use std::fmt;
 
-use super::arena::GraphArena;
+use super::arena::ArenaCapture;
 use super::build::function_in;
 use super::kernel_node::write_attributes;
 use super::{Graph, KernelNode, Node, keep, next_id};
@@ -127,8 +127,9 @@ pub(super) struct Recording {
     /// from a graph under capture, so the capture is discarded at its end.
     pub(super) broken: bool,
     /// The arenas the capture allocates from ([`Capture::use_arena`]), each with the driver's
-    /// id of this capture, under which it was let allocate.
-    pub(super) arenas: Vec<(GraphArena, u64)>,
+    /// id of this capture, under which it was let allocate, and its generation then; unbound
+    /// once the capture is over and its graph bound ([`Recording::unbind_arenas`]).
+    pub(super) arenas: Vec<ArenaCapture>,
 }
 
 impl Capture {
@@ -374,25 +375,39 @@ impl Capture {
                  removes no node from a graph under capture",
             ));
         }
-        let raw = recording.finish()?;
+        let raw = match recording.finish() {
+            Ok(raw) => raw,
+            Err(error) => {
+                recording.unbind_arenas();
+                return Err(error);
+            }
+        };
         let mut graph = Graph::from_parts(
             raw,
             recording.id,
             recording.stream.context().clone(),
-            recording.retained,
+            std::mem::take(&mut recording.retained),
         );
-        graph.bind_arenas(&recording.arenas)?;
-        Ok(graph)
+        // Bound before the arenas let go of the capture: no reset lands in between.
+        let bound = graph.bind_arenas(&recording.arenas);
+        recording.unbind_arenas();
+        bound.map(|()| graph)
     }
 }
 
 impl Recording {
-    /// Ends the capture: the recorded graph, or the driver's error (a graph the driver still
-    /// returned with it is destroyed, unless it is a conditional node's body).
-    pub(super) fn finish(&self) -> Result<CUgraph> {
-        for (arena, id) in &self.arenas {
-            arena.unbind_capture(*id);
+    /// The capture is over and its graph bound (or discarded): the arenas it used let go of
+    /// it, and may be reset from now on.
+    pub(super) fn unbind_arenas(&self) {
+        for used in &self.arenas {
+            used.unbind();
         }
+    }
+
+    /// Ends the capture: the recorded graph, or the driver's error (a graph the driver still
+    /// returned with it is destroyed, unless it is a conditional node's body). The arenas
+    /// stay bound to it: unbind them once the graph is bound.
+    pub(super) fn finish(&self) -> Result<CUgraph> {
         let driver = self.stream.driver();
         let mut raw: CUgraph = std::ptr::null_mut();
         // SAFETY: a valid stream and out-pointer.
@@ -421,7 +436,9 @@ impl Release for Recording {
     /// Ends the capture and destroys the graph recorded (not a conditional node's body, which
     /// its node owns).
     fn release(&mut self) -> Result<()> {
-        match self.finish() {
+        let finished = self.finish();
+        self.unbind_arenas();
+        match finished {
             Ok(_) if self.keeper.is_some() => Ok(()),
             // SAFETY: the graph just captured, which nobody else has.
             Ok(raw) => unsafe { cu!(self.stream.driver(), cuGraphDestroy(raw)) },

@@ -297,6 +297,8 @@ impl Capture {
         // Ends the body's capture either way; the body graph stays with its node.
         let recording = body.inner.into_unreleased();
         let ended = recording.finish().map(drop);
+        // The outer capture stays bound to the arenas, and binds its graph to them.
+        recording.unbind_arenas();
         self.inner.retained.extend(recording.retained);
         let nested = if recording.broken {
             Err(Error::invalid_argument(

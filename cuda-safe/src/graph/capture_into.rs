@@ -271,14 +271,20 @@ impl Graph {
         } else {
             Ok(())
         };
-        let ends = match outcome.and_then(|ends| ended.and(broken).map(|_| ends)) {
-            Ok(ends) => ends,
+        // Bound before the arenas let go of the capture: no reset lands in between. A graph
+        // whose new nodes could not be bound must not launch: it gets a defect.
+        let bound = outcome.and_then(|ends| {
+            ended.and(broken)?;
+            self.bind_arenas(&recording.arenas)?;
+            Ok(ends)
+        });
+        recording.unbind_arenas();
+        match bound {
+            Ok(ends) => Ok(ends.into_iter().map(|raw| self.node(raw)).collect()),
             Err(error) => {
                 self.defect = Some(format!("{failure}: {error}"));
-                return Err(error);
+                Err(error)
             }
-        };
-        self.bind_arenas(&recording.arenas)?;
-        Ok(ends.into_iter().map(|raw| self.node(raw)).collect())
+        }
     }
 }

@@ -132,7 +132,9 @@ impl Graph {
     /// # Errors
     ///
     /// - [`Error::InvalidArgument`], before any driver call, for `device_launch` with
-    ///   `auto_free_on_launch`;
+    ///   `auto_free_on_launch`, or for `device_launch` of a graph captured in a
+    ///   [`GraphArena`](super::GraphArena) (a launch from the device would pass none of the
+    ///   arena's checks);
     /// - [`Error::Unsupported`] for `device_launch` on a device without unified addressing;
     /// - [`Error::GraphInstantiateRefused`] with the driver's reason: as
     ///   [`instantiate`](Self::instantiate), and for `device_launch` a node a device graph
@@ -142,6 +144,9 @@ impl Graph {
     pub fn instantiate_with(self, options: InstantiateOptions) -> Result<GraphExec> {
         let _span = span!(DEBUG, "graph_instantiate");
         self.check_whole()?;
+        if options.device_launch {
+            refuse_arenas_for_device_launch(&self)?;
+        }
         let arenas = ArenaUse::new(&self.context, &self.arenas)?;
         let raw = {
             let _current = self.context.scoped()?;
@@ -203,9 +208,11 @@ impl GraphExec {
     #[inline]
     pub fn launch(&self, stream: &Stream) -> Result<()> {
         self.graph.panics.check()?;
-        if let Some(arenas) = &self.arenas {
-            arenas.check()?;
-        }
+        // Held until the event is recorded: no arena resets meanwhile.
+        let _launching = match &self.arenas {
+            Some(arenas) => Some(arenas.check()?),
+            None => None,
+        };
         // SAFETY: a valid executable and stream; what the nodes use is alive (kept by the
         // graph, or the caller's promise where the graph was built).
         unsafe {
@@ -248,9 +255,14 @@ impl GraphExec {
     /// # Errors
     ///
     /// [`Error::GraphUpdateRefused`] with the driver's reason when the graphs differ in a way
-    /// an update cannot apply (the executable is unchanged); the driver's error.
+    /// an update cannot apply (the executable is unchanged); [`Error::InvalidArgument`],
+    /// before any driver call, for an executable instantiated for device launch and a graph
+    /// captured in a [`GraphArena`](super::GraphArena); the driver's error.
     #[doc(alias = "cuGraphExecUpdate")]
     pub fn update(&mut self, graph: &Graph) -> Result<()> {
+        if self.device_launch {
+            refuse_arenas_for_device_launch(graph)?;
+        }
         let Self {
             handle,
             graph: own,
@@ -262,6 +274,9 @@ impl GraphExec {
 
     /// Updates the executable from its own graph, after that graph was re-captured.
     pub(super) fn update_from_own_graph(&mut self) -> Result<()> {
+        if self.device_launch {
+            refuse_arenas_for_device_launch(&self.graph)?;
+        }
         let Self {
             handle,
             graph,
@@ -363,6 +378,17 @@ impl GraphExec {
         let graph = graph.close();
         exec.and(graph)
     }
+}
+
+/// Refuses a graph captured in an arena for device launch: a launch from the device would
+/// check no arena's generation and record no event, so a reset could free its memory under it.
+fn refuse_arenas_for_device_launch(graph: &Graph) -> Result<()> {
+    if graph.arenas.is_empty() {
+        return Ok(());
+    }
+    Err(Error::invalid_argument(
+        "a graph captured in a graph arena cannot be instantiated for device launch: launches          from the device pass none of the arena's checks (a reset could free memory they use)",
+    ))
 }
 
 /// Updates the executable `handle` (made from `own`, with `arenas`) to run `graph`'s

@@ -57,7 +57,9 @@ impl GraphExec {
     /// As [`Graph::recapture`] (a failed re-capture leaves the executable as it was, its
     /// graph undefined); [`Error::GraphUpdateRefused`] with the driver's reason when the
     /// report's [`not_updatable`](RecaptureReport::not_updatable) nodes stop the update: the
-    /// executable runs as before, and only a new instantiation runs the re-captured work.
+    /// executable runs as before, and only a new instantiation runs the re-captured work;
+    /// [`Error::InvalidArgument`] for an executable instantiated for device launch whose
+    /// re-capture used a [`GraphArena`](crate::GraphArena) (the executable runs as before).
     ///
     /// # Safety
     ///

@@ -10,7 +10,8 @@
 //! captured from an arena replays with new inputs bit for bit as run eagerly, with no allocation
 //! at replay; its addresses are the same after a reset and never given to others meanwhile; a
 //! reset or close is refused while a launch may run; the usage figures; refused growths and
-//! event records leave it whole. Captures into existing graphs with edge data, whole-graph
+//! event records leave it whole; what keeps its memory from being freed under a graph that
+//! may use it (`guards.rs`). Captures into existing graphs with edge data, whole-graph
 //! updates from a fresh capture and the driver's refusals, re-capture where the driver has it
 //! (`into.rs`). The crate must never misuse the driver.
 //!
@@ -19,6 +20,7 @@
 
 mod arena;
 mod capture;
+mod guards;
 mod into;
 mod nodes;
 use cuda_safe_stub as stub;
@@ -273,6 +275,26 @@ fn main() -> ExitCode {
         (
             "a refused growth or event record leaves the arena whole",
             Box::new(|| arena::failures_leave_the_arena_whole(stub, fx)),
+        ),
+        (
+            "a launch in progress refuses a reset",
+            Box::new(|| guards::a_launch_in_progress_refuses_a_reset(fx)),
+        ),
+        (
+            "a capture into a graph keeps its stale arena binding, a failed binding a defect",
+            Box::new(|| guards::captures_into_a_graph_keep_its_stale_binding(stub, fx)),
+        ),
+        (
+            "a launch neither tracked nor waited for keeps the arena busy",
+            Box::new(|| guards::untracked_launches_keep_the_arena_busy(stub, fx)),
+        ),
+        (
+            "an executable of two arenas leaves no event behind",
+            Box::new(|| guards::executables_of_two_arenas_leave_no_event(stub, fx)),
+        ),
+        (
+            "device launch of arena graphs and static buffers copied over themselves are refused",
+            Box::new(|| guards::device_launch_and_self_copies_are_refused(fx)),
         ),
         (
             "capture into an existing graph after dependencies and edges",

@@ -1,13 +1,14 @@
 //! Graph arenas: a captured forward pass (kernels and a cuBLAS GEMM whose workspace is arena
 //! memory) replayed 1,000 times with new inputs, bit for bit against eager runs of the same
 //! pass, its temporaries at the same addresses at every replay; beside it, the memory the
-//! same pass takes captured with memory nodes. Refusals while a replay runs, and a reset
-//! followed by a fresh capture that lands on the same addresses.
+//! same pass takes captured with memory nodes. Refusals while a replay runs, a reset
+//! followed by a fresh capture that lands on the same addresses, and the refusals of device
+//! launch and of a static buffer copied over itself.
 
 use cuda_safe::sys::{CUgraphMem_attribute, CUresult};
 use cuda_safe::{
-    Buffer, CaptureMode, Device, Error, GraphArena, LaunchConfig, Result, StaticBuffer, Stream,
-    launch,
+    Buffer, CaptureMode, Device, Error, GraphArena, InstantiateOptions, LaunchConfig, Result,
+    StaticBuffer, Stream, launch,
 };
 use cuda_safe_libs::blas::{Blas, DEFAULT_WORKSPACE, Gemm, Scalars};
 
@@ -278,4 +279,17 @@ pub(crate) fn a_busy_arena_refuses_and_a_reset_recaptures_at_the_same_addresses(
     exec.launch(s).unwrap();
     s.sync().unwrap();
     assert_eq!(out.to_vec().unwrap(), [7; 256]);
+
+    // Refused before the driver: a launch from the device would pass none of the arena's
+    // checks, and a static buffer copied over itself would be an overlapping copy.
+    let device = InstantiateOptions {
+        device_launch: true,
+        ..Default::default()
+    };
+    let refused = record(&mut second).instantiate_with(device);
+    assert!(matches!(refused, Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        out.copy_in_from(out.buffer()),
+        Err(Error::InvalidArgument(_))
+    ));
 }

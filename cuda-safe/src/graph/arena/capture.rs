@@ -1,9 +1,11 @@
 //! Captures that allocate from arenas: a capture names the arenas it uses
 //! ([`Capture::use_arena`]), each arena allocates only for captures that named it, and the
 //! graph a capture ends with keeps those arenas and their static buffers alive and is bound
-//! to their generation.
+//! to their generation when the capture named them (a reset is refused from then until the
+//! capture is over and the graph bound).
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use super::{Binding, GraphArena};
 use crate::abi;
@@ -12,6 +14,23 @@ use crate::graph::{Capture, CaptureMode, Graph};
 use crate::launch::Keep;
 use crate::stream::Stream;
 use cuda_sys::CUstreamCaptureStatus;
+
+/// An arena a capture uses: the driver's id of the capture, under which the arena lets it
+/// allocate, and the arena's generation then (which the graph is bound to).
+#[derive(Debug, Clone)]
+pub(in crate::graph) struct ArenaCapture {
+    arena: GraphArena,
+    id: u64,
+    generation: u64,
+}
+
+impl ArenaCapture {
+    /// The capture is over (ended, or discarded), and its graph bound: the arena no longer
+    /// allocates for it, and may be reset.
+    pub(in crate::graph) fn unbind(&self) {
+        self.arena.unbind_capture(self.id);
+    }
+}
 
 impl GraphArena {
     /// Captures what `record` queues on `stream` into a new graph, as
@@ -47,16 +66,18 @@ impl GraphArena {
         }
     }
 
-    /// Lets the capture numbered `id` (the driver's) allocate from the arena.
-    pub(in crate::graph) fn bind_capture(&self, id: u64) {
+    /// Lets the capture numbered `id` (the driver's) allocate from the arena; the arena's
+    /// generation, which stays until the capture is unbound (a reset is refused meanwhile).
+    fn bind_capture(&self, id: u64) -> u64 {
         let mut state = self.inner.lock();
         if !state.captures.contains(&id) {
             state.captures.push(id);
         }
+        self.inner.generation.load(Ordering::Acquire)
     }
 
     /// The capture numbered `id` has ended (or was discarded).
-    pub(in crate::graph) fn unbind_capture(&self, id: u64) {
+    fn unbind_capture(&self, id: u64) {
         self.inner.lock().captures.retain(|&known| known != id);
     }
 }
@@ -87,7 +108,7 @@ impl Capture {
             .inner
             .arenas
             .iter()
-            .any(|(known, _)| known.same_as(arena))
+            .any(|known| known.arena.same_as(arena))
         {
             return Ok(());
         }
@@ -99,39 +120,47 @@ impl Capture {
                 info.status.0
             )));
         }
-        arena.bind_capture(info.id);
-        self.inner.arenas.push((arena.clone(), info.id));
+        let generation = arena.bind_capture(info.id);
+        self.inner.arenas.push(ArenaCapture {
+            arena: arena.clone(),
+            id: info.id,
+            generation,
+        });
         Ok(())
     }
 
     /// Makes this capture (a conditional body's) use the arenas `outer` uses.
     pub(in crate::graph) fn inherit_arenas(&mut self, outer: &Capture) -> Result<()> {
-        for (arena, _) in &outer.inner.arenas {
-            self.use_arena(arena)?;
+        for used in &outer.inner.arenas {
+            self.use_arena(&used.arena)?;
         }
         Ok(())
     }
 }
 
 impl Graph {
-    /// Binds the graph to `arenas` (a capture's, which just ended into it): it keeps each
-    /// arena and its live static buffers alive (a user object, for every executable made from
-    /// it) and answers to each arena's generation.
-    pub(in crate::graph) fn bind_arenas(&mut self, arenas: &[(GraphArena, u64)]) -> Result<()> {
-        for (arena, _) in arenas {
-            let statics = arena.live_statics();
+    /// Binds the graph to `arenas` (a capture's, which just ended into it, still bound to
+    /// them): it keeps each arena and its live static buffers alive (a user object, for every
+    /// executable made from it) and answers to each arena's generation when the capture named
+    /// it. A graph already bound to an arena keeps the older generation: its earlier nodes
+    /// still address what the arena had then.
+    pub(in crate::graph) fn bind_arenas(&mut self, arenas: &[ArenaCapture]) -> Result<()> {
+        for used in arenas {
+            let statics = used.arena.live_statics();
             let buffers: Vec<&Arc<_>> = statics.iter().collect();
-            let items: Vec<Keep> = vec![Box::new(arena.clone())];
+            let items: Vec<Keep> = vec![Box::new(used.arena.clone())];
             self.keep_buffers(&buffers, items)?;
-            let generation = arena
-                .inner
-                .generation
-                .load(std::sync::atomic::Ordering::Acquire);
-            self.arenas.retain(|binding| !binding.arena.same_as(arena));
-            self.arenas.push(Binding {
-                arena: arena.clone(),
-                generation,
-            });
+            match self
+                .arenas
+                .iter_mut()
+                .find(|binding| binding.arena.same_as(&used.arena))
+            {
+                Some(binding) => binding.generation = binding.generation.min(used.generation),
+                None => self.arenas.push(Binding {
+                    arena: used.arena.clone(),
+                    generation: used.generation,
+                }),
+            }
         }
         Ok(())
     }

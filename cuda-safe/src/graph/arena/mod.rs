@@ -1,15 +1,17 @@
 //! Graph arenas: memory a captured region allocates from whose addresses stay the same at
 //! every replay, without the graph's memory nodes ([`GraphArena`]); the bookkeeping of its
-//! ranges (`blocks`), what ties executables to it (`flight`), captures that use it
-//! (`capture`), and its static buffers (`statics`).
+//! ranges (`blocks`), what ties executables to it (`flight`), the gate its launches pass
+//! (`gate`), captures that use it (`capture`), and its static buffers (`statics`).
 
 mod blocks;
 mod capture;
 mod flight;
+mod gate;
 mod statics;
 
 pub use statics::StaticBuffer;
 
+pub(super) use capture::ArenaCapture;
 pub(super) use flight::{ArenaUse, Binding};
 
 use std::fmt;
@@ -18,6 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use blocks::{Blocks, Destination};
 use flight::Flight;
+use gate::LaunchGate;
 
 use crate::abi;
 use crate::device::Device;
@@ -56,7 +59,15 @@ use super::Capture;
 /// An executable made from a graph captured in an arena keeps the arena alive and records an
 /// event after each launch, so the arena refuses [`reset`](Self::reset) and
 /// [`close`](Self::close) while a launch may still run ([`Error::ArenaBusy`]), and a launch of
-/// a graph captured before a reset is refused.
+/// a graph captured before a reset is refused. A launch holds the arena's launch gate from
+/// that check until its event is recorded, so a reset on another thread waits for neither and
+/// slips in between neither.
+///
+/// Two executables made from one capture (the graph instantiated, and a clone of it
+/// instantiated too) replay the same addresses: their scratch memory is shared. Launch them
+/// one after the other on one stream (or order their streams); launched concurrently, each
+/// overwrites the other's temporaries. For concurrent replays, capture the work once per
+/// executable: each capture gets its own memory.
 ///
 /// ```no_run
 /// use cuda_safe::{CaptureMode, Device, GraphArena, LaunchConfig, ObjectCode, launch};
@@ -93,7 +104,9 @@ struct ArenaInner {
     /// The reservation's base address (it never moves).
     base: CUdeviceptr,
     /// Bumped by each reset: graphs captured before refuse to launch.
-    generation: Arc<AtomicU64>,
+    generation: AtomicU64,
+    /// What launches of its graphs pass from their generation check to their event record.
+    gate: LaunchGate,
     state: Mutex<State>,
 }
 
@@ -172,7 +185,8 @@ impl GraphArena {
                 device,
                 driver: stream.driver(),
                 base,
-                generation: Arc::new(AtomicU64::new(0)),
+                generation: AtomicU64::new(0),
+                gate: LaunchGate::default(),
                 state: Mutex::new(State {
                     blocks: Blocks::new(capacity),
                     memory,
@@ -217,14 +231,25 @@ impl GraphArena {
     #[doc = cuda_sys::api_doc!(cuEventQuery)]
     /// # Errors
     ///
-    /// [`Error::ArenaBusy`] while a launch of a graph captured here may still run or a
-    /// capture records into the arena (nothing is freed); the driver's error from asking.
+    /// [`Error::ArenaBusy`] while a launch of a graph captured here is being made or may
+    /// still run, or a capture records into the arena (nothing is freed); the driver's error
+    /// from asking.
     #[doc(alias = "cuEventQuery")]
     pub fn reset(&self) -> Result<()> {
         let mut state = self.inner.lock();
+        let closed = self
+            .inner
+            .gate
+            .close()
+            .map_err(|launching| Error::ArenaBusy {
+                in_flight: launching,
+                capturing: state.captures.len(),
+                holders: 0,
+            })?;
         state.refuse_if_busy(self.inner.driver, 0)?;
         state.blocks.reset();
         self.inner.generation.fetch_add(1, Ordering::AcqRel);
+        drop(closed);
         Ok(())
     }
 
@@ -256,11 +281,6 @@ impl GraphArena {
                 holders: Arc::strong_count(&shared) - 1,
             }),
         }
-    }
-
-    /// The counter each reset bumps.
-    fn generation_counter(&self) -> Arc<AtomicU64> {
-        Arc::clone(&self.inner.generation)
     }
 
     /// Registers `flight` (once): a reset or close asks it first.
@@ -295,7 +315,8 @@ impl ArenaInner {
 
 impl State {
     /// [`Error::ArenaBusy`] while a registered flight may still run or a capture records;
-    /// flights that are done and whose executable is gone are forgotten.
+    /// flights that are done and whose executable is gone are forgotten (a flight registered
+    /// with several arenas too).
     fn refuse_if_busy(&mut self, driver: &'static Driver, holders: usize) -> Result<()> {
         let mut in_flight = 0;
         let mut asked = Ok(());
@@ -308,8 +329,8 @@ impl State {
                     in_flight += 1;
                     true
                 }
-                // Done, and its executable is gone: nothing can launch it again.
-                Ok(false) => Arc::strong_count(flight) > 1,
+                // Done; forgotten once its executable is gone: nothing can launch it again.
+                Ok(false) => flight.exec_alive(),
                 Err(error) => {
                     asked = Err(error);
                     true

@@ -108,10 +108,25 @@ impl<T: Pod> StaticBuffer<T> {
     #[doc = cuda_sys::api_doc!(cuMemcpyAsync)]
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for another size; the driver's error.
+    /// [`Error::InvalidArgument`] for another size, or a source overlapping this buffer (the
+    /// buffer itself: a copy over itself); the driver's error.
     #[doc(alias = "cuMemcpyAsync")]
     pub fn copy_in_from(&self, src: &Buffer) -> Result<()> {
+        let (start, end) = (self.buffer.as_raw(), self.buffer.as_raw() + self.bytes());
+        let src_end = src.as_raw() + src.len() as u64;
+        if src.as_raw() < end && start < src_end {
+            return Err(Error::invalid_argument(format!(
+                "the source {:#x}..{src_end:#x} overlaps the static buffer {start:#x}..{end:#x}: \
+                 a copy cannot read memory it writes",
+                src.as_raw()
+            )));
+        }
         self.view()?.copy_from(&src.as_slice::<T>()?)
+    }
+
+    /// Its size in bytes.
+    fn bytes(&self) -> u64 {
+        self.buffer.len() as u64
     }
 
     /// Copies the values out into `out` (exactly [`len`](Self::len) of them), after the work
