@@ -26,6 +26,7 @@ mod attention_fp8;
 mod checks;
 mod compute;
 mod norms;
+mod overrides;
 mod plans;
 #[cfg(feature = "half")]
 mod reference;
@@ -162,7 +163,8 @@ fn main() -> ExitCode {
         .iter()
         .chain(checks::CASES)
         .chain(plans::CASES)
-        .chain(norms::CASES);
+        .chain(norms::CASES)
+        .chain(overrides::CASES);
     #[cfg(feature = "half")]
     let cases = cases
         .chain(attention::CASES)
