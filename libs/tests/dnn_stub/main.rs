@@ -30,6 +30,7 @@ mod overrides;
 mod plans;
 #[cfg(feature = "half")]
 mod reference;
+mod workspace;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -164,7 +165,8 @@ fn main() -> ExitCode {
         .chain(checks::CASES)
         .chain(plans::CASES)
         .chain(norms::CASES)
-        .chain(overrides::CASES);
+        .chain(overrides::CASES)
+        .chain(workspace::CASES);
     #[cfg(feature = "half")]
     let cases = cases
         .chain(attention::CASES)
