@@ -25,6 +25,10 @@ const LEN: usize = 1024;
 /// one byte larger takes a block past it.
 const IDLE_STAGING_LIMIT: usize = 64 << 20;
 
+/// What a staging block past [`IDLE_STAGING_LIMIT`] is rounded up to a multiple of
+/// (docs/async.md).
+const LARGE_GRANULE: usize = 2 << 20;
+
 /// A pinned block for `bytes` bytes of the fixture's device.
 fn pinned_block(fx: &Fixture, bytes: usize) -> Result<PinnedBlock, String> {
     PinnedMemoryResource::new(fx.stream.device())
@@ -113,7 +117,8 @@ fn bad_input_is_refused(stub: &Stub, fx: &Fixture) -> Verdict {
 }
 
 /// Two downloads of a buffer past the idle limit: the second reuses the first's block (one
-/// `cuMemHostAlloc`, no `cuMemFreeHost`), which stays idle in the cache afterwards.
+/// `cuMemHostAlloc`, no `cuMemFreeHost`), which stays idle in the cache afterwards, its size
+/// the download's rounded up to 2 MiB.
 fn a_large_staging_block_is_reused(stub: &Stub, fx: &Fixture, reactor: &Reactor) -> Verdict {
     let bytes = IDLE_STAGING_LIMIT + 1;
     let source = fx.pool.allocate(bytes, &fx.stream).map_err(failed)?;
@@ -135,6 +140,11 @@ fn a_large_staging_block_is_reused(stub: &Stub, fx: &Fixture, reactor: &Reactor)
     let idle = reactor.stats().staging_idle;
     ensure(idle > IDLE_STAGING_LIMIT, || {
         format!("{idle} bytes idle: the large block was not kept")
+    })?;
+    // The large block is the download rounded up to the granule, not to a power of two (the
+    // small idle blocks of the earlier cases are under one granule).
+    ensure(idle < IDLE_STAGING_LIMIT + 2 * LARGE_GRANULE, || {
+        format!("{idle} bytes idle for a download of {bytes} bytes")
     })
 }
 
