@@ -1,7 +1,7 @@
 //! Downloads that pin no memory of their own, against the stub driver: a download into the
 //! caller's pinned block allocates nothing, stages nothing and lands the values in that block,
 //! which it keeps (dropped in flight) until the held GPU has passed the copy; bad input is a
-//! typed error; and a staging block past the idle cache's limit is reused by the next download
+//! typed error, the block handed back; and a staging block past the idle cache's limit is reused by the next download
 //! that large rather than pinned and freed at each use.
 //!
 //! A `main` of its own (`harness = false`): the stub is built and the library variables are set
@@ -96,19 +96,37 @@ fn a_dropped_download_keeps_the_block(stub: &Stub, fx: &Fixture) -> Verdict {
 }
 
 /// A block smaller than the buffer and a buffer that is not a whole number of elements are
-/// refused before any copy is queued.
+/// refused before any copy is queued, each download handing the caller's block back.
 fn bad_input_is_refused(stub: &Stub, fx: &Fixture) -> Verdict {
     let source = fx.pool.allocate_from_host(&[2.0f32; LEN], &fx.stream);
     let source = source.map_err(failed)?;
     let odd = fx.pool.allocate(6, &fx.other).map_err(failed)?;
     let copies = stub.calls("cuMemcpyAsync");
-    let small = source.download_into::<f32>(pinned_block(fx, source.len() / 2)?);
-    let uneven = odd.download_into::<f32>(pinned_block(fx, odd.len())?);
-    for (what, download) in [("a small block", small), ("an uneven buffer", uneven)] {
-        let result = pollster::block_on(download);
+    let small = pinned_block(fx, source.len() / 2)?;
+    let uneven = pinned_block(fx, odd.len())?;
+    let cases = [
+        (
+            "a small block",
+            small.as_ptr(),
+            source.download_into::<f32>(small),
+        ),
+        (
+            "an uneven buffer",
+            uneven.as_ptr(),
+            odd.download_into::<f32>(uneven),
+        ),
+    ];
+    for (what, address, mut download) in cases {
+        let result = pollster::block_on(&mut download);
         ensure(matches!(result, Err(Error::InvalidArgument(_))), || {
             format!("{what} gave {result:?}")
         })?;
+        // The refused download hands the caller's block back.
+        let back = download.into_block();
+        ensure(
+            back.as_ref().map(PinnedBlock::as_ptr) == Some(address),
+            || format!("{what}: the block back was {back:?}"),
+        )?;
     }
     let queued = stub.calls("cuMemcpyAsync") - copies;
     ensure(queued == 0, || {
