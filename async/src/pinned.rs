@@ -25,13 +25,21 @@ use cuda_safe::{Buffer, Error, PinnedBlock, Result, assert_send_sync};
 /// given, handed back as [`PinnedValues`] once the copy into it has finished.
 ///
 /// Errors and dropping are as for [`Completion`]: dropped before it resolves, it leaves the
-/// block to the reactor, which frees it once the copy has finished. `Send`, `Sync` and
-/// `Unpin`.
+/// block to the reactor, which frees it once the copy has finished. A download refused before
+/// any copy was queued (bad input, a capturing stream) resolves to its error and hands the
+/// block back through [`into_block`](Self::into_block). `Send`, `Sync` and `Unpin`.
 #[must_use = "the copy runs anyway; await the download to get the block back"]
 pub struct PinnedDownload<T: Pod> {
-    completion: Completion<PinnedBlock>,
+    state: State,
     len: usize,
     _elements: PhantomData<fn() -> T>,
+}
+
+/// A download queued (or with nothing to copy), or refused with its block untouched.
+#[derive(Debug)]
+enum State {
+    Queued(Completion<PinnedBlock>),
+    Refused { error: Error, block: PinnedBlock },
 }
 
 /// A buffer's contents as `T`s at the start of the caller's [`PinnedBlock`], readable and
@@ -92,12 +100,28 @@ impl<T: Pod> PinnedDownload<T> {
                 let stream = buffer.stream();
                 (Waiter::on_stream(reactor, stream, report, None, true), len)
             }
-            Err(error) => (Waiter::failed(reactor, error, None), 0),
+            Err(error) => {
+                return Self {
+                    state: State::Refused { error, block: into },
+                    len: 0,
+                    _elements: PhantomData,
+                };
+            }
         };
         Self {
-            completion: Completion::new(waiter, into),
+            state: State::Queued(Completion::new(waiter, into)),
             len,
             _elements: PhantomData,
+        }
+    }
+
+    /// The caller's block back, untouched, when the download was refused before any copy was
+    /// queued (the future resolves to that error); `None` for a queued download (dropped, it
+    /// leaves the block to the reactor until the copy has finished).
+    pub fn into_block(self) -> Option<PinnedBlock> {
+        match self.state {
+            State::Refused { block, .. } => Some(block),
+            State::Queued(_) => None,
         }
     }
 
@@ -118,13 +142,16 @@ impl<T: Pod> Future for PinnedDownload<T> {
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         let len = this.len;
-        Pin::new(&mut this.completion)
-            .poll(cx)
-            .map_ok(|block| PinnedValues {
-                block,
-                len,
-                _elements: PhantomData,
-            })
+        match &mut this.state {
+            State::Refused { error, .. } => Poll::Ready(Err(error.clone())),
+            State::Queued(completion) => {
+                Pin::new(completion).poll(cx).map_ok(|block| PinnedValues {
+                    block,
+                    len,
+                    _elements: PhantomData,
+                })
+            }
+        }
     }
 }
 
@@ -158,7 +185,7 @@ impl<T: Pod> DerefMut for PinnedValues<T> {
 impl<T: Pod> fmt::Debug for PinnedDownload<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PinnedDownload")
-            .field("completion", &self.completion)
+            .field("state", &self.state)
             .field("len", &self.len)
             .finish()
     }

@@ -111,7 +111,7 @@ struct Lane {
     signal: Arc<Signal>,
     /// A host function is queued for the lane and has not run yet.
     armed: bool,
-    /// Arming failed: the lane is left to the sweep.
+    /// Arming failed: the lane is left to the sweep until it is empty.
     unarmable: bool,
     /// Something may have finished: ask the lane on this pass.
     dirty: bool,
@@ -193,7 +193,9 @@ impl Worker {
             });
             // A new lane, or one whose stream has gone since the last pass and whose handle
             // (of the same context, which the lane keeps alive) the driver gave to this one.
-            if let Some(stream) = mark.stream()
+            // A lane of its own (a special stream's mark) names no stream: it goes once empty.
+            if entry.ordered
+                && let Some(stream) = mark.stream()
                 && !entry.stream.as_ref().is_some_and(WeakStream::is_alive)
             {
                 entry.stream = Some(stream.downgrade());
@@ -263,6 +265,9 @@ impl Worker {
         let mut retired = Vec::new();
         self.lanes.retain(|_, lane| {
             if !lane.is_spent() {
+                // A failed arming leaves the lane to the sweep until it is empty; its next
+                // wait tries a host function again.
+                lane.unarmable &= !lane.entries.is_empty();
                 return true;
             }
             retired.extend(lane.notifier.take());

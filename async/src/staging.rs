@@ -2,7 +2,8 @@
 //! from pageable memory makes the driver wait for it, so downloads and uploads go through
 //! page-locked blocks (the core's [`PinnedBlock`]s), kept for reuse by the reactor.
 //!
-//! Blocks come in powers of two from 4 KiB. A block in use belongs to one future (or, once the
+//! Blocks come in powers of two from 4 KiB up to [`MAX_IDLE_BYTES`], and past it in multiples
+//! of [`LARGE_GRANULE`] (2 MiB): a copy of 2.1 GiB pins about that much, not 4 GiB. A block in use belongs to one future (or, once the
 //! future is dropped, to the reactor until the copy has finished): it goes back to the cache
 //! only when the GPU is done with it, so a block is never handed to a second copy while the
 //! first may still write it. At most [`MAX_IDLE_BYTES`] of idle blocks are kept; a block that
@@ -23,6 +24,19 @@ const MIN_BLOCK: usize = 4096;
 
 /// Idle staging memory kept for reuse, at most (64 MiB).
 pub(super) const MAX_IDLE_BYTES: usize = 64 << 20;
+
+/// What a block past [`MAX_IDLE_BYTES`] is rounded up to a multiple of (2 MiB).
+pub(super) const LARGE_GRANULE: usize = 2 << 20;
+
+/// The size of the block that stages `bytes` bytes: a power of two from [`MIN_BLOCK`] up to
+/// [`MAX_IDLE_BYTES`], a multiple of [`LARGE_GRANULE`] past it; `None` past `usize`.
+fn block_size(bytes: usize) -> Option<usize> {
+    let size = bytes.max(MIN_BLOCK).checked_next_power_of_two();
+    match size {
+        Some(size) if size <= MAX_IDLE_BYTES => Some(size),
+        _ => bytes.checked_next_multiple_of(LARGE_GRANULE),
+    }
+}
 
 /// The idle blocks, and what is in use.
 #[derive(Default)]
@@ -50,7 +64,7 @@ impl StagingCache {
         idle
     }
 
-    /// An idle block for `size` bytes (a power of two), marked in use: one of exactly that
+    /// An idle block for `size` bytes (a [`block_size`]), marked in use: one of exactly that
     /// size, or for a size past [`MAX_IDLE_BYTES`], the large block if it is big enough.
     fn lend(&mut self, size: usize) -> Option<PinnedBlock> {
         let block = if size > MAX_IDLE_BYTES {
@@ -109,12 +123,9 @@ impl Staging {
     /// [`Error::InvalidArgument`] for a size past the largest block; the driver's error from
     /// `cuMemHostAlloc` (out of memory included).
     pub(super) fn take(core: &'static Core, bytes: usize, stream: &Stream) -> Result<Self> {
-        let size = bytes
-            .max(MIN_BLOCK)
-            .checked_next_power_of_two()
-            .ok_or_else(|| {
-                Error::invalid_argument(format!("{bytes} bytes cannot be staged in one block"))
-            })?;
+        let size = block_size(bytes).ok_or_else(|| {
+            Error::invalid_argument(format!("{bytes} bytes cannot be staged in one block"))
+        })?;
         let reused = lock(&core.staging).lend(size);
         let block = match reused {
             Some(block) => block,
@@ -153,5 +164,24 @@ impl Release for Lease {
         };
         let surplus = lock(&self.core.staging).keep(block);
         surplus.map_or(Ok(()), PinnedBlock::close)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{LARGE_GRANULE, MAX_IDLE_BYTES, MIN_BLOCK, block_size};
+
+    #[test]
+    fn blocks_are_powers_of_two_then_multiples_of_the_granule() {
+        assert_eq!(block_size(1), Some(MIN_BLOCK));
+        assert_eq!(block_size(MIN_BLOCK + 1), Some(2 * MIN_BLOCK));
+        assert_eq!(block_size(MAX_IDLE_BYTES), Some(MAX_IDLE_BYTES));
+        assert_eq!(
+            block_size(MAX_IDLE_BYTES + 1),
+            Some(MAX_IDLE_BYTES + LARGE_GRANULE)
+        );
+        let large = 33 * MAX_IDLE_BYTES + 1;
+        assert_eq!(block_size(large), Some(33 * MAX_IDLE_BYTES + LARGE_GRANULE));
+        assert_eq!(block_size(usize::MAX), None);
     }
 }

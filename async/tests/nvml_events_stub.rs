@@ -206,6 +206,8 @@ fn bad_requests_are_refused(stub: &Stub, nvml: &NvmlEvents) -> Verdict {
         (Duration::ZERO, 16),
         (Duration::from_micros(500), 16),
         (Duration::from_secs(1), 0),
+        (Duration::from_secs(61), 16),
+        (Duration::MAX, 16),
     ] {
         let refused = EventSet::new()
             .map_err(failed)?
@@ -248,7 +250,7 @@ fn a_panicking_waker_does_not_stop_the_watcher(_: &Stub, nvml: &NvmlEvents) -> V
     // The panic is expected: keep its message and backtrace out of the output.
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
-    let verdict = wake_with_a_panicking_waker(&mut events, nvml);
+    let verdict = wake_with(Waker::from(Arc::new(Panicking)), &mut events, nvml);
     std::panic::set_hook(hook);
     verdict?;
     nvml.inject(EventTypes::CLOCK.bits(), 2);
@@ -260,9 +262,53 @@ fn a_panicking_waker_does_not_stop_the_watcher(_: &Stub, nvml: &NvmlEvents) -> V
     events.close().map_err(failed)
 }
 
+/// A panic payload whose own drop panics.
+struct Bomb;
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        panic!("a panic payload that panics when dropped");
+    }
+}
+
+/// A waker whose `wake` panics with a [`Bomb`].
+struct Bombing;
+
+impl Wake for Bombing {
+    fn wake(self: Arc<Self>) {
+        std::panic::panic_any(Bomb);
+    }
+}
+
+/// A waker that panics with a payload whose drop panics too: the watcher forgets the payload
+/// and goes on, and later events still come.
+fn a_payload_that_panics_when_dropped_does_not_stop_the_watcher(
+    _: &Stub,
+    nvml: &NvmlEvents,
+) -> Verdict {
+    let mut events = watch(options(Duration::from_millis(50), 16))?;
+    wait_until("the watcher waits in NVML", || nvml.waiting() == 1)?;
+    stub::take_error_logs();
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let verdict = wake_with(Waker::from(Arc::new(Bombing)), &mut events, nvml);
+    std::panic::set_hook(hook);
+    verdict?;
+    nvml.inject(EventTypes::CLOCK.bits(), 2);
+    let mut second = Poll::Pending;
+    wait_until("the next event comes", || {
+        second = events.poll_next(&mut TaskContext::from_waker(Waker::noop()));
+        second.is_ready()
+    })?;
+    ensure(
+        matches!(&second, Poll::Ready(Some(Ok(event))) if event.data == 2),
+        || format!("the next event: {second:?}"),
+    )?;
+    events.close().map_err(failed)
+}
+
 /// Polls with a waker that panics, raises an event, and takes it once the panic is logged.
-fn wake_with_a_panicking_waker(events: &mut NvmlEventStream, nvml: &NvmlEvents) -> Verdict {
-    let waker = Waker::from(Arc::new(Panicking));
+fn wake_with(waker: Waker, events: &mut NvmlEventStream, nvml: &NvmlEvents) -> Verdict {
     let mut cx = TaskContext::from_waker(&waker);
     ensure(events.poll_next(&mut cx).is_pending(), || {
         "an item before any event".into()
@@ -314,7 +360,7 @@ fn main() -> ExitCode {
     };
     stub::install_logger();
     let nvml = stub.nvml_events();
-    let cases: [(&str, Case); 8] = [
+    let cases: [(&str, Case); 9] = [
         (
             "events arrive in order from a blocked watcher",
             events_arrive_in_order_from_a_blocked_watcher,
@@ -335,6 +381,10 @@ fn main() -> ExitCode {
         (
             "a panicking waker does not stop the watcher",
             a_panicking_waker_does_not_stop_the_watcher,
+        ),
+        (
+            "a panic payload that panics when dropped does not stop the watcher",
+            a_payload_that_panics_when_dropped_does_not_stop_the_watcher,
         ),
         (
             "a tokio task is woken by an event",

@@ -1,7 +1,7 @@
 //! Downloads that pin no memory of their own, against the stub driver: a download into the
 //! caller's pinned block allocates nothing, stages nothing and lands the values in that block,
 //! which it keeps (dropped in flight) until the held GPU has passed the copy; bad input is a
-//! typed error; and a staging block past the idle cache's limit is reused by the next download
+//! typed error, the block handed back; and a staging block past the idle cache's limit is reused by the next download
 //! that large rather than pinned and freed at each use.
 //!
 //! A `main` of its own (`harness = false`): the stub is built and the library variables are set
@@ -24,6 +24,10 @@ const LEN: usize = 1024;
 /// The idle staging the reactor keeps in blocks of its size class (docs/async.md): a download
 /// one byte larger takes a block past it.
 const IDLE_STAGING_LIMIT: usize = 64 << 20;
+
+/// What a staging block past [`IDLE_STAGING_LIMIT`] is rounded up to a multiple of
+/// (docs/async.md).
+const LARGE_GRANULE: usize = 2 << 20;
 
 /// A pinned block for `bytes` bytes of the fixture's device.
 fn pinned_block(fx: &Fixture, bytes: usize) -> Result<PinnedBlock, String> {
@@ -92,19 +96,37 @@ fn a_dropped_download_keeps_the_block(stub: &Stub, fx: &Fixture) -> Verdict {
 }
 
 /// A block smaller than the buffer and a buffer that is not a whole number of elements are
-/// refused before any copy is queued.
+/// refused before any copy is queued, each download handing the caller's block back.
 fn bad_input_is_refused(stub: &Stub, fx: &Fixture) -> Verdict {
     let source = fx.pool.allocate_from_host(&[2.0f32; LEN], &fx.stream);
     let source = source.map_err(failed)?;
     let odd = fx.pool.allocate(6, &fx.other).map_err(failed)?;
     let copies = stub.calls("cuMemcpyAsync");
-    let small = source.download_into::<f32>(pinned_block(fx, source.len() / 2)?);
-    let uneven = odd.download_into::<f32>(pinned_block(fx, odd.len())?);
-    for (what, download) in [("a small block", small), ("an uneven buffer", uneven)] {
-        let result = pollster::block_on(download);
+    let small = pinned_block(fx, source.len() / 2)?;
+    let uneven = pinned_block(fx, odd.len())?;
+    let cases = [
+        (
+            "a small block",
+            small.as_ptr(),
+            source.download_into::<f32>(small),
+        ),
+        (
+            "an uneven buffer",
+            uneven.as_ptr(),
+            odd.download_into::<f32>(uneven),
+        ),
+    ];
+    for (what, address, mut download) in cases {
+        let result = pollster::block_on(&mut download);
         ensure(matches!(result, Err(Error::InvalidArgument(_))), || {
             format!("{what} gave {result:?}")
         })?;
+        // The refused download hands the caller's block back.
+        let back = download.into_block();
+        ensure(
+            back.as_ref().map(PinnedBlock::as_ptr) == Some(address),
+            || format!("{what}: the block back was {back:?}"),
+        )?;
     }
     let queued = stub.calls("cuMemcpyAsync") - copies;
     ensure(queued == 0, || {
@@ -113,7 +135,8 @@ fn bad_input_is_refused(stub: &Stub, fx: &Fixture) -> Verdict {
 }
 
 /// Two downloads of a buffer past the idle limit: the second reuses the first's block (one
-/// `cuMemHostAlloc`, no `cuMemFreeHost`), which stays idle in the cache afterwards.
+/// `cuMemHostAlloc`, no `cuMemFreeHost`), which stays idle in the cache afterwards, its size
+/// the download's rounded up to 2 MiB.
 fn a_large_staging_block_is_reused(stub: &Stub, fx: &Fixture, reactor: &Reactor) -> Verdict {
     let bytes = IDLE_STAGING_LIMIT + 1;
     let source = fx.pool.allocate(bytes, &fx.stream).map_err(failed)?;
@@ -135,6 +158,11 @@ fn a_large_staging_block_is_reused(stub: &Stub, fx: &Fixture, reactor: &Reactor)
     let idle = reactor.stats().staging_idle;
     ensure(idle > IDLE_STAGING_LIMIT, || {
         format!("{idle} bytes idle: the large block was not kept")
+    })?;
+    // The large block is the download rounded up to the granule, not to a power of two (the
+    // small idle blocks of the earlier cases are under one granule).
+    ensure(idle < IDLE_STAGING_LIMIT + 2 * LARGE_GRANULE, || {
+        format!("{idle} bytes idle for a download of {bytes} bytes")
     })
 }
 

@@ -1,6 +1,7 @@
 //! What the reactor costs in driver calls, counted by the stub driver: a lane is armed with the
 //! wait and the host function alone (no capture query), kept while its stream lives (no new
-//! lane or side stream at the next wait) and released once the stream has gone; a future that
+//! lane or side stream at the next wait) and released once the stream has gone (a special
+//! stream's lanes once their waits are done); a future that
 //! fails at creation returns its error at once, blocking no thread, while the reactor keeps
 //! what it holds until its stream has passed the work queued for it.
 //!
@@ -121,6 +122,45 @@ fn a_dropped_stream_s_lane_is_released(stub: &Stub, fx: &Fixture, reactor: &Reac
     })
 }
 
+/// Waits on the legacy default stream, whose marks each get a lane of their own: each lane
+/// goes once its wait is done, though the stream's wrapper is still held.
+fn a_special_stream_s_lanes_are_retired(stub: &Stub, fx: &Fixture, reactor: &Reactor) -> Verdict {
+    wait_once(stub, &fx.stream)?;
+    wait_until("nothing is watched", || reactor.stats().watched == 0)?;
+    let lanes = reactor.stats().lanes;
+    // SAFETY: the fixture's context is current on this thread, the only one using the wrapper.
+    let legacy = unsafe { Stream::legacy_default(fx.stream.context()) };
+    for _ in 0..3 {
+        wait_once(stub, &legacy)?;
+    }
+    wait_until("the legacy stream's lanes are retired", || {
+        let stats = reactor.stats();
+        stats.watched == 0 && stats.lanes == lanes
+    })?;
+    drop(legacy);
+    Ok(())
+}
+
+/// A lane whose host function could not be queued is left to the sweep until its wait is
+/// done; the stream's next wait arms a host function again.
+fn a_lane_is_armed_again_after_a_failed_arming(stub: &Stub, fx: &Fixture) -> Verdict {
+    let stream = fx.stream.device().create_stream(Default::default());
+    let stream = stream.map_err(failed)?;
+    let armed = stub.calls("cuLaunchHostFunc");
+    let held = Held::new(stub);
+    stub.fail("cuLaunchHostFunc", INVALID_VALUE, 1);
+    let mut waiting = stream.completion();
+    ensure(poll_once(&mut waiting).is_pending(), || {
+        "held work was done".into()
+    })?;
+    wait_until("the reactor tries to arm the lane", || {
+        stub.calls("cuLaunchHostFunc") > armed
+    })?;
+    drop(held);
+    pollster::block_on(waiting).map_err(failed)?;
+    wait_once(stub, &stream)
+}
+
 /// A download whose event cannot be recorded (after its copy was queued) and a completion
 /// keeping a buffer, whose record fails likewise: each returns the driver's error at its first
 /// poll without waiting for the held GPU, and the reactor keeps the staging block and the
@@ -183,6 +223,14 @@ fn main() -> ExitCode {
         (
             "a dropped stream's lane is released",
             Box::new(|| a_dropped_stream_s_lane_is_released(stub, fx, r)),
+        ),
+        (
+            "a special stream's lanes are retired while it is held",
+            Box::new(|| a_special_stream_s_lanes_are_retired(stub, fx, r)),
+        ),
+        (
+            "a lane is armed again after a failed arming",
+            Box::new(|| a_lane_is_armed_again_after_a_failed_arming(stub, fx)),
         ),
         (
             "a failed creation returns at once",

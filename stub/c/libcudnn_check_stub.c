@@ -4,6 +4,7 @@
  * shape, a constant passed by value being one element, the heuristics' refusals.
  */
 #include <stddef.h>
+#include <string.h>
 
 #include "libcudnn_stub.h"
 
@@ -81,6 +82,24 @@ static int check_tensor(struct desc *d) {
     return OK;
 }
 
+/* Whether `d` has any attribute of `names` (0-terminated). */
+static int has_any(struct desc *d, const int *names) {
+    for (; *names; names++)
+        if (dnn_attr(d, *names) != NULL)
+            return 1;
+    return 0;
+}
+
+/* Whether the matmul descriptor `m` sets a padding value (a double) of 0: what cuDNN's
+ * frontend sets when a matmul has size overrides, the rows and columns past them zero. */
+static int padded_with_zero(struct desc *m) {
+    struct attr *value = dnn_attr(m, 1503);
+    double padding = 1;
+    if (value != NULL && value->type == AT_DOUBLE && value->count == 1)
+        memcpy(&padding, value->data, sizeof padding);
+    return padding == 0.0;
+}
+
 /* The operations' checks: every tensor they name finalized. */
 static int check_operation(struct desc *d) {
     static const int pointwise[] = {750, 751, 753, 0}, pointwise_opt[] = {752, 758, 0},
@@ -95,9 +114,11 @@ static int check_operation(struct desc *d) {
             return dnn_fail(BAD_PARAM, "a pointwise operation needs finalized descriptors");
         return OK;
     case D_OP_MATMUL:
-        return refs(d, matmul) && optional_refs(d, matmul_opt)
+        if (!refs(d, matmul) || !optional_refs(d, matmul_opt))
+            return dnn_fail(BAD_PARAM, "a matmul needs finalized descriptors");
+        return !has_any(d, matmul_opt) || padded_with_zero(dnn_ref(d, 1523))
                    ? OK
-                   : dnn_fail(BAD_PARAM, "a matmul needs finalized descriptors");
+                   : dnn_fail(BAD_PARAM, "a matmul with size overrides needs a padding value of 0");
     case D_OP_REDUCTION:
         return refs(d, reduction) ? OK : dnn_fail(BAD_PARAM, "a reduction needs its descriptors");
     case D_OP_RESHAPE:

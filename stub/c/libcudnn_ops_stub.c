@@ -76,10 +76,16 @@ static int pointwise(struct desc *op, struct value *vals, int nv) {
 
 /* The per-batch size an override tensor gives for batch `n`, or `whole` without one. */
 static long long limit(const struct value *override, long long n, long long whole) {
-    if (override == NULL)
-        return whole;
-    long long got = (long long)override->data[n % override->count];
-    return got < whole ? got : whole;
+    return override == NULL ? whole : (long long)override->data[n % override->count];
+}
+
+/* Whether each value of `override` (if any) lies in [0, whole]: cuDNN's kernels take them as
+ * loop bounds, unchecked, so a value past it would read and write past the buffers. */
+static int in_range(const struct value *override, long long whole) {
+    for (long long i = 0; override != NULL && i < override->count; i++)
+        if (override->data[i] < 0 || override->data[i] > (double)whole)
+            return 0;
+    return 1;
 }
 
 static int matmul(struct desc *op, struct value *vals, int nv) {
@@ -88,6 +94,8 @@ static int matmul(struct desc *op, struct value *vals, int nv) {
     struct value *mo = dnn_value(vals, nv, op, 1525), *no = dnn_value(vals, nv, op, 1526),
                  *ko = dnn_value(vals, nv, op, 1527);
     long long r = c->rank, M = a->dims[r - 2], K = a->dims[r - 1], N = b->dims[r - 1];
+    if (!in_range(mo, M) || !in_range(no, N) || !in_range(ko, K))
+        return dnn_fail(BAD_PARAM, "a matmul's size override is outside [0, the dim it overrides]");
     for (long long i = 0; i < c->count; i++) {
         long long batch = i / (M * N), m = i / N % M, n = i % N;
         long long ab = 0, bb = 0, rest = batch, first = 0;

@@ -36,9 +36,10 @@
 //! shut down if nothing else holds it. [`NvmlEventStream::close`] does the same and waits for
 //! it, returning the free's error.
 //!
-//! No event is lost: the stream holds up to [`NvmlStreamOptions::capacity`] events the consumer
-//! has not taken; when that many wait, the thread stops asking NVML (which keeps queueing them)
-//! until the consumer takes one. An NVML failure is delivered after the events before it, as
+//! The stream drops no event: it holds up to [`NvmlStreamOptions::capacity`] events the
+//! consumer has not taken; when that many wait, the thread stops asking NVML (which keeps
+//! queueing them, in a queue of its own that is finite: a consumer that falls far behind may
+//! miss events NVML itself dropped) until the consumer takes one. An NVML failure is delivered after the events before it, as
 //! the stream's last item.
 //!
 //! The stream is also a `poll_next` for adapters: a `futures::Stream` is
@@ -58,6 +59,9 @@ use crate::error::AsyncError;
 use cuda_safe::system::{Device, Event, EventSet, EventTypes};
 use cuda_safe::{Error, Result, assert_send_sync};
 use watcher::{Shared, watch};
+
+/// The longest wait timeout a stream takes: a drop or close waits for the current wait.
+const MAX_WAIT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Clock changes, Xid errors, power-source changes and performance-state changes: the kinds
 /// a monitor usually wants ([`NvmlEventStream::watch`] keeps those each GPU supports).
@@ -123,7 +127,8 @@ pub trait EventSetExt {
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a wait timeout under a millisecond (a wait that returns
-    /// at once would spin) or a capacity of 0; [`AsyncError::NvmlWatcher`] (in
+    /// at once would spin) or over a minute (a drop or close would wait as long) or a capacity
+    /// of 0; [`AsyncError::NvmlWatcher`] (in
     /// [`Error::Library`]) when the thread cannot start (the set is freed).
     fn into_stream_with(self, options: NvmlStreamOptions) -> Result<NvmlEventStream>;
 }
@@ -176,6 +181,13 @@ impl NvmlEventStream {
             return Err(Error::invalid_argument(format!(
                 "an NVML event stream's wait timeout of {:?} is under NVML's millisecond: the \
                  thread would spin",
+                options.wait_timeout
+            )));
+        }
+        if options.wait_timeout > MAX_WAIT_TIMEOUT {
+            return Err(Error::invalid_argument(format!(
+                "an NVML event stream's wait timeout of {:?} is over {MAX_WAIT_TIMEOUT:?}: \
+                 dropping or closing the stream would wait as long",
                 options.wait_timeout
             )));
         }

@@ -136,12 +136,24 @@ impl Shared {
     }
 }
 
-/// Wakes `waker`, if any, catching (and logging) a panic in the user's `wake`.
+/// Wakes `waker`, if any, catching (and logging) a panic in the user's `wake`. The panic's
+/// payload is forgotten, not dropped: its own `Drop` may panic too.
 fn wake(waker: Option<Waker>) {
     if let Some(waker) = waker
-        && catch_unwind(AssertUnwindSafe(|| waker.wake())).is_err()
+        && let Err(payload) = catch_unwind(AssertUnwindSafe(|| waker.wake()))
     {
+        std::mem::forget(payload);
         log::error!("an NVML event stream's waker panicked in `wake`; the watcher goes on");
+    }
+}
+
+/// Marks the end of `Shared` when dropped: the consumer learns that nothing more comes however
+/// the watcher's loop leaves.
+struct EndOnDrop<'a>(&'a Shared);
+
+impl Drop for EndOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.end();
     }
 }
 
@@ -154,6 +166,7 @@ pub(super) fn watch(
     timeout: Duration,
     capacity: usize,
 ) -> Result<()> {
+    let end = EndOnDrop(shared);
     while !shared.stopping() {
         let item = match set.wait(timeout) {
             Ok(None) => continue,
@@ -165,6 +178,6 @@ pub(super) fn watch(
             break;
         }
     }
-    shared.end();
+    drop(end);
     set.close()
 }

@@ -33,11 +33,13 @@ pub enum AttentionLayout {
 }
 
 impl AttentionLayout {
-    /// The strides of a (B, H, S, D) tensor of `dims` in this layout.
+    /// The strides of a (B, H, S, D) tensor of `dims` in this layout, each product saturating
+    /// at `i64::MAX` (dims that large are refused when a graph is built).
     pub fn strides(self, [_, h, s, d]: [i64; 4]) -> [i64; 4] {
+        let product = |dims: &[i64]| dims.iter().fold(1i64, |acc, &dim| acc.saturating_mul(dim));
         match self {
-            Self::Bhsd => [h * s * d, s * d, d, 1],
-            Self::Bshd => [s * h * d, d, h * d, 1],
+            Self::Bhsd => [product(&[h, s, d]), product(&[s, d]), d, 1],
+            Self::Bshd => [product(&[s, h, d]), d, product(&[h, d]), 1],
         }
     }
 }
@@ -85,9 +87,11 @@ pub struct AttentionForward {
     /// The statistics the backward reads, `f32` (B, H, S_q, 1): each row's log-sum-exp of the
     /// scaled, masked scores (training).
     pub stats: Option<Tensor>,
-    /// The query sequence lengths, `i32` (B, 1, 1, 1) (padding mask).
+    /// The query sequence lengths, `i32` (B, 1, 1, 1) (padding mask), each in `0..=S_q`:
+    /// bound with the unsafe [`VariantPack::sizes`](super::VariantPack::sizes).
     pub seq_len_q: Option<Tensor>,
-    /// The key sequence lengths, `i32` (B, 1, 1, 1) (padding mask).
+    /// The key sequence lengths, `i32` (B, 1, 1, 1) (padding mask), each in `0..=S_kv`:
+    /// bound with the unsafe [`VariantPack::sizes`](super::VariantPack::sizes).
     pub seq_len_kv: Option<Tensor>,
     /// The dropout's Philox seed, one `i64` (dropout).
     pub seed: Option<Tensor>,
@@ -159,8 +163,9 @@ impl Attention {
     }
 
     /// The same with (`true`) a padding mask: each sequence of the batch has its own query
-    /// and key lengths (`i32` tensors `seq_len_q`, `seq_len_kv` of the graph); scores past them
-    /// are masked, and rows of O, dQ, dK and dV past them are not computed.
+    /// and key lengths (`i32` tensors `seq_len_q`, `seq_len_kv` of the graph, bound with the
+    /// unsafe [`VariantPack::sizes`](super::VariantPack::sizes): each in `0..=S`); scores past
+    /// them are masked, and rows of O, dQ, dK and dV past them are not computed.
     #[must_use]
     pub fn padding(mut self, padding: bool) -> Self {
         self.padding = padding;
@@ -245,7 +250,20 @@ impl Attention {
         if self.dims.iter().any(|&dim| dim < 1) {
             return refuse(format!("the dims {:?} are each at least 1", self.dims));
         }
-        let d = self.dims[4];
+        let [b, h, s_q, s_kv, d] = self.dims;
+        let counted = [[b, h, s_q, d], [b, h, s_kv, d], [b, h, s_q, s_kv]]
+            .iter()
+            .all(|dims| {
+                dims.iter()
+                    .try_fold(1i64, |acc, &dim| acc.checked_mul(dim))
+                    .is_some()
+            });
+        if !counted {
+            return refuse(format!(
+                "the dims {:?} hold more elements than an i64 counts",
+                self.dims
+            ));
+        }
         if d % 8 != 0 || d > 256 {
             return refuse(format!(
                 "a head dim of {d}: cuDNN's engines take a multiple of 8 up to 256"
@@ -270,7 +288,7 @@ impl Attention {
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a data type other than `f16`, `bf16` and FP8, a dim below
-    /// 1, a head dim that is not a multiple of 8 up to 256, a dropout probability outside
+    /// 1, dims whose element counts overflow an `i64`, a head dim that is not a multiple of 8 up to 256, a dropout probability outside
     /// [0, 1), or a scale that is not finite.
     pub fn forward(&self) -> Result<(Graph, AttentionForward)> {
         self.check("an attention forward")?;
@@ -477,4 +495,22 @@ pub(crate) struct Overrides {
     pub(crate) qk: MatmulOverrides,
     /// P·V: M is the query length, K the key length.
     pub(crate) pv: MatmulOverrides,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Attention, AttentionLayout};
+    use crate::dnn::DataType;
+    use cuda_safe::Error;
+
+    #[test]
+    fn dims_whose_counts_overflow_are_refused_and_strides_saturate() {
+        let huge = Attention::new(DataType::BF16, i64::MAX / 2, 4, 128, 64);
+        assert!(matches!(huge.forward(), Err(Error::InvalidArgument(_))));
+        assert!(matches!(huge.backward(), Err(Error::InvalidArgument(_))));
+        let strides = AttentionLayout::Bhsd.strides([1, i64::MAX, 2, 8]);
+        assert_eq!(strides, [i64::MAX, 16, 8, 1]);
+        let strides = AttentionLayout::Bshd.strides([1, 2, i64::MAX, 8]);
+        assert_eq!(strides, [i64::MAX, 8, 16, 1]);
+    }
 }

@@ -44,9 +44,11 @@ pub struct AttentionBackward {
     pub dk: Tensor,
     /// V's gradient (written), (B, H, S_kv, D).
     pub dv: Tensor,
-    /// The query sequence lengths, `i32` (B, 1, 1, 1) (padding mask).
+    /// The query sequence lengths, `i32` (B, 1, 1, 1) (padding mask), each in `0..=S_q`:
+    /// bound with the unsafe [`VariantPack::sizes`](super::VariantPack::sizes).
     pub seq_len_q: Option<Tensor>,
-    /// The key sequence lengths, `i32` (B, 1, 1, 1) (padding mask).
+    /// The key sequence lengths, `i32` (B, 1, 1, 1) (padding mask), each in `0..=S_kv`:
+    /// bound with the unsafe [`VariantPack::sizes`](super::VariantPack::sizes).
     pub seq_len_kv: Option<Tensor>,
     /// The forward's dropout seed, one `i64` (dropout).
     pub seed: Option<Tensor>,

@@ -112,6 +112,16 @@ impl Graph {
         self.ops.iter().any(|op| op.writes(tensor))
     }
 
+    /// Whether a matmul of the graph takes `tensor` as a size override ([`MatmulOverrides`]):
+    /// its values are loop bounds of cuDNN's kernels, bound only through
+    /// [`VariantPack::sizes`](super::VariantPack::sizes).
+    pub fn is_size_override(&self, tensor: Tensor) -> bool {
+        self.ops.iter().any(|op| match op {
+            Op::Matmul { overrides, .. } => overrides.tensors().any(|t| t == tensor),
+            _ => false,
+        })
+    }
+
     /// Makes `tensor` an output with memory of `data_type` (it was a virtual result).
     ///
     /// # Errors

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::backend::BackendDescriptor;
 use super::graph::Graph;
 use super::pack::VariantPack;
-use super::plan::{EngineChoice, ExecutionPlan};
+use super::plan::{EngineChoice, ExecutionPlan, WORKSPACE_ALIGNMENT};
 use crate::dnn::error::{cudnn, within};
 use cuda_safe::handle::{Owned, Release};
 use cuda_safe::ordering::ordered;
@@ -165,7 +165,8 @@ impl Dnn {
     /// not cached, a stream being captured; a [`CudnnError`](super::CudnnError) naming the
     /// graph when no engine can run it, or when the loaded cuDNN or the GPU cannot run its
     /// pattern ([`CudnnRefusal::Version`](super::CudnnRefusal::Version),
-    /// [`CudnnRefusal::Device`](super::CudnnRefusal::Device)); the memory resource's errors.
+    /// [`CudnnRefusal::Device`](super::CudnnRefusal::Device)); the memory resource's errors,
+    /// and [`Error::InvalidArgument`] for a workspace it places off a 256-byte boundary.
     #[doc(alias = "cudnnBackendFinalize")]
     pub fn plan(&mut self, graph: &Graph) -> Result<&ExecutionPlan> {
         self.clock += 1;
@@ -352,6 +353,14 @@ fn grow(inner: &mut Handle, bytes: usize) -> Result<()> {
     // SAFETY: `ptr` came from the resource with `bytes` bytes, owned by nobody else.
     let grown =
         unsafe { Buffer::from_raw_parts(ptr, bytes, inner.resource.clone(), &inner.stream) };
+    // The plan places its pieces at multiples of the alignment from the base.
+    if !ptr.is_multiple_of(WORKSPACE_ALIGNMENT as u64) {
+        drop(grown);
+        return Err(Error::invalid_argument(format!(
+            "the memory resource gave the cuDNN workspace at {ptr:#x}, not aligned to \
+             {WORKSPACE_ALIGNMENT} bytes as its pieces need"
+        )));
+    }
     if let Some(old) = inner.workspace.replace(grown) {
         inner.retired.push(old);
     }

@@ -179,6 +179,11 @@ fn operation<'t>(
         } => {
             let mut desc = BackendDescriptor::new(K::CUDNN_BACKEND_MATMUL_DESCRIPTOR)?;
             desc.set(A::CUDNN_ATTR_MATMUL_COMP_TYPE, &[compute.as_raw()])?;
+            // Rows and columns past an overridden M or N hold the padding value: 0, as cuDNN's
+            // frontend sets it for the attention engines' first matmul.
+            if overrides.tensors().next().is_some() {
+                desc.set(A::CUDNN_ATTR_MATMUL_PADDING_VALUE, &[0.0f64])?;
+            }
             desc.finalize()?;
             let mut made = BackendDescriptor::new(K::CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR)?;
             tensors(

@@ -9,6 +9,10 @@ use super::tensor::{DataType, Tensor};
 /// `GEMM_{M,N,K}_OVERRIDE_DESC`): `i32` tensors of the matmul's rank, their first dim the batch
 /// and every other 1, bound to the actual sizes (sequence lengths of a padded batch). Rows and
 /// columns past an overridden M or N are the padding value (0); sums stop at an overridden K.
+///
+/// cuDNN's kernels use the values as loop bounds and do not check them: each must lie in
+/// `0..=` the dim it overrides, so the buffers holding them are bound only through the unsafe
+/// [`VariantPack::sizes`](super::VariantPack::sizes), whose caller promises it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct MatmulOverrides {
     /// The rows of `a` (and of the result) that count.

@@ -44,6 +44,8 @@ struct Binding<'a> {
     /// Bound through [`VariantPack::output`] (borrowed exclusively), so the execution may
     /// write it.
     writable: bool,
+    /// Bound through [`VariantPack::sizes`]: its caller vouched for the values.
+    sizes: bool,
 }
 
 impl<'a> VariantPack<'a> {
@@ -64,7 +66,31 @@ impl<'a> VariantPack<'a> {
         tensor: Tensor,
         memory: &'a impl Input<T>,
     ) -> Result<&mut Self> {
-        self.bind(tensor, memory.operand()?, T::DATA_TYPE, false)
+        self.bind(tensor, memory.operand()?, T::DATA_TYPE, false, false)
+    }
+
+    /// Binds `tensor`, a size override of the graph's matmuls ([`MatmulOverrides`]: the
+    /// sequence lengths of a padded attention, `seq_len_q` and `seq_len_kv`), to memory the
+    /// execution reads. [`input`](Self::input) refuses such tensors: cuDNN's kernels take their
+    /// values as loop bounds, unchecked.
+    ///
+    /// # Safety
+    ///
+    /// When the execution runs, each value in `memory` lies in `0..=` the dim it overrides
+    /// (for attention: `0 <= seq_len_q <= S_q` and `0 <= seq_len_kv <= S_kv`); a value past
+    /// it makes cuDNN read and write past the graph's other buffers.
+    ///
+    /// # Errors
+    ///
+    /// As [`input`](Self::input).
+    ///
+    /// [`MatmulOverrides`]: super::MatmulOverrides
+    pub unsafe fn sizes<T: DnnElement>(
+        &mut self,
+        tensor: Tensor,
+        memory: &'a impl Input<T>,
+    ) -> Result<&mut Self> {
+        self.bind(tensor, memory.operand()?, T::DATA_TYPE, false, true)
     }
 
     /// Binds `tensor` to memory the execution writes.
@@ -77,7 +103,7 @@ impl<'a> VariantPack<'a> {
         tensor: Tensor,
         memory: &'a mut impl Output<T>,
     ) -> Result<&mut Self> {
-        self.bind(tensor, memory.operand_mut()?, T::DATA_TYPE, true)
+        self.bind(tensor, memory.operand_mut()?, T::DATA_TYPE, true, false)
     }
 
     fn bind(
@@ -86,6 +112,7 @@ impl<'a> VariantPack<'a> {
         operand: Operand<'a>,
         data_type: DataType,
         writable: bool,
+        sizes: bool,
     ) -> Result<&mut Self> {
         if self.bindings.len() == MAX_BINDINGS {
             return Err(Error::invalid_argument(format!(
@@ -97,6 +124,7 @@ impl<'a> VariantPack<'a> {
             operand,
             data_type,
             writable,
+            sizes,
         });
         Ok(self)
     }
@@ -128,6 +156,15 @@ impl<'a> VariantPack<'a> {
                     graph,
                     format!(
                         "tensor {uid} is written by the graph: bind it with `output`, not `input`"
+                    ),
+                ));
+            }
+            if graph.is_size_override(binding.tensor) && !binding.sizes {
+                return Err(refuse(
+                    graph,
+                    format!(
+                        "tensor {uid} holds sizes cuDNN takes as loop bounds, unchecked: bind \
+                         it with the unsafe `VariantPack::sizes`, not `input`"
                     ),
                 ));
             }

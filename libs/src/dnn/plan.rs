@@ -14,8 +14,9 @@ use cudnn_sys::{
     cudnnBackendDescriptorType_t as K, cudnnBackendHeurMode_t, cudnnHandle_t, cudnnStatus_t,
 };
 
-/// The alignment of each piece of a plan's workspace (its workspace tensors, then cuDNN's).
-const WORKSPACE_ALIGNMENT: usize = 256;
+/// The alignment of each piece of a plan's workspace (its workspace tensors, then cuDNN's),
+/// and so of the workspace's base.
+pub(crate) const WORKSPACE_ALIGNMENT: usize = 256;
 
 /// Which engine configuration a plan runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

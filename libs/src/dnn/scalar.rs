@@ -22,8 +22,14 @@ use super::tensor::DataType;
 pub struct Scalar {
     data_type: DataType,
     /// The value's bytes as cuDNN reads them (native order), zero-padded.
-    bytes: [u8; 8],
+    bytes: Aligned,
 }
+
+/// A constant's bytes, aligned for the widest type it holds (cuDNN reads an `i64` or `f64`
+/// through the pointer it is handed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(C, align(8))]
+struct Aligned([u8; 8]);
 
 impl Scalar {
     /// An `f32` constant (`CUDNN_DATA_FLOAT`).
@@ -44,7 +50,10 @@ impl Scalar {
     fn from_bytes(data_type: DataType, value: &[u8]) -> Self {
         let mut bytes = [0u8; 8];
         bytes[..value.len()].copy_from_slice(value);
-        Self { data_type, bytes }
+        Self {
+            data_type,
+            bytes: Aligned(bytes),
+        }
     }
 
     /// Its data type.
@@ -54,17 +63,18 @@ impl Scalar {
 
     /// Its value, widened to `f64`.
     pub fn as_f64(self) -> f64 {
-        let [a, b, c, d, ..] = self.bytes;
+        let Aligned(bytes) = self.bytes;
+        let [a, b, c, d, ..] = bytes;
         match self.data_type {
             DataType::I32 => f64::from(i32::from_ne_bytes([a, b, c, d])),
-            DataType::I64 => i64::from_ne_bytes(self.bytes) as f64,
+            DataType::I64 => i64::from_ne_bytes(bytes) as f64,
             _ => f64::from(f32::from_ne_bytes([a, b, c, d])),
         }
     }
 
     /// A host pointer to the value, valid while this `Scalar` is neither moved nor dropped.
     pub(crate) fn as_ptr(&self) -> *mut c_void {
-        self.bytes.as_ptr().cast_mut().cast()
+        self.bytes.0.as_ptr().cast_mut().cast()
     }
 }
 
@@ -90,4 +100,18 @@ pub enum Storage {
     /// intermediate result a fused pattern needs in memory (an attention backward's `f32`
     /// accumulators), which the caller neither binds nor reads.
     Workspace,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Scalar;
+
+    #[test]
+    fn a_constant_is_handed_to_cudnn_aligned_for_its_widest_type() {
+        let scalars = [Scalar::i64(7); 8];
+        for scalar in &scalars {
+            assert_eq!(scalar.as_ptr().addr() % align_of::<i64>(), 0);
+        }
+        assert_eq!(scalars[3].as_f64(), 7.0);
+    }
 }

@@ -26,9 +26,11 @@ mod attention_fp8;
 mod checks;
 mod compute;
 mod norms;
+mod overrides;
 mod plans;
 #[cfg(feature = "half")]
 mod reference;
+mod workspace;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -162,7 +164,9 @@ fn main() -> ExitCode {
         .iter()
         .chain(checks::CASES)
         .chain(plans::CASES)
-        .chain(norms::CASES);
+        .chain(norms::CASES)
+        .chain(overrides::CASES)
+        .chain(workspace::CASES);
     #[cfg(feature = "half")]
     let cases = cases
         .chain(attention::CASES)

@@ -189,10 +189,13 @@ pub(crate) fn bind_extras<'a>(
     seeds: Option<Pair>,
 ) {
     if let (Some((tq, tkv)), Some((q, kv))) = (lengths, &extras.lengths) {
-        pack.input::<i32>(tq, q)
-            .unwrap()
-            .input::<i32>(tkv, kv)
-            .unwrap();
+        // SAFETY: the tests' lengths are each within their sequence's dims.
+        unsafe {
+            pack.sizes::<i32>(tq, q)
+                .unwrap()
+                .sizes::<i32>(tkv, kv)
+                .unwrap();
+        }
     }
     if let Some((ts, to)) = seeds {
         pack.input::<i64>(ts, &extras.seeds.0)
