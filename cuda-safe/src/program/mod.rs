@@ -22,11 +22,12 @@
 //!     if (i < n) y[i] = a * x[i] + y[i];
 //! }
 //! "#;
-//! let options = (Default::default() // arch: the current device's)
+//! // arch: the current device's
+//! let options = ProgramOptions::default()
 //!     .std(CppStandard::Cpp17)
 //!     .fast_math(true)
-//! .define_as("BLOCK", "256")
-//! .header("config.h", "#pragma once\n");
+//!     .define_as("BLOCK", "256")
+//!     .header("config.h", "#pragma once\n");
 //! let mut program = Program::new(source, options)?;
 //! program.add_name_expression("saxpy<float>")?;
 //!
