@@ -80,8 +80,11 @@ impl CppStandard {
 /// ```
 /// use cuda_safe::{CodeKind, CppStandard, ProgramOptions};
 ///
-/// let options = ProgramOptions::default().arch("sm_90").std(CppStandard::Cpp17).fast_math(true)
-/// .define_as("BLOCK", "256");
+/// let options = ProgramOptions::default()
+///     .arch("sm_90")
+///     .std(CppStandard::Cpp17)
+///     .fast_math(true)
+///     .define_as("BLOCK", "256");
 /// assert_eq!(
 ///     options.to_flags(CodeKind::Ptx)?,
 ///     ["--gpu-architecture=compute_90", "--std=c++17", "--use_fast_math", "-DBLOCK=256"],

@@ -13,7 +13,7 @@
 //! let options = ProgramOptions::default()
 //!     .pch(Pch::Create("common.pch".into()))
 //!     .pch_dir("/tmp/my-pch")
-//! .header("common.h", "#pragma once\ntemplate <class T> __device__ T twice(T x) { return 2 * x; }\n");
+//!     .header("common.h", "#pragma once\ntemplate <class T> __device__ T twice(T x) { return 2 * x; }\n");
 //! let program = Program::new("#include \"common.h\"\n__global__ void k(float* x) { *x = twice(*x); }", options)?;
 //! let mut compiled = program.compile(CodeKind::Cubin)?;
 //! if let Some(PchStatus::HeapExhausted { required }) = compiled.pch_status() {
