@@ -153,7 +153,7 @@ fn the_device_handle_is_the_executable(_: &Stub, stream: &Stream) -> Outcome {
     }
     let host = instantiate(stream, InstantiateOptions::default()).map_err(|e| e.to_string())?;
     match host.device_handle() {
-        Err(Error::InvalidArgument(why)) if why.contains("device_launch: true") => {}
+        Err(Error::InvalidArgument(why)) if why.contains("device_launch(true)") => {}
         other => return Err(format!("a host graph's device handle gave {other:?}")),
     }
     // A device graph uploads and launches from the host as any other.
