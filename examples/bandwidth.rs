@@ -130,10 +130,7 @@ fn run(options: &Options) -> Result<()> {
     x.fill(1.5f32)?;
     y.fill(-0.5f32)?;
 
-    let timed = EventOptions {
-        timing: true,
-        ..Default::default()
-    };
+    let timed = EventOptions::default().timing(true);
     let (start, end) = (device.create_event(timed)?, device.create_event(timed)?);
     let mut rows = Vec::new();
     let header = format!(

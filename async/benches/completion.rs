@@ -95,10 +95,7 @@ fn latencies(device: &Device, kernels: &Kernels, stream: &Stream) -> Result<()> 
         stream.sync()
     })?;
     fig("complete_stream_sync_spin", spin, "us");
-    let blocking = device.create_event(EventOptions {
-        blocking_sync: true,
-        ..Default::default()
-    })?;
+    let blocking = device.create_event(EventOptions::default().blocking_sync(true))?;
     let blocking_sync = latency(|| {
         launch_empty(kernels, stream)?;
         blocking.record(stream)?;

@@ -31,6 +31,7 @@ pub enum PoolPolicy {
 
 /// How to make a [`StreamPool`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PoolOptions {
     /// How many streams (at least 1; [`DEFAULT_POOL_STREAMS`] by default).
     pub streams: usize,
@@ -38,6 +39,29 @@ pub struct PoolOptions {
     pub policy: PoolPolicy,
     /// The options of each stream (non-blocking, default priority by default).
     pub stream: StreamOptions,
+}
+
+impl PoolOptions {
+    /// Sets `streams` (see the field).
+    #[must_use]
+    pub fn streams(mut self, streams: usize) -> Self {
+        self.streams = streams;
+        self
+    }
+
+    /// Sets `policy` (see the field).
+    #[must_use]
+    pub fn policy(mut self, policy: PoolPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Sets `stream` (see the field).
+    #[must_use]
+    pub fn stream(mut self, stream: StreamOptions) -> Self {
+        self.stream = stream;
+        self
+    }
 }
 
 impl Default for PoolOptions {

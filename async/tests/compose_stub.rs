@@ -64,11 +64,7 @@ fn request(
 }
 
 fn pool(fx: &Fixture, streams: usize, policy: PoolPolicy) -> cuda_safe::Result<StreamPool> {
-    let options = PoolOptions {
-        streams,
-        policy,
-        ..Default::default()
-    };
+    let options = PoolOptions::default().streams(streams).policy(policy);
     StreamPool::new(fx.stream.context(), options)
 }
 
@@ -87,14 +83,7 @@ fn the_pool_spreads_work_by_its_policy(stub: &Stub, fx: &Fixture) -> Verdict {
         format!("round robin gave {order:?}")
     })?;
     ensure(
-        StreamPool::new(
-            fx.stream.context(),
-            PoolOptions {
-                streams: 0,
-                ..Default::default()
-            },
-        )
-        .is_err(),
+        StreamPool::new(fx.stream.context(), PoolOptions::default().streams(0)).is_err(),
         || "a pool of no stream was made".into(),
     )?;
 

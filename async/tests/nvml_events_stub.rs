@@ -56,10 +56,9 @@ fn nvml_users(stub: &Stub) -> i64 {
 }
 
 fn options(wait_timeout: Duration, capacity: usize) -> NvmlStreamOptions {
-    NvmlStreamOptions {
-        wait_timeout,
-        capacity,
-    }
+    NvmlStreamOptions::default()
+        .wait_timeout(wait_timeout)
+        .capacity(capacity)
 }
 
 fn watch(options: NvmlStreamOptions) -> Result<NvmlEventStream, String> {

@@ -85,10 +85,7 @@ fn main() -> ExitCode {
 fn setup() -> Result<(Device, Program)> {
     let device = Device::new(0)?;
     device.set_current()?;
-    let options = ProgramOptions {
-        arch: Some(format!("sm_{}", device.arch()?)),
-        ..Default::default()
-    };
+    let options = ProgramOptions::default().arch(format!("sm_{}", device.arch()?));
     Ok((device, Program::new(SAXPY, options)?))
 }
 
@@ -106,19 +103,13 @@ fn mapped(stem: &str) -> bool {
 /// The two LTO-IR units of the link, written to (and read back from) `dir`.
 fn link_inputs(dir: &Path) -> Result<Linker> {
     let arch = format!("sm_{}", Device::new(0)?.arch()?);
-    let mut linker = Linker::new(LinkerOptions {
-        arch: Some(arch.clone()),
-        lto: true,
-        ..Default::default()
-    })?;
+    let mut linker = Linker::new(LinkerOptions::default().arch(arch.clone()).lto(true))?;
     for (name, source) in [("library.ltoir", LIBRARY), ("kernel.ltoir", KERNEL)] {
         let path = dir.join(name);
         if !path.exists() {
-            let options = ProgramOptions {
-                arch: Some(arch.clone()),
-                relocatable_device_code: true,
-                ..Default::default()
-            };
+            let options = ProgramOptions::default()
+                .arch(arch.clone())
+                .relocatable_device_code(true);
             let code = Program::new(source, options)?.compile(CodeKind::LtoIr)?;
             std::fs::write(&path, code.bytes()).map_err(failed)?;
         }

@@ -62,10 +62,7 @@ fn main() -> ExitCode {
 fn run() -> Result<bool> {
     let device = Device::new(0)?;
     device.set_current()?;
-    let rdc = ProgramOptions {
-        relocatable_device_code: true,
-        ..Default::default()
-    };
+    let rdc = ProgramOptions::default().relocatable_device_code(true);
     let ptx = Program::new(SOURCE, rdc)?.compile(CodeKind::Ptx)?;
     let mut linker = Linker::new(LinkerOptions::default())?;
     linker.add_compiled(ptx.code(), "device_graph.ptx")?;
@@ -89,10 +86,7 @@ fn run() -> Result<bool> {
             (count.as_raw(), limit.as_raw(), own.as_raw()),
         )?
     };
-    let exec = graph.instantiate_with(InstantiateOptions {
-        device_launch: true,
-        ..Default::default()
-    })?;
+    let exec = graph.instantiate_with(InstantiateOptions::default().device_launch(true))?;
     own.copy_from_host(&[exec.device_handle()?])?;
     exec.upload(&stream)?;
     stream.sync()?;

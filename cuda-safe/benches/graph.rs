@@ -59,10 +59,7 @@ fn main() -> ExitCode {
 fn run() -> Result<bool> {
     let device = Device::new(0)?;
     device.set_current()?;
-    let options = ProgramOptions {
-        arch: Some(format!("sm_{}", device.arch()?)),
-        ..Default::default()
-    };
+    let options = ProgramOptions::default().arch(format!("sm_{}", device.arch()?));
     let code = Program::new(SOURCE, options)?
         .compile(CodeKind::Cubin)?
         .load()?;

@@ -148,10 +148,7 @@ fn graph_memory_reserved(device: &Device) -> Result<u64> {
 fn run() -> Result<bool> {
     let device = Device::new(0)?;
     device.set_current()?;
-    let options = ProgramOptions {
-        arch: Some(format!("sm_{}", device.arch()?)),
-        ..Default::default()
-    };
+    let options = ProgramOptions::default().arch(format!("sm_{}", device.arch()?));
     let code = Program::new(SOURCE, options)?
         .compile(CodeKind::Cubin)?
         .load()?;

@@ -59,10 +59,7 @@ fn main() -> ExitCode {
 
 /// The program every cache figure uses: the floor's source for this device.
 fn program(device: &Device) -> Result<Program> {
-    let options = ProgramOptions {
-        arch: Some(format!("sm_{}", device.arch()?)),
-        ..Default::default()
-    };
+    let options = ProgramOptions::default().arch(format!("sm_{}", device.arch()?));
     Program::new(SOURCE, options)
 }
 
@@ -199,10 +196,7 @@ fn run() -> Result<()> {
     let mut out = pool.allocate(bytes, &stream)?;
     x.fill::<u32>(1.0f32.to_bits())?;
     y.fill::<u32>(2.0f32.to_bits())?;
-    let timed = EventOptions {
-        timing: true,
-        ..Default::default()
-    };
+    let timed = EventOptions::default().timing(true);
     let (e0, e1) = (device.create_event(timed)?, device.create_event(timed)?);
     let config = LaunchConfig::for_num_elements(n, 256)?;
     let mut kernel_ms = Vec::new();

@@ -83,18 +83,12 @@ fn run() -> Result<()> {
     device.set_current()?;
     let stream = device.create_stream(Default::default())?;
     let arch = format!("sm_{}", device.arch()?);
-    let rdc = ProgramOptions {
-        arch: Some(arch.clone()),
-        relocatable_device_code: true,
-        ..Default::default()
-    };
+    let rdc = ProgramOptions::default()
+        .arch(arch.clone())
+        .relocatable_device_code(true);
     let library = Program::new(LIBRARY, rdc.clone())?.compile(CodeKind::LtoIr)?;
     let kernel = Program::new(KERNEL, rdc)?.compile(CodeKind::LtoIr)?;
-    let mut linker = Linker::new(LinkerOptions {
-        arch: Some(arch.clone()),
-        lto: true,
-        ..Default::default()
-    })?;
+    let mut linker = Linker::new(LinkerOptions::default().arch(arch.clone()).lto(true))?;
     linker.add(LinkInput::from_compiled(library.code(), "library.ltoir")?);
     linker.add(LinkInput::from_compiled(kernel.code(), "kernel.ltoir")?);
 
@@ -107,10 +101,7 @@ fn run() -> Result<()> {
     }
     let whole = Program::new(
         &format!("{LIBRARY}{KERNEL}"),
-        ProgramOptions {
-            arch: Some(arch.clone()),
-            ..Default::default()
-        },
+        ProgramOptions::default().arch(arch.clone()),
     )?
     .compile(CodeKind::Cubin)?;
     let lto_us = kernel_us(&linked.load()?, &stream, &device)?;
@@ -136,10 +127,7 @@ fn median_us(
     stream: &Stream,
     mut work: impl FnMut() -> Result<()>,
 ) -> Result<f64> {
-    let timing = EventOptions {
-        timing: true,
-        ..Default::default()
-    };
+    let timing = EventOptions::default().timing(true);
     let (start, end) = (device.create_event(timing)?, device.create_event(timing)?);
     work()?;
     let mut times = Vec::with_capacity(REPS);

@@ -77,10 +77,7 @@ fn run() -> Result<()> {
     let mut host = pinned.allocate(size, &stream)?;
     host.as_host_mut_slice::<u8>()?.fill(0x5a);
     let mut on_device = pool.allocate(size, &stream)?;
-    let timed = EventOptions {
-        timing: true,
-        ..Default::default()
-    };
+    let timed = EventOptions::default().timing(true);
     let (start, end) = (device.create_event(timed)?, device.create_event(timed)?);
     let mut rates = Vec::new();
     for _ in 0..7 {

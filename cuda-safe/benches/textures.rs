@@ -78,10 +78,7 @@ fn measure(
     mut run: impl FnMut() -> Result<()>,
     sums: &cuda_safe::Buffer,
 ) -> Result<(f64, bool)> {
-    let timed = EventOptions {
-        timing: true,
-        ..Default::default()
-    };
+    let timed = EventOptions::default().timing(true);
     let (start, end) = (
         Event::new(stream.context(), timed)?,
         Event::new(stream.context(), timed)?,
@@ -108,10 +105,7 @@ fn measure(
 fn run() -> Result<bool> {
     let device = Device::new(0)?;
     device.set_current()?;
-    let options = ProgramOptions {
-        arch: Some(format!("sm_{}", device.arch()?)),
-        ..Default::default()
-    };
+    let options = ProgramOptions::default().arch(format!("sm_{}", device.arch()?));
     let code = Program::new(SOURCE, options)?
         .compile(CodeKind::Cubin)?
         .load()?;
@@ -121,13 +115,9 @@ fn run() -> Result<bool> {
     let host: Vec<f32> = (0..N).map(|i| (i % 17) as f32 * 0.125).collect();
     let expected: f64 = host.iter().map(|&v| f64::from(v)).sum();
     let data = Arc::new(pool.allocate_from_host(&host, &stream)?);
-    let shape = ArrayDescriptor {
-        width: WIDTH,
-        height: ROWS,
-        depth: 0,
-        format: ArrayFormat::F32,
-        channels: 1,
-    };
+    let shape = ArrayDescriptor::new(WIDTH, ArrayFormat::F32, 1)
+        .height(ROWS)
+        .depth(0);
     let mut array = CudaArray::new(&stream, shape)?;
     array.copy_from_host(
         &HostPitched::rows(&host, WIDTH * 4)?,

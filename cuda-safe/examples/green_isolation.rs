@@ -201,10 +201,7 @@ fn run() -> Result<()> {
     let mut out = memory.allocate(n * 4, &green_prober)?;
     x.fill::<u32>(1.0f32.to_bits())?;
     y.fill::<u32>(2.0f32.to_bits())?;
-    let timed = EventOptions {
-        timing: true,
-        ..Default::default()
-    };
+    let timed = EventOptions::default().timing(true);
     let (start, end) = (
         probe_ctx.create_event(timed)?,
         probe_ctx.create_event(timed)?,

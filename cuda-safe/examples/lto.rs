@@ -62,18 +62,11 @@ fn apply(code: &ObjectCode, device: &Device, input: &[f32]) -> Result<Vec<f32>> 
 fn run() -> Result<()> {
     let device = Device::new(0)?;
     device.set_current()?;
-    let rdc = ProgramOptions {
-        relocatable_device_code: true,
-        ..Default::default()
-    };
+    let rdc = ProgramOptions::default().relocatable_device_code(true);
     let library = Program::new(LIBRARY, rdc.clone())?.compile(CodeKind::LtoIr)?;
     let kernel = Program::new(KERNEL, rdc)?.compile(CodeKind::LtoIr)?;
 
-    let mut linker = Linker::new(LinkerOptions {
-        lto: true,
-        optimization_level: Some(3),
-        ..Default::default()
-    })?;
+    let mut linker = Linker::new(LinkerOptions::default().lto(true).optimization_level(3))?;
     linker.add(LinkInput::from_compiled(library.code(), "library.ltoir")?);
     linker.add(LinkInput::from_compiled(kernel.code(), "kernel.ltoir")?);
     let started = Instant::now();

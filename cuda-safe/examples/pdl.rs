@@ -56,10 +56,7 @@ fn main() -> ExitCode {
 fn run() -> Result<()> {
     let device = Device::new(0)?;
     device.set_current()?;
-    let options = ProgramOptions {
-        arch: Some(format!("sm_{}", device.arch()?)),
-        ..Default::default()
-    };
+    let options = ProgramOptions::default().arch(format!("sm_{}", device.arch()?));
     let code = Program::new(SOURCE, options)?
         .compile(CodeKind::Cubin)?
         .load()?;
@@ -74,10 +71,7 @@ fn run() -> Result<()> {
     let n = (sms * 128) as i32;
     let mut data = pool.allocate_zeroed::<f32>(n as usize, &stream)?;
     let mut out = pool.allocate_zeroed::<f32>(n as usize, &stream)?;
-    let timing = EventOptions {
-        timing: true,
-        ..Default::default()
-    };
+    let timing = EventOptions::default().timing(true);
     let (start, end) = (device.create_event(timing)?, device.create_event(timing)?);
 
     let mut pair_us = |attributes: &LaunchAttributes<'_>| -> Result<f64> {
@@ -104,10 +98,7 @@ fn run() -> Result<()> {
         Ok(times[times.len() / 2])
     };
     let serial = pair_us(&LaunchAttributes::default())?;
-    let pdl = pair_us(&LaunchAttributes {
-        programmatic_stream_serialization: true,
-        ..Default::default()
-    })?;
+    let pdl = pair_us(&LaunchAttributes::default().programmatic_stream_serialization(true))?;
     let results = out.to_vec::<f32>()?;
     let wrong = results
         .iter()

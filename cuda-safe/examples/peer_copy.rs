@@ -57,10 +57,7 @@ fn copies(to: &mut Side, from: &Side, bytes: usize, reps: usize) -> Result<()> {
 
 /// GB/s of copies of `bytes` from `from` to `to`, timed with events on the sending stream.
 fn one_way(to: &mut Side, from: &Side, bytes: usize) -> Result<f64> {
-    let timed = EventOptions {
-        timing: true,
-        ..Default::default()
-    };
+    let timed = EventOptions::default().timing(true);
     let context = from.stream.context();
     let (start, end) = (context.create_event(timed)?, context.create_event(timed)?);
     copies(to, from, bytes, 3)?;

@@ -74,10 +74,7 @@ fn run() -> Result<()> {
     let pool = device.default_memory_resource()?;
 
     // 3-4. Compile through a cache: the second request compiles nothing.
-    let options = ProgramOptions {
-        std: Some(CppStandard::Cpp17),
-        ..Default::default()
-    };
+    let options = ProgramOptions::default().std(CppStandard::Cpp17);
     let program = Program::new(SOURCE, options)?;
     let cache = InMemoryProgramCache::new(16 << 20);
     let started = std::time::Instant::now();
@@ -97,10 +94,7 @@ fn run() -> Result<()> {
     let saxpy = code.get_kernel("saxpy")?;
     let saxpy_vec4 = code.get_kernel("saxpy_vec4")?;
 
-    let timed = EventOptions {
-        timing: true,
-        ..Default::default()
-    };
+    let timed = EventOptions::default().timing(true);
     let (start, end) = (device.create_event(timed)?, device.create_event(timed)?);
     let alpha = 3.0f32;
     for n in [10_000_000usize, 100_000_000] {

@@ -35,10 +35,7 @@ fn median_us(
     stream: &Stream,
     mut work: impl FnMut() -> Result<()>,
 ) -> Result<f64> {
-    let timing = EventOptions {
-        timing: true,
-        ..Default::default()
-    };
+    let timing = EventOptions::default().timing(true);
     let (start, end) = (device.create_event(timing)?, device.create_event(timing)?);
     work()?; // warm-up
     let mut times = Vec::with_capacity(REPS);

@@ -5,7 +5,7 @@
 //!
 //! let device = Device::new(0)?;
 //! let stream = device.create_stream(Default::default())?;
-//! let timed = EventOptions { timing: true, ..Default::default() };
+//! let timed = EventOptions::default().timing(true);
 //! let (start, end) = (device.create_event(timed)?, device.create_event(timed)?);
 //! stream.record(&start)?;
 //! // ... queue work on `stream` ...
@@ -27,6 +27,7 @@ use cuda_sys::{CUevent, CUevent_flags, CUipcEventHandle, Driver};
 
 /// How to create an event. The default is the cheapest: no timing, spin-waiting sync.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EventOptions {
     /// Record timestamps, so [`Event::elapsed`] works (costs a little per record).
     pub timing: bool,
@@ -35,6 +36,14 @@ pub struct EventOptions {
     /// Allow sharing the event with other processes ([`Event::ipc_handle`]); needs `timing`
     /// off.
     pub ipc: bool,
+}
+
+crate::setters::setters! {
+    impl EventOptions {
+        timing: value bool,
+        blocking_sync: value bool,
+        ipc: value bool,
+    }
 }
 
 /// A CUDA event. It keeps its context alive.

@@ -71,6 +71,7 @@ mod error;
 mod ffi;
 pub mod handle;
 mod hex;
+mod setters;
 mod trace;
 mod user_dirs;
 mod user_file;

@@ -6,7 +6,7 @@
 //! let device = Device::new(0)?;
 //! let first = device.create_stream(StreamOptions::default())?; // non-blocking
 //! let (_, highest) = device.context()?.stream_priority_range()?;
-//! let urgent = device.create_stream(StreamOptions { priority: Some(highest), ..Default::default() })?;
+//! let urgent = device.create_stream(StreamOptions::default().priority(highest))?;
 //! urgent.wait_stream(&first)?; // work queued on `urgent` from now on runs after `first`'s
 //! urgent.sync()?;
 //! # Ok::<(), cuda_safe::Error>(())
@@ -35,12 +35,20 @@ const MAX_SPARE_EVENTS: usize = 1024;
 
 /// How to create a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StreamOptions {
     /// Whether the stream runs independently of the legacy default stream (default `true`).
     pub non_blocking: bool,
     /// The priority, within the context's [`stream_priority_range`](Context::stream_priority_range);
     /// `None` is the default priority. Lower numbers are higher priority.
     pub priority: Option<i32>,
+}
+
+crate::setters::setters! {
+    impl StreamOptions {
+        non_blocking: value bool,
+        priority: some i32,
+    }
 }
 
 impl Default for StreamOptions {

@@ -420,10 +420,7 @@ fn child(dir: &Path) -> ExitCode {
     if std::env::var_os(LINK_CHILD).is_some() {
         return link_child(dir);
     }
-    let options = ProgramOptions {
-        arch: Some("sm_90".into()),
-        ..Default::default()
-    };
+    let options = ProgramOptions::default().arch("sm_90");
     let first = "extern \"C\" __global__ void twice() {}";
     if std::env::var_os(EXPLICIT_CHILD).is_some() {
         return explicit_child(dir, Program::new(first, options).unwrap());
@@ -471,22 +468,16 @@ fn explicit_child(dir: &Path, program: Program) -> ExitCode {
 /// The link child: two LTO-IR units (compiled before the link, not through its cache) linked
 /// through the disk cache at `dir`.
 fn link_child(dir: &Path) -> ExitCode {
-    let arch = Some("sm_90".to_owned());
-    let mut linker = cuda_safe::Linker::new(cuda_safe::LinkerOptions {
-        arch: arch.clone(),
-        lto: true,
-        ..Default::default()
-    })
-    .unwrap();
+    let arch = "sm_90";
+    let mut linker =
+        cuda_safe::Linker::new(cuda_safe::LinkerOptions::default().arch(arch).lto(true)).unwrap();
     for (name, source) in [
         ("a.ltoir", "__device__ int a() { return 1; }"),
         ("b.ltoir", "__device__ int b() { return 2; }"),
     ] {
-        let options = ProgramOptions {
-            arch: arch.clone(),
-            relocatable_device_code: true,
-            ..Default::default()
-        };
+        let options = ProgramOptions::default()
+            .arch(arch)
+            .relocatable_device_code(true);
         let code = Program::new(source, options)
             .unwrap()
             .compile(CodeKind::LtoIr)

@@ -130,10 +130,7 @@ fn measure(
     };
     let host = vec![0.5f32; N];
     let event = context.create_event(EventOptions::default())?;
-    let timed = EventOptions {
-        timing: true,
-        ..Default::default()
-    };
+    let timed = EventOptions::default().timing(true);
     let (start, end) = (context.create_event(timed)?, context.create_event(timed)?);
     stream.record(&start)?;
     stream.record(&end)?;
@@ -364,10 +361,7 @@ fn first_launch_in_new_context(stub: &Stub, device: &Device) -> Result<Row> {
 /// A `KernelCache` hit: no driver or NVRTC call at all.
 fn kernel_cache_hit(stub: &Stub) -> Result<Row> {
     let kernels = KernelCache::new(InMemoryProgramCache::new(1 << 20));
-    let options = ProgramOptions {
-        arch: Some("sm_90".into()),
-        ..Default::default()
-    };
+    let options = ProgramOptions::default().arch("sm_90");
     let program = Program::new(
         "extern \"C\" __global__ void twice(float* x, size_t n) {}",
         options,

@@ -26,10 +26,7 @@ const OUT_OF_MEMORY: i32 = 2;
 
 /// For device launch.
 fn device_launch() -> InstantiateOptions {
-    InstantiateOptions {
-        device_launch: true,
-        ..Default::default()
-    }
+    InstantiateOptions::default().device_launch(true)
 }
 
 /// Instantiates an empty graph of `stream`'s context with `options`.
@@ -50,21 +47,9 @@ fn flags_given(stub: &Stub) -> Vec<i64> {
 fn options_are_the_drivers_flags(stub: &Stub, stream: &Stream) -> Outcome {
     let cases = [
         (InstantiateOptions::default(), 0),
-        (
-            InstantiateOptions {
-                auto_free_on_launch: true,
-                ..Default::default()
-            },
-            1,
-        ),
+        (InstantiateOptions::default().auto_free_on_launch(true), 1),
         (device_launch(), 4),
-        (
-            InstantiateOptions {
-                use_node_priority: true,
-                ..device_launch()
-            },
-            4 | 8,
-        ),
+        (device_launch().use_node_priority(true), 4 | 8),
     ];
     for (options, flags) in cases {
         stub.take_log();
@@ -89,10 +74,7 @@ fn options_are_the_drivers_flags(stub: &Stub, stream: &Stream) -> Outcome {
 /// Device launch with auto-free on launch: refused with no driver call.
 fn device_launch_and_auto_free_are_refused_first(stub: &Stub, stream: &Stream) -> Outcome {
     stub.reset();
-    let both = InstantiateOptions {
-        auto_free_on_launch: true,
-        ..device_launch()
-    };
+    let both = device_launch().auto_free_on_launch(true);
     match instantiate(stream, both) {
         Err(Error::InvalidArgument(why)) if why.contains("auto_free_on_launch") => {}
         other => return Err(format!("device launch with auto-free gave {other:?}")),
@@ -171,7 +153,7 @@ fn the_device_handle_is_the_executable(_: &Stub, stream: &Stream) -> Outcome {
     }
     let host = instantiate(stream, InstantiateOptions::default()).map_err(|e| e.to_string())?;
     match host.device_handle() {
-        Err(Error::InvalidArgument(why)) if why.contains("device_launch: true") => {}
+        Err(Error::InvalidArgument(why)) if why.contains("device_launch(true)") => {}
         other => return Err(format!("a host graph's device handle gave {other:?}")),
     }
     // A device graph uploads and launches from the host as any other.

@@ -75,10 +75,7 @@ fn ensure(holds: bool, what: impl FnOnce() -> String) -> Outcome {
 
 /// CUBIN, PTX and LTO-IR of one kernel, from the stub NVRTC.
 fn compiled() -> [CompiledCode; 3] {
-    let options = ProgramOptions {
-        arch: Some("sm_90".into()),
-        ..Default::default()
-    };
+    let options = ProgramOptions::default().arch("sm_90");
     let program = Program::new("extern \"C\" __global__ void twice() {}", options).unwrap();
     [CodeKind::Cubin, CodeKind::Ptx, CodeKind::LtoIr]
         .map(|kind| program.compile(kind).unwrap().into_code())
@@ -110,13 +107,11 @@ fn every_kind(options: FatbinOptions) -> FatbinBuilder {
 }
 
 fn builds_and_loads(stub: &Stub, controls: &Controls) -> Outcome {
-    let options = FatbinOptions {
-        address_bits: Some(64),
-        compress: Some(false),
-        host: Some(FatbinHost::Linux),
-        ptx_options: vec!["-O3".into(), "-maxrregcount=32".into()],
-        ..Default::default()
-    };
+    let options = FatbinOptions::default()
+        .address_bits(64)
+        .compress(false)
+        .host(FatbinHost::Linux)
+        .ptx_options(vec!["-O3", "-maxrregcount=32"]);
     let fatbin = every_kind(options);
     stub.take_log();
     let built = fatbin.build().map_err(|e| format!("build: {e}"))?;
@@ -245,11 +240,8 @@ fn every_call_failure_is_typed_and_leaks_nothing(stub: &Stub, controls: &Control
         })?;
     }
     // An option nvFatbin does not know: it refuses it and hands out a handle, destroyed here.
-    let mut unknown = FatbinBuilder::new(FatbinOptions {
-        extra: vec!["-no-such-option".into()],
-        ..Default::default()
-    })
-    .unwrap();
+    let mut unknown =
+        FatbinBuilder::new(FatbinOptions::default().extra(vec!["-no-such-option"])).unwrap();
     unknown.add_ptx(".version 8.0\n", "90", "k.ptx").unwrap();
     let error = unknown.build().unwrap_err();
     let text = error.to_string();
@@ -293,11 +285,7 @@ fn bad_input_never_reaches_nvfatbin(stub: &Stub) -> Outcome {
             .unwrap()
             .add_ptx(".version 8.0\n", "sm90", "arch.ptx")
             .map(|_| ()),
-        FatbinBuilder::new(FatbinOptions {
-            address_bits: Some(16),
-            ..Default::default()
-        })
-        .map(|_| ()),
+        FatbinBuilder::new(FatbinOptions::default().address_bits(16)).map(|_| ()),
     ];
     for (index, result) in refused.into_iter().enumerate() {
         ensure(matches!(result, Err(Error::InvalidArgument(_))), || {

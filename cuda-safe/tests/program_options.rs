@@ -5,10 +5,7 @@ use cuda_safe::{CodeKind, CppStandard, Error, Program, ProgramOptions};
 use proptest::prelude::*;
 
 fn sm90() -> ProgramOptions {
-    ProgramOptions {
-        arch: Some("sm_90".into()),
-        ..Default::default()
-    }
+    ProgramOptions::default().arch("sm_90")
 }
 
 /// The flags after the architecture flag, for a CUBIN.
@@ -30,10 +27,7 @@ fn the_defaults_add_only_the_architecture() {
 #[test]
 fn the_target_decides_the_architecture_flag() {
     for arch in ["sm_90", "compute_90", "90"] {
-        let options = ProgramOptions {
-            arch: Some(arch.into()),
-            ..Default::default()
-        };
+        let options = ProgramOptions::default().arch(arch);
         assert_eq!(
             options.to_flags(CodeKind::Ptx).unwrap(),
             ["--gpu-architecture=compute_90"]
@@ -47,18 +41,12 @@ fn the_target_decides_the_architecture_flag() {
             ["--gpu-architecture=sm_90", "-dlto"]
         );
     }
-    let suffixed = ProgramOptions {
-        arch: Some("sm_90a".into()),
-        ..Default::default()
-    };
+    let suffixed = ProgramOptions::default().arch("sm_90a");
     assert_eq!(
         suffixed.to_flags(CodeKind::Ptx).unwrap(),
         ["--gpu-architecture=compute_90a"]
     );
-    let family = ProgramOptions {
-        arch: Some("100f".into()),
-        ..Default::default()
-    };
+    let family = ProgramOptions::default().arch("100f");
     assert_eq!(
         family.to_flags(CodeKind::Cubin).unwrap(),
         ["--gpu-architecture=sm_100f"]
@@ -76,10 +64,7 @@ fn every_cpp_standard_has_its_flag() {
         (CppStandard::Cpp23, "--std=c++23"),
     ] {
         assert_eq!(std.flag(), flag);
-        let options = ProgramOptions {
-            std: Some(std),
-            ..sm90()
-        };
+        let options = sm90().std(std);
         assert_eq!(rest(options), [flag]);
     }
 }
@@ -88,33 +73,12 @@ fn every_cpp_standard_has_its_flag() {
 fn every_switch_has_its_flag() {
     let cases: [(ProgramOptions, &str); 4] = [
         (
-            ProgramOptions {
-                relocatable_device_code: true,
-                ..sm90()
-            },
+            sm90().relocatable_device_code(true),
             "--relocatable-device-code=true",
         ),
-        (
-            ProgramOptions {
-                debug: true,
-                ..sm90()
-            },
-            "--device-debug",
-        ),
-        (
-            ProgramOptions {
-                lineinfo: true,
-                ..sm90()
-            },
-            "--generate-line-info",
-        ),
-        (
-            ProgramOptions {
-                fast_math: true,
-                ..sm90()
-            },
-            "--use_fast_math",
-        ),
+        (sm90().debug(true), "--device-debug"),
+        (sm90().lineinfo(true), "--generate-line-info"),
+        (sm90().fast_math(true), "--use_fast_math"),
     ];
     for (options, flag) in cases {
         assert_eq!(rest(options), [flag]);
@@ -125,34 +89,10 @@ fn every_switch_has_its_flag() {
 fn every_float_control_renders_true_and_false() {
     for value in [true, false] {
         let cases = [
-            (
-                ProgramOptions {
-                    ftz: Some(value),
-                    ..sm90()
-                },
-                format!("--ftz={value}"),
-            ),
-            (
-                ProgramOptions {
-                    prec_div: Some(value),
-                    ..sm90()
-                },
-                format!("--prec-div={value}"),
-            ),
-            (
-                ProgramOptions {
-                    prec_sqrt: Some(value),
-                    ..sm90()
-                },
-                format!("--prec-sqrt={value}"),
-            ),
-            (
-                ProgramOptions {
-                    fma: Some(value),
-                    ..sm90()
-                },
-                format!("--fmad={value}"),
-            ),
+            (sm90().ftz(value), format!("--ftz={value}")),
+            (sm90().prec_div(value), format!("--prec-div={value}")),
+            (sm90().prec_sqrt(value), format!("--prec-sqrt={value}")),
+            (sm90().fma(value), format!("--fmad={value}")),
         ];
         for (options, flag) in cases {
             assert_eq!(rest(options), [flag]);
@@ -162,10 +102,7 @@ fn every_float_control_renders_true_and_false() {
 
 #[test]
 fn max_registers_renders_its_count() {
-    let options = ProgramOptions {
-        max_registers: Some(64),
-        ..sm90()
-    };
+    let options = sm90().max_registers(64);
     assert_eq!(rest(options), ["--maxrregcount=64"]);
 }
 
@@ -203,39 +140,35 @@ fn macros_paths_and_raw_options_render_in_order() {
 
 #[test]
 fn name_headers_and_digest_are_not_flags() {
-    let options = ProgramOptions {
-        name: "saxpy.cu".into(),
-        caller_digest: Some(vec![1, 2, 3]),
-        ..sm90()
-    }
-    .header("my.h", "#define X 1");
+    let options = sm90()
+        .name("saxpy.cu")
+        .caller_digest(vec![1, 2, 3])
+        .header("my.h", "#define X 1");
     assert_eq!(rest(options), Vec::<String>::new());
 }
 
 #[test]
 fn everything_together_keeps_the_documented_order() {
-    let options = ProgramOptions {
-        name: "all.cu".into(),
-        arch: Some("90".into()),
-        std: Some(CppStandard::Cpp20),
-        relocatable_device_code: true,
-        debug: true,
-        lineinfo: true,
-        fast_math: true,
-        ftz: Some(true),
-        prec_div: Some(false),
-        prec_sqrt: Some(false),
-        fma: Some(true),
-        max_registers: Some(32),
-        caller_digest: Some(b"digest".to_vec()),
-        ..Default::default()
-    }
-    .define_as("N", "4")
-    .undefine("M")
-    .include_path("/inc")
-    .pre_include("pre.h")
-    .header("my.h", "")
-    .option("--restrict");
+    let options = ProgramOptions::default()
+        .name("all.cu")
+        .arch("90")
+        .std(CppStandard::Cpp20)
+        .relocatable_device_code(true)
+        .debug(true)
+        .lineinfo(true)
+        .fast_math(true)
+        .ftz(true)
+        .prec_div(false)
+        .prec_sqrt(false)
+        .fma(true)
+        .max_registers(32)
+        .caller_digest(b"digest".to_vec())
+        .define_as("N", "4")
+        .undefine("M")
+        .include_path("/inc")
+        .pre_include("pre.h")
+        .header("my.h", "")
+        .option("--restrict");
     assert_eq!(
         options.to_flags(CodeKind::LtoIr).unwrap(),
         [
@@ -287,37 +220,19 @@ fn refused(options: ProgramOptions, needle: &str) {
 
 #[test]
 fn empty_strings_are_refused() {
-    refused(
-        ProgramOptions {
-            name: String::new(),
-            ..sm90()
-        },
-        "program name is empty",
-    );
+    refused(sm90().name(String::new()), "program name is empty");
     refused(sm90().define(""), "macro name is empty");
     refused(sm90().undefine(""), "macro name is empty");
     refused(sm90().include_path(""), "include path is empty");
     refused(sm90().pre_include(""), "pre-include is empty");
     refused(sm90().header("", "x"), "header name is empty");
     refused(sm90().option(""), "extra option is empty");
-    refused(
-        ProgramOptions {
-            arch: Some(String::new()),
-            ..Default::default()
-        },
-        "sm_XX",
-    );
+    refused(ProgramOptions::default().arch(String::new()), "sm_XX");
 }
 
 #[test]
 fn nul_bytes_are_refused() {
-    refused(
-        ProgramOptions {
-            name: "a\0.cu".into(),
-            ..sm90()
-        },
-        "NUL",
-    );
+    refused(sm90().name("a\0.cu"), "NUL");
     refused(sm90().define("A\0B"), "NUL");
     refused(sm90().define_as("A", "1\0"), "NUL");
     refused(sm90().undefine("A\0"), "NUL");
@@ -331,13 +246,7 @@ fn nul_bytes_are_refused() {
 #[test]
 fn malformed_values_are_refused() {
     for arch in ["sm90", "sm_9", "gfx90", "sm_90x", "compute_"] {
-        refused(
-            ProgramOptions {
-                arch: Some(arch.into()),
-                ..Default::default()
-            },
-            "sm_XX",
-        );
+        refused(ProgramOptions::default().arch(arch), "sm_XX");
     }
     for name in ["N=4", "A B", "1ST", "-DX", "TAB\t"] {
         refused(sm90().define(name), "is not a macro name");
@@ -348,13 +257,7 @@ fn malformed_values_are_refused() {
         sm90().header("my.h", "a").header("my.h", "b"),
         "two in-memory headers",
     );
-    refused(
-        ProgramOptions {
-            max_registers: Some(0),
-            ..sm90()
-        },
-        "max_registers",
-    );
+    refused(sm90().max_registers(0), "max_registers");
 }
 
 #[test]
@@ -386,10 +289,7 @@ proptest! {
         suffix in prop_oneof![Just(""), Just("a"), Just("f")],
         prefix in prop_oneof![Just(""), Just("sm_"), Just("compute_")],
     ) {
-        let options = ProgramOptions {
-            arch: Some(format!("{prefix}{number}{suffix}")),
-            ..Default::default()
-        };
+        let options = ProgramOptions::default().arch(format!("{prefix}{number}{suffix}"));
         prop_assert_eq!(
             options.to_flags(CodeKind::Ptx).unwrap(),
             vec![format!("--gpu-architecture=compute_{number}{suffix}")]
@@ -454,22 +354,20 @@ fn the_builder_sets_what_the_fields_set() {
         .max_registers(64)
         .caller_digest(vec![1, 2, 3])
         .define_as("N", "4");
-    let by_fields = ProgramOptions {
-        name: "saxpy.cu".to_owned(),
-        arch: Some("sm_90".to_owned()),
-        std: Some(CppStandard::Cpp20),
-        relocatable_device_code: true,
-        lineinfo: true,
-        fast_math: true,
-        ftz: Some(true),
-        prec_div: Some(false),
-        prec_sqrt: Some(false),
-        fma: Some(true),
-        max_registers: Some(64),
-        caller_digest: Some(vec![1, 2, 3]),
-        defines: vec![("N".to_owned(), Some("4".to_owned()))],
-        ..ProgramOptions::default()
-    };
+    let by_fields = ProgramOptions::default()
+        .name("saxpy.cu")
+        .arch("sm_90")
+        .std(CppStandard::Cpp20)
+        .relocatable_device_code(true)
+        .lineinfo(true)
+        .fast_math(true)
+        .ftz(true)
+        .prec_div(false)
+        .prec_sqrt(false)
+        .fma(true)
+        .max_registers(64)
+        .caller_digest(vec![1, 2, 3])
+        .defines(vec![("N".to_owned(), Some("4".to_owned()))]);
     assert_eq!(built, by_fields);
     assert_eq!(
         built.to_flags(CodeKind::Cubin).unwrap(),

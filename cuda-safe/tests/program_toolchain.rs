@@ -6,10 +6,7 @@ use cuda_safe::cache::InMemoryProgramCache;
 use cuda_safe::{CodeKind, CudaHeaders, Error, Pch, Program, ProgramOptions};
 
 fn sm90() -> ProgramOptions {
-    ProgramOptions {
-        arch: Some("sm_90".into()),
-        ..Default::default()
-    }
+    ProgramOptions::default().arch("sm_90")
 }
 
 /// The flags after the architecture flag, for a CUBIN.
@@ -33,18 +30,16 @@ fn each_pch_mode_has_its_flag() {
 
 #[test]
 fn pch_and_cuda_headers_keep_the_documented_order() {
-    let options = ProgramOptions {
-        pch_messages: Some(false),
-        pch_verbose: Some(true),
-        instantiate_templates_in_pch: Some(false),
-        ..sm90()
-    }
-    .include_path("/mine")
-    .cuda_headers(CudaHeaders::Bundled(Some("/opt/nvrtc-headers".into())))
-    .pre_include("pre.h")
-    .pch(Pch::Automatic)
-    .pch_dir("/tmp/pch")
-    .option("--restrict");
+    let options = sm90()
+        .pch_messages(false)
+        .pch_verbose(true)
+        .instantiate_templates_in_pch(false)
+        .include_path("/mine")
+        .cuda_headers(CudaHeaders::Bundled(Some("/opt/nvrtc-headers".into())))
+        .pre_include("pre.h")
+        .pch(Pch::Automatic)
+        .pch_dir("/tmp/pch")
+        .option("--restrict");
     assert_eq!(
         rest(options),
         [
@@ -83,18 +78,9 @@ fn pch_fields_without_pch_and_bad_names_are_refused() {
         sm90().pch_dir("/tmp/pch"),
         "pch_dir has no effect without pch",
     );
+    refused(sm90().pch_messages(true), "pch_messages");
     refused(
-        ProgramOptions {
-            pch_messages: Some(true),
-            ..sm90()
-        },
-        "pch_messages",
-    );
-    refused(
-        ProgramOptions {
-            instantiate_templates_in_pch: Some(true),
-            ..sm90()
-        },
+        sm90().instantiate_templates_in_pch(true),
         "instantiate_templates_in_pch",
     );
     refused(sm90().pch(Pch::Create(String::new())), "PCH file is empty");

@@ -67,13 +67,11 @@ fn check(condition: bool, what: impl FnOnce() -> String) -> Outcome {
 }
 
 fn lto(incremental: bool) -> LinkerOptions {
-    LinkerOptions {
-        arch: Some("sm_90".into()),
-        lto: true,
-        incremental,
-        backend: LinkerBackend::NvJitLink,
-        ..Default::default()
-    }
+    LinkerOptions::default()
+        .arch("sm_90")
+        .lto(true)
+        .incremental(incremental)
+        .backend(LinkerBackend::NvJitLink)
 }
 
 fn linker(options: LinkerOptions) -> Linker {
@@ -138,12 +136,12 @@ fn incremental_link_passes_r(stub: &Stub, jit: &JitLink) -> Outcome {
     check(stub.calls("nvJitLinkDestroy") == 1, || {
         "the handle leaked".into()
     })?;
-    let driver = Linker::new(LinkerOptions {
-        backend: LinkerBackend::Driver,
-        incremental: true,
-        arch: Some("sm_90".into()),
-        ..Default::default()
-    })
+    let driver = Linker::new(
+        LinkerOptions::default()
+            .backend(LinkerBackend::Driver)
+            .incremental(true)
+            .arch("sm_90"),
+    )
     .unwrap();
     let mut driver = driver;
     driver
@@ -180,11 +178,8 @@ fn ltoir_output_links_again(stub: &Stub, jit: &JitLink) -> Outcome {
 }
 
 fn pch_program(pch: Option<Pch>) -> Program {
-    let options = ProgramOptions {
-        arch: Some("sm_90".into()),
-        pch,
-        ..Default::default()
-    };
+    let mut options = ProgramOptions::default().arch("sm_90");
+    options.pch = pch;
     Program::new("extern \"C\" __global__ void twice() {}", options).unwrap()
 }
 
@@ -235,13 +230,11 @@ fn pch_status_and_heap_retry(stub: &Stub, _: &JitLink) -> Outcome {
 fn bundled_headers_need_nvrtc_13_3(stub: &Stub, _: &JitLink) -> Outcome {
     stub.reset();
     let dir = tempfile::tempdir().unwrap();
-    let options = ProgramOptions {
-        arch: Some("sm_90".into()),
-        cuda_headers: Some(CudaHeaders::Bundled(Some(
+    let options = ProgramOptions::default()
+        .arch("sm_90")
+        .cuda_headers(CudaHeaders::Bundled(Some(
             dir.path().join("h").display().to_string(),
-        ))),
-        ..Default::default()
-    };
+        )));
     let program = Program::new("__global__ void k() {}", options).unwrap();
     let error = program.compile(CodeKind::Cubin).unwrap_err();
     unsupported(
@@ -263,11 +256,9 @@ fn bundled_headers_need_nvrtc_13_3(stub: &Stub, _: &JitLink) -> Outcome {
 fn toolkit_headers_are_found_and_keyed(stub: &Stub, _: &JitLink) -> Outcome {
     stub.reset();
     let include = std::env::var("CUDA_SAFE_CUDA_INCLUDE").expect("set in main");
-    let options = ProgramOptions {
-        arch: Some("sm_90".into()),
-        cuda_headers: Some(CudaHeaders::Toolkit),
-        ..Default::default()
-    };
+    let options = ProgramOptions::default()
+        .arch("sm_90")
+        .cuda_headers(CudaHeaders::Toolkit);
     let program = Program::new("#include <cuda_fp16.h>\n__global__ void k() {}", options).unwrap();
     let flags = program.flags(CodeKind::Cubin).map_err(|e| e.to_string())?;
     let wanted = format!("--include-path={include}");

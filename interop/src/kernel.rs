@@ -105,11 +105,9 @@ fn kernel(arch: &str) -> Result<Kernel> {
     if let Some((_, kernel)) = kernels.iter().find(|(known, _)| known == arch) {
         return Ok(kernel.clone());
     }
-    let options = ProgramOptions {
-        name: "cuda_safe_interop.cu".to_owned(),
-        arch: Some(arch.to_owned()),
-        ..ProgramOptions::default()
-    };
+    let options = ProgramOptions::default()
+        .name("cuda_safe_interop.cu")
+        .arch(arch);
     let compiled = Program::new(SOURCE, options)?.compile(CodeKind::Cubin)?;
     let kernel = compiled.load()?.get_kernel("scale_strided_f32")?;
     kernels.push((arch.to_owned(), kernel.clone()));

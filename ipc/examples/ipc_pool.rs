@@ -47,10 +47,7 @@ fn main() -> ExitCode {
 }
 
 fn ipc_event(device: &Device) -> cuda_safe::Result<Event> {
-    device.create_event(EventOptions {
-        ipc: true,
-        ..Default::default()
-    })
+    device.create_event(EventOptions::default().ipc(true))
 }
 
 fn parent() -> Result<ExitCode> {
@@ -58,10 +55,7 @@ fn parent() -> Result<ExitCode> {
     let stream = device.create_stream(Default::default())?;
     let pool = DeviceMemoryResource::new_pool(
         &device,
-        PoolOptions {
-            ipc: Some(IpcHandleType::PosixFd),
-            ..Default::default()
-        },
+        PoolOptions::default().ipc(IpcHandleType::PosixFd),
     )?;
     let input: Vec<u32> = (0..LEN as u32).map(|i| i.wrapping_mul(7)).collect();
     let mut buffer = pool.allocate_from_host(&input, &stream)?;

@@ -31,7 +31,7 @@
 //! let (channel, _child_end) = Channel::pair()?;
 //! let device = Device::new(0)?;
 //! let stream = device.create_stream(Default::default())?;
-//! let options = PoolOptions { ipc: Some(IpcHandleType::PosixFd), ..Default::default() };
+//! let options = PoolOptions::default().ipc(IpcHandleType::PosixFd);
 //! let pool = DeviceMemoryResource::new_pool(&device, options)?;
 //! let buffer = pool.allocate_from_host(&[7u32; 1024], &stream)?;
 //! channel.send_pool(&pool)?;

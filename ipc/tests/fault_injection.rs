@@ -10,8 +10,8 @@ use std::process::ExitCode;
 
 use cuda_safe_ipc::Channel;
 use cuda_safe_stub::faults::fixtures::{
-    IPC_EVENT, context, device, exported_buffer, imported_buffer, shareable_pool, shared, stream,
-    take,
+    context, device, exported_buffer, imported_buffer, ipc_event_options, shareable_pool, shared,
+    stream, take,
 };
 use cuda_safe_stub::faults::{Op, Runner, op, report_panics};
 use cuda_safe_stub::{Installed, Stub};
@@ -56,7 +56,9 @@ fn channel_operations(ops: &mut Vec<Op>, stub: &'static Stub) {
     ops.push(op(
         "Channel::send_event",
         || {
-            let event = device().create_event(IPC_EVENT).expect("an IPC event");
+            let event = device()
+                .create_event(ipc_event_options())
+                .expect("an IPC event");
             (channel(), event)
         },
         |((a, _), e)| a.send_event(e),
@@ -66,7 +68,9 @@ fn channel_operations(ops: &mut Vec<Op>, stub: &'static Stub) {
         move || {
             let (a, b) = channel();
             let event = stub.as_other_process(|| {
-                let event = device().create_event(IPC_EVENT).expect("an IPC event");
+                let event = device()
+                    .create_event(ipc_event_options())
+                    .expect("an IPC event");
                 a.send_event(&event).expect("sent");
                 event
             });

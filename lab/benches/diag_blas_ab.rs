@@ -141,10 +141,7 @@ fn run(rounds: usize) -> Result<()> {
     device.set_current()?;
     println!("INFO device {}", device.name()?);
     let stream = device.create_stream(Default::default())?;
-    let timing = EventOptions {
-        timing: true,
-        ..Default::default()
-    };
+    let timing = EventOptions::default().timing(true);
     let events = (device.create_event(timing)?, device.create_event(timing)?);
     let pool = device.default_memory_resource()?;
     let blas = Blas::new(&stream)?;

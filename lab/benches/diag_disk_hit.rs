@@ -45,10 +45,7 @@ fn us(start: Instant) -> f64 {
 fn setup() -> Result<(Device, Program)> {
     let device = Device::new(0)?;
     device.set_current()?;
-    let options = ProgramOptions {
-        arch: Some(format!("sm_{}", device.arch()?)),
-        ..Default::default()
-    };
+    let options = ProgramOptions::default().arch(format!("sm_{}", device.arch()?));
     Ok((device, Program::new(SAXPY, options)?))
 }
 

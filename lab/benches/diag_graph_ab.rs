@@ -87,10 +87,7 @@ fn main() -> ExitCode {
 }
 
 fn kernel(device: &Device, source: &str, name: &str) -> Result<Kernel> {
-    let options = ProgramOptions {
-        arch: Some(format!("sm_{}", device.arch()?)),
-        ..Default::default()
-    };
+    let options = ProgramOptions::default().arch(format!("sm_{}", device.arch()?));
     Program::new(source, options)?
         .compile(CodeKind::Cubin)?
         .load()?

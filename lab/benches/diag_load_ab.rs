@@ -51,10 +51,7 @@ fn raw(cubin: &[u8]) -> Result<()> {
 fn run(rounds: usize) -> Result<()> {
     let device = Device::new(0)?;
     device.set_current()?;
-    let options = ProgramOptions {
-        arch: Some(format!("sm_{}", device.arch()?)),
-        ..Default::default()
-    };
+    let options = ProgramOptions::default().arch(format!("sm_{}", device.arch()?));
     let compiled = Program::new(SAXPY, options)?.compile(CodeKind::Cubin)?;
     let code = compiled.code().clone();
     let cubin = code.bytes().to_vec();

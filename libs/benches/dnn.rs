@@ -61,10 +61,7 @@ fn inputs(len: usize, mut state: u64) -> Vec<f32> {
 
 /// The median per-call time (ms) of 10 calls between two events, over 20 repetitions after 5.
 fn time_ms(stream: &Stream, mut call: impl FnMut() -> Result<()>) -> Result<f64> {
-    let timing = EventOptions {
-        timing: true,
-        ..Default::default()
-    };
+    let timing = EventOptions::default().timing(true);
     let device = stream.device();
     let events = (device.create_event(timing)?, device.create_event(timing)?);
     for _ in 0..5 {

@@ -143,10 +143,7 @@ fn run() -> Result<bool> {
         cuda_safe::cuda_driver_version()?
     );
     let stream = device.create_stream(Default::default())?;
-    let timing = EventOptions {
-        timing: true,
-        ..Default::default()
-    };
+    let timing = EventOptions::default().timing(true);
     let events = (device.create_event(timing)?, device.create_event(timing)?);
     let pool = device.default_memory_resource()?;
     let mut ok = true;

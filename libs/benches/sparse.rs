@@ -256,10 +256,7 @@ fn run() -> Result<bool> {
     );
     let stream = device.create_stream(Default::default())?;
     let pool = device.default_memory_resource()?;
-    let timing = EventOptions {
-        timing: true,
-        ..Default::default()
-    };
+    let timing = EventOptions::default().timing(true);
     let events = (device.create_event(timing)?, device.create_event(timing)?);
     let sparse = Sparse::new(&stream)?;
     println!("INFO cusparse_version {}", sparse.version()?);

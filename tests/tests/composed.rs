@@ -53,10 +53,7 @@ fn requests_on_a_pool_get_their_results() {
         .build()
         .unwrap();
     for policy in [PoolPolicy::RoundRobin, PoolPolicy::LeastBusy] {
-        let options = PoolOptions {
-            policy,
-            ..Default::default()
-        };
+        let options = PoolOptions::default().policy(policy);
         let pool = StreamPool::new(&context, options).unwrap();
         let checked = runtime.block_on(async {
             let mut tasks = tokio::task::JoinSet::new();

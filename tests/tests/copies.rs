@@ -149,13 +149,9 @@ fn host_to_device_and_back_in_3d_through_a_chosen_pitch() {
 fn arrays_round_trip_in_2d_and_3d() {
     let (device, stream) = setup();
     // 2-D: 64 x 32 f32, via the array into a pitched buffer.
-    let flat = ArrayDescriptor {
-        width: 64,
-        height: 32,
-        depth: 0,
-        format: ArrayFormat::F32,
-        channels: 1,
-    };
+    let flat = ArrayDescriptor::new(64, ArrayFormat::F32, 1)
+        .height(32)
+        .depth(0);
     let mut array = CudaArray::new(&stream, flat).unwrap();
     let packed = Layout {
         pitch: 256,
@@ -187,13 +183,9 @@ fn arrays_round_trip_in_2d_and_3d() {
     assert_eq!(buffer.to_vec::<u8>().unwrap(), expected);
 
     // 3-D: 16 x 8 x 4 elements of 4 u8 channels, host to array to host.
-    let boxed = ArrayDescriptor {
-        width: 16,
-        height: 8,
-        depth: 4,
-        format: ArrayFormat::U8,
-        channels: 4,
-    };
+    let boxed = ArrayDescriptor::new(16, ArrayFormat::U8, 4)
+        .height(8)
+        .depth(4);
     let mut cube = CudaArray::new(&stream, boxed).unwrap();
     let cube_layout = Layout { pitch: 64, rows: 8 };
     let cube_source = random_bytes(64 * 8 * 4, 4);
@@ -284,13 +276,9 @@ fn bad_extents_are_refused_on_each_side_and_copy_nothing() {
     // An array side.
     let array = CudaArray::new(
         &stream,
-        ArrayDescriptor {
-            width: 8,
-            height: 8,
-            depth: 0,
-            format: ArrayFormat::F32,
-            channels: 1,
-        },
+        ArrayDescriptor::new(8, ArrayFormat::F32, 1)
+            .height(8)
+            .depth(0),
     )
     .unwrap();
     let error = b

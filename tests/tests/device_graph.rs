@@ -72,10 +72,7 @@ fn setup() -> Setup {
 
 /// [`LAUNCHERS`] as PTX with relocatable device code, linked with the device runtime.
 fn launchers() -> ObjectCode {
-    let rdc = ProgramOptions {
-        relocatable_device_code: true,
-        ..Default::default()
-    };
+    let rdc = ProgramOptions::default().relocatable_device_code(true);
     let ptx = Program::new(LAUNCHERS, rdc)
         .unwrap()
         .compile(CodeKind::Ptx)
@@ -95,10 +92,7 @@ fn launchers() -> ObjectCode {
 
 /// For device launch.
 fn device_launch() -> InstantiateOptions {
-    InstantiateOptions {
-        device_launch: true,
-        ..Default::default()
-    }
+    InstantiateOptions::default().device_launch(true)
 }
 
 /// A graph of one `add(counter, value)` node, instantiated for device launch.
@@ -208,10 +202,7 @@ fn what_a_device_graph_cannot_be_is_refused() {
     // Refused by the crate, before the driver.
     let refused = Graph::new(context)
         .unwrap()
-        .instantiate_with(InstantiateOptions {
-            auto_free_on_launch: true,
-            ..device_launch()
-        });
+        .instantiate_with(device_launch().auto_free_on_launch(true));
     assert!(
         matches!(&refused, Err(Error::InvalidArgument(why)) if why.contains("auto_free_on_launch")),
         "{refused:?}"

@@ -67,11 +67,9 @@ fn other_arch(device: &str) -> &'static str {
 
 /// `source` (with the template's name expression) compiled for `arch` to `target`.
 fn compile(source: &str, arch: &str, target: CodeKind, rdc: bool) -> CompiledCode {
-    let options = ProgramOptions {
-        arch: Some(arch.to_owned()),
-        relocatable_device_code: rdc,
-        ..Default::default()
-    };
+    let options = ProgramOptions::default()
+        .arch(arch)
+        .relocatable_device_code(rdc);
     let mut program = Program::new(source, options).unwrap();
     if source.contains("affine_t") {
         program.add_name_expression(TEMPLATE).unwrap();
@@ -134,27 +132,16 @@ fn cubins_and_ptx_build_load_and_run_compressed_or_not() {
         ("default options", FatbinOptions::default()),
         (
             "-64 -compress-all -host=linux (zstd in CUDA 13)",
-            FatbinOptions {
-                address_bits: Some(64),
-                compress_all: true,
-                host: Some(FatbinHost::Linux),
-                ..Default::default()
-            },
+            FatbinOptions::default()
+                .address_bits(64)
+                .compress_all(true)
+                .host(FatbinHost::Linux),
         ),
         (
             "-compress-mode=size",
-            FatbinOptions {
-                compression: Some(FatbinCompression::Size),
-                ..Default::default()
-            },
+            FatbinOptions::default().compression(FatbinCompression::Size),
         ),
-        (
-            "-compress=false",
-            FatbinOptions {
-                compress: Some(false),
-                ..Default::default()
-            },
-        ),
+        ("-compress=false", FatbinOptions::default().compress(false)),
     ];
     for (what, options) in option_sets {
         let mut fatbin = FatbinBuilder::new(options).unwrap();
@@ -229,12 +216,7 @@ fn lto_ir_kept_in_a_fatbin_links_with_nvjitlink() {
     let mut fatbin = FatbinBuilder::new(FatbinOptions::default()).unwrap();
     fatbin.add_compiled(&mix, &arch, "mix.ltoir").unwrap();
     let library = fatbin.build().unwrap();
-    let mut linker = Linker::new(LinkerOptions {
-        arch: Some(arch.clone()),
-        lto: true,
-        ..Default::default()
-    })
-    .unwrap();
+    let mut linker = Linker::new(LinkerOptions::default().arch(arch.clone()).lto(true)).unwrap();
     linker.add(LinkInput::from_compiled(library.code(), "mix.fatbin").unwrap());
     linker.add_compiled(&kernel, "kernel.ltoir").unwrap();
     let linked = linker
@@ -275,11 +257,8 @@ fn nvfatbin_refusals_are_typed_and_name_the_entry() {
     eprintln!("a mismatched CUBIN, as reported: {error}");
 
     // An option nvFatbin does not know.
-    let mut unknown = FatbinBuilder::new(FatbinOptions {
-        extra: vec!["-no-such-option".into()],
-        ..Default::default()
-    })
-    .unwrap();
+    let mut unknown =
+        FatbinBuilder::new(FatbinOptions::default().extra(vec!["-no-such-option"])).unwrap();
     unknown
         .add_compiled(&here, &format!("sm_{arch}"), "affine.cubin")
         .unwrap();

@@ -191,10 +191,7 @@ fn green_contexts_own_disjoint_sms_and_report_them() {
         "partitions overlap: {ids_a:?} / {ids_b:?}"
     );
     assert!(ids_a.len() as u32 <= size && ids_b.len() as u32 <= size);
-    let blocking = a.create_stream(StreamOptions {
-        non_blocking: false,
-        priority: None,
-    });
+    let blocking = a.create_stream(StreamOptions::default().non_blocking(false));
     assert!(matches!(blocking, Err(Error::InvalidArgument(_))));
 }
 

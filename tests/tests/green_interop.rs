@@ -212,10 +212,7 @@ fn layouts_and_workqueues_or_the_typed_refusal() {
     let device = Device::new(0).unwrap();
     let all = device.resources().sm().unwrap();
     let alignment = all.rules().unwrap().alignment;
-    let backfill = GroupLayout {
-        backfill: true,
-        ..Default::default()
-    };
+    let backfill = GroupLayout::default().backfill(true);
     let odd = [alignment * 4 + 2, alignment * 2 + 2];
     let split = all.split(&SplitRequest::counts(odd).layout(backfill));
     let workqueue = device.resources().workqueue_config();

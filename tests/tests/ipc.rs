@@ -33,14 +33,8 @@ fn expected_after_parent(data: &[u32]) -> Vec<u32> {
 }
 
 fn shareable_pool(device: &Device) -> DeviceMemoryResource {
-    DeviceMemoryResource::new_pool(
-        device,
-        PoolOptions {
-            ipc: Some(IpcHandleType::PosixFd),
-            ..Default::default()
-        },
-    )
-    .unwrap()
+    DeviceMemoryResource::new_pool(device, PoolOptions::default().ipc(IpcHandleType::PosixFd))
+        .unwrap()
 }
 
 /// A socket path of this test's own, and the child started with `role`, connecting to it.
@@ -83,10 +77,7 @@ fn a_child_process_reads_and_modifies_a_buffer_ordered_by_ipc_events() {
         .unwrap();
     let ready = Event::new(
         &device.context().unwrap(),
-        EventOptions {
-            ipc: true,
-            ..Default::default()
-        },
+        EventOptions::default().ipc(true),
     )
     .unwrap();
     stream.record(&ready).unwrap();
@@ -161,13 +152,8 @@ fn mistakes_are_refused_before_the_driver() {
     let plain = device.create_event(EventOptions::default()).unwrap();
     assert!(matches!(plain.ipc_handle(), Err(Error::InvalidArgument(_))));
     // A fabric pool where the machine has a fabric; a typed "not supported" where it has not.
-    match DeviceMemoryResource::new_pool(
-        &device,
-        PoolOptions {
-            ipc: Some(IpcHandleType::Fabric),
-            ..Default::default()
-        },
-    ) {
+    match DeviceMemoryResource::new_pool(&device, PoolOptions::default().ipc(IpcHandleType::Fabric))
+    {
         // Without an IMEX channel the export is refused before the driver, which would crash
         // when the pool is destroyed after refusing it (driver 580).
         Ok(pool) => match pool.export_pool() {
@@ -222,13 +208,7 @@ fn child(role: &str, path: &str) -> Result<(), Error> {
                     .as_mut_slice::<u32>()?
                     .copy_from_host_async(&flipped)?
             };
-            let written = Event::new(
-                &device.context()?,
-                EventOptions {
-                    ipc: true,
-                    ..Default::default()
-                },
-            )?;
+            let written = Event::new(&device.context()?, EventOptions::default().ipc(true))?;
             stream.record(&written)?;
             channel.send_event(&written)?;
             stream.sync()?;

@@ -194,10 +194,7 @@ fn bad_launches_are_errors_and_the_gpu_stays_usable() {
         LaunchConfig::new(1, 2048),
         LaunchConfig::new(0, 32),
         LaunchConfig::new(1, (32, 1, 128)),
-        LaunchConfig {
-            shared_mem: 1 << 30,
-            ..config
-        },
+        config.shared_mem(1 << 30),
     ] {
         // SAFETY: refused before the driver: the configuration is invalid.
         let error = unsafe { launch(stream, &bad, &kernel, (1f32, &x, &y, &mut out, 4usize)) };
@@ -208,10 +205,7 @@ fn bad_launches_are_errors_and_the_gpu_stays_usable() {
     }
     // A launch the driver refuses (more shared memory than the kernel allows without opting
     // in): the error says which limit and how to raise it.
-    let too_much = LaunchConfig {
-        shared_mem: 200 << 10,
-        ..config
-    };
+    let too_much = config.shared_mem(200 << 10);
     // SAFETY: the driver refuses the launch; nothing runs.
     let refused = unsafe { launch(stream, &too_much, &kernel, (1f32, &x, &y, &mut out, 4usize)) };
     println!("driver refusal: {refused:?}");
@@ -287,19 +281,13 @@ fn templates_structs_clusters_and_cooperative_launches() {
         let blocks = 8u32;
         let mut ranks = setup.pool.allocate(blocks as usize * 4, stream).unwrap();
         let kernel = setup.code.get_kernel("cluster_rank").unwrap();
-        let clustered = LaunchConfig {
-            cluster: Some(Dim3::from(4)),
-            ..LaunchConfig::new(blocks, 32)
-        };
+        let clustered = LaunchConfig::new(blocks, 32).cluster(Dim3::from(4));
         // SAFETY: cluster_rank writes one unsigned per block.
         unsafe { launch(stream, &clustered, &kernel, (&mut ranks,)).unwrap() };
         assert_eq!(ranks.to_vec::<u32>().unwrap(), [0, 1, 2, 3, 0, 1, 2, 3]);
     }
     let empty = setup.code.get_kernel("empty").unwrap();
-    let cooperative = LaunchConfig {
-        cooperative: true,
-        ..LaunchConfig::new(4, 64)
-    };
+    let cooperative = LaunchConfig::new(4, 64).cooperative(true);
     // SAFETY: `empty` touches nothing.
     unsafe { launch(stream, &cooperative, &empty, ()).unwrap() };
     stream.sync().unwrap();

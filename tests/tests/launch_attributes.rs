@@ -52,10 +52,7 @@ fn setup() -> Setup {
     let device = Device::new(0).unwrap();
     device.set_current().unwrap();
     let stream = device.create_stream(Default::default()).unwrap();
-    let options = ProgramOptions {
-        arch: Some(format!("sm_{}", device.arch().unwrap())),
-        ..Default::default()
-    };
+    let options = ProgramOptions::default().arch(format!("sm_{}", device.arch().unwrap()));
     let code = Program::new(SOURCE, options)
         .unwrap()
         .compile(CodeKind::Cubin)
@@ -131,10 +128,7 @@ fn a_programmatic_dependent_pair_gives_correct_results() {
     let stream = &setup.stream;
     let (producer, consumer) = (setup.kernel("producer"), setup.kernel("consumer"));
     let config = LaunchConfig::for_num_elements(N as usize, BLOCK).unwrap();
-    let pdl = LaunchAttributes {
-        programmatic_stream_serialization: true,
-        ..Default::default()
-    };
+    let pdl = LaunchAttributes::default().programmatic_stream_serialization(true);
     for round in 0..20u32 {
         let mut data = pool.allocate_zeroed::<u32>(N as usize, stream).unwrap();
         let mut out = pool.allocate_zeroed::<u32>(N as usize, stream).unwrap();
@@ -168,13 +162,10 @@ fn a_programmatic_event_orders_another_stream() {
     let mut out = pool.allocate_zeroed::<u32>(N as usize, &other).unwrap();
     setup.stream.sync().unwrap();
     other.sync().unwrap();
-    let attributes = LaunchAttributes {
-        programmatic_event: Some(ProgrammaticEvent {
-            event: &event,
-            trigger_at_block_start: false,
-        }),
-        ..Default::default()
-    };
+    let attributes = LaunchAttributes::default().programmatic_event(ProgrammaticEvent {
+        event: &event,
+        trigger_at_block_start: false,
+    });
     let raw_data = data.as_raw();
     // SAFETY: as above; the consumer runs on `other` after the event, which fires when every
     // producer block has triggered, after its writes and fence.
@@ -197,18 +188,12 @@ fn a_programmatic_event_orders_another_stream() {
     // A timed event is refused before the launch, by rule.
     let timed = setup
         .device
-        .create_event(EventOptions {
-            timing: true,
-            ..Default::default()
-        })
+        .create_event(EventOptions::default().timing(true))
         .unwrap();
-    let attributes = LaunchAttributes {
-        programmatic_event: Some(ProgrammaticEvent {
-            event: &timed,
-            trigger_at_block_start: true,
-        }),
-        ..Default::default()
-    };
+    let attributes = LaunchAttributes::default().programmatic_event(ProgrammaticEvent {
+        event: &timed,
+        trigger_at_block_start: true,
+    });
     // SAFETY: refused before anything is queued.
     let error = unsafe {
         launch_with(
@@ -226,25 +211,16 @@ fn a_programmatic_event_orders_another_stream() {
 
 fn cluster_attributes_launch_and_give_correct_results() {
     let setup = setup();
-    let clustered = LaunchConfig {
-        cluster: Some(Dim3::from(2)),
-        ..LaunchConfig::new(264, BLOCK)
-    };
+    let clustered = LaunchConfig::new(264, BLOCK).cluster(Dim3::from(2));
     for scheduling in [
         ClusterScheduling::Default,
         ClusterScheduling::Spread,
         ClusterScheduling::LoadBalancing,
     ] {
-        let attributes = LaunchAttributes {
-            cluster_scheduling: Some(scheduling),
-            ..Default::default()
-        };
+        let attributes = LaunchAttributes::default().cluster_scheduling(scheduling);
         setup.index_plus_one(&clustered, &attributes, &[2]);
     }
-    let preferred = LaunchAttributes {
-        preferred_cluster: Some(Dim3::from(4)),
-        ..Default::default()
-    };
+    let preferred = LaunchAttributes::default().preferred_cluster(Dim3::from(4));
     match setup.try_index_plus_one(&clustered, &preferred, &[2, 4]) {
         Ok(()) => eprintln!("preferred clusters of 4 launched"),
         Err(error) if error.is_not_supported() => {
@@ -261,27 +237,20 @@ fn priority_domains_and_windows_launch_and_give_correct_results() {
     let plain = LaunchConfig::new(64, BLOCK);
     let (least, greatest) = setup.stream.context().stream_priority_range().unwrap();
     for priority in [least, greatest] {
-        let attributes = LaunchAttributes {
-            priority: Some(priority),
-            ..Default::default()
-        };
+        let attributes = LaunchAttributes::default().priority(priority);
         setup.index_plus_one(&plain, &attributes, &[1]);
     }
-    let domains = LaunchAttributes {
-        mem_sync_domain: Some(MemSyncDomain::Remote),
-        mem_sync_domain_map: Some(MemSyncDomainMap {
+    let domains = LaunchAttributes::default()
+        .mem_sync_domain(MemSyncDomain::Remote)
+        .mem_sync_domain_map(MemSyncDomainMap {
             default: 0,
             remote: 1,
-        }),
-        ..Default::default()
-    };
+        });
     setup.index_plus_one(&plain, &domains, &[1]);
     let pool = setup.device.default_memory_resource().unwrap();
     let hot = pool.allocate(1 << 20, &setup.stream).unwrap();
-    let window = LaunchAttributes {
-        access_policy_window: Some(AccessPolicyWindow::persisting(&hot, 0.5)),
-        ..Default::default()
-    };
+    let window =
+        LaunchAttributes::default().access_policy_window(AccessPolicyWindow::persisting(&hot, 0.5));
     setup.index_plus_one(&plain, &window, &[1]);
     setup.stream.sync().unwrap();
 }
@@ -313,25 +282,13 @@ fn unsupported_and_invalid_attributes_are_typed_errors() {
         .unwrap_err()
     };
     let invalid = [
-        LaunchAttributes {
-            preferred_cluster: Some(Dim3::from(4)),
-            ..Default::default()
-        },
-        LaunchAttributes {
-            cluster_scheduling: Some(ClusterScheduling::Spread),
-            ..Default::default()
-        },
-        LaunchAttributes {
-            priority: Some(support.priority_range.0 + 1),
-            ..Default::default()
-        },
-        LaunchAttributes {
-            mem_sync_domain_map: Some(MemSyncDomainMap {
-                default: 0,
-                remote: 200,
-            }),
-            ..Default::default()
-        },
+        LaunchAttributes::default().preferred_cluster(Dim3::from(4)),
+        LaunchAttributes::default().cluster_scheduling(ClusterScheduling::Spread),
+        LaunchAttributes::default().priority(support.priority_range.0 + 1),
+        LaunchAttributes::default().mem_sync_domain_map(MemSyncDomainMap {
+            default: 0,
+            remote: 200,
+        }),
     ];
     for attributes in invalid {
         let error = refused(attributes, &mut out, &mut clusters);
@@ -344,23 +301,11 @@ fn unsupported_and_invalid_attributes_are_typed_errors() {
     let mut older = support;
     older.compute_capability = (8, 6);
     older.driver_version = 12_040;
-    let clustered = LaunchConfig {
-        cluster: Some(Dim3::from(2)),
-        ..plain
-    };
+    let clustered = plain.cluster(Dim3::from(2));
     for attributes in [
-        LaunchAttributes {
-            programmatic_stream_serialization: true,
-            ..Default::default()
-        },
-        LaunchAttributes {
-            preferred_cluster: Some(Dim3::from(4)),
-            ..Default::default()
-        },
-        LaunchAttributes {
-            mem_sync_domain: Some(MemSyncDomain::Default),
-            ..Default::default()
-        },
+        LaunchAttributes::default().programmatic_stream_serialization(true),
+        LaunchAttributes::default().preferred_cluster(Dim3::from(4)),
+        LaunchAttributes::default().mem_sync_domain(MemSyncDomain::Default),
     ] {
         let error = attributes.validate(&clustered, &older).unwrap_err();
         assert!(error.is_not_supported(), "{attributes:?}: {error}");
@@ -371,10 +316,7 @@ fn cluster_occupancy_answers() {
     let setup = setup();
     let kernel = setup.kernel("index_plus_one");
     let occupancy = kernel.occupancy(&setup.device);
-    let config = LaunchConfig {
-        cluster: Some(Dim3::from(2)),
-        ..LaunchConfig::new(264, BLOCK)
-    };
+    let config = LaunchConfig::new(264, BLOCK).cluster(Dim3::from(2));
     let clusters = occupancy.max_active_clusters(&config).unwrap();
     let sms = setup
         .device

@@ -62,10 +62,7 @@ fn expected() -> Vec<u32> {
 }
 
 fn rdc() -> ProgramOptions {
-    ProgramOptions {
-        relocatable_device_code: true,
-        ..Default::default()
-    }
+    ProgramOptions::default().relocatable_device_code(true)
 }
 
 fn compile(source: &str, options: ProgramOptions, target: CodeKind) -> CompiledCode {
@@ -77,10 +74,7 @@ fn compile(source: &str, options: ProgramOptions, target: CodeKind) -> CompiledC
 }
 
 fn lto() -> LinkerOptions {
-    LinkerOptions {
-        lto: true,
-        ..Default::default()
-    }
+    LinkerOptions::default().lto(true)
 }
 
 /// Runs `hash` from `code` on the input and returns the output.
@@ -144,11 +138,7 @@ fn link_errors_give_the_log() {
     eprintln!("link error, as reported:\n{error}");
 
     // An option nvJitLink does not know is refused (by nvJitLinkCreate), with the options.
-    let mut unknown = Linker::new(LinkerOptions {
-        extra: vec!["-no-such-option".into()],
-        ..lto()
-    })
-    .unwrap();
+    let mut unknown = Linker::new(lto().extra(vec!["-no-such-option"])).unwrap();
     unknown
         .add_compiled(&compile(MIX, rdc(), CodeKind::LtoIr), "mix.ltoir")
         .unwrap();
@@ -246,10 +236,7 @@ fn every_input_kind_links() {
     }
     // The driver linker takes the same inputs (all but LTO-IR).
     for input in &inputs {
-        let driver = LinkerOptions {
-            backend: LinkerBackend::Driver,
-            ..Default::default()
-        };
+        let driver = LinkerOptions::default().backend(LinkerBackend::Driver);
         links_with(&kernel, input.clone(), driver);
     }
     let kinds: Vec<LinkInputKind> = inputs.iter().map(LinkInput::kind).collect();
@@ -258,11 +245,7 @@ fn every_input_kind_links() {
 }
 
 fn the_driver_linker_refuses_lto_ir_by_type() {
-    let mut linker = Linker::new(LinkerOptions {
-        backend: LinkerBackend::Driver,
-        ..lto()
-    })
-    .unwrap();
+    let mut linker = Linker::new(lto().backend(LinkerBackend::Driver)).unwrap();
     linker
         .add_compiled(&compile(MIX, rdc(), CodeKind::LtoIr), "mix.ltoir")
         .unwrap();

@@ -441,10 +441,7 @@ fn event_set_waits_with_a_timeout() {
 fn an_event_stream_watches_the_device_and_closes() {
     let gpu = Device::from_index(0).unwrap();
     let wait = Duration::from_millis(100);
-    let options = NvmlStreamOptions {
-        wait_timeout: wait,
-        ..Default::default()
-    };
+    let options = NvmlStreamOptions::default().wait_timeout(wait);
     let mut events = match NvmlEventStream::watch(&[gpu], CLOCK_XID_POWER, options) {
         Err(error @ Error::Unsupported { .. }) => {
             println!("no clock, Xid or power events on this GPU: {error}");

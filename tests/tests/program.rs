@@ -65,20 +65,8 @@ fn each_option(dir: &HeaderDir) -> Vec<(&'static str, ProgramOptions)> {
     let base = ProgramOptions::default;
     vec![
         ("defaults", base()),
-        (
-            "name",
-            ProgramOptions {
-                name: "saxpy.cu".into(),
-                ..base()
-            },
-        ),
-        (
-            "std",
-            ProgramOptions {
-                std: Some(CppStandard::Cpp17),
-                ..base()
-            },
-        ),
+        ("name", base().name("saxpy.cu")),
+        ("std", base().std(CppStandard::Cpp17)),
         ("define", base().define("FLAG")),
         ("define_as", base().define_as("SCALE", "2.0f")),
         ("undefine", base().undefine("FLAG")),
@@ -87,67 +75,16 @@ fn each_option(dir: &HeaderDir) -> Vec<(&'static str, ProgramOptions)> {
         ("header", base().header("unused.h", "#define UNUSED 1\n")),
         (
             "relocatable_device_code",
-            ProgramOptions {
-                relocatable_device_code: true,
-                ..base()
-            },
+            base().relocatable_device_code(true),
         ),
-        (
-            "debug",
-            ProgramOptions {
-                debug: true,
-                ..base()
-            },
-        ),
-        (
-            "lineinfo",
-            ProgramOptions {
-                lineinfo: true,
-                ..base()
-            },
-        ),
-        (
-            "fast_math",
-            ProgramOptions {
-                fast_math: true,
-                ..base()
-            },
-        ),
-        (
-            "ftz",
-            ProgramOptions {
-                ftz: Some(true),
-                ..base()
-            },
-        ),
-        (
-            "prec_div",
-            ProgramOptions {
-                prec_div: Some(false),
-                ..base()
-            },
-        ),
-        (
-            "prec_sqrt",
-            ProgramOptions {
-                prec_sqrt: Some(false),
-                ..base()
-            },
-        ),
-        (
-            "fma",
-            ProgramOptions {
-                fma: Some(false),
-                ..base()
-            },
-        ),
-        (
-            "max_registers",
-            ProgramOptions {
-                max_registers: Some(32),
-                ..base()
-            },
-        ),
+        ("debug", base().debug(true)),
+        ("lineinfo", base().lineinfo(true)),
+        ("fast_math", base().fast_math(true)),
+        ("ftz", base().ftz(true)),
+        ("prec_div", base().prec_div(false)),
+        ("prec_sqrt", base().prec_sqrt(false)),
+        ("fma", base().fma(false)),
+        ("max_registers", base().max_registers(32)),
         (
             "extra_options",
             base().option("--extra-device-vectorization"),
@@ -157,28 +94,26 @@ fn each_option(dir: &HeaderDir) -> Vec<(&'static str, ProgramOptions)> {
 
 /// Every option at once.
 fn all_options(dir: &HeaderDir) -> ProgramOptions {
-    ProgramOptions {
-        name: "all.cu".into(),
-        std: Some(CppStandard::Cpp17),
-        relocatable_device_code: true,
-        debug: true,
-        lineinfo: true,
-        fast_math: true,
-        ftz: Some(true),
-        prec_div: Some(false),
-        prec_sqrt: Some(false),
-        fma: Some(true),
-        max_registers: Some(64),
-        caller_digest: Some(b"headers of the test".to_vec()),
-        ..Default::default()
-    }
-    .define("FLAG")
-    .define_as("SCALE", "2.0f")
-    .undefine("OTHER")
-    .include_path(dir.path())
-    .pre_include(dir.pre_h())
-    .header("unused.h", "#define UNUSED 1\n")
-    .option("--extra-device-vectorization")
+    ProgramOptions::default()
+        .name("all.cu")
+        .std(CppStandard::Cpp17)
+        .relocatable_device_code(true)
+        .debug(true)
+        .lineinfo(true)
+        .fast_math(true)
+        .ftz(true)
+        .prec_div(false)
+        .prec_sqrt(false)
+        .fma(true)
+        .max_registers(64)
+        .caller_digest(b"headers of the test".to_vec())
+        .define("FLAG")
+        .define_as("SCALE", "2.0f")
+        .undefine("OTHER")
+        .include_path(dir.path())
+        .pre_include(dir.pre_h())
+        .header("unused.h", "#define UNUSED 1\n")
+        .option("--extra-device-vectorization")
 }
 
 /// Checks that `code` is what `target` should be for `arch`.
@@ -253,10 +188,7 @@ fn every_cpp_standard_compiles() {
         CppStandard::Cpp20,
     ];
     for std in standards {
-        let options = ProgramOptions {
-            std: Some(std),
-            ..Default::default()
-        };
+        let options = ProgramOptions::default().std(std);
         let compiled = Program::new(SAXPY, options)
             .unwrap()
             .compile(CodeKind::Cubin)
@@ -264,10 +196,7 @@ fn every_cpp_standard_compiles() {
         assert!(compiled.options().contains(&std.flag().to_owned()));
     }
     // C++23 arrived in a later NVRTC 13 minor release: an older one refuses the flag itself.
-    let options = ProgramOptions {
-        std: Some(CppStandard::Cpp23),
-        ..Default::default()
-    };
+    let options = ProgramOptions::default().std(CppStandard::Cpp23);
     match Program::new(SAXPY, options)
         .unwrap()
         .compile(CodeKind::Cubin)
@@ -286,11 +215,9 @@ fn every_cpp_standard_compiles() {
 
 fn a_compile_error_returns_the_log_and_the_options() {
     let source = "extern \"C\" __global__ void k(float* x) {\n    x[0] = not_declared;\n}\n";
-    let options = ProgramOptions {
-        name: "broken.cu".into(),
-        ..Default::default()
-    }
-    .define_as("N", "4");
+    let options = ProgramOptions::default()
+        .name("broken.cu")
+        .define_as("N", "4");
     let program = Program::new(source, options).unwrap();
     for target in NVRTC_TARGETS {
         let error = program.compile(target).unwrap_err();
@@ -460,10 +387,7 @@ fn include_paths_need_a_caller_digest_to_be_cached() {
     // Compiling without the cache needs no digest.
     undigested.compile(CodeKind::Cubin).unwrap();
 
-    let digested = ProgramOptions {
-        caller_digest: Some(b"sha-256 of on_path.h".to_vec()),
-        ..options
-    };
+    let digested = options.caller_digest(b"sha-256 of on_path.h".to_vec());
     let program = Program::new(&source, digested).unwrap();
     program.compile_cached(CodeKind::Cubin, &cache).unwrap();
     program.compile_cached(CodeKind::Cubin, &cache).unwrap();

@@ -114,28 +114,20 @@ fn streams_have_options_and_reject_bad_priorities() {
     let (device, stream, _) = setup();
     assert!(stream.is_non_blocking().unwrap());
     let blocking = device
-        .create_stream(StreamOptions {
-            non_blocking: false,
-            priority: None,
-        })
+        .create_stream(StreamOptions::default().non_blocking(false))
         .unwrap();
     assert!(!blocking.is_non_blocking().unwrap());
     let (least, greatest) = device.context().unwrap().stream_priority_range().unwrap();
     let urgent = device
-        .create_stream(StreamOptions {
-            priority: Some(greatest),
-            ..Default::default()
-        })
+        .create_stream(StreamOptions::default().priority(greatest))
         .unwrap();
     assert_eq!(urgent.priority().unwrap(), greatest);
-    assert!(is_invalid_argument(device.create_stream(StreamOptions {
-        priority: Some(greatest - 1),
-        ..Default::default()
-    })));
-    assert!(is_invalid_argument(device.create_stream(StreamOptions {
-        priority: Some(least + 1),
-        ..Default::default()
-    })));
+    assert!(is_invalid_argument(
+        device.create_stream(StreamOptions::default().priority(greatest - 1))
+    ));
+    assert!(is_invalid_argument(
+        device.create_stream(StreamOptions::default().priority(least + 1))
+    ));
     stream.sync().unwrap();
     assert!(stream.query().unwrap());
     urgent.wait_stream(&stream).unwrap();
@@ -192,10 +184,7 @@ fn an_event_orders_two_streams() {
 
 fn events_time_work_and_report_misuse() {
     let (device, stream, pool) = setup();
-    let timed = EventOptions {
-        timing: true,
-        ..Default::default()
-    };
+    let timed = EventOptions::default().timing(true);
     let start = device.create_event(timed).unwrap();
     let end = device.create_event(timed).unwrap();
     assert!(matches!(
@@ -221,23 +210,15 @@ fn events_time_work_and_report_misuse() {
     untimed.sync().unwrap();
     assert!(untimed.is_done().unwrap());
     let blocking = device
-        .create_event(EventOptions {
-            blocking_sync: true,
-            ..Default::default()
-        })
+        .create_event(EventOptions::default().blocking_sync(true))
         .unwrap();
     stream.record(&blocking).unwrap();
     blocking.sync().unwrap();
-    assert!(is_invalid_argument(device.create_event(EventOptions {
-        ipc: true,
-        timing: true,
-        ..Default::default()
-    })));
+    assert!(is_invalid_argument(
+        device.create_event(EventOptions::default().ipc(true).timing(true))
+    ));
     let ipc = device
-        .create_event(EventOptions {
-            ipc: true,
-            ..Default::default()
-        })
+        .create_event(EventOptions::default().ipc(true))
         .unwrap();
     assert_ne!(ipc.ipc_handle().unwrap(), [0; 64]);
     assert!(is_invalid_argument(untimed.ipc_handle()));
@@ -269,14 +250,8 @@ fn the_pool_reuses_freed_memory() {
 
 fn an_owned_pool_respects_its_limit() {
     let (device, stream, _) = setup();
-    let pool = DeviceMemoryResource::new_pool(
-        &device,
-        PoolOptions {
-            max_size: Some(64 << 20),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let pool =
+        DeviceMemoryResource::new_pool(&device, PoolOptions::default().max_size(64 << 20)).unwrap();
     assert!(pool.owns_pool());
     let held = pool.allocate(48 << 20, &stream).unwrap();
     let refused = pool.allocate(48 << 20, &stream).unwrap_err();
@@ -287,10 +262,7 @@ fn an_owned_pool_respects_its_limit() {
     again.close().unwrap();
     assert!(is_invalid_argument(DeviceMemoryResource::new_pool(
         &device,
-        PoolOptions {
-            max_size: Some(0),
-            ..Default::default()
-        }
+        PoolOptions::default().max_size(0)
     )));
 }
 
@@ -436,10 +408,7 @@ fn buffers_move_between_streams_and_threads() {
 fn elapsed_waits_for_both_events_on_different_streams() {
     let (device, first, pool) = setup();
     let second = device.create_stream(StreamOptions::default()).unwrap();
-    let timed = EventOptions {
-        timing: true,
-        ..Default::default()
-    };
+    let timed = EventOptions::default().timing(true);
     let (start, end) = (
         device.create_event(timed).unwrap(),
         device.create_event(timed).unwrap(),

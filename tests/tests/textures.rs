@@ -107,13 +107,9 @@ fn image(width: usize, height: usize) -> Vec<f32> {
 }
 
 fn float_array(stream: &Stream, width: usize, height: usize, data: &[f32]) -> CudaArray {
-    let shape = ArrayDescriptor {
-        width,
-        height,
-        depth: 0,
-        format: ArrayFormat::F32,
-        channels: 1,
-    };
+    let shape = ArrayDescriptor::new(width, ArrayFormat::F32, 1)
+        .height(height)
+        .depth(0);
     let mut array = CudaArray::new(stream, shape).unwrap();
     let rows = HostPitched::rows(data, width * 4).unwrap();
     array
@@ -146,10 +142,7 @@ fn point_and_bilinear_sampling_match_a_cpu_reference() {
     let point = TextureObject::from_array(&array, &TextureDescriptor::default()).unwrap();
     let linear = TextureObject::from_array(
         &array,
-        &TextureDescriptor {
-            filter: FilterMode::Linear,
-            ..Default::default()
-        },
+        &TextureDescriptor::default().filter(FilterMode::Linear),
     )
     .unwrap();
     // The textures keep the array alive.
@@ -187,20 +180,16 @@ fn wrap_and_border_addressing() {
     let array = float_array(&s.stream, width, height, &data);
     let wrap = TextureObject::from_array(
         &array,
-        &TextureDescriptor {
-            address_modes: [AddressMode::Wrap; 3],
-            normalized_coordinates: true,
-            ..Default::default()
-        },
+        &TextureDescriptor::default()
+            .address_modes([AddressMode::Wrap; 3])
+            .normalized_coordinates(true),
     )
     .unwrap();
     let border = TextureObject::from_array(
         &array,
-        &TextureDescriptor {
-            address_modes: [AddressMode::Border; 3],
-            border_color: [0.75, 0.0, 0.0, 0.0],
-            ..Default::default()
-        },
+        &TextureDescriptor::default()
+            .address_modes([AddressMode::Border; 3])
+            .border_color([0.75, 0.0, 0.0, 0.0]),
     )
     .unwrap();
     let u = (3.0 + 0.5) / width as f32;
@@ -213,13 +202,9 @@ fn wrap_and_border_addressing() {
 
 fn normalized_srgb_reads_of_8_bit_data() {
     let s = setup();
-    let shape = ArrayDescriptor {
-        width: 4,
-        height: 1,
-        depth: 0,
-        format: ArrayFormat::U8,
-        channels: 4,
-    };
+    let shape = ArrayDescriptor::new(4, ArrayFormat::U8, 4)
+        .height(1)
+        .depth(0);
     let mut array = CudaArray::new(&s.stream, shape).unwrap();
     let texels: [u8; 16] = [
         0, 64, 128, 255, 255, 0, 0, 255, 10, 20, 30, 40, 200, 100, 50, 0,
@@ -230,19 +215,9 @@ fn normalized_srgb_reads_of_8_bit_data() {
             &Copy3d::rect(16, 1),
         )
         .unwrap();
-    let descriptor = TextureDescriptor {
-        read_mode: ReadMode::NormalizedFloat,
-        ..Default::default()
-    };
+    let descriptor = TextureDescriptor::default().read_mode(ReadMode::NormalizedFloat);
     let plain = TextureObject::from_array(&array, &descriptor).unwrap();
-    let srgb = TextureObject::from_array(
-        &array,
-        &TextureDescriptor {
-            srgb: true,
-            ..descriptor
-        },
-    )
-    .unwrap();
+    let srgb = TextureObject::from_array(&array, &descriptor.srgb(true)).unwrap();
     let pool = s.device.default_memory_resource().unwrap();
     let coords: Vec<f32> = (0..4).flat_map(|x| [x as f32 + 0.5, 0.5]).collect();
     let points = pool.allocate_from_host(&coords, &s.stream).unwrap();
@@ -288,13 +263,9 @@ fn normalized_srgb_reads_of_8_bit_data() {
 
 fn mipmap_levels_copy_in_and_out_and_tex2dlod_picks_them() {
     let s = setup();
-    let base = ArrayDescriptor {
-        width: 64,
-        height: 64,
-        depth: 0,
-        format: ArrayFormat::F32,
-        channels: 1,
-    };
+    let base = ArrayDescriptor::new(64, ArrayFormat::F32, 1)
+        .height(64)
+        .depth(0);
     let mipmapped = MipmappedArray::new(&s.stream, base, 7).unwrap();
     for level in 0..7 {
         let shape = mipmapped.level_descriptor(level).unwrap();
@@ -314,22 +285,18 @@ fn mipmap_levels_copy_in_and_out_and_tex2dlod_picks_them() {
     }
     let texture = TextureObject::from_mipmapped(
         &mipmapped,
-        &TextureDescriptor {
-            normalized_coordinates: true,
-            filter: FilterMode::Linear,
-            mipmap_filter: FilterMode::Linear,
-            disable_trilinear_optimization: true,
-            ..Default::default()
-        },
+        &TextureDescriptor::default()
+            .normalized_coordinates(true)
+            .filter(FilterMode::Linear)
+            .mipmap_filter(FilterMode::Linear)
+            .disable_trilinear_optimization(true),
     )
     .unwrap();
     let clamped = TextureObject::from_mipmapped(
         &mipmapped,
-        &TextureDescriptor {
-            normalized_coordinates: true,
-            max_mipmap_level_clamp: Some(3.0),
-            ..Default::default()
-        },
+        &TextureDescriptor::default()
+            .normalized_coordinates(true)
+            .max_mipmap_level_clamp(3.0),
     )
     .unwrap();
     drop(mipmapped);
@@ -398,10 +365,7 @@ fn linear_and_pitched_memory_textures() {
         &pitched,
         ArrayFormat::F32,
         1,
-        &TextureDescriptor {
-            filter: FilterMode::Linear,
-            ..Default::default()
-        },
+        &TextureDescriptor::default().filter(FilterMode::Linear),
     )
     .unwrap();
     let centres: Vec<[f32; 2]> = (0..height)
@@ -413,13 +377,9 @@ fn linear_and_pitched_memory_textures() {
 fn surfaces_write_and_read_arrays() {
     let s = setup();
     let (width, height) = (70usize, 9usize);
-    let shape = ArrayDescriptor {
-        width,
-        height,
-        depth: 0,
-        format: ArrayFormat::U32,
-        channels: 1,
-    };
+    let shape = ArrayDescriptor::new(width, ArrayFormat::U32, 1)
+        .height(height)
+        .depth(0);
     let first = CudaArray::with_flags(&s.stream, shape, ArrayFlags::SURFACE_LOAD_STORE).unwrap();
     let second = CudaArray::with_flags(&s.stream, shape, ArrayFlags::SURFACE_LOAD_STORE).unwrap();
     let from = SurfaceObject::new(&first).unwrap();

@@ -30,10 +30,9 @@ fn buffer(device: &Device, stream: &Stream, bytes: usize) -> Buffer {
 }
 
 fn options(box_dims: &[u32], common: TensorOptions) -> TiledOptions {
-    TiledOptions {
-        box_dims: box_dims.to_vec(),
-        common,
-    }
+    TiledOptions::default()
+        .box_dims(box_dims.to_vec())
+        .common(common)
 }
 
 fn valid_descriptors_encode() {
@@ -67,33 +66,27 @@ fn valid_descriptors_encode() {
     for (swizzle, inner) in [(Swizzle::B32, 8), (Swizzle::B64, 16), (Swizzle::B128, 32)] {
         let swizzled = options(
             &[inner, 32],
-            TensorOptions {
-                swizzle,
-                l2_promotion: L2Promotion::B128,
-                oob_fill_nan: true,
-                ..Default::default()
-            },
+            TensorOptions::default()
+                .swizzle(swizzle)
+                .l2_promotion(L2Promotion::B128)
+                .oob_fill_nan(true),
         );
         tiled(T::F32, &[1000, 777], &[4096], &swizzled);
     }
     let strided = options(
         &[64, 32],
-        TensorOptions {
-            element_strides: vec![1, 2],
-            l2_promotion: L2Promotion::B256,
-            ..Default::default()
-        },
+        TensorOptions::default()
+            .element_strides(vec![1, 2])
+            .l2_promotion(L2Promotion::B256),
     );
     tiled(T::F32, &[1000, 777], &[4096], &strided);
     // NC/8HWC8 and NC/16HWC16 of half floats: 16 and 32 bytes of channels innermost.
     let interleaved = |interleave, swizzle, channels| {
         options(
             &[channels, 16, 16],
-            TensorOptions {
-                interleave,
-                swizzle,
-                ..Default::default()
-            },
+            TensorOptions::default()
+                .interleave(interleave)
+                .swizzle(swizzle),
         )
     };
     let b16 = interleaved(Interleave::B16, Swizzle::None, 8);
@@ -101,13 +94,12 @@ fn valid_descriptors_encode() {
     let b32 = interleaved(Interleave::B32, Swizzle::B32, 16);
     tiled(T::F16, &[16, 64, 64], &[32, 2048], &b32);
     // im2col of an NHWC tensor: C = 32 floats, W = H = 16, N = 4.
-    let im2col = Im2colOptions {
-        lower_corner: vec![-1, -1],
-        upper_corner: vec![-1, -1],
-        channels_per_pixel: 32,
-        pixels_per_column: 64,
-        common: TensorOptions::default(),
-    };
+    let im2col = Im2colOptions::default()
+        .lower_corner(vec![-1, -1])
+        .upper_corner(vec![-1, -1])
+        .channels_per_pixel(32)
+        .pixels_per_column(64)
+        .common(TensorOptions::default());
     TensorMap::im2col(
         &memory,
         T::F32,
@@ -162,13 +154,7 @@ fn invalid_descriptors_are_refused_by_rule() {
             map(
                 &[1000, 777],
                 &[4096],
-                &options(
-                    &[64, 32],
-                    TensorOptions {
-                        swizzle: Swizzle::B128,
-                        ..Default::default()
-                    },
-                ),
+                &options(&[64, 32], TensorOptions::default().swizzle(Swizzle::B128)),
             ),
             "swizzle span",
         ),
@@ -178,10 +164,7 @@ fn invalid_descriptors_are_refused_by_rule() {
                 &[4096],
                 &options(
                     &[64, 32],
-                    TensorOptions {
-                        element_strides: vec![1, 9],
-                        ..Default::default()
-                    },
+                    TensorOptions::default().element_strides(vec![1, 9]),
                 ),
             ),
             "element strides",
@@ -199,22 +182,15 @@ fn invalid_descriptors_are_refused_by_rule() {
         T::U32,
         &[1000, 777],
         &[4096],
-        &options(
-            &[64, 32],
-            TensorOptions {
-                oob_fill_nan: true,
-                ..Default::default()
-            },
-        ),
+        &options(&[64, 32], TensorOptions::default().oob_fill_nan(true)),
     );
     assert_eq!(rule_of(integer_nan.unwrap_err()), "out-of-bounds fill");
-    let corners = Im2colOptions {
-        lower_corner: vec![-200, 0],
-        upper_corner: vec![0, 0],
-        channels_per_pixel: 32,
-        pixels_per_column: 64,
-        common: TensorOptions::default(),
-    };
+    let corners = Im2colOptions::default()
+        .lower_corner(vec![-200, 0])
+        .upper_corner(vec![0, 0])
+        .channels_per_pixel(32)
+        .pixels_per_column(64)
+        .common(TensorOptions::default());
     let im2col = TensorMap::im2col(
         &memory,
         T::F32,

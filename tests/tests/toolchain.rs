@@ -128,11 +128,7 @@ const RELOCATABLE: u16 = 1;
 const EXECUTABLE: u16 = 2;
 
 fn an_incremental_link_resolves_in_a_second_link() {
-    let options = LinkerOptions {
-        lto: true,
-        incremental: true,
-        ..Default::default()
-    };
+    let options = LinkerOptions::default().lto(true).incremental(true);
     let mut partial = Linker::new(options).unwrap();
     partial
         .add_compiled(&compile(KERNEL, rdc(), CodeKind::LtoIr), "kernel.ltoir")
@@ -169,11 +165,7 @@ fn an_incremental_link_resolves_in_a_second_link() {
 }
 
 fn ltoir_output_links_again() {
-    let options = LinkerOptions {
-        lto: true,
-        incremental: true,
-        ..Default::default()
-    };
+    let options = LinkerOptions::default().lto(true).incremental(true);
     let mut partial = Linker::new(options).unwrap();
     partial
         .add_compiled(&compile(KERNEL, rdc(), CodeKind::LtoIr), "kernel.ltoir")
@@ -199,11 +191,7 @@ fn ltoir_output_links_again() {
     let ir: CompiledProgram = linked.unwrap();
     assert_eq!(ir.kind(), CodeKind::LtoIr);
     assert!(!ir.bytes().is_empty());
-    let mut last = Linker::new(LinkerOptions {
-        lto: true,
-        ..Default::default()
-    })
-    .unwrap();
+    let mut last = Linker::new(LinkerOptions::default().lto(true)).unwrap();
     last.add_compiled(ir.code(), "partial.ltoir").unwrap();
     last.add_compiled(&compile(MIX, rdc(), CodeKind::LtoIr), "mix.ltoir")
         .unwrap();
@@ -493,11 +481,7 @@ fn lineinfo_and_debug_reach_nvrtc_and_the_cubin() {
 
 /// The hash kernel linked from two LTO-IR units compiled with `options`, linked with `linker`.
 fn linked(options: ProgramOptions, linker: LinkerOptions) -> Elf {
-    let mut link = Linker::new(LinkerOptions {
-        lto: true,
-        ..linker
-    })
-    .unwrap();
+    let mut link = Linker::new(linker.lto(true)).unwrap();
     let units = [(MIX, "mix.ltoir"), (KERNEL, "kernel.ltoir")];
     for (source, name) in units {
         let code = compile(
@@ -516,10 +500,7 @@ fn a_linked_program_keeps_line_info() {
     let plain = linked(ProgramOptions::default(), LinkerOptions::default());
     let lined = linked(
         ProgramOptions::default().lineinfo(true),
-        LinkerOptions {
-            lineinfo: true,
-            ..Default::default()
-        },
+        LinkerOptions::default().lineinfo(true),
     );
     println!(
         "linked: {:?}\nlinked with -lineinfo: {:?}",
@@ -532,10 +513,7 @@ fn a_linked_program_keeps_line_info() {
 fn a_linked_program_keeps_debug_info() {
     let debug = linked(
         ProgramOptions::default().debug(true),
-        LinkerOptions {
-            debug: true,
-            ..Default::default()
-        },
+        LinkerOptions::default().debug(true),
     );
     println!("linked with -g: {:?}", debug.sections);
     assert!(debug.has(".debug_info"), "{:?}", debug.sections);

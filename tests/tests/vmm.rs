@@ -160,10 +160,8 @@ fn growth_beyond_max_size_is_refused_and_leaves_the_buffer_whole() {
     let granularity = VirtualMemoryResource::new(&device, Default::default())
         .unwrap()
         .granularity();
-    let (_device, stream, vmm) = setup(VirtualMemoryResourceOptions {
-        max_size: Some(4 * granularity),
-        ..Default::default()
-    });
+    let (_device, stream, vmm) =
+        setup(VirtualMemoryResourceOptions::default().max_size(4 * granularity));
     let mut buffer = vmm.growable(granularity, granularity, &stream).unwrap();
     let start = pattern(granularity / 4, 4);
     buffer
@@ -318,10 +316,7 @@ fn peers_in_the_options_get_access_to_every_allocation() {
     let Some(gpus) = devices(2) else { return };
     let vmm = VirtualMemoryResource::new(
         &gpus[0],
-        VirtualMemoryResourceOptions {
-            peers: vec![gpus[1]],
-            ..Default::default()
-        },
+        VirtualMemoryResourceOptions::default().peers(vec![gpus[1]]),
     )
     .unwrap();
     let mapping = vmm.map(1).unwrap();
@@ -346,10 +341,7 @@ fn peers_in_the_options_get_access_to_every_allocation() {
 fn exportable() -> Option<(Stream, VirtualMemoryResource)> {
     let device = Device::new(0).unwrap();
     device.set_current().unwrap();
-    let options = VirtualMemoryResourceOptions {
-        handle_type: Some(IpcHandleType::PosixFd),
-        ..Default::default()
-    };
+    let options = VirtualMemoryResourceOptions::default().handle_type(IpcHandleType::PosixFd);
     match VirtualMemoryResource::new(&device, options) {
         Ok(vmm) => Some((device.create_stream(Default::default()).unwrap(), vmm)),
         Err(error) if error.is_not_supported() => {
@@ -448,10 +440,7 @@ fn a_failed_import_undoes_its_mappings_and_leaves_the_export_usable() {
 
 fn fabric_handles_work_or_say_they_are_unsupported() {
     let device = Device::new(0).unwrap();
-    let options = VirtualMemoryResourceOptions {
-        handle_type: Some(IpcHandleType::Fabric),
-        ..Default::default()
-    };
+    let options = VirtualMemoryResourceOptions::default().handle_type(IpcHandleType::Fabric);
     match VirtualMemoryResource::new(&device, options) {
         Err(error) => assert!(error.is_not_supported(), "{error}"),
         Ok(vmm) => {

@@ -77,6 +77,7 @@ const DEFAULT_CAPACITY: usize = 1024;
 
 /// How an [`NvmlEventStream`] watches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct NvmlStreamOptions {
     /// The longest the thread blocks in one `nvmlEventSetWait` (whole milliseconds, at least
     /// one): how soon after the stream is dropped the event set is freed and the thread ends,
@@ -85,6 +86,22 @@ pub struct NvmlStreamOptions {
     /// Events held for the consumer before the thread stops taking more from NVML (at least
     /// one). 1,024 by default.
     pub capacity: usize,
+}
+
+impl NvmlStreamOptions {
+    /// Sets `wait_timeout` (see the field).
+    #[must_use]
+    pub fn wait_timeout(mut self, wait_timeout: Duration) -> Self {
+        self.wait_timeout = wait_timeout;
+        self
+    }
+
+    /// Sets `capacity` (see the field).
+    #[must_use]
+    pub fn capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity;
+        self
+    }
 }
 
 impl Default for NvmlStreamOptions {

@@ -53,10 +53,7 @@ impl Matrix {
 
 /// The compiled `tma_copy` kernel for `device`.
 pub fn kernel(device: &Device) -> Result<Kernel> {
-    let options = ProgramOptions {
-        arch: Some(format!("sm_{}", device.arch()?)),
-        ..Default::default()
-    };
+    let options = ProgramOptions::default().arch(format!("sm_{}", device.arch()?));
     Program::new(SOURCE, options)?
         .compile(CodeKind::Cubin)?
         .load()?

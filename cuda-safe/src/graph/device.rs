@@ -62,7 +62,7 @@ impl GraphExec {
         if !self.device_launch() {
             return Err(Error::invalid_argument(
                 "this executable graph was not instantiated for device launch: instantiate it \
-                 with InstantiateOptions { device_launch: true, .. } to launch it from a kernel",
+                 with InstantiateOptions::default().device_launch(true) to launch it from a kernel",
             ));
         }
         Ok(DeviceGraphHandle(self.as_raw() as u64))

@@ -26,6 +26,7 @@ use cuda_sys::{
 
 /// How to instantiate a graph.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct InstantiateOptions {
     /// Free what the graph's allocation nodes left allocated at the previous launch when
     /// launching again, instead of refusing the launch
@@ -40,6 +41,14 @@ pub struct InstantiateOptions {
     /// `auto_free_on_launch`; the graph may hold kernel, memcpy, memset and child-graph nodes
     /// only, on one device.
     pub device_launch: bool,
+}
+
+crate::setters::setters! {
+    impl InstantiateOptions {
+        auto_free_on_launch: value bool,
+        use_node_priority: value bool,
+        device_launch: value bool,
+    }
 }
 
 impl InstantiateOptions {

@@ -38,9 +38,16 @@ use crate::error::{Error, Result};
 
 /// Options of a green context.
 #[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
 pub struct GreenContextOptions {
     /// A workqueue configuration to provision with the SMs.
     pub workqueue: Option<WorkqueueConfig>,
+}
+
+crate::setters::setters! {
+    impl GreenContextOptions {
+        workqueue: some WorkqueueConfig,
+    }
 }
 
 impl Device {

@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 
 /// How an SM resource may be partitioned: the smallest group and the step between sizes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PartitionRules {
     /// The fewest SMs a group may have.
     pub min_partition_size: u32,
@@ -13,7 +14,22 @@ pub struct PartitionRules {
     pub alignment: u32,
 }
 
+crate::setters::setters! {
+    impl PartitionRules {
+        min_partition_size: value u32,
+        alignment: value u32,
+    }
+}
+
 impl PartitionRules {
+    /// Partitions of at least `min_partition_size` SMs, in multiples of `alignment`.
+    pub fn new(min_partition_size: u32, alignment: u32) -> Self {
+        Self {
+            min_partition_size,
+            alignment,
+        }
+    }
+
     /// The rules of an architecture, for drivers whose resources do not state them: 1 SM on
     /// 6.x, multiples of 2 on 7.x, at least 4 in multiples of 2 on 8.x, multiples of 8 on 9.0+.
     pub fn for_compute_capability(major: u32) -> Self {
@@ -45,6 +61,7 @@ impl PartitionRules {
 /// `CU_DEV_SM_RESOURCE_GROUP_PARAMS` beyond the SM count. Any field set makes the split a
 /// structured one (`cuDevSmResourceSplit`: a CUDA 13.1 driver and the `cuda-13` ABI).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct GroupLayout {
     /// SMs co-scheduled together, for locality (thread-block clusters of that size fit); 0
     /// leaves it to the driver. A multiple of the partition alignment, and without
@@ -57,6 +74,14 @@ pub struct GroupLayout {
     /// each group gets exactly its count, the difference filled with other SMs (a group then
     /// behaves like the remainder); any count of at least one SM is accepted.
     pub backfill: bool,
+}
+
+crate::setters::setters! {
+    impl GroupLayout {
+        coscheduled_sm_count: value u32,
+        preferred_coscheduled_sm_count: value u32,
+        backfill: value bool,
+    }
 }
 
 impl GroupLayout {

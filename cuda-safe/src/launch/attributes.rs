@@ -19,16 +19,15 @@ use cuda_sys::{
 /// ```
 /// use cuda_safe::{ClusterScheduling, Dim3, LaunchAttributes};
 ///
-/// let attributes = LaunchAttributes {
-///     programmatic_stream_serialization: true,
-///     preferred_cluster: Some(Dim3::from(4)),
-///     cluster_scheduling: Some(ClusterScheduling::Spread),
-///     priority: Some(-1),
-///     ..Default::default()
-/// };
+/// let attributes = LaunchAttributes::default()
+///     .programmatic_stream_serialization(true)
+///     .preferred_cluster(Dim3::from(4))
+///     .cluster_scheduling(ClusterScheduling::Spread)
+///     .priority(-1);
 /// assert_eq!(attributes.count(), 4);
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
 pub struct LaunchAttributes<'a> {
     /// Programmatic dependent launch: the next kernel on the stream may start before this one
     /// ends (it waits in `cudaGridDependencySynchronize`, this one lets it go with
@@ -52,6 +51,19 @@ pub struct LaunchAttributes<'a> {
     pub mem_sync_domain_map: Option<MemSyncDomainMap>,
     /// An L2 access-policy window over the kernel's hot data.
     pub access_policy_window: Option<AccessPolicyWindow>,
+}
+
+crate::setters::setters! {
+    impl LaunchAttributes<'a> {
+        programmatic_stream_serialization: value bool,
+        programmatic_event: some ProgrammaticEvent<'a>,
+        preferred_cluster: some_into Dim3,
+        cluster_scheduling: some ClusterScheduling,
+        priority: some i32,
+        mem_sync_domain: some MemSyncDomain,
+        mem_sync_domain_map: some MemSyncDomainMap,
+        access_policy_window: some AccessPolicyWindow,
+    }
 }
 
 /// An event recorded when every block of a kernel has triggered its dependents.
@@ -109,6 +121,7 @@ pub enum AccessProperty {
 /// An L2 access-policy window: `hit_ratio` of the accesses to `num_bytes` from `base` get
 /// `hit`, the others `miss`. It is a hint: the address is never dereferenced by the crate.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct AccessPolicyWindow {
     /// The window's first device address.
     pub base: u64,
@@ -122,7 +135,29 @@ pub struct AccessPolicyWindow {
     pub miss: AccessProperty,
 }
 
+crate::setters::setters! {
+    impl AccessPolicyWindow {
+        base: value u64,
+        num_bytes: value usize,
+        hit_ratio: value f32,
+        hit: value AccessProperty,
+        miss: value AccessProperty,
+    }
+}
+
 impl AccessPolicyWindow {
+    /// A window of `num_bytes` from `base`, persisting `hit_ratio` of its accesses and
+    /// streaming the rest (`hit` and `miss` change that).
+    pub fn new(base: u64, num_bytes: usize, hit_ratio: f32) -> Self {
+        Self {
+            base,
+            num_bytes,
+            hit_ratio,
+            hit: AccessProperty::Persisting,
+            miss: AccessProperty::Streaming,
+        }
+    }
+
     /// A window over the whole of `buffer`, persisting `hit_ratio` of its accesses and
     /// streaming the rest.
     pub fn persisting(buffer: &Buffer, hit_ratio: f32) -> Self {

@@ -103,6 +103,7 @@ checked_dims!(usize, u64, u16, u8, i32, i64, isize);
 /// `grid` always counts blocks, as the driver does, also in a cluster launch; `cuda.core`
 /// counts clusters there instead, which [`LaunchConfig::clusters`] accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LaunchConfig {
     /// Blocks in the grid (blocks, not clusters, when `cluster` is set).
     pub grid: Dim3,
@@ -114,6 +115,16 @@ pub struct LaunchConfig {
     pub cluster: Option<Dim3>,
     /// Whether blocks may synchronize grid-wide (all must be resident at once).
     pub cooperative: bool,
+}
+
+crate::setters::setters! {
+    impl LaunchConfig {
+        grid: into Dim3,
+        block: into Dim3,
+        shared_mem: value u32,
+        cluster: some_into Dim3,
+        cooperative: value bool,
+    }
 }
 
 impl LaunchConfig {

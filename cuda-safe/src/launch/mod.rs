@@ -190,7 +190,7 @@ pub unsafe fn launch<A: KernelArgs>(
 ///     cuda_safe::launch(&stream, &config, &producer, (&mut data,))?;
 ///     // The consumer may start while the producer runs; it waits for it in
 ///     // cudaGridDependencySynchronize().
-///     let pdl = LaunchAttributes { programmatic_stream_serialization: true, ..Default::default() };
+///     let pdl = LaunchAttributes::default().programmatic_stream_serialization(true);
 ///     launch_with(&stream, &config, &pdl, &consumer, (&mut data,))?;
 /// }
 /// # Ok::<(), cuda_safe::Error>(())

@@ -36,7 +36,7 @@ const EM_CUDA: u16 = 190;
 ///
 /// let source = r#"extern "C" __global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }"#;
 /// let compile = |arch: &str, target| {
-///     let options = ProgramOptions { arch: Some(arch.into()), ..Default::default() };
+///     let options = ProgramOptions::default().arch(arch);
 ///     Program::new(source, options)?.compile(target)
 /// };
 /// let mut fatbin = FatbinBuilder::new(FatbinOptions::default())?;

@@ -8,7 +8,7 @@
 //! use cuda_safe::{CodeKind, LinkInput, Linker, LinkerOptions, Program, ProgramOptions};
 //!
 //! // Two translation units as LTO-IR: `scale` is defined in one and called from the other.
-//! let options = ProgramOptions { relocatable_device_code: true, ..Default::default() };
+//! let options = ProgramOptions::default().relocatable_device_code(true);
 //! let library = Program::new("__device__ float scale(float x) { return 3.0f * x; }", options.clone())?
 //!     .compile(CodeKind::LtoIr)?;
 //! let kernel = Program::new(
@@ -18,7 +18,7 @@
 //! )?
 //! .compile(CodeKind::LtoIr)?;
 //!
-//! let mut linker = Linker::new(LinkerOptions { lto: true, ..Default::default() })?;
+//! let mut linker = Linker::new(LinkerOptions::default().lto(true))?;
 //! linker.add(LinkInput::from_compiled(library.code(), "library.ltoir")?);
 //! linker.add(LinkInput::from_compiled(kernel.code(), "kernel.ltoir")?);
 //! let cache = InMemoryProgramCache::new(64 << 20);

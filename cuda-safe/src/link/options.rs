@@ -39,14 +39,12 @@ impl LinkerBackend {
 /// ```
 /// use cuda_safe::{CodeKind, LinkerOptions};
 ///
-/// let options = LinkerOptions {
-///     arch: Some("sm_90".into()),
-///     lto: true,
-///     optimization_level: Some(3),
-///     max_registers: Some(64),
-///     ftz: Some(true),
-///     ..Default::default()
-/// };
+/// let options = LinkerOptions::default()
+///     .arch("sm_90")
+///     .lto(true)
+///     .optimization_level(3)
+///     .max_registers(64)
+///     .ftz(true);
 /// assert_eq!(
 ///     options.to_flags(CodeKind::Cubin)?,
 ///     ["-arch=sm_90", "-lto", "-O3", "-maxrregcount=64", "-ftz=1"]
@@ -54,6 +52,7 @@ impl LinkerBackend {
 /// # Ok::<(), cuda_safe::Error>(())
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LinkerOptions {
     /// The architecture (`sm_90`, `90`, `sm_90a`); `None` for the current device's (device 0's
     /// when no context is current). Rendered `-arch=sm_XX`.
@@ -103,6 +102,33 @@ pub struct LinkerOptions {
     pub extra: Vec<String>,
     /// Which linker to use.
     pub backend: LinkerBackend,
+}
+
+crate::setters::setters! {
+    impl LinkerOptions {
+        arch: some_into String,
+        lto: value bool,
+        incremental: value bool,
+        optimization_level: some u8,
+        debug: value bool,
+        lineinfo: value bool,
+        max_registers: some u32,
+        ftz: some bool,
+        prec_div: some bool,
+        prec_sqrt: some bool,
+        fma: some bool,
+        split_compile: some u32,
+        split_compile_extended: some u32,
+        kernels_used: list String,
+        variables_used: list String,
+        optimize_unused_variables: value bool,
+        ptxas_options: list String,
+        time: value bool,
+        verbose: value bool,
+        no_cache: value bool,
+        extra: list String,
+        backend: value LinkerBackend,
+    }
 }
 
 impl LinkerOptions {

@@ -35,6 +35,7 @@ pub(crate) fn pool_props(ordinal: i32, ipc: Option<IpcHandleType>) -> CUmemPoolP
 
 /// Options of a pool created with [`DeviceMemoryResource::new_pool`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PoolOptions {
     /// The most bytes the pool may hold (`None`: no limit beyond the device's memory).
     pub max_size: Option<usize>,
@@ -44,6 +45,14 @@ pub struct PoolOptions {
     /// Make the pool shareable with other processes through this kind of handle (`None`: not
     /// shareable). See the `ipc` module (`cuda_safe::ipc`) for exporting and importing it.
     pub ipc: Option<IpcHandleType>,
+}
+
+crate::setters::setters! {
+    impl PoolOptions {
+        max_size: some usize,
+        release_threshold: some u64,
+        ipc: some IpcHandleType,
+    }
 }
 
 /// The kind of operating-system handle a shareable pool is exported as.

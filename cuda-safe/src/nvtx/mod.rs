@@ -127,6 +127,7 @@ pub enum Payload {
 /// assert_eq!(attributes.color, Some(0xff00_80ff));
 /// ```
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct EventAttributes<'a> {
     /// The event's text.
     pub message: Message<'a>,
@@ -136,6 +137,12 @@ pub struct EventAttributes<'a> {
     pub category: Option<u32>,
     /// A number shown with it.
     pub payload: Option<Payload>,
+}
+
+crate::setters::setters! {
+    impl EventAttributes<'a> {
+        message: into Message<'a>,
+    }
 }
 
 impl<'a> EventAttributes<'a> {

@@ -22,13 +22,12 @@
 //!     if (i < n) y[i] = a * x[i] + y[i];
 //! }
 //! "#;
-//! let options = ProgramOptions {
-//!     std: Some(CppStandard::Cpp17),
-//!     fast_math: true,
-//!     ..Default::default() // arch: the current device's
-//! }
-//! .define_as("BLOCK", "256")
-//! .header("config.h", "#pragma once\n");
+//! // arch: the current device's
+//! let options = ProgramOptions::default()
+//!     .std(CppStandard::Cpp17)
+//!     .fast_math(true)
+//!     .define_as("BLOCK", "256")
+//!     .header("config.h", "#pragma once\n");
 //! let mut program = Program::new(source, options)?;
 //! program.add_name_expression("saxpy<float>")?;
 //!

@@ -80,13 +80,11 @@ impl CppStandard {
 /// ```
 /// use cuda_safe::{CodeKind, CppStandard, ProgramOptions};
 ///
-/// let options = ProgramOptions {
-///     arch: Some("sm_90".into()),
-///     std: Some(CppStandard::Cpp17),
-///     fast_math: true,
-///     ..Default::default()
-/// }
-/// .define_as("BLOCK", "256");
+/// let options = ProgramOptions::default()
+///     .arch("sm_90")
+///     .std(CppStandard::Cpp17)
+///     .fast_math(true)
+///     .define_as("BLOCK", "256");
 /// assert_eq!(
 ///     options.to_flags(CodeKind::Ptx)?,
 ///     ["--gpu-architecture=compute_90", "--std=c++17", "--use_fast_math", "-DBLOCK=256"],
@@ -95,6 +93,7 @@ impl CppStandard {
 /// # Ok::<(), cuda_safe::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ProgramOptions {
     /// The program's name, given to `nvrtcCreateProgram`: it appears in the log and in
     /// `__FILE__`. Default `"program.cu"`.
@@ -163,6 +162,20 @@ pub struct ProgramOptions {
     /// cannot see (the files under `include_paths`, the `pre_includes`); required for caching
     /// when those are used.
     pub caller_digest: Option<Vec<u8>>,
+}
+
+crate::setters::setters! {
+    impl ProgramOptions {
+        pch_messages: some bool,
+        pch_verbose: some bool,
+        instantiate_templates_in_pch: some bool,
+        defines: items (String, Option<String>),
+        undefines: list String,
+        include_paths: list String,
+        pre_includes: list String,
+        headers: items (String, String),
+        extra_options: list String,
+    }
 }
 
 impl Default for ProgramOptions {

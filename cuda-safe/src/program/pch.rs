@@ -10,12 +10,10 @@
 //! ```no_run
 //! use cuda_safe::{CodeKind, Pch, PchStatus, Program, ProgramOptions, nvrtc_set_pch_heap_size};
 //!
-//! let options = ProgramOptions {
-//!     pch: Some(Pch::Create("common.pch".into())),
-//!     pch_dir: Some("/tmp/my-pch".into()),
-//!     ..Default::default()
-//! }
-//! .header("common.h", "#pragma once\ntemplate <class T> __device__ T twice(T x) { return 2 * x; }\n");
+//! let options = ProgramOptions::default()
+//!     .pch(Pch::Create("common.pch".into()))
+//!     .pch_dir("/tmp/my-pch")
+//!     .header("common.h", "#pragma once\ntemplate <class T> __device__ T twice(T x) { return 2 * x; }\n");
 //! let program = Program::new("#include \"common.h\"\n__global__ void k(float* x) { *x = twice(*x); }", options)?;
 //! let mut compiled = program.compile(CodeKind::Cubin)?;
 //! if let Some(PchStatus::HeapExhausted { required }) = compiled.pch_status() {

@@ -203,6 +203,7 @@ pub enum L2Promotion {
 
 /// What both kinds of map take beside their box.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TensorOptions {
     /// The step along each dimension, innermost first (1 to 8; empty: all 1).
     pub element_strides: Vec<u32>,
@@ -217,13 +218,31 @@ pub struct TensorOptions {
     pub oob_fill_nan: bool,
 }
 
+crate::setters::setters! {
+    impl TensorOptions {
+        element_strides: items u32,
+        interleave: value Interleave,
+        swizzle: value Swizzle,
+        l2_promotion: value L2Promotion,
+        oob_fill_nan: value bool,
+    }
+}
+
 /// A tiled map's box and options.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TiledOptions {
     /// The box: elements along each dimension, innermost first (1 to 256 each).
     pub box_dims: Vec<u32>,
     /// The rest.
     pub common: TensorOptions,
+}
+
+crate::setters::setters! {
+    impl TiledOptions {
+        box_dims: items u32,
+        common: value TensorOptions,
+    }
 }
 
 impl TiledOptions {
@@ -238,6 +257,7 @@ impl TiledOptions {
 
 /// An im2col map's pixel box and options.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Im2colOptions {
     /// The box's lower corner offsets `{D, H, W}` (rank - 2 of them, innermost spatial first).
     pub lower_corner: Vec<i32>,
@@ -249,6 +269,16 @@ pub struct Im2colOptions {
     pub pixels_per_column: u32,
     /// The rest.
     pub common: TensorOptions,
+}
+
+crate::setters::setters! {
+    impl Im2colOptions {
+        lower_corner: items i32,
+        upper_corner: items i32,
+        channels_per_pixel: value u32,
+        pixels_per_column: value u32,
+        common: value TensorOptions,
+    }
 }
 
 impl TensorMap {

@@ -113,10 +113,7 @@ pub fn check(stub: &Stub, recorder: &'static Recorder) {
     let stream = device.create_stream(Default::default()).unwrap();
     expect(&recorder.take(), "primary_context_retain", None);
 
-    let options = ProgramOptions {
-        arch: Some("sm_90".into()),
-        ..Default::default()
-    };
+    let options = ProgramOptions::default().arch("sm_90");
     let program = Program::new(
         "extern \"C\" __global__ void twice(float* x, size_t n) {}",
         options,

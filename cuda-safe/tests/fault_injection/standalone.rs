@@ -219,10 +219,7 @@ pub(crate) fn two_devices_and_ipc(stub: &Stub) -> Result<Vec<String>> {
             failures.push("pool access is not what was granted".into());
         }
 
-        let fabric = PoolOptions {
-            ipc: Some(IpcHandleType::Fabric),
-            ..Default::default()
-        };
+        let fabric = PoolOptions::default().ipc(IpcHandleType::Fabric);
         match DeviceMemoryResource::new_pool(&near, fabric) {
             Err(error @ Error::Unsupported { .. }) if error.is_not_supported() => {}
             other => failures.push(format!(
@@ -231,10 +228,7 @@ pub(crate) fn two_devices_and_ipc(stub: &Stub) -> Result<Vec<String>> {
         }
         let shareable = DeviceMemoryResource::new_pool(
             &near,
-            PoolOptions {
-                ipc: Some(IpcHandleType::PosixFd),
-                ..Default::default()
-            },
+            PoolOptions::default().ipc(IpcHandleType::PosixFd),
         )?;
         let buffer = shareable.allocate_from_host(&[7u32; N], &stream)?;
         match buffer.export_ipc() {
@@ -260,10 +254,7 @@ pub(crate) fn two_devices_and_ipc(stub: &Stub) -> Result<Vec<String>> {
         }
         drop(import);
 
-        let event = near.create_event(EventOptions {
-            ipc: true,
-            ..Default::default()
-        })?;
+        let event = near.create_event(EventOptions::default().ipc(true))?;
         match Event::open_ipc(&near.context()?, &event.ipc_handle()?) {
             Err(error) if error.cuda_code() == Some(CUresult::CUDA_ERROR_INVALID_CONTEXT) => {}
             other => failures.push(format!("an event opened by its own process: {other:?}")),
@@ -354,13 +345,9 @@ pub(crate) fn memory_models(stub: &Stub) -> Result<Vec<String>> {
         pitched
             .view_mut::<f32>()?
             .copy_from_host(&HostPitched::new(&data, width, rows)?, &whole)?;
-        let descriptor = ArrayDescriptor {
-            width: 16,
-            height: rows,
-            depth: slices,
-            format: ArrayFormat::F32,
-            channels: 1,
-        };
+        let descriptor = ArrayDescriptor::new(16, ArrayFormat::F32, 1)
+            .height(rows)
+            .depth(slices);
         let mut array = CudaArray::new(&stream, descriptor)?;
         array.copy_from(&pitched.view::<f32>()?, &whole)?;
         let mut back = vec![0f32; data.len()];

@@ -38,10 +38,7 @@ pub(crate) fn clustered_and_cooperative_nodes(stub: &Stub, fx: &Fixture) -> Verd
         )
     })?;
 
-    let uneven = LaunchConfig {
-        cluster: Some(Dim3::from(2)),
-        ..LaunchConfig::new(3, 32)
-    };
+    let uneven = LaunchConfig::new(3, 32).cluster(Dim3::from(2));
     stub.take_log();
     refused(
         // SAFETY: refused before the driver.
@@ -50,10 +47,7 @@ pub(crate) fn clustered_and_cooperative_nodes(stub: &Stub, fx: &Fixture) -> Verd
     )?;
     none_of(&stub.take_log(), ADD_KERNEL)?;
 
-    let cooperative = LaunchConfig {
-        cooperative: true,
-        ..LaunchConfig::new(132, 32)
-    };
+    let cooperative = LaunchConfig::new(132, 32).cooperative(true);
     // SAFETY: as above; every block doubles the same 8 floats once per node run (the stub runs
     // a launch once, whatever its grid).
     unsafe { graph.add_kernel(&[], &cooperative, &fx.twice, (&x, 8usize)) }.map_err(failed)?;
@@ -72,10 +66,7 @@ pub(crate) fn clustered_and_cooperative_nodes(stub: &Stub, fx: &Fixture) -> Verd
         },
     )?;
     // The stub's SMs hold 32 blocks of 32 threads each, 132 SMs: 4224 blocks at once.
-    let too_large = LaunchConfig {
-        cooperative: true,
-        ..LaunchConfig::new(4225, 32)
-    };
+    let too_large = LaunchConfig::new(4225, 32).cooperative(true);
     refused(
         // SAFETY: refused before the driver.
         unsafe { graph.add_kernel(&[], &too_large, &fx.twice, (&x, 8usize)) },
@@ -95,12 +86,10 @@ pub(crate) fn attributes_and_kernel_edges(stub: &Stub, fx: &Fixture) -> Verdict 
     let (x, y) = (fx.floats(&[1.0; 4]), fx.floats(&[1.0; 4]));
     let one = LaunchConfig::new(1, 1);
     let mut graph = Graph::new(fx.stream.context()).map_err(failed)?;
-    let attributes = LaunchAttributes {
-        priority: Some(-2),
-        mem_sync_domain: Some(MemSyncDomain::Remote),
-        access_policy_window: Some(AccessPolicyWindow::persisting(&x, 0.5)),
-        ..Default::default()
-    };
+    let attributes = LaunchAttributes::default()
+        .priority(-2)
+        .mem_sync_domain(MemSyncDomain::Remote)
+        .access_policy_window(AccessPolicyWindow::persisting(&x, 0.5));
     stub.take_log();
     // SAFETY: twice doubles the 4 floats of `x`.
     let first = unsafe { graph.add_kernel_with(&[], &one, &attributes, &fx.twice, (&x, 4usize)) }
@@ -116,19 +105,13 @@ pub(crate) fn attributes_and_kernel_edges(stub: &Stub, fx: &Fixture) -> Verdict 
         format!("the node's priority is {priority}")
     })?;
 
-    let programmatic = LaunchAttributes {
-        programmatic_stream_serialization: true,
-        ..Default::default()
-    };
+    let programmatic = LaunchAttributes::default().programmatic_stream_serialization(true);
     refused(
         // SAFETY: refused before the driver.
         unsafe { graph.add_kernel_with(&[], &one, &programmatic, &fx.twice, (&x, 4usize)) },
         "Graph::add_kernel_edge",
     )?;
-    let out_of_range = LaunchAttributes {
-        priority: Some(3),
-        ..Default::default()
-    };
+    let out_of_range = LaunchAttributes::default().priority(3);
     refused(
         // SAFETY: refused before the driver (the stub's priorities are 0 to -5).
         unsafe { graph.add_kernel_with(&[], &one, &out_of_range, &fx.twice, (&x, 4usize)) },
@@ -138,10 +121,7 @@ pub(crate) fn attributes_and_kernel_edges(stub: &Stub, fx: &Fixture) -> Verdict 
 
     // SAFETY: twice doubles the 4 floats of `y`.
     let second = unsafe { graph.add_kernel(&[], &one, &fx.twice, (&y, 4usize)) }.map_err(failed)?;
-    let lower = LaunchAttributes {
-        priority: Some(-1),
-        ..Default::default()
-    };
+    let lower = LaunchAttributes::default().priority(-1);
     stub.take_log();
     graph
         .set_kernel_attributes(&second, &lower)
@@ -209,11 +189,9 @@ pub(crate) fn captured_launches_keep_their_attributes(stub: &Stub, fx: &Fixture)
             && args_of(&log, SET_ATTRIBUTE) == [4],
         || format!("a captured cluster launch, its cluster set on the node: {log:?}"),
     )?;
-    let attributes = LaunchAttributes {
-        priority: Some(-3),
-        programmatic_stream_serialization: true,
-        ..Default::default()
-    };
+    let attributes = LaunchAttributes::default()
+        .priority(-3)
+        .programmatic_stream_serialization(true);
     // SAFETY: as above; twice reads nothing the previous kernel writes before it starts.
     let second = unsafe { capture.launch_with(&one, &attributes, &fx.twice, (&x, 4usize)) }
         .map_err(failed)?;

@@ -93,10 +93,7 @@ fn operations<'a>(
             name: "a clustered kernel node with a priority, launched",
             run: Box::new(move || {
                 let mut graph = Graph::new(fx.stream.context())?;
-                let attributes = LaunchAttributes {
-                    priority: Some(-1),
-                    ..Default::default()
-                };
+                let attributes = LaunchAttributes::default().priority(-1);
                 let config = LaunchConfig::clusters(2, 2, 32)?;
                 // SAFETY: twice doubles the 4 floats of `x`, kept by the test.
                 unsafe {

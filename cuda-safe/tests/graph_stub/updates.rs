@@ -223,13 +223,9 @@ pub(crate) fn copy_nodes_in_3d(stub: &Stub, fx: &Fixture) -> Verdict {
             .map_err(failed)?,
     );
     let pitched = Arc::new(PitchedBuffer::allocate(&fx.stream, 64, 4, 2, 4).map_err(failed)?);
-    let descriptor = ArrayDescriptor {
-        width: 64,
-        height: 4,
-        depth: 2,
-        format: ArrayFormat::U8,
-        channels: 1,
-    };
+    let descriptor = ArrayDescriptor::new(64, ArrayFormat::U8, 1)
+        .height(4)
+        .depth(2);
     let array = CudaArray::new(&fx.stream, descriptor).map_err(failed)?;
     let back = Arc::new(
         fx.pool

@@ -42,9 +42,7 @@ pub(crate) fn workqueue_configurations_reach_the_green_context(_: &Stub) -> Verd
         .sm()
         .and_then(|sm| sm.split(&SplitRequest::equal(2, 64)))
         .map_err(failed)?;
-    let options = GreenContextOptions {
-        workqueue: Some(wanted),
-    };
+    let options = GreenContextOptions::default().workqueue(wanted);
     let green = device()
         .create_green_context(&split.groups[0], options)
         .map_err(failed)?;
@@ -65,21 +63,16 @@ pub(crate) fn group_layouts_make_structured_splits(stub: &Stub) -> Verdict {
     let sm = device().resources().sm().map_err(failed)?;
     let alignment = sm.rules().map_err(failed)?.alignment;
     let odd = [alignment * 8 + 2, alignment * 6 + 2];
-    let backfill = GroupLayout {
-        backfill: true,
-        ..Default::default()
-    };
+    let backfill = GroupLayout::default().backfill(true);
     let split = sm
         .split(&SplitRequest::counts(odd).layout(backfill))
         .map_err(failed)?;
     let counts: Vec<u32> = split.groups.iter().map(|group| group.sm_count()).collect();
     ensure(counts == odd, || format!("backfilled groups of {counts:?}"))?;
     let set = twice_the_alignment()?;
-    let coscheduled = GroupLayout {
-        coscheduled_sm_count: set,
-        preferred_coscheduled_sm_count: 2 * set,
-        ..Default::default()
-    };
+    let coscheduled = GroupLayout::default()
+        .coscheduled_sm_count(set)
+        .preferred_coscheduled_sm_count(2 * set);
     stub.reset();
     let split = sm
         .split(&SplitRequest::equal(2, 4 * set).layout(coscheduled))
@@ -113,10 +106,11 @@ pub(crate) fn bad_layouts_are_refused_before_the_driver(stub: &Stub) -> Verdict 
     let sm = device().resources().sm().map_err(failed)?;
     let alignment = sm.rules().map_err(failed)?.alignment;
     let set = twice_the_alignment()?;
-    let layout = |coscheduled, preferred| GroupLayout {
-        coscheduled_sm_count: coscheduled,
-        preferred_coscheduled_sm_count: preferred,
-        backfill: false,
+    let layout = |coscheduled, preferred| {
+        GroupLayout::default()
+            .coscheduled_sm_count(coscheduled)
+            .preferred_coscheduled_sm_count(preferred)
+            .backfill(false)
     };
     let requests = [
         SplitRequest::equal(2, 4 * set).layout(layout(alignment + alignment / 2, 0)),
@@ -143,10 +137,8 @@ pub(crate) fn a_13_0_driver_refuses_the_13_1_features(stub: &Stub) -> Verdict {
     let resources = device().resources();
     let sm = resources.sm().map_err(failed)?;
     let set = twice_the_alignment()?;
-    let laid_out = SplitRequest::equal(2, 4 * set).layout(GroupLayout {
-        coscheduled_sm_count: set,
-        ..Default::default()
-    });
+    let laid_out =
+        SplitRequest::equal(2, 4 * set).layout(GroupLayout::default().coscheduled_sm_count(set));
     stub.set_driver_version(CUDA_13_0);
     stub.reset();
     let outcomes = (

@@ -129,13 +129,9 @@ const ROW: usize = 256;
 
 /// The array of `N` floats on `stream`, `N / ROW` rows of `ROW`.
 fn floats_array(stream: &cuda_safe::Stream) -> Result<CudaArray, String> {
-    let descriptor = ArrayDescriptor {
-        width: ROW,
-        height: N / ROW,
-        depth: 0,
-        format: ArrayFormat::F32,
-        channels: 1,
-    };
+    let descriptor = ArrayDescriptor::new(ROW, ArrayFormat::F32, 1)
+        .height(N / ROW)
+        .depth(0);
     CudaArray::new(stream, descriptor).map_err(failed)
 }
 

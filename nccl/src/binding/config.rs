@@ -17,16 +17,15 @@ use nccl_sys::{NCCL_CONFIG_UNDEF_INT, NcclVersion, config_initializer, ncclConfi
 /// use std::time::Duration;
 /// use cuda_safe_nccl::CommConfig;
 ///
-/// let config = CommConfig {
-///     blocking: Some(false),
-///     max_ctas: Some(16),
-///     net_name: Some("Socket".into()),
-///     init_timeout: Some(Duration::from_secs(30)),
-///     ..CommConfig::default()
-/// };
+/// let config = CommConfig::default()
+///     .blocking(false)
+///     .max_ctas(16)
+///     .net_name("Socket")
+///     .init_timeout(Duration::from_secs(30));
 /// assert_eq!(config.max_ctas, Some(16));
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CommConfig {
     /// Whether NCCL calls on the communicator block until done (`true`, NCCL's default) or
     /// return at once and finish in the background (`false`: creation then polls
@@ -48,6 +47,64 @@ pub struct CommConfig {
     /// answers `ncclInProgress` until it has), may take before it is aborted
     /// ([`NcclError::Timeout`](crate::NcclError::Timeout)); `None` waits as long as it takes. Not an NCCL field.
     pub init_timeout: Option<Duration>,
+}
+
+impl CommConfig {
+    /// Sets `blocking` to `Some` value (see the field).
+    #[must_use]
+    pub fn blocking(mut self, blocking: bool) -> Self {
+        self.blocking = Some(blocking);
+        self
+    }
+
+    /// Sets `cga_cluster_size` to `Some` value (see the field).
+    #[must_use]
+    pub fn cga_cluster_size(mut self, cga_cluster_size: u32) -> Self {
+        self.cga_cluster_size = Some(cga_cluster_size);
+        self
+    }
+
+    /// Sets `min_ctas` to `Some` value (see the field).
+    #[must_use]
+    pub fn min_ctas(mut self, min_ctas: u32) -> Self {
+        self.min_ctas = Some(min_ctas);
+        self
+    }
+
+    /// Sets `max_ctas` to `Some` value (see the field).
+    #[must_use]
+    pub fn max_ctas(mut self, max_ctas: u32) -> Self {
+        self.max_ctas = Some(max_ctas);
+        self
+    }
+
+    /// Sets `net_name` to `Some` value (see the field).
+    #[must_use]
+    pub fn net_name(mut self, net_name: impl Into<String>) -> Self {
+        self.net_name = Some(net_name.into());
+        self
+    }
+
+    /// Sets `split_share` to `Some` value (see the field).
+    #[must_use]
+    pub fn split_share(mut self, split_share: bool) -> Self {
+        self.split_share = Some(split_share);
+        self
+    }
+
+    /// Sets `comm_name` to `Some` value (see the field).
+    #[must_use]
+    pub fn comm_name(mut self, comm_name: impl Into<String>) -> Self {
+        self.comm_name = Some(comm_name.into());
+        self
+    }
+
+    /// Sets `init_timeout` to `Some` value (see the field).
+    #[must_use]
+    pub fn init_timeout(mut self, init_timeout: Duration) -> Self {
+        self.init_timeout = Some(init_timeout);
+        self
+    }
 }
 
 /// The C strings a config points into. NCCL keeps the `commName` pointer in the communicator

@@ -98,18 +98,12 @@ pub fn kernel() -> Kernel {
 
 /// Options of a timed event.
 pub fn timed() -> EventOptions {
-    EventOptions {
-        timing: true,
-        ..Default::default()
-    }
+    EventOptions::default().timing(true)
 }
 
 /// Program options for sm_90.
 pub fn arch_90() -> ProgramOptions {
-    ProgramOptions {
-        arch: Some("sm_90".into()),
-        ..Default::default()
-    }
+    ProgramOptions::default().arch("sm_90")
 }
 
 /// [`SOURCE`] as a program for sm_90.
@@ -204,22 +198,19 @@ pub fn take<T>(cell: &RefCell<Option<T>>) -> T {
 }
 
 /// A pool shareable by file descriptor.
-pub const SHAREABLE: PoolOptions = PoolOptions {
-    max_size: None,
-    release_threshold: None,
-    ipc: Some(IpcHandleType::PosixFd),
-};
+pub fn shareable_options() -> PoolOptions {
+    PoolOptions::default().ipc(IpcHandleType::PosixFd)
+}
 
 /// An event shareable with other processes.
-pub const IPC_EVENT: EventOptions = EventOptions {
-    timing: false,
-    blocking_sync: false,
-    ipc: true,
-};
+pub fn ipc_event_options() -> EventOptions {
+    EventOptions::default().timing(false).ipc(true)
+}
 
 /// A shareable pool of device `ordinal`.
 pub fn shareable_pool_of(ordinal: usize) -> DeviceMemoryResource {
-    DeviceMemoryResource::new_pool(&device_of(ordinal), SHAREABLE).expect("a shareable pool")
+    DeviceMemoryResource::new_pool(&device_of(ordinal), shareable_options())
+        .expect("a shareable pool")
 }
 
 /// A shareable pool of device 0.
@@ -280,7 +271,9 @@ pub fn imported_buffer() -> (RefCell<Option<Buffer>>, Shared) {
 /// An IPC event of device 0 made by "another process", and its handle.
 pub fn foreign_event(stub: &Stub) -> (Event, [u8; 64]) {
     stub.as_other_process(|| {
-        let event = device().create_event(IPC_EVENT).expect("an IPC event");
+        let event = device()
+            .create_event(ipc_event_options())
+            .expect("an IPC event");
         let handle = event.ipc_handle().expect("its handle");
         (event, handle)
     })

@@ -207,10 +207,7 @@ pub(crate) fn allocation_nodes_give_memory_between_their_allocation_and_free() {
 
     let mut unfreed = Graph::new(&setup.context).unwrap();
     unfreed.add_mem_alloc(&[], 256).unwrap();
-    let options = InstantiateOptions {
-        auto_free_on_launch: true,
-        ..Default::default()
-    };
+    let options = InstantiateOptions::default().auto_free_on_launch(true);
     let exec = unfreed.instantiate_with(options).unwrap();
     exec.launch(&setup.stream).unwrap();
     exec.launch(&setup.stream).unwrap(); // the first launch's memory is freed on relaunch

@@ -177,10 +177,7 @@ pub(crate) fn illegal_work_during_capture_is_explained_and_the_stream_recovers()
     // The legacy default stream while a blocking stream captures.
     let blocking = setup
         .device
-        .create_stream(StreamOptions {
-            non_blocking: false,
-            priority: None,
-        })
+        .create_stream(StreamOptions::default().non_blocking(false))
         .unwrap();
     // SAFETY: the context is current on this thread, the only one using the handle.
     let legacy = unsafe { Stream::legacy_default(&setup.context) };

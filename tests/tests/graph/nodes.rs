@@ -102,10 +102,7 @@ pub(crate) fn clustered_kernel_nodes_read_their_cluster_rank_and_size() {
     // SAFETY: cluster_info writes one u32 of each buffer per block (8 blocks, 8 u32s).
     let node = unsafe { graph.add_kernel(&[], &pairs, &cluster_info, (&ranks, &sizes)) }.unwrap();
     assert_eq!(cluster_of(node.node()), (2, 1, 1));
-    let uneven = LaunchConfig {
-        cluster: Some(Dim3::from(3)),
-        ..LaunchConfig::new(8, 32)
-    };
+    let uneven = LaunchConfig::new(8, 32).cluster(Dim3::from(3));
     // SAFETY: refused before the driver.
     let refused = unsafe { graph.add_kernel(&[], &uneven, &cluster_info, (&ranks, &sizes)) };
     assert!(
@@ -154,10 +151,7 @@ pub(crate) fn cooperative_kernel_nodes_synchronize_the_grid() {
         words(&setup, blocks),
         words(&setup, blocks),
     );
-    let cooperative = LaunchConfig {
-        cooperative: true,
-        ..LaunchConfig::new(sms, 32)
-    };
+    let cooperative = LaunchConfig::new(sms, 32).cooperative(true);
     let mut graph = Graph::new(&setup.context).unwrap();
     let reset = graph.add_memset(&[], &barrier, 0u32).unwrap();
     // SAFETY: grid_rotate updates the barrier and one u32 of `input` and `output` per block
@@ -185,10 +179,7 @@ pub(crate) fn cooperative_kernel_nodes_synchronize_the_grid() {
         .occupancy(&setup.device)
         .max_active_blocks_per_multiprocessor(32, 0)
         .unwrap();
-    let too_many = LaunchConfig {
-        cooperative: true,
-        ..LaunchConfig::new(per_sm * sms + 1, 32)
-    };
+    let too_many = LaunchConfig::new(per_sm * sms + 1, 32).cooperative(true);
     // SAFETY: refused before the driver.
     let refused =
         unsafe { graph.add_kernel(&[], &too_many, &grid_rotate, (&barrier, &input, &output)) };
@@ -210,12 +201,10 @@ pub(crate) fn launch_attributes_are_kept_on_explicit_and_captured_nodes() {
     let add = setup.kernel("add");
     let x = setup.ints(1);
     let (_, greatest) = setup.context.stream_priority_range().unwrap();
-    let attributes = LaunchAttributes {
-        priority: Some(greatest),
-        mem_sync_domain: Some(MemSyncDomain::Remote),
-        access_policy_window: Some(AccessPolicyWindow::persisting(&x, 0.5)),
-        ..Default::default()
-    };
+    let attributes = LaunchAttributes::default()
+        .priority(greatest)
+        .mem_sync_domain(MemSyncDomain::Remote)
+        .access_policy_window(AccessPolicyWindow::persisting(&x, 0.5));
     let mut graph = Graph::new(&setup.context).unwrap();
     // SAFETY: add updates the one int of `x`.
     let explicit =
@@ -229,10 +218,7 @@ pub(crate) fn launch_attributes_are_kept_on_explicit_and_captured_nodes() {
         .priority
     };
     assert_eq!(priority, greatest);
-    let programmatic = LaunchAttributes {
-        programmatic_stream_serialization: true,
-        ..Default::default()
-    };
+    let programmatic = LaunchAttributes::default().programmatic_stream_serialization(true);
     // SAFETY: refused before the driver.
     let refused =
         unsafe { graph.add_kernel_with(&[], &setup.one, &programmatic, &add, (&x, 1i32)) };
@@ -243,10 +229,7 @@ pub(crate) fn launch_attributes_are_kept_on_explicit_and_captured_nodes() {
     // SAFETY: as above.
     let later =
         unsafe { graph.add_kernel(&[explicit.node()], &setup.one, &add, (&x, 10i32)) }.unwrap();
-    let lowest = LaunchAttributes {
-        priority: Some(0),
-        ..Default::default()
-    };
+    let lowest = LaunchAttributes::default().priority(0);
     graph.set_kernel_attributes(&later, &lowest).unwrap();
     // SAFETY: as above.
     let priority = unsafe {

@@ -178,13 +178,9 @@ pub(crate) fn copy_nodes_move_boxes_between_buffers_pitched_memory_and_arrays() 
     );
     let pitched =
         Arc::new(PitchedBuffer::allocate(&setup.stream, width, height, depth, 4).unwrap());
-    let descriptor = ArrayDescriptor {
-        width,
-        height,
-        depth,
-        format: ArrayFormat::U8,
-        channels: 1,
-    };
+    let descriptor = ArrayDescriptor::new(width, ArrayFormat::U8, 1)
+        .height(height)
+        .depth(depth);
     let array = CudaArray::new(&setup.stream, descriptor).unwrap();
     let back = Arc::new(
         setup

@@ -58,12 +58,10 @@ impl FatbinHost {
 /// ```
 /// use cuda_safe::{FatbinCompression, FatbinHost, FatbinOptions};
 ///
-/// let options = FatbinOptions {
-///     address_bits: Some(64),
-///     compression: Some(FatbinCompression::Size),
-///     host: Some(FatbinHost::Linux),
-///     ..Default::default()
-/// };
+/// let options = FatbinOptions::default()
+///     .address_bits(64)
+///     .compression(FatbinCompression::Size)
+///     .host(FatbinHost::Linux);
 /// assert_eq!(
 ///     options.to_flags()?,
 ///     ["-64", "-compress-mode=size", "-host=linux"]
@@ -71,6 +69,7 @@ impl FatbinHost {
 /// # Ok::<(), cuda_safe::Error>(())
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FatbinOptions {
     /// Entries marked 32-bit or 64-bit (`-32`, `-64`); 32 or 64.
     pub address_bits: Option<u32>,
@@ -92,6 +91,20 @@ pub struct FatbinOptions {
     pub ltoir_options: Vec<String>,
     /// Raw nvFatbin options, appended after the typed ones exactly as given.
     pub extra: Vec<String>,
+}
+
+crate::setters::setters! {
+    impl FatbinOptions {
+        address_bits: some u32,
+        compress: some bool,
+        compress_all: value bool,
+        compression: some FatbinCompression,
+        host: some FatbinHost,
+        debug: value bool,
+        ptx_options: list String,
+        ltoir_options: list String,
+        extra: list String,
+    }
 }
 
 impl FatbinOptions {

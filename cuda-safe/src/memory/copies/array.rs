@@ -66,6 +66,7 @@ impl ArrayFormat {
 /// array), `depth` slices (0 for a 1-D or 2-D array), each element `channels` (1, 2 or 4)
 /// channels of `format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ArrayDescriptor {
     /// Elements per row.
     pub width: usize,
@@ -79,7 +80,29 @@ pub struct ArrayDescriptor {
     pub channels: u32,
 }
 
+crate::setters::setters! {
+    impl ArrayDescriptor {
+        width: value usize,
+        height: value usize,
+        depth: value usize,
+        format: value ArrayFormat,
+        channels: value u32,
+    }
+}
+
 impl ArrayDescriptor {
+    /// A 1-D array of `width` elements of `channels` values of `format`; `height` and
+    /// `depth` (zero) add the other axes.
+    pub fn new(width: usize, format: ArrayFormat, channels: u32) -> Self {
+        Self {
+            width,
+            height: 0,
+            depth: 0,
+            format,
+            channels,
+        }
+    }
+
     /// The bytes of one element.
     pub fn element_bytes(&self) -> usize {
         self.format.bytes() * self.channels as usize

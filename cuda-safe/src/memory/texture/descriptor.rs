@@ -55,16 +55,15 @@ pub enum ReadMode {
 /// use cuda_safe::{AddressMode, FilterMode, ReadMode, TextureDescriptor};
 ///
 /// // Bilinear sampling of 8-bit images at coordinates in [0, 1), wrapping around.
-/// let descriptor = TextureDescriptor {
-///     address_modes: [AddressMode::Wrap; 3],
-///     filter: FilterMode::Linear,
-///     read_mode: ReadMode::NormalizedFloat,
-///     normalized_coordinates: true,
-///     ..Default::default()
-/// };
+/// let descriptor = TextureDescriptor::default()
+///     .address_modes([AddressMode::Wrap; 3])
+///     .filter(FilterMode::Linear)
+///     .read_mode(ReadMode::NormalizedFloat)
+///     .normalized_coordinates(true);
 /// assert_eq!(descriptor.max_anisotropy, 0);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[non_exhaustive]
 pub struct TextureDescriptor {
     /// What a fetch outside the texture reads, along x, y and z (the axes the resource has).
     pub address_modes: [AddressMode; 3],
@@ -92,6 +91,23 @@ pub struct TextureDescriptor {
     /// Turns off the trilinear optimisation, which may fetch one level where the filter
     /// blends two (`CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION`).
     pub disable_trilinear_optimization: bool,
+}
+
+crate::setters::setters! {
+    impl TextureDescriptor {
+        address_modes: value [AddressMode; 3],
+        filter: value FilterMode,
+        read_mode: value ReadMode,
+        normalized_coordinates: value bool,
+        srgb: value bool,
+        border_color: value [f32; 4],
+        max_anisotropy: value u32,
+        mipmap_filter: value FilterMode,
+        mipmap_level_bias: value f32,
+        min_mipmap_level_clamp: value f32,
+        max_mipmap_level_clamp: some f32,
+        disable_trilinear_optimization: value bool,
+    }
 }
 
 /// What a texture reads, as its checks see it.

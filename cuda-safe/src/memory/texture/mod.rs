@@ -16,18 +16,16 @@
 //!
 //! let device = Device::new(0)?;
 //! let stream = device.create_stream(Default::default())?;
-//! let shape = ArrayDescriptor { width: 64, height: 64, depth: 0, format: ArrayFormat::F32, channels: 1 };
+//! let shape = ArrayDescriptor::new(64, ArrayFormat::F32, 1).height(64).depth(0);
 //! let mut image = CudaArray::new(&stream, shape)?;
 //! let pixels = vec![0.5f32; 64 * 64];
 //! image.copy_from_host(&HostPitched::rows(&pixels, 64 * 4)?, &Copy3d::rect(64 * 4, 64))?;
 //! let texture = TextureObject::from_array(
 //!     &image,
-//!     &TextureDescriptor {
-//!         address_modes: [AddressMode::Wrap; 3],
-//!         filter: FilterMode::Linear,
-//!         normalized_coordinates: true,
-//!         ..Default::default()
-//!     },
+//!     &TextureDescriptor::default()
+//!         .address_modes([AddressMode::Wrap; 3])
+//!         .filter(FilterMode::Linear)
+//!         .normalized_coordinates(true),
 //! )?;
 //! // Pass `&texture` to a kernel taking a `cudaTextureObject_t` and sample it with tex2D.
 //! # Ok::<(), cuda_safe::Error>(())

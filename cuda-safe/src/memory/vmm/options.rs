@@ -67,6 +67,7 @@ impl VmmAccess {
 /// makes exactly the driver calls of a plain one; set it to share memory with other processes.
 /// `cuda.core`'s `"managed"` allocation type is not offered (only the CUDA 13 headers have it).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct VirtualMemoryResourceOptions {
     /// Where the physical memory lives.
     pub location: VmmLocation,
@@ -93,6 +94,21 @@ pub struct VirtualMemoryResourceOptions {
     /// The most bytes one allocation or growable buffer may reach (`None`: no limit beyond
     /// the device's memory); a larger request is refused before the driver.
     pub max_size: Option<usize>,
+}
+
+crate::setters::setters! {
+    impl VirtualMemoryResourceOptions {
+        location: value VmmLocation,
+        handle_type: some IpcHandleType,
+        granularity: value VmmGranularity,
+        gpu_direct_rdma: value bool,
+        addr_hint: value u64,
+        addr_align: some usize,
+        peers: items Device,
+        self_access: value VmmAccess,
+        peer_access: value VmmAccess,
+        max_size: some usize,
+    }
 }
 
 /// `size` rounded up to a multiple of `granularity`, refusing 0, sizes past `max_size` and

@@ -21,13 +21,9 @@ fn pitched(stream: &Stream, slices: usize) -> PitchedBuffer {
 }
 
 fn array(stream: &Stream, slices: usize) -> CudaArray {
-    let descriptor = ArrayDescriptor {
-        width: 64,
-        height: ROWS,
-        depth: slices,
-        format: ArrayFormat::F32,
-        channels: 1,
-    };
+    let descriptor = ArrayDescriptor::new(64, ArrayFormat::F32, 1)
+        .height(ROWS)
+        .depth(slices);
     CudaArray::new(stream, descriptor).expect("an array")
 }
 
@@ -60,25 +56,17 @@ fn allocation_operations(ops: &mut Vec<Op>) {
     ops.push(op("CudaArray::new (2-D)", stream, |s| {
         CudaArray::new(
             s,
-            ArrayDescriptor {
-                width: 64,
-                height: ROWS,
-                depth: 0,
-                format: ArrayFormat::U8,
-                channels: 4,
-            },
+            ArrayDescriptor::new(64, ArrayFormat::U8, 4)
+                .height(ROWS)
+                .depth(0),
         )
     }));
     ops.push(op("CudaArray::new (3-D)", stream, |s| {
         CudaArray::new(
             s,
-            ArrayDescriptor {
-                width: 64,
-                height: ROWS,
-                depth: SLICES,
-                format: ArrayFormat::F32,
-                channels: 1,
-            },
+            ArrayDescriptor::new(64, ArrayFormat::F32, 1)
+                .height(ROWS)
+                .depth(SLICES),
         )
     }));
     ops.push(

@@ -90,16 +90,10 @@ pub(crate) fn stream_and_event_operations(ops: &mut Vec<Op>) {
         d.create_stream(StreamOptions::default())
     }));
     ops.push(op("Device::create_stream (priority)", device, |d| {
-        d.create_stream(StreamOptions {
-            priority: Some(-2),
-            ..Default::default()
-        })
+        d.create_stream(StreamOptions::default().priority(-2))
     }));
     ops.push(op("Device::create_stream (blocking)", device, |d| {
-        d.create_stream(StreamOptions {
-            non_blocking: false,
-            ..Default::default()
-        })
+        d.create_stream(StreamOptions::default().non_blocking(false))
     }));
     ops.push(op("Stream::sync", stream, |s| s.sync()));
     ops.push(op("Stream::query", stream, |s| s.query()));
@@ -145,10 +139,7 @@ pub(crate) fn stream_and_event_operations(ops: &mut Vec<Op>) {
         d.create_event(timed())
     }));
     ops.push(op("Device::create_event (IPC)", device, |d| {
-        d.create_event(EventOptions {
-            ipc: true,
-            ..Default::default()
-        })
+        d.create_event(EventOptions::default().ipc(true))
     }));
     ops.push(op(
         "Event::record",
@@ -183,10 +174,7 @@ pub(crate) fn stream_and_event_operations(ops: &mut Vec<Op>) {
         "Event::ipc_handle",
         || {
             device()
-                .create_event(EventOptions {
-                    ipc: true,
-                    ..Default::default()
-                })
+                .create_event(EventOptions::default().ipc(true))
                 .expect("an IPC event")
         },
         |e| e.ipc_handle(),

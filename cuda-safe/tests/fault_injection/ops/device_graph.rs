@@ -10,10 +10,7 @@ use cuda_safe_stub::faults::{Op, op};
 
 /// For device launch.
 fn device_launch() -> InstantiateOptions {
-    InstantiateOptions {
-        device_launch: true,
-        ..Default::default()
-    }
+    InstantiateOptions::default().device_launch(true)
 }
 
 /// A stream and an executable of an empty graph of its context, made with `options`.

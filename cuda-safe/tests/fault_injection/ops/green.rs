@@ -106,9 +106,7 @@ pub(crate) fn green_operations(ops: &mut Vec<Op>) {
             |(d, split, workqueue)| {
                 d.create_green_context(
                     &split.groups[1],
-                    GreenContextOptions {
-                        workqueue: Some(*workqueue),
-                    },
+                    GreenContextOptions::default().workqueue(*workqueue),
                 )
             },
         ));
@@ -194,11 +192,9 @@ pub(crate) fn green_operations(ops: &mut Vec<Op>) {
             },
             |s| s.sm_resource(),
         ));
-        let layout = GroupLayout {
-            coscheduled_sm_count: 16,
-            backfill: true,
-            ..Default::default()
-        };
+        let layout = GroupLayout::default()
+            .coscheduled_sm_count(16)
+            .backfill(true);
         ops.push(
             op(
                 "SmResource::split (laid out)",

@@ -11,8 +11,8 @@ use cuda_safe::{DeviceMemoryResource, Event};
 use super::RESTORE;
 use crate::stub::Stub;
 use cuda_safe_stub::faults::fixtures::{
-    IPC_EVENT, SHAREABLE, context, device, device_of, exported_buffer, foreign_event,
-    imported_buffer, shareable_pool, shareable_pool_of, shared, stream, take,
+    context, device, device_of, exported_buffer, foreign_event, imported_buffer, ipc_event_options,
+    shareable_options, shareable_pool, shareable_pool_of, shared, stream, take,
 };
 use cuda_safe_stub::faults::{Op, op};
 
@@ -26,7 +26,7 @@ fn pool_operations(ops: &mut Vec<Op>) {
     ops.push(op(
         "DeviceMemoryResource::new_pool (shareable)",
         device,
-        |d| DeviceMemoryResource::new_pool(d, SHAREABLE),
+        |d| DeviceMemoryResource::new_pool(d, shareable_options()),
     ));
     ops.push(op(
         "DeviceMemoryResource::export_pool",
@@ -93,7 +93,9 @@ fn event_operations(ops: &mut Vec<Op>, stub: &'static Stub) {
         op(
             "Event::ipc_handle (another device's context current)",
             || {
-                let event = device().create_event(IPC_EVENT).expect("an IPC event");
+                let event = device()
+                    .create_event(ipc_event_options())
+                    .expect("an IPC event");
                 device_of(1).set_current().expect("device 1 current");
                 event
             },

@@ -20,11 +20,9 @@ pub(crate) fn memory_operations(ops: &mut Vec<Op>) {
     ops.push(op("DeviceMemoryResource::new_pool", device, |d| {
         DeviceMemoryResource::new_pool(
             d,
-            PoolOptions {
-                max_size: Some(1 << 20),
-                release_threshold: Some(0),
-                ..Default::default()
-            },
+            PoolOptions::default()
+                .max_size(1 << 20)
+                .release_threshold(0),
         )
     }));
     ops.push(

@@ -18,13 +18,9 @@ const KEEPS: &str = "a texture or surface whose release failed keeps what it rea
                      still be in use), and that keeps its stream: the three leak together";
 
 fn image(width: usize, height: usize) -> ArrayDescriptor {
-    ArrayDescriptor {
-        width,
-        height,
-        depth: 0,
-        format: ArrayFormat::U8,
-        channels: 4,
-    }
+    ArrayDescriptor::new(width, ArrayFormat::U8, 4)
+        .height(height)
+        .depth(0)
 }
 
 fn surface_array(stream: &Stream) -> CudaArray {
@@ -38,11 +34,9 @@ fn mipmapped(stream: &Stream) -> MipmappedArray {
 }
 
 fn bilinear() -> TextureDescriptor {
-    TextureDescriptor {
-        filter: FilterMode::Linear,
-        read_mode: ReadMode::NormalizedFloat,
-        ..Default::default()
-    }
+    TextureDescriptor::default()
+        .filter(FilterMode::Linear)
+        .read_mode(ReadMode::NormalizedFloat)
 }
 
 pub(crate) fn texture_operations(ops: &mut Vec<Op>) {
@@ -102,10 +96,7 @@ fn object_operations(ops: &mut Vec<Op>) {
                 (mipmapped(&s), s)
             },
             |(m, _)| {
-                let trilinear = TextureDescriptor {
-                    mipmap_filter: FilterMode::Linear,
-                    ..bilinear()
-                };
+                let trilinear = bilinear().mipmap_filter(FilterMode::Linear);
                 TextureObject::from_mipmapped(m, &trilinear)
             },
         )

@@ -21,10 +21,7 @@ fn plain() -> VirtualMemoryResource {
 }
 
 fn shareable() -> VirtualMemoryResource {
-    resource(VirtualMemoryResourceOptions {
-        handle_type: Some(IpcHandleType::PosixFd),
-        ..Default::default()
-    })
+    resource(VirtualMemoryResourceOptions::default().handle_type(IpcHandleType::PosixFd))
 }
 
 fn mapping(resource: &VirtualMemoryResource) -> VirtualMapping {
@@ -75,12 +72,10 @@ fn resource_operations(ops: &mut Vec<Op>) {
     ops.push(op(
         "VirtualMemoryResource::new (shareable, RDMA, a peer)",
         || {
-            let options = VirtualMemoryResourceOptions {
-                handle_type: Some(IpcHandleType::PosixFd),
-                gpu_direct_rdma: true,
-                peers: vec![device_of(1)],
-                ..Default::default()
-            };
+            let options = VirtualMemoryResourceOptions::default()
+                .handle_type(IpcHandleType::PosixFd)
+                .gpu_direct_rdma(true)
+                .peers(vec![device_of(1)]);
             (device(), options)
         },
         |(d, options)| VirtualMemoryResource::new(d, options.clone()),
@@ -92,11 +87,11 @@ fn mapping_operations(ops: &mut Vec<Op>) {
     ops.push(op(
         "VirtualMemoryResource::map (a peer's access)",
         || {
-            resource(VirtualMemoryResourceOptions {
-                peers: vec![device_of(1)],
-                peer_access: VmmAccess::Read,
-                ..Default::default()
-            })
+            resource(
+                VirtualMemoryResourceOptions::default()
+                    .peers(vec![device_of(1)])
+                    .peer_access(VmmAccess::Read),
+            )
         },
         |r| r.map(4 * N),
     ));
