@@ -161,10 +161,7 @@ pub(crate) fn executables_of_two_arenas_leave_no_event(stub: &Stub, fx: &Fixture
 
 pub(crate) fn device_launch_and_self_copies_are_refused(fx: &Fixture) -> Verdict {
     let arena = GraphArena::new(&fx.stream, RESERVE).map_err(failed)?;
-    let device = InstantiateOptions {
-        device_launch: true,
-        ..Default::default()
-    };
+    let device = InstantiateOptions::default().device_launch(true);
     let graph = scratch_graph(fx, &[&arena]).map_err(failed)?;
     refused(graph.instantiate_with(device).map(drop), "device launch")?;
     let fresh = scratch_graph(fx, &[&arena]).map_err(failed)?;

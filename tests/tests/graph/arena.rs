@@ -282,10 +282,7 @@ pub(crate) fn a_busy_arena_refuses_and_a_reset_recaptures_at_the_same_addresses(
 
     // Refused before the driver: a launch from the device would pass none of the arena's
     // checks, and a static buffer copied over itself would be an overlapping copy.
-    let device = InstantiateOptions {
-        device_launch: true,
-        ..Default::default()
-    };
+    let device = InstantiateOptions::default().device_launch(true);
     let refused = record(&mut second).instantiate_with(device);
     assert!(matches!(refused, Err(Error::InvalidArgument(_))));
     assert!(matches!(
