@@ -6,19 +6,38 @@
 
 use dlpark::ffi;
 
-use super::abi::{DLManagedTensor, DLManagedTensorVersioned};
+use super::abi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
 use super::view::StridedMemoryView;
 use crate::error::{Error, Result};
 use crate::stream::Stream;
 
-// dlpark's structs are the same C structs as this crate's (DLPack 1.x): same size and
-// alignment, so a pointer to one is a pointer to the other.
+// dlpark's structs are the same C structs as this crate's (DLPack 1.x): same size, alignment
+// and field offsets, so a pointer to one is a pointer to the other.
 const _: () = {
-    use std::mem::{align_of, size_of};
-    assert!(size_of::<ffi::DLManagedTensorVersioned>() == size_of::<DLManagedTensorVersioned>());
-    assert!(align_of::<ffi::DLManagedTensorVersioned>() == align_of::<DLManagedTensorVersioned>());
+    use std::mem::{align_of, offset_of, size_of};
+    type Ours = DLManagedTensorVersioned;
+    type Theirs = ffi::DLManagedTensorVersioned;
+    assert!(size_of::<Theirs>() == size_of::<Ours>());
+    assert!(align_of::<Theirs>() == align_of::<Ours>());
+    assert!(offset_of!(Theirs, version) == offset_of!(Ours, version));
+    assert!(offset_of!(Theirs, manager_ctx) == offset_of!(Ours, manager_ctx));
+    assert!(offset_of!(Theirs, deleter) == offset_of!(Ours, deleter));
+    assert!(offset_of!(Theirs, flags) == offset_of!(Ours, flags));
+    assert!(offset_of!(Theirs, dl_tensor) == offset_of!(Ours, dl_tensor));
     assert!(size_of::<ffi::DLManagedTensor>() == size_of::<DLManagedTensor>());
     assert!(align_of::<ffi::DLManagedTensor>() == align_of::<DLManagedTensor>());
+    assert!(offset_of!(ffi::DLManagedTensor, dl_tensor) == offset_of!(DLManagedTensor, dl_tensor));
+    assert!(
+        offset_of!(ffi::DLManagedTensor, manager_ctx) == offset_of!(DLManagedTensor, manager_ctx)
+    );
+    assert!(offset_of!(ffi::DLManagedTensor, deleter) == offset_of!(DLManagedTensor, deleter));
+    assert!(offset_of!(ffi::DLTensor, data) == offset_of!(DLTensor, data));
+    assert!(offset_of!(ffi::DLTensor, device) == offset_of!(DLTensor, device));
+    assert!(offset_of!(ffi::DLTensor, ndim) == offset_of!(DLTensor, ndim));
+    assert!(offset_of!(ffi::DLTensor, dtype) == offset_of!(DLTensor, dtype));
+    assert!(offset_of!(ffi::DLTensor, shape) == offset_of!(DLTensor, shape));
+    assert!(offset_of!(ffi::DLTensor, strides) == offset_of!(DLTensor, strides));
+    assert!(offset_of!(ffi::DLTensor, byte_offset) == offset_of!(DLTensor, byte_offset));
 };
 
 #[cfg_attr(docsrs, doc(cfg(feature = "dlpark")))]
