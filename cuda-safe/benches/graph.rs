@@ -18,6 +18,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
+#[path = "common/figures.rs"]
+mod figures;
+use figures::{fig, median, us};
+
 use cuda_safe::{
     Buffer, Capture, CaptureMode, CodeKind, Device, Graph, GraphExec, Kernel, LaunchConfig,
     Program, ProgramOptions, Result, Stream, StreamOptions, launch,
@@ -29,20 +33,6 @@ const SOURCE: &str = "extern \"C\" __global__ void add(int* p, int v) { atomicAd
 const CHAIN: usize = 100;
 /// Timed repetitions of each loop.
 const REPS: usize = 200;
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-fn fig(name: &str, value: f64, unit: &str) {
-    println!("FIG {name} {value:.4} {unit}");
-}
-
-/// Microseconds since `start`.
-fn us(start: Instant) -> f64 {
-    start.elapsed().as_secs_f64() * 1e6
-}
 
 fn main() -> ExitCode {
     match run() {

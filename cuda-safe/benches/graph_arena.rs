@@ -22,6 +22,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
+#[path = "common/figures.rs"]
+mod figures;
+use figures::{fig, median, us};
+
 use cuda_safe::sys::CUgraphMem_attribute;
 use cuda_safe::{
     Buffer, CaptureMode, CodeKind, Device, Graph, GraphArena, GraphExec, Kernel, LaunchConfig,
@@ -44,20 +48,6 @@ const TEMP_INTS: usize = 1 << 20;
 /// The arena's reservation.
 const RESERVE: usize = 64 << 20;
 const MODE: CaptureMode = CaptureMode::ThreadLocal;
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-fn fig(name: &str, value: f64, unit: &str) {
-    println!("FIG {name} {value:.4} {unit}");
-}
-
-/// Microseconds since `start`.
-fn us(start: Instant) -> f64 {
-    start.elapsed().as_secs_f64() * 1e6
-}
 
 fn main() -> ExitCode {
     match run() {
