@@ -69,8 +69,21 @@ impl fmt::Display for Error {
                     MorePanics(*count)
                 )
             }
-            Error::GraphUpdateRefused { detail, .. } => {
-                write!(f, "cuGraphExecUpdate refused the update: {detail}")
+            Error::GraphUpdateRefused {
+                detail,
+                node,
+                from_node,
+                ..
+            } => {
+                write!(f, "cuGraphExecUpdate refused the update: {detail}")?;
+                match (node, from_node) {
+                    (Some(node), Some(from)) => write!(
+                        f,
+                        " (the edge from node {from} to node {node} of the new graph's nodes())"
+                    ),
+                    (Some(node), None) => write!(f, " (node {node} of the new graph's nodes())"),
+                    _ => Ok(()),
+                }
             }
             Error::GraphInstantiateRefused { detail, .. } => {
                 write!(

@@ -193,6 +193,13 @@ pub enum Error {
         reason: CUgraphExecUpdateResult,
         /// What the reason means.
         detail: &'static str,
+        /// Where the node the refusal is about stands in `Graph::nodes` of the graph given
+        /// to the update (for a changed topology, the head of the edge that differs); `None`
+        /// when the driver names no node.
+        node: Option<usize>,
+        /// For a changed topology, where the tail of the edge that differs stands in the same
+        /// list; otherwise `None`.
+        from_node: Option<usize>,
     },
     /// `cuGraphInstantiateWithParams` refused to instantiate a graph, giving a reason: a
     /// structure it cannot run, or, instantiating for device launch, a node or a context a

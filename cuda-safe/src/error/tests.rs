@@ -185,10 +185,26 @@ fn callback_panics_and_refused_updates_say_what_happened() {
     let refused = Error::GraphUpdateRefused {
         reason: CUgraphExecUpdateResult::CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED,
         detail: "the graphs' topologies differ",
+        node: Some(3),
+        from_node: Some(1),
     };
     assert!(
-        refused.to_string().contains("topologies differ"),
+        refused.to_string().ends_with(
+            "topologies differ (the edge from node 1 to node 3 of the new graph's nodes())"
+        ),
         "{refused}"
+    );
+    let node_only = Error::GraphUpdateRefused {
+        reason: CUgraphExecUpdateResult::CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED,
+        detail: "a node's type changed",
+        node: Some(0),
+        from_node: None,
+    };
+    assert!(
+        node_only
+            .to_string()
+            .ends_with("changed (node 0 of the new graph's nodes())"),
+        "{node_only}"
     );
 }
 

@@ -21,7 +21,7 @@ use crate::stream::Stream;
 use crate::trace::span;
 use cuda_sys::{
     CUgraphExec, CUgraphExecUpdateResult, CUgraphExecUpdateResultInfo, CUgraphInstantiate_flags,
-    CUresult, Driver,
+    CUgraphNode, CUresult, Driver,
 };
 
 /// How to instantiate a graph.
@@ -435,14 +435,34 @@ fn update_from(
             Ok(())
         }
         Err(error) if error.cuda_code() == Some(CUresult::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE) => {
-            Err(refusal(info.result))
+            let position = |raw: CUgraphNode| position_of(graph, raw);
+            Err(refusal(
+                info.result,
+                position(info.errorNode),
+                position(info.errorFromNode),
+            ))
         }
         Err(error) => Err(error),
     }
 }
 
-/// [`Error::GraphUpdateRefused`] for the driver's reason.
-fn refusal(reason: CUgraphExecUpdateResult) -> Error {
+/// Where `raw`, a node the driver named, stands in `graph`'s [`Graph::nodes`]; `None` for a
+/// null node or when the nodes cannot be listed.
+fn position_of(graph: &Graph, raw: CUgraphNode) -> Option<usize> {
+    if raw.is_null() {
+        return None;
+    }
+    let nodes = graph.nodes().ok()?;
+    nodes.iter().position(|node| node.as_raw() == raw)
+}
+
+/// [`Error::GraphUpdateRefused`] for the driver's reason and the nodes it named (their
+/// positions in the update's graph).
+fn refusal(
+    reason: CUgraphExecUpdateResult,
+    node: Option<usize>,
+    from_node: Option<usize>,
+) -> Error {
     use CUgraphExecUpdateResult as Reason;
     let detail = match reason {
         Reason::CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED => {
@@ -465,7 +485,12 @@ fn refusal(reason: CUgraphExecUpdateResult) -> Error {
         }
         _ => "the driver gave no reason it knows",
     };
-    Error::GraphUpdateRefused { reason, detail }
+    Error::GraphUpdateRefused {
+        reason,
+        detail,
+        node,
+        from_node,
+    }
 }
 
 impl fmt::Debug for GraphExec {
@@ -533,12 +558,14 @@ mod tests {
             ),
             (CUgraphExecUpdateResult(99), "no reason it knows"),
         ] {
-            match refusal(reason) {
+            match refusal(reason, Some(2), None) {
                 Error::GraphUpdateRefused {
                     reason: kept,
                     detail,
+                    node,
+                    from_node,
                 } => {
-                    assert_eq!(kept, reason);
+                    assert_eq!((kept, node, from_node), (reason, Some(2), None));
                     assert!(detail.contains(words), "{detail}");
                 }
                 other => panic!("unexpected {other:?}"),

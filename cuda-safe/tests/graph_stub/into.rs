@@ -100,12 +100,22 @@ fn launches(fx: &Fixture, x: &std::sync::Arc<cuda_safe::Buffer>, count: usize) -
     }
 }
 
-/// Checks that `result` is the driver's refusal of an update for `reason`.
-fn update_refused(result: Result<()>, reason: CUgraphExecUpdateResult) -> Verdict {
+/// Checks that `result` is the driver's refusal of an update for `reason`, naming the node at
+/// `node` in the new graph's node list.
+fn update_refused(
+    result: Result<()>,
+    reason: CUgraphExecUpdateResult,
+    node: Option<usize>,
+) -> Verdict {
     match result {
-        Err(Error::GraphUpdateRefused { reason: got, .. }) if got == reason => Ok(()),
+        Err(Error::GraphUpdateRefused {
+            reason: got,
+            node: named,
+            from_node: None,
+            ..
+        }) if got == reason && named == node => Ok(()),
         other => Err(format!(
-            "expected the update refused for {reason:?}, got {other:?}"
+            "expected the update refused for {reason:?} at node {node:?}, got {other:?}"
         )),
     }
 }
@@ -156,6 +166,7 @@ pub(crate) fn updates_from_a_fresh_capture(stub: &Stub, fx: &Fixture) -> Verdict
     update_refused(
         three,
         CUgraphExecUpdateResult::CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED,
+        None,
     )?;
     let mut z = fx
         .pool
@@ -171,6 +182,7 @@ pub(crate) fn updates_from_a_fresh_capture(stub: &Stub, fx: &Fixture) -> Verdict
     update_refused(
         retyped,
         CUgraphExecUpdateResult::CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED,
+        Some(1),
     )?;
     exec.launch(&fx.stream).map_err(failed)?;
     let (gx, gy) = (

@@ -83,8 +83,8 @@ pub(crate) fn whole_graph_updates_from_a_fresh_capture_are_applied_or_refused() 
     exec.launch(&setup.stream).unwrap();
     assert_eq!((setup.read(&x), setup.read(&y)), (vec![2], vec![10]));
     match exec.update(&captured(&x, 3)) {
-        Err(Error::GraphUpdateRefused { reason, detail }) => {
-            println!("refused: {detail}");
+        Err(error @ Error::GraphUpdateRefused { reason, .. }) => {
+            println!("refused: {error}");
             assert_eq!(
                 reason,
                 CUgraphExecUpdateResult::CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED
