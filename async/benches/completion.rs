@@ -7,8 +7,10 @@
 //!   `complete_event_query_poll` (launch + record + `is_done` in a loop) and
 //!   `complete_host_func_wake` (launch + `launch_host_func` signalling a condition variable).
 //! - The futures: `complete_await_current_thread` (launch + `pollster::block_on` of
-//!   `stream.completion()`, the default spin budget) and `complete_await_reactor` (the same
-//!   with the spin off: the reactor thread and its host function), and
+//!   `stream.completion()`, the default spin budget), `complete_await_reactor` (the same
+//!   with the future's spin off: the reactor thread, which spins 20 us before it arms a host
+//!   function) and `complete_await_reactor_host_func` (the reactor's spin off too: its host
+//!   function), and
 //!   `complete_await_over_event_blocking_sync`, the first over the crate's blocking-sync
 //!   figure (goal: at most 1.3); each the median of 2,000 after 200 warm-ups, as the floor.
 //! - CPU time while 1,000 futures of one stream wait on a 100 ms kernel on one thread:
@@ -138,8 +140,15 @@ fn latencies(device: &Device, kernels: &Kernels, stream: &Stream) -> Result<()> 
         launch_empty(kernels, stream)?;
         pollster::block_on(stream.completion())
     });
+    completion::set_reactor_spin(Duration::ZERO);
+    let host_func_path = latency(|| {
+        launch_empty(kernels, stream)?;
+        pollster::block_on(stream.completion())
+    });
+    completion::set_reactor_spin(Duration::from_micros(20));
     completion::set_spin_budget(Duration::from_micros(20));
     fig("complete_await_reactor", reactor_path?, "us");
+    fig("complete_await_reactor_host_func", host_func_path?, "us");
     fig(
         "complete_await_over_event_blocking_sync",
         awaited / blocking_sync,

@@ -50,6 +50,12 @@ impl Bell {
         }
     }
 
+    /// Whether the bell was rung since the waiter last looked, without taking the ring (the
+    /// next [`wait`](Self::wait) still returns at once).
+    pub(super) fn is_rung(&self) -> bool {
+        self.state.load(Ordering::Acquire) & RUNG != 0
+    }
+
     /// Waits for a ring, at most `timeout` (forever for `None`); returns whether it was rung
     /// (`false` after the timeout or a spurious wake).
     pub(super) fn wait(&self, timeout: Option<Duration>) -> bool {

@@ -147,7 +147,7 @@ pub use nvml::{CLOCK_XID_POWER, EventSetExt, NextNvmlEvent, NvmlEventStream, Nvm
 pub use op::{DeviceOp, OpFuture, Submit, Then};
 pub use pinned::{PinnedDownload, PinnedValues};
 pub use pool::{DEFAULT_POOL_STREAMS, PoolOptions, PoolPolicy, StreamPool};
-pub use reactor::{set_sweep_interval, sweep_interval};
+pub use reactor::{reactor_spin, set_reactor_spin, set_sweep_interval, sweep_interval};
 pub use shared::{Reactor, ReactorStats};
 pub use waiter::{set_spin_budget, spin_budget};
 

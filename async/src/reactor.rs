@@ -12,6 +12,9 @@
 //! A stream's lane (its side stream and flag with it) is kept while the stream lives, named by
 //! a [`WeakStream`] that does not keep it alive: the stream's next wait finds it ready, and it
 //! goes at the first pass after the stream has gone.
+//! When new futures arrive, the reactor first asks its lanes for up to [`reactor_spin`] (20 us
+//! unless set) before it arms and sleeps: work that ends within that window wakes its future
+//! one thread hop after it ends, without the driver's callback thread in between.
 //! A sweep every [`sweep_interval`] (10 ms unless set) asks every lane, for a host function that is late (a user's host
 //! function blocking the driver's callback thread) or never comes (after a sticky error).
 //!
@@ -26,7 +29,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::Waker;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::bell::Bell;
 use crate::settle::{gpu_has_stopped, release_after};
@@ -63,6 +66,30 @@ pub fn set_sweep_interval(interval: Duration) {
 /// The sweep interval in force ([`set_sweep_interval`]).
 pub fn sweep_interval() -> Duration {
     Duration::from_nanos(SWEEP_NS.load(Ordering::Relaxed))
+}
+
+/// How long the reactor asks its lanes after new futures arrive unless [`set_reactor_spin`]
+/// changes it.
+const DEFAULT_REACTOR_SPIN: Duration = Duration::from_micros(20);
+
+/// The reactor spin in force, in nanoseconds.
+static REACTOR_SPIN_NS: AtomicU64 = AtomicU64::new(DEFAULT_REACTOR_SPIN.as_nanos() as u64);
+
+/// Sets how long the reactor thread, when new futures arrive, asks their streams' events
+/// before it arms a host function per stream and sleeps (process-wide; [`Duration::ZERO`]
+/// arms at once). The default is 20 us: work that ends within it wakes its future one thread
+/// hop after it ends instead of two (the driver's callback thread, then the reactor), at the
+/// cost of at most that much of the reactor's CPU each time futures arrive. It adds to the
+/// futures' own spin ([`set_spin_budget`](crate::set_spin_budget)), which runs on the
+/// polling thread before the future is handed to the reactor.
+pub fn set_reactor_spin(spin: Duration) {
+    let nanos = u64::try_from(spin.as_nanos()).unwrap_or(u64::MAX);
+    REACTOR_SPIN_NS.store(nanos, Ordering::Relaxed);
+}
+
+/// The reactor spin in force ([`set_reactor_spin`]).
+pub fn reactor_spin() -> Duration {
+    Duration::from_nanos(REACTOR_SPIN_NS.load(Ordering::Relaxed))
 }
 
 /// Idle side streams kept per context.
@@ -148,7 +175,7 @@ impl Worker {
     fn run(&mut self) {
         let mut sweep = false;
         loop {
-            self.take_incoming();
+            let fresh = self.take_incoming();
             self.collect_signals(sweep);
             self.poll_dirty();
             self.finish();
@@ -162,6 +189,10 @@ impl Worker {
                 self.core.bell.wait(None);
                 continue;
             }
+            if fresh && self.spin() {
+                sweep = false;
+                continue;
+            }
             self.arm();
             self.finish();
             sweep = !self.core.bell.wait(Some(sweep_interval()));
@@ -172,9 +203,10 @@ impl Worker {
         self.lanes.values().map(|lane| lane.entries.len()).sum()
     }
 
-    /// Puts the new registrations into their lanes.
-    fn take_incoming(&mut self) {
+    /// Puts the new registrations into their lanes; returns whether there were any.
+    fn take_incoming(&mut self) -> bool {
         self.core.take_incoming(&mut self.inbox);
+        let fresh = !self.inbox.is_empty();
         for Registration { lane, mark, slot } in self.inbox.drain(..) {
             let entry = self.lanes.entry(lane).or_insert_with(|| Lane {
                 entries: VecDeque::new(),
@@ -204,6 +236,40 @@ impl Worker {
             entry.dirty = true;
         }
         self.core.lanes.store(self.lanes.len(), Ordering::Relaxed);
+        fresh
+    }
+
+    /// Asks every lane with waiting entries, again and again, until something completes (woken
+    /// at once), the bell rings (new futures, a host function) or the reactor spin runs out;
+    /// returns whether to go round again rather than arm and sleep.
+    fn spin(&mut self) -> bool {
+        let budget = reactor_spin();
+        if budget.is_zero() {
+            return false;
+        }
+        let start = Instant::now();
+        loop {
+            let mut completed = 0;
+            for lane in self.lanes.values_mut() {
+                if !lane.entries.is_empty() {
+                    completed += poll_lane(lane, self.core, &mut self.done);
+                }
+            }
+            if completed > 0 {
+                self.core
+                    .found_by_spin
+                    .fetch_add(completed as u64, Ordering::Relaxed);
+                self.finish();
+                return true;
+            }
+            if self.core.bell.is_rung() {
+                return true;
+            }
+            if start.elapsed() >= budget {
+                return false;
+            }
+            std::hint::spin_loop();
+        }
     }
 
     /// Marks the lanes whose host function ran (and, on a sweep, every lane) to be asked.

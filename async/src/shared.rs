@@ -68,6 +68,9 @@ pub struct ReactorStats {
     /// Completions the reactor found by its periodic sweep rather than by a driver callback
     /// (work whose callback was late, or never came, as after a sticky error).
     pub found_by_sweep: u64,
+    /// Completions the reactor found while it spun after new futures arrived
+    /// ([`set_reactor_spin`](crate::set_reactor_spin)), before arming a host function.
+    pub found_by_spin: u64,
 }
 
 /// The reactor's shared state.
@@ -86,6 +89,7 @@ pub(super) struct Core {
     /// Lanes the thread keeps (it alone writes this).
     pub(super) lanes: AtomicUsize,
     pub(super) found_by_sweep: std::sync::atomic::AtomicU64,
+    pub(super) found_by_spin: std::sync::atomic::AtomicU64,
 }
 
 /// What a future hands the reactor thread: the mark to watch, where it stands, the slot to
@@ -227,6 +231,7 @@ impl Reactor {
             staging_in_use,
             staging_idle,
             found_by_sweep: core.found_by_sweep.load(Ordering::Relaxed),
+            found_by_spin: core.found_by_spin.load(Ordering::Relaxed),
         }
     }
 }
@@ -273,6 +278,7 @@ impl Core {
             watched: AtomicUsize::new(0),
             lanes: AtomicUsize::new(0),
             found_by_sweep: std::sync::atomic::AtomicU64::new(0),
+            found_by_spin: std::sync::atomic::AtomicU64::new(0),
         }
     }
 

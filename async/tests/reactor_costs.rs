@@ -1,7 +1,8 @@
 //! What the reactor costs in driver calls, counted by the stub driver: a lane is armed with the
 //! wait and the host function alone (no capture query), kept while its stream lives (no new
 //! lane or side stream at the next wait) and released once the stream has gone (a special
-//! stream's lanes once their waits are done); a future that
+//! stream's lanes once their waits are done); work that ends while the reactor spins needs no
+//! host function; a future that
 //! fails at creation returns its error at once, blocking no thread, while the reactor keeps
 //! what it holds until its stream has passed the work queued for it.
 //!
@@ -204,6 +205,44 @@ fn a_failed_creation_returns_at_once(stub: &Stub, fx: &Fixture, reactor: &Reacto
     })
 }
 
+/// Work that ends while the reactor spins wakes its future from the spin, with no host function;
+/// with the spin off, the same wait arms one.
+fn the_reactor_spin_finds_work_without_a_host_function(
+    stub: &Stub,
+    fx: &Fixture,
+    reactor: &Reactor,
+) -> Verdict {
+    // (spin, found by the spin, host functions armed)
+    for (spin, by_spin, armed) in [(Duration::from_secs(30), 1, 0), (Duration::ZERO, 0, 1)] {
+        completion::set_reactor_spin(spin);
+        let (found, functions) = (
+            reactor.stats().found_by_spin,
+            stub.calls("cuLaunchHostFunc"),
+        );
+        let held = Held::new(stub);
+        let mut waiting = fx.stream.completion();
+        ensure(poll_once(&mut waiting).is_pending(), || {
+            "held work was done".into()
+        })?;
+        std::thread::sleep(Duration::from_millis(20));
+        drop(held);
+        let outcome = pollster::block_on(waiting).map_err(failed);
+        completion::set_reactor_spin(Duration::from_micros(20));
+        outcome?;
+        let got = (
+            reactor.stats().found_by_spin - found,
+            stub.calls("cuLaunchHostFunc") - functions,
+        );
+        ensure(got == (by_spin, armed), || {
+            format!(
+                "with a reactor spin of {spin:?}: found by the spin and host functions {got:?}, \
+                 ({by_spin}, {armed}) expected"
+            )
+        })?;
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let Some((stub, fixture)) = support::start("reactor_costs") else {
         return ExitCode::SUCCESS;
@@ -235,6 +274,10 @@ fn main() -> ExitCode {
         (
             "a failed creation returns at once",
             Box::new(|| a_failed_creation_returns_at_once(stub, fx, r)),
+        ),
+        (
+            "the reactor spin finds work without a host function",
+            Box::new(|| the_reactor_spin_finds_work_without_a_host_function(stub, fx, r)),
         ),
     ];
     let total = cases.len();
