@@ -221,7 +221,8 @@ impl Waiter {
                 let lane = (raw > 2).then(|| (raw, stream.context().as_raw() as usize));
                 Phase::Recorded { mark, lane }
             }
-            Err(error) => failure_phase(error, Some(stream)),
+            // A caller that checked the capture state queued a copy after the check.
+            Err(error) => failure_phase(error, Some(stream), capture_checked),
         };
         Self {
             reactor,
@@ -256,7 +257,7 @@ impl Waiter {
     pub(super) fn failed(reactor: Reactor, error: Error, stream: Option<&Stream>) -> Self {
         Self {
             reactor,
-            phase: failure_phase(error, stream),
+            phase: failure_phase(error, stream, false),
             report: Report::default(),
             hold: None,
         }
@@ -450,20 +451,31 @@ fn record(stream: &Stream, capture_checked: bool) -> Result<Mark> {
 
 /// A failed making: what the future holds may be released once the GPU is done with it, or can
 /// no longer touch it. Nothing was queued for it (`stream` is `None`), or the stream is being
-/// captured (nothing of the future was queued: releasing a value is then what dropping it
-/// would do), or the context has stopped; otherwise the reactor keeps it until the stream has
-/// passed what was queued (the future's error is returned at once, no thread waits).
-fn failure_phase(error: Error, stream: Option<&Stream>) -> Phase {
+/// captured and nothing of the future was queued (`queued` is false: releasing a value is then
+/// what dropping it would do), or the context has stopped; otherwise the reactor keeps it until
+/// the stream has passed what was queued, a capture begun since by another thread included (the
+/// future's error is returned at once, no thread waits).
+fn failure_phase(error: Error, stream: Option<&Stream>, queued: bool) -> Phase {
     let release = match stream {
         None => Release::Now,
         Some(_) if gpu_has_stopped(&error) => Release::Now,
-        Some(stream) => match stream.is_capturing() {
-            Ok(true) => Release::Now,
-            Ok(false) => Release::AfterStream(stream.clone()),
-            Err(_) => Release::Unknown,
+        Some(stream) => match release_after_failure(stream.is_capturing(), queued) {
+            Some(true) => Release::AfterStream(stream.clone()),
+            Some(false) => Release::Now,
+            None => Release::Unknown,
         },
     };
     Phase::Failed { error, release }
+}
+
+/// Whether a failed making's holdings wait for the stream (`Some(true)`), go now
+/// (`Some(false)`) or are kept for good (`None`), given whether the stream is being captured
+/// and whether something of the future was queued on it.
+fn release_after_failure(capturing: Result<bool>, queued: bool) -> Option<bool> {
+    match capturing {
+        Ok(capturing) => Some(queued || !capturing),
+        Err(_) => None,
+    }
 }
 
 /// Without a reactor thread, waits for the mark on this thread.
@@ -498,6 +510,16 @@ fn spin(mark: &Mark) -> Option<Result<()>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_copy_queued_before_a_capture_began_waits_for_the_stream() {
+        let query_failed = Err(Error::invalid_argument("no answer"));
+        assert_eq!(release_after_failure(Ok(true), true), Some(true));
+        assert_eq!(release_after_failure(Ok(true), false), Some(false));
+        assert_eq!(release_after_failure(Ok(false), false), Some(true));
+        assert_eq!(release_after_failure(Ok(false), true), Some(true));
+        assert_eq!(release_after_failure(query_failed, true), None);
+    }
 
     #[test]
     fn spins_that_run_out_back_off_and_one_that_finishes_resets() {
