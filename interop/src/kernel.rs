@@ -114,12 +114,17 @@ fn kernel(arch: &str) -> Result<Kernel> {
     Ok(kernel)
 }
 
-/// The CUDA device whose kernels reach the view: its own for device memory, device 0 for
-/// pinned and managed memory; pageable host memory is refused.
+/// The CUDA device whose kernels reach the view: its own for device memory; for pinned and
+/// managed memory, which every device reaches, the device current on the calling thread (the
+/// caller's stream is of its primary context), device 0 when none is; pageable host memory is
+/// refused.
 fn device_of(view: &StridedMemoryView) -> Result<cuda_safe::Device> {
-    let ordinal = match view.device() {
-        ViewDevice::Cuda(ordinal) => ordinal,
-        ViewDevice::CudaHost | ViewDevice::CudaManaged => 0,
+    let device = match view.device() {
+        ViewDevice::Cuda(ordinal) => cuda_safe::Device::new(ordinal)?,
+        ViewDevice::CudaHost | ViewDevice::CudaManaged => match cuda_safe::Device::current()? {
+            Some(device) => device,
+            None => cuda_safe::Device::new(0)?,
+        },
         ViewDevice::Host => {
             return Err(Error::invalid_argument(
                 "the tensor is in pageable host memory, which kernels cannot reach",
@@ -131,7 +136,6 @@ fn device_of(view: &StridedMemoryView) -> Result<cuda_safe::Device> {
             )));
         }
     };
-    let device = cuda_safe::Device::new(ordinal)?;
     view.require_device(&device)?;
     Ok(device)
 }

@@ -44,7 +44,8 @@ use status::{code, fail, guarded};
 ///
 /// `tensor` is null or a valid `DLManagedTensor` whose memory stays valid until the kernel
 /// queued on `stream` is done; `stream` is 0 or a live stream of the tensor's device's primary
-/// context (the CUDA runtime's streams are).
+/// context (the CUDA runtime's streams are). A pinned or managed tensor runs on the device
+/// current on the calling thread (device 0 when none is), whose stream `stream` must be.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuda_safe_scale_inplace(
     tensor: *mut DLManagedTensor,
