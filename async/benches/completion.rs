@@ -218,12 +218,17 @@ impl Wake for Unpark {
     }
 }
 
-/// Polls every future once (registering those that wait); which resolved at once.
-fn first_polls(futures: &mut [Completion], cx: &mut TaskContext<'_>) -> Vec<bool> {
-    futures
-        .iter_mut()
-        .map(|future| Pin::new(future).poll(cx).is_ready())
-        .collect()
+/// Polls every future once (registering those that wait); which resolved at once (a future
+/// that resolved to an error is the wait's error).
+fn first_polls(futures: &mut [Completion], cx: &mut TaskContext<'_>) -> Result<Vec<bool>> {
+    let mut done = Vec::with_capacity(futures.len());
+    for future in futures {
+        done.push(match Pin::new(future).poll(cx) {
+            Poll::Ready(outcome) => outcome.map(|()| true)?,
+            Poll::Pending => false,
+        });
+    }
+    Ok(done)
 }
 
 /// Waits, on this thread, until every future that was pending has resolved.
@@ -269,7 +274,7 @@ fn one_wait(kernels: &Kernels, stream: &Stream, count: usize) -> Result<Wait> {
     launch_spin(kernels, stream, HUNDRED_MS)?;
     let (made, made_wall) = (process_cpu_ms(), Instant::now());
     let mut futures: Vec<Completion> = (0..count).map(|_| stream.completion()).collect();
-    let mut done = first_polls(&mut futures, &mut cx);
+    let mut done = first_polls(&mut futures, &mut cx)?;
     let (cpu, wall) = (process_cpu_ms(), Instant::now());
     wait_all(&mut futures, &mut done, &waker)?;
     let (cpu_end, wall_end) = (process_cpu_ms(), Instant::now());
