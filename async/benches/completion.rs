@@ -19,6 +19,9 @@
 //!   in percent of one core over the wait; goal: at most 2), `register_1000_futures_cpu` (making
 //!   and first-polling them), and `wait_100ms_cpu_process_1_future` beside the floor's
 //!   `wait_100ms_cpu_process_host_func`; medians of 5.
+//! - The reactor's registrations per second, `register_futures_per_s`: 1,000 futures made and
+//!   first-polled while the 100 ms kernel holds their stream, with the spin off (so each first
+//!   poll registers with the reactor at once), over the wall time of that; the median of 5.
 //! - Awaited downloads of 1 MiB and of 256 MiB (past the staging cache's 64 MiB of small
 //!   blocks): `download_staged_<n>mib` (`to_vec_async`: a copy into the reactor's pinned
 //!   staging, then one into a new `Vec`), `download_pinned_<n>mib` (`download_into` a pinned
@@ -135,18 +138,20 @@ fn latencies(device: &Device, kernels: &Kernels, stream: &Stream) -> Result<()> 
         pollster::block_on(stream.completion())
     })?;
     fig("complete_await_current_thread", awaited, "us");
+    let budget = completion::spin_budget();
     completion::set_spin_budget(Duration::ZERO);
     let reactor_path = latency(|| {
         launch_empty(kernels, stream)?;
         pollster::block_on(stream.completion())
     });
+    let reactor_spin = completion::reactor_spin();
     completion::set_reactor_spin(Duration::ZERO);
     let host_func_path = latency(|| {
         launch_empty(kernels, stream)?;
         pollster::block_on(stream.completion())
     });
-    completion::set_reactor_spin(Duration::from_micros(20));
-    completion::set_spin_budget(Duration::from_micros(20));
+    completion::set_reactor_spin(reactor_spin);
+    completion::set_spin_budget(budget);
     fig("complete_await_reactor", reactor_path?, "us");
     fig("complete_await_reactor_host_func", host_func_path?, "us");
     fig(
@@ -223,12 +228,17 @@ impl Wake for Unpark {
     }
 }
 
-/// Polls every future once (registering those that wait); which resolved at once.
-fn first_polls(futures: &mut [Completion], cx: &mut TaskContext<'_>) -> Vec<bool> {
-    futures
-        .iter_mut()
-        .map(|future| Pin::new(future).poll(cx).is_ready())
-        .collect()
+/// Polls every future once (registering those that wait); which resolved at once (a future
+/// that resolved to an error is the wait's error).
+fn first_polls(futures: &mut [Completion], cx: &mut TaskContext<'_>) -> Result<Vec<bool>> {
+    let mut done = Vec::with_capacity(futures.len());
+    for future in futures {
+        done.push(match Pin::new(future).poll(cx) {
+            Poll::Ready(outcome) => outcome.map(|()| true)?,
+            Poll::Pending => false,
+        });
+    }
+    Ok(done)
 }
 
 /// Waits, on this thread, until every future that was pending has resolved.
@@ -250,9 +260,20 @@ fn wait_all(futures: &mut [Completion], done: &mut [bool], waker: &Arc<Unpark>) 
     Ok(())
 }
 
-/// The CPU time of `count` futures of `stream` waiting on a 100 ms kernel: (the wait's
-/// process CPU time in ms, the wait's wall time in ms, the making and first polls' CPU time).
-fn one_wait(kernels: &Kernels, stream: &Stream, count: usize) -> Result<(f64, f64, f64)> {
+/// One wait of `count` futures of one stream on a 100 ms kernel.
+struct Wait {
+    /// The process's CPU time from the last first poll to the last future resolved, ms.
+    cpu_ms: f64,
+    /// The wall time of the same, ms.
+    wall_ms: f64,
+    /// The process's CPU time of making and first-polling the futures, ms.
+    made_cpu_ms: f64,
+    /// The wall time of the same, ms.
+    made_wall_ms: f64,
+}
+
+/// The CPU and wall times of `count` futures of `stream` waiting on a 100 ms kernel.
+fn one_wait(kernels: &Kernels, stream: &Stream, count: usize) -> Result<Wait> {
     let waker = Arc::new(Unpark {
         woken: AtomicBool::new(false),
         thread: thread::current(),
@@ -261,9 +282,9 @@ fn one_wait(kernels: &Kernels, stream: &Stream, count: usize) -> Result<(f64, f6
     let mut cx = TaskContext::from_waker(&waker_handle);
     let start = Instant::now();
     launch_spin(kernels, stream, HUNDRED_MS)?;
-    let made = process_cpu_ms();
+    let (made, made_wall) = (process_cpu_ms(), Instant::now());
     let mut futures: Vec<Completion> = (0..count).map(|_| stream.completion()).collect();
-    let mut done = first_polls(&mut futures, &mut cx);
+    let mut done = first_polls(&mut futures, &mut cx)?;
     let (cpu, wall) = (process_cpu_ms(), Instant::now());
     wait_all(&mut futures, &mut done, &waker)?;
     let (cpu_end, wall_end) = (process_cpu_ms(), Instant::now());
@@ -272,11 +293,12 @@ fn one_wait(kernels: &Kernels, stream: &Stream, count: usize) -> Result<(f64, f6
             "the futures resolved before the 100 ms kernel ended",
         ));
     }
-    Ok((
-        cpu_end - cpu,
-        (wall_end - wall).as_secs_f64() * 1e3,
-        cpu - made,
-    ))
+    Ok(Wait {
+        cpu_ms: cpu_end - cpu,
+        wall_ms: (wall_end - wall).as_secs_f64() * 1e3,
+        made_cpu_ms: cpu - made,
+        made_wall_ms: (wall - made_wall).as_secs_f64() * 1e3,
+    })
 }
 
 fn waits(kernels: &Kernels, stream: &Stream) -> Result<()> {
@@ -284,10 +306,10 @@ fn waits(kernels: &Kernels, stream: &Stream) -> Result<()> {
     stream.sync()?;
     let (mut cpu, mut share, mut register) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..WAITS {
-        let (waited, wall, made) = one_wait(kernels, stream, FUTURES)?;
-        cpu.push(waited);
-        share.push(100.0 * waited / wall);
-        register.push(made);
+        let wait = one_wait(kernels, stream, FUTURES)?;
+        cpu.push(wait.cpu_ms);
+        share.push(100.0 * wait.cpu_ms / wait.wall_ms);
+        register.push(wait.made_cpu_ms);
     }
     fig(
         "wait_100ms_cpu_process_1000_futures",
@@ -298,8 +320,24 @@ fn waits(kernels: &Kernels, stream: &Stream) -> Result<()> {
     fig("register_1000_futures_cpu", median(&mut register), "ms");
     let mut single = Vec::new();
     for _ in 0..WAITS {
-        single.push(one_wait(kernels, stream, 1)?.0);
+        single.push(one_wait(kernels, stream, 1)?.cpu_ms);
     }
     fig("wait_100ms_cpu_process_1_future", median(&mut single), "ms");
+    let budget = completion::spin_budget();
+    completion::set_spin_budget(Duration::ZERO);
+    let registrations = registrations(kernels, stream);
+    completion::set_spin_budget(budget);
+    fig("register_futures_per_s", registrations?, "1/s");
     Ok(())
+}
+
+/// The median rate, over `WAITS` waits, at which `FUTURES` futures are made and first-polled
+/// (with the spin off: each registers with the reactor).
+fn registrations(kernels: &Kernels, stream: &Stream) -> Result<f64> {
+    let mut rates = Vec::with_capacity(WAITS);
+    for _ in 0..WAITS {
+        let wait = one_wait(kernels, stream, FUTURES)?;
+        rates.push(FUTURES as f64 / (wait.made_wall_ms / 1e3));
+    }
+    Ok(median(&mut rates))
 }
