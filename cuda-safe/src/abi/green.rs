@@ -24,6 +24,16 @@ pub(crate) struct GroupParams {
     pub(crate) backfill: bool,
 }
 
+/// `resource` with its link to a further resource (`nextResource`, CUDA 13) cleared: the
+/// crate keeps one resource per value and never follows a link, so a kept resource names no
+/// memory of the driver's (and may move between threads). CUDA 12 resources have no link.
+pub(crate) fn unlinked(mut resource: CUdevResource) -> CUdevResource {
+    if_abi13! {
+        resource.nextResource = std::ptr::null_mut();
+    }
+    resource
+}
+
 /// The partition rules an SM resource states about itself (`(min group, alignment)`): CUDA 13
 /// resources carry them; CUDA 12 ones do not.
 pub(crate) fn stated_sm_rules(resource: &CUdevResource) -> Option<(u32, u32)> {

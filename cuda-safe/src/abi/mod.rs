@@ -21,7 +21,7 @@ pub(crate) use graph::{
 };
 pub(crate) use green::{
     GroupParams, STRUCTURED_SPLITS, green_context_id, set_workqueue_fields, split_sm_counts,
-    stated_sm_rules, stream_sm_resource, workqueue_fields, workqueue_resource_type,
+    stated_sm_rules, stream_sm_resource, unlinked, workqueue_fields, workqueue_resource_type,
 };
 pub(crate) use memory::{
     BatchHint, HintBatch, device_location, hint_batch_supported, location, location_id, mem_advise,

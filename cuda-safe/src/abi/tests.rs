@@ -262,3 +262,18 @@ fn workqueue_fields_follow_the_abi() {
     let expected = (MAJOR >= 13).then_some((4, 1));
     assert_eq!(workqueue_fields(&resource), expected);
 }
+
+/// A resource kept by the crate names no further resource: the driver's link is cleared.
+#[test]
+fn kept_resources_are_unlinked() {
+    let mut resource = CUdevResource::default();
+    cuda_sys::if_abi13! {
+        let mut next = CUdevResource::default();
+        resource.nextResource = &mut next;
+    }
+    let kept = unlinked(resource);
+    cuda_sys::if_abi13! {
+        assert!(kept.nextResource.is_null());
+    }
+    assert_eq!(kept.type_, resource.type_);
+}

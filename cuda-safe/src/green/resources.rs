@@ -103,10 +103,10 @@ impl DeviceResources {
     #[doc = cuda_sys::api_doc!(cuCtxGetDevResource)]
     #[doc(alias = "cuDeviceGetDevResource", alias = "cuCtxGetDevResource")]
     pub fn sm(&self) -> Result<SmResource> {
-        Ok(SmResource {
-            raw: self.get(CUdevResourceType::CU_DEV_RESOURCE_TYPE_SM)?,
-            device: self.device,
-        })
+        Ok(SmResource::from_raw_parts(
+            self.get(CUdevResourceType::CU_DEV_RESOURCE_TYPE_SM)?,
+            self.device,
+        ))
     }
 
     /// The device's workqueue configuration, to provision a green context with
@@ -123,9 +123,13 @@ impl DeviceResources {
 }
 
 impl SmResource {
-    /// The SMs of `raw` (an SM resource the driver filled) on `device`.
+    /// The SMs of `raw` (an SM resource the driver filled) on `device`, its link to a further
+    /// resource cleared.
     pub(super) fn from_raw_parts(raw: CUdevResource, device: Device) -> Self {
-        Self { raw, device }
+        Self {
+            raw: abi::unlinked(raw),
+            device,
+        }
     }
 
     /// How many SMs the resource holds.
@@ -270,10 +274,7 @@ impl SmResource {
         }
         let groups: Vec<SmResource> = result
             .into_iter()
-            .map(|raw| SmResource {
-                raw,
-                device: self.device,
-            })
+            .map(|raw| SmResource::from_raw_parts(raw, self.device))
             .collect();
         for (group, &count) in groups.iter().zip(&plan.counts) {
             if group.sm_count() != count {
@@ -288,10 +289,7 @@ impl SmResource {
         }
         Ok(SmSplit {
             groups,
-            remainder: SmResource {
-                raw: remainder,
-                device: self.device,
-            },
+            remainder: SmResource::from_raw_parts(remainder, self.device),
         })
     }
 }
@@ -336,7 +334,7 @@ impl fmt::Debug for SmResource {
 }
 
 // SAFETY: the raw resources are plain data describing SMs; no pointer in them is dereferenced
-// by this crate (the `nextResource` link is left null).
+// by this crate (the `nextResource` link is cleared when the resource is made).
 unsafe impl Send for SmResource {}
 // SAFETY: as above.
 unsafe impl Sync for SmResource {}

@@ -35,7 +35,9 @@ impl WorkqueueScope {
 impl WorkqueueConfig {
     /// A configuration read from the driver (`raw` is a workqueue configuration resource).
     pub(super) fn from_raw(raw: CUdevResource) -> Self {
-        Self { raw }
+        Self {
+            raw: crate::abi::unlinked(raw),
+        }
     }
 
     /// The raw `CUdevResource`.
@@ -100,7 +102,7 @@ impl fmt::Debug for WorkqueueConfig {
 }
 
 // SAFETY: the raw resource is plain data describing workqueues; no pointer in it is
-// dereferenced by this crate (the `nextResource` link is left null).
+// dereferenced by this crate (the `nextResource` link is cleared when it is made).
 unsafe impl Send for WorkqueueConfig {}
 // SAFETY: as above.
 unsafe impl Sync for WorkqueueConfig {}
