@@ -27,10 +27,13 @@ pub(crate) struct GroupParams {
 /// `resource` with its link to a further resource (`nextResource`, CUDA 13) cleared: the
 /// crate keeps one resource per value and never follows a link, so a kept resource names no
 /// memory of the driver's (and may move between threads). CUDA 12 resources have no link.
-pub(crate) fn unlinked(mut resource: CUdevResource) -> CUdevResource {
+pub(crate) fn unlinked(resource: CUdevResource) -> CUdevResource {
     if_abi13! {
+        let mut resource = resource;
         resource.nextResource = std::ptr::null_mut();
+        return resource;
     }
+    #[allow(unreachable_code)]
     resource
 }
 
