@@ -266,10 +266,13 @@ fn workqueue_fields_follow_the_abi() {
 /// A resource kept by the crate names no further resource: the driver's link is cleared.
 #[test]
 fn kept_resources_are_unlinked() {
-    let mut resource = CUdevResource::default();
+    let resource = CUdevResource::default();
     cuda_sys::if_abi13! {
         let mut next = CUdevResource::default();
-        resource.nextResource = &mut next;
+        let resource = CUdevResource {
+            nextResource: &mut next,
+            ..resource
+        };
     }
     let kept = unlinked(resource);
     cuda_sys::if_abi13! {
