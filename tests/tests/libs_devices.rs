@@ -11,7 +11,7 @@ use cuda_safe::{
     Device, DeviceMemoryResource, Error, PinnedMemoryResource, SyncDeviceMemoryResource,
 };
 use cuda_safe_libs::blas::{Blas, Gemm, Scalars};
-use cuda_safe_libs::dnn::{DataType, Dnn, EngineChoice, Graph, Pointwise, TensorDesc};
+use cuda_safe_libs::dnn::{DataType, Dnn, EngineChoice, Graph, Pointwise, TensorDesc, VariantPack};
 
 fn a_plan_outlives_its_dnn() {
     let device = Device::new(0).unwrap();
@@ -26,8 +26,13 @@ fn a_plan_outlives_its_dnn() {
     let dnn = Dnn::new(&stream).unwrap();
     let plan = dnn.make_plan(&graph, EngineChoice::Heuristics).unwrap();
     drop(dnn);
-    let other = Dnn::new(&stream).unwrap();
-    assert_ne!(other.as_raw(), std::ptr::null_mut());
+    // The first handle lives on in the plan: the second is another one, which refuses it.
+    let mut other = Dnn::new(&stream).unwrap();
+    let refused = other.run(&plan, &VariantPack::new());
+    assert!(
+        matches!(&refused, Err(Error::InvalidArgument(why)) if why.contains("another cuDNN handle")),
+        "{refused:?}"
+    );
     drop(plan);
     other.close().unwrap();
 }
