@@ -77,6 +77,7 @@ impl<'a> Operand<'a> {
     /// `stream`'s device (no driver call), or another device's that the driver says this
     /// context may read and write ([`Context::can_access`](cuda_safe::Context::can_access):
     /// pool memory granted to the device, memory of a context whose peer access is enabled).
+    /// Only that last case costs a driver call.
     ///
     /// # Errors
     ///
