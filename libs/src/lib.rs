@@ -50,6 +50,7 @@ pub mod dnn;
 pub mod fft;
 #[cfg(any(
     feature = "blas",
+    feature = "rand",
     feature = "fft",
     feature = "solver",
     feature = "sparse",

@@ -368,6 +368,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t size) {
     struct allocation *made = allocate(size, A_DEVICE, NULL);
     if (made == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    made->device = current->device;
     race_access(race_host("cuMemAlloc_v2"), made->ptr, size, RACE_ALLOC, "cuMemAlloc_v2");
     *ptr = made->ptr;
     return CUDA_SUCCESS;

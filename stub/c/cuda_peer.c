@@ -1,8 +1,8 @@
 /*
  * The fake libcuda's peer features between its two devices (an NVLink pair: each can access
  * the other): link attributes, peer access between contexts (with the driver's ALREADY_ENABLED
- * and NOT_ENABLED answers), pools' access for other devices, and copies between devices. See
- * cuda_stub.h.
+ * and NOT_ENABLED answers), pools' access for other devices, what the current context may
+ * access (cuPointerGetAttribute's ACCESS_FLAGS), and copies between devices. See cuda_stub.h.
  */
 #include <stdint.h>
 #include <string.h>
@@ -147,6 +147,51 @@ CUresult cuMemPoolGetAccess(unsigned *flags, struct pool *pool, const unsigned c
     if (device < 0)
         return CUDA_ERROR_INVALID_VALUE;
     *flags = device == pool->device ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : pool->access[device];
+    return CUDA_SUCCESS;
+}
+
+/* ---- What the current context may access. ---- */
+
+/* Whether the current context enabled peer access to a live context of `device`. */
+static int peer_enabled(CUdevice device) {
+    for (int i = 0; i < MAX_PEERS; i++)
+        if (current->peers[i] != NULL && current->peers[i]->head.alive &&
+            current->peers[i]->device == device)
+            return 1;
+    return 0;
+}
+
+/* The CU_POINTER_ATTRIBUTE_ACCESS_FLAG_* (the CU_MEM_ACCESS_FLAGS_* values) of the current
+ * context's device on `a`: host and managed memory are read-write; a pool's memory as the pool
+ * grants the device (its own always); a VMM mapping as cuMemSetAccess set it; other device
+ * memory (cuMemAlloc, a pool-less cuMemAllocAsync) for its own device, or another whose
+ * context enabled peer access to a context of its device. */
+static unsigned access_flags(const struct allocation *a) {
+    const unsigned rw = CU_MEM_ACCESS_FLAGS_PROT_READWRITE, none = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    CUdevice own = current->device;
+    if (a->kind == A_HOST || a->kind == A_MANAGED)
+        return rw;
+    if (a->kind == A_VMM)
+        return a->granted & (1u << own) ? rw : none;
+    if (a->device == own)
+        return rw;
+    if (a->kind == A_POOL && a->pool != NULL)
+        return a->pool->access[own];
+    return peer_enabled(a->device) ? rw : none;
+}
+
+/* Only CU_POINTER_ATTRIBUTE_ACCESS_FLAGS (16), an unsigned; other attributes are
+ * INVALID_VALUE, as is an address of no live allocation. */
+CUresult cuPointerGetAttribute(void *data, int attribute, CUdeviceptr address) {
+    DRIVER("cuPointerGetAttribute");
+    CHECK(need_current("cuPointerGetAttribute"));
+    if (data == NULL || attribute != 16)
+        return CUDA_ERROR_INVALID_VALUE;
+    const struct allocation *a = find_live_allocation(address);
+    if (a == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    unsigned flags = access_flags(a);
+    memcpy(data, &flags, sizeof flags);
     return CUDA_SUCCESS;
 }
 

@@ -189,6 +189,7 @@ struct allocation {
     struct allocation *source; /* imported: the exporter's allocation it maps */
     CUdevice device;           /* whose memory it is; -1 for host and managed memory */
     int inaccessible;          /* a VMM mapping no device was granted access to yet */
+    unsigned granted;          /* a VMM mapping: bit d, device d may read and write it */
     int alive;
     int abandoned;
     /* Managed memory's hints (cuda_managed.c). */

@@ -321,6 +321,16 @@ CUresult cuMemSetAccess(CUdeviceptr address, size_t size, const unsigned char *d
     for (CUdeviceptr at = address; at < address + size;) {
         struct mapping *m = find_mapping(at);
         m->record->inaccessible = 0;
+        for (size_t i = 0; i < count; i++) {
+            int location[2];
+            unsigned flags;
+            memcpy(location, descs + 12 * i, sizeof location);
+            memcpy(&flags, descs + 12 * i + 8, sizeof flags);
+            if (flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+                m->record->granted |= 1u << location[1];
+            else
+                m->record->granted &= ~(1u << location[1]);
+        }
         at = m->address + m->size;
     }
     return CUDA_SUCCESS;

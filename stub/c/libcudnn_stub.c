@@ -13,7 +13,8 @@
  * stream becomes a host node that runs it at each replay. Every range an execution
  * reads or writes is checked against the driver's allocations, as are the workspace and the
  * handle's stream. Destroyed descriptors and handles are never reused, so a use after destroy
- * is a misuse. It says it is cuDNN 9.14.0 (dnn_stub_set_version changes it).
+ * is a misuse, as is destroying a handle before an execution plan made with it. It says it is
+ * cuDNN 9.14.0 (dnn_stub_set_version changes it).
  */
 #include <math.h>
 #include <stdint.h>
@@ -137,6 +138,14 @@ int cudnnDestroy(void *raw) {
     struct handle *h = dnn_handle(raw, "cudnnDestroy");
     if (h == NULL)
         return BAD_PARAM;
+    /* A plan runs on its handle (EXECUTION_PLAN_HANDLE, 400): it must be destroyed first. */
+    for (long i = 0; i < desc_count; i++) {
+        struct desc *d = descs[i];
+        struct attr *a = d->live && d->kind == D_PLAN ? dnn_attr(d, 400) : NULL;
+        if (a != NULL && a->type == AT_HANDLE && a->count > 0 && ((void **)a->data)[0] == raw)
+            stub_misuse_note("cudnnDestroy: the handle %p is destroyed before its plan %p", raw,
+                             (void *)d);
+    }
     h->live = 0;
     live_handles--;
     return OK;

@@ -28,6 +28,7 @@ mod green_interop;
 mod ipc;
 mod launch;
 mod launch_attributes;
+mod libs_devices;
 mod link;
 mod managed;
 #[cfg(feature = "nccl")]
@@ -51,7 +52,7 @@ use std::process::ExitCode;
 use cuda_gpu_tests::GpuFile;
 
 /// Every test file, in the order they run: by name, then `blas`, `rand`, `fft`, `solver`, `sparse`,
-/// `dnn`, `dnn_attention`, `dnn_norm`, `cudarc_bridge`
+/// `dnn`, `dnn_attention`, `dnn_norm`, `libs_devices`, `cudarc_bridge`
 /// and `nccl` (with their features).
 fn files() -> Vec<GpuFile> {
     let files = [
@@ -93,6 +94,7 @@ fn files() -> Vec<GpuFile> {
         dnn::FILE,
         dnn_attention::FILE,
         dnn_norm::FILE,
+        libs_devices::FILE,
     ]);
     #[cfg(feature = "cudarc")]
     let files = files.chain([cudarc_bridge::FILE]);

@@ -71,6 +71,7 @@ fn placement(stream: &Stream) -> Placement {
     Placement {
         home: Some(*stream.device()),
         needs_context: false,
+        device_accessible: true,
     }
 }
 

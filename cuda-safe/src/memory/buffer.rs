@@ -102,6 +102,7 @@ impl Buffer {
                         resource.device()
                     },
                     needs_context: resource.copies_need_current_context(),
+                    device_accessible: resource.is_device_accessible(),
                 },
                 resource,
                 stream: stream.clone(),

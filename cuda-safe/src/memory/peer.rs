@@ -30,7 +30,10 @@ use crate::context::Context;
 use crate::device::Device;
 use crate::error::{Error, Result, cu};
 use crate::memory::DeviceMemoryResource;
-use cuda_sys::{CUdevice_P2PAttribute, CUmemAccess_flags, CUmemAccessDesc, CUresult};
+use cuda_sys::{
+    CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS, CUdevice_P2PAttribute, CUdeviceptr, CUmemAccess_flags,
+    CUmemAccessDesc, CUpointer_attribute, CUresult,
+};
 
 /// What the link from one device to another supports (`cuDeviceGetP2PAttribute`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,6 +140,38 @@ impl Context {
         // SAFETY: `peer` is a live context; this context is current.
         let result = unsafe { cu!(self.driver(), cuCtxDisablePeerAccess(peer.as_raw())) };
         tolerate(result, CUresult::CUDA_ERROR_PEER_ACCESS_NOT_ENABLED)
+    }
+
+    /// Whether kernels in this context may read and write the memory at `address`, as the
+    /// driver answers: its device's own memory, another device's whose pool granted access
+    /// ([`DeviceMemoryResource::grant_access`]) or whose context this one enabled
+    /// ([`enable_peer_access`](Self::enable_peer_access)), pinned or managed host memory.
+    /// A view says where its memory lives ([`DeviceSlice::home`](crate::DeviceSlice::home)):
+    /// ask this only of another device's.
+    ///
+    #[doc = cuda_sys::api_doc!(cuPointerGetAttribute)]
+    /// # Errors
+    ///
+    /// The driver's error (`CUDA_ERROR_INVALID_VALUE` for an address it did not allocate,
+    /// map or register).
+    #[doc(alias = "cuPointerGetAttribute")]
+    pub fn can_access(&self, address: CUdeviceptr) -> Result<bool> {
+        type Flags = CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS;
+        let mut flags = Flags::CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE;
+        let _current = self.scoped()?;
+        // SAFETY: the attribute's value is one `CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS`, written
+        // to `flags`; this context is current, the one the driver answers for.
+        unsafe {
+            cu!(
+                self.driver(),
+                cuPointerGetAttribute(
+                    (&raw mut flags).cast(),
+                    CUpointer_attribute::CU_POINTER_ATTRIBUTE_ACCESS_FLAGS,
+                    address
+                )
+            )
+        }?;
+        Ok(flags == Flags::CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE)
     }
 }
 

@@ -108,6 +108,12 @@ macro_rules! span_accessors {
             pub fn home(&self) -> Option<Device> {
                 self.span.placement.home
             }
+
+            /// Whether kernels can read and write the memory, as its buffer's resource says
+            /// (device memory; pinned and managed host memory).
+            pub fn is_device_accessible(&self) -> bool {
+                self.span.placement.device_accessible
+            }
         }
     )+};
 }
@@ -198,6 +204,9 @@ pub(crate) struct Placement {
     /// Whether copies and fills need the stream's context current
     /// ([`MemoryResource::copies_need_current_context`](super::MemoryResource::copies_need_current_context)).
     pub(crate) needs_context: bool,
+    /// Whether kernels can read and write it
+    /// ([`MemoryResource::is_device_accessible`](super::MemoryResource::is_device_accessible)).
+    pub(crate) device_accessible: bool,
 }
 
 /// The host side of a copy: host memory the caller passes may be pageable, and the driver
@@ -208,6 +217,7 @@ pub(crate) struct Placement {
 const HOST: Placement = Placement {
     home: None,
     needs_context: true,
+    device_accessible: false,
 };
 
 /// Runs `copy` with `stream`'s context current when one of `placements` needs it, else

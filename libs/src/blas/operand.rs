@@ -80,11 +80,12 @@ impl<S: Pod> Scalar<'_, S> {
         }
     }
 
-    /// The stream a device scalar's buffer is ordered on.
-    pub(crate) fn stream(&self) -> Option<&Stream> {
+    /// The stream a device scalar's buffer is ordered on, for a call on `stream` (whose
+    /// device must reach the memory: [`Operand::on`]).
+    pub(crate) fn stream(&self, stream: &Stream) -> Result<Option<&Stream>> {
         match self {
-            Self::Host(_) => None,
-            Self::Device(slice) => Some(slice.stream()),
+            Self::Host(_) => Ok(None),
+            Self::Device(slice) => Ok(Some(Input::<S>::operand(slice)?.on(stream)?)),
         }
     }
 }
@@ -124,8 +125,9 @@ impl<'a, S: Pod> Scalars<'a, S> {
         Ok((self.alpha.address("alpha")?, self.beta.address("beta")?))
     }
 
-    /// The streams of device scalars' buffers.
-    pub(crate) fn streams(&self) -> [Option<&Stream>; 2] {
-        [self.alpha.stream(), self.beta.stream()]
+    /// The streams of device scalars' buffers, for a call on `stream` (see
+    /// [`Scalar::stream`]).
+    pub(crate) fn streams(&self, stream: &Stream) -> Result<[Option<&Stream>; 2]> {
+        Ok([self.alpha.stream(stream)?, self.beta.stream(stream)?])
     }
 }

@@ -14,7 +14,8 @@ pub enum CudnnRefusal {
     /// A cuDNN call returned a status other than success.
     Status,
     /// No engine configuration the heuristics proposed could be finalized into an execution
-    /// plan for the graph (`tried` of them were tried; the status is the last refusal's).
+    /// plan for the graph (`tried` of them were tried; a heuristics mode whose query failed
+    /// proposed none; the status is the last refusal's, a configuration's or a query's).
     NoEngine {
         /// How many configurations were tried.
         tried: usize,

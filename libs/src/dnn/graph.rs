@@ -116,9 +116,18 @@ impl Graph {
     /// its values are loop bounds of cuDNN's kernels, bound only through
     /// [`VariantPack::sizes`](super::VariantPack::sizes).
     pub fn is_size_override(&self, tensor: Tensor) -> bool {
-        self.ops.iter().any(|op| match op {
-            Op::Matmul { overrides, .. } => overrides.tensors().any(|t| t == tensor),
-            _ => false,
+        self.size_overrides().any(|t| t == tensor)
+    }
+
+    /// Every matmul's size overrides ([`MatmulOverrides`]), in the order of the operations.
+    pub(crate) fn size_overrides(&self) -> impl Iterator<Item = Tensor> + '_ {
+        self.ops.iter().flat_map(|op| {
+            match op {
+                Op::Matmul { overrides, .. } => Some(overrides.tensors()),
+                _ => None,
+            }
+            .into_iter()
+            .flatten()
         })
     }
 
@@ -293,12 +302,17 @@ impl Graph {
         self.matmul_with(a, b, compute, MatmulOverrides::default())
     }
 
-    /// [`matmul`](Self::matmul) with per-batch sizes ([`MatmulOverrides`]).
+    /// [`matmul`](Self::matmul) with per-batch sizes ([`MatmulOverrides`]). Each override is
+    /// an input of the graph whose memory the caller binds, through the unsafe
+    /// [`VariantPack::sizes`](super::VariantPack::sizes) only: cuDNN takes its values as loop
+    /// bounds, unchecked.
     ///
     /// # Errors
     ///
     /// As [`matmul`](Self::matmul), and for an override that is not an integer tensor of the
-    /// matmul's rank whose first dim is the batch's and every other 1.
+    /// matmul's rank whose first dim is the batch's and every other 1, or that is not an input
+    /// the caller binds: a constant passed by value ([`scalar`](Self::scalar)), a virtual
+    /// tensor, or an operation's result.
     pub fn matmul_with(
         &mut self,
         a: Tensor,
@@ -327,6 +341,7 @@ impl Graph {
             .collect();
         dims.extend([da[rank - 2], db[rank - 1]]);
         for tensor in overrides.tensors() {
+            self.bound_input(tensor, "the size override of a matmul")?;
             let od = self.desc(tensor)?;
             let fits = od.dims().len() == rank
                 && od.dims()[0] == dims[0]
@@ -432,10 +447,29 @@ impl Graph {
         Ok(y)
     }
 
-    /// Refuses a graph that cannot make a plan: no operation, or no output.
+    /// Refuses `tensor` (`what`) unless it is an input of the graph whose memory the caller
+    /// binds: not passed by value, virtual or in the workspace, and written by no operation.
+    fn bound_input(&self, tensor: Tensor, what: &str) -> Result<()> {
+        let desc = self.desc(tensor)?;
+        if desc.is_bound() && !self.writes(tensor) {
+            return Ok(());
+        }
+        Err(Error::invalid_argument(format!(
+            "{what} is tensor {} ({desc}), which is not an input the caller binds: its values \
+             reach cuDNN unchecked, so only memory bound through the unsafe \
+             VariantPack::sizes may hold them",
+            tensor.uid()
+        )))
+    }
+
+    /// Refuses a graph that cannot make a plan: no operation, no output, or a matmul size
+    /// override that is not an input the caller binds.
     pub(crate) fn check(&self) -> Result<()> {
         if self.ops.is_empty() {
             return Err(Error::invalid_argument("a cuDNN graph needs an operation"));
+        }
+        for tensor in self.size_overrides() {
+            self.bound_input(tensor, "the size override of a matmul")?;
         }
         if !self.tensors.iter().any(TensorDesc::is_bound) {
             return Err(Error::invalid_argument(

@@ -10,13 +10,14 @@ use super::backend::BackendDescriptor;
 use super::graph::Graph;
 use super::pack::VariantPack;
 use super::plan::{EngineChoice, ExecutionPlan, WORKSPACE_ALIGNMENT};
+use super::shared::{CudnnHandle, SharedHandle};
 use crate::dnn::error::{cudnn, within};
-use cuda_safe::handle::{Owned, Release};
+use crate::operand::workspace_resource;
 use cuda_safe::ordering::ordered;
 use cuda_safe::{Buffer, MemoryResource, Stream};
 use cuda_safe::{Error, Result};
 use cudnn_sys::{
-    Cudnn, cudnnBackendAttributeName_t as A, cudnnBackendDescriptorType_t as K, cudnnHandle_t,
+    cudnnBackendAttributeName_t as A, cudnnBackendDescriptorType_t as K, cudnnHandle_t,
 };
 
 /// How many plans [`Dnn::new`] keeps.
@@ -37,6 +38,8 @@ pub const DEFAULT_PLAN_CACHE: usize = 256;
 /// graph's stays valid). A cached plan the cache evicts is destroyed: a graph that captured it
 /// must not be replayed after; for a plan a graph keeps, make it with
 /// [`make_plan`](Self::make_plan) (owned by the caller) and run it with [`run`](Self::run).
+/// Such a plan keeps the cuDNN handle (and its stream) alive: dropped after the `Dnn`, it is
+/// destroyed first, then the handle.
 ///
 /// cuDNN runs its kernels in the CUDA context current on the calling thread: each call makes
 /// the stream's context current for its duration, so a `Dnn` works on any device from any
@@ -45,35 +48,24 @@ pub const DEFAULT_PLAN_CACHE: usize = 256;
 #[doc = cudnn_sys::api_doc!(cudnnCreate)]
 #[must_use = "a cuDNN handle is destroyed when dropped"]
 pub struct Dnn {
-    /// Dropped before the handle they were made with.
+    /// Dropped before the handle they were made with (each holds it too).
     plans: HashMap<Graph, (ExecutionPlan, u64)>,
-    inner: Owned<Handle>,
+    inner: Handle,
     capacity: usize,
     clock: u64,
     limit: Option<usize>,
 }
 
-/// Where each [`Dnn`]'s identity comes from: its plans name it, as a raw handle's address
-/// may come back for another handle once the first is destroyed.
-static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-
-/// What a [`Dnn`] owns.
+/// What a [`Dnn`] owns: its share of the cuDNN handle, then the workspace (freed after the
+/// handle is destroyed, when no plan outlives the `Dnn`).
 struct Handle {
-    raw: cudnnHandle_t,
-    /// This handle's identity among every `Dnn` of the process (never reused).
-    id: u64,
-    cudnn: &'static Cudnn,
-    stream: Stream,
+    shared: SharedHandle,
     resource: Arc<dyn MemoryResource>,
     workspace: Option<Buffer>,
     /// Workspaces replaced by larger ones, kept until the handle drops: a graph captured with
     /// one still uses it at each replay.
     retired: Vec<Buffer>,
 }
-
-// SAFETY: a cuDNN handle may be used from any thread, one at a time; `Dnn` takes `&mut self`
-// wherever the handle's state changes and is not `Sync`.
-unsafe impl Send for Handle {}
 
 impl Dnn {
     /// A handle on `stream`, its workspace from the device's default memory pool.
@@ -89,39 +81,27 @@ impl Dnn {
         Self::with_memory_resource(stream, Arc::new(pool))
     }
 
-    /// A handle on `stream` whose workspace comes from `resource` (memory the GPU can reach).
+    /// A handle on `stream` whose workspace comes from `resource`: memory of the stream's
+    /// device, or pinned or managed host memory.
     ///
     #[doc = cudnn_sys::api_doc!(cudnnCreate)]
     #[doc = cudnn_sys::api_doc!(cudnnSetStream)]
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a resource whose memory the GPU cannot reach; as
-    /// [`new`](Self::new).
+    /// [`Error::InvalidArgument`] for a resource whose memory the GPU cannot reach, or that
+    /// allocates another device's memory; as [`new`](Self::new).
+    #[doc(alias = "cudnnCreate", alias = "cudnnSetStream")]
     pub fn with_memory_resource(
         stream: &Stream,
         resource: Arc<dyn MemoryResource>,
     ) -> Result<Self> {
-        if !resource.is_device_accessible() {
-            return Err(Error::invalid_argument(
-                "a cuDNN workspace must be memory the GPU can reach",
-            ));
-        }
-        let cudnn = cudnn_sys::cudnn()?;
-        let _current = stream.context().scoped()?;
-        let mut raw: cudnnHandle_t = std::ptr::null_mut();
-        // SAFETY: a valid out-pointer; the stream's context is current.
-        unsafe { cudnn!(cudnn, cudnnCreate(&mut raw)) }?;
-        let inner = Owned::new(Handle {
-            raw,
-            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            cudnn,
-            stream: stream.clone(),
+        workspace_resource(&*resource, stream, "a cuDNN workspace")?;
+        let inner = Handle {
+            shared: CudnnHandle::create(stream)?,
             resource,
             workspace: None,
             retired: Vec::new(),
-        });
-        // SAFETY: a live handle and stream.
-        unsafe { cudnn!(cudnn, cudnnSetStream(raw, stream.as_raw().cast())) }?;
+        };
         Ok(Self {
             inner,
             plans: HashMap::new(),
@@ -133,13 +113,13 @@ impl Dnn {
 
     /// The stream every execution is queued on.
     pub fn stream(&self) -> &Stream {
-        &self.inner.stream
+        &self.inner.shared.stream
     }
 
     /// The raw handle, valid while this `Dnn` lives. Calls made on it directly must leave its
     /// stream as it was.
     pub fn as_raw(&self) -> cudnnHandle_t {
-        self.inner.raw
+        self.inner.shared.raw
     }
 
     /// The bytes of workspace the handle holds.
@@ -198,13 +178,15 @@ impl Dnn {
         self.plan(graph)
     }
 
-    /// A plan for `graph` of `choice`, not cached (run it with [`run`](Self::run)).
+    /// A plan for `graph` of `choice`, not cached (run it with [`run`](Self::run)). It keeps
+    /// the cuDNN handle alive: dropped after this `Dnn`, it is destroyed before the handle.
     ///
     /// # Errors
     ///
     /// As [`set_engine`](Self::set_engine).
     pub fn make_plan(&self, graph: &Graph, choice: EngineChoice) -> Result<ExecutionPlan> {
-        if self.inner.stream.is_capturing()? {
+        let stream = &self.inner.shared.stream;
+        if stream.is_capturing()? {
             return Err(Error::invalid_argument(format!(
                 "{graph} has no plan and the handle's stream is being captured: make the plan \
                  (Dnn::plan) before the capture"
@@ -213,7 +195,7 @@ impl Dnn {
         if !graph.needs().is_empty() {
             let version = super::version()?;
             let capability = if graph.needs().asks_capability() {
-                self.inner.stream.device().compute_capability()?
+                stream.device().compute_capability()?
             } else {
                 (u32::MAX, u32::MAX)
             };
@@ -221,8 +203,8 @@ impl Dnn {
                 .needs()
                 .check(version, capability, || graph.to_string())?;
         }
-        let _current = self.inner.stream.context().scoped()?;
-        ExecutionPlan::make(self.inner.raw, self.inner.id, graph, choice, self.limit)
+        let _current = stream.context().scoped()?;
+        ExecutionPlan::make(&self.inner.shared, graph, choice, self.limit)
     }
 
     /// Runs `graph` on `pack`'s buffers with its cached plan (made now if it is not cached).
@@ -231,8 +213,11 @@ impl Dnn {
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a pack that does not fit the graph (a tensor with memory
-    /// left unbound or bound twice, a virtual one bound, a buffer of another type, too short or
-    /// misaligned), checked before cuDNN is called; as [`plan`](Self::plan); cuDNN's error.
+    /// left unbound or bound twice, a virtual one bound, a size override not bound through
+    /// [`VariantPack::sizes`], a buffer of another type, too short, misaligned, or of another
+    /// device that the handle's cannot reach), checked before cuDNN is called; as
+    /// [`plan`](Self::plan); the driver's error asking whether another device's memory is
+    /// reachable; cuDNN's error.
     #[doc(alias = "cudnnBackendExecute")]
     pub fn execute(&mut self, graph: &Graph, pack: &VariantPack<'_>) -> Result<()> {
         self.plan(graph)?;
@@ -253,7 +238,7 @@ impl Dnn {
     /// while the stream is captured; as [`execute`](Self::execute).
     #[doc(alias = "cudnnBackendExecute")]
     pub fn run(&mut self, plan: &ExecutionPlan, pack: &VariantPack<'_>) -> Result<()> {
-        if plan.owner() != self.inner.id {
+        if !plan.made_by(&self.inner.shared) {
             return Err(Error::invalid_argument(
                 "this execution plan was made by another cuDNN handle",
             ));
@@ -328,10 +313,20 @@ impl Dnn {
     }
 
     /// Destroys the plans, then the handle, returning cuDNN's error, then frees the workspace.
+    /// While a plan of [`make_plan`](Self::make_plan) lives, the handle is left to it: it is
+    /// destroyed with the last such plan (its error logged).
     pub fn close(mut self) -> Result<()> {
         self.plans.clear();
         let Self { inner, .. } = self;
-        inner.close()
+        let Handle {
+            shared,
+            workspace,
+            retired,
+            ..
+        } = inner;
+        let closed = Arc::into_inner(shared).map_or(Ok(()), |handle| handle.close());
+        drop((workspace, retired));
+        closed
     }
 }
 
@@ -341,7 +336,8 @@ fn grow(inner: &mut Handle, bytes: usize) -> Result<()> {
     if bytes <= have {
         return Ok(());
     }
-    if inner.stream.is_capturing()? {
+    let stream = &inner.shared.stream;
+    if stream.is_capturing()? {
         return Err(Error::invalid_argument(format!(
             "this cuDNN plan needs {bytes} bytes of workspace, more than the handle holds, and \
              its stream is being captured: make the plan (Dnn::plan) before the capture"
@@ -349,10 +345,9 @@ fn grow(inner: &mut Handle, bytes: usize) -> Result<()> {
     }
     // At least doubled, so the retired workspaces add up to less than the current one.
     let bytes = bytes.max(have.saturating_mul(2));
-    let ptr = inner.resource.allocate_raw(bytes, &inner.stream)?;
+    let ptr = inner.resource.allocate_raw(bytes, stream)?;
     // SAFETY: `ptr` came from the resource with `bytes` bytes, owned by nobody else.
-    let grown =
-        unsafe { Buffer::from_raw_parts(ptr, bytes, inner.resource.clone(), &inner.stream) };
+    let grown = unsafe { Buffer::from_raw_parts(ptr, bytes, inner.resource.clone(), stream) };
     // The plan places its pieces at multiples of the alignment from the base.
     if !ptr.is_multiple_of(WORKSPACE_ALIGNMENT as u64) {
         drop(grown);
@@ -370,7 +365,8 @@ fn grow(inner: &mut Handle, bytes: usize) -> Result<()> {
 /// One execution: the variant pack's descriptor, then `cudnnBackendExecute` ordered with the
 /// buffers' streams, the stream's context current.
 fn launch(inner: &Handle, plan: &ExecutionPlan, pack: &VariantPack<'_>) -> Result<()> {
-    let mut resolved = pack.resolve(plan.graph())?;
+    let handle = &*inner.shared;
+    let mut resolved = pack.resolve(plan.graph(), &handle.stream)?;
     if plan.workspace_size() > inner.workspace.as_ref().map_or(0, Buffer::len) {
         return Err(Error::unexpected(
             "Dnn::run",
@@ -387,13 +383,13 @@ fn launch(inner: &Handle, plan: &ExecutionPlan, pack: &VariantPack<'_>) -> Resul
     } else {
         base.wrapping_byte_add(plan.engine_offset())
     };
-    let _current = inner.stream.context().scoped()?;
+    let _current = handle.stream.context().scoped()?;
     let mut variant = BackendDescriptor::new(K::CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)?;
     variant.set(A::CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, &resolved.uids)?;
     variant.set_pointers(A::CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, &resolved.pointers)?;
     variant.set_pointers(A::CUDNN_ATTR_VARIANT_PACK_WORKSPACE, &[engine])?;
     variant.finalize()?;
-    ordered(&inner.stream, resolved.streams, || {
+    ordered(&handle.stream, resolved.streams, || {
         // SAFETY: a live handle bound to the stream, a plan it made, and a variant pack whose
         // every caller's pointer is device memory holding its tensor's span, aligned as the
         // tensor says, of its data type (checked); each constant's pointer is into the plan's
@@ -401,29 +397,19 @@ fn launch(inner: &Handle, plan: &ExecutionPlan, pack: &VariantPack<'_>) -> Resul
         // cuDNN's workspace; the buffers' streams are ordered with the handle's.
         unsafe {
             cudnn!(
-                inner.cudnn,
-                cudnnBackendExecute(inner.raw, plan.as_raw(), variant.as_raw())
+                handle.cudnn,
+                cudnnBackendExecute(handle.raw, plan.as_raw(), variant.as_raw())
             )
         }
     })
     .map_err(|error| within(error, || plan.graph().to_string()))
 }
 
-impl Release for Handle {
-    const WHAT: &'static str = "cuDNN handle";
-
-    fn release(&mut self) -> Result<()> {
-        // SAFETY: made by cudnnCreate, destroyed once (by `Owned`); the plans were destroyed
-        // before (they are fields of `Dnn` dropped first); the workspace is freed after.
-        unsafe { cudnn!(self.cudnn, cudnnDestroy(self.raw)) }
-    }
-}
-
 impl fmt::Debug for Dnn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Dnn")
-            .field("handle", &self.inner.raw)
-            .field("stream", &self.inner.stream)
+            .field("handle", &self.inner.shared.raw)
+            .field("stream", &self.inner.shared.stream)
             .field("plans", &self.plans.len())
             .field("workspace", &self.workspace_bytes())
             .finish()

@@ -71,6 +71,7 @@ mod ops;
 mod pack;
 mod plan;
 mod scalar;
+mod shared;
 mod tensor;
 
 pub use attention::{Attention, AttentionForward, AttentionLayout, Fp8Scaling};

@@ -17,8 +17,10 @@ pub const MAX_BINDINGS: usize = 24;
 /// ([`Storage::Bound`](super::Storage::Bound)) bound to a buffer or view of `cuda-safe` whose
 /// element type is the tensor's data type (constants passed by value and workspace tensors are
 /// the handle's to bind). [`Dnn::execute`](super::Dnn::execute) checks, before cuDNN is called, that every such
-/// tensor is bound once, that each buffer holds the tensor's span and is aligned as the tensor
-/// says; a buffer's stream is ordered with the handle's as a kernel launch orders its buffers.
+/// tensor is bound once, that each buffer holds the tensor's span, is aligned as the tensor
+/// says and is memory the handle's device reaches (its own, pinned or managed host memory, or
+/// another device's it may access); a buffer's stream is ordered with the handle's as a kernel
+/// launch orders its buffers.
 ///
 /// ```
 /// use cuda_safe_libs::dnn::{DataType, Graph, Pointwise, TensorDesc, VariantPack};
@@ -129,9 +131,10 @@ impl<'a> VariantPack<'a> {
         Ok(self)
     }
 
-    /// Checks the bindings against `graph` and returns the uids and addresses in one order,
-    /// and the buffers' streams.
-    pub(crate) fn resolve(&self, graph: &Graph) -> Result<Resolved<'a>> {
+    /// Checks the bindings against `graph`, and their memory against the device of `on` (the
+    /// handle's stream), and returns the uids and addresses in one order, and the buffers'
+    /// streams.
+    pub(crate) fn resolve(&self, graph: &Graph, on: &Stream) -> Result<Resolved<'a>> {
         let mut resolved = Resolved {
             uids: Vec::with_capacity(self.bindings.len()),
             pointers: Vec::with_capacity(self.bindings.len()),
@@ -199,9 +202,12 @@ impl<'a> VariantPack<'a> {
                     ),
                 ));
             }
+            let stream = binding.operand.on(on).map_err(|error| match error {
+                Error::InvalidArgument(why) => refuse(graph, format!("tensor {uid}: {why}")),
+                other => other,
+            })?;
             resolved.uids.push(uid);
             resolved.pointers.push(binding.operand.ptr_mut());
-            let stream = binding.operand.stream();
             if !resolved
                 .streams
                 .iter()
@@ -217,6 +223,7 @@ impl<'a> VariantPack<'a> {
                 })? = Some(stream);
             }
         }
+        self.sizes_bound(graph)?;
         for (tensor, desc) in graph.tensors() {
             if desc.is_bound() && !resolved.uids.contains(&tensor.uid()) {
                 return Err(refuse(
@@ -226,6 +233,27 @@ impl<'a> VariantPack<'a> {
             }
         }
         Ok(resolved)
+    }
+}
+
+impl VariantPack<'_> {
+    /// Refuses the pack unless every size override of `graph`'s matmuls is bound through
+    /// [`sizes`](Self::sizes): whatever made the graph, no override reaches cuDNN but from
+    /// memory whose caller vouched for it (a constant or a result in its place would not be).
+    fn sizes_bound(&self, graph: &Graph) -> Result<()> {
+        for tensor in graph.size_overrides() {
+            if !self.bindings.iter().any(|b| b.tensor == tensor && b.sizes) {
+                return Err(refuse(
+                    graph,
+                    format!(
+                        "tensor {} is a matmul's size override bound to no memory through the \
+                         unsafe `VariantPack::sizes`",
+                        tensor.uid()
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -262,4 +290,43 @@ impl Resolved<'_> {
 #[cold]
 fn refuse(graph: &Graph, why: String) -> Error {
     Error::invalid_argument(format!("{graph}: {why}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::VariantPack;
+    use crate::dnn::{DataType, Graph, MatmulOverrides, Op, Scalar, TensorDesc};
+
+    /// A graph whose matmul takes a constant as its M override, pushed past `matmul_with`'s
+    /// check: planning and binding refuse it all the same.
+    #[test]
+    fn an_override_no_caller_binds_is_refused_however_the_graph_was_made() {
+        let mut graph = Graph::new();
+        let f16 = TensorDesc::packed(DataType::F16, &[1, 64, 64]);
+        let a = graph.tensor(f16.clone()).unwrap();
+        let b = graph.tensor(f16).unwrap();
+        let m = graph.scalar(Scalar::i32(1 << 24), 3).unwrap();
+        let c = graph
+            .tensor(TensorDesc::packed(DataType::F32, &[1, 64, 64]).set_virtual(true))
+            .unwrap();
+        let overrides = MatmulOverrides {
+            m: Some(m),
+            ..MatmulOverrides::default()
+        };
+        graph.push(Op::Matmul {
+            a,
+            b,
+            c,
+            compute: DataType::F32,
+            overrides,
+        });
+        graph.output(c, DataType::F32).unwrap();
+        let planned = graph.check().unwrap_err().to_string();
+        assert!(planned.contains("VariantPack::sizes"), "{planned}");
+        let bound = VariantPack::new()
+            .sizes_bound(&graph)
+            .unwrap_err()
+            .to_string();
+        assert!(bound.contains("size override"), "{bound}");
+    }
 }

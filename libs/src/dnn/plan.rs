@@ -8,6 +8,7 @@ use super::error::{CudnnError, CudnnRefusal, within};
 use super::graph::Graph;
 use super::lower::{link, lower};
 use super::scalar::Storage;
+use super::shared::SharedHandle;
 use cuda_safe::{Error, Result};
 use cudnn_sys::{
     cudnnBackendAttributeName_t as A, cudnnBackendAttributeType_t as T,
@@ -23,7 +24,8 @@ pub(crate) const WORKSPACE_ALIGNMENT: usize = 256;
 #[non_exhaustive]
 pub enum EngineChoice {
     /// The first configuration of cuDNN's heuristics (`CUDNN_HEUR_MODE_A`, then
-    /// `CUDNN_HEUR_MODE_FALLBACK`) that finalizes and fits the workspace limit.
+    /// `CUDNN_HEUR_MODE_FALLBACK`, also when mode A's query itself fails) that finalizes and
+    /// fits the workspace limit.
     #[default]
     Heuristics,
     /// The configuration at this index of `CUDNN_HEUR_MODE_A`'s list (0 is what the
@@ -34,7 +36,9 @@ pub enum EngineChoice {
 /// An execution plan for one [`Graph`]: its backend descriptors, finalized with an engine
 /// configuration cuDNN's heuristics proposed, and the workspace it needs (cuDNN's, after the
 /// graph's workspace tensors, if any). Made by
-/// [`Dnn::plan`](super::Dnn::plan) (cached) or [`Dnn::make_plan`](super::Dnn::make_plan).
+/// [`Dnn::plan`](super::Dnn::plan) (cached) or [`Dnn::make_plan`](super::Dnn::make_plan). It
+/// holds the cuDNN handle it was made with, which is destroyed after the last of its plans and
+/// its `Dnn`.
 ///
 #[doc = cudnn_sys::api_doc!(cudnnBackendFinalize)]
 pub struct ExecutionPlan {
@@ -42,8 +46,6 @@ pub struct ExecutionPlan {
     /// The descriptors the plan was made of, kept while it lives.
     _parts: Vec<BackendDescriptor>,
     graph: Graph,
-    /// The identity of the `Dnn` that made it.
-    owner: u64,
     workspace: usize,
     /// The graph's workspace tensors: (uid, byte offset in the workspace).
     scratch: Vec<(i64, usize)>,
@@ -51,22 +53,25 @@ pub struct ExecutionPlan {
     engine_offset: usize,
     config: usize,
     fallback: bool,
+    /// The handle it was made with, destroyed after the descriptors above (a field dropped
+    /// last) when no other owner is left.
+    handle: SharedHandle,
 }
 
 // SAFETY: the descriptors are cuDNN's host objects, used one thread at a time (the plan is not
-// `Sync`); only the `Dnn` that made it (by its identity) runs it.
+// `Sync`); only the `Dnn` that made it (holding the same handle) runs it; the handle is `Send`.
 unsafe impl Send for ExecutionPlan {}
 
 impl ExecutionPlan {
     /// Lowers `graph`, asks the heuristics and finalizes the plan `choice` names, needing at
     /// most `limit` bytes of workspace.
     pub(crate) fn make(
-        handle: cudnnHandle_t,
-        owner: u64,
+        shared: &SharedHandle,
         graph: &Graph,
         choice: EngineChoice,
         limit: Option<usize>,
     ) -> Result<Self> {
+        let handle = shared.raw;
         graph.check()?;
         let (scratch, engine_offset) = scratch_layout(graph)?;
         let mut parts = Vec::new();
@@ -81,7 +86,15 @@ impl ExecutionPlan {
         };
         let (mut tried, mut last): (usize, Option<Error>) = (0, None);
         for &(mode, fallback) in modes {
-            let configs = heuristics(&op_graph, mode).map_err(|e| within(e, name))?;
+            // A mode whose heuristics fail is passed over as a configuration that does not
+            // finalize is: the next mode may still propose one.
+            let configs = match heuristics(&op_graph, mode) {
+                Ok(configs) => configs,
+                Err(error) => {
+                    last = Some(within(error, name));
+                    continue;
+                }
+            };
             let count = configs.len();
             for (config, engine) in configs.into_iter().enumerate() {
                 if let EngineChoice::Config(index) = choice
@@ -102,12 +115,12 @@ impl ExecutionPlan {
                                 plan,
                                 _parts: parts,
                                 graph: graph.clone(),
-                                owner,
                                 workspace: engine_offset + engine_bytes,
                                 scratch,
                                 engine_offset,
                                 config,
                                 fallback,
+                                handle: SharedHandle::clone(shared),
                             });
                         }
                     },
@@ -163,9 +176,9 @@ impl ExecutionPlan {
         self.plan.as_raw()
     }
 
-    /// The identity of the `Dnn` that made it.
-    pub(crate) fn owner(&self) -> u64 {
-        self.owner
+    /// Whether it was made with `handle` (its `Dnn`'s).
+    pub(crate) fn made_by(&self, handle: &SharedHandle) -> bool {
+        std::sync::Arc::ptr_eq(&self.handle, handle)
     }
 }
 

@@ -167,7 +167,8 @@ impl FftPlan {
     ) -> Result<()> {
         let (cufft, raw, desc, geometry) = self.parts();
         call.check(desc, geometry, &input, &output)?;
-        let streams = [Some(input.stream()), Some(output.stream())];
+        let on = self.stream();
+        let streams = [Some(input.on(on)?), Some(output.on(on)?)];
         ordered(self.stream(), streams, || {
             // SAFETY: a live plan with its work area and stream set; both operands are device
             // memory holding what the description spans, of its element types, aligned to

@@ -8,6 +8,7 @@ use std::marker::PhantomData;
 use super::desc::{FftDesc, FftKind, Geometry};
 use super::elements::FftPrecision;
 use crate::fft::error::cufft;
+use crate::operand::Input;
 use cuda_safe::handle::{Owned, Release};
 use cuda_safe::{Buffer, Stream};
 use cuda_safe::{Error, Result};
@@ -110,7 +111,7 @@ impl FftPlan {
         let bytes = make(cufft, raw, desc, &geometry)?;
         if bytes > 0 {
             let mut area = allocate(bytes)?;
-            check_work_area(&area, bytes)?;
+            check_work_area(&area, bytes, stream)?;
             area.set_stream(stream)?;
             let ptr = area.as_raw() as *mut std::ffi::c_void;
             inner.work_area = Some(area);
@@ -296,8 +297,8 @@ fn cufft_type(kind: FftKind, precision: FftPrecision) -> cufftType {
     }
 }
 
-/// Refuses a work area cuFFT cannot use.
-fn check_work_area(area: &Buffer, bytes: usize) -> Result<()> {
+/// Refuses a work area cuFFT cannot use on `stream`.
+fn check_work_area(area: &Buffer, bytes: usize, stream: &Stream) -> Result<()> {
     if area.len() < bytes {
         return Err(Error::invalid_argument(format!(
             "cuFFT asked for a {bytes}-byte work area; the one given holds {}",
@@ -309,6 +310,7 @@ fn check_work_area(area: &Buffer, bytes: usize) -> Result<()> {
             "a cuFFT work area must be memory the GPU can reach",
         ));
     }
+    Input::<u8>::operand(area)?.on(stream)?;
     Ok(())
 }
 

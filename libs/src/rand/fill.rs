@@ -4,8 +4,8 @@
 use bytemuck::Pod;
 
 use super::{Generator, MAX_POISSON_LAMBDA};
+use crate::operand::{Operand, Output};
 use crate::rand::error::curand;
-use cuda_safe::Stream;
 use cuda_safe::ordering;
 use cuda_safe::{Buffer, DeviceSliceMut};
 use cuda_safe::{Error, Result};
@@ -68,34 +68,29 @@ mod sealed {
 }
 
 /// Device memory a generator fills with `T`s: a [`DeviceSliceMut`] or a [`Buffer`] (whose
-/// byte size must hold whole, aligned `T`s). Sealed.
+/// byte size must hold whole, aligned `T`s) that the generator's device can reach, as the
+/// other libraries' outputs. Sealed.
 pub trait Fill<T: Pod>: sealed::Fill<T> {
-    /// The address, the number of elements, and the stream the memory is ordered on.
+    /// The memory filled: its address, its number of elements, its stream and device.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a buffer that does not hold whole, aligned `T`s, or that
-    /// the GPU cannot reach.
-    fn target(&mut self) -> Result<(u64, usize, &Stream)>;
+    /// [`Error::InvalidArgument`] for a buffer that does not hold whole, aligned `T`s, or
+    /// memory that no GPU can reach (its resource says so).
+    fn target(&mut self) -> Result<Operand<'_>>;
 }
 
 impl<T: Pod> Fill<T> for DeviceSliceMut<'_, T> {
     #[inline]
-    fn target(&mut self) -> Result<(u64, usize, &Stream)> {
-        Ok((self.as_raw(), self.len(), self.stream()))
+    fn target(&mut self) -> Result<Operand<'_>> {
+        Output::<T>::operand_mut(self)
     }
 }
 
 impl<T: Pod> Fill<T> for Buffer {
     #[inline]
-    fn target(&mut self) -> Result<(u64, usize, &Stream)> {
-        if !self.is_device_accessible() {
-            return Err(Error::invalid_argument(
-                "cuRAND fills memory the GPU can reach; this buffer's cannot",
-            ));
-        }
-        let len = self.as_slice::<T>()?.len();
-        Ok((self.as_raw(), len, self.stream()))
+    fn target(&mut self) -> Result<Operand<'_>> {
+        Output::<T>::operand_mut(self)
     }
 }
 
@@ -161,17 +156,18 @@ enum Shape {
 }
 
 impl Generator {
-    /// Checks `len` for cuRAND (whole points of a quasirandom generator's dimensions, pairs
-    /// for a pseudorandom generator's normal numbers) and queues `generate` ordered with the
-    /// memory's stream.
+    /// Checks the length of `target` for cuRAND (whole points of a quasirandom generator's
+    /// dimensions, pairs for a pseudorandom generator's normal numbers) and that the
+    /// generator's device reaches it, and queues `generate` ordered with the memory's stream.
     #[inline]
     fn generate(
         &mut self,
-        (len, stream): (usize, &Stream),
+        target: Operand<'_>,
         shape: Shape,
         generate: impl FnOnce(&Curand, curandGenerator_t) -> Result<()>,
     ) -> Result<()> {
         let inner = &*self.inner;
+        let len = target.len();
         if inner.kind.is_quasi() {
             let dimensions = inner.dimensions as usize;
             if !len.is_multiple_of(dimensions) {
@@ -189,6 +185,7 @@ impl Generator {
         if len == 0 {
             return Ok(());
         }
+        let stream = target.on(&inner.stream)?;
         let (curand, raw) = (inner.curand, inner.raw);
         ordering::ordered(&inner.stream, [Some(stream)], || generate(curand, raw))
     }
@@ -203,8 +200,9 @@ impl Generator {
     /// points); cuRAND's error.
     #[doc(alias = "curandGenerateUniform", alias = "curandGenerateUniformDouble")]
     pub fn uniform<T: Real>(&mut self, out: &mut impl Fill<T>) -> Result<()> {
-        let (ptr, len, stream) = out.target()?;
-        self.generate((len, stream), Shape::Any, |curand, raw| {
+        let out = out.target()?;
+        let (ptr, len) = (out.as_raw(), out.len());
+        self.generate(out, Shape::Any, |curand, raw| {
             // SAFETY: a live generator; `len` elements of device memory at `ptr`, borrowed
             // exclusively, ordered with the generator's stream.
             unsafe { <T as sealed::Real>::uniform(curand, raw, ptr, len) }
@@ -221,8 +219,9 @@ impl Generator {
     /// pairs), or one a quasirandom generator cannot fill; cuRAND's error.
     #[doc(alias = "curandGenerateNormal", alias = "curandGenerateNormalDouble")]
     pub fn normal<T: Real>(&mut self, out: &mut impl Fill<T>, mean: T, stddev: T) -> Result<()> {
-        let (ptr, len, stream) = out.target()?;
-        self.generate((len, stream), Shape::Pairs, |curand, raw| {
+        let out = out.target()?;
+        let (ptr, len) = (out.as_raw(), out.len());
+        self.generate(out, Shape::Pairs, |curand, raw| {
             // SAFETY: as in `uniform`.
             unsafe { <T as sealed::Real>::normal(curand, raw, ptr, len, mean, stddev) }
         })
@@ -245,8 +244,9 @@ impl Generator {
         mean: T,
         stddev: T,
     ) -> Result<()> {
-        let (ptr, len, stream) = out.target()?;
-        self.generate((len, stream), Shape::Pairs, |curand, raw| {
+        let out = out.target()?;
+        let (ptr, len) = (out.as_raw(), out.len());
+        self.generate(out, Shape::Pairs, |curand, raw| {
             // SAFETY: as in `uniform`.
             unsafe { <T as sealed::Real>::log_normal(curand, raw, ptr, len, mean, stddev) }
         })
@@ -269,8 +269,9 @@ impl Generator {
                  {lambda}"
             )));
         }
-        let (ptr, len, stream) = out.target()?;
-        self.generate((len, stream), Shape::Any, |curand, raw| {
+        let out = out.target()?;
+        let (ptr, len) = (out.as_raw(), out.len());
+        self.generate(out, Shape::Any, |curand, raw| {
             // SAFETY: as in `uniform`.
             unsafe {
                 curand!(
@@ -296,8 +297,9 @@ impl Generator {
                 "a 64-bit Sobol generator makes 64-bit numbers: use bits64",
             ));
         }
-        let (ptr, len, stream) = out.target()?;
-        self.generate((len, stream), Shape::Any, |curand, raw| {
+        let out = out.target()?;
+        let (ptr, len) = (out.as_raw(), out.len());
+        self.generate(out, Shape::Any, |curand, raw| {
             // SAFETY: as in `uniform`.
             unsafe { curand!(curand, curandGenerate(raw, ptr as *mut u32, len)) }
         })
@@ -318,8 +320,9 @@ impl Generator {
                 self.inner.kind
             )));
         }
-        let (ptr, len, stream) = out.target()?;
-        self.generate((len, stream), Shape::Any, |curand, raw| {
+        let out = out.target()?;
+        let (ptr, len) = (out.as_raw(), out.len());
+        self.generate(out, Shape::Any, |curand, raw| {
             // SAFETY: as in `uniform`.
             unsafe { curand!(curand, curandGenerateLongLong(raw, ptr as *mut u64, len)) }
         })

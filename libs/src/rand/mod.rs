@@ -29,6 +29,7 @@ mod fill;
 
 use std::fmt;
 
+pub use crate::operand::Operand;
 pub use curand_sys;
 pub use error::CurandError;
 pub use fill::{Fill, Real};

@@ -58,7 +58,7 @@ impl Solver {
         let ty = T::DATA_TYPE;
         self.routine(
             ("cusolverDnXgetrf", Meaning::Pivot, None),
-            [Some(a.stream()), Some(pivots.stream())],
+            [a, pivots],
             || {
                 let (mut device, mut host) = (0, 0);
                 // SAFETY: a live handle; A checked for its dimensions; valid out-pointers.
@@ -138,7 +138,7 @@ impl Solver {
         let ty = T::DATA_TYPE;
         self.routine(
             ("cusolverDnXgetrs", Meaning::ParametersOnly, None),
-            [Some(a.stream()), Some(pivots.stream()), Some(b.stream())],
+            [a, pivots, b],
             || Ok((0, 0)),
             |_, info| {
                 // SAFETY: A, the pivots and B hold what the checked dimensions span; `info`
@@ -193,7 +193,7 @@ impl Solver {
         let ty = T::DATA_TYPE;
         self.routine(
             ("cusolverDnXpotrf", Meaning::Minor, None),
-            [Some(a.stream())],
+            [a],
             || {
                 let (mut device, mut host) = (0, 0);
                 // SAFETY: a live handle; A checked; valid out-pointers.
@@ -267,7 +267,7 @@ impl Solver {
         let ty = T::DATA_TYPE;
         self.routine(
             ("cusolverDnXpotrs", Meaning::ParametersOnly, None),
-            [Some(a.stream()), Some(b.stream())],
+            [a, b],
             || Ok((0, 0)),
             |_, info| {
                 // SAFETY: A and B hold what the checked dimensions span; `info` one int.
@@ -318,7 +318,7 @@ impl Solver {
         let ty = T::DATA_TYPE;
         self.routine(
             ("cusolverDnXgeqrf", Meaning::ParametersOnly, None),
-            [Some(a.stream()), Some(tau.stream())],
+            [a, tau],
             || {
                 let (mut device, mut host) = (0, 0);
                 // SAFETY: a live handle; A and tau checked; valid out-pointers.
@@ -429,7 +429,7 @@ impl Solver {
         let elements = size_of::<T>();
         self.routine(
             (T::ORMQR, Meaning::ParametersOnly, None),
-            [Some(a.stream()), Some(tau.stream()), Some(c.stream())],
+            [a, tau, c],
             || {
                 // SAFETY: a live handle; the operands checked for the dimensions.
                 let lwork = unsafe { T::ormqr_size(lib, raw, &call) }?;

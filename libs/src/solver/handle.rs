@@ -8,6 +8,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::info::{Info, Meaning};
+use crate::operand::{Operand, workspace_resource};
 use crate::solver::error::cusolver;
 use cuda_safe::Stream;
 use cuda_safe::handle::{Owned, Release};
@@ -121,11 +122,7 @@ impl Solver {
         stream: &Stream,
         resource: Arc<dyn MemoryResource>,
     ) -> Result<Self> {
-        if !resource.is_device_accessible() {
-            return Err(Error::invalid_argument(
-                "a cuSOLVER workspace must be memory the GPU can reach",
-            ));
-        }
+        workspace_resource(&*resource, stream, "a cuSOLVER workspace")?;
         let cusolver = cusolver_sys::cusolver()?;
         let _current = stream.context().scoped()?;
         let mut raw: cusolverDnHandle_t = std::ptr::null_mut();
@@ -298,16 +295,21 @@ impl Solver {
         call(work)
     }
 
-    /// Runs one routine: its workspace sizes (device and host bytes) from `sizes`, then `call`
-    /// with the workspaces and the address of a new [`Info`], ordered with the operands'
-    /// `streams` as a launch is, the stream's context current throughout.
+    /// Runs one routine on `operands`, each first checked to be memory the handle's device
+    /// reaches ([`Operand::on`]): its workspace sizes (device and host bytes) from `sizes`,
+    /// then `call` with the workspaces and the address of a new [`Info`], ordered with the
+    /// operands' streams as a launch is, the stream's context current throughout.
     pub(crate) fn routine<const N: usize>(
         &self,
         (api, meaning, batch): (&'static str, Meaning, Option<usize>),
-        streams: [Option<&Stream>; N],
+        operands: [Operand<'_>; N],
         sizes: impl FnOnce() -> Result<(usize, usize)>,
         call: impl FnOnce(Work, u64) -> Result<()>,
     ) -> Result<Info> {
+        let mut streams = [None; N];
+        for (slot, operand) in streams.iter_mut().zip(&operands) {
+            *slot = Some(operand.on(self.stream())?);
+        }
         let _current = self.current()?;
         let (device_bytes, host_bytes) = sizes()?;
         let info = Info::new(self, api, meaning, batch)?;

@@ -82,7 +82,7 @@ impl Solver {
         let (ty, jobz, uplo) = (T::DATA_TYPE, eig_mode(vectors), fill.as_raw());
         self.routine(
             ("cusolverDnXsyevd", Meaning::Convergence, None),
-            [Some(a.stream()), Some(w.stream())],
+            [a, w],
             || {
                 let (mut device, mut host) = (0, 0);
                 // SAFETY: a live handle; A and W checked; valid out-pointers.
@@ -190,12 +190,7 @@ impl Solver {
         let (ty, job) = (T::DATA_TYPE, vectors.job());
         self.routine(
             ("cusolverDnXgesvd", Meaning::Convergence, None),
-            [
-                Some(a.stream()),
-                Some(s.stream()),
-                Some(u.stream()),
-                Some(vt.stream()),
-            ],
+            [a, s, u, vt],
             || {
                 let (mut device, mut host) = (0, 0);
                 // SAFETY: a live handle; the operands checked; valid out-pointers.
@@ -336,12 +331,7 @@ impl Solver {
         let elements = size_of::<T>();
         self.routine(
             (T::GESVDJ, Meaning::Convergence, Some(batch)),
-            [
-                Some(a.stream()),
-                Some(s.stream()),
-                Some(u.stream()),
-                Some(v.stream()),
-            ],
+            [a, s, u, v],
             || {
                 // SAFETY: a live handle; the operands checked for the batch.
                 let lwork = unsafe { T::gesvdj_size(lib, raw, &call) }?;

@@ -186,8 +186,8 @@ impl Sparse {
         // SAFETY: a valid out-pointer.
         unsafe { cusparse!(cusparse, cusparseSpGEMM_createDescr(&mut raw)) }?;
         let descr = Owned::new(SpGemmDescr { raw, cusparse });
-        let [a0, a1, a2] = a.streams();
-        let [b0, b1, b2] = b.streams();
+        let [a0, a1, a2] = a.streams(self.stream())?;
+        let [b0, b1, b2] = b.streams(self.stream())?;
         let streams = [Some(a0), Some(a1), Some(a2), Some(b0), Some(b1), Some(b2)];
         let c_raw: cusparseSpMatDescr_t = c.raw.cast();
         // Each phase: its size query (null buffer), then the call with a buffer of that size.
@@ -324,7 +324,7 @@ impl Sparse {
         }?;
         let buffer = self.allocate(bytes)?;
         let area: *mut c_void = buffer_ptr(&buffer);
-        let streams = [Some(a.stream())];
+        let streams = [Some(a.on(self.stream())?)];
         ordered(self.stream(), streams, || {
             // SAFETY: as the query's; the buffer has the size cuSPARSE asked for; the
             // analysis writes `C`'s row offsets, which hold `m + 1` indices.
@@ -399,8 +399,8 @@ impl Sparse {
                 cusparseSparseToDense_bufferSize(handle, a.as_raw(), b.as_raw(), alg, &mut bytes)
             )
         }?;
-        let [s0, s1, s2] = a.streams();
-        let streams = [Some(s0), Some(s1), Some(s2), Some(b.stream())];
+        let [s0, s1, s2] = a.streams(self.stream())?;
+        let streams = [Some(s0), Some(s1), Some(s2), Some(b.on(self.stream())?)];
         self.with_workspace(bytes, |area| {
             ordered(self.stream(), streams, || {
                 // SAFETY: as the query's; `b` writable (checked); a work area of the size

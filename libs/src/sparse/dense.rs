@@ -7,6 +7,7 @@ use std::marker::PhantomData;
 
 use super::descr::{Descriptor, Kind, Values, holds};
 use super::element::{Order, SparseValue};
+use crate::operand::Operand;
 use crate::sparse::error::cusparse;
 use cuda_safe::handle::Owned;
 use cuda_safe::{Error, Result, Stream};
@@ -21,7 +22,7 @@ pub struct DenseVector<'a, T: SparseValue> {
     descr: Owned<Descriptor>,
     len: usize,
     writable: bool,
-    stream: &'a Stream,
+    operand: Operand<'a>,
     _values: PhantomData<(&'a (), T, std::cell::Cell<()>)>,
 }
 
@@ -55,7 +56,7 @@ impl<'a, T: SparseValue> DenseVector<'a, T> {
             }),
             len,
             writable,
-            stream: operand.stream(),
+            operand,
             _values: PhantomData,
         })
     }
@@ -77,7 +78,13 @@ impl<'a, T: SparseValue> DenseVector<'a, T> {
 
     /// The stream its memory is ordered on.
     pub fn stream(&self) -> &'a Stream {
-        self.stream
+        self.operand.stream()
+    }
+
+    /// The stream its memory is ordered on, for a call on `stream` (whose device must reach
+    /// the memory: [`Operand::on`]).
+    pub(crate) fn on(&self, stream: &Stream) -> Result<&'a Stream> {
+        self.operand.on(stream)
     }
 
     /// The raw descriptor, valid while this vector lives.
@@ -123,7 +130,7 @@ pub struct DenseMatrix<'a, T: SparseValue> {
     ld: usize,
     order: Order,
     writable: bool,
-    stream: &'a Stream,
+    operand: Operand<'a>,
     _values: PhantomData<(&'a (), T, std::cell::Cell<()>)>,
 }
 
@@ -211,7 +218,7 @@ impl<'a, T: SparseValue> DenseMatrix<'a, T> {
             ld,
             order,
             writable,
-            stream: operand.stream(),
+            operand,
             _values: PhantomData,
         })
     }
@@ -238,7 +245,13 @@ impl<'a, T: SparseValue> DenseMatrix<'a, T> {
 
     /// The stream its memory is ordered on.
     pub fn stream(&self) -> &'a Stream {
-        self.stream
+        self.operand.stream()
+    }
+
+    /// The stream its memory is ordered on, for a call on `stream` (whose device must reach
+    /// the memory: [`Operand::on`]).
+    pub(crate) fn on(&self, stream: &Stream) -> Result<&'a Stream> {
+        self.operand.on(stream)
     }
 
     /// The raw descriptor, valid while this matrix lives.

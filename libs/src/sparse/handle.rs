@@ -7,6 +7,7 @@ use std::ffi::c_void;
 use std::fmt;
 use std::sync::Arc;
 
+use crate::operand::workspace_resource;
 use crate::sparse::error::cusparse;
 use cuda_safe::handle::{Owned, Release};
 use cuda_safe::{Buffer, MemoryResource, ScopedCurrent, Stream};
@@ -96,11 +97,7 @@ impl Sparse {
         stream: &Stream,
         resource: Arc<dyn MemoryResource>,
     ) -> Result<Self> {
-        if !resource.is_device_accessible() {
-            return Err(Error::invalid_argument(
-                "a cuSPARSE work area must be memory the GPU can reach",
-            ));
-        }
+        workspace_resource(&*resource, stream, "a cuSPARSE work area")?;
         let cusparse = cusparse_sys::cusparse()?;
         let _current = stream.context().scoped()?;
         let mut raw: cusparseHandle_t = std::ptr::null_mut();

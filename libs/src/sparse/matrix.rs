@@ -57,7 +57,7 @@ pub struct SparseMatrix<'a, I: SparseIndex, T: SparseValue> {
     cols: usize,
     nnz: usize,
     writable: bool,
-    streams: [&'a Stream; 3],
+    operands: [Operand<'a>; 3],
     pub(crate) prepared: Option<Prepared>,
     _types: PhantomData<(&'a (), I, T, std::cell::Cell<()>)>,
 }
@@ -153,14 +153,14 @@ impl<'a, I: SparseIndex, T: SparseValue> SparseMatrix<'a, I, T> {
                 )
             )
         }?;
-        let streams = [offsets.stream(), columns.stream(), values.stream()];
+        let operands = [offsets, columns, values];
         Ok(Self::wrap(
             raw,
             cusparse,
             SparseFormat::Csr,
             (rows, cols, nnz),
             writable,
-            streams,
+            operands,
         ))
     }
 
@@ -248,14 +248,14 @@ impl<'a, I: SparseIndex, T: SparseValue> SparseMatrix<'a, I, T> {
                 )
             )
         }?;
-        let streams = [row_ind.stream(), col_ind.stream(), values.stream()];
+        let operands = [row_ind, col_ind, values];
         Ok(Self::wrap(
             raw,
             cusparse,
             SparseFormat::Coo,
             (rows, cols, nnz),
             writable,
-            streams,
+            operands,
         ))
     }
 
@@ -365,14 +365,14 @@ impl<'a, I: SparseIndex, T: SparseValue> SparseMatrix<'a, I, T> {
             block_size,
             ell_cols,
         };
-        let streams = [indices.stream(), values.stream(), values.stream()];
+        let operands = [indices, values, values];
         Ok(Self::wrap(
             raw,
             cusparse,
             format,
             (rows, cols, rows * ell_cols),
             writable,
-            streams,
+            operands,
         ))
     }
 
@@ -382,7 +382,7 @@ impl<'a, I: SparseIndex, T: SparseValue> SparseMatrix<'a, I, T> {
         format: SparseFormat,
         (rows, cols, nnz): (usize, usize, usize),
         writable: bool,
-        streams: [&'a Stream; 3],
+        operands: [Operand<'a>; 3],
     ) -> Self {
         Self {
             descr: Owned::new(Descriptor {
@@ -395,7 +395,7 @@ impl<'a, I: SparseIndex, T: SparseValue> SparseMatrix<'a, I, T> {
             cols,
             nnz,
             writable,
-            streams,
+            operands,
             prepared: None,
             _types: PhantomData,
         }
@@ -427,9 +427,11 @@ impl<'a, I: SparseIndex, T: SparseValue> SparseMatrix<'a, I, T> {
         self.descr.raw.cast()
     }
 
-    /// The streams its arrays are ordered on.
-    pub(crate) fn streams(&self) -> [&'a Stream; 3] {
-        self.streams
+    /// The streams its arrays are ordered on, for a call on `stream` (whose device must reach
+    /// each: [`Operand::on`]).
+    pub(crate) fn streams(&self, stream: &Stream) -> Result<[&'a Stream; 3]> {
+        let [a, b, c] = self.operands;
+        Ok([a.on(stream)?, b.on(stream)?, c.on(stream)?])
     }
 
     /// Refuses a read-only matrix as an output.

@@ -64,15 +64,15 @@ impl Sparse {
         let (cusparse, handle) = self.parts();
         let (alpha, beta) = (&raw const alpha, &raw const beta);
         let (op_raw, compute) = (op.as_raw(), T::COMPUTE_TYPE);
-        let [s0, s1, s2] = a.streams();
+        let [s0, s1, s2] = a.streams(self.stream())?;
         // The preprocessing buffer is ordered as an operand: another handle's stream may have
         // written it, and frees it.
         let streams = [
             Some(s0),
             Some(s1),
             Some(s2),
-            Some(x.stream()),
-            Some(y.stream()),
+            Some(x.on(self.stream())?),
+            Some(y.on(self.stream())?),
             a.prepared.as_ref().map(|prepared| prepared.buffer.stream()),
         ];
         let _current = self.current()?;
@@ -146,15 +146,15 @@ impl Sparse {
         let bytes = self.spmv_buffer_size(op, (alpha, beta), a, x, y, alg)?;
         let buffer = self.allocate(bytes)?;
         let area = buffer_ptr(&buffer);
-        let [s0, s1, s2] = a.streams();
+        let [s0, s1, s2] = a.streams(self.stream())?;
         // The preprocessing buffer is ordered as an operand: another handle's stream may have
         // written it, and frees it.
         let streams = [
             Some(s0),
             Some(s1),
             Some(s2),
-            Some(x.stream()),
-            Some(y.stream()),
+            Some(x.on(self.stream())?),
+            Some(y.on(self.stream())?),
             a.prepared.as_ref().map(|prepared| prepared.buffer.stream()),
         ];
         ordered(self.stream(), streams, || {
@@ -255,14 +255,14 @@ impl Sparse {
         let (cusparse, handle) = self.parts();
         let (alpha, beta) = (&raw const alpha, &raw const beta);
         let (ra, rb, compute) = (op_a.as_raw(), op_b.as_raw(), T::COMPUTE_TYPE);
-        let [s0, s1, s2] = a.streams();
+        let [s0, s1, s2] = a.streams(self.stream())?;
         // The preprocessing buffer is ordered as an operand (see `spmv`).
         let streams = [
             Some(s0),
             Some(s1),
             Some(s2),
-            Some(b.stream()),
-            Some(c.stream()),
+            Some(b.on(self.stream())?),
+            Some(c.on(self.stream())?),
             a.prepared.as_ref().map(|prepared| prepared.buffer.stream()),
         ];
         let _current = self.current()?;
@@ -383,10 +383,10 @@ impl Sparse {
         let (cusparse, handle) = self.parts();
         let (alpha, beta) = (&raw const alpha, &raw const beta);
         let (ra, rb, compute) = (op_a.as_raw(), op_b.as_raw(), T::COMPUTE_TYPE);
-        let [s0, s1, s2] = c.streams();
+        let [s0, s1, s2] = c.streams(self.stream())?;
         let streams = [
-            Some(a.stream()),
-            Some(b.stream()),
+            Some(a.on(self.stream())?),
+            Some(b.on(self.stream())?),
             Some(s0),
             Some(s1),
             Some(s2),

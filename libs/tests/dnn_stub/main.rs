@@ -5,11 +5,13 @@
 //! convolutions, pointwise operations and matmuls (computed on the CPU) match references here,
 //! as do the attention forward and backward graphs (causal and padding masks, dropout with the
 //! stub's generator, FP8 with the `blas` feature's FP8 types; with the `half` feature), the
-//! layer norms and the softmax; plans are cached by graph and evicted; the heuristics' refusals,
-//! an engine chosen by index, a workspace limit and a cuDNN too old for a pattern are typed
-//! errors or choices; an execution is captured; every descriptor and handle is destroyed. The
-//! stub checks every range an execution touches against the driver's allocations: a range past
-//! one is a misuse, which fails the run.
+//! layer norms and the softmax; plans are cached by graph and evicted; the heuristics' refusals
+//! (a failed query included), an engine chosen by index, a workspace limit and a cuDNN too old
+//! for a pattern are typed errors or choices; a matmul's size override is an input the caller
+//! binds; memory of another device is refused until its pool grants access; an execution is
+//! captured; a plan outliving its `Dnn` is destroyed before the handle; every descriptor and
+//! handle is destroyed. The stub checks every range an execution touches against the driver's
+//! allocations: a range past one is a misuse, which fails the run.
 //!
 //! A `main` of its own (`harness = false`): the stub is built and the variable is set before
 //! anything loads a library. Without a C compiler it prints that it skipped (and fails under
@@ -25,6 +27,7 @@ mod attention_backward;
 mod attention_fp8;
 mod checks;
 mod compute;
+mod devices;
 mod norms;
 mod overrides;
 mod plans;
@@ -163,6 +166,7 @@ fn main() -> ExitCode {
     let cases = compute::CASES
         .iter()
         .chain(checks::CASES)
+        .chain(devices::CASES)
         .chain(plans::CASES)
         .chain(norms::CASES)
         .chain(overrides::CASES)

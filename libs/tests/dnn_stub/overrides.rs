@@ -1,15 +1,23 @@
-//! A matmul's size overrides (the sequence lengths of a padded attention): bound only through
-//! the unsafe `VariantPack::sizes`, `input` refusing them before cuDNN; lowered with a padding
-//! value of 0; and a value past the dim it overrides refused by the stub rather than clamped.
+//! A matmul's size overrides (the sequence lengths of a padded attention): inputs the caller
+//! binds, only through the unsafe `VariantPack::sizes` (a constant, a virtual tensor or an
+//! operation's result refused when the matmul is added), `input` refusing them before cuDNN;
+//! lowered with a padding value of 0; and a value past the dim it overrides refused by the stub
+//! rather than clamped.
 
 use cuda_safe::Buffer;
 use cuda_safe_libs::dnn::{
-    CudnnError, DataType, Dnn, Graph, MatmulOverrides, Tensor, TensorDesc, VariantPack,
+    CudnnError, DataType, Dnn, Graph, MatmulOverrides, Pointwise, Scalar, Tensor, TensorDesc,
+    VariantPack,
 };
 
 use super::{Case, CaseFn, count, data, ensure, err, names};
 
 pub(crate) const CASES: &[(&str, CaseFn)] = &[
+    (
+        "a size override that no caller binds (a constant, a virtual tensor, a result) is \
+         refused when the matmul is added",
+        overrides_are_bound_inputs,
+    ),
     (
         "a size override bound with `input` is refused before cuDNN, naming `sizes`",
         input_refuses_sizes,
@@ -62,6 +70,40 @@ fn operands(case: &Case) -> Result<(Buffer, Buffer, Buffer), String> {
             .allocate_zeroed::<f32>(batch * m * n, &case.stream)
             .map_err(err)?,
     ))
+}
+
+/// Each override no `VariantPack::sizes` would bind: a constant the handle passes by value, a
+/// virtual result of `GenIndex`, and that result made an output.
+fn overrides_are_bound_inputs(_: &Case) -> Result<(), String> {
+    let mut graph = Graph::new();
+    let f16 = TensorDesc::packed(DataType::F16, &[1, 64, 64]);
+    let a = graph.tensor(f16.clone()).map_err(err)?;
+    let b = graph.tensor(f16).map_err(err)?;
+    let constant = graph.scalar(Scalar::i32(1 << 24), 3).map_err(err)?;
+    let ones = graph
+        .tensor(TensorDesc::packed(DataType::F32, &[1, 1, 1]))
+        .map_err(err)?;
+    let index = graph
+        .pointwise(Pointwise::GenIndex(0), ones, None)
+        .map_err(err)?;
+    let mut written = graph.clone();
+    written.output(index, DataType::I32).map_err(err)?;
+    let cases = [
+        ("a constant", &mut graph.clone(), constant),
+        ("a virtual result", &mut graph, index),
+        ("an operation's output", &mut written, index),
+    ];
+    for (what, graph, m) in cases {
+        let overrides = MatmulOverrides {
+            m: Some(m),
+            ..MatmulOverrides::default()
+        };
+        match graph.matmul_with(a, b, DataType::F32, overrides) {
+            Err(cuda_safe::Error::InvalidArgument(why)) if why.contains("VariantPack::sizes") => {}
+            other => return Err(format!("{what} as the M override: {other:?}")),
+        }
+    }
+    Ok(())
 }
 
 fn input_refuses_sizes(case: &Case) -> Result<(), String> {

@@ -1,5 +1,6 @@
 //! Plans: made once per graph and cached (least recently used out first), the heuristics'
-//! refusals passed over, an engine by index, a workspace limit, the stream binding, capture.
+//! refusals passed over (a failed query too), an engine by index, a workspace limit, the stream
+//! binding, capture, a plan keeping its handle past its `Dnn`.
 
 use cuda_safe::{CaptureMode, Error};
 use cuda_safe_libs::dnn::{
@@ -29,6 +30,15 @@ pub(crate) const CASES: &[(&str, CaseFn)] = &[
     (
         "a plan runs only on the handle that made it, not on a later one at the same address",
         plans_keep_their_handle,
+    ),
+    (
+        "a failed heuristics query falls back to the next mode; every mode failing is NoEngine \
+         with the last status",
+        failed_heuristics_fall_back,
+    ),
+    (
+        "a plan made by make_plan outlives its Dnn: the plan is destroyed first, then the handle",
+        plan_outlives_its_dnn,
     ),
 ];
 
@@ -208,4 +218,61 @@ fn plans_keep_their_handle(case: &Case) -> Result<(), String> {
         Err(Error::InvalidArgument(message)) if message.contains("another cuDNN handle") => Ok(()),
         other => Err(format!("a plan of a destroyed handle ran: {other:?}")),
     }
+}
+
+/// The first `cudnnBackendGetAttribute` of a plan is mode A's count of configurations.
+fn failed_heuristics_fall_back(case: &Case) -> Result<(), String> {
+    let graph = unary(Pointwise::Relu, &[1, 2, 2])?;
+    let dnn = Dnn::new(&case.stream).map_err(err)?;
+    case.stub.fail("cudnnBackendGetAttribute", 3000, 1);
+    let plan = dnn
+        .make_plan(&graph, EngineChoice::Heuristics)
+        .map_err(|e| format!("mode A's query failing: {e}"))?;
+    ensure(plan.is_fallback() && plan.config_index() == 0, || {
+        format!("with mode A's query failed, {plan:?}")
+    })?;
+    case.stub.fail("cudnnBackendGetAttribute", 3000, 1);
+    case.stub.fail("cudnnBackendGetAttribute", 4000, 2);
+    let error = dnn
+        .make_plan(&graph, EngineChoice::Heuristics)
+        .err()
+        .ok_or("no error with both queries failed")?;
+    let failure = error
+        .library_error::<CudnnError>()
+        .ok_or_else(|| error.to_string())?;
+    ensure(
+        failure.refusal == CudnnRefusal::NoEngine { tried: 0 }
+            && failure.code.0 == 4000
+            && failure.api == "cudnnBackendGetAttribute",
+        || format!("both queries failed gave {error}"),
+    )
+}
+
+/// The stub notes a misuse when a handle is destroyed before a plan made with it.
+fn plan_outlives_its_dnn(case: &Case) -> Result<(), String> {
+    let graph = unary(Pointwise::Tanh, &[1, 2, 2])?;
+    let dnn = Dnn::new(&case.stream).map_err(err)?;
+    let plan = dnn
+        .make_plan(&graph, EngineChoice::Heuristics)
+        .map_err(err)?;
+    case.stub.take_log();
+    drop(dnn);
+    let calls = names(case.stub.take_log());
+    ensure(count(&calls, "cudnnDestroy") == 0, || {
+        format!("dropping the Dnn before its plan called {calls:?}")
+    })?;
+    drop(plan);
+    let calls = names(case.stub.take_log());
+    let destroyed = calls.iter().position(|call| call == "cudnnDestroy");
+    let last_descriptor = calls
+        .iter()
+        .rposition(|call| call == "cudnnBackendDestroyDescriptor");
+    ensure(
+        count(&calls, "cudnnDestroy") == 1
+            && last_descriptor.is_some()
+            && last_descriptor < destroyed,
+        || format!("dropping the plan then called {calls:?}"),
+    )?;
+    let (misuses, last) = case.stub.misuse();
+    ensure(misuses == 0, || format!("the stub saw {last}"))
 }

@@ -1,7 +1,8 @@
 //! `cuda_safe_libs::fft` against the stub cuFFT of `stub/c` (`libcufft_stub.c`, built into the
 //! stub driver and loaded through `CUDA_SAFE_LIBCUFFT`): the loader finds the library the
 //! variable names; plans are made with automatic allocation off and a work area from the memory
-//! pool; every check refuses before cuFFT is called; the stub's DFT (computed directly on the
+//! pool; every check refuses before cuFFT is called (memory of another device until its pool
+//! grants access included); the stub's DFT (computed directly on the
 //! CPU) matches a reference here for every kind, precision, rank, batch and layout, so the sizes,
 //! embeddings, strides and distances are passed as cuFFT reads them; an execution is the one
 //! cuFFT call it wraps; the plan cache hits and evicts; errors carry cuFFT's status; every plan
@@ -16,6 +17,7 @@ use cuda_safe_stub as stub;
 
 mod cache;
 mod checks;
+mod devices;
 mod transforms;
 
 use std::path::Path;
@@ -172,6 +174,7 @@ fn main() -> ExitCode {
     let cases: Vec<(&str, CaseFn)> = transforms::CASES
         .iter()
         .chain(checks::CASES)
+        .chain(devices::CASES)
         .chain(cache::CASES)
         .copied()
         .collect();

@@ -3,7 +3,8 @@
 //! `CUDA_SAFE_LIBCUSOLVER`): the loader finds the library the variable names; each routine's
 //! results reconstruct its input on the CPU (P A = L U, L Lᵀ = A, Q R = A, V Λ Vᵀ = A,
 //! U Σ Vᵀ = A), so dimensions, leading dimensions, pivots and batches reach the library as
-//! cuSOLVER reads them; every size check refuses before the library is called; `info` outputs
+//! cuSOLVER reads them; every size check refuses before the library is called, as does memory
+//! of another device until its pool grants access; `info` outputs
 //! become typed errors naming the pivot, the minor or the matrix of a batch; the workspaces are
 //! sized by the queries and reused; every handle is destroyed. The stub checks every range a
 //! routine touches against the driver's allocations: a range past one is a misuse, which fails
@@ -16,6 +17,7 @@
 use cuda_safe_stub as stub;
 
 mod checks;
+mod devices;
 mod factor;
 mod spectral;
 
@@ -217,6 +219,7 @@ fn main() -> ExitCode {
         .iter()
         .chain(spectral::CASES)
         .chain(checks::CASES)
+        .chain(devices::CASES)
         .copied()
         .collect();
     let mut failures = 0;

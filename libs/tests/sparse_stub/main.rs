@@ -3,7 +3,8 @@
 //! `CUDA_SAFE_LIBCUSPARSE`): the loader finds the library the variable names; SpMV, SpMM,
 //! SDDMM, SpGEMM and the conversions (computed on the CPU by the stub) match dense references
 //! computed here, for both index types, both value types, CSR, COO and blocked ELL; every check
-//! refuses before cuSPARSE is called; a repeated SpMV is the one cuSPARSE call; a preprocessed
+//! refuses before cuSPARSE is called (memory of another device until its pool grants access
+//! included); a repeated SpMV is the one cuSPARSE call; a preprocessed
 //! matrix keeps its buffer; errors carry cuSPARSE's status; no descriptor outlives its owner.
 //! The stub checks every range and index a call touches against the driver's allocations and
 //! the matrices: a range or an index past one is a misuse, which fails the run.
@@ -15,6 +16,7 @@
 use cuda_safe_stub as stub;
 
 mod checks;
+mod devices;
 mod products;
 
 use std::path::Path;
@@ -265,6 +267,7 @@ fn main() -> ExitCode {
     let cases: Vec<(&str, CaseFn)> = products::CASES
         .iter()
         .chain(checks::CASES)
+        .chain(devices::CASES)
         .copied()
         .collect();
     let mut failures = 0;

@@ -163,6 +163,7 @@ impl<T: Pod> StaticBuffer<T> {
             Placement {
                 home: resource.device(),
                 needs_context: resource.copies_need_current_context(),
+                device_accessible: resource.is_device_accessible(),
             },
         ))
     }

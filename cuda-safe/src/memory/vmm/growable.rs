@@ -228,6 +228,7 @@ impl GrowableBuffer {
             Placement {
                 home: Some(*self.resource.device()),
                 needs_context: true,
+                device_accessible: true,
             },
         ))
     }
@@ -246,6 +247,7 @@ impl GrowableBuffer {
             Placement {
                 home: Some(*self.resource.device()),
                 needs_context: true,
+                device_accessible: true,
             },
         ))
     }

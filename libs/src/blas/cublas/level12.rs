@@ -263,11 +263,11 @@ impl Blas {
         let (alpha, beta) = scalars.addresses()?;
         self.set_mode(scalars.mode())?;
         let (library, raw) = self.parts();
-        let [alpha_stream, beta_stream] = scalars.streams();
+        let [alpha_stream, beta_stream] = scalars.streams(self.stream())?;
         let streams = [
-            Some(a.stream()),
-            Some(x.stream()),
-            Some(y.stream()),
+            Some(a.on(self.stream())?),
+            Some(x.on(self.stream())?),
+            Some(y.on(self.stream())?),
             alpha_stream,
             beta_stream,
         ];
@@ -313,7 +313,8 @@ impl Blas {
         let alpha_ptr = alpha.address("alpha")?;
         self.set_mode(alpha.mode())?;
         let (library, raw) = self.parts();
-        let streams = [Some(x.stream()), Some(y.stream()), alpha.stream()];
+        let on = self.stream();
+        let streams = [Some(x.on(on)?), Some(y.on(on)?), alpha.stream(on)?];
         ordered(self.stream(), streams, || {
             // SAFETY: x and y are device memory spanning the checked vectors, y borrowed
             // exclusively; alpha is of the execution type and the pointer mode just set.
@@ -358,7 +359,8 @@ impl Blas {
         let alpha_ptr = alpha.address("alpha")?;
         self.set_mode(alpha.mode())?;
         let (library, raw) = self.parts();
-        ordered(self.stream(), [Some(x.stream()), alpha.stream()], || {
+        let streams = [Some(x.on(self.stream())?), alpha.stream(self.stream())?];
+        ordered(self.stream(), streams, || {
             // SAFETY: x is device memory spanning the checked vector, borrowed exclusively;
             // alpha is of the execution type and the pointer mode just set.
             unsafe {
@@ -427,10 +429,14 @@ impl Blas {
         holds(&"x", x_span, x.len())?;
         holds(&"y", y_span, y.len())?;
         let mode = result.mode();
-        let (result_ptr, result_stream) = result.address()?;
+        let (result_ptr, result_stream) = result.address(self.stream())?;
         self.set_mode(mode)?;
         let (library, raw) = self.parts();
-        let streams = [Some(x.stream()), Some(y.stream()), result_stream];
+        let streams = [
+            Some(x.on(self.stream())?),
+            Some(y.on(self.stream())?),
+            result_stream,
+        ];
         ordered(self.stream(), streams, || {
             // SAFETY: x and y are device memory spanning the checked vectors; the result is a
             // place for one element of the pointer mode just set (a host one lives until
@@ -495,10 +501,11 @@ impl Blas {
         let x = x.operand()?;
         holds(&"x", x_span, x.len())?;
         let mode = result.mode();
-        let (result_ptr, result_stream) = result.address()?;
+        let (result_ptr, result_stream) = result.address(self.stream())?;
         self.set_mode(mode)?;
         let (library, raw) = self.parts();
-        ordered(self.stream(), [Some(x.stream()), result_stream], || {
+        let streams = [Some(x.on(self.stream())?), result_stream];
+        ordered(self.stream(), streams, || {
             // SAFETY: as in `dot_to`, for one vector.
             unsafe {
                 cublas!(
@@ -535,13 +542,17 @@ impl<'o, T> Target<'_, 'o, T> {
         }
     }
 
-    /// The address written, and a device result's stream.
-    fn address(self) -> Result<(*mut std::ffi::c_void, Option<&'o cuda_safe::Stream>)> {
+    /// The address written, and a device result's stream, for a call on `stream` (whose
+    /// device must reach the memory).
+    fn address(
+        self,
+        stream: &cuda_safe::Stream,
+    ) -> Result<(*mut std::ffi::c_void, Option<&'o cuda_safe::Stream>)> {
         match self {
             Self::Host(value) => Ok((std::ptr::from_mut::<T>(value).cast(), None)),
             Self::Device(operand) => {
                 holds(&"the result", 1, operand.len())?;
-                Ok((operand.ptr_mut(), Some(operand.stream())))
+                Ok((operand.ptr_mut(), Some(operand.on(stream)?)))
             }
         }
     }

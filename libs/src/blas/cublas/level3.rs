@@ -75,11 +75,11 @@ impl Blas {
         let (first, second) = if call.swap { (b, a) } else { (a, b) };
         let compute = self.compute::<A, D>();
         let (library, raw) = self.parts();
-        let [alpha_stream, beta_stream] = scalars.streams();
+        let [alpha_stream, beta_stream] = scalars.streams(self.stream())?;
         let streams = [
-            Some(a.stream()),
-            Some(b.stream()),
-            Some(c.stream()),
+            Some(a.on(self.stream())?),
+            Some(b.on(self.stream())?),
+            Some(c.on(self.stream())?),
             alpha_stream,
             beta_stream,
         ];
@@ -177,11 +177,11 @@ impl Blas {
         };
         let compute = self.compute::<A, D>();
         let (library, raw) = self.parts();
-        let [alpha_stream, beta_stream] = scalars.streams();
+        let [alpha_stream, beta_stream] = scalars.streams(self.stream())?;
         let streams = [
-            Some(a.stream()),
-            Some(b.stream()),
-            Some(c.stream()),
+            Some(a.on(self.stream())?),
+            Some(b.on(self.stream())?),
+            Some(c.on(self.stream())?),
             alpha_stream,
             beta_stream,
         ];
@@ -257,7 +257,7 @@ impl Blas {
         let count = c_int("batch count", batch.count)?;
         let compute = self.compute::<A, D>();
         let (library, raw) = self.parts();
-        let [alpha_stream, beta_stream] = scalars.streams();
+        let [alpha_stream, beta_stream] = scalars.streams(self.stream())?;
         ordered(self.stream(), [alpha_stream, beta_stream], || {
             // SAFETY: the pointer tables are device memory the batch owns, holding `count`
             // addresses each of matrices the batch borrows (C's exclusively), each holding at
@@ -335,7 +335,7 @@ impl<'a, A: BlasElement, D: BlasElement> GemmBatch<'a, A, D> {
         let mut addresses = vec![0u64; 3 * count];
         let mut shortest = [usize::MAX; 3];
         let mut take = |table: usize, index: usize, operand: crate::blas::operand::Operand<'_>| {
-            if !operand.stream().same_as(stream) {
+            if !operand.on(stream)?.same_as(stream) {
                 return Err(Error::invalid_argument(
                     "every matrix of a GEMM batch must be on the cuBLAS handle's stream",
                 ));

@@ -12,6 +12,7 @@ pub use level12::{Gemv, GemvElement, Vector};
 
 use super::operand::{DEFAULT_WORKSPACE, PointerMode};
 use crate::blas::error::cublas;
+use crate::operand::Input;
 use cublas_sys::{Cublas, cublasHandle_t, cudaStream_t};
 use cuda_safe::Buffer;
 use cuda_safe::Stream;
@@ -95,7 +96,7 @@ impl Blas {
         alias = "cublasSetWorkspace_v2"
     )]
     pub fn with_workspace(stream: &Stream, mut workspace: Buffer) -> Result<Self> {
-        check_workspace(&workspace)?;
+        check_workspace(&workspace, stream)?;
         workspace.set_stream(stream)?;
         // cuBLAS is built on cuBLASLt, which its loader looks for by soname: opened here first,
         // it is found wherever this crate's loader finds it. cuBLAS reports it when missing.
@@ -261,8 +262,8 @@ impl Blas {
     }
 }
 
-/// Refuses a workspace cuBLAS cannot use.
-fn check_workspace(workspace: &Buffer) -> Result<()> {
+/// Refuses a workspace cuBLAS cannot use on `stream`.
+fn check_workspace(workspace: &Buffer, stream: &Stream) -> Result<()> {
     if workspace.is_empty() {
         return Ok(());
     }
@@ -271,6 +272,7 @@ fn check_workspace(workspace: &Buffer) -> Result<()> {
             "a cuBLAS workspace must be memory the GPU can reach",
         ));
     }
+    Input::<u8>::operand(workspace)?.on(stream)?;
     if !workspace.as_raw().is_multiple_of(WORKSPACE_ALIGNMENT) {
         return Err(Error::invalid_argument(format!(
             "a cuBLAS workspace must be aligned to {WORKSPACE_ALIGNMENT} bytes; this one is at \

@@ -134,21 +134,23 @@ impl<'a> MatmulCall<'a> {
         (self.alpha, self.beta)
     }
 
-    /// The streams of every operand.
-    pub(crate) fn streams(&self) -> [Option<&'a Stream>; 9] {
+    /// The streams of every operand, for a call on `stream` (whose device must reach each:
+    /// [`Operand::on`]).
+    pub(crate) fn streams(&self, stream: &Stream) -> Result<[Option<&'a Stream>; 9]> {
         let [a, b, d] = self.matrices;
         let [scale_a, scale_b, scale_d, amax] = self.scales;
-        [
-            Some(a.stream()),
-            Some(b.stream()),
-            Some(d.stream()),
-            self.bias.map(|(bias, _)| bias.stream()),
-            self.aux.map(|(aux, _)| aux.stream()),
-            scale_a.map(|scale| scale.stream()),
-            scale_b.map(|scale| scale.stream()),
-            scale_d.map(|scale| scale.stream()),
-            amax.map(|scale| scale.stream()),
-        ]
+        let on = |operand: Option<Operand<'a>>| operand.map(|o| o.on(stream)).transpose();
+        Ok([
+            on(Some(a))?,
+            on(Some(b))?,
+            on(Some(d))?,
+            on(self.bias.map(|(bias, _)| bias))?,
+            on(self.aux.map(|(aux, _)| aux))?,
+            on(scale_a)?,
+            on(scale_b)?,
+            on(scale_d)?,
+            on(amax)?,
+        ])
     }
 
     /// Checks the operands against `plan` (types, lengths, alignment, the epilogue's and FP8's

@@ -17,6 +17,7 @@ pub use plan::{Epilogue, MatmulDesc, MatmulElement, MatmulPlan};
 use crate::blas::error::CublasError;
 use crate::blas::error::cublaslt;
 use crate::blas::operand::DEFAULT_WORKSPACE;
+use crate::operand::Input;
 use cublaslt_sys::{
     CublasLt, cublasLtHandle_t, cublasLtMatmulAlgo_t, cublasLtMatmulHeuristicResult_t,
     cublasLtMatmulPreference_t, cublasLtMatmulPreferenceAttributes_t,
@@ -107,6 +108,7 @@ impl Matmul {
                 "a cuBLASLt workspace must be memory the GPU can reach",
             ));
         }
+        Input::<u8>::operand(&workspace)?.on(stream)?;
         workspace.set_stream(stream)?;
         let lt = cublaslt_sys::cublaslt()?;
         let _current = stream.context().scoped()?;
@@ -395,7 +397,7 @@ impl Matmul {
         let [a, b, d] = call.matrices();
         let (first, second) = if plan.swap { (b, a) } else { (a, b) };
         let (alpha, beta) = call.scalars();
-        let streams = call.streams();
+        let streams = call.streams(&inner.stream)?;
         let descriptors = &*plan.descriptors;
         let [first_layout, second_layout, d_layout] = descriptors.layouts;
         let lt = inner.lt;
