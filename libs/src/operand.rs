@@ -134,6 +134,22 @@ fn unreachable(ptr: u64, home: Device, device: &Device) -> Error {
     ))
 }
 
+/// Refuses `buffer` as the workspace (`what`: "a cuBLAS workspace") of a handle on `stream`
+/// unless kernels on the stream's device reach it (an empty one is never read).
+#[cfg(any(feature = "blas", feature = "fft"))]
+pub(crate) fn workspace_buffer(buffer: &Buffer, stream: &Stream, what: &str) -> Result<()> {
+    if buffer.is_empty() {
+        return Ok(());
+    }
+    if !buffer.is_device_accessible() {
+        return Err(Error::invalid_argument(format!(
+            "{what} must be memory the GPU can reach"
+        )));
+    }
+    Input::<u8>::operand(buffer)?.on(stream)?;
+    Ok(())
+}
+
 /// Refuses `resource` as where a handle on `stream` takes its workspace (`what`: "a cuDNN
 /// workspace") unless kernels on the stream's device reach what it allocates: memory of that
 /// device, or pinned or managed host memory. Another device's resource is refused even where

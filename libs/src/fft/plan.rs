@@ -8,7 +8,7 @@ use std::marker::PhantomData;
 use super::desc::{FftDesc, FftKind, Geometry};
 use super::elements::FftPrecision;
 use crate::fft::error::cufft;
-use crate::operand::Input;
+use crate::operand::workspace_buffer;
 use cuda_safe::handle::{Owned, Release};
 use cuda_safe::{Buffer, Stream};
 use cuda_safe::{Error, Result};
@@ -305,13 +305,7 @@ fn check_work_area(area: &Buffer, bytes: usize, stream: &Stream) -> Result<()> {
             area.len()
         )));
     }
-    if !area.is_device_accessible() {
-        return Err(Error::invalid_argument(
-            "a cuFFT work area must be memory the GPU can reach",
-        ));
-    }
-    Input::<u8>::operand(area)?.on(stream)?;
-    Ok(())
+    workspace_buffer(area, stream, "a cuFFT work area")
 }
 
 impl Release for Handle {

@@ -12,7 +12,7 @@ pub use level12::{Gemv, GemvElement, Vector};
 
 use super::operand::{DEFAULT_WORKSPACE, PointerMode};
 use crate::blas::error::cublas;
-use crate::operand::Input;
+use crate::operand::workspace_buffer;
 use cublas_sys::{Cublas, cublasHandle_t, cudaStream_t};
 use cuda_safe::Buffer;
 use cuda_safe::Stream;
@@ -264,15 +264,7 @@ impl Blas {
 
 /// Refuses a workspace cuBLAS cannot use on `stream`.
 fn check_workspace(workspace: &Buffer, stream: &Stream) -> Result<()> {
-    if workspace.is_empty() {
-        return Ok(());
-    }
-    if !workspace.is_device_accessible() {
-        return Err(Error::invalid_argument(
-            "a cuBLAS workspace must be memory the GPU can reach",
-        ));
-    }
-    Input::<u8>::operand(workspace)?.on(stream)?;
+    workspace_buffer(workspace, stream, "a cuBLAS workspace")?;
     if !workspace.as_raw().is_multiple_of(WORKSPACE_ALIGNMENT) {
         return Err(Error::invalid_argument(format!(
             "a cuBLAS workspace must be aligned to {WORKSPACE_ALIGNMENT} bytes; this one is at \

@@ -17,7 +17,7 @@ pub use plan::{Epilogue, MatmulDesc, MatmulElement, MatmulPlan};
 use crate::blas::error::CublasError;
 use crate::blas::error::cublaslt;
 use crate::blas::operand::DEFAULT_WORKSPACE;
-use crate::operand::Input;
+use crate::operand::workspace_buffer;
 use cublaslt_sys::{
     CublasLt, cublasLtHandle_t, cublasLtMatmulAlgo_t, cublasLtMatmulHeuristicResult_t,
     cublasLtMatmulPreference_t, cublasLtMatmulPreferenceAttributes_t,
@@ -103,12 +103,7 @@ impl Matmul {
     /// [`Error::InvalidArgument`] for a workspace the GPU cannot reach; as [`new`](Self::new).
     #[doc(alias = "cublasLtCreate")]
     pub fn with_workspace(stream: &Stream, mut workspace: Buffer) -> Result<Self> {
-        if !workspace.is_empty() && !workspace.is_device_accessible() {
-            return Err(Error::invalid_argument(
-                "a cuBLASLt workspace must be memory the GPU can reach",
-            ));
-        }
-        Input::<u8>::operand(&workspace)?.on(stream)?;
+        workspace_buffer(&workspace, stream, "a cuBLASLt workspace")?;
         workspace.set_stream(stream)?;
         let lt = cublaslt_sys::cublaslt()?;
         let _current = stream.context().scoped()?;
