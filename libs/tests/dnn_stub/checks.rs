@@ -6,7 +6,7 @@ use cuda_safe_libs::dnn::{
     Convolution, CudnnError, CudnnRefusal, DataType, Dnn, Graph, Pointwise, TensorDesc, VariantPack,
 };
 
-use super::{Case, CaseFn, count, ensure, err, names};
+use super::{Case, CaseFn, count, ensure, err, names, relu};
 
 pub(crate) const CASES: &[(&str, CaseFn)] = &[
     (
@@ -107,12 +107,7 @@ fn builder_refuses(case: &Case) -> Result<(), String> {
 }
 
 fn pack_refuses(case: &Case) -> Result<(), String> {
-    let mut graph = Graph::new();
-    let x = graph
-        .tensor(TensorDesc::packed(DataType::F32, &[1, 4, 4]))
-        .map_err(err)?;
-    let y = graph.pointwise(Pointwise::Relu, x, None).map_err(err)?;
-    graph.output(y, DataType::F32).map_err(err)?;
+    let (graph, x, y) = relu()?;
     let mut dnn = Dnn::new(&case.stream).map_err(err)?;
     dnn.plan(&graph).map_err(err)?;
     let alloc = |len| case.pool.allocate_zeroed::<f32>(len, &case.stream);

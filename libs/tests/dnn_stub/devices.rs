@@ -8,9 +8,9 @@ use std::sync::Arc;
 use cuda_safe::{
     Buffer, Device, DeviceMemoryResource, Error, MemoryResource, PinnedMemoryResource, Stream,
 };
-use cuda_safe_libs::dnn::{DataType, Dnn, Graph, Pointwise, Tensor, TensorDesc, VariantPack};
+use cuda_safe_libs::dnn::{Dnn, VariantPack};
 
-use super::{Case, CaseFn, count, ensure, err, names};
+use super::{Case, CaseFn, count, ensure, err, names, relu};
 
 pub(crate) const CASES: &[(&str, CaseFn)] = &[
     (
@@ -23,17 +23,6 @@ pub(crate) const CASES: &[(&str, CaseFn)] = &[
         unreachable_view,
     ),
 ];
-
-/// `y = relu(x)` over 16 f32s: the graph, x and y.
-fn relu() -> Result<(Graph, Tensor, Tensor), String> {
-    let mut graph = Graph::new();
-    let x = graph
-        .tensor(TensorDesc::packed(DataType::F32, &[1, 4, 4]))
-        .map_err(err)?;
-    let y = graph.pointwise(Pointwise::Relu, x, None).map_err(err)?;
-    graph.output(y, DataType::F32).map_err(err)?;
-    Ok((graph, x, y))
-}
 
 fn another_device(case: &Case) -> Result<(), String> {
     let (graph, x, y) = relu()?;

@@ -39,7 +39,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use cuda_safe::{DeviceMemoryResource, Stream};
-use cuda_safe_libs::dnn::cudnn_sys;
+use cuda_safe_libs::dnn::{DataType, Graph, Pointwise, Tensor, TensorDesc, cudnn_sys};
 use stub::{Call, Installed, Stub};
 
 /// What every case gets: the stub, its cuDNN controls, and a stream and pool of the stub's
@@ -125,6 +125,17 @@ pub(crate) fn ensure(condition: bool, message: impl FnOnce() -> String) -> Resul
 /// The error's text, for `map_err`.
 pub(crate) fn err(error: cuda_safe::Error) -> String {
     error.to_string()
+}
+
+/// `y = relu(x)` over 16 f32s (`[1, 4, 4]`): the graph, x and y.
+pub(crate) fn relu() -> Result<(Graph, Tensor, Tensor), String> {
+    let mut graph = Graph::new();
+    let x = graph
+        .tensor(TensorDesc::packed(DataType::F32, &[1, 4, 4]))
+        .map_err(err)?;
+    let y = graph.pointwise(Pointwise::Relu, x, None).map_err(err)?;
+    graph.output(y, DataType::F32).map_err(err)?;
+    Ok((graph, x, y))
 }
 
 /// Deterministic test data in [-1, 1).
